@@ -1,0 +1,33 @@
+//! The `ravel` command line: `fit` (offline), and the service commands.
+
+use clap::{Parser, Subcommand};
+use ravel::fit::{self, FitArgs};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "ravel", version, about = "Sparse linear models learned from streams")]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Fit a model on a CSV, LIBSVM or NPY file through the streaming statistics; prints JSON.
+    Fit(FitArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Some(Command::Fit(args)) => fit::run(&args).map(|json| println!("{json}")),
+        None => Err(anyhow::anyhow!("no command given; try `ravel fit --help`")),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,208 @@
+//! The Gram-form problem every solver works on, built from running averages alone.
+//!
+//! Regression (003 section 2.2, Prop. 3.1): (1/2n)||y - b0 - X b||^2 equals
+//! 1/2 b^T Q b - c^T b + yy/2 with Q = S_xx - mu_x mu_x^T, c = S_xy - mu_y mu_x and
+//! yy = S_yy - mu_y^2, once the intercept is profiled out. Classification (003 eqs. 4-5):
+//! the class-weighted loss w_p E_p[(x b + b0 - 1)^2]/2 + w_n E_n[(x b + b0 + 1)^2]/2 is also a
+//! quadratic in (b, b0); profiling b0 out gives the same form. Standardization divides column j
+//! by sigma_j at extraction; constant columns are dropped from the problem, never divided by 0.
+
+use crate::stats::{ClassStats, RunningStats};
+
+/// 1/2 b^T q b - c^T b + yy/2 over the m active (non-constant) columns, in solver units.
+#[derive(Debug, Clone)]
+pub struct Gram {
+    pub m: usize,
+    /// Full symmetric m x m, column-major.
+    pub q: Vec<f64>,
+    pub c: Vec<f64>,
+    pub yy: f64,
+}
+
+impl Gram {
+    #[inline]
+    pub fn col(&self, j: usize) -> &[f64] {
+        &self.q[j * self.m..(j + 1) * self.m]
+    }
+    #[inline]
+    pub fn at(&self, i: usize, j: usize) -> f64 {
+        self.q[i + j * self.m]
+    }
+    /// The loss 1/2 b^T q b - c^T b + yy/2 for a dense b.
+    pub fn loss(&self, b: &[f64]) -> f64 {
+        let mut quad = 0.0;
+        let mut lin = 0.0;
+        for j in 0..self.m {
+            if b[j] == 0.0 {
+                continue;
+            }
+            let col = self.col(j);
+            let qb: f64 = col.iter().zip(b).map(|(q, v)| q * v).sum();
+            quad += b[j] * qb;
+            lin += self.c[j] * b[j];
+        }
+        0.5 * quad - lin + 0.5 * self.yy
+    }
+    /// Gradient q b - c.
+    pub fn gradient(&self, b: &[f64]) -> Vec<f64> {
+        let mut g: Vec<f64> = self.c.iter().map(|v| -v).collect();
+        for (j, &bj) in b.iter().enumerate() {
+            if bj != 0.0 {
+                for (gi, qij) in g.iter_mut().zip(self.col(j)) {
+                    *gi += qij * bj;
+                }
+            }
+        }
+        g
+    }
+}
+
+/// A Gram problem plus what is needed to map a solution back to the user's features.
+#[derive(Debug, Clone)]
+pub struct Problem {
+    pub gram: Gram,
+    /// Original index of each active column.
+    pub active: Vec<usize>,
+    /// sigma_j per active column (1 when not standardized).
+    pub scale: Vec<f64>,
+    /// Number of features of the stream (active or not).
+    pub p: usize,
+    /// Rows seen.
+    pub n: u64,
+    /// intercept = intercept_base - sum_j intercept_slope[j] * beta_j (original indices).
+    intercept_base: f64,
+    intercept_slope: Vec<f64>,
+    pub standardized: bool,
+}
+
+/// Why a problem could not be built.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ProblemError {
+    #[error("the stream has no observations yet")]
+    Empty,
+    #[error("classification needs both classes; positives: {pos}, negatives: {neg}")]
+    OneClass { pos: u64, neg: u64 },
+}
+
+/// Below this relative variance a column counts as constant.
+const CONSTANT_TOL: f64 = 1e-12;
+
+impl Problem {
+    /// The regression problem of a stream.
+    pub fn regression(stats: &RunningStats, standardize: bool) -> Result<Problem, ProblemError> {
+        if stats.n() == 0 {
+            return Err(ProblemError::Empty);
+        }
+        let p = stats.p();
+        let mx = stats.mean_x();
+        let my = stats.mean_y();
+        let var: Vec<f64> = (0..p).map(|j| stats.sxx_at(j, j) - mx[j] * mx[j]).collect();
+        let active: Vec<usize> = (0..p)
+            .filter(|&j| var[j] > CONSTANT_TOL * stats.sxx_at(j, j).max(f64::MIN_POSITIVE))
+            .collect();
+        let scale: Vec<f64> =
+            active.iter().map(|&j| if standardize { var[j].sqrt() } else { 1.0 }).collect();
+        let m = active.len();
+        let mut q = vec![0.0; m * m];
+        for (b, &jb) in active.iter().enumerate() {
+            for (a, &ja) in active.iter().enumerate().skip(b) {
+                let v = (stats.sxx_at(ja, jb) - mx[ja] * mx[jb]) / (scale[a] * scale[b]);
+                q[a + b * m] = v;
+                q[b + a * m] = v;
+            }
+        }
+        let c = active
+            .iter()
+            .zip(&scale)
+            .map(|(&j, s)| (stats.sxy()[j] - my * mx[j]) / s)
+            .collect();
+        let yy = (stats.syy() - my * my).max(0.0);
+        Ok(Problem {
+            gram: Gram { m, q, c, yy },
+            active,
+            scale,
+            p,
+            n: stats.n(),
+            intercept_base: my,
+            intercept_slope: mx.to_vec(),
+            standardized: standardize,
+        })
+    }
+
+    /// The class-weighted classification problem (003 eqs. 4-5) with the intercept profiled
+    /// out. Standardization uses the negatives' standard deviation, as the paper does
+    /// (falling back to the pooled one for a column that is constant among negatives).
+    pub fn classification(
+        stats: &ClassStats,
+        w_pos: f64,
+        w_neg: f64,
+        standardize: bool,
+    ) -> Result<Problem, ProblemError> {
+        let (sp, sn) = (&stats.pos, &stats.neg);
+        if sp.n() == 0 || sn.n() == 0 {
+            return Err(ProblemError::OneClass { pos: sp.n(), neg: sn.n() });
+        }
+        let p = stats.p();
+        let wt = w_pos + w_neg;
+        let (mp, mn) = (sp.mean_x(), sn.mean_x());
+        let mbar: Vec<f64> = (0..p).map(|j| w_pos * mp[j] + w_neg * mn[j]).collect();
+        // A = w_p S^p + w_n S^n; Q = A - mbar mbar^T / W.
+        let qfull = |a: usize, b: usize| {
+            w_pos * sp.sxx_at(a, b) + w_neg * sn.sxx_at(a, b) - mbar[a] * mbar[b] / wt
+        };
+        let diag: Vec<f64> = (0..p).map(|j| qfull(j, j)).collect();
+        let scale_of = |j: usize| (w_pos * sp.sxx_at(j, j) + w_neg * sn.sxx_at(j, j)).max(f64::MIN_POSITIVE);
+        let active: Vec<usize> = (0..p).filter(|&j| diag[j] > CONSTANT_TOL * scale_of(j)).collect();
+        let var_neg = sn.variances();
+        let scale: Vec<f64> = active
+            .iter()
+            .map(|&j| {
+                if !standardize {
+                    1.0
+                } else if var_neg[j] > CONSTANT_TOL * sn.sxx_at(j, j).max(f64::MIN_POSITIVE) {
+                    var_neg[j].sqrt()
+                } else {
+                    (diag[j] / wt).sqrt()
+                }
+            })
+            .collect();
+        let m = active.len();
+        let mut q = vec![0.0; m * m];
+        for (b, &jb) in active.iter().enumerate() {
+            for (a, &ja) in active.iter().enumerate().skip(b) {
+                let v = qfull(ja, jb) / (scale[a] * scale[b]);
+                q[a + b * m] = v;
+                q[b + a * m] = v;
+            }
+        }
+        let dw = w_pos - w_neg;
+        let c = active
+            .iter()
+            .zip(&scale)
+            .map(|(&j, s)| (w_pos * mp[j] - w_neg * mn[j] - mbar[j] * dw / wt) / s)
+            .collect();
+        let yy = wt - dw * dw / wt;
+        Ok(Problem {
+            gram: Gram { m, q, c, yy },
+            active,
+            scale,
+            p,
+            n: stats.n(),
+            intercept_base: dw / wt,
+            intercept_slope: mbar.iter().map(|v| v / wt).collect(),
+            standardized: standardize,
+        })
+    }
+
+    /// Coefficients in original units (length p) and the intercept, from a solution in
+    /// solver units (length m).
+    pub fn to_original(&self, b: &[f64]) -> (Vec<f64>, f64) {
+        let mut beta = vec![0.0; self.p];
+        for (a, &j) in self.active.iter().enumerate() {
+            beta[j] = b[a] / self.scale[a];
+        }
+        let intercept =
+            self.intercept_base - beta.iter().zip(&self.intercept_slope).map(|(b, m)| b * m).sum::<f64>();
+        (beta, intercept)
+    }
+}

@@ -1,0 +1,321 @@
+//! Running-average statistics ("RAVEs", paper 003 section 2): the whole state an observation
+//! stream keeps, from which every model is extracted.
+//!
+//! `RunningStats` holds n, the total weight W, E[x], E[y], E[x x^T] (lower triangle),
+//! E[x y] and E[y^2]. Rows are folded in one at a time (`update`) or as a mini-batch with one
+//! symmetric rank-B update (`update_batch`, the ingest hot path); both give the same numbers
+//! under every `AlphaSchedule`. `merge` combines shards exactly. `ClassStats` keeps one
+//! `RunningStats` per class for imbalanced classification (003 section 3.6).
+//!
+//! The stored averages are always normalized (they are proper weighted means even for a fixed
+//! alpha at the start of a stream): with W_n = (1 - alpha_n) W_{n-1} + alpha_n the row gets
+//! the effective weight alpha_n / W_n. For plain averages W = 1 and nothing changes.
+
+mod schedule;
+
+pub use schedule::AlphaSchedule;
+
+use faer::linalg::matmul::triangular::{BlockStructure, matmul};
+use faer::{Accum, MatMut, MatRef, Par};
+use serde::{Deserialize, Serialize};
+
+/// Why a row or batch was refused; the statistics are untouched when this is returned.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum StatsError {
+    #[error("row has {got} features, the stream has {expected}")]
+    Dimension { expected: usize, got: usize },
+    #[error("batch has {rows} rows of x but {ys} values of y")]
+    Length { rows: usize, ys: usize },
+    #[error("non-finite value (NaN or Inf) in row {row}")]
+    NonFinite { row: usize },
+    #[error("classification labels must be +1 or -1 (0 counts as -1), got {value} in row {row}")]
+    Label { row: usize, value: f64 },
+    #[error("cannot merge statistics with {other} features into statistics with {this}")]
+    MergeDimension { this: usize, other: usize },
+}
+
+/// The running averages of one stream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunningStats {
+    p: usize,
+    n: u64,
+    /// Total weight W (1 for plain averages once a row is seen; below 1 early in a
+    /// fixed-alpha stream). Kept so the averages can stay normalized.
+    weight: f64,
+    mean_x: Vec<f64>,
+    mean_y: f64,
+    /// E[x x^T], column-major p x p; only the lower triangle (i >= j) is maintained.
+    sxx: Vec<f64>,
+    sxy: Vec<f64>,
+    syy: f64,
+    schedule: AlphaSchedule,
+}
+
+impl RunningStats {
+    pub fn new(p: usize, schedule: AlphaSchedule) -> Self {
+        RunningStats {
+            p,
+            n: 0,
+            weight: 0.0,
+            mean_x: vec![0.0; p],
+            mean_y: 0.0,
+            sxx: vec![0.0; p * p],
+            sxy: vec![0.0; p],
+            syy: 0.0,
+            schedule,
+        }
+    }
+
+    pub fn p(&self) -> usize {
+        self.p
+    }
+    pub fn n(&self) -> u64 {
+        self.n
+    }
+    pub fn total_weight(&self) -> f64 {
+        self.weight
+    }
+    pub fn mean_x(&self) -> &[f64] {
+        &self.mean_x
+    }
+    pub fn mean_y(&self) -> f64 {
+        self.mean_y
+    }
+    pub fn sxy(&self) -> &[f64] {
+        &self.sxy
+    }
+    pub fn syy(&self) -> f64 {
+        self.syy
+    }
+    pub fn schedule(&self) -> &AlphaSchedule {
+        &self.schedule
+    }
+    pub fn schedule_mut(&mut self) -> &mut AlphaSchedule {
+        &mut self.schedule
+    }
+    /// The alpha the next row will get (the raw schedule value, before normalization).
+    pub fn current_alpha(&self) -> f64 {
+        self.schedule.current_alpha(self.n)
+    }
+    /// E[x_i x_j] for any i, j (reads the stored triangle).
+    #[inline]
+    pub fn sxx_at(&self, i: usize, j: usize) -> f64 {
+        let (r, c) = if i >= j { (i, j) } else { (j, i) };
+        self.sxx[r + c * self.p]
+    }
+    /// E[x x^T] as a full symmetric column-major p x p matrix.
+    pub fn sxx_full(&self) -> Vec<f64> {
+        let p = self.p;
+        let mut full = self.sxx.clone();
+        for j in 0..p {
+            for i in j + 1..p {
+                full[j + i * p] = full[i + j * p];
+            }
+        }
+        full
+    }
+    /// Population variance of each feature, E[x^2] - E[x]^2 (clamped at 0).
+    pub fn variances(&self) -> Vec<f64> {
+        (0..self.p)
+            .map(|j| (self.sxx_at(j, j) - self.mean_x[j] * self.mean_x[j]).max(0.0))
+            .collect()
+    }
+
+    /// Fold one row in (a rank-1 update, O(p^2)).
+    pub fn update(&mut self, x: &[f64], y: f64) -> Result<(), StatsError> {
+        self.update_batch(x, std::slice::from_ref(&y))
+    }
+
+    /// Fold a mini-batch in: `x` is row-major, `y.len()` rows of p features. One symmetric
+    /// rank-B update of E[x x^T]; the result equals B calls of `update` up to rounding.
+    pub fn update_batch(&mut self, x: &[f64], y: &[f64]) -> Result<(), StatsError> {
+        let rows = check_batch(self.p, x, y)?;
+        if rows == 0 {
+            return Ok(());
+        }
+        let alphas = self.schedule.alphas_for_batch(self.n, rows, x, y);
+        let (decay, omega) = self.fold_weights(&alphas);
+        self.apply(x, y, decay, &omega);
+        self.n += rows as u64;
+        Ok(())
+    }
+
+    /// Turns raw alphas into (decay of the old state, weight of each row), tracking W so the
+    /// averages stay normalized: state <- decay * state + sum_i omega_i * row_i.
+    fn fold_weights(&mut self, alphas: &[f64]) -> (f64, Vec<f64>) {
+        let mut eff = Vec::with_capacity(alphas.len());
+        let mut w = self.weight;
+        for &a in alphas {
+            w = (1.0 - a) * w + a;
+            eff.push(if w > 0.0 { a / w } else { 1.0 });
+        }
+        self.weight = w;
+        // omega_i = eff_i * prod_{j > i} (1 - eff_j); decay = prod_j (1 - eff_j).
+        let mut omega = vec![0.0; eff.len()];
+        let mut tail = 1.0;
+        for i in (0..eff.len()).rev() {
+            omega[i] = eff[i] * tail;
+            tail *= 1.0 - eff[i];
+        }
+        (tail, omega)
+    }
+
+    fn apply(&mut self, x: &[f64], y: &[f64], decay: f64, omega: &[f64]) {
+        let p = self.p;
+        let rows = y.len();
+        for v in self.mean_x.iter_mut().chain(self.sxy.iter_mut()) {
+            *v *= decay;
+        }
+        self.mean_y *= decay;
+        self.syy *= decay;
+        for (i, row) in x.chunks_exact(p).enumerate() {
+            let (w, yi) = (omega[i], y[i]);
+            self.mean_y += w * yi;
+            self.syy += w * yi * yi;
+            for j in 0..p {
+                self.mean_x[j] += w * row[j];
+                self.sxy[j] += w * yi * row[j];
+            }
+        }
+        // Lower triangle: decay, then add Z Z^T with Z = X^T diag(sqrt(omega)).
+        for j in 0..p {
+            for v in &mut self.sxx[j + j * p..(j + 1) * p] {
+                *v *= decay;
+            }
+        }
+        if rows == 1 {
+            let (w, row) = (omega[0], x);
+            for j in 0..p {
+                let wj = w * row[j];
+                let col = &mut self.sxx[j * p..(j + 1) * p];
+                for i in j..p {
+                    col[i] += wj * row[i];
+                }
+            }
+            return;
+        }
+        let mut z = x.to_vec();
+        for (i, row) in z.chunks_exact_mut(p).enumerate() {
+            let s = omega[i].sqrt();
+            row.iter_mut().for_each(|v| *v *= s);
+        }
+        // Row-major B x p is column-major p x B: that is Z itself.
+        let zt = MatRef::from_column_major_slice(&z, p, rows);
+        let dst = MatMut::from_column_major_slice_mut(&mut self.sxx, p, p);
+        let par = if (p * p * rows) as f64 > 4e6 { Par::rayon(0) } else { Par::Seq };
+        matmul(
+            dst,
+            BlockStructure::TriangularLower,
+            Accum::Add,
+            zt,
+            BlockStructure::Rectangular,
+            zt.transpose(),
+            BlockStructure::Rectangular,
+            1.0,
+            par,
+        );
+    }
+
+    /// Combine the statistics of another shard of the same stream. For plain averages the
+    /// result equals one stream that saw both shards' rows (up to rounding); for forgetting
+    /// schedules the shards are weighted by their row counts.
+    pub fn merge(&mut self, other: &RunningStats) -> Result<(), StatsError> {
+        if other.p != self.p {
+            return Err(StatsError::MergeDimension { this: self.p, other: other.p });
+        }
+        if other.n == 0 {
+            return Ok(());
+        }
+        if self.n == 0 {
+            let schedule = self.schedule.clone();
+            *self = other.clone();
+            self.schedule = schedule;
+            return Ok(());
+        }
+        let n = self.n + other.n;
+        let f = other.n as f64 / n as f64;
+        let g = 1.0 - f;
+        let mix = |a: &mut f64, b: f64| *a = g * *a + f * b;
+        mix(&mut self.weight, other.weight);
+        mix(&mut self.mean_y, other.mean_y);
+        mix(&mut self.syy, other.syy);
+        for (a, &b) in self.mean_x.iter_mut().zip(&other.mean_x) {
+            mix(a, b);
+        }
+        for (a, &b) in self.sxy.iter_mut().zip(&other.sxy) {
+            mix(a, b);
+        }
+        let p = self.p;
+        for j in 0..p {
+            for i in j..p {
+                mix(&mut self.sxx[i + j * p], other.sxx[i + j * p]);
+            }
+        }
+        self.n = n;
+        Ok(())
+    }
+}
+
+/// Validates a batch before anything is changed: dimensions and finiteness.
+fn check_batch(p: usize, x: &[f64], y: &[f64]) -> Result<usize, StatsError> {
+    let rows = y.len();
+    if p == 0 || x.len() != rows * p {
+        if rows > 0 && x.len() % rows == 0 {
+            return Err(StatsError::Dimension { expected: p, got: x.len() / rows });
+        }
+        return Err(StatsError::Length { rows: if p == 0 { 0 } else { x.len() / p }, ys: rows });
+    }
+    for (i, row) in x.chunks_exact(p).enumerate() {
+        if !y[i].is_finite() || row.iter().any(|v| !v.is_finite()) {
+            return Err(StatsError::NonFinite { row: i });
+        }
+    }
+    Ok(rows)
+}
+
+/// Class-conditional running averages for +1/-1 labels (003 section 3.6): positives and
+/// negatives are averaged separately so that each class can be weighted at extraction.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClassStats {
+    pub pos: RunningStats,
+    pub neg: RunningStats,
+}
+
+impl ClassStats {
+    pub fn new(p: usize, schedule: AlphaSchedule) -> Self {
+        ClassStats { pos: RunningStats::new(p, schedule.clone()), neg: RunningStats::new(p, schedule) }
+    }
+    pub fn p(&self) -> usize {
+        self.pos.p()
+    }
+    pub fn n(&self) -> u64 {
+        self.pos.n() + self.neg.n()
+    }
+
+    /// Split the batch by label (+1 positive; -1 or 0 negative) and fold each part into its
+    /// class. Nothing changes if any row is invalid.
+    pub fn update_batch(&mut self, x: &[f64], y: &[f64]) -> Result<(), StatsError> {
+        let p = self.p();
+        check_batch(p, x, y)?;
+        let (mut xp, mut yp, mut xn, mut yn) = (vec![], vec![], vec![], vec![]);
+        for (i, (row, &label)) in x.chunks_exact(p).zip(y).enumerate() {
+            if label == 1.0 {
+                xp.extend_from_slice(row);
+                yp.push(1.0);
+            } else if label == -1.0 || label == 0.0 {
+                xn.extend_from_slice(row);
+                yn.push(-1.0);
+            } else {
+                return Err(StatsError::Label { row: i, value: label });
+            }
+        }
+        self.pos.update_batch(&xp, &yp)?;
+        self.neg.update_batch(&xn, &yn)?;
+        Ok(())
+    }
+
+    pub fn merge(&mut self, other: &ClassStats) -> Result<(), StatsError> {
+        self.pos.merge(&other.pos)?;
+        self.neg.merge(&other.neg)
+    }
+}
