@@ -17,10 +17,20 @@ enum Command {
     Fit(FitArgs),
 }
 
+/// Prints one line to stdout; a closed pipe (`ravel fit ... | head`) is not an error.
+fn print_line(s: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match writeln!(out, "{s}").and_then(|_| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Some(Command::Fit(args)) => fit::run(&args).map(|json| println!("{json}")),
+        Some(Command::Fit(args)) => fit::run(&args).and_then(|json| print_line(&json)),
         None => Err(anyhow::anyhow!("no command given; try `ravel fit --help`")),
     };
     match result {
