@@ -12,8 +12,10 @@
 //!   file; `model_from_stats` / `extract` return the `Model` JSON shared by CLI and API.
 //! - [`data`]: streaming readers for CSV, LIBSVM and NPY files.
 //! - [`fit`]: `ravel fit`, the offline entry point.
+//! - [`synthetic`]: the simulated design of paper 003 (demo stream, tests, benchmarks).
 
 pub mod data;
 pub mod fit;
 pub mod solve;
+pub mod synthetic;
 pub mod stats;
