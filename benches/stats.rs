@@ -14,7 +14,9 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn rows(p: usize, n: usize, seed: u64) -> (Vec<f64>, Vec<f64>) {
-    let spec: SyntheticSpec = format!("p={p},k={},n={n},seed={seed}", p / 10).parse().unwrap();
+    let spec: SyntheticSpec = format!("p={p},k={},n={n},seed={seed}", p / 10)
+        .parse()
+        .unwrap();
     let (mut x, mut y) = (Vec::new(), Vec::new());
     spec.rows().fill(n, &mut x, &mut y);
     (x, y)
@@ -37,7 +39,12 @@ fn main() {
             times.push(t.elapsed().as_secs_f64() / reps as f64);
         }
         let rate = batch as f64 / median(times);
-        println!("{:<44} {:>14.0} {:>10}", format!("update_batch p={p} B={batch}"), rate, "rows/s");
+        println!(
+            "{:<44} {:>14.0} {:>10}",
+            format!("update_batch p={p} B={batch}"),
+            rate,
+            "rows/s"
+        );
     }
     // Row-by-row for contrast (rank-1 updates).
     {
@@ -48,31 +55,54 @@ fn main() {
         for i in 0..200 {
             s.update(&x[i * p..(i + 1) * p], y[i]).unwrap();
         }
-        println!("{:<44} {:>14.0} {:>10}", "update (row by row) p=1000", 200.0 / t.elapsed().as_secs_f64(), "rows/s");
+        println!(
+            "{:<44} {:>14.0} {:>10}",
+            "update (row by row) p=1000",
+            200.0 / t.elapsed().as_secs_f64(),
+            "rows/s"
+        );
     }
     // Extraction at p = 1000 on the Table 2 design (n = 3000, k* = 100).
     let p = 1000;
     let spec: SyntheticSpec = "p=1000,k=100,n=3000,seed=7".parse().unwrap();
     let mut s = RunningStats::new(p, AlphaSchedule::Plain);
     let (mut x, mut y) = (Vec::new(), Vec::new());
-    let mut gen = spec.rows();
-    while gen.fill(1000, &mut x, &mut y) > 0 {
+    let mut source = spec.rows();
+    while source.fill(1000, &mut x, &mut y) > 0 {
         s.update_batch(&x, &y).unwrap();
         x.clear();
         y.clear();
     }
     let st = StatsRef::Regression(&s);
     let time = |f: &dyn Fn() -> f64| median((0..5).map(|_| f()).collect());
-    let path_ms = time(&|| path_from_stats(st, &Params::new(Method::Lasso), None).unwrap().elapsed_ms);
-    println!("{:<44} {:>14.1} {:>10}", "lasso path, 100 lambdas, p=1000", path_ms, "ms");
+    let path_ms = time(&|| {
+        path_from_stats(st, &Params::new(Method::Lasso), None)
+            .unwrap()
+            .elapsed_ms
+    });
+    println!(
+        "{:<44} {:>14.1} {:>10}",
+        "lasso path, 100 lambdas, p=1000", path_ms, "ms"
+    );
     for (name, params) in [
-        ("lasso k=100, p=1000", Params::new(Method::Lasso).with_k(100)),
+        (
+            "lasso k=100, p=1000",
+            Params::new(Method::Lasso).with_k(100),
+        ),
         ("mcp k=100, p=1000", Params::new(Method::Mcp).with_k(100)),
-        ("olsth k=100, p=1000", Params::new(Method::Olsth).with_k(100)),
+        (
+            "olsth k=100, p=1000",
+            Params::new(Method::Olsth).with_k(100),
+        ),
         ("fsa k=100, p=1000", Params::new(Method::Fsa).with_k(100)),
         ("ols p=1000", Params::new(Method::Ols)),
     ] {
-        let ms = time(&|| model_from_stats(st, &params, None).unwrap().diagnostics.elapsed_ms);
+        let ms = time(&|| {
+            model_from_stats(st, &params, None)
+                .unwrap()
+                .diagnostics
+                .elapsed_ms
+        });
         println!("{:<44} {:>14.1} {:>10}", name, ms, "ms");
     }
 }

@@ -8,7 +8,9 @@ use crate::stats::{AlphaSchedule, ClassStats, RunningStats};
 use std::path::PathBuf;
 
 /// Regression on y, or classification on +1/-1 labels (0 counts as -1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Task {
     Regression,
@@ -111,7 +113,14 @@ pub fn read_stats(
             FileStats::Regression(s) => s.update_batch(&x, &y),
             FileStats::Classification(s) => s.update_batch(&x, &y),
         };
-        res.map_err(|e| anyhow::anyhow!("{}: rows {}..{}: {e}", file.display(), first + 1, first + got as u64))?;
+        res.map_err(|e| {
+            anyhow::anyhow!(
+                "{}: rows {}..{}: {e}",
+                file.display(),
+                first + 1,
+                first + got as u64
+            )
+        })?;
     }
     Ok((stats, reader.names.clone()))
 }

@@ -17,5 +17,5 @@
 pub mod data;
 pub mod fit;
 pub mod solve;
-pub mod synthetic;
 pub mod stats;
+pub mod synthetic;

@@ -5,7 +5,11 @@ use ravel::fit::{self, FitArgs};
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "ravel", version, about = "Sparse linear models learned from streams")]
+#[command(
+    name = "ravel",
+    version,
+    about = "Sparse linear models learned from streams"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,

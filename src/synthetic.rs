@@ -28,7 +28,16 @@ pub struct SyntheticSpec {
 
 impl Default for SyntheticSpec {
     fn default() -> Self {
-        SyntheticSpec { p: 100, k: 10, n: None, signal: 1.0, noise: 1.0, rho: 0.5, seed: 1, classification: false }
+        SyntheticSpec {
+            p: 100,
+            k: 10,
+            n: None,
+            signal: 1.0,
+            noise: 1.0,
+            rho: 0.5,
+            seed: 1,
+            classification: false,
+        }
     }
 }
 
@@ -37,9 +46,9 @@ impl FromStr for SyntheticSpec {
     fn from_str(s: &str) -> Result<Self, String> {
         let mut spec = SyntheticSpec::default();
         for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let (key, val) = part
-                .split_once('=')
-                .ok_or_else(|| format!("'{part}' is not key=value (keys: p, k, n, signal, noise, rho, seed, task)"))?;
+            let (key, val) = part.split_once('=').ok_or_else(|| {
+                format!("'{part}' is not key=value (keys: p, k, n, signal, noise, rho, seed, task)")
+            })?;
             let bad = || format!("{key}: '{val}' is not a valid value");
             match key {
                 "p" => spec.p = val.parse().map_err(|_| bad())?,
@@ -56,13 +65,24 @@ impl FromStr for SyntheticSpec {
                         _ => return Err(bad()),
                     }
                 }
-                _ => return Err(format!("unknown key '{key}' (keys: p, k, n, signal, noise, rho, seed, task)")),
+                _ => {
+                    return Err(format!(
+                        "unknown key '{key}' (keys: p, k, n, signal, noise, rho, seed, task)"
+                    ));
+                }
             }
         }
         if spec.p == 0 || spec.k > spec.p {
-            return Err(format!("need 0 < p and k <= p, got p = {}, k = {}", spec.p, spec.k));
+            return Err(format!(
+                "need 0 < p and k <= p, got p = {}, k = {}",
+                spec.p, spec.k
+            ));
         }
-        if !(0.0..1.0).contains(&spec.rho) || !spec.noise.is_finite() || spec.noise < 0.0 || !spec.signal.is_finite() {
+        if !(0.0..1.0).contains(&spec.rho)
+            || !spec.noise.is_finite()
+            || spec.noise < 0.0
+            || !spec.signal.is_finite()
+        {
             return Err("rho must lie in [0, 1), noise >= 0 and signal finite".into());
         }
         Ok(spec)
@@ -87,7 +107,12 @@ impl SyntheticSpec {
         (0..self.k).map(|i| i * step + step - 1).collect()
     }
     pub fn rows(&self) -> SyntheticRows {
-        SyntheticRows { rng: StdRng::seed_from_u64(self.seed), beta: self.beta(), spec: self.clone(), made: 0 }
+        SyntheticRows {
+            rng: StdRng::seed_from_u64(self.seed),
+            beta: self.beta(),
+            spec: self.clone(),
+            made: 0,
+        }
     }
 }
 
@@ -118,7 +143,11 @@ impl SyntheticRows {
             }
             let e: f64 = StandardNormal.sample(&mut self.rng);
             let t = dot + self.spec.noise * e;
-            y.push(if self.spec.classification { if t >= 0.0 { 1.0 } else { -1.0 } } else { t });
+            y.push(if self.spec.classification {
+                if t >= 0.0 { 1.0 } else { -1.0 }
+            } else {
+                t
+            });
         }
         self.made += rows as u64;
         rows

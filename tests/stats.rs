@@ -7,8 +7,12 @@ use ravel::stats::{AlphaSchedule, ClassStats, RunningStats, StatsError};
 
 fn rows(seed: u64, n: usize, p: usize) -> (Vec<f64>, Vec<f64>) {
     let mut rng = StdRng::seed_from_u64(seed);
-    let x: Vec<f64> = (0..n * p).map(|i| rng.random_range(-2.0..2.0) + (i % p) as f64 * 0.3).collect();
-    let y: Vec<f64> = (0..n).map(|i| x[i * p] * 2.0 - x[i * p + 1] + rng.random_range(-1.0..1.0) + 5.0).collect();
+    let x: Vec<f64> = (0..n * p)
+        .map(|i| rng.random_range(-2.0..2.0) + (i % p) as f64 * 0.3)
+        .collect();
+    let y: Vec<f64> = (0..n)
+        .map(|i| x[i * p] * 2.0 - x[i * p + 1] + rng.random_range(-1.0..1.0) + 5.0)
+        .collect();
     (x, y)
 }
 
@@ -20,14 +24,21 @@ fn assert_close(a: &RunningStats, b: &RunningStats, tol: f64) {
     assert_eq!(a.n(), b.n());
     let p = a.p();
     let mut worst: f64 = 0.0;
-    worst = worst.max(rel(a.mean_y(), b.mean_y())).max(rel(a.syy(), b.syy()));
+    worst = worst
+        .max(rel(a.mean_y(), b.mean_y()))
+        .max(rel(a.syy(), b.syy()));
     for j in 0..p {
-        worst = worst.max(rel(a.mean_x()[j], b.mean_x()[j])).max(rel(a.sxy()[j], b.sxy()[j]));
+        worst = worst
+            .max(rel(a.mean_x()[j], b.mean_x()[j]))
+            .max(rel(a.sxy()[j], b.sxy()[j]));
         for i in 0..p {
             worst = worst.max(rel(a.sxx_at(i, j), b.sxx_at(i, j)));
         }
     }
-    assert!(worst <= tol, "statistics differ by {worst:e} relative (tol {tol:e})");
+    assert!(
+        worst <= tol,
+        "statistics differ by {worst:e} relative (tol {tol:e})"
+    );
 }
 
 const SCHEDULES: [&str; 4] = ["plain", "fixed:0.01", "fixed:0.3", "floor:0.02"];
@@ -50,11 +61,16 @@ fn batch_equals_row_by_row_under_every_schedule() {
                 break;
             }
             let end = (at + size).min(n);
-            batched.update_batch(&x[at * p..end * p], &y[at..end]).unwrap();
+            batched
+                .update_batch(&x[at * p..end * p], &y[at..end])
+                .unwrap();
             at = end;
         }
         assert_close(&one, &batched, 1e-12);
-        assert!((one.total_weight() - batched.total_weight()).abs() < 1e-12, "{s}");
+        assert!(
+            (one.total_weight() - batched.total_weight()).abs() < 1e-12,
+            "{s}"
+        );
     }
 }
 
@@ -85,7 +101,9 @@ fn fixed_alpha_is_a_normalized_exponential_average() {
     let (x, y) = rows(3, n, p);
     let mut s = RunningStats::new(p, AlphaSchedule::Fixed { alpha: a });
     s.update_batch(&x, &y).unwrap();
-    let w: Vec<f64> = (0..n).map(|i| a * (1.0 - a).powi((n - 1 - i) as i32)).collect();
+    let w: Vec<f64> = (0..n)
+        .map(|i| a * (1.0 - a).powi((n - 1 - i) as i32))
+        .collect();
     let total: f64 = w.iter().sum();
     for j in 0..p {
         let m: f64 = (0..n).map(|i| w[i] * x[i * p + j]).sum::<f64>() / total;
@@ -106,7 +124,8 @@ fn merge_of_shards_equals_one_stream() {
         .windows(2)
         .map(|c| {
             let mut s = RunningStats::new(p, AlphaSchedule::Plain);
-            s.update_batch(&x[c[0] * p..c[1] * p], &y[c[0]..c[1]]).unwrap();
+            s.update_batch(&x[c[0] * p..c[1] * p], &y[c[0]..c[1]])
+                .unwrap();
             s
         })
         .collect();
@@ -121,28 +140,61 @@ fn merge_of_shards_equals_one_stream() {
 fn bad_rows_change_nothing() {
     let p = 3;
     let mut s = RunningStats::new(p, AlphaSchedule::Plain);
-    s.update_batch(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[1.0, 2.0]).unwrap();
+    s.update_batch(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[1.0, 2.0])
+        .unwrap();
     let before = s.clone();
     let nan = [1.0, 2.0, 3.0, 4.0, f64::NAN, 6.0];
-    assert_eq!(s.update_batch(&nan, &[1.0, 2.0]), Err(StatsError::NonFinite { row: 1 }));
-    assert!(matches!(s.update_batch(&[1.0, 2.0], &[1.0]), Err(StatsError::Dimension { expected: 3, got: 2 })));
+    assert_eq!(
+        s.update_batch(&nan, &[1.0, 2.0]),
+        Err(StatsError::NonFinite { row: 1 })
+    );
+    assert!(matches!(
+        s.update_batch(&[1.0, 2.0], &[1.0]),
+        Err(StatsError::Dimension {
+            expected: 3,
+            got: 2
+        })
+    ));
     assert!(s.update_batch(&[1.0, 2.0, 3.0], &[f64::INFINITY]).is_err());
     assert!(s.update_batch(&[1.0, 2.0, 3.0, 4.0], &[1.0, 2.0]).is_err());
     let other = RunningStats::new(4, AlphaSchedule::Plain);
     assert!(s.merge(&other).is_err());
     assert_eq!(s, before);
     let mut c = ClassStats::new(p, AlphaSchedule::Plain);
-    assert!(matches!(c.update_batch(&[1.0, 2.0, 3.0, 1.0, 1.0, 1.0], &[1.0, 0.5]), Err(StatsError::Label { row: 1, .. })));
+    assert!(matches!(
+        c.update_batch(&[1.0, 2.0, 3.0, 1.0, 1.0, 1.0], &[1.0, 0.5]),
+        Err(StatsError::Label { row: 1, .. })
+    ));
     assert_eq!(c.n(), 0);
 }
 
 #[test]
 fn schedules_parse_and_reject_nonsense() {
-    assert_eq!("plain".parse::<AlphaSchedule>().unwrap(), AlphaSchedule::Plain);
-    assert_eq!("fixed:0.01".parse::<AlphaSchedule>().unwrap(), AlphaSchedule::Fixed { alpha: 0.01 });
-    assert_eq!("floor:0.001".parse::<AlphaSchedule>().unwrap(), AlphaSchedule::Floor { alpha_min: 0.001 });
-    for bad in ["fixed", "fixed:0", "fixed:1.5", "fixed:-0.1", "floor:nan", "sometimes", "fixed:x"] {
-        assert!(bad.parse::<AlphaSchedule>().is_err(), "{bad} should be refused");
+    assert_eq!(
+        "plain".parse::<AlphaSchedule>().unwrap(),
+        AlphaSchedule::Plain
+    );
+    assert_eq!(
+        "fixed:0.01".parse::<AlphaSchedule>().unwrap(),
+        AlphaSchedule::Fixed { alpha: 0.01 }
+    );
+    assert_eq!(
+        "floor:0.001".parse::<AlphaSchedule>().unwrap(),
+        AlphaSchedule::Floor { alpha_min: 0.001 }
+    );
+    for bad in [
+        "fixed",
+        "fixed:0",
+        "fixed:1.5",
+        "fixed:-0.1",
+        "floor:nan",
+        "sometimes",
+        "fixed:x",
+    ] {
+        assert!(
+            bad.parse::<AlphaSchedule>().is_err(),
+            "{bad} should be refused"
+        );
     }
 }
 
@@ -150,7 +202,10 @@ fn schedules_parse_and_reject_nonsense() {
 fn class_stats_split_by_label_and_merge() {
     let (p, n) = (5, 400);
     let (x, y) = rows(5, n, p);
-    let labels: Vec<f64> = y.iter().map(|v| if *v > 5.0 { 1.0 } else { -1.0 }).collect();
+    let labels: Vec<f64> = y
+        .iter()
+        .map(|v| if *v > 5.0 { 1.0 } else { -1.0 })
+        .collect();
     let mut c = ClassStats::new(p, AlphaSchedule::Plain);
     c.update_batch(&x, &labels).unwrap();
     let npos = labels.iter().filter(|v| **v > 0.0).count() as u64;

@@ -40,7 +40,10 @@ pub fn solve_subset(g: &Gram, support: &[usize], ridge: f64) -> LsSolution {
         }
         if scale > 1e-2 {
             // Give up on the fit rather than return garbage: the zero model is always valid.
-            return LsSolution { b, jitter: f64::INFINITY };
+            return LsSolution {
+                b,
+                jitter: f64::INFINITY,
+            };
         }
         jitter = scale * mean_diag.max(f64::MIN_POSITIVE);
         scale *= 100.0;

@@ -57,7 +57,10 @@ impl Method {
     }
     /// Methods with a lambda path.
     pub fn is_penalized(&self) -> bool {
-        matches!(self, Method::Lasso | Method::ElasticNet | Method::Mcp | Method::Scad)
+        matches!(
+            self,
+            Method::Lasso | Method::ElasticNet | Method::Mcp | Method::Scad
+        )
     }
 }
 
@@ -86,7 +89,9 @@ impl FromStr for Method {
 /// A request that cannot be served; the message says what to change.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ParamError {
-    #[error("unknown method '{0}': expected one of ols, ridge, olsth, fsa, lasso, elastic-net, mcp, scad")]
+    #[error(
+        "unknown method '{0}': expected one of ols, ridge, olsth, fsa, lasso, elastic-net, mcp, scad"
+    )]
     UnknownMethod(String),
     #[error("k = {k} is larger than the number of features p = {p}")]
     KTooLarge { k: usize, p: usize },
@@ -197,59 +202,94 @@ impl Params {
         }
         if let Some(r) = self.l1_ratio {
             if self.method != Method::ElasticNet {
-                return Err(ParamError::Invalid(format!("l1_ratio applies to elastic-net only, not {}", self.method)));
+                return Err(ParamError::Invalid(format!(
+                    "l1_ratio applies to elastic-net only, not {}",
+                    self.method
+                )));
             }
             if !(r.is_finite() && r > 0.0 && r <= 1.0) {
-                return Err(ParamError::Invalid(format!("l1_ratio must lie in (0, 1], got {r}")));
+                return Err(ParamError::Invalid(format!(
+                    "l1_ratio must lie in (0, 1], got {r}"
+                )));
             }
         }
         if let Some(gm) = self.gamma {
             let min = match self.method {
                 Method::Mcp => 1.0,
                 Method::Scad => 2.0,
-                _ => return Err(ParamError::Invalid(format!("gamma applies to mcp and scad only, not {}", self.method))),
+                _ => {
+                    return Err(ParamError::Invalid(format!(
+                        "gamma applies to mcp and scad only, not {}",
+                        self.method
+                    )));
+                }
             };
             if !(gm.is_finite() && gm > min) {
-                return Err(ParamError::Invalid(format!("gamma for {} must be > {min}, got {gm}", self.method)));
+                return Err(ParamError::Invalid(format!(
+                    "gamma for {} must be > {min}, got {gm}",
+                    self.method
+                )));
             }
         }
         if let Some(r) = self.lambda_min_ratio {
             if !(r.is_finite() && r > 0.0 && r < 1.0) {
-                return Err(ParamError::Invalid(format!("lambda_min_ratio must lie in (0, 1), got {r}")));
+                return Err(ParamError::Invalid(format!(
+                    "lambda_min_ratio must lie in (0, 1), got {r}"
+                )));
             }
         }
         if matches!(self.path_points, Some(0)) {
             return Err(ParamError::Invalid("path_points must be at least 1".into()));
         }
         if matches!(self.fsa_iterations, Some(0)) {
-            return Err(ParamError::Invalid("fsa_iterations must be at least 1".into()));
+            return Err(ParamError::Invalid(
+                "fsa_iterations must be at least 1".into(),
+            ));
         }
         if let Some(mu) = self.fsa_mu {
             if !(mu.is_finite() && mu >= 0.0) {
-                return Err(ParamError::Negative { name: "fsa_mu", value: mu });
+                return Err(ParamError::Negative {
+                    name: "fsa_mu",
+                    value: mu,
+                });
             }
         }
         if self.w_pos == Some(0.0) && self.w_neg == Some(0.0) {
-            return Err(ParamError::Invalid("w_pos and w_neg cannot both be 0".into()));
+            return Err(ParamError::Invalid(
+                "w_pos and w_neg cannot both be 0".into(),
+            ));
         }
         let m = self.method;
         if for_path {
             if !m.is_penalized() {
-                return Err(ParamError::Invalid(format!("{m} has no lambda path; use lasso, elastic-net, mcp or scad")));
+                return Err(ParamError::Invalid(format!(
+                    "{m} has no lambda path; use lasso, elastic-net, mcp or scad"
+                )));
             }
             return Ok(());
         }
         match m {
             Method::Ols if self.k.is_some() || self.lambda.is_some() => Err(ParamError::Invalid(
-                "ols takes neither k nor lambda (use olsth for k nonzeros, ridge for a penalty)".into(),
+                "ols takes neither k nor lambda (use olsth for k nonzeros, ridge for a penalty)"
+                    .into(),
             )),
-            Method::Ridge if self.k.is_some() => Err(ParamError::Invalid("ridge is dense: it takes lambda, not k".into())),
-            Method::Ridge if self.lambda.is_none() => Err(ParamError::Invalid("ridge needs lambda".into())),
-            Method::Olsth | Method::Fsa if self.k.is_none() => Err(ParamError::Invalid(format!("{m} needs k"))),
-            Method::Fsa if self.lambda.is_some() => Err(ParamError::Invalid("fsa takes k, not lambda".into())),
-            _ if m.is_penalized() && self.k.is_some() == self.lambda.is_some() => Err(ParamError::Invalid(format!(
-                "{m} needs exactly one of k or lambda (or ask for the whole path)"
-            ))),
+            Method::Ridge if self.k.is_some() => Err(ParamError::Invalid(
+                "ridge is dense: it takes lambda, not k".into(),
+            )),
+            Method::Ridge if self.lambda.is_none() => {
+                Err(ParamError::Invalid("ridge needs lambda".into()))
+            }
+            Method::Olsth | Method::Fsa if self.k.is_none() => {
+                Err(ParamError::Invalid(format!("{m} needs k")))
+            }
+            Method::Fsa if self.lambda.is_some() => {
+                Err(ParamError::Invalid("fsa takes k, not lambda".into()))
+            }
+            _ if m.is_penalized() && self.k.is_some() == self.lambda.is_some() => {
+                Err(ParamError::Invalid(format!(
+                    "{m} needs exactly one of k or lambda (or ask for the whole path)"
+                )))
+            }
             _ => Ok(()),
         }
     }
@@ -257,20 +297,33 @@ impl Params {
     fn penalty(&self) -> Option<Penalty> {
         Some(match self.method {
             Method::Lasso => Penalty::Lasso,
-            Method::ElasticNet => Penalty::ElasticNet { l1_ratio: self.l1_ratio.unwrap_or(0.5) },
-            Method::Mcp => Penalty::Mcp { gamma: self.gamma.unwrap_or(3.0) },
-            Method::Scad => Penalty::Scad { gamma: self.gamma.unwrap_or(3.7) },
+            Method::ElasticNet => Penalty::ElasticNet {
+                l1_ratio: self.l1_ratio.unwrap_or(0.5),
+            },
+            Method::Mcp => Penalty::Mcp {
+                gamma: self.gamma.unwrap_or(3.0),
+            },
+            Method::Scad => Penalty::Scad {
+                gamma: self.gamma.unwrap_or(3.7),
+            },
             _ => return None,
         })
     }
 
     fn cd_options(&self) -> CdOptions {
-        CdOptions { tol: self.tol.unwrap_or(1e-10), ..CdOptions::default() }
+        CdOptions {
+            tol: self.tol.unwrap_or(1e-10),
+            ..CdOptions::default()
+        }
     }
 
     fn ratio(&self, problem: &Problem) -> f64 {
         self.lambda_min_ratio
-            .unwrap_or(if problem.n as usize > problem.p { 1e-4 } else { 1e-2 })
+            .unwrap_or(if problem.n as usize > problem.p {
+                1e-4
+            } else {
+                1e-2
+            })
     }
 }
 
@@ -335,7 +388,12 @@ pub struct Model {
 impl Model {
     /// Prediction b0 + x^T b for one row of p features.
     pub fn predict(&self, x: &[f64]) -> f64 {
-        self.intercept + self.coefficients.iter().map(|c| c.value * x[c.index]).sum::<f64>()
+        self.intercept
+            + self
+                .coefficients
+                .iter()
+                .map(|c| c.value * x[c.index])
+                .sum::<f64>()
     }
     /// Dense coefficient vector of length p.
     pub fn dense(&self, p: usize) -> Vec<f64> {
@@ -370,7 +428,11 @@ struct Fit {
 }
 
 /// Extracts the model `params` asks for from a problem. `names` labels the coefficients.
-pub fn extract(problem: &Problem, params: &Params, names: Option<&[String]>) -> Result<Model, ParamError> {
+pub fn extract(
+    problem: &Problem,
+    params: &Params,
+    names: Option<&[String]>,
+) -> Result<Model, ParamError> {
     params.check(problem.p, false)?;
     let start = Instant::now();
     let g = &problem.gram;
@@ -412,6 +474,7 @@ pub fn extract(problem: &Problem, params: &Params, names: Option<&[String]>) -> 
                 let opt = threshold::FsaOptions {
                     iterations: params.fsa_iterations.unwrap_or(300),
                     mu: params.fsa_mu.unwrap_or(100.0),
+                    ..threshold::FsaOptions::default()
                 };
                 threshold::fsa(g, k, &opt)
             };
@@ -451,7 +514,14 @@ pub fn extract(problem: &Problem, params: &Params, names: Option<&[String]>) -> 
                 let lambda = params.lambda.unwrap_or(0.0);
                 let mut state = penalized::CdState::zeros(g);
                 let info = state.solve(g, &pen, lambda, &opt);
-                (penalized::PathPoint { lambda, b: state.b, info }, None)
+                (
+                    penalized::PathPoint {
+                        lambda,
+                        b: state.b,
+                        info,
+                    },
+                    None,
+                )
             };
             penalized_fit(g, &pen, point, k_exact, params.refit, &mut notes)
         }
@@ -462,7 +532,11 @@ pub fn extract(problem: &Problem, params: &Params, names: Option<&[String]>) -> 
 }
 
 /// The whole warm-started path of a penalized method.
-pub fn extract_path(problem: &Problem, params: &Params, names: Option<&[String]>) -> Result<PathModel, ParamError> {
+pub fn extract_path(
+    problem: &Problem,
+    params: &Params,
+    names: Option<&[String]>,
+) -> Result<PathModel, ParamError> {
     params.check(problem.p, true)?;
     let start = Instant::now();
     let g = &problem.gram;
@@ -522,7 +596,9 @@ fn penalized_fit(
 
 fn jitter_note(jitter: f64, notes: &mut Vec<String>) {
     if jitter == f64::INFINITY {
-        notes.push("the least-squares system is singular even with jitter; coefficients set to 0".into());
+        notes.push(
+            "the least-squares system is singular even with jitter; coefficients set to 0".into(),
+        );
     } else if jitter > 0.0 {
         notes.push(format!(
             "the least-squares system is singular (p > n or collinear columns); added ridge {jitter:.3e}"
@@ -531,10 +607,20 @@ fn jitter_note(jitter: f64, notes: &mut Vec<String>) {
 }
 
 fn grad_norm(g: &Gram, b: &[f64], ridge: f64) -> f64 {
-    g.gradient(b).iter().zip(b).map(|(gi, bi)| (gi + ridge * bi).abs()).fold(0.0, f64::max)
+    g.gradient(b)
+        .iter()
+        .zip(b)
+        .map(|(gi, bi)| (gi + ridge * bi).abs())
+        .fold(0.0, f64::max)
 }
 
-fn to_model(problem: &Problem, params: &Params, fit: Fit, names: Option<&[String]>, start: Instant) -> Model {
+fn to_model(
+    problem: &Problem,
+    params: &Params,
+    fit: Fit,
+    names: Option<&[String]>,
+    start: Instant,
+) -> Model {
     let g = &problem.gram;
     let mse = (2.0 * g.loss(&fit.b)).max(0.0);
     let r2 = if g.yy > 0.0 { 1.0 - mse / g.yy } else { 0.0 };
@@ -544,13 +630,17 @@ fn to_model(problem: &Problem, params: &Params, fit: Fit, names: Option<&[String
         .enumerate()
         .filter(|(_, v)| **v != 0.0)
         .map(|(index, &value)| Coefficient {
-            feature: names.and_then(|n| n.get(index).cloned()).unwrap_or_else(|| index.to_string()),
+            feature: names
+                .and_then(|n| n.get(index).cloned())
+                .unwrap_or_else(|| index.to_string()),
             index,
             value,
         })
         .collect();
     let nonzeros = coefficients.len();
-    let excluded_constant = (0..problem.p).filter(|j| problem.active.binary_search(j).is_err()).collect();
+    let excluded_constant = (0..problem.p)
+        .filter(|j| problem.active.binary_search(j).is_err())
+        .collect();
     let pen = params.penalty();
     Model {
         method: params.method.name().to_string(),
@@ -618,7 +708,11 @@ impl StatsRef<'_> {
 }
 
 /// Builds the problem and extracts the model; `elapsed_ms` covers both.
-pub fn model_from_stats(stats: StatsRef, params: &Params, names: Option<&[String]>) -> Result<Model, ParamError> {
+pub fn model_from_stats(
+    stats: StatsRef,
+    params: &Params,
+    names: Option<&[String]>,
+) -> Result<Model, ParamError> {
     let start = Instant::now();
     params.check(stats.p(), false)?;
     let problem = stats.problem(params)?;
@@ -628,7 +722,11 @@ pub fn model_from_stats(stats: StatsRef, params: &Params, names: Option<&[String
 }
 
 /// Builds the problem and extracts the whole path; `elapsed_ms` covers both.
-pub fn path_from_stats(stats: StatsRef, params: &Params, names: Option<&[String]>) -> Result<PathModel, ParamError> {
+pub fn path_from_stats(
+    stats: StatsRef,
+    params: &Params,
+    names: Option<&[String]>,
+) -> Result<PathModel, ParamError> {
     let start = Instant::now();
     params.check(stats.p(), true)?;
     let problem = stats.problem(params)?;

@@ -100,8 +100,10 @@ impl Problem {
         let active: Vec<usize> = (0..p)
             .filter(|&j| var[j] > CONSTANT_TOL * stats.sxx_at(j, j).max(f64::MIN_POSITIVE))
             .collect();
-        let scale: Vec<f64> =
-            active.iter().map(|&j| if standardize { var[j].sqrt() } else { 1.0 }).collect();
+        let scale: Vec<f64> = active
+            .iter()
+            .map(|&j| if standardize { var[j].sqrt() } else { 1.0 })
+            .collect();
         let m = active.len();
         let mut q = vec![0.0; m * m];
         for (b, &jb) in active.iter().enumerate() {
@@ -140,7 +142,10 @@ impl Problem {
     ) -> Result<Problem, ProblemError> {
         let (sp, sn) = (&stats.pos, &stats.neg);
         if sp.n() == 0 || sn.n() == 0 {
-            return Err(ProblemError::OneClass { pos: sp.n(), neg: sn.n() });
+            return Err(ProblemError::OneClass {
+                pos: sp.n(),
+                neg: sn.n(),
+            });
         }
         let p = stats.p();
         let wt = w_pos + w_neg;
@@ -151,8 +156,11 @@ impl Problem {
             w_pos * sp.sxx_at(a, b) + w_neg * sn.sxx_at(a, b) - mbar[a] * mbar[b] / wt
         };
         let diag: Vec<f64> = (0..p).map(|j| qfull(j, j)).collect();
-        let scale_of = |j: usize| (w_pos * sp.sxx_at(j, j) + w_neg * sn.sxx_at(j, j)).max(f64::MIN_POSITIVE);
-        let active: Vec<usize> = (0..p).filter(|&j| diag[j] > CONSTANT_TOL * scale_of(j)).collect();
+        let scale_of =
+            |j: usize| (w_pos * sp.sxx_at(j, j) + w_neg * sn.sxx_at(j, j)).max(f64::MIN_POSITIVE);
+        let active: Vec<usize> = (0..p)
+            .filter(|&j| diag[j] > CONSTANT_TOL * scale_of(j))
+            .collect();
         let var_neg = sn.variances();
         let scale: Vec<f64> = active
             .iter()
@@ -201,8 +209,12 @@ impl Problem {
         for (a, &j) in self.active.iter().enumerate() {
             beta[j] = b[a] / self.scale[a];
         }
-        let intercept =
-            self.intercept_base - beta.iter().zip(&self.intercept_slope).map(|(b, m)| b * m).sum::<f64>();
+        let intercept = self.intercept_base
+            - beta
+                .iter()
+                .zip(&self.intercept_slope)
+                .map(|(b, m)| b * m)
+                .sum::<f64>();
         (beta, intercept)
     }
 }

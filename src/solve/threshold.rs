@@ -9,7 +9,9 @@ use super::problem::Gram;
 pub fn top_k(b: &[f64], candidates: &[usize], k: usize) -> Vec<usize> {
     let mut idx = candidates.to_vec();
     if k < idx.len() {
-        idx.select_nth_unstable_by(k, |&a, &c| b[c].abs().total_cmp(&b[a].abs()).then(a.cmp(&c)));
+        idx.select_nth_unstable_by(k, |&a, &c| {
+            b[c].abs().total_cmp(&b[a].abs()).then(a.cmp(&c))
+        });
         idx.truncate(k);
     }
     idx.sort_unstable();
@@ -33,19 +35,35 @@ pub fn olsth(g: &Gram, k: usize, ridge: f64) -> L0Solution {
     let support = top_k(&full.b, &all, k);
     let refit = solve_subset(g, &support, 0.0);
     let measure = grad_on(g, &refit.b, &support);
-    L0Solution { b: refit.b, support, iterations: 1, measure, jitter: full.jitter.max(refit.jitter) }
+    L0Solution {
+        b: refit.b,
+        support,
+        iterations: 1,
+        measure,
+        jitter: full.jitter.max(refit.jitter),
+    }
 }
 
-/// FSA settings (003 Alg. 2): T iterations, annealing parameter mu.
+/// FSA settings (003 Alg. 2): T iterations, annealing parameter mu, and warm-up steps.
 #[derive(Debug, Clone, Copy)]
 pub struct FsaOptions {
     pub iterations: usize,
     pub mu: f64,
+    /// Gradient steps on all columns before the first pruning. Not in 003 Alg. 2, which prunes
+    /// after the first step: there |b| = eta |c| ranks columns by marginal correlation, and on
+    /// correlated designs (003's Table 2, pairwise correlation 0.5) that drops true features
+    /// for good: measured detection 93-99% over 4 seeds at n = 3000 where the paper reports
+    /// 100%; with 20 warm-up steps the common factor is absorbed first and detection is 100%.
+    pub warmup: usize,
 }
 
 impl Default for FsaOptions {
     fn default() -> Self {
-        FsaOptions { iterations: 300, mu: 100.0 }
+        FsaOptions {
+            iterations: 300,
+            mu: 100.0,
+            warmup: 20,
+        }
     }
 }
 
@@ -59,19 +77,21 @@ pub fn fsa(g: &Gram, k: usize, opt: &FsaOptions) -> L0Solution {
     let mut b = vec![0.0; m];
     let mut lipschitz = largest_eigenvalue(g, &kept, 200) * 1.05;
     let mut sized_at = kept.len();
+    if lipschitz <= 0.0 {
+        // Q = 0 on every column: nothing to descend.
+        return L0Solution {
+            b,
+            support: top_k(&g.c, &kept, k),
+            iterations: 0,
+            measure: 0.0,
+            jitter: 0.0,
+        };
+    }
+    for _ in 0..opt.warmup {
+        gradient_step(g, &kept, &mut b, 1.0 / lipschitz);
+    }
     for t in 1..=t_max {
-        if lipschitz <= 0.0 {
-            break;
-        }
-        let eta = 1.0 / lipschitz;
-        // Gradient on the kept set only: the rest of b is zero.
-        let grad: Vec<f64> = kept
-            .iter()
-            .map(|&i| kept.iter().map(|&j| g.at(i, j) * b[j]).sum::<f64>() - g.c[i])
-            .collect();
-        for (&i, gi) in kept.iter().zip(&grad) {
-            b[i] -= eta * gi;
-        }
+        gradient_step(g, &kept, &mut b, 1.0 / lipschitz);
         let frac = ((t_max - t) as f64 / (t as f64 * opt.mu + t_max as f64)).max(0.0);
         let m_t = k + ((m - k) as f64 * frac).floor() as usize;
         if m_t < kept.len() {
@@ -90,13 +110,36 @@ pub fn fsa(g: &Gram, k: usize, opt: &FsaOptions) -> L0Solution {
     }
     let refit = solve_subset(g, &kept, 0.0);
     let measure = grad_on(g, &refit.b, &kept);
-    L0Solution { b: refit.b, support: kept, iterations: t_max, measure, jitter: refit.jitter }
+    L0Solution {
+        b: refit.b,
+        support: kept,
+        iterations: opt.warmup + t_max,
+        measure,
+        jitter: refit.jitter,
+    }
+}
+
+/// b_K <- b_K - eta (Q_KK b_K - c_K); b is zero off K.
+fn gradient_step(g: &Gram, kept: &[usize], b: &mut [f64], eta: f64) {
+    let grad: Vec<f64> = kept
+        .iter()
+        .map(|&i| {
+            let row = g.col(i); // Q is symmetric: row i is column i, contiguous
+            kept.iter().map(|&j| row[j] * b[j]).sum::<f64>() - g.c[i]
+        })
+        .collect();
+    for (&i, gi) in kept.iter().zip(&grad) {
+        b[i] -= eta * gi;
+    }
 }
 
 /// max_{j in support} |(Q b - c)_j|.
 pub fn grad_on(g: &Gram, b: &[f64], support: &[usize]) -> f64 {
     support
         .iter()
-        .map(|&i| (support.iter().map(|&j| g.at(i, j) * b[j]).sum::<f64>() - g.c[i]).abs())
+        .map(|&i| {
+            let row = g.col(i);
+            (support.iter().map(|&j| row[j] * b[j]).sum::<f64>() - g.c[i]).abs()
+        })
         .fold(0.0, f64::max)
 }

@@ -202,7 +202,11 @@ impl RunningStats {
         // Row-major B x p is column-major p x B: that is Z itself.
         let zt = MatRef::from_column_major_slice(&z, p, rows);
         let dst = MatMut::from_column_major_slice_mut(&mut self.sxx, p, p);
-        let par = if (p * p * rows) as f64 > 4e6 { Par::rayon(0) } else { Par::Seq };
+        let par = if (p * p * rows) as f64 > 4e6 {
+            Par::rayon(0)
+        } else {
+            Par::Seq
+        };
         matmul(
             dst,
             BlockStructure::TriangularLower,
@@ -221,7 +225,10 @@ impl RunningStats {
     /// schedules the shards are weighted by their row counts.
     pub fn merge(&mut self, other: &RunningStats) -> Result<(), StatsError> {
         if other.p != self.p {
-            return Err(StatsError::MergeDimension { this: self.p, other: other.p });
+            return Err(StatsError::MergeDimension {
+                this: self.p,
+                other: other.p,
+            });
         }
         if other.n == 0 {
             return Ok(());
@@ -261,9 +268,15 @@ fn check_batch(p: usize, x: &[f64], y: &[f64]) -> Result<usize, StatsError> {
     let rows = y.len();
     if p == 0 || x.len() != rows * p {
         if rows > 0 && x.len() % rows == 0 {
-            return Err(StatsError::Dimension { expected: p, got: x.len() / rows });
+            return Err(StatsError::Dimension {
+                expected: p,
+                got: x.len() / rows,
+            });
         }
-        return Err(StatsError::Length { rows: if p == 0 { 0 } else { x.len() / p }, ys: rows });
+        return Err(StatsError::Length {
+            rows: if p == 0 { 0 } else { x.len() / p },
+            ys: rows,
+        });
     }
     for (i, row) in x.chunks_exact(p).enumerate() {
         if !y[i].is_finite() || row.iter().any(|v| !v.is_finite()) {
@@ -283,7 +296,10 @@ pub struct ClassStats {
 
 impl ClassStats {
     pub fn new(p: usize, schedule: AlphaSchedule) -> Self {
-        ClassStats { pos: RunningStats::new(p, schedule.clone()), neg: RunningStats::new(p, schedule) }
+        ClassStats {
+            pos: RunningStats::new(p, schedule.clone()),
+            neg: RunningStats::new(p, schedule),
+        }
     }
     pub fn p(&self) -> usize {
         self.pos.p()
@@ -306,7 +322,10 @@ impl ClassStats {
                 xn.extend_from_slice(row);
                 yn.push(-1.0);
             } else {
-                return Err(StatsError::Label { row: i, value: label });
+                return Err(StatsError::Label {
+                    row: i,
+                    value: label,
+                });
             }
         }
         self.pos.update_batch(&xp, &yp)?;

@@ -80,7 +80,8 @@ impl FromStr for AlphaSchedule {
             None => (s, None),
         };
         let num = |a: Option<&str>| -> Result<f64, String> {
-            let a = a.ok_or_else(|| format!("alpha schedule '{s}' needs a value, e.g. {kind}:0.01"))?;
+            let a =
+                a.ok_or_else(|| format!("alpha schedule '{s}' needs a value, e.g. {kind}:0.01"))?;
             a.trim()
                 .parse::<f64>()
                 .map_err(|_| format!("alpha schedule '{s}': '{a}' is not a number"))
@@ -88,7 +89,9 @@ impl FromStr for AlphaSchedule {
         let sched = match kind.trim() {
             "plain" if arg.is_none() => AlphaSchedule::Plain,
             "fixed" => AlphaSchedule::Fixed { alpha: num(arg)? },
-            "floor" => AlphaSchedule::Floor { alpha_min: num(arg)? },
+            "floor" => AlphaSchedule::Floor {
+                alpha_min: num(arg)?,
+            },
             _ => {
                 return Err(format!(
                     "unknown alpha schedule '{s}': expected plain, fixed:A or floor:A"
