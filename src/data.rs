@@ -11,8 +11,10 @@ use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
 pub enum DataError {
-    #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    /// The I/O error is part of the message, not a `source()`: the CLI prints error chains
+    /// (`{:#}`), which would repeat it.
+    #[error("{path}: {error}")]
+    Io { path: PathBuf, error: std::io::Error },
     #[error("{path}: line {line}: {msg}")]
     Line { path: PathBuf, line: u64, msg: String },
     #[error("{path}: {msg}")]
@@ -37,11 +39,11 @@ impl Format {
             "libsvm" | "svm" | "svmlight" => return Ok(Format::Libsvm),
             _ => {}
         }
-        let f = File::open(path).map_err(|source| DataError::Io { path: path.into(), source })?;
+        let f = File::open(path).map_err(|error| DataError::Io { path: path.into(), error })?;
         let mut first = String::new();
         BufReader::new(f)
             .read_line(&mut first)
-            .map_err(|source| DataError::Io { path: path.into(), source })?;
+            .map_err(|error| DataError::Io { path: path.into(), error })?;
         Ok(if first.split_whitespace().skip(1).any(|t| t.contains(':')) { Format::Libsvm } else { Format::Csv })
     }
 }
@@ -99,7 +101,7 @@ impl RowReader {
             Some(f) => f,
             None => Format::detect(path)?,
         };
-        let io = |source| DataError::Io { path: path.into(), source };
+        let io = |error| DataError::Io { path: path.into(), error };
         let file = File::open(path).map_err(io)?;
         let (names, p, inner) = match format {
             Format::Csv => {
@@ -170,7 +172,11 @@ impl RowReader {
                 let wrong_type = |_| DataError::File { path: path.into(), msg: "expected float64 data (dtype '<f8')".into() };
                 let data: Box<dyn Iterator<Item = std::io::Result<f64>>> = if fortran {
                     // Column-major files cannot be streamed by row: transpose in memory.
-                    let v: Vec<f64> = npy.data::<f64>().map_err(wrong_type)?.collect::<Result<_, _>>().map_err(io)?;
+                    let v: Vec<f64> = npy
+                        .data::<f64>()
+                        .map_err(wrong_type)?
+                        .collect::<Result<_, _>>()
+                        .map_err(|e| npy_read_error(path.into(), e))?;
                     let r = rows as usize;
                     let t: Vec<f64> = (0..r * width).map(|k| v[(k % width) * r + k / width]).collect();
                     Box::new(t.into_iter().map(Ok))
@@ -226,7 +232,7 @@ impl RowReader {
                 while got < max_rows {
                     let Some(l) = lines.next() else { break };
                     *line += 1;
-                    let l = l.map_err(|source| DataError::Io { path: path.clone(), source })?;
+                    let l = l.map_err(|error| DataError::Io { path: path.clone(), error })?;
                     let content = l.split('#').next().unwrap_or("").trim();
                     if content.is_empty() {
                         continue;
@@ -251,7 +257,7 @@ impl RowReader {
                     for c in 0..*width {
                         let v = match data.next() {
                             Some(Ok(v)) => v,
-                            Some(Err(source)) => return Err(DataError::Io { path, source }),
+                            Some(Err(error)) => return Err(npy_read_error(path, error)),
                             None => return Err(DataError::File { path, msg: "file is shorter than its header says".into() }),
                         };
                         if !v.is_finite() {
@@ -265,6 +271,15 @@ impl RowReader {
         }
         self.rows_read += got as u64;
         Ok(got)
+    }
+}
+
+/// A failed read of NPY data: running out of bytes means the file is truncated.
+fn npy_read_error(path: PathBuf, error: std::io::Error) -> DataError {
+    if error.kind() == std::io::ErrorKind::UnexpectedEof {
+        DataError::File { path, msg: "file is shorter than its header says (truncated?)".into() }
+    } else {
+        DataError::Io { path, error }
     }
 }
 
