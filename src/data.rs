@@ -11,10 +11,12 @@ use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
 pub enum DataError {
-    #[error("{path}: {source}")]
+    /// The I/O error is part of the message, not a `source()`: the CLI prints error chains
+    /// (`{:#}`), which would repeat it.
+    #[error("{path}: {error}")]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("{path}: line {line}: {msg}")]
     Line {
@@ -48,16 +50,16 @@ impl Format {
             "libsvm" | "svm" | "svmlight" => return Ok(Format::Libsvm),
             _ => {}
         }
-        let f = File::open(path).map_err(|source| DataError::Io {
+        let f = File::open(path).map_err(|error| DataError::Io {
             path: path.into(),
-            source,
+            error,
         })?;
         let mut first = String::new();
         BufReader::new(f)
             .read_line(&mut first)
-            .map_err(|source| DataError::Io {
+            .map_err(|error| DataError::Io {
                 path: path.into(),
-                source,
+                error,
             })?;
         Ok(
             if first.split_whitespace().skip(1).any(|t| t.contains(':')) {
@@ -162,9 +164,9 @@ impl RowReader {
             Some(f) => f,
             None => Format::detect(path)?,
         };
-        let io = |source| DataError::Io {
+        let io = |error| DataError::Io {
             path: path.into(),
-            source,
+            error,
         };
         let file = File::open(path).map_err(io)?;
         let (names, p, inner) = match format {
@@ -285,7 +287,7 @@ impl RowReader {
                         .data::<f64>()
                         .map_err(wrong_type)?
                         .collect::<Result<_, _>>()
-                        .map_err(io)?;
+                        .map_err(|e| npy_read_error(path.into(), e))?;
                     let r = rows as usize;
                     let t: Vec<f64> = (0..r * width)
                         .map(|k| v[(k % width) * r + k / width])
@@ -381,9 +383,9 @@ impl RowReader {
                 while got < max_rows {
                     let Some(l) = lines.next() else { break };
                     *line += 1;
-                    let l = l.map_err(|source| DataError::Io {
+                    let l = l.map_err(|error| DataError::Io {
                         path: path.clone(),
-                        source,
+                        error,
                     })?;
                     let content = l.split('#').next().unwrap_or("").trim();
                     if content.is_empty() {
@@ -414,7 +416,7 @@ impl RowReader {
                     for c in 0..*width {
                         let v = match data.next() {
                             Some(Ok(v)) => v,
-                            Some(Err(source)) => return Err(DataError::Io { path, source }),
+                            Some(Err(error)) => return Err(npy_read_error(path, error)),
                             None => {
                                 return Err(DataError::File {
                                     path,
@@ -436,6 +438,18 @@ impl RowReader {
         }
         self.rows_read += got as u64;
         Ok(got)
+    }
+}
+
+/// A failed read of NPY data: running out of bytes means the file is truncated.
+fn npy_read_error(path: PathBuf, error: std::io::Error) -> DataError {
+    if error.kind() == std::io::ErrorKind::UnexpectedEof {
+        DataError::File {
+            path,
+            msg: "file is shorter than its header says (truncated?)".into(),
+        }
+    } else {
+        DataError::Io { path, error }
     }
 }
 
