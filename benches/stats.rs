@@ -23,9 +23,16 @@ fn rows(p: usize, n: usize, seed: u64) -> (Vec<f64>, Vec<f64>) {
 }
 
 fn main() {
-    // `cargo bench` passes --bench; any other argument filters nothing here.
+    // `cargo bench --bench stats -- ingest|extract` runs one half (`--bench` is ignored).
+    let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with("--"));
+    let want = |part: &str| filter.as_deref().is_none_or(|f| f == part);
     println!("{:<44} {:>14} {:>10}", "benchmark", "result", "unit");
-    for (p, batch) in [(100, 1024), (1000, 256), (1000, 1024), (1000, 4096)] {
+    let ingest = if want("ingest") {
+        vec![(100, 1024), (1000, 256), (1000, 1024), (1000, 4096)]
+    } else {
+        vec![]
+    };
+    for (p, batch) in ingest {
         let (x, y) = rows(p, batch, 1);
         let mut s = RunningStats::new(p, AlphaSchedule::Plain);
         let reps = (2e10 / (p * p * batch) as f64).clamp(3.0, 2000.0) as usize;
@@ -47,7 +54,7 @@ fn main() {
         );
     }
     // Row-by-row for contrast (rank-1 updates).
-    {
+    if want("ingest") {
         let p = 1000;
         let (x, y) = rows(p, 200, 2);
         let mut s = RunningStats::new(p, AlphaSchedule::Plain);
@@ -61,6 +68,9 @@ fn main() {
             200.0 / t.elapsed().as_secs_f64(),
             "rows/s"
         );
+    }
+    if !want("extract") {
+        return;
     }
     // Extraction at p = 1000 on the Table 2 design (n = 3000, k* = 100).
     let p = 1000;
