@@ -30,7 +30,10 @@ fn assert_close(a: &RunningStats, b: &RunningStats, tol: f64) {
     assert!(worst <= tol, "statistics differ by {worst:e} relative (tol {tol:e})");
 }
 
-const SCHEDULES: [&str; 4] = ["plain", "fixed:0.01", "fixed:0.3", "floor:0.02"];
+/// The adaptive ones refresh their reference from the statistics mid-batch; the second one,
+/// with a loose false-alarm rate, also raises alarms on these rows.
+const SCHEDULES: [&str; 6] =
+    ["plain", "fixed:0.01", "fixed:0.3", "floor:0.02", "adaptive", "adaptive:fa=0.05,refresh=50,warmup=20,shift=1.2"];
 
 #[test]
 fn batch_equals_row_by_row_under_every_schedule() {
@@ -55,6 +58,11 @@ fn batch_equals_row_by_row_under_every_schedule() {
         }
         assert_close(&one, &batched, 1e-12);
         assert!((one.total_weight() - batched.total_weight()).abs() < 1e-12, "{s}");
+        assert_eq!(one.drift_alarms(), batched.drift_alarms(), "{s}");
+        assert_eq!(one.last_drift_alarm_row(), batched.last_drift_alarm_row(), "{s}");
+        if s.contains("fa=0.05") {
+            assert!(one.drift_alarms() > 0, "{s}: expected some alarms to exercise the jump");
+        }
     }
 }
 
@@ -141,7 +149,8 @@ fn schedules_parse_and_reject_nonsense() {
     assert_eq!("plain".parse::<AlphaSchedule>().unwrap(), AlphaSchedule::Plain);
     assert_eq!("fixed:0.01".parse::<AlphaSchedule>().unwrap(), AlphaSchedule::Fixed { alpha: 0.01 });
     assert_eq!("floor:0.001".parse::<AlphaSchedule>().unwrap(), AlphaSchedule::Floor { alpha_min: 0.001 });
-    for bad in ["fixed", "fixed:0", "fixed:1.5", "fixed:-0.1", "floor:nan", "sometimes", "fixed:x"] {
+    assert_eq!("adaptive".parse::<AlphaSchedule>().unwrap(), AlphaSchedule::adaptive());
+    for bad in ["fixed", "fixed:0", "fixed:1.5", "fixed:-0.1", "floor:nan", "sometimes", "fixed:x", "adaptive:x=1"] {
         assert!(bad.parse::<AlphaSchedule>().is_err(), "{bad} should be refused");
     }
 }
