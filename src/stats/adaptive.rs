@@ -8,7 +8,8 @@
 //! rows: a weak prior that fades as 1/m while the new regime accumulates evidence.
 //!
 //! Detection is test-then-train: each row is predicted, before it is folded in, by a reference
-//! ridge model refreshed from the statistics every `refresh` rows (`refresh` below); the error
+//! ridge model refreshed from the statistics every `refresh` rows (sooner while a regime is
+//! young: each time its rows double); the error
 //! is standardized by the model's predictive standard deviation and fed to Page's CUSUM for an
 //! increase of the error variance (`Cusum`). Why that detector, and what its false-alarm rate
 //! is, is written on `Cusum`.
@@ -45,15 +46,15 @@ use std::fmt;
 /// argument (exp(S) is dominated by a non-negative supermartingale started afresh at each
 /// zero), the mean number of rows between false alarms is at least e^h = 1 / false_alarm_rate,
 /// so `false_alarm_rate` bounds the long-run rate of false alarms per row from above. Measured
-/// on iid N(0, 1) input (tests/drift.rs, `cusum_false_alarm_rate_is_bounded`) the actual rate
-/// is several times lower; docs/drift.md has the numbers.
+/// on iid N(0, 1) input the actual rate is 70 to 80 times lower (docs/drift.md, "Calibration";
+/// tests/drift.rs checks the bound).
 ///
 /// Delay: for a change with variance ratio r the statistic climbs by
 /// D(r) = r/2 (1 - 1/theta^2) - 1/2 ln theta^2 per row on average, so the expected delay is
-/// about h / D(r) rows (r = 11, theta^2 = 2, h = ln 1e9: about 9 rows, plus some for the
-/// clip). Changes with D(r) <= 0, r <= ln(theta^2) / (1 - 1/theta^2) (1.39 for theta^2 = 2), are
-/// not detected: that is the price of robustness to a standardization that is a few percent
-/// off.
+/// about h / D(r) rows (defaults theta^2 = 1.3, h = ln 1e9 = 20.7: r = 11 gives 18 rows, r = 2
+/// gives 208; the clip adds a few rows for large r, 25 measured for r = 11). Changes with D(r) <= 0, that is
+/// r <= ln(theta^2) / (1 - 1/theta^2) (1.14 for theta^2 = 1.3), are not detected: the margin
+/// that keeps a standardization a few percent off from raising alarms.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Cusum {
     /// Weight of z^2 in the increment, 1/2 (1 - 1/theta^2).
@@ -98,8 +99,9 @@ pub struct AdaptiveConfig {
     /// `fa`: bound on the false-alarm rate per row while nothing changes (CUSUM threshold
     /// h = ln(1/fa)); default 1e-9, one false alarm per 10^9 rows at most.
     pub false_alarm_rate: f64,
-    /// `shift`: the error-variance ratio theta^2 the detector is tuned to; default 2. Smaller
-    /// values notice smaller changes, later, and are less tolerant of a mis-standardized error.
+    /// `shift`: the error-variance ratio theta^2 the detector is tuned to; default 1.3. Smaller
+    /// values notice smaller changes, later, and are less tolerant of a mis-standardized error
+    /// (docs/drift.md compares 1.3, 1.5 and 2).
     pub shift: f64,
     /// `jump`: alpha right after an alarm; default 0.02 (the old state then weighs like 49
     /// rows).
@@ -125,7 +127,7 @@ impl Default for AdaptiveConfig {
     fn default() -> Self {
         AdaptiveConfig {
             false_alarm_rate: 1e-9,
-            shift: 1.5,
+            shift: 1.3,
             jump: 0.02,
             floor: 0.0,
             refresh: 0,
@@ -420,8 +422,15 @@ impl Adaptive {
         } else {
             None
         };
+        // A young regime (stream start, alarm) refreshes geometrically, each time its rows have
+        // doubled, so that the first, roughest reference does not stand for `refresh` rows.
+        let young = n - self.state.last_alarm.map_or(0, |a| a + 1);
+        let every = young.clamp(
+            self.config.warmup_rows(p),
+            self.config.refresh_rows(p).max(1),
+        );
         let s = &mut self.state;
-        s.next_refresh = Some(n + self.config.refresh_rows(p));
+        s.next_refresh = Some(n + every);
         // Keep waiting for the warm-up if that is what failed; otherwise retry on schedule.
         s.rearm_pending = reference.is_none() && !warm;
         if reference.is_some() && s.reference.is_none() {
@@ -439,6 +448,14 @@ impl Adaptive {
 /// E[train MSE] ~ sigma^2 (1 - (m+1) sum w_i^2) and E[new error^2] ~ sigma^2 (1 + (m+1) sum
 /// w_i^2) (the leverages x_i^T A^-1 x_i average m + 1 under the weights). sum w_i^2 is 1/ess
 /// (Kish); both corrections are below 1/4 once ess >= 4 (m + 1), the default warm-up.
+///
+/// The variance itself is an estimate with relative standard error about sqrt(2 / dof),
+/// dof = ess - (m + 1), and an underestimate persists until the next refresh: a 20% low
+/// variance is a 20% rise for the CUSUM, which with shift = 1.3 detects rises above 14%. So the
+/// scale is inflated by two standard errors, 1 + 2 sqrt(2 / dof): about +50% at the smallest
+/// warm-up (dof = 3 (m + 1), m = 10), +9% at dof = 1000, +3% at 10^4. Without it short
+/// stationary streams raised false alarms well above the detector's own rate, a few even at
+/// the default fa (docs/drift.md, "Young regimes").
 fn fit_reference(stats: &RunningStats, ridge: f64, ess: f64) -> Option<Reference> {
     let problem = Problem::regression(stats, true).ok()?;
     let g = &problem.gram;
@@ -452,7 +469,8 @@ fn fit_reference(stats: &RunningStats, ridge: f64, ess: f64) -> Option<Reference
         return None;
     }
     let mse = (2.0 * g.loss(&sol.b)).max(0.0);
-    let var = mse / (1.0 - d) * (1.0 + d);
+    let dof = ess - (g.m as f64 + 1.0);
+    let var = mse / (1.0 - d) * (1.0 + d) * (1.0 + 2.0 * (2.0 / dof).sqrt());
     // An (almost) exact fit cannot standardize errors: stay disarmed rather than alarm on
     // rounding noise.
     if !(var > 1e-10 * g.yy && var.is_finite()) {
