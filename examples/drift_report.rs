@@ -387,7 +387,11 @@ fn main() {
         use rand_distr::{Distribution, StandardNormal};
         let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
         let rows = 10_000_000u64;
-        println!("## CUSUM calibration (default shift 1.5, clip 25)\n");
+        let def = AdaptiveConfig::default();
+        println!(
+            "## CUSUM calibration (default shift {}, clip {})\n",
+            def.shift, def.clip
+        );
         println!(
             "| fa | h = ln(1/fa) | false alarms in {rows} iid N(0,1) rows | measured rate | bound |"
         );
@@ -416,7 +420,7 @@ fn main() {
         );
         println!("|---|---|---|");
         for r in [1.5f64, 2.0, 3.0, 5.0, 11.0] {
-            let d = r / 2.0 * (1.0 - 1.0 / 1.5) - 0.5 * 1.5f64.ln();
+            let d = r / 2.0 * (1.0 - 1.0 / def.shift) - 0.5 * def.shift.ln();
             let mut total = 0u64;
             for _ in 0..1000 {
                 let mut st = 0.0;
