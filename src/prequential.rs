@@ -94,8 +94,7 @@ impl Prequential {
     }
 
     /// Predicts then folds in a batch (row-major x); appends a record for every window that
-    /// closes. A bad row stops the replay there with the statistics holding the rows before
-    /// its piece of the batch.
+    /// closes. A batch with a bad row (dimensions, NaN or infinity) changes nothing.
     pub fn push(
         &mut self,
         x: &[f64],
@@ -106,6 +105,13 @@ impl Prequential {
         if x.len() != y.len() * p {
             // Let the statistics word the error.
             return self.stats.update_batch(x, y);
+        }
+        // Checked up front: the batch is folded in pieces, and a piece's error would both come
+        // too late and number the row within the piece.
+        let bad =
+            |i: usize| !y[i].is_finite() || x[i * p..(i + 1) * p].iter().any(|v| !v.is_finite());
+        if let Some(row) = (0..y.len()).find(|&i| bad(i)) {
+            return Err(StatsError::NonFinite { row });
         }
         let mut at = 0;
         while at < y.len() {

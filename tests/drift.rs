@@ -553,6 +553,34 @@ fn wls_predict(x: &[f64], y: &[f64], w: &[f64], p: usize, row: &[f64]) -> f64 {
 }
 
 #[test]
+fn prequential_refuses_a_bad_batch_whole() {
+    let p = 3;
+    let mut pre = Prequential::new(
+        RunningStats::new(p, AlphaSchedule::adaptive()),
+        Params::new(Method::Ols),
+        4,
+        2,
+    )
+    .unwrap();
+    let mut recs = Vec::new();
+    let good: Vec<f64> = (0..6 * p).map(|i| (i as f64 * 0.37).sin()).collect();
+    pre.push(&good, &[1.0, 2.0, 0.5, -1.0, 0.0, 3.0], &mut recs)
+        .unwrap();
+    let before = (pre.stats().clone(), pre.overall_rmse(), recs.len());
+    let mut bad = good.clone();
+    bad[4 * p + 1] = f64::NAN;
+    assert_eq!(
+        pre.push(&bad, &[1.0; 6], &mut recs),
+        Err(ravel::stats::StatsError::NonFinite { row: 4 })
+    );
+    assert!(pre.push(&good[..5], &[1.0, 2.0], &mut recs).is_err());
+    assert_eq!(
+        (pre.stats().clone(), pre.overall_rmse(), recs.len()),
+        before
+    );
+}
+
+#[test]
 fn prequential_rmse_matches_brute_force_least_squares() {
     // refit = 1: each row is predicted by OLS on all earlier rows, weighted as the schedule
     // weighs them (plain: equally; fixed alpha a: (1 - a)^age, 003 eq. (6) normalized).
