@@ -1,8 +1,11 @@
 //! `ravel fit`: the offline entry point. Streams a file through the same `RunningStats` the
 //! service keeps and prints the model JSON the HTTP API returns, so users can evaluate a
-//! method on their data before deploying it.
+//! method on their data before deploying it. With `--prequential N` it replays the file
+//! test-then-train instead (prequential.rs) and prints one JSON line per N rows, so weight
+//! schedules (`--alpha`) can be compared before deploying one.
 
 use crate::data::{Format, RowReader};
+use crate::prequential::Prequential;
 use crate::solve::{self, Method, Params, StatsRef};
 use crate::stats::{AlphaSchedule, ClassStats, RunningStats};
 use std::path::PathBuf;
@@ -50,9 +53,19 @@ pub struct FitArgs {
     pub no_standardize: bool,
     #[arg(long, value_enum, default_value = "regression")]
     pub task: Task,
-    /// Weight schedule of the running averages: plain, fixed:A or floor:A.
+    /// Weight schedule of the running averages: plain, fixed:A, floor:A, adaptive or
+    /// adaptive:key=value,... (keys fa, shift, jump, floor, refresh, warmup, ridge, clip;
+    /// docs/drift.md).
     #[arg(long, default_value = "plain")]
     pub alpha: String,
+    /// Replay the file test-then-train and print one JSON line per N rows,
+    /// {"rows","rmse","alpha","alarms"}: the RMSE of those rows, each predicted by the
+    /// --method model before the row was folded in (regression only).
+    #[arg(long, value_name = "N", conflicts_with = "path")]
+    pub prequential: Option<u64>,
+    /// With --prequential: re-extract the model every R rows (default max(1, p/4)).
+    #[arg(long, value_name = "R", requires = "prequential")]
+    pub refit_every: Option<u64>,
     /// Number of points on the lambda path (default 100).
     #[arg(long)]
     pub path_points: Option<usize>,
@@ -148,9 +161,18 @@ pub fn run(args: &FitArgs) -> anyhow::Result<String> {
         "npy" => Format::Npy,
         _ => Format::Libsvm,
     });
+    if matches!(schedule, AlphaSchedule::Adaptive(_)) && args.task == Task::Classification {
+        anyhow::bail!(
+            "--alpha adaptive applies to regression: each class of a classification stream has a \
+             constant label, so there are no prediction errors to watch"
+        );
+    }
     let reader = RowReader::open(&args.file, args.target.as_deref(), format)?;
     // Check the request before reading a large file.
     params.check(reader.p, args.path)?;
+    if let Some(window) = args.prequential {
+        return prequential(reader, args, schedule, params, window);
+    }
     let (stats, names) = read_stats(reader, args.task, schedule, args.batch)?;
     let stats = stats.as_ref();
     let json = if args.path {
@@ -159,4 +181,47 @@ pub fn run(args: &FitArgs) -> anyhow::Result<String> {
         serde_json::to_string(&solve::model_from_stats(stats, &params, names.as_deref())?)?
     };
     Ok(json)
+}
+
+/// `--prequential N`: the test-then-train trace, one JSON line per window.
+fn prequential(
+    mut reader: RowReader,
+    args: &FitArgs,
+    schedule: AlphaSchedule,
+    params: solve::Params,
+    window: u64,
+) -> anyhow::Result<String> {
+    if args.task != Task::Regression {
+        anyhow::bail!("--prequential evaluates regression streams; drop --task classification");
+    }
+    if window == 0 || args.refit_every == Some(0) {
+        anyhow::bail!("--prequential and --refit-every take a number of rows >= 1");
+    }
+    let p = reader.p;
+    let refit = args
+        .refit_every
+        .unwrap_or_else(|| Prequential::default_refit(p));
+    let mut replay = Prequential::new(RunningStats::new(p, schedule), params, window, refit)?;
+    let file = reader.path.clone();
+    let (mut x, mut y, mut records) = (Vec::new(), Vec::new(), Vec::new());
+    loop {
+        x.clear();
+        y.clear();
+        let got = reader.next_batch(args.batch.max(1), &mut x, &mut y)?;
+        if got == 0 {
+            break;
+        }
+        let first = reader.rows_read() - got as u64;
+        replay.push(&x, &y, &mut records).map_err(|e| {
+            anyhow::anyhow!(
+                "{}: rows {}..{}: {e}",
+                file.display(),
+                first + 1,
+                first + got as u64
+            )
+        })?;
+    }
+    records.extend(replay.finish());
+    let lines: Result<Vec<String>, _> = records.iter().map(serde_json::to_string).collect();
+    Ok(lines?.join("\n"))
 }

@@ -7,15 +7,21 @@
 //!
 //! # Layout
 //! - [`stats`]: `RunningStats`, `AlphaSchedule`, `ClassStats`: the state of an observation
-//!   stream, batch updates (symmetric rank-B) and exact shard merges.
+//!   stream, batch updates (symmetric rank-B) and exact shard merges; `stats::adaptive`, the
+//!   drift-adaptive schedule (CUSUM on test-then-train errors).
 //! - [`solve`]: the Gram-form problem (standardization, classes) and one solver family per
 //!   file; `model_from_stats` / `extract` return the `Model` JSON shared by CLI and API.
 //! - [`data`]: streaming readers for CSV, LIBSVM and NPY files.
 //! - [`fit`]: `ravel fit`, the offline entry point.
+//! - [`prequential`]: test-then-train replay of a file or stream (`ravel fit --prequential`),
+//!   to compare weight schedules offline.
 //! - [`synthetic`]: the simulated design of paper 003 (demo stream, tests, benchmarks).
+//! - [`scenarios`]: the same design with drifting coefficients (drift checks and report).
 
 pub mod data;
 pub mod fit;
+pub mod prequential;
+pub mod scenarios;
 pub mod solve;
 pub mod stats;
 pub mod synthetic;

@@ -10,9 +10,15 @@
 //! The stored averages are always normalized (they are proper weighted means even for a fixed
 //! alpha at the start of a stream): with W_n = (1 - alpha_n) W_{n-1} + alpha_n the row gets
 //! the effective weight alpha_n / W_n. For plain averages W = 1 and nothing changes.
+//!
+//! A drift-adaptive schedule (`adaptive`) watches the rows through a reference model refreshed
+//! from these statistics; `update_batch` cuts a batch where the schedule asks for a refresh, so
+//! batches still equal row-by-row updates. `drift_status` reports what it sees.
 
+pub mod adaptive;
 mod schedule;
 
+pub use adaptive::{AdaptiveConfig, Cusum};
 pub use schedule::AlphaSchedule;
 
 use faer::linalg::matmul::triangular::{BlockStructure, matmul};
@@ -97,6 +103,43 @@ impl RunningStats {
     pub fn current_alpha(&self) -> f64 {
         self.schedule.current_alpha(self.n)
     }
+    /// How many rows the averages effectively span, counting the next row: the inverse of
+    /// the normalized weight that row will get, W'/alpha with W' = (1 - alpha) W + alpha. n + 1
+    /// for plain averages, 1/alpha for a fixed alpha once n >> 1/alpha.
+    pub fn effective_sample_size(&self) -> f64 {
+        let a = self.current_alpha();
+        ((1.0 - a) * self.weight + a) / a
+    }
+    /// Drift alarms raised by an adaptive schedule (0 for the others).
+    pub fn drift_alarms(&self) -> u64 {
+        self.schedule.alarms()
+    }
+    /// The 1-based row number (value of n right after it) of the row that raised the last
+    /// drift alarm.
+    pub fn last_drift_alarm_row(&self) -> Option<u64> {
+        self.schedule.last_alarm_row()
+    }
+    /// Everything the service reports about the weighting of this stream, in one value.
+    pub fn drift_status(&self) -> DriftStatus {
+        let (armed, cusum, threshold) = match &self.schedule {
+            AlphaSchedule::Adaptive(a) => (
+                Some(a.armed()),
+                Some(a.cusum_statistic()),
+                Some(a.config.cusum().threshold()),
+            ),
+            _ => (None, None, None),
+        };
+        DriftStatus {
+            schedule: self.schedule.to_string(),
+            alpha: self.current_alpha(),
+            effective_sample_size: self.effective_sample_size(),
+            alarms: self.drift_alarms(),
+            last_alarm_row: self.last_drift_alarm_row(),
+            detector_armed: armed,
+            cusum,
+            cusum_threshold: threshold,
+        }
+    }
     /// E[x_i x_j] for any i, j (reads the stored triangle).
     #[inline]
     pub fn sxx_at(&self, i: usize, j: usize) -> f64 {
@@ -130,13 +173,23 @@ impl RunningStats {
     /// rank-B update of E[x x^T]; the result equals B calls of `update` up to rounding.
     pub fn update_batch(&mut self, x: &[f64], y: &[f64]) -> Result<(), StatsError> {
         let rows = check_batch(self.p, x, y)?;
-        if rows == 0 {
-            return Ok(());
+        let p = self.p;
+        let mut at = 0;
+        while at < rows {
+            if self.schedule.wants_refresh(self.n, p) {
+                // The schedule reads the statistics it lives in: lend it out meanwhile.
+                let mut schedule = std::mem::take(&mut self.schedule);
+                schedule.refresh(self);
+                self.schedule = schedule;
+            }
+            let (xs, ys) = (&x[at * p..], &y[at..]);
+            let alphas = self.schedule.alphas_for_batch(self.n, rows - at, xs, ys);
+            let got = alphas.len();
+            let (decay, omega) = self.fold_weights(&alphas);
+            self.apply(&xs[..got * p], &ys[..got], decay, &omega);
+            self.n += got as u64;
+            at += got;
         }
-        let alphas = self.schedule.alphas_for_batch(self.n, rows, x, y);
-        let (decay, omega) = self.fold_weights(&alphas);
-        self.apply(x, y, decay, &omega);
-        self.n += rows as u64;
         Ok(())
     }
 
@@ -261,6 +314,25 @@ impl RunningStats {
         self.n = n;
         Ok(())
     }
+}
+
+/// The weighting of a stream as the service reports it (GET /v1/streams/{name}, /metrics).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DriftStatus {
+    /// The schedule, as `--alpha` spells it.
+    pub schedule: String,
+    /// Raw alpha the next row gets.
+    pub alpha: f64,
+    /// Rows the averages effectively span (`RunningStats::effective_sample_size`).
+    pub effective_sample_size: f64,
+    /// Drift alarms so far and the row that raised the last one (adaptive schedule only).
+    pub alarms: u64,
+    pub last_alarm_row: Option<u64>,
+    /// Adaptive only: whether the detector is armed (it rests after an alarm until the new
+    /// regime has enough rows), its CUSUM statistic and the alarm threshold.
+    pub detector_armed: Option<bool>,
+    pub cusum: Option<f64>,
+    pub cusum_threshold: Option<f64>,
 }
 
 /// Validates a batch before anything is changed: dimensions and finiteness.

@@ -1,9 +1,13 @@
 //! `AlphaSchedule`: the weight alpha_n each new row gets in the running averages (003 eq. 6).
 //!
 //! A schedule hands out one alpha per row. It is asked for a whole mini-batch at once
-//! (`alphas_for_batch`) and sees the rows, so a data-driven (drift-adaptive) schedule can be
-//! added as another variant without touching `RunningStats` or its callers.
+//! (`alphas_for_batch`) and sees the rows, so a data-driven schedule fits in as another
+//! variant: `Adaptive` (stats/adaptive.rs) tests each row against a reference model and may
+//! stop early to have the reference refreshed from the statistics (`wants_refresh`,
+//! `refresh`), which `RunningStats::update_batch` does between the pieces of a batch.
 
+use super::RunningStats;
+use super::adaptive::{Adaptive, AdaptiveConfig};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
@@ -18,6 +22,9 @@ pub enum AlphaSchedule {
     Fixed { alpha: f64 },
     /// alpha_n = max(1/(n+1), alpha_min): plain averaging until n = 1/alpha_min, then forgetting.
     Floor { alpha_min: f64 },
+    /// Plain averaging until a change detector fires on the prediction errors, then a jump to
+    /// forgetting that relaxes back (stats/adaptive.rs).
+    Adaptive(Adaptive),
 }
 
 impl Default for AlphaSchedule {
@@ -34,25 +41,70 @@ impl AlphaSchedule {
             AlphaSchedule::Plain => Ok(()),
             AlphaSchedule::Fixed { alpha } if ok(alpha) => Ok(()),
             AlphaSchedule::Floor { alpha_min } if ok(alpha_min) => Ok(()),
+            AlphaSchedule::Adaptive(ref a) => a.config.check(),
             _ => Err(format!("alpha must lie in (0, 1], got {self}")),
         }
     }
 
-    /// The raw alpha for the row that arrives when `n` rows have been seen.
+    /// The adaptive schedule with default settings.
+    pub fn adaptive() -> Self {
+        AlphaSchedule::Adaptive(Adaptive::new(AdaptiveConfig::default()))
+    }
+
+    /// The raw alpha for the row that arrives when `n` rows have been seen (for `Adaptive`:
+    /// unless that row raises an alarm).
     #[inline]
     pub fn alpha_at(&self, n: u64) -> f64 {
         let plain = 1.0 / (n as f64 + 1.0);
-        match *self {
+        match self {
             AlphaSchedule::Plain => plain,
-            AlphaSchedule::Fixed { alpha } => alpha,
-            AlphaSchedule::Floor { alpha_min } => plain.max(alpha_min),
+            AlphaSchedule::Fixed { alpha } => *alpha,
+            AlphaSchedule::Floor { alpha_min } => plain.max(*alpha_min),
+            AlphaSchedule::Adaptive(a) => a.alpha_at(n),
         }
     }
 
-    /// Alphas for the next `rows` rows, the first of which arrives when `n` rows have been
-    /// seen. `x` (row-major, `rows` x p) and `y` are there for data-driven schedules.
-    pub fn alphas_for_batch(&mut self, n: u64, rows: usize, _x: &[f64], _y: &[f64]) -> Vec<f64> {
-        (0..rows as u64).map(|i| self.alpha_at(n + i)).collect()
+    /// Alphas for the next rows, the first of which arrives when `n` rows have been seen; `x`
+    /// is row-major, `rows` x p. Returns `rows` alphas, except that `Adaptive` may return fewer
+    /// (at least one) when its reference must be refreshed (`wants_refresh`) before the next
+    /// row: the caller folds those rows in, refreshes, and asks again for the rest.
+    pub fn alphas_for_batch(&mut self, n: u64, rows: usize, x: &[f64], y: &[f64]) -> Vec<f64> {
+        match self {
+            AlphaSchedule::Adaptive(a) => a.alphas_for_batch(n, rows, x, y),
+            _ => (0..rows as u64).map(|i| self.alpha_at(n + i)).collect(),
+        }
+    }
+
+    /// Whether `refresh` must be called before the row at stream position n (p features).
+    pub fn wants_refresh(&self, n: u64, p: usize) -> bool {
+        match self {
+            AlphaSchedule::Adaptive(a) => a.wants_refresh(n, p),
+            _ => false,
+        }
+    }
+
+    /// Lets a data-driven schedule look at the statistics (the rows before position
+    /// `stats.n()`); a no-op for the others.
+    pub fn refresh(&mut self, stats: &RunningStats) {
+        if let AlphaSchedule::Adaptive(a) = self {
+            a.refresh(stats);
+        }
+    }
+
+    /// Drift alarms raised so far (0 for the schedules without a detector).
+    pub fn alarms(&self) -> u64 {
+        match self {
+            AlphaSchedule::Adaptive(a) => a.alarms(),
+            _ => 0,
+        }
+    }
+
+    /// The 1-based row number of the row that raised the last drift alarm.
+    pub fn last_alarm_row(&self) -> Option<u64> {
+        match self {
+            AlphaSchedule::Adaptive(a) => a.last_alarm_row(),
+            _ => None,
+        }
     }
 
     /// The alpha the next row would get (reported by the service).
@@ -67,13 +119,14 @@ impl fmt::Display for AlphaSchedule {
             AlphaSchedule::Plain => write!(f, "plain"),
             AlphaSchedule::Fixed { alpha } => write!(f, "fixed:{alpha}"),
             AlphaSchedule::Floor { alpha_min } => write!(f, "floor:{alpha_min}"),
+            AlphaSchedule::Adaptive(a) => write!(f, "{}", a.config),
         }
     }
 }
 
 impl FromStr for AlphaSchedule {
     type Err = String;
-    /// `plain`, `fixed:A` or `floor:A`.
+    /// `plain`, `fixed:A`, `floor:A`, `adaptive` or `adaptive:key=value,...`.
     fn from_str(s: &str) -> Result<Self, String> {
         let (kind, arg) = match s.split_once(':') {
             Some((k, a)) => (k, Some(a)),
@@ -92,9 +145,13 @@ impl FromStr for AlphaSchedule {
             "floor" => AlphaSchedule::Floor {
                 alpha_min: num(arg)?,
             },
+            "adaptive" => {
+                AlphaSchedule::Adaptive(Adaptive::new(AdaptiveConfig::parse(arg.unwrap_or(""))?))
+            }
             _ => {
                 return Err(format!(
-                    "unknown alpha schedule '{s}': expected plain, fixed:A or floor:A"
+                    "unknown alpha schedule '{s}': expected plain, fixed:A, floor:A, adaptive or \
+                     adaptive:key=value,..."
                 ));
             }
         };
