@@ -34,6 +34,7 @@ pub struct ProduceArgs {
     /// Kafka bootstrap servers (e.g. the first line `ravel broker` prints).
     #[arg(long)]
     pub brokers: String,
+    /// Topic to send to (the stream's `topic` in the service config).
     #[arg(long)]
     pub topic: String,
     /// CSV (header row), LIBSVM or NPY file of rows.

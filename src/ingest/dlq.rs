@@ -138,6 +138,9 @@ impl DeadLetters {
 
     /// Waits until every queued copy is delivered or failed.
     pub fn flush(&self, timeout: Duration) {
+        if self.producer.in_flight_count() == 0 {
+            return;
+        }
         if let Err(e) = self.producer.flush(timeout) {
             tracing::error!(error = %e, "dead-letter copies still queued after {timeout:?}");
         }
