@@ -1,8 +1,12 @@
-//! Restarts: `ravel broker` runs as a child process that outlives `ravel serve` (also a child
-//! process, stopped with real signals). Restarting resumes from the checkpoint and the
-//! committed offsets with no row counted twice, also when the commit is behind the checkpoint
-//! (a crash between the two) and after a SIGKILL; the model over HTTP then equals `ravel fit`
-//! on all the rows (1e-9 relative) with n the number of rows.
+//! The binaries as child processes, stopped with real signals.
+//!
+//! Restarts: `ravel broker` outlives `ravel serve`. Restarting resumes from the checkpoint and
+//! the committed offsets with no row counted twice, also when the commit is behind the
+//! checkpoint (a crash between the two) and after a SIGKILL; the model over HTTP then equals
+//! `ravel fit` on all the rows (1e-9 relative) with n the number of rows.
+//!
+//! The default: `ravel serve` with the shipped config and no Kafka runs the embedded broker and
+//! the demo stream, whose Lasso model finds the design's true features.
 
 mod common;
 
@@ -350,4 +354,71 @@ features = [{}]
 
     broker.signal("-TERM");
     assert!(broker.wait(), "ravel broker did not exit 0 on SIGTERM");
+}
+
+#[test]
+fn the_default_serves_a_live_demo_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("demo.log");
+    // The shipped config/ravel.toml (the test runs in the crate root), any free port.
+    let (mut s, line) = Proc::start(
+        "ravel serve",
+        &["serve", "--http-addr", "127.0.0.1:0"],
+        &[],
+        &log,
+    );
+    let base = line.strip_prefix("listening on ").unwrap().to_string();
+    let start = Instant::now();
+    loop {
+        let v: Value = client()
+            .get(format!("{base}/v1/streams/demo"))
+            .send()
+            .unwrap()
+            .json()
+            .unwrap();
+        if v["n"].as_u64().unwrap_or(0) >= 3000 {
+            assert_eq!(v["p"], 100);
+            break;
+        }
+        assert!(
+            start.elapsed() < DEADLINE,
+            "demo stream stalled at {v}; log: {}",
+            std::fs::read_to_string(&log).unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(
+        client()
+            .get(format!("{base}/readyz"))
+            .send()
+            .unwrap()
+            .status()
+            .as_u16(),
+        200
+    );
+    let m: Value = client()
+        .post(format!("{base}/v1/streams/demo/model"))
+        .json(&json!({"method": "lasso", "k": 10}))
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    let support: Vec<u64> = m["coefficients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["index"].as_u64().unwrap())
+        .collect();
+    // Paper 003's design with p = 100, k = 10: the true features are 9, 19, ..., 99.
+    assert_eq!(
+        support,
+        (0..10).map(|i| 10 * i + 9).collect::<Vec<u64>>(),
+        "{m}"
+    );
+    s.signal("-INT");
+    assert!(
+        s.wait(),
+        "serve did not exit 0 on SIGINT: {}",
+        std::fs::read_to_string(&log).unwrap()
+    );
 }
