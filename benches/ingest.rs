@@ -4,8 +4,9 @@
 //!    format (the binary one must decode at least 5x faster).
 //! 2. Rows/s through Kafka at p = 100, JSON and binary: the real service (`server::run`,
 //!    consumer + decode + fold + snapshot) next to a bare rdkafka consumer that only reads the
-//!    same topic, on the embedded broker. Rows are produced first; the clock runs from the
-//!    first row applied (first message read) to the last.
+//!    same topic, and the same bare consumer doing the service's decode and fold by hand, on
+//!    the embedded broker. Rows are produced first; the clock runs from the first row applied
+//!    (first message read) to the last.
 //! 3. Latency of POST /v1/streams/{name}/model for Lasso at k = 10, p = 1000 (n = 3000):
 //!    p50 / p95 / max over 50 sequential requests, client side, over HTTP.
 //!
@@ -208,10 +209,15 @@ fn produce(brokers: &str, topic: &str, partitions: i32, msgs: &[Vec<u8>]) {
 }
 
 /// A consumer that only reads: rows/s of the broker and librdkafka alone.
-fn bare_consumer(brokers: &str, topic: &str, messages: usize, rows: usize) -> f64 {
+/// A plain rdkafka consumer loop on the same topic: rows/s of reading alone (`work` false), or
+/// of the minimal hand-written ingest loop (`work` true: decode every message and fold every
+/// 1024 rows, as the service does, without its checkpoints, metrics, snapshots or HTTP).
+fn bare_consumer(brokers: &str, topic: &str, messages: usize, rows: usize, work: bool) -> f64 {
     let c: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", brokers)
-        .set("group.id", format!("bare-{topic}"))
+        .set("group.id", format!("bare-{topic}-{work}"))
+        // As in the service: short pauses when the prefetch queue is full (the fold is slower).
+        .set("fetch.queue.backoff.ms", if work { "10" } else { "1000" })
         .set("auto.offset.reset", "earliest")
         .set("enable.auto.commit", "false")
         .create()
@@ -219,11 +225,26 @@ fn bare_consumer(brokers: &str, topic: &str, messages: usize, rows: usize) -> f6
     c.subscribe(&[topic]).unwrap();
     let (mut got, mut bytes) = (0, 0usize);
     let mut start = None;
+    let schema = Schema {
+        p: 100,
+        index: None,
+        classification: false,
+    };
+    let mut st = RunningStats::new(100, AlphaSchedule::Plain);
+    let (mut xs, mut ys) = (vec![], vec![]);
     while got < messages {
         if let Some(Ok(m)) = c.poll(Duration::from_millis(100)) {
             start.get_or_insert_with(Instant::now);
             bytes += m.payload().map_or(0, |p| p.len());
             got += 1;
+            if work {
+                format::decode(m.payload().unwrap(), &schema, &mut xs, &mut ys).unwrap();
+                if ys.len() >= 1024 {
+                    st.update_batch(&xs, &ys).unwrap();
+                    xs.clear();
+                    ys.clear();
+                }
+            }
         }
     }
     assert!(bytes > 0);
@@ -250,7 +271,8 @@ fn kafka_bench(broker: &EmbeddedBroker) {
         let mb = msgs.iter().map(|m| m.len()).sum::<usize>() as f64 / 1e6;
         produce(broker.bootstrap_servers(), &topic, partitions, &msgs);
 
-        let bare = bare_consumer(broker.bootstrap_servers(), &topic, msgs.len(), n);
+        let bare = bare_consumer(broker.bootstrap_servers(), &topic, msgs.len(), n, false);
+        let hand = bare_consumer(broker.bootstrap_servers(), &topic, msgs.len(), n, true);
 
         let svc = Service::start(
             vec![stream("bench", &topic, p)],
@@ -290,8 +312,13 @@ fn kafka_bench(broker: &EmbeddedBroker) {
             "rows/s",
         );
         row(
-            &format!("Kafka p=100, {label}, {n} rows: bare rdkafka consumer"),
+            &format!("Kafka p=100, {label}, {n} rows: bare consumer, read only"),
             bare,
+            "rows/s",
+        );
+        row(
+            &format!("Kafka p=100, {label}, {n} rows: bare consumer + decode + fold"),
+            hand,
             "rows/s",
         );
         println!(
