@@ -854,3 +854,85 @@ fn brute_force_ols(x: &[f64], y: &[f64], p: usize) -> Vec<f64> {
     }
     (0..m).map(|r| a[r][m] / a[r][r]).collect()
 }
+
+#[test]
+fn checkpoints_that_do_not_match_stop_the_service_with_a_clear_error() {
+    use ravel::checkpoint::{self, Checkpoint};
+    use ravel::stats::AlphaSchedule;
+    use ravel::streams::StreamStats;
+    let broker = EmbeddedBroker::start(1).unwrap();
+    broker.create_topic("t.cp", 1).unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let cfg = || {
+        config(
+            vec![stream(
+                "cp",
+                "t.cp",
+                FeatureSchema::Count(2),
+                Task::Regression,
+            )],
+            Some(state.path()),
+        )
+    };
+    let mut stats = StreamStats::new(Task::Regression, 2, AlphaSchedule::Plain);
+    stats
+        .update_batch(&[1.0, 2.0, 3.0, 5.0], &[1.0, 2.0])
+        .unwrap();
+    let mut cp = Checkpoint {
+        version: checkpoint::VERSION,
+        stream: "cp".into(),
+        topic: "t.cp".into(),
+        cluster_id: None,
+        // The topic is empty: a checkpoint at offset 50 belongs to another incarnation of it.
+        offsets: [(0, 50)].into(),
+        last_update_ms: None,
+        stats,
+    };
+    checkpoint::write(state.path(), &cp).unwrap();
+    let err = TestService::start(cfg(), broker.bootstrap_servers())
+        .join()
+        .unwrap_err();
+    let msg = format!("{err:#}");
+    assert!(
+        msg.contains("another incarnation") && msg.contains("state directory"),
+        "{msg}"
+    );
+
+    // Another cluster.
+    cp.offsets = [(0, 0)].into();
+    cp.cluster_id = Some("some-other-cluster".into());
+    checkpoint::write(state.path(), &cp).unwrap();
+    let msg = format!(
+        "{:#}",
+        TestService::start(cfg(), broker.bootstrap_servers())
+            .join()
+            .unwrap_err()
+    );
+    assert!(msg.contains("some-other-cluster"), "{msg}");
+
+    // Another schema: the stream now has 3 features.
+    cp.cluster_id = None;
+    checkpoint::write(state.path(), &cp).unwrap();
+    let wide = config(
+        vec![stream(
+            "cp",
+            "t.cp",
+            FeatureSchema::Count(3),
+            Task::Regression,
+        )],
+        Some(state.path()),
+    );
+    let msg = format!(
+        "{:#}",
+        TestService::start(wide, broker.bootstrap_servers())
+            .join()
+            .unwrap_err()
+    );
+    assert!(msg.contains("p = 2") && msg.contains("move"), "{msg}");
+
+    // A matching checkpoint is restored: n = 2 before any message.
+    let svc = TestService::start(cfg(), broker.bootstrap_servers());
+    let (_, v) = svc.get("/v1/streams/cp");
+    assert_eq!(v["n"], 2);
+    svc.stop().unwrap();
+}

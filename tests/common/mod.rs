@@ -50,6 +50,20 @@ impl TestService {
         }
     }
 
+    /// Waits for the service to end on its own (a fatal error) and returns its result.
+    pub fn join(mut self) -> anyhow::Result<()> {
+        let h = self.thread.take().unwrap();
+        let start = Instant::now();
+        while !h.is_finished() {
+            assert!(
+                start.elapsed() < DEADLINE,
+                "the service did not stop by itself"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        h.join().expect("service thread panicked")
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
     }
