@@ -336,6 +336,14 @@ features = [{}]
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+    // ... and its commit: Kafka's offsets catch up with the checkpoint again.
+    while committed(&brokers) != high_watermarks(&brokers) {
+        assert!(
+            cp_deadline.elapsed() < DEADLINE,
+            "offsets never committed after the checkpoint"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
     s2.signal("-KILL");
     assert!(!s2.wait());
 

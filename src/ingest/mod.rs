@@ -364,17 +364,15 @@ impl Ingest {
                 last_warning: None,
             });
         }
-        let committed = lock(&positions)
-            .iter()
-            .flat_map(|(t, m)| m.iter().map(move |(p, o)| ((t.clone(), *p), *o)))
-            .collect();
         Ok(Ingest {
             consumer,
             dead_letters,
             streams,
             by_topic,
             positions,
-            committed,
+            // Empty: the first cycle commits the restored positions too, in case a crash left
+            // Kafka's offsets behind the checkpoint (lag tools read the committed offsets).
+            committed: HashMap::new(),
             cluster_id,
             state_dir: setup.state.dir(),
             checkpoint_interval: Duration::from_millis(setup.state.checkpoint_interval_ms),
