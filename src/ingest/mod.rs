@@ -305,14 +305,14 @@ impl Ingest {
         }
         // A checkpoint only makes sense against the log it was read from.
         for (stream, cp_cluster) in &setup.checkpoint_clusters {
-            if let (Some(have), Some(want)) = (&cluster_id, cp_cluster) {
-                if have != want {
-                    bail!(
-                        "the checkpoint of stream '{stream}' was written against Kafka cluster {want}, but {} is cluster {have}; \
-                         move the state directory away to start from the beginning of the topics",
-                        setup.brokers
-                    );
-                }
+            if let (Some(have), Some(want)) = (&cluster_id, cp_cluster)
+                && have != want
+            {
+                bail!(
+                    "the checkpoint of stream '{stream}' was written against Kafka cluster {want}, but {} is cluster {have}; \
+                     move the state directory away to start from the beginning of the topics",
+                    setup.brokers
+                );
             }
         }
         {
@@ -669,16 +669,19 @@ fn accept(
     rows
 }
 
+/// What the checkpoints restore: stream -> initial snapshot, positions, stream -> cluster id.
+pub type Restored = (
+    HashMap<String, Snapshot>,
+    Positions,
+    BTreeMap<String, Option<String>>,
+);
+
 /// Loads the checkpoints of all streams in `dir`: (stream -> initial snapshot, positions,
 /// cluster ids). A checkpoint that does not match its stream's configuration is an error.
 pub fn load_checkpoints(
     dir: &std::path::Path,
     configs: &[crate::config::StreamConfig],
-) -> anyhow::Result<(
-    HashMap<String, Snapshot>,
-    Positions,
-    BTreeMap<String, Option<String>>,
-)> {
+) -> anyhow::Result<Restored> {
     let (mut snaps, mut positions, mut clusters) =
         (HashMap::new(), Positions::new(), BTreeMap::new());
     for c in configs {
