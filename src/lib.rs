@@ -17,11 +17,34 @@
 //!   to compare weight schedules offline.
 //! - [`synthetic`]: the simulated design of paper 003 (demo stream, tests, benchmarks).
 //! - [`scenarios`]: the same design with drifting coefficients (drift checks and report).
+//!
+//! The service (`ravel serve`) wires the library to Kafka and HTTP:
+//! - [`config`]: the configuration schema; file < `RAVEL_...` environment < flags.
+//! - [`broker`]: the embedded Kafka-protocol broker (librdkafka's mock cluster), `ravel broker`.
+//! - [`ingest`]: the consumer loop, message formats, validation, dead letters, offset commits.
+//! - [`streams`]: each stream's statistics snapshot, swapped after every batch for readers.
+//! - [`checkpoint`]: statistics + next offsets persisted atomically, for exact restarts.
+//! - [`api`]: the axum router, handlers and the JSON error type.
+//! - [`metrics`]: every Prometheus metric, in one place.
+//! - [`server`]: `run(config, brokers, listener, shutdown)` and the `serve` command.
+//! - [`shutdown`]: the shutdown signal passed down to ingest and HTTP.
+//! - [`produce`], [`demo`]: `ravel produce` and the demo producer of the embedded default.
 
+pub mod api;
+pub mod broker;
+pub mod checkpoint;
+pub mod config;
 pub mod data;
+pub mod demo;
 pub mod fit;
+pub mod ingest;
+pub mod metrics;
 pub mod prequential;
+pub mod produce;
 pub mod scenarios;
+pub mod server;
+pub mod shutdown;
 pub mod solve;
 pub mod stats;
+pub mod streams;
 pub mod synthetic;

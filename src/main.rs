@@ -1,7 +1,12 @@
-//! The `ravel` command line: `fit` (offline), and the service commands.
+//! The `ravel` command line: `serve` (the default), `broker`, `produce` and `fit`. Each command
+//! is a function of a library module; this file only parses and dispatches.
 
 use clap::{Parser, Subcommand};
+use ravel::broker::{self, BrokerArgs};
+use ravel::config::{LogConfig, ServeArgs};
 use ravel::fit::{self, FitArgs};
+use ravel::produce::{self, ProduceArgs};
+use ravel::server;
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -17,6 +22,13 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run the service: Kafka -> running statistics -> HTTP API (the default command). With no
+    /// brokers configured it starts an embedded broker and a demo stream.
+    Serve(ServeArgs),
+    /// Run the embedded Kafka-protocol broker on its own; prints its bootstrap address first.
+    Broker(BrokerArgs),
+    /// Send rows from a file or a synthetic design to a Kafka topic.
+    Produce(ProduceArgs),
     /// Fit a model on a CSV, LIBSVM or NPY file through the streaming statistics; prints JSON.
     Fit(FitArgs),
 }
@@ -33,9 +45,26 @@ fn print_line(s: &str) -> anyhow::Result<()> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = match cli.command {
-        Some(Command::Fit(args)) => fit::run(&args).and_then(|json| print_line(&json)),
-        None => Err(anyhow::anyhow!("no command given; try `ravel fit --help`")),
+    let quiet = LogConfig {
+        level: "warn".into(),
+        ..LogConfig::default()
+    };
+    let result = match cli.command.unwrap_or(Command::Serve(ServeArgs::default())) {
+        Command::Serve(args) => server::serve(&args),
+        Command::Broker(args) => {
+            server::init_logging(&LogConfig::default());
+            broker::run(&args)
+        }
+        Command::Produce(args) => {
+            server::init_logging(&quiet);
+            produce::run(&args).and_then(|p| {
+                print_line(&format!(
+                    "produced {} rows in {} messages ({} bytes) to {}",
+                    p.rows, p.messages, p.bytes, args.topic
+                ))
+            })
+        }
+        Command::Fit(args) => fit::run(&args).and_then(|json| print_line(&json)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,405 @@
+//! Service benchmarks (a bench binary that prints tables; `cargo bench --bench ingest`):
+//!
+//! 1. Message decoding at p = 100: JSON (row and 100-row mini-batch) against the binary
+//!    format (the binary one must decode at least 5x faster).
+//! 2. Rows/s through Kafka at p = 100, JSON and binary: the real service (`server::run`,
+//!    consumer + decode + fold + snapshot) next to a bare rdkafka consumer that only reads the
+//!    same topic, and the same bare consumer doing the service's decode and fold by hand, on
+//!    the embedded broker. Rows are produced first; the clock runs from the first row applied
+//!    (first message read) to the last.
+//! 3. Latency of POST /v1/streams/{name}/model for Lasso at k = 10, p = 1000 (n = 3000):
+//!    p50 / p95 / max over 50 sequential requests, client side, over HTTP.
+//!
+//! `RAVEL_BENCH_ROWS` sets the binary rows of part 2 (default 500000; JSON gets 30% of that);
+//! the mock broker keeps 5 MB per partition, so the topics have 128 partitions.
+
+use ravel::broker::EmbeddedBroker;
+use ravel::config::{Config, FeatureSchema, StreamConfig};
+use ravel::fit::Task;
+use ravel::ingest::format::{self, Schema};
+use ravel::shutdown::{self, ShutdownTrigger};
+use ravel::stats::{AlphaSchedule, RunningStats};
+use ravel::synthetic::SyntheticSpec;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::Message;
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use serde_json::{Value, json};
+use std::net::SocketAddr;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn rows(p: usize, n: usize, seed: u64) -> (Vec<f64>, Vec<f64>) {
+    let spec: SyntheticSpec = format!("p={p},k={},n={n},seed={seed}", p / 10)
+        .parse()
+        .unwrap();
+    let (mut x, mut y) = (Vec::new(), Vec::new());
+    spec.rows().fill(n, &mut x, &mut y);
+    (x, y)
+}
+
+fn row(name: &str, value: f64, unit: &str) {
+    println!("{name:<66} {value:>12.0} {unit:>7}");
+}
+
+/// Messages of `batch` rows in the given format.
+fn encode(x: &[f64], y: &[f64], p: usize, batch: usize, binary: bool) -> Vec<Vec<u8>> {
+    (0..y.len())
+        .step_by(batch)
+        .map(|a| {
+            let b = (a + batch).min(y.len());
+            let mut buf = vec![];
+            if binary {
+                format::encode_binary(&x[a * p..b * p], &y[a..b], p, &mut buf);
+            } else {
+                format::encode_json(&x[a * p..b * p], &y[a..b], p, &mut buf);
+            }
+            buf
+        })
+        .collect()
+}
+
+fn decode_bench() {
+    let p = 100;
+    let (x, y) = rows(p, 2000, 1);
+    let schema = Schema {
+        p,
+        index: None,
+        classification: false,
+    };
+    let mut rates = vec![];
+    for (label, batch, binary) in [
+        ("JSON row {\"x\",\"y\"}", 1, false),
+        ("JSON mini-batch of 100 rows", 100, false),
+        ("binary RVB1, 100 rows", 100, true),
+    ] {
+        let msgs = encode(&x, &y, p, batch, binary);
+        let (mut xs, mut ys) = (Vec::with_capacity(x.len()), Vec::with_capacity(y.len()));
+        let reps = if binary { 200 } else { 5 };
+        let mut times = vec![];
+        for _ in 0..5 {
+            let t = Instant::now();
+            for _ in 0..reps {
+                xs.clear();
+                ys.clear();
+                for m in &msgs {
+                    format::decode(m, &schema, &mut xs, &mut ys).unwrap();
+                }
+            }
+            times.push(t.elapsed().as_secs_f64() / reps as f64);
+        }
+        assert_eq!(ys.len(), y.len());
+        let rate = y.len() as f64 / median(times);
+        rates.push(rate);
+        row(&format!("decode p=100, {label}"), rate, "rows/s");
+    }
+    println!(
+        "{:<66} {:>12.1} {:>7}",
+        "binary / JSON mini-batch decode speed",
+        rates[2] / rates[1],
+        "x"
+    );
+
+    // The fold alone, for scale: what ingest does with the rows after decoding.
+    let mut s = RunningStats::new(p, AlphaSchedule::Plain);
+    let t = Instant::now();
+    for _ in 0..5 {
+        for c in 0..(y.len() / 1000) {
+            s.update_batch(
+                &x[c * 1000 * p..(c + 1) * 1000 * p],
+                &y[c * 1000..(c + 1) * 1000],
+            )
+            .unwrap();
+        }
+    }
+    row(
+        "fold (update_batch) p=100, batches of 1000",
+        5.0 * y.len() as f64 / t.elapsed().as_secs_f64(),
+        "rows/s",
+    );
+}
+
+/// The real service in-process, on 127.0.0.1:0.
+struct Service {
+    addr: SocketAddr,
+    trigger: ShutdownTrigger,
+    thread: JoinHandle<anyhow::Result<()>>,
+}
+
+impl Service {
+    fn start(streams: Vec<StreamConfig>, brokers: &str, group: &str) -> Service {
+        let mut cfg = Config {
+            streams,
+            ..Config::default()
+        };
+        cfg.demo.enabled = false;
+        cfg.kafka.brokers = brokers.into();
+        cfg.kafka.group_id = group.into();
+        cfg.state.dir.clear();
+        cfg.check().unwrap();
+        let (trigger, shutdown) = shutdown::channel();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let brokers = brokers.to_string();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Runtime::new()?;
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+                tx.send(listener.local_addr()?).unwrap();
+                ravel::server::run(cfg, brokers, listener, shutdown).await
+            })
+        });
+        Service {
+            addr: rx.recv().unwrap(),
+            trigger,
+            thread,
+        }
+    }
+    fn n(&self, client: &reqwest::blocking::Client, stream: &str) -> u64 {
+        let v: Value = client
+            .get(format!("http://{}/v1/streams/{stream}", self.addr))
+            .send()
+            .unwrap()
+            .json()
+            .unwrap();
+        v["n"].as_u64().unwrap()
+    }
+    fn stop(self) {
+        self.trigger.trigger();
+        self.thread.join().unwrap().unwrap();
+    }
+}
+
+fn stream(name: &str, topic: &str, p: usize) -> StreamConfig {
+    StreamConfig {
+        name: name.into(),
+        topic: Some(topic.into()),
+        features: FeatureSchema::Count(p),
+        task: Task::Regression,
+        alpha: "plain".into(),
+    }
+}
+
+/// Produces the messages round-robin over the partitions (the mock keeps 5 MB per partition).
+fn produce(brokers: &str, topic: &str, partitions: i32, msgs: &[Vec<u8>]) {
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("linger.ms", "5")
+        .create()
+        .unwrap();
+    for (i, m) in msgs.iter().enumerate() {
+        let mut rec = BaseRecord::<(), [u8]>::to(topic)
+            .payload(&m[..])
+            .partition(i as i32 % partitions);
+        loop {
+            match producer.send(rec) {
+                Ok(()) => break,
+                Err((_, r)) => {
+                    rec = r;
+                    producer.poll(Duration::from_millis(10));
+                }
+            }
+        }
+    }
+    producer.flush(Duration::from_secs(120)).unwrap();
+}
+
+/// A consumer that only reads: rows/s of the broker and librdkafka alone.
+/// A plain rdkafka consumer loop on the same topic: rows/s of reading alone (`work` false), or
+/// of the minimal hand-written ingest loop (`work` true: decode every message and fold every
+/// 1024 rows, as the service does, without its checkpoints, metrics, snapshots or HTTP).
+fn bare_consumer(brokers: &str, topic: &str, messages: usize, rows: usize, work: bool) -> f64 {
+    let c: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("group.id", format!("bare-{topic}-{work}"))
+        // As in the service: short pauses when the prefetch queue is full (the fold is slower).
+        .set("fetch.queue.backoff.ms", if work { "10" } else { "1000" })
+        .set("auto.offset.reset", "earliest")
+        .set("enable.auto.commit", "false")
+        .create()
+        .unwrap();
+    c.subscribe(&[topic]).unwrap();
+    let (mut got, mut bytes) = (0, 0usize);
+    let mut start = None;
+    let schema = Schema {
+        p: 100,
+        index: None,
+        classification: false,
+    };
+    let mut st = RunningStats::new(100, AlphaSchedule::Plain);
+    let (mut xs, mut ys) = (vec![], vec![]);
+    while got < messages {
+        if let Some(Ok(m)) = c.poll(Duration::from_millis(100)) {
+            start.get_or_insert_with(Instant::now);
+            bytes += m.payload().map_or(0, |p| p.len());
+            got += 1;
+            if work {
+                format::decode(m.payload().unwrap(), &schema, &mut xs, &mut ys).unwrap();
+                if ys.len() >= 1024 {
+                    st.update_batch(&xs, &ys).unwrap();
+                    xs.clear();
+                    ys.clear();
+                }
+            }
+        }
+    }
+    assert!(bytes > 0);
+    rows as f64 / start.unwrap().elapsed().as_secs_f64()
+}
+
+fn kafka_bench(broker: &EmbeddedBroker) {
+    let (p, partitions) = (100, 128);
+    let n_binary: usize = std::env::var("RAVEL_BENCH_ROWS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(500_000);
+    let (x, y) = rows(p, n_binary, 2);
+    let client = reqwest::blocking::Client::new();
+    for (label, binary) in [
+        ("JSON mini-batches of 100", false),
+        ("binary RVB1, 100 rows", true),
+    ] {
+        let n = if binary { n_binary } else { n_binary * 3 / 10 };
+        let (x, y) = (&x[..n * p], &y[..n]);
+        let topic = format!("bench.{}", if binary { "binary" } else { "json" });
+        broker.create_topic(&topic, partitions).unwrap();
+        let msgs = encode(x, y, p, 100, binary);
+        let mb = msgs.iter().map(|m| m.len()).sum::<usize>() as f64 / 1e6;
+        produce(broker.bootstrap_servers(), &topic, partitions, &msgs);
+
+        let bare = bare_consumer(broker.bootstrap_servers(), &topic, msgs.len(), n, false);
+        let hand = bare_consumer(broker.bootstrap_servers(), &topic, msgs.len(), n, true);
+
+        let svc = Service::start(
+            vec![stream("bench", &topic, p)],
+            broker.bootstrap_servers(),
+            &format!("ravel-{topic}"),
+        );
+        let (mut first, mut n0) = (None, 0);
+        loop {
+            let have = svc.n(&client, "bench");
+            if have > 0 && first.is_none() {
+                first = Some(Instant::now());
+                n0 = have;
+            }
+            if have == n as u64 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let rate = (n as u64 - n0) as f64 / first.unwrap().elapsed().as_secs_f64();
+        // How much of that time went into folding (update_batch + snapshot), from /metrics.
+        let metrics = client
+            .get(format!("http://{}/metrics", svc.addr))
+            .send()
+            .unwrap()
+            .text()
+            .unwrap();
+        let fold_s: f64 = metrics
+            .lines()
+            .find_map(|l| l.strip_prefix("ravel_ingest_batch_seconds_sum{stream=\"bench\"} "))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(f64::NAN);
+        let fold_share = 100.0 * fold_s * rate / n as f64;
+        svc.stop();
+        row(
+            &format!("Kafka p=100, {label}, {n} rows ({mb:.0} MB): ravel serve"),
+            rate,
+            "rows/s",
+        );
+        row(
+            &format!("Kafka p=100, {label}, {n} rows: bare consumer, read only"),
+            bare,
+            "rows/s",
+        );
+        row(
+            &format!("Kafka p=100, {label}, {n} rows: bare consumer + decode + fold"),
+            hand,
+            "rows/s",
+        );
+        println!(
+            "{:<66} {:>12.0} {:>7}",
+            "  ravel serve time spent folding (update_batch + snapshot)", fold_share, "%"
+        );
+    }
+}
+
+fn model_latency_bench(broker: &EmbeddedBroker) {
+    let (p, n) = (1000, 3000);
+    let (x, y) = rows(p, n, 3);
+    broker.create_topic("bench.p1000", 8).unwrap();
+    produce(
+        broker.bootstrap_servers(),
+        "bench.p1000",
+        8,
+        &encode(&x, &y, p, 50, true),
+    );
+    let svc = Service::start(
+        vec![stream("wide", "bench.p1000", p)],
+        broker.bootstrap_servers(),
+        "ravel-wide",
+    );
+    let client = reqwest::blocking::Client::new();
+    while svc.n(&client, "wide") != n as u64 {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let url = format!("http://{}/v1/streams/wide/model", svc.addr);
+    let body = json!({"method": "lasso", "k": 10});
+    let (mut times, mut server) = (vec![], vec![]);
+    for i in 0..55 {
+        let t = Instant::now();
+        let r = client.post(&url).json(&body).send().unwrap();
+        assert_eq!(r.status().as_u16(), 200);
+        let m: Value = r.json().unwrap();
+        let ms = t.elapsed().as_secs_f64() * 1e3;
+        assert_eq!(m["k"], 10);
+        if i >= 5 {
+            times.push(ms);
+            server.push(m["diagnostics"]["elapsed_ms"].as_f64().unwrap());
+        }
+    }
+    svc.stop();
+    times.sort_by(f64::total_cmp);
+    let pct = |q: f64| times[((times.len() - 1) as f64 * q).round() as usize];
+    println!(
+        "{:<66} {:>12.1} {:>7}",
+        "POST /model lasso k=10, p=1000, n=3000: p50",
+        pct(0.5),
+        "ms"
+    );
+    println!(
+        "{:<66} {:>12.1} {:>7}",
+        "POST /model lasso k=10, p=1000, n=3000: p95",
+        pct(0.95),
+        "ms"
+    );
+    println!(
+        "{:<66} {:>12.1} {:>7}",
+        "POST /model lasso k=10, p=1000, n=3000: max",
+        pct(1.0),
+        "ms"
+    );
+    println!(
+        "{:<66} {:>12.1} {:>7}",
+        "  extraction alone (diagnostics.elapsed_ms), median",
+        median(server),
+        "ms"
+    );
+}
+
+fn main() {
+    // Quiet librdkafka and the service unless RUST_LOG says otherwise.
+    ravel::server::init_logging(&ravel::config::LogConfig {
+        level: "warn".into(),
+        ..Default::default()
+    });
+    println!("{:<66} {:>12} {:>7}", "benchmark", "result", "unit");
+    decode_bench();
+    let broker = EmbeddedBroker::start(1).unwrap();
+    kafka_bench(&broker);
+    model_latency_bench(&broker);
+}

@@ -1,0 +1,88 @@
+//! The API's error type: every failure is JSON `{"error": {"code", "message"}}` with a 4xx
+//! status for what the client can fix (and 5xx only for the server's own faults).
+
+use crate::solve::{ParamError, ProblemError};
+use axum::Json;
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiError {
+    pub status: StatusCode,
+    /// Stable, machine-readable (`unknown_stream`, `invalid_params`, ...).
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+        }
+    }
+    pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, code, message)
+    }
+    pub fn unknown_stream(name: &str) -> Self {
+        Self::new(
+            StatusCode::NOT_FOUND,
+            "unknown_stream",
+            format!("no stream named '{name}'; GET /v1/streams lists them"),
+        )
+    }
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = serde_json::json!({"error": {"code": self.code, "message": self.message}});
+        (self.status, Json(body)).into_response()
+    }
+}
+
+impl From<ParamError> for ApiError {
+    fn from(e: ParamError) -> Self {
+        let code = match &e {
+            ParamError::UnknownMethod(_) => "unknown_method",
+            ParamError::KTooLarge { .. } => "k_too_large",
+            ParamError::Problem(ProblemError::Empty) => {
+                return ApiError::new(StatusCode::CONFLICT, "no_data", e.to_string());
+            }
+            ParamError::Problem(ProblemError::OneClass { .. }) => {
+                return ApiError::new(StatusCode::CONFLICT, "one_class", e.to_string());
+            }
+            _ => "invalid_params",
+        };
+        ApiError::bad_request(code, e.to_string())
+    }
+}
+
+impl From<JsonRejection> for ApiError {
+    fn from(r: JsonRejection) -> Self {
+        let text = r.body_text();
+        match r {
+            JsonRejection::JsonSyntaxError(_) => ApiError::bad_request("malformed_json", text),
+            JsonRejection::JsonDataError(_) => ApiError::bad_request("invalid_body", text),
+            JsonRejection::MissingJsonContentType(_) => ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type",
+                "send the body as JSON with Content-Type: application/json",
+            ),
+            other if other.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+                ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", text)
+            }
+            other => ApiError::new(other.status(), "invalid_body", text),
+        }
+    }
+}
+
+impl From<QueryRejection> for ApiError {
+    fn from(r: QueryRejection) -> Self {
+        ApiError::bad_request("invalid_query", r.body_text())
+    }
+}

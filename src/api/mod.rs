@@ -1,0 +1,458 @@
+//! The HTTP API (axum): stream summaries, model extraction, lambda paths, predictions, health
+//! and Prometheus metrics. JSON in and out; every error is `ApiError` JSON.
+//!
+//! Extraction is CPU-bound (up to ~100 ms at p = 1000), so it runs on the blocking pool, from
+//! the stream's current immutable snapshot, and at most `http.max_concurrent_extractions` at
+//! once; request bodies are limited to `http.body_limit_bytes`.
+
+pub mod error;
+
+use crate::fit::Task;
+use crate::metrics::Metrics;
+use crate::solve::{Method, Model, ParamError, Params, model_from_stats, path_from_stats};
+use crate::stats::RunningStats;
+use crate::streams::{StreamHandle, StreamStats, Streams};
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::{DefaultBodyLimit, MatchedPath, Path, Query, Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+pub use error::ApiError;
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Instant, UNIX_EPOCH};
+use tokio::sync::Semaphore;
+
+/// Shared by every handler.
+#[derive(Clone)]
+pub struct AppState {
+    pub streams: Arc<Streams>,
+    pub metrics: Arc<Metrics>,
+    /// Set by ingest once the consumer group assigned partitions of every stream topic.
+    pub ready: Arc<AtomicBool>,
+    pub extractions: Arc<Semaphore>,
+}
+
+impl AppState {
+    fn stream(&self, name: &str) -> Result<Arc<StreamHandle>, ApiError> {
+        self.streams
+            .get(name)
+            .cloned()
+            .ok_or_else(|| ApiError::unknown_stream(name))
+    }
+
+    /// Runs a CPU-bound extraction on the blocking pool, bounded by the semaphore, and times it.
+    async fn extract<T: Send + 'static>(
+        &self,
+        stream: &str,
+        kind: &'static str,
+        method: Method,
+        f: impl FnOnce() -> Result<T, ParamError> + Send + 'static,
+    ) -> Result<T, ApiError> {
+        let _permit = self
+            .extractions
+            .acquire()
+            .await
+            .map_err(|_| ApiError::internal("server is shutting down"))?;
+        let start = Instant::now();
+        let result = tokio::task::spawn_blocking(f)
+            .await
+            .map_err(|e| ApiError::internal(format!("extraction failed: {e}")))?;
+        self.metrics
+            .extraction_seconds
+            .with_label_values(&[stream, kind, method.name()])
+            .observe(start.elapsed().as_secs_f64());
+        Ok(result?)
+    }
+}
+
+/// The router; `body_limit` bounds every request body.
+pub fn router(state: AppState, body_limit: usize) -> Router {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .route("/v1/streams", get(list_streams))
+        .route("/v1/streams/{name}", get(get_stream))
+        .route("/v1/streams/{name}/model", post(model))
+        .route("/v1/streams/{name}/path", get(path))
+        .route("/v1/streams/{name}/predict", post(predict))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(body_limit))
+        .layer(middleware::from_fn_with_state(state.clone(), track))
+        .with_state(state)
+}
+
+/// Counts and times every request by route template (never by raw path: bounded labels).
+async fn track(State(st): State<AppState>, req: Request, next: Next) -> Response {
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_else(|| "unmatched".into());
+    let method = req.method().as_str().to_string();
+    let start = Instant::now();
+    let resp = next.run(req).await;
+    st.metrics
+        .http_requests
+        .with_label_values(&[&route, &method, resp.status().as_str()])
+        .inc();
+    st.metrics
+        .http_request_seconds
+        .with_label_values(&[&route, &method])
+        .observe(start.elapsed().as_secs_f64());
+    resp
+}
+
+async fn not_found(req: Request) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        format!(
+            "no route for {} {}; the API lives under /v1/streams",
+            req.method(),
+            req.uri().path()
+        ),
+    )
+}
+
+async fn method_not_allowed(req: Request) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        format!("{} is not allowed on {}", req.method(), req.uri().path()),
+    )
+}
+
+async fn healthz() -> Json<Value> {
+    Json(serde_json::json!({"status": "ok"}))
+}
+
+async fn readyz(State(st): State<AppState>) -> Result<Json<Value>, ApiError> {
+    if st.ready.load(Ordering::SeqCst) {
+        Ok(Json(serde_json::json!({"status": "ready"})))
+    } else {
+        Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not_ready",
+            "the Kafka consumer has not been assigned partitions of every stream topic yet",
+        ))
+    }
+}
+
+async fn metrics(State(st): State<AppState>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        st.metrics.render(),
+    )
+        .into_response()
+}
+
+#[derive(Serialize)]
+struct StreamSummary {
+    name: String,
+    topic: String,
+    task: Task,
+    p: usize,
+    /// Rows in the statistics.
+    n: u64,
+    /// The alpha the next row gets (003 eq. 6), and the schedule.
+    alpha: f64,
+    schedule: String,
+    /// Unix time of the last folded batch, in milliseconds.
+    last_update_ms: Option<u64>,
+}
+
+fn summary(h: &StreamHandle) -> StreamSummary {
+    let snap = h.snapshot();
+    StreamSummary {
+        name: h.name().to_string(),
+        topic: h.topic.clone(),
+        task: h.task(),
+        p: h.p(),
+        n: snap.stats.n(),
+        alpha: snap.stats.current_alpha(),
+        schedule: snap.stats.schedule().to_string(),
+        last_update_ms: snap
+            .last_update
+            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+            .map(|d| d.as_millis() as u64),
+    }
+}
+
+async fn list_streams(State(st): State<AppState>) -> Json<Value> {
+    let list: Vec<StreamSummary> = st.streams.iter().map(|h| summary(h)).collect();
+    Json(serde_json::json!({"streams": list}))
+}
+
+/// Means and population standard deviations of the features and of y.
+#[derive(Serialize)]
+struct Moments {
+    n: u64,
+    mean_x: Vec<f64>,
+    sd_x: Vec<f64>,
+    mean_y: f64,
+    sd_y: f64,
+}
+
+fn moments(s: &RunningStats) -> Moments {
+    Moments {
+        n: s.n(),
+        mean_x: s.mean_x().to_vec(),
+        sd_x: s.variances().into_iter().map(f64::sqrt).collect(),
+        mean_y: s.mean_y(),
+        sd_y: (s.syy() - s.mean_y() * s.mean_y()).max(0.0).sqrt(),
+    }
+}
+
+async fn get_stream(
+    State(st): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let h = st.stream(&name)?;
+    let snap = h.snapshot();
+    let mut v = serde_json::to_value(summary(&h)).map_err(|e| ApiError::internal(e.to_string()))?;
+    let features: Vec<String> = match h.names() {
+        Some(n) => n.to_vec(),
+        None => (0..h.p()).map(|j| j.to_string()).collect(),
+    };
+    let obj = v.as_object_mut().expect("summary is an object");
+    obj.insert("features".into(), serde_json::json!(features));
+    match &snap.stats {
+        StreamStats::Regression(s) => {
+            let m =
+                serde_json::to_value(moments(s)).map_err(|e| ApiError::internal(e.to_string()))?;
+            for (k, val) in m.as_object().expect("object") {
+                if k != "n" {
+                    obj.insert(k.clone(), val.clone());
+                }
+            }
+        }
+        StreamStats::Classification(c) => {
+            obj.insert(
+                "classes".into(),
+                serde_json::json!({"positive": moments(&c.pos), "negative": moments(&c.neg)}),
+            );
+        }
+    }
+    Ok(Json(v))
+}
+
+/// A JSON body or query turned into `Params`: the method is checked first so that an unknown
+/// one gets its own error code and the list of methods.
+fn parse_params(mut v: Value) -> Result<Params, ApiError> {
+    let Some(obj) = v.as_object_mut() else {
+        return Err(ApiError::bad_request(
+            "invalid_body",
+            "the body must be a JSON object such as {\"method\": \"lasso\", \"k\": 10}",
+        ));
+    };
+    match obj.get("method") {
+        Some(Value::String(m)) => {
+            let method: Method = m.parse()?;
+            obj.insert("method".into(), Value::String(method.name().into()));
+        }
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "invalid_body",
+                "\"method\" must be a string such as \"lasso\"",
+            ));
+        }
+        None => {
+            return Err(ApiError::bad_request(
+                "invalid_body",
+                "missing \"method\": one of ols, ridge, olsth, fsa, lasso, elastic-net, mcp, scad",
+            ));
+        }
+    }
+    serde_json::from_value(v).map_err(|e| ApiError::bad_request("invalid_body", e.to_string()))
+}
+
+async fn model(
+    State(st): State<AppState>,
+    Path(name): Path<String>,
+    body: Result<Json<Value>, JsonRejection>,
+) -> Result<Json<Model>, ApiError> {
+    let h = st.stream(&name)?;
+    let Json(body) = body?;
+    let params = parse_params(body)?;
+    let snap = h.snapshot();
+    let method = params.method;
+    let hh = h.clone();
+    let m = st
+        .extract(&name, "model", method, move || {
+            model_from_stats(snap.stats.as_ref(), &params, hh.names())
+        })
+        .await?;
+    Ok(Json(m))
+}
+
+/// Query values as JSON scalars (`k=10` -> 10, `refit=true` -> true), so that the path takes
+/// the same parameters, checked the same way, as the model body.
+fn query_to_json(q: HashMap<String, String>) -> Value {
+    let obj = q
+        .into_iter()
+        .map(|(k, s)| {
+            let v = if let Ok(b) = s.parse::<bool>() {
+                Value::Bool(b)
+            } else if let Ok(u) = s.parse::<u64>() {
+                Value::from(u)
+            } else if let Some(n) = s.parse::<f64>().ok().and_then(serde_json::Number::from_f64) {
+                Value::Number(n)
+            } else {
+                Value::String(s)
+            };
+            (k, v)
+        })
+        .collect();
+    Value::Object(obj)
+}
+
+async fn path(
+    State(st): State<AppState>,
+    Path(name): Path<String>,
+    query: Result<Query<HashMap<String, String>>, QueryRejection>,
+) -> Result<Json<crate::solve::PathModel>, ApiError> {
+    let h = st.stream(&name)?;
+    let Query(q) = query?;
+    let params = parse_params(query_to_json(q))?;
+    if params.k.is_some() || params.lambda.is_some() {
+        return Err(ApiError::bad_request(
+            "invalid_params",
+            "the path covers every lambda: drop k and lambda (use POST /model for one model)",
+        ));
+    }
+    let snap = h.snapshot();
+    let method = params.method;
+    let hh = h.clone();
+    let p = st
+        .extract(&name, "path", method, move || {
+            path_from_stats(snap.stats.as_ref(), &params, hh.names())
+        })
+        .await?;
+    Ok(Json(p))
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PredictRequest {
+    /// The model to predict with (the body of POST /model).
+    model: Value,
+    /// Rows as arrays of p numbers...
+    #[serde(default)]
+    rows: Option<Vec<Vec<f64>>>,
+    /// ...or as objects of named features.
+    #[serde(default)]
+    features: Option<Vec<HashMap<String, f64>>>,
+}
+
+#[derive(Serialize)]
+struct PredictResponse {
+    /// b0 + x^T b for each row.
+    predictions: Vec<f64>,
+    /// Classification: the predicted class (+1 or -1) of each row.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    labels: Option<Vec<f64>>,
+    model: Model,
+}
+
+/// The rows of a predict request as dense vectors of p features.
+fn predict_rows(req: PredictRequest, h: &StreamHandle) -> Result<Vec<Vec<f64>>, ApiError> {
+    let p = h.p();
+    match (req.rows, req.features) {
+        (Some(rows), None) => {
+            if let Some((i, r)) = rows.iter().enumerate().find(|(_, r)| r.len() != p) {
+                return Err(ApiError::bad_request(
+                    "dimension",
+                    format!(
+                        "row {i} has {} features, stream '{}' has {p}",
+                        r.len(),
+                        h.name()
+                    ),
+                ));
+            }
+            Ok(rows)
+        }
+        (None, Some(named)) => {
+            let Some(index) = &h.index else {
+                return Err(ApiError::bad_request(
+                    "unknown_feature",
+                    format!(
+                        "stream '{}' declares no feature names; send \"rows\" as arrays",
+                        h.name()
+                    ),
+                ));
+            };
+            named
+                .into_iter()
+                .enumerate()
+                .map(|(i, m)| {
+                    let mut row = vec![f64::NAN; p];
+                    for (k, v) in m {
+                        let j = *index.get(&k).ok_or_else(|| {
+                            ApiError::bad_request(
+                                "unknown_feature",
+                                format!("row {i}: unknown feature '{k}'"),
+                            )
+                        })?;
+                        row[j] = v;
+                    }
+                    if let Some(j) = row.iter().position(|v| v.is_nan()) {
+                        let name = h.names().map(|n| n[j].clone()).unwrap_or_default();
+                        return Err(ApiError::bad_request(
+                            "missing_feature",
+                            format!("row {i}: feature '{name}' is missing"),
+                        ));
+                    }
+                    Ok(row)
+                })
+                .collect()
+        }
+        _ => Err(ApiError::bad_request(
+            "invalid_body",
+            "give exactly one of \"rows\" (arrays) or \"features\" (objects)",
+        )),
+    }
+}
+
+async fn predict(
+    State(st): State<AppState>,
+    Path(name): Path<String>,
+    body: Result<Json<Value>, JsonRejection>,
+) -> Result<Json<PredictResponse>, ApiError> {
+    let h = st.stream(&name)?;
+    let Json(body) = body?;
+    let req: PredictRequest = serde_json::from_value(body)
+        .map_err(|e| ApiError::bad_request("invalid_body", e.to_string()))?;
+    let params = parse_params(req.model.clone())?;
+    let rows = predict_rows(req, &h)?;
+    let snap = h.snapshot();
+    let method = params.method;
+    let hh = h.clone();
+    let model = st
+        .extract(&name, "predict", method, move || {
+            model_from_stats(snap.stats.as_ref(), &params, hh.names())
+        })
+        .await?;
+    let predictions: Vec<f64> = rows.iter().map(|r| model.predict(r)).collect();
+    let labels = (h.task() == Task::Classification).then(|| {
+        predictions
+            .iter()
+            .map(|&s| if s >= 0.0 { 1.0 } else { -1.0 })
+            .collect()
+    });
+    Ok(Json(PredictResponse {
+        predictions,
+        labels,
+        model,
+    }))
+}

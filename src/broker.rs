@@ -1,0 +1,188 @@
+//! The embedded broker: librdkafka's mock cluster, a Kafka-protocol broker in process that
+//! speaks the real protocol over TCP (produce, fetch, consumer groups, commits).
+//!
+//! `ravel serve` starts one when no brokers are configured, so `cargo run --release` needs no
+//! Kafka; `ravel broker` runs one on its own, printing its bootstrap address as the first line
+//! of stdout, so tests and users can restart `ravel serve` against a broker that outlives it.
+//!
+//! The `MockCluster` handle is not `Send` (it holds a raw pointer), so one dedicated thread owns
+//! it for its whole life and takes topic-creation requests over a channel. Its AdminClient
+//! support is partial (no CreateTopics): topics are created through the mock API instead.
+//! The mock keeps at most 5 MB (or 100 000 message sets) per partition and drops the oldest
+//! beyond that, like a broker with a small retention.
+
+use anyhow::{Context, anyhow};
+use rdkafka::mocking::MockCluster;
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+
+enum Request {
+    CreateTopic {
+        name: String,
+        partitions: i32,
+        reply: mpsc::Sender<Result<(), String>>,
+    },
+}
+
+pub struct EmbeddedBroker {
+    bootstrap: String,
+    requests: Option<mpsc::Sender<Request>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl EmbeddedBroker {
+    /// Starts a mock cluster with `brokers` brokers on ephemeral localhost ports.
+    pub fn start(brokers: i32) -> anyhow::Result<EmbeddedBroker> {
+        let (req_tx, req_rx) = mpsc::channel::<Request>();
+        let (ready_tx, ready_rx) = mpsc::channel::<Result<String, String>>();
+        let thread = std::thread::Builder::new()
+            .name("ravel-broker".into())
+            .spawn(move || {
+                let cluster = match MockCluster::new(brokers) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e.to_string()));
+                        return;
+                    }
+                };
+                let _ = ready_tx.send(Ok(cluster.bootstrap_servers()));
+                // Serve requests until every sender is gone (the EmbeddedBroker was dropped).
+                for req in req_rx {
+                    match req {
+                        Request::CreateTopic {
+                            name,
+                            partitions,
+                            reply,
+                        } => {
+                            let r = cluster
+                                .create_topic(&name, partitions, 1)
+                                .map_err(|e| e.to_string());
+                            let _ = reply.send(r);
+                        }
+                    }
+                }
+                drop(cluster);
+            })
+            .context("cannot start the embedded broker thread")?;
+        let bootstrap = ready_rx
+            .recv()
+            .map_err(|_| anyhow!("the embedded broker thread died while starting"))?
+            .map_err(|e| anyhow!("cannot start the embedded Kafka broker: {e}"))?;
+        tracing::info!(bootstrap = %bootstrap, "embedded Kafka broker (librdkafka mock cluster) started");
+        Ok(EmbeddedBroker {
+            bootstrap,
+            requests: Some(req_tx),
+            thread: Some(thread),
+        })
+    }
+
+    /// The `bootstrap.servers` string of the cluster.
+    pub fn bootstrap_servers(&self) -> &str {
+        &self.bootstrap
+    }
+
+    /// Creates a topic (replication 1). A topic that already exists is left as it is.
+    pub fn create_topic(&self, name: &str, partitions: i32) -> anyhow::Result<()> {
+        let (reply, rx) = mpsc::channel();
+        let req = Request::CreateTopic {
+            name: name.to_string(),
+            partitions,
+            reply,
+        };
+        self.requests
+            .as_ref()
+            .expect("broker running")
+            .send(req)
+            .map_err(|_| anyhow!("embedded broker stopped"))?;
+        match rx.recv().map_err(|_| anyhow!("embedded broker stopped"))? {
+            Ok(()) => Ok(()),
+            Err(e) if e.contains("already exists") || e.contains("TopicAlreadyExists") => Ok(()),
+            Err(e) => Err(anyhow!(
+                "cannot create topic '{name}' on the embedded broker: {e}"
+            )),
+        }
+    }
+}
+
+impl Drop for EmbeddedBroker {
+    fn drop(&mut self) {
+        // Closing the channel ends the owner thread, which destroys the cluster.
+        self.requests.take();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// `ravel broker` flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BrokerArgs {
+    /// Topic to create, as NAME or NAME:PARTITIONS (default 4 partitions); repeatable. Producers
+    /// also create missing topics (4 partitions) on first use.
+    #[arg(long = "topic", value_name = "NAME[:PARTITIONS]")]
+    pub topics: Vec<String>,
+    /// Number of brokers in the cluster.
+    #[arg(long, default_value_t = 1)]
+    pub brokers: i32,
+}
+
+/// Parses `NAME` or `NAME:PARTITIONS`.
+fn parse_topic(spec: &str) -> anyhow::Result<(String, i32)> {
+    let (name, parts) = match spec.rsplit_once(':') {
+        Some((n, p)) => (
+            n,
+            p.parse::<i32>()
+                .map_err(|_| anyhow!("--topic {spec}: '{p}' is not a partition count"))?,
+        ),
+        None => (spec, 4),
+    };
+    if name.is_empty() || !(1..=1000).contains(&parts) {
+        return Err(anyhow!(
+            "--topic {spec}: need a name and 1..=1000 partitions"
+        ));
+    }
+    Ok((name.to_string(), parts))
+}
+
+/// Runs `ravel broker` until SIGINT or SIGTERM: prints the bootstrap address first.
+pub fn run(args: &BrokerArgs) -> anyhow::Result<()> {
+    let topics = args
+        .topics
+        .iter()
+        .map(|t| parse_topic(t))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    if args.brokers < 1 {
+        return Err(anyhow!("--brokers must be at least 1"));
+    }
+    let broker = EmbeddedBroker::start(args.brokers)?;
+    for (name, parts) in &topics {
+        broker.create_topic(name, *parts)?;
+    }
+    {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{}", broker.bootstrap_servers())?;
+        out.flush()?;
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(crate::shutdown::signal());
+    tracing::info!("stopping the embedded broker");
+    drop(broker);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn topic_specs() {
+        assert_eq!(parse_topic("a").unwrap(), ("a".into(), 4));
+        assert_eq!(parse_topic("a.b:2").unwrap(), ("a.b".into(), 2));
+        assert!(parse_topic("a:x").is_err());
+        assert!(parse_topic("a:0").is_err());
+        assert!(parse_topic(":3").is_err());
+    }
+}

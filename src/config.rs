@@ -1,0 +1,629 @@
+//! The service configuration: one schema, loaded in layers so that every knob has one name.
+//!
+//! Precedence, lowest first: built-in defaults, the TOML file (`--config FILE`, else
+//! `config/ravel.toml` when it exists), environment variables `RAVEL_<SECTION>__<FIELD>`
+//! (e.g. `RAVEL_KAFKA__BROKERS`, `RAVEL_HTTP__ADDR`), then command-line flags. Every field is
+//! documented in `config/ravel.toml`; `Config::check` validates the whole thing once, so the
+//! rest of the service never re-checks it.
+
+use crate::fit::Task;
+use crate::stats::AlphaSchedule;
+use crate::synthetic::SyntheticSpec;
+use anyhow::{Context, bail};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+
+/// The default config file, read when it exists and no `--config` is given.
+pub const DEFAULT_CONFIG_FILE: &str = "config/ravel.toml";
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    pub http: HttpConfig,
+    pub kafka: KafkaConfig,
+    pub ingest: IngestConfig,
+    pub state: StateConfig,
+    pub demo: DemoConfig,
+    pub log: LogConfig,
+    pub streams: Vec<StreamConfig>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HttpConfig {
+    /// Listen address of the HTTP API.
+    pub addr: String,
+    /// Largest request body accepted, in bytes (larger bodies get 413).
+    pub body_limit_bytes: usize,
+    /// Model extractions run at once (CPU-bound); 0 means one per CPU core.
+    pub max_concurrent_extractions: usize,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            addr: "127.0.0.1:8080".into(),
+            body_limit_bytes: 4 << 20,
+            max_concurrent_extractions: 0,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct KafkaConfig {
+    /// Bootstrap servers of a real Kafka; empty starts the embedded broker.
+    pub brokers: String,
+    /// Consumer group of this service (one group for all its streams).
+    pub group_id: String,
+    /// Partitions of each stream topic the embedded broker creates.
+    pub embedded_partitions: i32,
+    /// librdkafka properties passed through to every client (SASL, TLS, timeouts).
+    pub options: BTreeMap<String, String>,
+}
+
+impl Default for KafkaConfig {
+    fn default() -> Self {
+        KafkaConfig {
+            brokers: String::new(),
+            group_id: "ravel".into(),
+            embedded_partitions: 4,
+            options: BTreeMap::new(),
+        }
+    }
+}
+
+impl KafkaConfig {
+    pub fn embedded(&self) -> bool {
+        self.brokers.trim().is_empty()
+    }
+    /// librdkafka properties. Environment variables cannot hold dots, so an option key coming
+    /// from `RAVEL_KAFKA__OPTIONS__SECURITY_PROTOCOL` arrives as `security_protocol`; no
+    /// librdkafka property has an underscore, so underscores are read as dots.
+    pub fn librdkafka_options(&self) -> impl Iterator<Item = (String, &str)> {
+        self.options
+            .iter()
+            .map(|(k, v)| (k.replace('_', "."), v.as_str()))
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct IngestConfig {
+    /// Rows gathered before they are folded into the statistics in one update.
+    pub max_batch_rows: usize,
+    /// Longest wait for more rows before a partial batch is folded, in milliseconds.
+    pub max_batch_wait_ms: u64,
+    /// Forward bad messages to `<topic>.dlq`.
+    pub dead_letter: bool,
+    /// How often consumer lag is refreshed (librdkafka statistics interval), in milliseconds.
+    pub lag_interval_ms: u64,
+}
+
+impl Default for IngestConfig {
+    fn default() -> Self {
+        IngestConfig {
+            max_batch_rows: 1024,
+            max_batch_wait_ms: 50,
+            dead_letter: true,
+            lag_interval_ms: 5000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StateConfig {
+    /// Directory of the checkpoints (statistics + next offset of every partition); empty
+    /// disables them, and a restart then re-reads every topic from its beginning.
+    pub dir: String,
+    /// Time between checkpoints, in milliseconds; offsets are committed to Kafka right after
+    /// each checkpoint is durable.
+    pub checkpoint_interval_ms: u64,
+}
+
+impl Default for StateConfig {
+    fn default() -> Self {
+        StateConfig {
+            dir: "ravel-state".into(),
+            checkpoint_interval_ms: 5000,
+        }
+    }
+}
+
+impl StateConfig {
+    pub fn dir(&self) -> Option<PathBuf> {
+        let d = self.dir.trim();
+        (!d.is_empty()).then(|| PathBuf::from(d))
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DemoConfig {
+    /// Stream the synthetic design into the embedded broker (ignored with real brokers).
+    pub enabled: bool,
+    /// The stream the demo feeds; declared automatically when the config has no such stream.
+    pub stream: String,
+    /// The design (`ravel produce --synthetic` syntax); n is ignored (the demo is endless).
+    pub synthetic: String,
+    pub rows_per_second: u32,
+    /// Rows per Kafka message.
+    pub batch_rows: usize,
+}
+
+impl Default for DemoConfig {
+    fn default() -> Self {
+        DemoConfig {
+            enabled: true,
+            stream: "demo".into(),
+            synthetic: "p=100,k=10,seed=1".into(),
+            rows_per_second: 500,
+            batch_rows: 50,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LogConfig {
+    /// `text` for people, `json` for log collectors.
+    pub format: LogFormat,
+    /// A tracing filter (`info`, `ravel=debug,rdkafka=warn`); `RUST_LOG` wins when set.
+    pub level: String,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig {
+            format: LogFormat::Text,
+            level: "info".into(),
+        }
+    }
+}
+
+/// The features of a stream: a count p, or the names (JSON named rows need names).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum FeatureSchema {
+    Count(usize),
+    Names(Vec<String>),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StreamConfig {
+    /// The name in the HTTP API (`/v1/streams/{name}`).
+    pub name: String,
+    /// Kafka topic; default `ravel.<name>`.
+    #[serde(default)]
+    pub topic: Option<String>,
+    pub features: FeatureSchema,
+    #[serde(default = "regression")]
+    pub task: Task,
+    /// `plain`, `fixed:A` or `floor:A` (003 eq. 6).
+    #[serde(default = "plain")]
+    pub alpha: String,
+}
+
+fn regression() -> Task {
+    Task::Regression
+}
+fn plain() -> String {
+    "plain".into()
+}
+
+impl StreamConfig {
+    pub fn topic(&self) -> String {
+        self.topic
+            .clone()
+            .unwrap_or_else(|| format!("ravel.{}", self.name))
+    }
+    pub fn p(&self) -> usize {
+        match &self.features {
+            FeatureSchema::Count(p) => *p,
+            FeatureSchema::Names(n) => n.len(),
+        }
+    }
+    pub fn names(&self) -> Option<&[String]> {
+        match &self.features {
+            FeatureSchema::Count(_) => None,
+            FeatureSchema::Names(n) => Some(n),
+        }
+    }
+    pub fn schedule(&self) -> anyhow::Result<AlphaSchedule> {
+        self.alpha
+            .parse()
+            .map_err(|e: String| anyhow::anyhow!("stream '{}': {e}", self.name))
+    }
+}
+
+/// Command-line flags of `ravel serve`; each overrides the field it names.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ServeArgs {
+    /// Config file (default: config/ravel.toml when it exists).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// HTTP listen address (http.addr); port 0 picks a free port.
+    #[arg(long)]
+    pub http_addr: Option<String>,
+    /// Kafka bootstrap servers (kafka.brokers); omit for the embedded broker.
+    #[arg(long)]
+    pub brokers: Option<String>,
+    /// Consumer group (kafka.group_id).
+    #[arg(long)]
+    pub group_id: Option<String>,
+    /// Checkpoint directory (state.dir); "" disables checkpoints.
+    #[arg(long)]
+    pub state_dir: Option<String>,
+    /// Do not run the demo producer (demo.enabled = false).
+    #[arg(long)]
+    pub no_demo: bool,
+    /// Log format (log.format).
+    #[arg(long, value_enum)]
+    pub log_format: Option<LogFormat>,
+    /// Log filter (log.level), e.g. debug or ravel=debug,librdkafka=warn.
+    #[arg(long)]
+    pub log_level: Option<String>,
+}
+
+impl Config {
+    /// Loads defaults < file < environment (`RAVEL_...`) < flags, then checks the result.
+    pub fn load(args: &ServeArgs) -> anyhow::Result<Config> {
+        Self::load_with_env(args, None)
+    }
+
+    /// As `load`, with the environment given explicitly (None: the process environment).
+    pub fn load_with_env(
+        args: &ServeArgs,
+        env: Option<BTreeMap<String, String>>,
+    ) -> anyhow::Result<Config> {
+        use config::{Environment, File, FileFormat};
+        let mut builder = config::Config::builder();
+        let file = match &args.config {
+            Some(path) => {
+                if !path.exists() {
+                    bail!("config file {} does not exist", path.display());
+                }
+                Some(path.clone())
+            }
+            None => Some(PathBuf::from(DEFAULT_CONFIG_FILE)).filter(|p| p.exists()),
+        };
+        if let Some(path) = &file {
+            builder = builder.add_source(
+                File::from(path.as_path())
+                    .format(FileFormat::Toml)
+                    .required(true),
+            );
+        }
+        let mut environment = Environment::with_prefix("RAVEL")
+            .prefix_separator("_")
+            .separator("__");
+        if let Some(env) = env {
+            environment = environment.source(Some(env.into_iter().collect()));
+        }
+        builder = builder
+            .add_source(environment)
+            .set_override_option("http.addr", args.http_addr.clone())?
+            .set_override_option("kafka.brokers", args.brokers.clone())?
+            .set_override_option("kafka.group_id", args.group_id.clone())?
+            .set_override_option("state.dir", args.state_dir.clone())?
+            .set_override_option("log.level", args.log_level.clone())?
+            .set_override_option(
+                "log.format",
+                args.log_format
+                    .map(|f| if f == LogFormat::Json { "json" } else { "text" }),
+            )?;
+        if args.no_demo {
+            builder = builder.set_override("demo.enabled", false)?;
+        }
+        let where_ = file
+            .as_deref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| "defaults".into());
+        let mut cfg: Config = builder
+            .build()
+            .and_then(|c| c.try_deserialize())
+            .with_context(|| {
+                format!("invalid configuration (from {where_} and RAVEL_* variables)")
+            })?;
+        cfg.complete()?;
+        cfg.check()?;
+        Ok(cfg)
+    }
+
+    /// Whether the demo producer runs: only into the embedded broker.
+    pub fn demo_active(&self) -> bool {
+        self.demo.enabled && self.kafka.embedded()
+    }
+
+    /// Declares the demo stream when the demo runs and no stream of that name exists.
+    pub fn complete(&mut self) -> anyhow::Result<()> {
+        if self.demo_active() && !self.streams.iter().any(|s| s.name == self.demo.stream) {
+            let spec = self.demo_spec()?;
+            self.streams.push(StreamConfig {
+                name: self.demo.stream.clone(),
+                topic: None,
+                features: FeatureSchema::Count(spec.p),
+                task: if spec.classification {
+                    Task::Classification
+                } else {
+                    Task::Regression
+                },
+                alpha: "plain".into(),
+            });
+        }
+        Ok(())
+    }
+
+    pub fn demo_spec(&self) -> anyhow::Result<SyntheticSpec> {
+        let mut spec: SyntheticSpec = self
+            .demo
+            .synthetic
+            .parse()
+            .map_err(|e: String| anyhow::anyhow!("demo.synthetic: {e}"))?;
+        spec.n = None;
+        Ok(spec)
+    }
+
+    /// Validates everything once; messages say which field to fix.
+    pub fn check(&self) -> anyhow::Result<()> {
+        if self.streams.is_empty() {
+            bail!(
+                "no streams configured: declare at least one [[streams]] (name, topic, features) in the config file"
+            );
+        }
+        let (mut names, mut topics) = (HashSet::new(), HashSet::new());
+        for s in &self.streams {
+            let ok_name = !s.name.is_empty()
+                && s.name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+            if !ok_name {
+                bail!(
+                    "stream name '{}' must be non-empty and use only letters, digits, '-', '_' or '.'",
+                    s.name
+                );
+            }
+            if !names.insert(s.name.clone()) {
+                bail!("stream '{}' is declared twice", s.name);
+            }
+            if !topics.insert(s.topic()) {
+                bail!(
+                    "topic '{}' is used by two streams; give each stream its own topic",
+                    s.topic()
+                );
+            }
+            if s.p() == 0 {
+                bail!(
+                    "stream '{}': features must be a positive count or a non-empty list of names",
+                    s.name
+                );
+            }
+            if let Some(n) = s.names() {
+                let mut seen = HashSet::new();
+                if let Some(d) = n.iter().find(|x| !seen.insert(x.as_str())) {
+                    bail!("stream '{}': feature name '{d}' appears twice", s.name);
+                }
+            }
+            s.schedule()?;
+        }
+        if self.demo_active() {
+            let spec = self.demo_spec()?;
+            let s = self
+                .streams
+                .iter()
+                .find(|s| s.name == self.demo.stream)
+                .expect("completed");
+            if s.p() != spec.p {
+                bail!(
+                    "demo stream '{}' has {} features but demo.synthetic makes p = {}",
+                    s.name,
+                    s.p(),
+                    spec.p
+                );
+            }
+            if self.demo.rows_per_second == 0 || self.demo.batch_rows == 0 {
+                bail!("demo.rows_per_second and demo.batch_rows must be positive");
+            }
+        }
+        if self.ingest.max_batch_rows == 0 {
+            bail!("ingest.max_batch_rows must be at least 1");
+        }
+        if self.http.body_limit_bytes < 1024 {
+            bail!("http.body_limit_bytes must be at least 1024");
+        }
+        if self.kafka.group_id.trim().is_empty() {
+            bail!("kafka.group_id must not be empty");
+        }
+        if !(1..=1000).contains(&self.kafka.embedded_partitions) {
+            bail!("kafka.embedded_partitions must lie in 1..=1000");
+        }
+        if self.state.checkpoint_interval_ms == 0 {
+            bail!("state.checkpoint_interval_ms must be positive");
+        }
+        Ok(())
+    }
+
+    /// The stream declared with this name.
+    pub fn stream(&self, name: &str) -> Option<&StreamConfig> {
+        self.streams.iter().find(|s| s.name == name)
+    }
+}
+
+/// Reads a config file on its own (tests, tools); same checks as `Config::load`.
+pub fn from_file(path: &Path) -> anyhow::Result<Config> {
+    Config::load_with_env(
+        &ServeArgs {
+            config: Some(path.into()),
+            ..Default::default()
+        },
+        Some(BTreeMap::new()),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Option<BTreeMap<String, String>> {
+        Some(
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        )
+    }
+
+    fn write(dir: &Path, text: &str) -> PathBuf {
+        let path = dir.join("ravel.toml");
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    #[test]
+    fn defaults_declare_the_demo_stream() {
+        let cfg = Config::load_with_env(&ServeArgs::default(), env(&[])).unwrap();
+        assert!(cfg.kafka.embedded());
+        assert_eq!(cfg.streams.len(), 1);
+        assert_eq!(cfg.streams[0].name, "demo");
+        assert_eq!(cfg.streams[0].p(), 100);
+        assert_eq!(cfg.http.addr, "127.0.0.1:8080");
+    }
+
+    #[test]
+    fn layers_file_env_flags() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(
+            dir.path(),
+            r#"
+            [http]
+            addr = "127.0.0.1:9000"
+            [kafka]
+            brokers = "file:9092"
+            [kafka.options]
+            "security.protocol" = "SASL_SSL"
+            [[streams]]
+            name = "a"
+            features = ["u", "v"]
+            task = "classification"
+            alpha = "floor:0.01"
+            "#,
+        );
+        let args = ServeArgs {
+            config: Some(path.clone()),
+            ..Default::default()
+        };
+        let cfg = Config::load_with_env(
+            &args,
+            env(&[
+                ("RAVEL_KAFKA__BROKERS", "env:9092"),
+                ("RAVEL_KAFKA__OPTIONS__SASL_MECHANISM", "PLAIN"),
+                ("RAVEL_INGEST__MAX_BATCH_ROWS", "77"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(cfg.kafka.brokers, "env:9092");
+        assert_eq!(cfg.http.addr, "127.0.0.1:9000");
+        assert_eq!(cfg.ingest.max_batch_rows, 77);
+        let opts: BTreeMap<String, String> = cfg
+            .kafka
+            .librdkafka_options()
+            .map(|(k, v)| (k, v.to_string()))
+            .collect();
+        assert_eq!(
+            opts.get("security.protocol").map(String::as_str),
+            Some("SASL_SSL")
+        );
+        assert_eq!(
+            opts.get("sasl.mechanism").map(String::as_str),
+            Some("PLAIN")
+        );
+        // Real brokers: no demo stream is added.
+        assert_eq!(cfg.streams.len(), 1);
+        assert_eq!(cfg.streams[0].topic(), "ravel.a");
+        assert_eq!(cfg.streams[0].task, Task::Classification);
+        let args = ServeArgs {
+            config: Some(path),
+            brokers: Some("flag:9092".into()),
+            ..Default::default()
+        };
+        let cfg =
+            Config::load_with_env(&args, env(&[("RAVEL_KAFKA__BROKERS", "env:9092")])).unwrap();
+        assert_eq!(cfg.kafka.brokers, "flag:9092");
+    }
+
+    #[test]
+    fn bad_configs_say_what_to_fix() {
+        let dir = tempfile::tempdir().unwrap();
+        let cases = [
+            ("[http]\nport = 1\n", "port"),
+            ("[kafka]\nbrokers = \"b:1\"\n", "no streams"),
+            (
+                "[[streams]]\nname = \"a\"\nfeatures = 3\nalpha = \"fixed:2\"\n",
+                "alpha",
+            ),
+            ("[[streams]]\nname = \"a\"\nfeatures = 0\n", "features"),
+            (
+                "[[streams]]\nname = \"a\"\nfeatures = 2\n[[streams]]\nname = \"a\"\nfeatures = 2\n",
+                "twice",
+            ),
+            ("[[streams]]\nname = \"a b\"\nfeatures = 2\n", "letters"),
+            (
+                "[[streams]]\nname = \"a\"\nfeatures = [\"x\", \"x\"]\n",
+                "appears twice",
+            ),
+            (
+                "[[streams]]\nname = \"demo\"\nfeatures = 5\n",
+                "demo stream",
+            ),
+        ];
+        for (text, want) in cases {
+            let path = write(dir.path(), text);
+            let err = from_file(&path).unwrap_err();
+            let msg = format!("{err:#}");
+            assert!(
+                msg.contains(want),
+                "config {text:?}: error {msg:?} should mention {want:?}"
+            );
+        }
+        let missing = ServeArgs {
+            config: Some(dir.path().join("nope.toml")),
+            ..Default::default()
+        };
+        assert!(Config::load_with_env(&missing, env(&[])).is_err());
+    }
+
+    #[test]
+    fn shipped_config_file_is_valid_and_complete() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(DEFAULT_CONFIG_FILE);
+        let cfg = from_file(&path).unwrap();
+        // Every field of the schema appears in the shipped file (documented there).
+        let text = std::fs::read_to_string(&path).unwrap();
+        let defaults = toml::to_string(&Config {
+            streams: vec![],
+            ..Config::default()
+        })
+        .unwrap();
+        for line in defaults.lines() {
+            if let Some((key, _)) = line
+                .split_once(" = ")
+                .filter(|(k, _)| k.trim() != "streams")
+            {
+                assert!(
+                    text.contains(&format!("{} =", key.trim())),
+                    "config/ravel.toml does not document `{key}`"
+                );
+            }
+        }
+        assert!(cfg.stream("demo").is_some());
+    }
+}

@@ -1,0 +1,187 @@
+//! `ravel serve`: wires configuration, broker, ingest and the HTTP API together.
+//!
+//! `run(config, brokers, listener, shutdown)` is the service itself: it takes an already bound
+//! listener and a shutdown signal, so tests start the real service on `127.0.0.1:0` against
+//! a real broker. `serve` is the command around it: it loads the configuration, starts the
+//! embedded broker and the demo producer when no Kafka is configured, prints the listen
+//! address as the first line of stdout, and turns SIGTERM/SIGINT into a shutdown.
+//!
+//! Shutdown order: ingest stops reading, folds what it holds, writes its last checkpoint and
+//! commits synchronously; HTTP stops accepting and drains the requests in flight; then the
+//! process exits 0.
+
+use crate::api::{self, AppState};
+use crate::broker::EmbeddedBroker;
+use crate::config::{Config, LogConfig, LogFormat, ServeArgs};
+use crate::ingest::{self, IngestSetup};
+use crate::metrics::Metrics;
+use crate::shutdown::{self, Shutdown};
+use crate::streams::{Snapshot, StreamHandle, StreamStats, Streams};
+use anyhow::{Context, anyhow};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use tokio::net::TcpListener;
+use tracing_subscriber::EnvFilter;
+
+/// Installs the tracing subscriber (stderr; text or JSON). `RUST_LOG` overrides `log.level`.
+/// A second call (tests) leaves the first subscriber in place.
+pub fn init_logging(log: &LogConfig) {
+    let filter = EnvFilter::try_from_default_env()
+        .or_else(|_| EnvFilter::try_new(&log.level))
+        .unwrap_or_else(|_| EnvFilter::new("info"));
+    use std::io::IsTerminal;
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal());
+    let _ = match log.format {
+        LogFormat::Json => builder.json().try_init(),
+        LogFormat::Text => builder.try_init(),
+    };
+}
+
+/// Runs the service until `shutdown` fires (or ingest fails): consumes the configured streams
+/// from `brokers` and serves the API on `listener`.
+pub async fn run(
+    config: Config,
+    brokers: String,
+    listener: TcpListener,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
+    let metrics = Arc::new(Metrics::new());
+    let (mut snapshots, positions, clusters) = match config.state.dir() {
+        Some(dir) => ingest::load_checkpoints(&dir, &config.streams)?,
+        None => Default::default(),
+    };
+    let mut handles = Vec::new();
+    for sc in &config.streams {
+        let snap = match snapshots.remove(&sc.name) {
+            Some(s) => s,
+            None => Snapshot {
+                stats: StreamStats::new(sc.task, sc.p(), sc.schedule()?),
+                last_update: None,
+            },
+        };
+        metrics.declare_stream(&sc.name);
+        metrics
+            .stream_observations
+            .with_label_values(&[&sc.name])
+            .set(snap.stats.n() as i64);
+        metrics
+            .stream_alpha
+            .with_label_values(&[&sc.name])
+            .set(snap.stats.current_alpha());
+        handles.push(StreamHandle::new(sc.clone(), snap)?);
+    }
+    let streams = Arc::new(Streams::new(handles));
+    let ready = Arc::new(AtomicBool::new(false));
+
+    let ingest_thread = ingest::spawn(IngestSetup {
+        brokers,
+        kafka: config.kafka.clone(),
+        ingest: config.ingest.clone(),
+        state: config.state.clone(),
+        streams: streams.clone(),
+        positions,
+        checkpoint_clusters: clusters,
+        metrics: metrics.clone(),
+        ready: ready.clone(),
+        shutdown: shutdown.clone(),
+    })?;
+    let ingest_ended = Arc::new(tokio::sync::Notify::new());
+    let ended = ingest_ended.clone();
+    let ingest_task = tokio::task::spawn_blocking(move || {
+        let r = ingest_thread
+            .join()
+            .unwrap_or_else(|_| Err(anyhow!("the ingest thread panicked")));
+        ended.notify_one();
+        r
+    });
+
+    let permits = match config.http.max_concurrent_extractions {
+        0 => std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2),
+        n => n,
+    };
+    let state = AppState {
+        streams,
+        metrics,
+        ready,
+        extractions: Arc::new(tokio::sync::Semaphore::new(permits)),
+    };
+    let app = api::router(state, config.http.body_limit_bytes);
+    let stop = {
+        let s = shutdown.clone();
+        async move {
+            tokio::select! {
+                _ = s.wait() => {}
+                _ = ingest_ended.notified() => {}
+            }
+        }
+    };
+    axum::serve(listener, app)
+        .with_graceful_shutdown(stop)
+        .await
+        .context("HTTP server failed")?;
+    let r = ingest_task.await.map_err(|e| anyhow!("ingest task: {e}"))?;
+    if r.is_ok() {
+        tracing::info!("stopped cleanly");
+    }
+    r
+}
+
+/// `ravel serve`.
+pub fn serve(args: &ServeArgs) -> anyhow::Result<()> {
+    let mut config = Config::load(args)?;
+    init_logging(&config.log);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        let (trigger, shutdown) = shutdown::channel();
+        let embedded = if config.kafka.embedded() {
+            let b = EmbeddedBroker::start(1)?;
+            for s in &config.streams {
+                b.create_topic(&s.topic(), config.kafka.embedded_partitions)?;
+                b.create_topic(&ingest::dlq::topic_of(&s.topic()), 1)?;
+            }
+            if config.state.dir().is_some() {
+                tracing::info!("embedded broker: its topics live only as long as this process, so checkpoints are off");
+                config.state.dir.clear();
+            }
+            Some(b)
+        } else {
+            None
+        };
+        let brokers = match &embedded {
+            Some(b) => b.bootstrap_servers().to_string(),
+            None => config.kafka.brokers.clone(),
+        };
+        let listener = TcpListener::bind(&config.http.addr)
+            .await
+            .with_context(|| format!("cannot listen on {} (http.addr / --http-addr)", config.http.addr))?;
+        let addr = listener.local_addr()?;
+        {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "listening on http://{addr}");
+            let _ = out.flush();
+        }
+        tracing::info!(addr = %addr, brokers = %brokers, streams = config.streams.len(), "ravel serving");
+        let demo = if config.demo_active() {
+            Some(crate::demo::DemoProducer::start(&config, &brokers)?)
+        } else {
+            None
+        };
+        tokio::spawn(async move {
+            shutdown::signal().await;
+            trigger.trigger();
+        });
+        let r = run(config, brokers, listener, shutdown).await;
+        drop(demo);
+        // The broker goes last: the consumer has left its group by now.
+        drop(embedded);
+        r
+    })
+}

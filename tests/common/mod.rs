@@ -1,0 +1,253 @@
+//! Shared by the service tests: a real service (`server::run`) on 127.0.0.1:0 in its own
+//! runtime, a real embedded broker, HTTP over TCP, CSV files in temp dirs, polling with
+//! generous deadlines (group joins can take 8 s on a slow machine).
+
+#![allow(dead_code)]
+
+use ravel::config::{Config, FeatureSchema, StreamConfig};
+use ravel::fit::Task;
+use ravel::shutdown::{self, ShutdownTrigger};
+use serde_json::Value;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+pub const DEADLINE: Duration = Duration::from_secs(60);
+
+/// The service under test; stopped (and joined) on drop.
+pub struct TestService {
+    pub addr: SocketAddr,
+    trigger: Option<ShutdownTrigger>,
+    thread: Option<JoinHandle<anyhow::Result<()>>>,
+}
+
+impl TestService {
+    pub fn start(config: Config, brokers: &str) -> TestService {
+        let (trigger, shutdown) = shutdown::channel();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let brokers = brokers.to_string();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()?;
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+                tx.send(listener.local_addr()?)
+                    .expect("test waits for the address");
+                ravel::server::run(config, brokers, listener, shutdown).await
+            })
+        });
+        let addr = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("service did not bind");
+        TestService {
+            addr,
+            trigger: Some(trigger),
+            thread: Some(thread),
+        }
+    }
+
+    /// Waits for the service to end on its own (a fatal error) and returns its result.
+    pub fn join(mut self) -> anyhow::Result<()> {
+        let h = self.thread.take().unwrap();
+        let start = Instant::now();
+        while !h.is_finished() {
+            assert!(
+                start.elapsed() < DEADLINE,
+                "the service did not stop by itself"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        h.join().expect("service thread panicked")
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// Triggers shutdown and returns what `server::run` returned.
+    pub fn stop(mut self) -> anyhow::Result<()> {
+        self.trigger.take().unwrap().trigger();
+        self.thread
+            .take()
+            .unwrap()
+            .join()
+            .expect("service thread panicked")
+    }
+
+    pub fn get(&self, path: &str) -> (u16, Value) {
+        let r = client().get(self.url(path)).send().expect("GET");
+        let status = r.status().as_u16();
+        (status, r.json().unwrap_or(Value::Null))
+    }
+
+    pub fn post(&self, path: &str, body: &Value) -> (u16, Value) {
+        let r = client()
+            .post(self.url(path))
+            .json(body)
+            .send()
+            .expect("POST");
+        let status = r.status().as_u16();
+        (status, r.json().unwrap_or(Value::Null))
+    }
+
+    pub fn metrics(&self) -> String {
+        client()
+            .get(self.url("/metrics"))
+            .send()
+            .unwrap()
+            .text()
+            .unwrap()
+    }
+
+    /// Waits until stream `name` holds `n` rows; panics with the last state after the deadline.
+    pub fn wait_rows(&self, name: &str, n: u64) -> Value {
+        let start = Instant::now();
+        loop {
+            let (status, v) = self.get(&format!("/v1/streams/{name}"));
+            if status == 200 && v["n"].as_u64() == Some(n) {
+                return v;
+            }
+            if start.elapsed() > DEADLINE {
+                panic!("stream {name}: wanted n = {n}, have {v} after {DEADLINE:?}");
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for TestService {
+    fn drop(&mut self) {
+        if let Some(t) = self.trigger.take() {
+            t.trigger();
+        }
+        if let Some(h) = self.thread.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+pub fn client() -> reqwest::blocking::Client {
+    reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .build()
+        .unwrap()
+}
+
+/// A config for tests: given streams, no demo, checkpoints in `state_dir` (or off).
+pub fn config(streams: Vec<StreamConfig>, state_dir: Option<&Path>) -> Config {
+    let mut c = Config {
+        streams,
+        ..Config::default()
+    };
+    c.demo.enabled = false;
+    c.kafka.brokers = "set by the test".into();
+    c.state.dir = state_dir
+        .map(|d| d.display().to_string())
+        .unwrap_or_default();
+    c.state.checkpoint_interval_ms = 300;
+    c.ingest.lag_interval_ms = 500;
+    c.check().expect("test config is valid");
+    c
+}
+
+pub fn stream(name: &str, topic: &str, features: FeatureSchema, task: Task) -> StreamConfig {
+    StreamConfig {
+        name: name.into(),
+        topic: Some(topic.into()),
+        features,
+        task,
+        alpha: "plain".into(),
+    }
+}
+
+pub fn names(p: usize) -> Vec<String> {
+    (0..p).map(|j| format!("f{j}")).collect()
+}
+
+/// Writes rows as CSV (header f0..f{p-1},y) with round-trip float formatting.
+pub fn write_csv(path: &Path, names: &[String], x: &[f64], y: &[f64]) {
+    let p = names.len();
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    writeln!(f, "{},y", names.join(",")).unwrap();
+    for (i, yi) in y.iter().enumerate() {
+        let row: Vec<String> = x[i * p..(i + 1) * p]
+            .iter()
+            .map(|v| format!("{v:?}"))
+            .collect();
+        writeln!(f, "{},{yi:?}", row.join(",")).unwrap();
+    }
+}
+
+/// Synthetic rows of paper 003's design.
+pub fn synthetic(p: usize, k: usize, n: usize, seed: u64) -> (Vec<f64>, Vec<f64>) {
+    let spec: ravel::synthetic::SyntheticSpec =
+        format!("p={p},k={k},n={n},seed={seed}").parse().unwrap();
+    let (mut x, mut y) = (vec![], vec![]);
+    spec.rows().fill(n, &mut x, &mut y);
+    (x, y)
+}
+
+/// `a` and `b` agree to `rel` relative to their size.
+pub fn close(a: f64, b: f64, rel: f64) -> bool {
+    (a - b).abs() <= rel * a.abs().max(b.abs()).max(1e-300)
+}
+
+/// Asserts that two model JSONs (`ravel fit` and the API) are the same model: method, k, n,
+/// lambda, the same coefficients (names and indices) and values within `rel`.
+pub fn assert_same_model(api: &Value, fit: &Value, rel: f64, what: &str) {
+    assert_eq!(api["method"], fit["method"], "{what}: method");
+    assert_eq!(api["k"], fit["k"], "{what}: k (api {api}, fit {fit})");
+    assert_eq!(api["n"], fit["n"], "{what}: n");
+    let num = |v: &Value| v.as_f64();
+    match (num(&api["lambda"]), num(&fit["lambda"])) {
+        (Some(a), Some(b)) => assert!(close(a, b, rel), "{what}: lambda {a} vs {b}"),
+        (a, b) => assert_eq!(a, b, "{what}: lambda"),
+    }
+    let (ia, ib) = (
+        num(&api["intercept"]).unwrap(),
+        num(&fit["intercept"]).unwrap(),
+    );
+    assert!(close(ia, ib, rel), "{what}: intercept {ia} vs {ib}");
+    let (ca, cb) = (
+        api["coefficients"].as_array().unwrap(),
+        fit["coefficients"].as_array().unwrap(),
+    );
+    assert_eq!(ca.len(), cb.len(), "{what}: number of coefficients");
+    for (a, b) in ca.iter().zip(cb) {
+        assert_eq!(a["feature"], b["feature"], "{what}: support");
+        assert_eq!(a["index"], b["index"], "{what}: support");
+        let (va, vb) = (num(&a["value"]).unwrap(), num(&b["value"]).unwrap());
+        assert!(
+            close(va, vb, rel),
+            "{what}: coefficient {} {va} vs {vb}",
+            a["feature"]
+        );
+    }
+}
+
+/// Runs the real `ravel` binary and returns its stdout; panics with stderr on failure.
+pub fn ravel(args: &[&str]) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ravel"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "ravel {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Value of a Prometheus sample `name{labels}` in the text exposition (labels as printed).
+pub fn sample(metrics: &str, name_and_labels: &str) -> Option<f64> {
+    metrics
+        .lines()
+        .find(|l| l.starts_with(name_and_labels) && l[name_and_labels.len()..].starts_with(' '))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}

@@ -1,0 +1,432 @@
+//! The binaries as child processes, stopped with real signals.
+//!
+//! Restarts: `ravel broker` outlives `ravel serve`. Restarting resumes from the checkpoint and
+//! the committed offsets with no row counted twice, also when the commit is behind the
+//! checkpoint (a crash between the two) and after a SIGKILL; the model over HTTP then equals
+//! `ravel fit` on all the rows (1e-9 relative) with n the number of rows.
+//!
+//! The default: `ravel serve` with the shipped config and no Kafka runs the embedded broker and
+//! the demo stream, whose Lasso model finds the design's true features.
+
+mod common;
+
+use common::*;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const TOPIC: &str = "t.restart";
+const GROUP: &str = "restart-group";
+const PARTITIONS: i32 = 3;
+
+/// A child process killed (SIGKILL) on drop if still running.
+struct Proc {
+    child: Child,
+    name: &'static str,
+}
+
+impl Proc {
+    /// Starts `ravel ARGS` and returns it with the first line it prints on stdout.
+    fn start(
+        name: &'static str,
+        args: &[&str],
+        env: &[(&str, &str)],
+        log: &Path,
+    ) -> (Proc, String) {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_ravel"));
+        cmd.args(args)
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(log).unwrap());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let line = rx.recv_timeout(Duration::from_secs(60)).unwrap_or_default();
+        assert!(
+            !line.is_empty(),
+            "{name} printed nothing; log: {}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
+        (Proc { child, name }, line.trim().to_string())
+    }
+
+    fn signal(&self, sig: &str) {
+        let ok = Command::new("kill")
+            .args([sig, &self.child.id().to_string()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill {sig} {} failed", self.name);
+    }
+
+    /// Waits for the exit and returns whether it succeeded.
+    fn wait(&mut self) -> bool {
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.success();
+            }
+            assert!(start.elapsed() < DEADLINE, "{} did not exit", self.name);
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn n_of(base: &str) -> Option<u64> {
+    let r = client().get(format!("{base}/v1/streams/r")).send().ok()?;
+    r.json::<Value>().ok()?["n"].as_u64()
+}
+
+/// Waits until the service at `base` holds `n` rows, then checks that it stays there (a
+/// double-counting restart would run past it).
+fn wait_rows_stable(base: &str, n: u64, log: &Path) {
+    let start = Instant::now();
+    while n_of(base) != Some(n) {
+        assert!(
+            start.elapsed() < DEADLINE,
+            "wanted n = {n}, have {:?}; log:\n{}",
+            n_of(base),
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(
+        n_of(base),
+        Some(n),
+        "n moved past the number of rows produced"
+    );
+}
+
+fn serve(dir: &Path, brokers: &str, run: usize) -> (Proc, String) {
+    let cfg = dir.join("ravel.toml");
+    let log = dir.join(format!("serve{run}.log"));
+    let (p, line) = Proc::start(
+        "ravel serve",
+        &["serve", "--config", cfg.to_str().unwrap()],
+        // The broker comes from the environment layer of the configuration.
+        &[("RAVEL_KAFKA__BROKERS", brokers), ("RUST_LOG", "info")],
+        &log,
+    );
+    let base = line
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_string();
+    (p, base)
+}
+
+/// A client of the service's group. The mock broker makes the next join wait for the session
+/// timeout of the last member that left (minus 1 s), so every member here uses 6 s, as the
+/// service does in this test.
+fn group_client(brokers: &str) -> BaseConsumer {
+    ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("group.id", GROUP)
+        .set("enable.auto.commit", "false")
+        .set("session.timeout.ms", "6000")
+        .create()
+        .unwrap()
+}
+
+/// The group's committed offset per partition.
+fn committed(brokers: &str) -> Vec<i64> {
+    let consumer = group_client(brokers);
+    let mut tpl = TopicPartitionList::new();
+    for p in 0..PARTITIONS {
+        tpl.add_partition(TOPIC, p);
+    }
+    let got = consumer
+        .committed_offsets(tpl, Duration::from_secs(30))
+        .unwrap();
+    let out = (0..PARTITIONS)
+        .map(|p| match got.find_partition(TOPIC, p).unwrap().offset() {
+            Offset::Offset(o) => o,
+            _ => 0,
+        })
+        .collect();
+    // The list must be gone before the consumer (its destructor hangs otherwise).
+    drop(got);
+    out
+}
+
+fn high_watermarks(brokers: &str) -> Vec<i64> {
+    let consumer = group_client(brokers);
+    (0..PARTITIONS)
+        .map(|p| {
+            consumer
+                .fetch_watermarks(TOPIC, p, Duration::from_secs(30))
+                .unwrap()
+                .1
+        })
+        .collect()
+}
+
+/// Commits offset 0 for every partition: the state a crash between checkpoint and commit
+/// leaves (Kafka's offsets behind the checkpoint's). The commit comes from a member of the
+/// group (the mock broker refuses commits from outside the group), which then leaves it.
+fn rewind_group(brokers: &str) {
+    let consumer = group_client(brokers);
+    consumer.subscribe(&[TOPIC]).unwrap();
+    let start = Instant::now();
+    while consumer.assignment().unwrap().count() < PARTITIONS as usize {
+        assert!(start.elapsed() < DEADLINE, "rewind: no assignment");
+        let _ = consumer.poll(Duration::from_millis(100));
+    }
+    let mut tpl = TopicPartitionList::new();
+    for p in 0..PARTITIONS {
+        tpl.add_partition_offset(TOPIC, p, Offset::Offset(0))
+            .unwrap();
+    }
+    consumer.commit(&tpl, CommitMode::Sync).unwrap();
+}
+
+fn compare_with_fit(base: &str, file: &Path, n: u64) {
+    let file = file.to_str().unwrap();
+    for (body, flags) in [
+        (
+            json!({"method": "lasso", "k": 3}),
+            vec!["--method", "lasso", "--k", "3"],
+        ),
+        (json!({"method": "ols"}), vec!["--method", "ols"]),
+    ] {
+        let r = client()
+            .post(format!("{base}/v1/streams/r/model"))
+            .json(&body)
+            .send()
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 200);
+        let api: Value = r.json().unwrap();
+        let mut args = vec!["fit", file];
+        args.extend(flags);
+        let fit: Value = serde_json::from_str(&ravel(&args)).unwrap();
+        assert_eq!(api["n"], n);
+        assert_same_model(&api, &fit, 1e-9, &body.to_string());
+    }
+}
+
+#[test]
+fn restarts_resume_from_checkpoints_without_counting_a_row_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let (p, n1, n2, n3) = (8, 1500, 900, 600);
+    let names = names(p);
+    let (x, y) = synthetic(p, 2, n1 + n2 + n3, 21);
+    let write = |name: &str, a: usize, b: usize| {
+        let path = dir.path().join(name);
+        write_csv(&path, &names, &x[a * p..b * p], &y[a..b]);
+        path
+    };
+    let part1 = write("part1.csv", 0, n1);
+    let part2 = write("part2.csv", n1, n1 + n2);
+    let part3 = write("part3.csv", n1 + n2, n1 + n2 + n3);
+    let upto2 = write("upto2.csv", 0, n1 + n2);
+    let all = write("all.csv", 0, n1 + n2 + n3);
+
+    let topic_arg = format!("{TOPIC}:{PARTITIONS}");
+    let (mut broker, brokers) = Proc::start(
+        "ravel broker",
+        &["broker", "--topic", &topic_arg],
+        &[],
+        &dir.path().join("broker.log"),
+    );
+    let state = dir.path().join("state");
+    let names_toml: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
+    std::fs::write(
+        dir.path().join("ravel.toml"),
+        format!(
+            r#"
+[http]
+addr = "127.0.0.1:0"
+[kafka]
+group_id = "{GROUP}"
+[kafka.options]
+"session.timeout.ms" = "6000"
+"heartbeat.interval.ms" = "500"
+[state]
+dir = "{}"
+checkpoint_interval_ms = 200
+[demo]
+enabled = false
+[[streams]]
+name = "r"
+topic = "{TOPIC}"
+features = [{}]
+"#,
+            state.display(),
+            names_toml.join(", ")
+        ),
+    )
+    .unwrap();
+
+    let produce = |file: &Path, format: &str, batch: &str| {
+        ravel(&[
+            "produce",
+            "--brokers",
+            &brokers,
+            "--topic",
+            TOPIC,
+            "--input",
+            file.to_str().unwrap(),
+            "--format",
+            format,
+            "--batch",
+            batch,
+            "--quiet",
+        ]);
+    };
+    produce(&part1, "json", "10");
+
+    // Run 1: consume part 1, stop with SIGTERM: exit 0, checkpoint and commit at the end.
+    let (mut s1, base) = serve(dir.path(), &brokers, 1);
+    wait_rows_stable(&base, n1 as u64, &dir.path().join("serve1.log"));
+    s1.signal("-TERM");
+    assert!(
+        s1.wait(),
+        "serve did not exit 0 on SIGTERM: {}",
+        std::fs::read_to_string(dir.path().join("serve1.log")).unwrap()
+    );
+    assert_eq!(
+        committed(&brokers),
+        high_watermarks(&brokers),
+        "offsets committed on shutdown"
+    );
+    assert_eq!(committed(&brokers).iter().sum::<i64>(), (n1 / 10) as i64);
+
+    // A crash between checkpoint and commit leaves Kafka's offsets behind: the checkpoint wins.
+    rewind_group(&brokers);
+    assert_eq!(committed(&brokers), vec![0; PARTITIONS as usize]);
+
+    // Run 2: more rows in another format; resumes at the checkpoint.
+    produce(&part2, "binary", "50");
+    let (mut s2, base) = serve(dir.path(), &brokers, 2);
+    wait_rows_stable(&base, (n1 + n2) as u64, &dir.path().join("serve2.log"));
+    compare_with_fit(&base, &upto2, (n1 + n2) as u64);
+    // Let a checkpoint and its commit happen, then crash.
+    let cp_deadline = Instant::now();
+    while ravel::checkpoint::load(&state, "r")
+        .unwrap()
+        .unwrap()
+        .stats
+        .n()
+        != (n1 + n2) as u64
+    {
+        assert!(
+            cp_deadline.elapsed() < DEADLINE,
+            "no checkpoint with every row"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // ... and its commit: Kafka's offsets catch up with the checkpoint again.
+    while committed(&brokers) != high_watermarks(&brokers) {
+        assert!(
+            cp_deadline.elapsed() < DEADLINE,
+            "offsets never committed after the checkpoint"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    s2.signal("-KILL");
+    assert!(!s2.wait());
+
+    // Run 3: after a SIGKILL (the dead member leaves the group after its session timeout).
+    produce(&part3, "json", "1");
+    let (mut s3, base) = serve(dir.path(), &brokers, 3);
+    wait_rows_stable(&base, (n1 + n2 + n3) as u64, &dir.path().join("serve3.log"));
+    compare_with_fit(&base, &all, (n1 + n2 + n3) as u64);
+    s3.signal("-TERM");
+    assert!(
+        s3.wait(),
+        "{}",
+        std::fs::read_to_string(dir.path().join("serve3.log")).unwrap()
+    );
+    assert_eq!(committed(&brokers), high_watermarks(&brokers));
+
+    broker.signal("-TERM");
+    assert!(broker.wait(), "ravel broker did not exit 0 on SIGTERM");
+}
+
+#[test]
+fn the_default_serves_a_live_demo_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("demo.log");
+    // The shipped config/ravel.toml (the test runs in the crate root), any free port.
+    let (mut s, line) = Proc::start(
+        "ravel serve",
+        &["serve", "--http-addr", "127.0.0.1:0"],
+        &[],
+        &log,
+    );
+    let base = line.strip_prefix("listening on ").unwrap().to_string();
+    let start = Instant::now();
+    loop {
+        let v: Value = client()
+            .get(format!("{base}/v1/streams/demo"))
+            .send()
+            .unwrap()
+            .json()
+            .unwrap();
+        if v["n"].as_u64().unwrap_or(0) >= 3000 {
+            assert_eq!(v["p"], 100);
+            break;
+        }
+        assert!(
+            start.elapsed() < DEADLINE,
+            "demo stream stalled at {v}; log: {}",
+            std::fs::read_to_string(&log).unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(
+        client()
+            .get(format!("{base}/readyz"))
+            .send()
+            .unwrap()
+            .status()
+            .as_u16(),
+        200
+    );
+    let m: Value = client()
+        .post(format!("{base}/v1/streams/demo/model"))
+        .json(&json!({"method": "lasso", "k": 10}))
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    let support: Vec<u64> = m["coefficients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["index"].as_u64().unwrap())
+        .collect();
+    // Paper 003's design with p = 100, k = 10: the true features are 9, 19, ..., 99.
+    assert_eq!(
+        support,
+        (0..10).map(|i| 10 * i + 9).collect::<Vec<u64>>(),
+        "{m}"
+    );
+    s.signal("-INT");
+    assert!(
+        s.wait(),
+        "serve did not exit 0 on SIGINT: {}",
+        std::fs::read_to_string(&log).unwrap()
+    );
+}
