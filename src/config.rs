@@ -240,9 +240,18 @@ impl StreamConfig {
         }
     }
     pub fn schedule(&self) -> anyhow::Result<AlphaSchedule> {
-        self.alpha
+        let schedule: AlphaSchedule = self
+            .alpha
             .parse()
-            .map_err(|e: String| anyhow::anyhow!("stream '{}': {e}", self.name))
+            .map_err(|e: String| anyhow::anyhow!("stream '{}': {e}", self.name))?;
+        if matches!(schedule, AlphaSchedule::Adaptive(_)) && self.task == Task::Classification {
+            anyhow::bail!(
+                "stream '{}': the adaptive alpha schedule is for regression streams (its detector \
+                 watches prediction errors of y); use plain, fixed:A or floor:A",
+                self.name
+            );
+        }
+        Ok(schedule)
     }
 }
 

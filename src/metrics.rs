@@ -33,6 +33,11 @@ pub struct Metrics {
     pub assigned_partitions: IntGaugeVec,
     /// Current alpha and row count per stream.
     pub stream_alpha: GaugeVec,
+    /// Rows the averages effectively span (about 1/alpha under forgetting).
+    pub stream_effective_sample_size: GaugeVec,
+    /// Drift alarms of the adaptive schedule, and the row of the last one.
+    pub drift_alarms: IntCounterVec,
+    pub last_drift_alarm_row: IntGaugeVec,
     pub stream_observations: IntGaugeVec,
     pub stream_last_update: GaugeVec,
     pub checkpoints: IntCounterVec,
@@ -139,6 +144,21 @@ impl Metrics {
             stream_alpha: gauge(
                 "ravel_stream_alpha",
                 "Weight the next row gets (003 eq. 6)",
+                &["stream"],
+            ),
+            stream_effective_sample_size: gauge(
+                "ravel_stream_effective_sample_size",
+                "Rows the running averages effectively span (n for plain averages, ~1/alpha when forgetting)",
+                &["stream"],
+            ),
+            drift_alarms: counter(
+                "ravel_drift_alarms_total",
+                "Changes detected by the adaptive alpha schedule",
+                &["stream"],
+            ),
+            last_drift_alarm_row: int_gauge(
+                "ravel_stream_last_drift_alarm_row",
+                "Row count n at the last drift alarm (0: none yet)",
                 &["stream"],
             ),
             stream_observations: int_gauge(

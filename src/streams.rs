@@ -9,7 +9,7 @@
 use crate::config::StreamConfig;
 use crate::fit::Task;
 use crate::solve::StatsRef;
-use crate::stats::{AlphaSchedule, ClassStats, RunningStats, StatsError};
+use crate::stats::{AlphaSchedule, ClassStats, DriftStatus, RunningStats, StatsError};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
@@ -62,6 +62,19 @@ impl StreamStats {
         match self {
             StreamStats::Regression(s) => s.current_alpha(),
             StreamStats::Classification(s) => s.pos.current_alpha().max(s.neg.current_alpha()),
+        }
+    }
+    /// Alpha, effective sample size and drift alarms (classification: the negatives', with
+    /// both classes' alarms).
+    pub fn drift_status(&self) -> DriftStatus {
+        match self {
+            StreamStats::Regression(s) => s.drift_status(),
+            StreamStats::Classification(s) => {
+                let mut d = s.neg.drift_status();
+                d.alpha = self.current_alpha();
+                d.alarms += s.pos.drift_alarms();
+                d
+            }
         }
     }
     pub fn update_batch(&mut self, x: &[f64], y: &[f64]) -> Result<(), StatsError> {

@@ -10,7 +10,7 @@ pub mod error;
 use crate::fit::Task;
 use crate::metrics::Metrics;
 use crate::solve::{Method, Model, ParamError, Params, model_from_stats, path_from_stats};
-use crate::stats::RunningStats;
+use crate::stats::{DriftStatus, RunningStats};
 use crate::streams::{StreamHandle, StreamStats, Streams};
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{DefaultBodyLimit, MatchedPath, Path, Query, Request, State};
@@ -168,6 +168,8 @@ struct StreamSummary {
     /// The alpha the next row gets (003 eq. 6), and the schedule.
     alpha: f64,
     schedule: String,
+    /// Effective sample size and drift alarms (adaptive schedule: detector state too).
+    drift: DriftStatus,
     /// Unix time of the last folded batch, in milliseconds.
     last_update_ms: Option<u64>,
 }
@@ -182,6 +184,7 @@ fn summary(h: &StreamHandle) -> StreamSummary {
         n: snap.stats.n(),
         alpha: snap.stats.current_alpha(),
         schedule: snap.stats.schedule().to_string(),
+        drift: snap.stats.drift_status(),
         last_update_ms: snap
             .last_update
             .and_then(|t| t.duration_since(UNIX_EPOCH).ok())

@@ -460,8 +460,31 @@ impl Ingest {
             let name = s.handle.name().to_string();
             let start = Instant::now();
             let rows = s.y.len();
+            let alarms_before = s.stats.drift_status().alarms;
             match s.stats.update_batch(&s.x, &s.y) {
                 Ok(()) => {
+                    let drift = s.stats.drift_status();
+                    if drift.alarms > alarms_before {
+                        tracing::warn!(
+                            stream = %name,
+                            alarms = drift.alarms,
+                            row = drift.last_alarm_row.unwrap_or(0),
+                            alpha = drift.alpha,
+                            "drift detected: the averages now forget faster"
+                        );
+                        self.metrics
+                            .drift_alarms
+                            .with_label_values(&[&name])
+                            .inc_by(drift.alarms - alarms_before);
+                        self.metrics
+                            .last_drift_alarm_row
+                            .with_label_values(&[&name])
+                            .set(drift.last_alarm_row.unwrap_or(0) as i64);
+                    }
+                    self.metrics
+                        .stream_effective_sample_size
+                        .with_label_values(&[&name])
+                        .set(drift.effective_sample_size);
                     let now = SystemTime::now();
                     s.last_update = Some(now);
                     s.handle.publish(Snapshot {
