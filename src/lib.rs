@@ -12,10 +12,15 @@
 //!   file; `model_from_stats` / `extract` return the `Model` JSON shared by CLI and API.
 //! - [`data`]: streaming readers for CSV, LIBSVM and NPY files.
 //! - [`fit`]: `ravel fit`, the offline entry point.
+//! - [`features`]: feature streams (paper 000): online substitution (OS) and asynchronous
+//!   parallel OS (Asy-OS) keep the best s of a stream of columns in O(n s) memory.
+//! - [`select`]: `ravel select`, the offline form of a feature stream.
 //! - [`synthetic`]: the simulated design of paper 003 (demo stream, tests, benchmarks).
 
 pub mod data;
+pub mod features;
 pub mod fit;
+pub mod select;
 pub mod solve;
 pub mod synthetic;
 pub mod stats;
