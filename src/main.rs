@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand};
 use ravel::fit::{self, FitArgs};
+use ravel::select::{self, SelectArgs};
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -15,6 +16,8 @@ struct Cli {
 enum Command {
     /// Fit a model on a CSV, LIBSVM or NPY file through the streaming statistics; prints JSON.
     Fit(FitArgs),
+    /// Stream the columns of a file through online substitution; prints the selected model.
+    Select(SelectArgs),
 }
 
 /// Prints one line to stdout; a closed pipe (`ravel fit ... | head`) is not an error.
@@ -31,6 +34,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Some(Command::Fit(args)) => fit::run(&args).and_then(|json| print_line(&json)),
+        Some(Command::Select(args)) => select::run(&args).and_then(|json| print_line(&json)),
         None => Err(anyhow::anyhow!("no command given; try `ravel fit --help`")),
     };
     match result {
