@@ -18,7 +18,7 @@ mod model;
 pub mod online;
 pub mod selector;
 
-pub use asy::{AsyncFinished, AsyncSubstitution, CentralState, Centre};
+pub use asy::{AsyncFinished, AsyncSubstitution, CentralState, Centre, DEFAULT_QUEUE};
 pub use loss::Loss;
 pub use online::OnlineSubstitution;
 pub use selector::{Counters, Outcome, Retained};
