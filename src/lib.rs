@@ -15,6 +15,9 @@
 //! - [`fit`]: `ravel fit`, the offline entry point.
 //! - [`prequential`]: test-then-train replay of a file or stream (`ravel fit --prequential`),
 //!   to compare weight schedules offline.
+//! - [`features`]: feature streams (paper 000): online substitution (OS) and asynchronous
+//!   parallel OS (Asy-OS) keep the best s of a stream of columns in O(n s) memory.
+//! - [`select`]: `ravel select`, the offline form of a feature stream.
 //! - [`synthetic`]: the simulated design of paper 003 (demo stream, tests, benchmarks).
 //! - [`scenarios`]: the same design with drifting coefficients (drift checks and report).
 //!
@@ -36,12 +39,14 @@ pub mod checkpoint;
 pub mod config;
 pub mod data;
 pub mod demo;
+pub mod features;
 pub mod fit;
 pub mod ingest;
 pub mod metrics;
 pub mod prequential;
 pub mod produce;
 pub mod scenarios;
+pub mod select;
 pub mod server;
 pub mod shutdown;
 pub mod solve;

@@ -6,6 +6,7 @@ use ravel::broker::{self, BrokerArgs};
 use ravel::config::{LogConfig, ServeArgs};
 use ravel::fit::{self, FitArgs};
 use ravel::produce::{self, ProduceArgs};
+use ravel::select::{self, SelectArgs};
 use ravel::server;
 use std::process::ExitCode;
 
@@ -31,6 +32,8 @@ enum Command {
     Produce(ProduceArgs),
     /// Fit a model on a CSV, LIBSVM or NPY file through the streaming statistics; prints JSON.
     Fit(FitArgs),
+    /// Stream the columns of a file through online substitution; prints the selected model.
+    Select(SelectArgs),
 }
 
 /// Prints one line to stdout; a closed pipe (`ravel fit ... | head`) is not an error.
@@ -65,6 +68,7 @@ fn main() -> ExitCode {
             })
         }
         Command::Fit(args) => fit::run(&args).and_then(|json| print_line(&json)),
+        Command::Select(args) => select::run(&args).and_then(|json| print_line(&json)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
