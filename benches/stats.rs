@@ -72,6 +72,7 @@ fn main() {
     if !want("extract") {
         return;
     }
+
     // Extraction at p = 1000 on the Table 2 design (n = 3000, k* = 100).
     let p = 1000;
     let spec: SyntheticSpec = "p=1000,k=100,n=3000,seed=7".parse().unwrap();
