@@ -126,14 +126,7 @@ pub fn read_stats(
             FileStats::Regression(s) => s.update_batch(&x, &y),
             FileStats::Classification(s) => s.update_batch(&x, &y),
         };
-        res.map_err(|e| {
-            anyhow::anyhow!(
-                "{}: rows {}..{}: {e}",
-                file.display(),
-                first + 1,
-                first + got as u64
-            )
-        })?;
+        res.map_err(|e| rows_error(&file, first, got, e))?;
     }
     Ok((stats, reader.names.clone()))
 }
@@ -212,16 +205,26 @@ fn prequential(
             break;
         }
         let first = reader.rows_read() - got as u64;
-        replay.push(&x, &y, &mut records).map_err(|e| {
-            anyhow::anyhow!(
-                "{}: rows {}..{}: {e}",
-                file.display(),
-                first + 1,
-                first + got as u64
-            )
-        })?;
+        replay
+            .push(&x, &y, &mut records)
+            .map_err(|e| rows_error(&file, first, got, e))?;
     }
     records.extend(replay.finish());
     let lines: Result<Vec<String>, _> = records.iter().map(serde_json::to_string).collect();
     Ok(lines?.join("\n"))
+}
+
+/// "FILE: rows A..B: reason" for a batch the statistics refused (rows are 1-based).
+fn rows_error(
+    file: &std::path::Path,
+    first: u64,
+    got: usize,
+    e: impl std::fmt::Display,
+) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{}: rows {}..{}: {e}",
+        file.display(),
+        first + 1,
+        first + got as u64
+    )
 }
