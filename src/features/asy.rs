@@ -223,14 +223,7 @@ impl AsyncSubstitution {
         workers: usize,
         queue: usize,
     ) -> Result<AsyncSubstitution, FeatureError> {
-        params.check()?;
-        if params.loss != labels.loss() {
-            return Err(FeatureError::Params(format!(
-                "the labels were checked for the {} loss, the parameters ask for {}",
-                labels.loss(),
-                params.loss
-            )));
-        }
+        params.check_for(&labels)?;
         if workers == 0 || workers > params.s {
             return Err(FeatureError::Params(format!(
                 "workers must lie in 1..=s (each keeps s/q features); got {workers} with s = {}",

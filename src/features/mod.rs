@@ -173,6 +173,19 @@ impl OsParams {
         self
     }
 
+    /// `check`, plus that `labels` were validated for the same loss.
+    pub fn check_for(&self, labels: &Labels) -> Result<(), FeatureError> {
+        self.check()?;
+        if self.loss != labels.loss() {
+            return Err(FeatureError::Params(format!(
+                "the labels were checked for the {} loss, the parameters ask for {}",
+                labels.loss(),
+                self.loss
+            )));
+        }
+        Ok(())
+    }
+
     pub fn check(&self) -> Result<(), FeatureError> {
         if self.s == 0 {
             return Err(FeatureError::Params(

@@ -20,14 +20,7 @@ pub struct OnlineSubstitution {
 
 impl OnlineSubstitution {
     pub fn new(labels: Labels, params: &OsParams) -> Result<OnlineSubstitution, FeatureError> {
-        params.check()?;
-        if params.loss != labels.loss() {
-            return Err(FeatureError::Params(format!(
-                "the labels were checked for the {} loss, the parameters ask for {}",
-                labels.loss(),
-                params.loss
-            )));
-        }
+        params.check_for(&labels)?;
         let n = labels.n();
         let eta = params.eta_for();
         let b0 = labels.null_intercept();
