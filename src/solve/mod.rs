@@ -4,8 +4,10 @@
 //!
 //! Files: `problem` builds the Gram form (standardization, classes, constant columns),
 //! `linear` OLS/ridge/refits, `threshold` OLSth and FSA, `penalized` coordinate descent for
-//! Lasso, elastic net, MCP and SCAD with the k-sparsity search.
+//! Lasso, elastic net, MCP and SCAD with the k-sparsity search, `cholesky` the factor their
+//! active-set step updates as columns enter and leave.
 
+pub mod cholesky;
 pub mod linear;
 pub mod penalized;
 pub mod problem;

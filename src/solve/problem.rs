@@ -28,16 +28,14 @@ impl Gram {
     pub fn at(&self, i: usize, j: usize) -> f64 {
         self.q[i + j * self.m]
     }
-    /// The loss 1/2 b^T q b - c^T b + yy/2 for a dense b.
+    /// The loss 1/2 b^T q b - c^T b + yy/2 for a dense b; O(s^2) in the nonzeros.
     pub fn loss(&self, b: &[f64]) -> f64 {
+        let support: Vec<usize> = (0..self.m).filter(|&j| b[j] != 0.0).collect();
         let mut quad = 0.0;
         let mut lin = 0.0;
-        for j in 0..self.m {
-            if b[j] == 0.0 {
-                continue;
-            }
+        for &j in &support {
             let col = self.col(j);
-            let qb: f64 = col.iter().zip(b).map(|(q, v)| q * v).sum();
+            let qb: f64 = support.iter().map(|&k| col[k] * b[k]).sum();
             quad += b[j] * qb;
             lin += self.c[j] * b[j];
         }
