@@ -21,7 +21,7 @@ const PIVOT_TOL: f64 = 1e-12;
 pub struct ColumnCholesky {
     /// Row stride of `l`; the factor holds at most `cap` columns before it grows.
     cap: usize,
-    /// Lower factor, row-major: L[i][k] = l[i * cap + k] for k <= i.
+    /// Lower factor, row-major: L[i][k] = l[i * cap + k] for k <= i; rows in use only.
     l: Vec<f64>,
     /// The Gram column at each position, and its diagonal shift.
     cols: Vec<usize>,
@@ -43,16 +43,20 @@ impl ColumnCholesky {
     }
 
     pub fn clear(&mut self) {
+        self.l.clear();
         self.cols.clear();
         self.shifts.clear();
     }
 
-    fn reserve(&mut self, s: usize) {
-        if s <= self.cap {
+    /// Room for `rows` rows: the stride grows (doubling) when needed, and `l` holds exactly
+    /// the rows asked for, so that a clone (the k-search clones states) copies only those.
+    fn reserve(&mut self, rows: usize) {
+        if rows <= self.cap {
+            self.l.resize(rows * self.cap, 0.0);
             return;
         }
-        let cap = s.max(2 * self.cap).max(16);
-        let mut l = vec![0.0; cap * cap];
+        let cap = rows.max(2 * self.cap).max(16);
+        let mut l = vec![0.0; rows * cap];
         for i in 0..self.len() {
             l[i * cap..i * cap + i + 1]
                 .copy_from_slice(&self.l[i * self.cap..i * self.cap + i + 1]);
@@ -78,6 +82,7 @@ impl ColumnCholesky {
         let diag = col[j] + shift;
         let d2 = diag - dot(&row[..s], &row[..s]);
         if d2.is_nan() || d2 <= PIVOT_TOL * (col[j].abs() + shift.abs()) {
+            self.l.truncate(s * cap);
             return false;
         }
         row[s] = d2.sqrt();
@@ -129,6 +134,7 @@ impl ColumnCholesky {
             }
             k = end;
         }
+        self.l.truncate(last * cap);
         self.cols.remove(pos);
         self.shifts.remove(pos);
     }
@@ -201,12 +207,14 @@ impl ColumnCholesky {
             );
         }
         let Ok(llt) = block.llt(Side::Lower) else {
+            self.l.truncate(s * cap);
             return false;
         };
         let d = llt.L();
         for (a, &(j, sh)) in new.iter().enumerate() {
             let dd = d[(a, a)];
             if dd.is_nan() || dd * dd <= PIVOT_TOL * (g.at(j, j).abs() + sh.abs()) {
+                self.l.truncate(s * cap);
                 return false;
             }
         }
@@ -392,8 +400,19 @@ mod tests {
         assert!(!f.push(&g, 5, 0.0));
         assert_eq!(f.len(), 5);
         check(&f, &g, |_| 0.0);
+        assert_eq!(f.l.len(), 5 * f.cap);
         let all: Vec<(usize, f64)> = (0..6).map(|j| (j, 0.0)).collect();
         let mut fresh = ColumnCholesky::default();
         assert!(!fresh.sync(&g, &all));
+        // Both twins in one block append.
+        let mut f = ColumnCholesky::default();
+        for j in 0..4 {
+            assert!(f.push(&g, j, 0.0));
+        }
+        assert!(!f.push_block(&g, &all[4..]));
+        assert_eq!((f.len(), f.l.len()), (4, 4 * f.cap));
+        check(&f, &g, |_| 0.0);
+        assert!(f.push_block(&g, &all[4..5]));
+        check(&f, &g, |_| 0.0);
     }
 }

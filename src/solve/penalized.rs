@@ -323,9 +323,24 @@ impl CdState {
     /// Recomputes r on `active` after `newton` moved b (zero outside `support`).
     fn finish(&mut self, g: &Gram, active: &[usize], support: &[usize], moved: bool) -> bool {
         if moved && active.len() == g.m {
-            // Whole r: one column per nonzero.
+            // Whole r: one column per nonzero, four at a time (one pass over r per four
+            // columns; this streams |S| columns of Q and is most of a warm-started lambda).
             self.r.copy_from_slice(&g.c);
-            for &j in support {
+            let mut quads = support.chunks_exact(4);
+            for q in &mut quads {
+                let n = self.r.len();
+                let (c0, c1, c2, c3) = (
+                    &g.col(q[0])[..n],
+                    &g.col(q[1])[..n],
+                    &g.col(q[2])[..n],
+                    &g.col(q[3])[..n],
+                );
+                let (b0, b1, b2, b3) = (self.b[q[0]], self.b[q[1]], self.b[q[2]], self.b[q[3]]);
+                for (i, ri) in self.r.iter_mut().enumerate() {
+                    *ri -= (b0 * c0[i] + b1 * c1[i]) + (b2 * c2[i] + b3 * c3[i]);
+                }
+            }
+            for &j in quads.remainder() {
                 let bj = self.b[j];
                 for (ri, qij) in self.r.iter_mut().zip(g.col(j)) {
                     *ri -= bj * qij;
