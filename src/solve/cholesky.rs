@@ -364,7 +364,7 @@ mod tests {
     fn sync_follows_columns_and_shifts_either_way() {
         let g = gram(30, 100, 5);
         let mut f = ColumnCholesky::default();
-        let shift = |j: usize| if j % 4 == 0 { 0.05 } else { 0.0 };
+        let shift = |j: usize| if j.is_multiple_of(4) { 0.05 } else { 0.0 };
         let a: Vec<(usize, f64)> = (0..20).map(|j| (j, shift(j))).collect();
         assert!(f.sync(&g, &a));
         check(&f, &g, shift);
@@ -375,7 +375,7 @@ mod tests {
         let mut got: Vec<usize> = f.columns().to_vec();
         got.sort();
         assert_eq!(got, (2..22).collect::<Vec<_>>());
-        let shift2 = |j: usize| if j % 3 == 0 { 0.1 } else { 0.0 };
+        let shift2 = |j: usize| if j.is_multiple_of(3) { 0.1 } else { 0.0 };
         let c: Vec<(usize, f64)> = (10..30).map(|j| (j, shift2(j))).collect();
         assert!(f.sync(&g, &c));
         check(&f, &g, shift2);
