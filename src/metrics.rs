@@ -229,7 +229,7 @@ impl Metrics {
     pub fn declare_stream(&self, stream: &str) {
         self.observations_applied.with_label_values(&[stream]);
         self.messages_consumed.with_label_values(&[stream]);
-        for r in Reason::ALL {
+        for r in Reason::ROWS {
             self.messages_rejected
                 .with_label_values(&[stream, r.as_str()]);
         }

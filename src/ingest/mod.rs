@@ -13,9 +13,11 @@
 //! of the topic when no row of it was ever applied, so the statistics always cover exactly the
 //! rows before the positions. Kafka's committed offsets trail the last durable checkpoint.
 //!
-//! Files: `format` (message formats), `dlq` (dead-letter producer).
+//! Files: `format` (message formats), `feature_format` (feature-stream messages), `dlq`
+//! (dead-letter producer).
 
 pub mod dlq;
+pub mod feature_format;
 pub mod format;
 
 use crate::checkpoint::{self, Checkpoint};
