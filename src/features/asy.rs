@@ -276,6 +276,10 @@ impl AsyncSubstitution {
         self.senders.len()
     }
 
+    pub fn labels(&self) -> &Labels {
+        &self.labels
+    }
+
     /// Feature `index` arrives; it is queued for its worker (blocking while that worker's
     /// queue is full). Bad values are an error and change nothing.
     pub fn push(&self, index: usize, name: &str, values: Arc<[f64]>) -> Result<(), FeatureError> {
