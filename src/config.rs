@@ -153,6 +153,11 @@ pub struct DemoConfig {
     pub rows_per_second: u32,
     /// Rows per Kafka message.
     pub batch_rows: usize,
+    /// The demo feature stream (declared automatically when missing); empty: none.
+    pub feature_stream: String,
+    /// Its design (`demo::FeatureDemoSpec`: n, p, s, passes, seed).
+    pub feature_design: String,
+    pub features_per_second: u32,
 }
 
 impl Default for DemoConfig {
@@ -163,6 +168,9 @@ impl Default for DemoConfig {
             synthetic: "p=100,k=10,seed=1".into(),
             rows_per_second: 500,
             batch_rows: 50,
+            feature_stream: "demo-features".into(),
+            feature_design: "n=200,p=500,s=10,passes=3,seed=1".into(),
+            features_per_second: 200,
         }
     }
 }
@@ -439,7 +447,33 @@ impl Config {
                 alpha: "plain".into(),
             });
         }
+        if let Some(spec) = self.demo_feature_spec()?
+            && self.feature_stream(&self.demo.feature_stream).is_none()
+        {
+            self.feature_streams.push(FeatureStreamConfig {
+                name: self.demo.feature_stream.clone(),
+                topic: None,
+                n: spec.n,
+                loss: Loss::Squared,
+                s: spec.s,
+                workers: 1,
+                eta: None,
+            });
+        }
         Ok(())
+    }
+
+    /// The demo feature stream's design, when the demo runs one.
+    pub fn demo_feature_spec(&self) -> anyhow::Result<Option<crate::demo::FeatureDemoSpec>> {
+        if !self.demo_active() || self.demo.feature_stream.trim().is_empty() {
+            return Ok(None);
+        }
+        let spec = self
+            .demo
+            .feature_design
+            .parse()
+            .map_err(|e: String| anyhow::anyhow!("demo.feature_design: {e}"))?;
+        Ok(Some(spec))
     }
 
     pub fn demo_spec(&self) -> anyhow::Result<SyntheticSpec> {
@@ -518,6 +552,22 @@ impl Config {
                     spec.p
                 );
             }
+            if let Some(spec) = self.demo_feature_spec()? {
+                let f = self
+                    .feature_stream(&self.demo.feature_stream)
+                    .expect("completed");
+                if f.n != spec.n {
+                    bail!(
+                        "demo feature stream '{}' has n = {} but demo.feature_design makes n = {}",
+                        f.name,
+                        f.n,
+                        spec.n
+                    );
+                }
+                if self.demo.features_per_second == 0 {
+                    bail!("demo.features_per_second must be positive");
+                }
+            }
             if self.demo.rows_per_second == 0 || self.demo.batch_rows == 0 {
                 bail!("demo.rows_per_second and demo.batch_rows must be positive");
             }
@@ -589,6 +639,13 @@ mod tests {
         assert_eq!(cfg.streams[0].name, "demo");
         assert_eq!(cfg.streams[0].p(), 100);
         assert_eq!(cfg.http.addr, "127.0.0.1:8080");
+        assert_eq!(cfg.feature_streams.len(), 1);
+        let f = &cfg.feature_streams[0];
+        assert_eq!(
+            (f.name.as_str(), f.n, f.s, f.workers),
+            ("demo-features", 200, 10, 1)
+        );
+        assert_eq!(f.topic(), "ravel.features.demo-features");
     }
 
     #[test]
@@ -641,6 +698,7 @@ mod tests {
         );
         // Real brokers: no demo stream is added.
         assert_eq!(cfg.streams.len(), 1);
+        assert!(cfg.feature_streams.is_empty());
         assert_eq!(cfg.streams[0].topic(), "ravel.a");
         assert_eq!(cfg.streams[0].task, Task::Classification);
         let args = ServeArgs {
