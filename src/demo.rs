@@ -77,7 +77,7 @@ impl FeatureDemoSpec {
     }
     fn weight(k: usize) -> f64 {
         let size = 1.0 + (k % 5) as f64 / 4.0;
-        if k % 2 == 0 { size } else { -size }
+        if k.is_multiple_of(2) { size } else { -size }
     }
     /// Column j's n values.
     pub fn column(&self, j: usize) -> Vec<f64> {
@@ -88,7 +88,7 @@ impl FeatureDemoSpec {
             .collect()
     }
     pub fn labels(&self) -> Vec<f64> {
-        let mut rng = StdRng::seed_from_u64(self.seed ^ 0x5EED_1AB3_15);
+        let mut rng = StdRng::seed_from_u64(self.seed ^ 0x5EED_1AB3_1500_0000);
         let mut y: Vec<f64> = (0..self.n)
             .map(|_| 0.1 * Distribution::<f64>::sample(&StandardNormal, &mut rng))
             .collect();

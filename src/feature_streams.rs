@@ -146,9 +146,9 @@ impl FeatureStreams {
     }
 }
 
-/// The running selection.
+/// The running selection (OS boxed: its state is inline, Asy-OS's is behind its threads).
 enum Selection {
-    Os(OnlineSubstitution),
+    Os(Box<OnlineSubstitution>),
     Asy(AsyncSubstitution),
 }
 
@@ -156,7 +156,7 @@ impl Selection {
     fn start(labels: Labels, config: &FeatureStreamConfig) -> Result<Selection, FeatureError> {
         let params = config.params();
         Ok(if config.workers == 1 {
-            Selection::Os(OnlineSubstitution::new(labels, &params)?)
+            Selection::Os(Box::new(OnlineSubstitution::new(labels, &params)?))
         } else {
             Selection::Asy(AsyncSubstitution::start(labels, &params, config.workers)?)
         })

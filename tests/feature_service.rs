@@ -508,12 +508,12 @@ fn labels_by_put_then_features_by_kafka_with_asy_os() {
     assert_eq!(rejected(&m, "cls", "label"), 1.0);
     assert_eq!(metric(&m, "ravel_feature_stream_labels", "cls"), 1.0);
     assert_eq!(metric(&m, "ravel_feature_stream_labels", "idle"), 0.0);
-    for t in 0..2 {
+    for (t, w) in st.iter().enumerate() {
         let max = sample(
             &m,
             &format!("ravel_feature_stream_staleness_max{{stream=\"cls\",worker=\"{t}\"}}"),
         );
-        assert_eq!(max, Some(st[t]["max"].as_f64().unwrap()), "worker {t}: {m}");
+        assert_eq!(max, Some(w["max"].as_f64().unwrap()), "worker {t}: {m}");
     }
     let dlq = read_topic(&brokers, "t.cls.dlq", 1);
     assert_eq!(dlq.len(), 1);
