@@ -93,7 +93,8 @@ impl KafkaConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct IngestConfig {
-    /// Rows gathered before they are folded into the statistics in one update.
+    /// Rows gathered before they are folded into the statistics in one update (a feature-stream
+    /// message counts as one; feature streams publish their snapshot after each batch).
     pub max_batch_rows: usize,
     /// Longest wait for more rows before a partial batch is folded, in milliseconds.
     pub max_batch_wait_ms: u64,
