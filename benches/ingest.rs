@@ -10,11 +10,21 @@
 //! 3. Latency of POST /v1/streams/{name}/model for Lasso at k = 10, p = 1000 (n = 3000):
 //!    p50 / p95 / max over 50 sequential requests, client side, over HTTP.
 //!
+//! 4. Features/s through Kafka for a feature stream at n = 1000, s = 50 (OS, and Asy-OS with 2
+//!    workers): JSON columns produced while the service consumes (the one-partition topic can
+//!    hold only 5 MB in the mock broker, so the producer keeps at most 200 columns, 4 MB,
+//!    ahead of the service); the clock runs from the first feature applied to the last. The
+//!    mock broker answers a fetch only after `fetch.wait.max.ms` (500 ms by default) when it
+//!    had nothing new at the time of the request, which caps such a bounded producer at 200
+//!    columns per 500 ms; a real broker answers as soon as data arrives, so the service
+//!    consumer here sets `fetch.wait.max.ms = 10`.
+//!
 //! `RAVEL_BENCH_ROWS` sets the binary rows of part 2 (default 500000; JSON gets 30% of that);
 //! the mock broker keeps 5 MB per partition, so the topics have 128 partitions.
+//! `cargo bench --bench ingest -- features` runs part 4 alone.
 
 use ravel::broker::EmbeddedBroker;
-use ravel::config::{Config, FeatureSchema, StreamConfig};
+use ravel::config::{Config, FeatureSchema, FeatureStreamConfig, StreamConfig};
 use ravel::fit::Task;
 use ravel::ingest::format::{self, Schema};
 use ravel::shutdown::{self, ShutdownTrigger};
@@ -133,10 +143,23 @@ struct Service {
 
 impl Service {
     fn start(streams: Vec<StreamConfig>, brokers: &str, group: &str) -> Service {
+        Self::start_with(streams, vec![], &[], brokers, group)
+    }
+    fn start_with(
+        streams: Vec<StreamConfig>,
+        feature_streams: Vec<FeatureStreamConfig>,
+        options: &[(&str, &str)],
+        brokers: &str,
+        group: &str,
+    ) -> Service {
         let mut cfg = Config {
             streams,
+            feature_streams,
             ..Config::default()
         };
+        for (k, v) in options {
+            cfg.kafka.options.insert(k.to_string(), v.to_string());
+        }
         cfg.demo.enabled = false;
         cfg.kafka.brokers = brokers.into();
         cfg.kafka.group_id = group.into();
@@ -391,6 +414,104 @@ fn model_latency_bench(broker: &EmbeddedBroker) {
     );
 }
 
+/// Features applied so far by feature stream `name`.
+fn features_seen(client: &reqwest::blocking::Client, addr: SocketAddr, name: &str) -> u64 {
+    let v: Value = client
+        .get(format!("http://{addr}/v1/feature-streams/{name}"))
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    v["features_seen"].as_u64().unwrap_or(0)
+}
+
+fn feature_stream_bench(broker: &EmbeddedBroker) {
+    let (n, s, p) = (1000, 50, 6000);
+    let spec: SyntheticSpec = format!("p=200,k=10,n={n},seed=4").parse().unwrap();
+    let (mut x, mut y) = (vec![], vec![]);
+    spec.rows().fill(n, &mut x, &mut y);
+    // 200 distinct columns, sent under p distinct names (each a new feature to OS).
+    let columns: Vec<Vec<f64>> = (0..200)
+        .map(|j| (0..n).map(|i| x[i * 200 + j]).collect())
+        .collect();
+    let msgs: Vec<Vec<u8>> = (0..p)
+        .map(|j| {
+            serde_json::to_vec(&json!({"feature": format!("f{j}"), "values": columns[j % 200]}))
+                .unwrap()
+        })
+        .collect();
+    let kb = msgs[0].len() as f64 / 1e3;
+    let client = reqwest::blocking::Client::new();
+    for workers in [1, 2] {
+        let topic = format!("bench.features.{workers}");
+        broker.create_topic(&topic, 1).unwrap();
+        let fs = FeatureStreamConfig {
+            name: "fbench".into(),
+            topic: Some(topic.clone()),
+            n,
+            loss: ravel::features::Loss::Squared,
+            s,
+            workers,
+            eta: None,
+        };
+        let svc = Service::start_with(
+            vec![],
+            vec![fs],
+            &[("fetch.wait.max.ms", "10")],
+            broker.bootstrap_servers(),
+            &format!("ravel-{topic}"),
+        );
+        let producer: BaseProducer = ClientConfig::new()
+            .set("bootstrap.servers", broker.bootstrap_servers())
+            .set("linger.ms", "5")
+            .create()
+            .unwrap();
+        let send = |m: &[u8]| {
+            let mut rec = BaseRecord::<(), [u8]>::to(&topic).payload(m);
+            loop {
+                match producer.send(rec) {
+                    Ok(()) => break,
+                    Err((_, r)) => {
+                        rec = r;
+                        producer.poll(Duration::from_millis(5));
+                    }
+                }
+            }
+        };
+        send(&serde_json::to_vec(&json!({ "labels": y })).unwrap());
+        let (mut first, mut seen0, mut seen) = (None, 0, 0);
+        let mut sent = 0;
+        while seen < p as u64 {
+            while sent < p && sent as u64 <= seen + 200 {
+                send(&msgs[sent]);
+                sent += 1;
+            }
+            producer.poll(Duration::ZERO);
+            let _ = producer.flush(Duration::from_millis(1));
+            seen = features_seen(&client, svc.addr, "fbench");
+            if seen > 0 && first.is_none() {
+                first = Some(Instant::now());
+                seen0 = seen;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let rate = (p as u64 - seen0) as f64 / first.unwrap().elapsed().as_secs_f64();
+        svc.stop();
+        row(
+            &format!(
+                "Kafka feature stream n={n}, s={s}, {} ({kb:.0} kB JSON columns)",
+                if workers == 1 {
+                    "OS".to_string()
+                } else {
+                    format!("Asy-OS {workers} workers")
+                }
+            ),
+            rate,
+            "feat/s",
+        );
+    }
+}
+
 fn main() {
     // Quiet librdkafka and the service unless RUST_LOG says otherwise.
     ravel::server::init_logging(&ravel::config::LogConfig {
@@ -398,8 +519,13 @@ fn main() {
         ..Default::default()
     });
     println!("{:<66} {:>12} {:>7}", "benchmark", "result", "unit");
-    decode_bench();
     let broker = EmbeddedBroker::start(1).unwrap();
+    if std::env::args().any(|a| a == "features") {
+        feature_stream_bench(&broker);
+        return;
+    }
+    decode_bench();
     kafka_bench(&broker);
     model_latency_bench(&broker);
+    feature_stream_bench(&broker);
 }

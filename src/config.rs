@@ -6,6 +6,7 @@
 //! documented in `config/ravel.toml`; `Config::check` validates the whole thing once, so the
 //! rest of the service never re-checks it.
 
+use crate::features::{Loss, OsParams};
 use crate::fit::Task;
 use crate::stats::AlphaSchedule;
 use crate::synthetic::SyntheticSpec;
@@ -27,6 +28,7 @@ pub struct Config {
     pub demo: DemoConfig,
     pub log: LogConfig,
     pub streams: Vec<StreamConfig>,
+    pub feature_streams: Vec<FeatureStreamConfig>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -91,7 +93,8 @@ impl KafkaConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct IngestConfig {
-    /// Rows gathered before they are folded into the statistics in one update.
+    /// Rows gathered before they are folded into the statistics in one update (a feature-stream
+    /// message counts as one; feature streams publish their snapshot after each batch).
     pub max_batch_rows: usize,
     /// Longest wait for more rows before a partial batch is folded, in milliseconds.
     pub max_batch_wait_ms: u64,
@@ -151,6 +154,11 @@ pub struct DemoConfig {
     pub rows_per_second: u32,
     /// Rows per Kafka message.
     pub batch_rows: usize,
+    /// The demo feature stream (declared automatically when missing); empty: none.
+    pub feature_stream: String,
+    /// Its design (`demo::FeatureDemoSpec`: n, p, s, passes, seed).
+    pub feature_design: String,
+    pub features_per_second: u32,
 }
 
 impl Default for DemoConfig {
@@ -161,6 +169,9 @@ impl Default for DemoConfig {
             synthetic: "p=100,k=10,seed=1".into(),
             rows_per_second: 500,
             batch_rows: 50,
+            feature_stream: "demo-features".into(),
+            feature_design: "n=200,p=500,s=10,passes=3,seed=1".into(),
+            features_per_second: 200,
         }
     }
 }
@@ -252,6 +263,73 @@ impl StreamConfig {
             );
         }
         Ok(schedule)
+    }
+}
+
+/// A feature stream (paper 000): n fixed samples with their labels; features arrive as
+/// columns and online substitution keeps the best `s` of them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FeatureStreamConfig {
+    /// The name in the HTTP API (`/v1/feature-streams/{name}`), unique among all streams.
+    pub name: String,
+    /// Kafka topic; default `ravel.features.<name>`. One partition keeps the order of labels
+    /// and features.
+    #[serde(default)]
+    pub topic: Option<String>,
+    /// Samples: the length of the labels and of every feature column.
+    pub n: usize,
+    #[serde(default = "squared")]
+    pub loss: Loss,
+    /// Budget: the number of features kept.
+    pub s: usize,
+    /// 1: OS; q > 1: Asy-OS with q worker threads, each keeping s/q features.
+    #[serde(default = "one_worker")]
+    pub workers: usize,
+    /// Step size eta; default 1 / the loss's curvature (lowered by the curvature check).
+    #[serde(default)]
+    pub eta: Option<f64>,
+}
+
+fn squared() -> Loss {
+    Loss::Squared
+}
+fn one_worker() -> usize {
+    1
+}
+
+impl FeatureStreamConfig {
+    pub fn topic(&self) -> String {
+        self.topic
+            .clone()
+            .unwrap_or_else(|| format!("ravel.features.{}", self.name))
+    }
+    /// The OS / Asy-OS parameters.
+    pub fn params(&self) -> OsParams {
+        OsParams {
+            eta: self.eta,
+            ..OsParams::new(self.s, self.loss)
+        }
+    }
+    fn check(&self) -> anyhow::Result<()> {
+        if self.n < 2 {
+            bail!(
+                "feature stream '{}': n (the number of samples) must be at least 2",
+                self.name
+            );
+        }
+        self.params()
+            .check()
+            .map_err(|e| anyhow::anyhow!("feature stream '{}': {e}", self.name))?;
+        if self.workers == 0 || self.workers > self.s {
+            bail!(
+                "feature stream '{}': workers must lie in 1..=s = {} (each worker keeps s/workers features), got {}",
+                self.name,
+                self.s,
+                self.workers
+            );
+        }
+        Ok(())
     }
 }
 
@@ -370,7 +448,33 @@ impl Config {
                 alpha: "plain".into(),
             });
         }
+        if let Some(spec) = self.demo_feature_spec()?
+            && self.feature_stream(&self.demo.feature_stream).is_none()
+        {
+            self.feature_streams.push(FeatureStreamConfig {
+                name: self.demo.feature_stream.clone(),
+                topic: None,
+                n: spec.n,
+                loss: Loss::Squared,
+                s: spec.s,
+                workers: 1,
+                eta: None,
+            });
+        }
         Ok(())
+    }
+
+    /// The demo feature stream's design, when the demo runs one.
+    pub fn demo_feature_spec(&self) -> anyhow::Result<Option<crate::demo::FeatureDemoSpec>> {
+        if !self.demo_active() || self.demo.feature_stream.trim().is_empty() {
+            return Ok(None);
+        }
+        let spec = self
+            .demo
+            .feature_design
+            .parse()
+            .map_err(|e: String| anyhow::anyhow!("demo.feature_design: {e}"))?;
+        Ok(Some(spec))
     }
 
     pub fn demo_spec(&self) -> anyhow::Result<SyntheticSpec> {
@@ -385,32 +489,41 @@ impl Config {
 
     /// Validates everything once; messages say which field to fix.
     pub fn check(&self) -> anyhow::Result<()> {
-        if self.streams.is_empty() {
+        if self.streams.is_empty() && self.feature_streams.is_empty() {
             bail!(
-                "no streams configured: declare at least one [[streams]] (name, topic, features) in the config file"
+                "no streams configured: declare at least one [[streams]] (name, topic, features) or [[feature_streams]] (name, n, s) in the config file"
             );
         }
+        // Names are unique over both kinds: they label the same metrics.
         let (mut names, mut topics) = (HashSet::new(), HashSet::new());
-        for s in &self.streams {
-            let ok_name = !s.name.is_empty()
-                && s.name
+        let all = self
+            .streams
+            .iter()
+            .map(|s| (&s.name, s.topic()))
+            .chain(self.feature_streams.iter().map(|f| (&f.name, f.topic())));
+        for (name, topic) in all {
+            let ok_name = !name.is_empty()
+                && name
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
             if !ok_name {
                 bail!(
-                    "stream name '{}' must be non-empty and use only letters, digits, '-', '_' or '.'",
-                    s.name
+                    "stream name '{name}' must be non-empty and use only letters, digits, '-', '_' or '.'"
                 );
             }
-            if !names.insert(s.name.clone()) {
-                bail!("stream '{}' is declared twice", s.name);
-            }
-            if !topics.insert(s.topic()) {
+            if !names.insert(name.clone()) {
                 bail!(
-                    "topic '{}' is used by two streams; give each stream its own topic",
-                    s.topic()
+                    "stream '{name}' is declared twice (names are unique over [[streams]] and [[feature_streams]])"
                 );
             }
+            if !topics.insert(topic.clone()) {
+                bail!("topic '{topic}' is used by two streams; give each stream its own topic");
+            }
+        }
+        for f in &self.feature_streams {
+            f.check()?;
+        }
+        for s in &self.streams {
             if s.p() == 0 {
                 bail!(
                     "stream '{}': features must be a positive count or a non-empty list of names",
@@ -440,6 +553,22 @@ impl Config {
                     spec.p
                 );
             }
+            if let Some(spec) = self.demo_feature_spec()? {
+                let f = self
+                    .feature_stream(&self.demo.feature_stream)
+                    .expect("completed");
+                if f.n != spec.n {
+                    bail!(
+                        "demo feature stream '{}' has n = {} but demo.feature_design makes n = {}",
+                        f.name,
+                        f.n,
+                        spec.n
+                    );
+                }
+                if self.demo.features_per_second == 0 {
+                    bail!("demo.features_per_second must be positive");
+                }
+            }
             if self.demo.rows_per_second == 0 || self.demo.batch_rows == 0 {
                 bail!("demo.rows_per_second and demo.batch_rows must be positive");
             }
@@ -465,6 +594,11 @@ impl Config {
     /// The stream declared with this name.
     pub fn stream(&self, name: &str) -> Option<&StreamConfig> {
         self.streams.iter().find(|s| s.name == name)
+    }
+
+    /// The feature stream declared with this name.
+    pub fn feature_stream(&self, name: &str) -> Option<&FeatureStreamConfig> {
+        self.feature_streams.iter().find(|s| s.name == name)
     }
 }
 
@@ -506,6 +640,13 @@ mod tests {
         assert_eq!(cfg.streams[0].name, "demo");
         assert_eq!(cfg.streams[0].p(), 100);
         assert_eq!(cfg.http.addr, "127.0.0.1:8080");
+        assert_eq!(cfg.feature_streams.len(), 1);
+        let f = &cfg.feature_streams[0];
+        assert_eq!(
+            (f.name.as_str(), f.n, f.s, f.workers),
+            ("demo-features", 200, 10, 1)
+        );
+        assert_eq!(f.topic(), "ravel.features.demo-features");
     }
 
     #[test]
@@ -558,6 +699,7 @@ mod tests {
         );
         // Real brokers: no demo stream is added.
         assert_eq!(cfg.streams.len(), 1);
+        assert!(cfg.feature_streams.is_empty());
         assert_eq!(cfg.streams[0].topic(), "ravel.a");
         assert_eq!(cfg.streams[0].task, Task::Classification);
         let args = ServeArgs {
@@ -594,6 +736,38 @@ mod tests {
                 "[[streams]]\nname = \"demo\"\nfeatures = 5\n",
                 "demo stream",
             ),
+            (
+                "[[feature_streams]]\nname = \"f\"\nn = 1\ns = 3\n",
+                "at least 2",
+            ),
+            (
+                "[[feature_streams]]\nname = \"f\"\nn = 10\ns = 0\n",
+                "budget",
+            ),
+            (
+                "[[feature_streams]]\nname = \"f\"\nn = 10\ns = 2\nworkers = 3\n",
+                "workers",
+            ),
+            (
+                "[[feature_streams]]\nname = \"f\"\nn = 10\ns = 2\neta = -1.0\n",
+                "eta",
+            ),
+            (
+                "[[feature_streams]]\nname = \"f\"\nn = 10\ns = 2\nloss = \"hinge\"\n",
+                "loss",
+            ),
+            (
+                "[[feature_streams]]\nname = \"f\"\nn = 10\ns = 2\nbudget = 3\n",
+                "budget",
+            ),
+            (
+                "[[streams]]\nname = \"a\"\nfeatures = 2\n[[feature_streams]]\nname = \"a\"\nn = 10\ns = 2\n",
+                "twice",
+            ),
+            (
+                "[[streams]]\nname = \"a\"\nfeatures = 2\n[[feature_streams]]\nname = \"b\"\ntopic = \"ravel.a\"\nn = 10\ns = 2\n",
+                "two streams",
+            ),
         ];
         for (text, want) in cases {
             let path = write(dir.path(), text);
@@ -625,7 +799,7 @@ mod tests {
         for line in defaults.lines() {
             if let Some((key, _)) = line
                 .split_once(" = ")
-                .filter(|(k, _)| k.trim() != "streams")
+                .filter(|(k, _)| !matches!(k.trim(), "streams" | "feature_streams"))
             {
                 assert!(
                     text.contains(&format!("{} =", key.trim())),
@@ -634,5 +808,45 @@ mod tests {
             }
         }
         assert!(cfg.stream("demo").is_some());
+        // Every field of a feature stream is described in the [[feature_streams]] comment.
+        let example = FeatureStreamConfig {
+            name: "f".into(),
+            topic: Some("t".into()),
+            n: 10,
+            loss: Loss::Squared,
+            s: 2,
+            workers: 1,
+            eta: Some(1.0),
+        };
+        let fields = toml::to_string(&example).unwrap();
+        for line in fields.lines() {
+            let key = line.split_once(" = ").unwrap().0.trim();
+            assert!(
+                text.lines().any(|l| l.starts_with(&format!("#   {key} "))),
+                "config/ravel.toml does not describe the feature-stream field `{key}`"
+            );
+        }
+    }
+
+    #[test]
+    fn feature_streams_load_with_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(
+            dir.path(),
+            "[kafka]\nbrokers = \"b:1\"\n[[feature_streams]]\nname = \"genes\"\nn = 200\ns = 10\n\
+             [[feature_streams]]\nname = \"cls\"\ntopic = \"t.cls\"\nn = 50\ns = 4\nloss = \"logistic\"\nworkers = 2\neta = 0.5\n",
+        );
+        let cfg = from_file(&path).unwrap();
+        assert!(cfg.streams.is_empty());
+        let g = cfg.feature_stream("genes").unwrap();
+        assert_eq!(g.topic(), "ravel.features.genes");
+        assert_eq!(
+            (g.n, g.s, g.workers, g.loss, g.eta),
+            (200, 10, 1, Loss::Squared, None)
+        );
+        let c = cfg.feature_stream("cls").unwrap();
+        assert_eq!(c.topic(), "t.cls");
+        assert_eq!((c.workers, c.loss, c.eta), (2, Loss::Logistic, Some(0.5)));
+        assert_eq!(c.params().eta_for(), 0.5);
     }
 }

@@ -26,6 +26,8 @@
 //! - [`broker`]: the embedded Kafka-protocol broker (librdkafka's mock cluster), `ravel broker`.
 //! - [`ingest`]: the consumer loop, message formats, validation, dead letters, offset commits.
 //! - [`streams`]: each stream's statistics snapshot, swapped after every batch for readers.
+//! - [`feature_streams`]: each feature stream's running OS / Asy-OS selection (ingest's) and
+//!   its snapshot for readers; labels first, features by name, replayed from the topic.
 //! - [`checkpoint`]: statistics + next offsets persisted atomically, for exact restarts.
 //! - [`api`]: the axum router, handlers and the JSON error type.
 //! - [`metrics`]: every Prometheus metric, in one place.
@@ -39,6 +41,7 @@ pub mod checkpoint;
 pub mod config;
 pub mod data;
 pub mod demo;
+pub mod feature_streams;
 pub mod features;
 pub mod fit;
 pub mod ingest;

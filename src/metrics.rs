@@ -40,6 +40,17 @@ pub struct Metrics {
     pub last_drift_alarm_row: IntGaugeVec,
     pub stream_observations: IntGaugeVec,
     pub stream_last_update: GaugeVec,
+    /// Feature streams: features applied to the selection, substitutions made, and the state
+    /// after the last batch (labels received, loss L(u), features selected, passes,
+    /// Asy-OS staleness per worker).
+    pub features_processed: IntCounterVec,
+    pub feature_substitutions: IntCounterVec,
+    pub feature_stream_labels: IntGaugeVec,
+    pub feature_stream_loss: GaugeVec,
+    pub feature_stream_selected: IntGaugeVec,
+    pub feature_stream_passes: IntGaugeVec,
+    pub feature_staleness_mean: GaugeVec,
+    pub feature_staleness_max: IntGaugeVec,
     pub checkpoints: IntCounterVec,
     pub checkpoint_failures: IntCounterVec,
     pub checkpoint_seconds: HistogramVec,
@@ -171,6 +182,46 @@ impl Metrics {
                 "Unix time of the last folded batch",
                 &["stream"],
             ),
+            features_processed: counter(
+                "ravel_features_processed_total",
+                "Feature-stream features applied to the selection",
+                &["stream"],
+            ),
+            feature_substitutions: counter(
+                "ravel_feature_substitutions_total",
+                "Feature-stream entries that evicted a retained feature",
+                &["stream"],
+            ),
+            feature_stream_labels: int_gauge(
+                "ravel_feature_stream_labels",
+                "1 once the feature stream has its labels",
+                &["stream"],
+            ),
+            feature_stream_loss: gauge(
+                "ravel_feature_stream_loss",
+                "Current objective L(u) of the feature stream (000 eqs. 2-3)",
+                &["stream"],
+            ),
+            feature_stream_selected: int_gauge(
+                "ravel_feature_stream_selected",
+                "Features currently selected (at most s)",
+                &["stream"],
+            ),
+            feature_stream_passes: int_gauge(
+                "ravel_feature_stream_passes",
+                "Passes over the features seen (the open one included)",
+                &["stream"],
+            ),
+            feature_staleness_mean: gauge(
+                "ravel_feature_stream_staleness_mean",
+                "Asy-OS: mean u_C updates between a worker's read and its push",
+                &["stream", "worker"],
+            ),
+            feature_staleness_max: int_gauge(
+                "ravel_feature_stream_staleness_max",
+                "Asy-OS: largest u_C updates between a worker's read and its push (tau_max)",
+                &["stream", "worker"],
+            ),
             checkpoints: counter(
                 "ravel_checkpoints_total",
                 "Checkpoints written",
@@ -229,12 +280,34 @@ impl Metrics {
     pub fn declare_stream(&self, stream: &str) {
         self.observations_applied.with_label_values(&[stream]);
         self.messages_consumed.with_label_values(&[stream]);
-        for r in Reason::ALL {
+        for r in Reason::ROWS {
             self.messages_rejected
                 .with_label_values(&[stream, r.as_str()]);
         }
         self.dead_letters.with_label_values(&[stream]);
         self.stream_observations.with_label_values(&[stream]);
+    }
+
+    /// Creates a feature stream's series at zero; staleness for each Asy-OS worker.
+    pub fn declare_feature_stream(&self, stream: &str, workers: usize) {
+        self.messages_consumed.with_label_values(&[stream]);
+        for r in Reason::FEATURES {
+            self.messages_rejected
+                .with_label_values(&[stream, r.as_str()]);
+        }
+        self.dead_letters.with_label_values(&[stream]);
+        self.features_processed.with_label_values(&[stream]);
+        self.feature_substitutions.with_label_values(&[stream]);
+        self.feature_stream_labels.with_label_values(&[stream]);
+        self.feature_stream_selected.with_label_values(&[stream]);
+        self.feature_stream_passes.with_label_values(&[stream]);
+        if workers > 1 {
+            for t in 0..workers {
+                let t = t.to_string();
+                self.feature_staleness_mean.with_label_values(&[stream, &t]);
+                self.feature_staleness_max.with_label_values(&[stream, &t]);
+            }
+        }
     }
 
     /// The Prometheus text exposition.

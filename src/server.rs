@@ -13,6 +13,7 @@
 use crate::api::{self, AppState};
 use crate::broker::EmbeddedBroker;
 use crate::config::{Config, LogConfig, LogFormat, ServeArgs};
+use crate::feature_streams::FeatureStreams;
 use crate::ingest::{self, IngestSetup};
 use crate::metrics::Metrics;
 use crate::shutdown::{self, Shutdown};
@@ -74,6 +75,22 @@ pub async fn run(
         handles.push(StreamHandle::new(sc.clone(), snap)?);
     }
     let streams = Arc::new(Streams::new(handles));
+    for f in &config.feature_streams {
+        metrics.declare_feature_stream(&f.name, f.workers);
+    }
+    let feature_streams = Arc::new(FeatureStreams::new(&config.feature_streams));
+    // Labels sent over HTTP are written to the feature stream's topic (so a restart replays
+    // them with the features).
+    let producer = if feature_streams.is_empty() {
+        None
+    } else {
+        Some(
+            ingest::client_config(&config.kafka, &brokers)
+                .set("message.timeout.ms", "10000")
+                .create::<rdkafka::producer::FutureProducer>()
+                .map_err(|e| anyhow!("cannot create the labels producer: {e}"))?,
+        )
+    };
     let ready = Arc::new(AtomicBool::new(false));
 
     let ingest_thread = ingest::spawn(IngestSetup {
@@ -82,6 +99,7 @@ pub async fn run(
         ingest: config.ingest.clone(),
         state: config.state.clone(),
         streams: streams.clone(),
+        feature_streams: feature_streams.clone(),
         positions,
         checkpoint_clusters: clusters,
         metrics: metrics.clone(),
@@ -106,6 +124,8 @@ pub async fn run(
     };
     let state = AppState {
         streams,
+        feature_streams,
+        producer,
         metrics,
         ready,
         extractions: Arc::new(tokio::sync::Semaphore::new(permits)),
@@ -146,6 +166,11 @@ pub fn serve(args: &ServeArgs) -> anyhow::Result<()> {
                 b.create_topic(&s.topic(), config.kafka.embedded_partitions)?;
                 b.create_topic(&ingest::dlq::topic_of(&s.topic()), 1)?;
             }
+            // One partition: labels before features, passes in order.
+            for f in &config.feature_streams {
+                b.create_topic(&f.topic(), 1)?;
+                b.create_topic(&ingest::dlq::topic_of(&f.topic()), 1)?;
+            }
             if config.state.dir().is_some() {
                 tracing::info!("embedded broker: its topics live only as long as this process, so checkpoints are off");
                 config.state.dir.clear();
@@ -168,7 +193,10 @@ pub fn serve(args: &ServeArgs) -> anyhow::Result<()> {
             let _ = writeln!(out, "listening on http://{addr}");
             let _ = out.flush();
         }
-        tracing::info!(addr = %addr, brokers = %brokers, streams = config.streams.len(), "ravel serving");
+        tracing::info!(
+            addr = %addr, brokers = %brokers, streams = config.streams.len(),
+            feature_streams = config.feature_streams.len(), "ravel serving"
+        );
         let demo = if config.demo_active() {
             Some(crate::demo::DemoProducer::start(&config, &brokers)?)
         } else {

@@ -241,3 +241,53 @@ fn bad_input_and_bad_settings_are_errors() {
     asy.push(1, "b", d.cols[1].clone().into()).unwrap();
     drop(asy);
 }
+
+/// A snapshot taken mid-stream is the state at that moment: its summary and model equal the
+/// live state's then (OS) or one-worker OS's (Asy-OS), and later pushes do not change it.
+#[test]
+fn snapshots_freeze_the_state_while_the_stream_goes_on() {
+    let d = design(80, 120, 6, false, 5);
+    let params = OsParams::new(6, Loss::Squared);
+    let labels = || Labels::new(d.y.clone(), Loss::Squared).unwrap();
+    let mut os = OnlineSubstitution::new(labels(), &params).unwrap();
+    let asy = AsyncSubstitution::start(labels(), &params, 1).unwrap();
+    let asy2 = AsyncSubstitution::start(labels(), &params, 2).unwrap();
+    for (j, c) in d.cols.iter().enumerate().take(70) {
+        os.push(j, &format!("x{j}"), c).unwrap();
+        asy.push(j, &format!("x{j}"), c.clone().into()).unwrap();
+        asy2.push(j, &format!("x{j}"), c.clone().into()).unwrap();
+    }
+    let (so, sa, sa2) = (
+        os.snapshot(),
+        asy.snapshot().unwrap(),
+        asy2.snapshot().unwrap(),
+    );
+    let (live_summary, live_model) = (os.summary(), os.model(true));
+    assert_eq!(so.summary(), live_summary);
+    assert_eq!(so.model(true).coefficients, live_model.coefficients);
+    assert_eq!(so.model(true).intercept, live_model.intercept);
+    let mut a = sa.summary();
+    assert_eq!((a.method.as_str(), a.staleness.len()), ("asy-os", 1));
+    a.method = "os".into();
+    a.staleness.clear();
+    assert_eq!(a, live_summary);
+    assert_eq!(sa.model(true).coefficients, live_model.coefficients);
+    assert_eq!(sa2.summary().features_seen, 70);
+    assert_eq!(sa2.summary().workers, 2);
+    assert!(
+        live_summary.counters.substitutions > 0,
+        "nothing substituted"
+    );
+    for (j, c) in d.cols.iter().enumerate().skip(70) {
+        os.push(j, &format!("x{j}"), c).unwrap();
+        asy.push(j, &format!("x{j}"), c.clone().into()).unwrap();
+    }
+    assert_ne!(
+        os.summary(),
+        live_summary,
+        "the later features changed nothing"
+    );
+    assert_eq!(so.summary(), live_summary);
+    assert_eq!(sa.summary().features_seen, 70);
+    assert_eq!(asy.finish().unwrap().summary().features_seen, 120);
+}

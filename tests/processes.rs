@@ -423,6 +423,38 @@ fn the_default_serves_a_live_demo_stream() {
         (0..10).map(|i| 10 * i + 9).collect::<Vec<u64>>(),
         "{m}"
     );
+    // The demo feature stream: after two full passes over its 500 columns, OS holds the true
+    // features 49, 99, ..., 499 (demo::FeatureDemoSpec).
+    let start = Instant::now();
+    let f = loop {
+        let f: Value = client()
+            .get(format!("{base}/v1/feature-streams/demo-features"))
+            .send()
+            .unwrap()
+            .json()
+            .unwrap();
+        if f["passes"].as_u64().unwrap_or(0) >= 3 {
+            break f;
+        }
+        assert!(
+            start.elapsed() < DEADLINE,
+            "demo feature stream stalled at {f}; log: {}",
+            std::fs::read_to_string(&log).unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let mut selected: Vec<u64> = f["selected"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["index"].as_u64().unwrap())
+        .collect();
+    selected.sort_unstable();
+    assert_eq!(
+        selected,
+        (1..=10).map(|k| 50 * k - 1).collect::<Vec<u64>>(),
+        "{f}"
+    );
     s.signal("-INT");
     assert!(
         s.wait(),

@@ -13,10 +13,7 @@ use ravel::fit::Task;
 use ravel::ingest::format;
 use ravel::produce::{self, ProduceArgs, WireFormat};
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::message::{Headers, Message};
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
-use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -558,47 +555,6 @@ fn every_error_path_answers_4xx_json() {
         "{m}"
     );
     svc.stop().unwrap();
-}
-
-/// Reads every message of `topic` from the beginning, until `want` arrived or the deadline.
-fn read_topic(brokers: &str, topic: &str, want: usize) -> Vec<(Vec<u8>, BTreeMap<String, String>)> {
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", brokers)
-        .set("group.id", "test-reader")
-        .set("enable.auto.commit", "false")
-        .create()
-        .unwrap();
-    let md = consumer
-        .fetch_metadata(Some(topic), Duration::from_secs(30))
-        .unwrap();
-    let parts = md.topics()[0].partitions().len() as i32;
-    let mut tpl = TopicPartitionList::new();
-    for p in 0..parts {
-        tpl.add_partition_offset(topic, p, Offset::Beginning)
-            .unwrap();
-    }
-    consumer.assign(&tpl).unwrap();
-    let mut out = vec![];
-    let start = Instant::now();
-    while out.len() < want && start.elapsed() < DEADLINE {
-        if let Some(Ok(m)) = consumer.poll(Duration::from_millis(200)) {
-            let headers = m
-                .headers()
-                .map(|h| {
-                    h.iter()
-                        .map(|hd| {
-                            (
-                                hd.key.to_string(),
-                                String::from_utf8_lossy(hd.value.unwrap_or(&[])).into_owned(),
-                            )
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            out.push((m.payload().unwrap_or(&[]).to_vec(), headers));
-        }
-    }
-    out
 }
 
 #[test]

@@ -1,15 +1,18 @@
 //! The HTTP API (axum): stream summaries, model extraction, lambda paths, predictions, health
-//! and Prometheus metrics. JSON in and out; every error is `ApiError` JSON.
+//! and Prometheus metrics; feature streams in `features`. JSON in and out; every error is
+//! `ApiError` JSON.
 //!
 //! Extraction is CPU-bound (up to ~100 ms at p = 1000), so it runs on the blocking pool, from
 //! the stream's current immutable snapshot, and at most `http.max_concurrent_extractions` at
 //! once; request bodies are limited to `http.body_limit_bytes`.
 
 pub mod error;
+mod features;
 
+use crate::feature_streams::FeatureStreams;
 use crate::fit::Task;
 use crate::metrics::Metrics;
-use crate::solve::{Method, Model, ParamError, Params, model_from_stats, path_from_stats};
+use crate::solve::{Method, Model, Params, model_from_stats, path_from_stats};
 use crate::stats::{DriftStatus, RunningStats};
 use crate::streams::{StreamHandle, StreamStats, Streams};
 use axum::extract::rejection::{JsonRejection, QueryRejection};
@@ -17,7 +20,7 @@ use axum::extract::{DefaultBodyLimit, MatchedPath, Path, Query, Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{get, post, put};
 use axum::{Json, Router};
 pub use error::ApiError;
 use serde::Serialize;
@@ -32,6 +35,9 @@ use tokio::sync::Semaphore;
 #[derive(Clone)]
 pub struct AppState {
     pub streams: Arc<Streams>,
+    pub feature_streams: Arc<FeatureStreams>,
+    /// Writes labels sent over HTTP to their feature stream's topic (None: no feature streams).
+    pub producer: Option<rdkafka::producer::FutureProducer>,
     pub metrics: Arc<Metrics>,
     /// Set by ingest once the consumer group assigned partitions of every stream topic.
     pub ready: Arc<AtomicBool>,
@@ -51,8 +57,8 @@ impl AppState {
         &self,
         stream: &str,
         kind: &'static str,
-        method: Method,
-        f: impl FnOnce() -> Result<T, ParamError> + Send + 'static,
+        method: &'static str,
+        f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
     ) -> Result<T, ApiError> {
         let _permit = self
             .extractions
@@ -65,9 +71,9 @@ impl AppState {
             .map_err(|e| ApiError::internal(format!("extraction failed: {e}")))?;
         self.metrics
             .extraction_seconds
-            .with_label_values(&[stream, kind, method.name()])
+            .with_label_values(&[stream, kind, method])
             .observe(start.elapsed().as_secs_f64());
-        Ok(result?)
+        result
     }
 }
 
@@ -82,6 +88,13 @@ pub fn router(state: AppState, body_limit: usize) -> Router {
         .route("/v1/streams/{name}/model", post(model))
         .route("/v1/streams/{name}/path", get(path))
         .route("/v1/streams/{name}/predict", post(predict))
+        .route("/v1/feature-streams", get(features::list))
+        .route("/v1/feature-streams/{name}", get(features::get_one))
+        .route(
+            "/v1/feature-streams/{name}/labels",
+            put(features::put_labels),
+        )
+        .route("/v1/feature-streams/{name}/model", post(features::model))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(body_limit))
@@ -115,7 +128,7 @@ async fn not_found(req: Request) -> ApiError {
         StatusCode::NOT_FOUND,
         "not_found",
         format!(
-            "no route for {} {}; the API lives under /v1/streams",
+            "no route for {} {}; the API lives under /v1/streams and /v1/feature-streams",
             req.method(),
             req.uri().path()
         ),
@@ -292,8 +305,8 @@ async fn model(
     let method = params.method;
     let hh = h.clone();
     let m = st
-        .extract(&name, "model", method, move || {
-            model_from_stats(snap.stats.as_ref(), &params, hh.names())
+        .extract(&name, "model", method.name(), move || {
+            Ok(model_from_stats(snap.stats.as_ref(), &params, hh.names())?)
         })
         .await?;
     Ok(Json(m))
@@ -338,8 +351,8 @@ async fn path(
     let method = params.method;
     let hh = h.clone();
     let p = st
-        .extract(&name, "path", method, move || {
-            path_from_stats(snap.stats.as_ref(), &params, hh.names())
+        .extract(&name, "path", method.name(), move || {
+            Ok(path_from_stats(snap.stats.as_ref(), &params, hh.names())?)
         })
         .await?;
     Ok(Json(p))
@@ -442,8 +455,8 @@ async fn predict(
     let method = params.method;
     let hh = h.clone();
     let model = st
-        .extract(&name, "predict", method, move || {
-            model_from_stats(snap.stats.as_ref(), &params, hh.names())
+        .extract(&name, "predict", method.name(), move || {
+            Ok(model_from_stats(snap.stats.as_ref(), &params, hh.names())?)
         })
         .await?;
     let predictions: Vec<f64> = rows.iter().map(|r| model.predict(r)).collect();

@@ -27,10 +27,9 @@
 //! sequence number so that a redelivered message is harmless, and reads from the centre's
 //! latest sum). `worker_loop` is the body such a consumer would run.
 
-use super::model::{self, ModelInput};
 use super::selector::{Counters, Outcome, Selector};
+use super::snapshot::{SelectionSnapshot, sum_counters};
 use super::{FeatureError, Labels, OsParams, PassLog, Selected, Staleness, Summary};
-use crate::solve::Model;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
@@ -111,6 +110,8 @@ enum Msg {
         values: Arc<[f64]>,
     },
     Report(SyncSender<WorkerReport>),
+    /// A copy of the worker's set, after the features queued before the ask.
+    Copy(SyncSender<(Selector, Staleness)>),
 }
 
 /// What a worker tells the dispatcher when asked (after the features queued before the ask).
@@ -187,6 +188,9 @@ fn worker_loop(
             }
             Msg::Report(reply) => {
                 let _ = reply.send(report(worker, &sel, &st));
+            }
+            Msg::Copy(reply) => {
+                let _ = reply.send((sel.clone(), st.of(worker)));
             }
         }
     }
@@ -270,6 +274,10 @@ impl AsyncSubstitution {
 
     pub fn workers(&self) -> usize {
         self.senders.len()
+    }
+
+    pub fn labels(&self) -> &Labels {
+        &self.labels
     }
 
     /// Feature `index` arrives; it is queued for its worker (blocking while that worker's
@@ -384,7 +392,8 @@ impl AsyncSubstitution {
         let mut u = vec![0.0; self.labels.n()];
         self.centre.read(&mut u);
         let passes = std::mem::take(&mut *self.passes.lock().unwrap_or_else(|e| e.into_inner()));
-        Ok(AsyncFinished {
+        Ok(SelectionSnapshot {
+            method: "asy-os",
             labels: self.labels.clone(),
             params: self.params.clone(),
             eta_start: self.eta_start,
@@ -392,6 +401,40 @@ impl AsyncSubstitution {
             staleness,
             u,
             passes,
+        })
+    }
+
+    /// A frozen copy of the state after every feature pushed so far, while the workers go on:
+    /// each worker copies its set once it has applied the features queued before the ask.
+    /// Pushes wait meanwhile (the pass log is held), so u_C is read with every worker idle.
+    pub fn snapshot(&self) -> Result<SelectionSnapshot, FeatureError> {
+        let passes = self.passes.lock().unwrap_or_else(|e| e.into_inner());
+        let mut rxs = vec![];
+        for (t, tx) in self.senders.iter().enumerate() {
+            let (rtx, rrx) = sync_channel(1);
+            tx.send(Msg::Copy(rtx))
+                .map_err(|_| FeatureError::WorkerGone(format!("worker {t} is gone")))?;
+            rxs.push(rrx);
+        }
+        let (mut selectors, mut staleness) = (vec![], vec![]);
+        for (t, rx) in rxs.into_iter().enumerate() {
+            let (sel, st) = rx
+                .recv()
+                .map_err(|_| FeatureError::WorkerGone(format!("worker {t} did not answer")))?;
+            selectors.push(sel);
+            staleness.push(st);
+        }
+        let mut u = vec![0.0; self.labels.n()];
+        self.centre.read(&mut u);
+        Ok(SelectionSnapshot {
+            method: "asy-os",
+            labels: self.labels.clone(),
+            params: self.params.clone(),
+            eta_start: self.eta_start,
+            selectors,
+            staleness,
+            u,
+            passes: passes.clone(),
         })
     }
 }
@@ -406,88 +449,5 @@ impl Drop for AsyncSubstitution {
     }
 }
 
-fn sum_counters(it: impl Iterator<Item = Counters>) -> Counters {
-    it.fold(Counters::default(), |a, c| Counters {
-        steps: a.steps + c.steps,
-        entered: a.entered + c.entered,
-        substitutions: a.substitutions + c.substitutions,
-        rejected: a.rejected + c.rejected,
-        updated: a.updated + c.updated,
-        constant: a.constant + c.constant,
-        skipped: a.skipped + c.skipped,
-        eta_reductions: a.eta_reductions + c.eta_reductions,
-    })
-}
-
-/// A stopped Asy-OS stream: the workers' sets, u_C and the pass log.
-pub struct AsyncFinished {
-    labels: Arc<Labels>,
-    params: OsParams,
-    eta_start: f64,
-    selectors: Vec<Selector>,
-    staleness: Vec<Staleness>,
-    u: Vec<f64>,
-    passes: PassLog,
-}
-
-impl AsyncFinished {
-    pub fn loss(&self) -> f64 {
-        self.labels.loss().mean(&self.u, self.labels.values())
-    }
-    /// u_C at the end.
-    pub fn scores(&self) -> &[f64] {
-        &self.u
-    }
-    /// Columns held by all workers together (at most s).
-    pub fn retained_columns(&self) -> usize {
-        self.selectors.iter().map(|s| s.retained_columns()).sum()
-    }
-    /// Floats reserved for columns by all workers together (at most s n).
-    pub fn column_capacity(&self) -> usize {
-        self.selectors.iter().map(|s| s.column_capacity()).sum()
-    }
-    pub fn summary(&self) -> Summary {
-        let loss = self.loss();
-        let b0 = self
-            .selectors
-            .iter()
-            .find_map(|s| s.intercept())
-            .unwrap_or(0.0);
-        Summary {
-            method: "asy-os".into(),
-            loss_name: self.params.loss,
-            s: self.params.s,
-            workers: self.selectors.len(),
-            n: self.labels.n(),
-            selected: super::selected_of(self.selectors.iter().enumerate()),
-            intercept: super::intercept_of(b0, self.selectors.iter()),
-            loss,
-            loss_per_pass: self.passes.losses(loss),
-            passes: self.passes.passes(),
-            features_seen: self.passes.seen(),
-            counters: sum_counters(self.selectors.iter().map(|s| s.counters())),
-            eta: self
-                .selectors
-                .iter()
-                .map(|s| s.eta())
-                .fold(f64::INFINITY, f64::min),
-            eta_start: self.eta_start,
-            m: self.params.m,
-            staleness: self.staleness.clone(),
-        }
-    }
-    pub fn model(&self, refit: bool) -> Model {
-        model::build(ModelInput {
-            summary: self.summary(),
-            sets: self.selectors.iter().collect(),
-            b0: self
-                .selectors
-                .iter()
-                .find_map(|s| s.intercept())
-                .unwrap_or(0.0),
-            labels: &self.labels,
-            last_pass_substitutions: self.passes.last_pass_substitutions(),
-            refit,
-        })
-    }
-}
+/// A stopped Asy-OS stream: the workers' sets, u_C and the pass log, frozen.
+pub type AsyncFinished = SelectionSnapshot;

@@ -7,9 +7,10 @@
 //!
 //! Files: `loss` (squared, squared hinge, logistic), `kernels` (dot, axpy), `selector` (one
 //! retained set and the OS step), `online` (Algorithm 1), `asy` (Algorithms 2-3 on threads),
-//! `model` (Model JSON and refit). The library knows nothing of Kafka or HTTP: a service holds
-//! an `OnlineSubstitution` behind a lock (or in one task fed by a channel), or an
-//! `AsyncSubstitution`, whose `push` and `summary` take `&self`.
+//! `model` (Model JSON and refit), `snapshot` (a frozen copy that readers extract from
+//! while the stream goes on). The library knows nothing of Kafka or HTTP: the service
+//! (`feature_streams`) feeds an `OnlineSubstitution` or an `AsyncSubstitution` from one
+//! thread and publishes a `SelectionSnapshot` after each batch for its readers.
 
 pub mod asy;
 pub mod kernels;
@@ -17,11 +18,13 @@ pub mod loss;
 mod model;
 pub mod online;
 pub mod selector;
+pub mod snapshot;
 
 pub use asy::{AsyncFinished, AsyncSubstitution, CentralState, Centre, DEFAULT_QUEUE};
 pub use loss::Loss;
 pub use online::OnlineSubstitution;
 pub use selector::{Counters, Outcome, Retained};
+pub use snapshot::SelectionSnapshot;
 
 use serde::{Deserialize, Serialize};
 

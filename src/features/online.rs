@@ -4,12 +4,14 @@
 
 use super::model::{self, ModelInput};
 use super::selector::{Outcome, Selector};
+use super::snapshot::SelectionSnapshot;
 use super::{FeatureError, Labels, OsParams, PassLog, Summary};
 use crate::solve::Model;
+use std::sync::Arc;
 
 /// The state of one OS stream.
 pub struct OnlineSubstitution {
-    labels: Labels,
+    labels: Arc<Labels>,
     params: OsParams,
     eta_start: f64,
     selector: Selector,
@@ -27,7 +29,7 @@ impl OnlineSubstitution {
         let selector = Selector::new(n, params.s, params.loss, eta, params.m, Some(b0));
         let u = selector.own().to_vec();
         Ok(OnlineSubstitution {
-            labels,
+            labels: Arc::new(labels),
             params: params.clone(),
             eta_start: eta,
             selector,
@@ -110,6 +112,21 @@ impl OnlineSubstitution {
             eta_start: self.eta_start,
             m: self.params.m,
             staleness: vec![],
+        }
+    }
+
+    /// A frozen copy of the state (s columns of n values): its `summary` and `model` are this
+    /// stream's now, whatever is pushed afterwards.
+    pub fn snapshot(&self) -> SelectionSnapshot {
+        SelectionSnapshot {
+            method: "os",
+            labels: self.labels.clone(),
+            params: self.params.clone(),
+            eta_start: self.eta_start,
+            selectors: vec![self.selector.clone()],
+            staleness: vec![],
+            u: self.u.clone(),
+            passes: self.passes.clone(),
         }
     }
 

@@ -77,7 +77,9 @@ enum Place {
     Reject,
 }
 
-/// A retained set and its weights (standardized units).
+/// A retained set and its weights (standardized units). `Clone` copies the retained columns
+/// (budget * n floats): what a snapshot of a running stream costs.
+#[derive(Clone)]
 pub struct Selector {
     n: usize,
     budget: usize,

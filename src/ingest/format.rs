@@ -37,16 +37,44 @@ pub enum Reason {
     MissingFeature,
     /// A classification target that is not +1, -1 or 0.
     Label,
+    /// Feature streams: a sparse feature's index out of 0..n or repeated.
+    Index,
+    /// Feature streams: a feature before the labels.
+    NoLabels,
+    /// Feature streams: labels different from those the features already met.
+    LabelsConflict,
 }
 
 impl Reason {
-    pub const ALL: [Reason; 6] = [
+    pub const ALL: [Reason; 9] = [
         Reason::Malformed,
         Reason::Dimension,
         Reason::NonFinite,
         Reason::UnknownFeature,
         Reason::MissingFeature,
         Reason::Label,
+        Reason::Index,
+        Reason::NoLabels,
+        Reason::LabelsConflict,
+    ];
+    /// The reasons an observation stream's message can have.
+    pub const ROWS: [Reason; 6] = [
+        Reason::Malformed,
+        Reason::Dimension,
+        Reason::NonFinite,
+        Reason::UnknownFeature,
+        Reason::MissingFeature,
+        Reason::Label,
+    ];
+    /// The reasons a feature stream's message can have.
+    pub const FEATURES: [Reason; 7] = [
+        Reason::Malformed,
+        Reason::Dimension,
+        Reason::NonFinite,
+        Reason::Label,
+        Reason::Index,
+        Reason::NoLabels,
+        Reason::LabelsConflict,
     ];
     pub fn as_str(&self) -> &'static str {
         match self {
@@ -56,6 +84,9 @@ impl Reason {
             Reason::UnknownFeature => "unknown_feature",
             Reason::MissingFeature => "missing_feature",
             Reason::Label => "label",
+            Reason::Index => "index",
+            Reason::NoLabels => "no_labels",
+            Reason::LabelsConflict => "labels_conflict",
         }
     }
 }
@@ -66,7 +97,7 @@ pub struct Rejection {
     pub message: String,
 }
 
-fn reject<T>(reason: Reason, message: impl Into<String>) -> Result<T, Rejection> {
+pub(crate) fn reject<T>(reason: Reason, message: impl Into<String>) -> Result<T, Rejection> {
     Err(Rejection {
         reason,
         message: message.into(),

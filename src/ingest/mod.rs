@@ -13,13 +13,22 @@
 //! of the topic when no row of it was ever applied, so the statistics always cover exactly the
 //! rows before the positions. Kafka's committed offsets trail the last durable checkpoint.
 //!
-//! Files: `format` (message formats), `dlq` (dead-letter producer).
+//! Feature streams (`feature_streams`) share the consumer: their messages are applied to the
+//! selection as they are read (each is a whole column, O(n s) work), and after each batch
+//! every changed feature stream publishes its snapshot. They have no checkpoint and no
+//! committed offsets: their partitions start at the beginning of the topic at every start
+//! (and, after a rebalance within one run, where this process stopped reading them).
+//!
+//! Files: `format` (message formats), `feature_format` (feature-stream messages), `dlq`
+//! (dead-letter producer).
 
 pub mod dlq;
+pub mod feature_format;
 pub mod format;
 
 use crate::checkpoint::{self, Checkpoint};
 use crate::config::{IngestConfig, KafkaConfig, StateConfig};
+use crate::feature_streams::{Applied, ApplyError, FeatureStreams, LiveFeatureStream};
 use crate::metrics::Metrics;
 use crate::shutdown::Shutdown;
 use crate::streams::{Snapshot, StreamHandle, StreamStats, Streams};
@@ -61,6 +70,7 @@ pub struct IngestSetup {
     pub ingest: IngestConfig,
     pub state: StateConfig,
     pub streams: Arc<Streams>,
+    pub feature_streams: Arc<FeatureStreams>,
     /// Positions loaded from the checkpoints.
     pub positions: Positions,
     /// Cluster id the checkpoints were written against (must match the broker's).
@@ -235,17 +245,81 @@ struct StreamIngest {
     last_update: Option<SystemTime>,
     /// Changed (rows or positions) since the last checkpoint.
     dirty: bool,
-    /// Rejections not logged yet (logging is limited to one line per second per stream).
+    warnings: Warnings,
+}
+
+/// One feature stream's side of the loop.
+struct FeatureIngest {
+    live: LiveFeatureStream,
+    warnings: Warnings,
+    /// Set when the selection cannot go on (an Asy-OS worker died): ingest stops.
+    failed: Option<String>,
+}
+
+/// Where a topic's messages go.
+#[derive(Clone, Copy)]
+enum Target {
+    Rows(usize),
+    Features(usize),
+}
+
+/// Rejection logging, limited to one line per second per stream.
+#[derive(Default)]
+struct Warnings {
+    /// Rejections not logged yet.
     suppressed: u64,
-    last_warning: Option<Instant>,
+    last: Option<Instant>,
+}
+
+impl Warnings {
+    /// Counts a refused message, logs it (rate-limited) and copies it to the dead-letter topic.
+    fn reject(
+        &mut self,
+        stream: &str,
+        metrics: &Metrics,
+        dead_letters: Option<&DeadLetters>,
+        msg: &BorrowedMessage<'_>,
+        rej: &Rejection,
+    ) {
+        metrics
+            .messages_rejected
+            .with_label_values(&[stream, rej.reason.as_str()])
+            .inc();
+        let now = Instant::now();
+        if self
+            .last
+            .is_none_or(|t| now.duration_since(t) >= Duration::from_secs(1))
+        {
+            tracing::warn!(
+                stream = %stream, topic = %msg.topic(), partition = msg.partition(), offset = msg.offset(),
+                reason = rej.reason.as_str(), error = %rej.message, suppressed = self.suppressed,
+                "message rejected (copied to the dead-letter topic)"
+            );
+            self.last = Some(now);
+            self.suppressed = 0;
+        } else {
+            self.suppressed += 1;
+        }
+        if let Some(d) = dead_letters {
+            let src = Source {
+                stream,
+                topic: msg.topic(),
+                partition: msg.partition(),
+                offset: msg.offset(),
+                key: msg.key(),
+                payload: msg.payload().unwrap_or(&[]),
+            };
+            d.send(&src, rej);
+        }
+    }
 }
 
 struct Ingest {
     consumer: BaseConsumer<IngestContext>,
     dead_letters: Option<DeadLetters>,
     streams: Vec<StreamIngest>,
-    /// Topic -> index in `streams`.
-    by_topic: HashMap<String, usize>,
+    features: Vec<FeatureIngest>,
+    by_topic: HashMap<String, Target>,
     positions: Arc<Mutex<Positions>>,
     /// What Kafka last accepted as committed.
     committed: HashMap<(String, i32), i64>,
@@ -261,7 +335,8 @@ struct Ingest {
 
 impl Ingest {
     fn new(setup: IngestSetup) -> anyhow::Result<Ingest> {
-        let topics = setup.streams.topics();
+        let mut topics = setup.streams.topics();
+        topics.extend(setup.feature_streams.topics());
         let positions = Arc::new(Mutex::new(setup.positions));
         let context = IngestContext {
             positions: positions.clone(),
@@ -347,12 +422,24 @@ impl Ingest {
             .subscribe(&topic_refs)
             .with_context(|| format!("cannot subscribe to {topics:?}"))?;
         tracing::info!(topics = ?topics, group = %setup.kafka.group_id, "subscribed");
+        // Labels must come before features and passes keep their order: one partition.
+        for topic in setup.feature_streams.topics() {
+            if let Ok(md) = consumer.fetch_metadata(Some(&topic), Duration::from_secs(10))
+                && let Some(t) = md.topics().first()
+                && t.partitions().len() > 1
+            {
+                tracing::warn!(
+                    topic = %topic, partitions = t.partitions().len(),
+                    "feature-stream topic has several partitions: the order of labels and features across them is not kept; use one partition"
+                );
+            }
+        }
 
         let mut streams = Vec::new();
         let mut by_topic = HashMap::new();
         for handle in setup.streams.iter() {
             let snap = handle.snapshot();
-            by_topic.insert(handle.topic.clone(), streams.len());
+            by_topic.insert(handle.topic.clone(), Target::Rows(streams.len()));
             streams.push(StreamIngest {
                 handle: handle.clone(),
                 stats: snap.stats.clone(),
@@ -360,14 +447,23 @@ impl Ingest {
                 y: Vec::new(),
                 last_update: snap.last_update,
                 dirty: false,
-                suppressed: 0,
-                last_warning: None,
+                warnings: Warnings::default(),
+            });
+        }
+        let mut features = Vec::new();
+        for handle in setup.feature_streams.iter() {
+            by_topic.insert(handle.topic.clone(), Target::Features(features.len()));
+            features.push(FeatureIngest {
+                live: LiveFeatureStream::new(handle.clone()),
+                warnings: Warnings::default(),
+                failed: None,
             });
         }
         Ok(Ingest {
             consumer,
             dead_letters,
             streams,
+            features,
             by_topic,
             positions,
             // Empty: the first cycle commits the restored positions too, in case a crash left
@@ -390,6 +486,7 @@ impl Ingest {
             if self.gather() > 0 {
                 self.fold();
             }
+            self.publish_features()?;
             if let Some(d) = &self.dead_letters {
                 d.poll();
             }
@@ -405,8 +502,23 @@ impl Ingest {
         Ok(())
     }
 
-    /// Reads messages until `max_rows` rows are gathered, `max_wait` passed since the first,
-    /// or (with nothing gathered) 100 ms passed, so shutdown and checkpoints are never late.
+    /// Publishes the snapshot of every feature stream that changed; an error if one cannot
+    /// go on.
+    fn publish_features(&mut self) -> anyhow::Result<()> {
+        for f in &mut self.features {
+            if let Some(e) = &f.failed {
+                bail!("feature stream '{}' stopped: {e}", f.live.handle.name());
+            }
+            f.live
+                .publish(&self.metrics)
+                .with_context(|| format!("feature stream '{}' stopped", f.live.handle.name()))?;
+        }
+        Ok(())
+    }
+
+    /// Reads messages until `max_rows` rows (or feature-stream messages) are gathered,
+    /// `max_wait` passed since the first, or (with nothing gathered) 100 ms passed, so
+    /// shutdown, checkpoints and snapshots are never late.
     fn gather(&mut self) -> usize {
         let mut rows = 0;
         let mut deadline: Option<Instant> = None;
@@ -424,14 +536,15 @@ impl Ingest {
                 Some(Ok(msg)) => {
                     rows += accept(
                         &mut self.streams,
+                        &mut self.features,
                         &self.by_topic,
                         &self.positions,
                         &self.metrics,
                         self.dead_letters.as_ref(),
                         &msg,
                     );
-                    deadline.get_or_insert_with(|| Instant::now() + self.max_wait);
-                    if rows >= self.max_rows {
+                    let due = *deadline.get_or_insert_with(|| Instant::now() + self.max_wait);
+                    if rows >= self.max_rows || Instant::now() >= due {
                         break;
                     }
                 }
@@ -620,19 +733,45 @@ impl Ingest {
     }
 }
 
-/// Decodes one message into its stream's pending rows, or rejects it. Returns the rows.
+/// Decodes one message into its stream's pending rows, or applies it to its feature stream,
+/// or rejects it. Returns the rows (1 for a feature-stream message).
 fn accept(
     streams: &mut [StreamIngest],
-    by_topic: &HashMap<String, usize>,
+    features: &mut [FeatureIngest],
+    by_topic: &HashMap<String, Target>,
     positions: &Mutex<Positions>,
     metrics: &Metrics,
     dead_letters: Option<&DeadLetters>,
     msg: &BorrowedMessage<'_>,
 ) -> usize {
-    let Some(&i) = by_topic.get(msg.topic()) else {
-        return 0;
+    let rows = match by_topic.get(msg.topic()) {
+        None => return 0,
+        Some(&Target::Rows(i)) => accept_rows(&mut streams[i], metrics, dead_letters, msg),
+        Some(&Target::Features(i)) => {
+            accept_feature(&mut features[i], metrics, dead_letters, msg);
+            1
+        }
     };
-    let s = &mut streams[i];
+    lock(positions)
+        .entry(msg.topic().to_string())
+        .or_default()
+        .insert(msg.partition(), msg.offset() + 1);
+    rows
+}
+
+fn no_payload() -> Rejection {
+    Rejection {
+        reason: Reason::Malformed,
+        message: "message has no payload".into(),
+    }
+}
+
+fn accept_rows(
+    s: &mut StreamIngest,
+    metrics: &Metrics,
+    dead_letters: Option<&DeadLetters>,
+    msg: &BorrowedMessage<'_>,
+) -> usize {
     let name = s.handle.name();
     metrics.messages_consumed.with_label_values(&[name]).inc();
     let schema = Schema {
@@ -640,56 +779,57 @@ fn accept(
         index: s.handle.index.as_ref(),
         classification: s.handle.task() == crate::fit::Task::Classification,
     };
-    let payload = msg.payload().unwrap_or(&[]);
-    let result = if msg.payload().is_none() {
-        Err(Rejection {
-            reason: Reason::Malformed,
-            message: "message has no payload".into(),
-        })
-    } else {
-        format::decode(payload, &schema, &mut s.x, &mut s.y)
+    let result = match msg.payload() {
+        None => Err(no_payload()),
+        Some(payload) => format::decode(payload, &schema, &mut s.x, &mut s.y),
     };
-    let rows = match result {
+    s.dirty = true;
+    match result {
         Ok(n) => n,
         Err(rej) => {
-            metrics
-                .messages_rejected
-                .with_label_values(&[name, rej.reason.as_str()])
-                .inc();
-            let now = Instant::now();
-            if s.last_warning
-                .is_none_or(|t| now.duration_since(t) >= Duration::from_secs(1))
-            {
-                tracing::warn!(
-                    stream = %name, topic = %msg.topic(), partition = msg.partition(), offset = msg.offset(),
-                    reason = rej.reason.as_str(), error = %rej.message, suppressed = s.suppressed,
-                    "message rejected (copied to the dead-letter topic)"
-                );
-                s.last_warning = Some(now);
-                s.suppressed = 0;
-            } else {
-                s.suppressed += 1;
-            }
-            if let Some(d) = dead_letters {
-                let src = Source {
-                    stream: name,
-                    topic: msg.topic(),
-                    partition: msg.partition(),
-                    offset: msg.offset(),
-                    key: msg.key(),
-                    payload,
-                };
-                d.send(&src, &rej);
-            }
+            s.warnings.reject(name, metrics, dead_letters, msg, &rej);
             0
         }
+    }
+}
+
+fn accept_feature(
+    f: &mut FeatureIngest,
+    metrics: &Metrics,
+    dead_letters: Option<&DeadLetters>,
+    msg: &BorrowedMessage<'_>,
+) {
+    let handle = f.live.handle.clone();
+    let name = handle.name();
+    metrics.messages_consumed.with_label_values(&[name]).inc();
+    let result = match msg.payload() {
+        None => Err(ApplyError::Rejected(no_payload())),
+        Some(payload) => feature_format::decode(payload, handle.config.n)
+            .map_err(ApplyError::Rejected)
+            .and_then(|m| f.live.apply(m)),
     };
-    lock(positions)
-        .entry(msg.topic().to_string())
-        .or_default()
-        .insert(msg.partition(), msg.offset() + 1);
-    s.dirty = true;
-    rows
+    let rejection = match result {
+        Ok(Applied::Feature) => {
+            metrics.features_processed.with_label_values(&[name]).inc();
+            None
+        }
+        Ok(Applied::Labels) => {
+            tracing::info!(stream = %name, n = handle.config.n, offset = msg.offset(), "feature stream: labels received");
+            None
+        }
+        Ok(Applied::SameLabels) => None,
+        Err(ApplyError::Rejected(rej)) => {
+            f.warnings.reject(name, metrics, dead_letters, msg, &rej);
+            Some(rej)
+        }
+        Err(ApplyError::Failed(e)) => {
+            tracing::error!(stream = %name, error = %e, "feature stream failed");
+            f.failed = Some(e.to_string());
+            None
+        }
+    };
+    f.live
+        .read(msg.partition(), msg.offset(), rejection.as_ref());
 }
 
 /// What the checkpoints restore: stream -> initial snapshot, positions, stream -> cluster id.

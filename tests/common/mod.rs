@@ -4,10 +4,15 @@
 
 #![allow(dead_code)]
 
-use ravel::config::{Config, FeatureSchema, StreamConfig};
+use ravel::config::{Config, FeatureSchema, FeatureStreamConfig, StreamConfig};
 use ravel::fit::Task;
 use ravel::shutdown::{self, ShutdownTrigger};
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::{Headers, Message};
+use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -94,6 +99,30 @@ impl TestService {
         (status, r.json().unwrap_or(Value::Null))
     }
 
+    pub fn put(&self, path: &str, body: &Value) -> (u16, Value) {
+        let r = client().put(self.url(path)).json(body).send().expect("PUT");
+        let status = r.status().as_u16();
+        (status, r.json().unwrap_or(Value::Null))
+    }
+
+    /// Waits until feature stream `name` has read `messages` messages of its (one-partition)
+    /// topic; returns its summary.
+    pub fn wait_feature_offset(&self, name: &str, messages: i64) -> Value {
+        let start = Instant::now();
+        loop {
+            let (status, v) = self.get(&format!("/v1/feature-streams/{name}"));
+            if status == 200 && v["offsets"]["0"].as_i64() == Some(messages) {
+                return v;
+            }
+            if start.elapsed() > DEADLINE {
+                panic!(
+                    "feature stream {name}: wanted {messages} messages read, have {v} after {DEADLINE:?}"
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     pub fn metrics(&self) -> String {
         client()
             .get(self.url("/metrics"))
@@ -149,6 +178,24 @@ pub fn config(streams: Vec<StreamConfig>, state_dir: Option<&Path>) -> Config {
         .map(|d| d.display().to_string())
         .unwrap_or_default();
     c.state.checkpoint_interval_ms = 300;
+    c.ingest.lag_interval_ms = 500;
+    c.check().expect("test config is valid");
+    c
+}
+
+/// A config for tests with feature streams only: no demo, no checkpoints, and a short
+/// session timeout so that a restarted service rejoins the group at once.
+pub fn feature_config(feature_streams: Vec<FeatureStreamConfig>) -> Config {
+    let mut c = Config {
+        feature_streams,
+        ..Config::default()
+    };
+    c.demo.enabled = false;
+    c.kafka.brokers = "set by the test".into();
+    c.kafka
+        .options
+        .insert("session.timeout.ms".into(), "6000".into());
+    c.state.dir = String::new();
     c.ingest.lag_interval_ms = 500;
     c.check().expect("test config is valid");
     c
@@ -250,4 +297,49 @@ pub fn sample(metrics: &str, name_and_labels: &str) -> Option<f64> {
         .find(|l| l.starts_with(name_and_labels) && l[name_and_labels.len()..].starts_with(' '))
         .and_then(|l| l.rsplit(' ').next())
         .and_then(|v| v.parse().ok())
+}
+
+/// Reads every message of `topic` from the beginning, until `want` arrived or the deadline.
+pub fn read_topic(
+    brokers: &str,
+    topic: &str,
+    want: usize,
+) -> Vec<(Vec<u8>, BTreeMap<String, String>)> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("group.id", "test-reader")
+        .set("enable.auto.commit", "false")
+        .create()
+        .unwrap();
+    let md = consumer
+        .fetch_metadata(Some(topic), Duration::from_secs(30))
+        .unwrap();
+    let parts = md.topics()[0].partitions().len() as i32;
+    let mut tpl = TopicPartitionList::new();
+    for p in 0..parts {
+        tpl.add_partition_offset(topic, p, Offset::Beginning)
+            .unwrap();
+    }
+    consumer.assign(&tpl).unwrap();
+    let mut out = vec![];
+    let start = Instant::now();
+    while out.len() < want && start.elapsed() < DEADLINE {
+        if let Some(Ok(m)) = consumer.poll(Duration::from_millis(200)) {
+            let headers = m
+                .headers()
+                .map(|h| {
+                    h.iter()
+                        .map(|hd| {
+                            (
+                                hd.key.to_string(),
+                                String::from_utf8_lossy(hd.value.unwrap_or(&[])).into_owned(),
+                            )
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            out.push((m.payload().unwrap_or(&[]).to_vec(), headers));
+        }
+    }
+    out
 }
