@@ -388,7 +388,15 @@ fn check_batch(p: usize, x: &[f64], y: &[f64]) -> Result<usize, StatsError> {
             ys: rows,
         });
     }
-    if syrk::all_finite(x) && syrk::all_finite(y) {
+    // Large batches are checked on all threads (the scan is bound by memory bandwidth).
+    const CHUNK: usize = 1 << 17;
+    let finite_x = if x.len() > 2 * CHUNK {
+        use rayon::prelude::*;
+        x.par_chunks(CHUNK).all(syrk::all_finite)
+    } else {
+        syrk::all_finite(x)
+    };
+    if finite_x && syrk::all_finite(y) {
         return Ok(rows);
     }
     for (i, row) in x.chunks_exact(p).enumerate() {

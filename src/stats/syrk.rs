@@ -32,6 +32,11 @@ const NR: usize = 4;
 /// Rows of the batch per packed block: the 12 x KC row panel stays in L1/L2, the 4 x KC
 /// column panel in L1.
 const KC: usize = 256;
+/// Rows per packed block for a batch of `rows`: at most KC, as even as possible.
+fn block_rows(rows: usize) -> usize {
+    rows.div_ceil(rows.div_ceil(KC).max(1))
+}
+
 /// Row panels per L2 block (MC = 12 * MC_PANELS rows of the triangle).
 const MC_PANELS: usize = 12;
 
@@ -249,7 +254,8 @@ unsafe fn pack(batch: &Batch, k0: usize, kc: usize, q0: usize, a: &mut [f64]) {
     }
 }
 
-/// A 32-byte aligned scratch buffer of `len` doubles, reused per thread.
+/// A 32-byte aligned scratch buffer of `len` doubles, reused per thread (a few per thread: the
+/// packed blocks and the buffers of `Split::Rows`).
 struct Scratch {
     buf: Vec<f64>,
     off: usize,
@@ -257,14 +263,19 @@ struct Scratch {
 }
 
 thread_local! {
-    static SCRATCH: std::cell::Cell<Vec<f64>> = const { std::cell::Cell::new(Vec::new()) };
+    static SCRATCH: std::cell::Cell<Vec<Vec<f64>>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 impl Scratch {
-    /// Takes this thread's buffer (a nested call on the same thread gets a fresh one).
     fn take(len: usize) -> Scratch {
-        let mut buf = SCRATCH.with(|c| c.take());
-        // Packing writes every element it reads back: no need to clear.
+        let mut buf = SCRATCH.with(|c| {
+            let mut pool = c.take();
+            let buf = pool.pop().unwrap_or_default();
+            c.set(pool);
+            buf
+        });
+        // Every element handed out is written before it is read (packing, beta = 0, or an
+        // explicit fill): no need to clear.
         if buf.len() < len + 4 {
             buf.resize(len + 4, 0.0);
         }
@@ -280,8 +291,11 @@ impl Drop for Scratch {
     fn drop(&mut self) {
         let buf = std::mem::take(&mut self.buf);
         SCRATCH.with(|c| {
-            let old = c.take();
-            c.set(if old.capacity() > buf.capacity() { old } else { buf });
+            let mut pool = c.take();
+            if pool.len() < 4 {
+                pool.push(buf);
+            }
+            c.set(pool);
         });
     }
 }
@@ -323,7 +337,7 @@ unsafe fn fold_rows(dst: Dst, batch: &Batch, range: std::ops::Range<usize>, deca
     let big = batch.p + 2;
     let nq = row_panels(big);
     let ns = big.div_ceil(NR);
-    let kc_max = KC.min(range.len()).max(1);
+    let kc_max = block_rows(range.len()).max(1);
     let mut scratch = Scratch::take(nq * MR * kc_max);
     let a = scratch.get();
     let mut beta = decay;
@@ -335,7 +349,7 @@ unsafe fn fold_rows(dst: Dst, batch: &Batch, range: std::ops::Range<usize>, deca
         return;
     }
     while k0 < range.end {
-        let kc = KC.min(range.end - k0);
+        let kc = kc_max.min(range.end - k0);
         let a = &mut a[..nq * MR * kc];
         // SAFETY: AVX2 and FMA available (the caller's promise).
         unsafe { pack(batch, k0, kc, 0, a) };
@@ -350,27 +364,43 @@ unsafe fn fold_rows(dst: Dst, batch: &Batch, range: std::ops::Range<usize>, deca
 /// summed in at the end.
 #[cfg(target_arch = "x86_64")]
 fn fold_split_rows(sxx: &mut [f64], extra: &mut [f64], batch: &Batch, decay: f64, n: usize) {
-    use rayon::prelude::*;
     let (p, rows) = (batch.p, batch.y.len());
     let big = p + 2;
-    let mut parts: Vec<(Vec<f64>, Vec<f64>)> =
-        (1..n).map(|_| (vec![0.0; p * p], vec![0.0; 2 * big])).collect();
-    let mut outs: Vec<(&mut [f64], &mut [f64], f64)> = vec![(sxx, extra, decay)];
-    outs.extend(parts.iter_mut().map(|(c, e)| (&mut c[..], &mut e[..], 1.0)));
-    outs.into_par_iter().enumerate().for_each(|(t, (c, e, beta))| {
-        let dst = Dst::new(c, e, p);
-        // SAFETY: each part writes only its own buffers, mutably borrowed by this closure;
-        // AVX2 and FMA were detected by `fold`.
-        unsafe { fold_rows(dst, batch, rows * t / n..rows * (t + 1) / n, beta) };
+    let part = |t: usize| rows * t / n..rows * (t + 1) / n;
+    // The other parts' buffers: beta = 0 overwrites them, so they need no clearing (the two
+    // augmented rows are accumulated, and cleared).
+    let mut scratch = Scratch::take((n - 1) * (p * p + 2 * big));
+    let mut bufs: Vec<(&mut [f64], &mut [f64])> = scratch
+        .get()
+        .chunks_exact_mut(p * p + 2 * big)
+        .map(|b| {
+            let (c, e) = b.split_at_mut(p * p);
+            e.fill(0.0);
+            (c, e)
+        })
+        .collect();
+    // Part 0 runs on this thread, the others on the pool.
+    rayon::in_place_scope(|scope| {
+        for (t, (c, e)) in bufs.iter_mut().enumerate() {
+            let dst = Dst::new(c, e, p);
+            scope.spawn(move |_| {
+                // SAFETY: this part writes only its own buffers, mutably borrowed until the
+                // scope ends; AVX2 and FMA were detected by `fold`.
+                unsafe { fold_rows(dst, batch, part(t + 1), 0.0) };
+            });
+        }
+        // SAFETY: `sxx` and `extra` are mutably borrowed by this function and written by this
+        // part only; AVX2 and FMA were detected by `fold`.
+        unsafe { fold_rows(Dst::new(sxx, extra, p), batch, part(0), decay) };
     });
-    for (c, e) in &parts {
+    for (c, e) in &bufs {
         for j in 0..p {
             let col = j * p + j..(j + 1) * p;
             for (s, v) in sxx[col.clone()].iter_mut().zip(&c[col]) {
                 *s += v;
             }
         }
-        for (s, v) in extra.iter_mut().zip(e) {
+        for (s, v) in extra.iter_mut().zip(e.iter()) {
             *s += v;
         }
     }
@@ -404,7 +434,7 @@ fn fold_split_cols(sxx: &mut [f64], extra: &mut [f64], batch: &Batch, decay: f64
         unsafe { scale_lower(Dst::new(sxx, extra, p), decay) };
         return;
     }
-    let kc_max = KC.min(rows);
+    let kc_max = block_rows(rows);
     let mut scratch = Scratch::take(nq * MR * kc_max);
     let a = scratch.get();
     let dst = Dst::new(sxx, extra, p);
@@ -416,7 +446,7 @@ fn fold_split_cols(sxx: &mut [f64], extra: &mut [f64], batch: &Batch, decay: f64
         let mut beta = decay;
         let mut k0 = 0;
         while k0 < rows {
-            let kc = KC.min(rows - k0);
+            let kc = kc_max.min(rows - k0);
             let a = &mut a[..nq * MR * kc];
             a.par_chunks_mut(per * MR * kc)
                 .enumerate()
@@ -435,7 +465,7 @@ fn fold_split_cols(sxx: &mut [f64], extra: &mut [f64], batch: &Batch, decay: f64
     });
 }
 
-/// `sxx *= decay` on the lower triangle (a batch with no rows).
+/// `sxx *= decay` on the lower triangle (a batch with no rows; decay = 0 clears).
 ///
 /// # Safety
 /// `dst` valid as for `fold_rows`.
@@ -443,14 +473,17 @@ unsafe fn scale_lower(dst: Dst, decay: f64) {
     for j in 0..dst.p {
         for i in j..dst.p {
             // SAFETY: i, j < p, within the p x p buffer.
-            unsafe { *dst.c.add(i + j * dst.ldc) *= decay };
+            unsafe {
+                let e = dst.c.add(i + j * dst.ldc);
+                *e = if decay == 0.0 { 0.0 } else { *e * decay };
+            }
         }
     }
 }
 
 /// One packed block of kc rows: every tile on or below the diagonal whose columns are in the
-/// column panels `cols`. `c = beta * c + alpha * (A B^T)` for the rows below p, `extra +=
-/// alpha * (A B^T)` for the two augmented rows.
+/// column panels `cols`. `c = beta * c + alpha * (A B^T)` for the rows below p (beta = 0
+/// overwrites, whatever c held), `extra += alpha * (A B^T)` for the two augmented rows.
 ///
 /// # Safety
 /// AVX2 and FMA available; `dst` valid, its columns in `cols` written by this thread only.
@@ -536,7 +569,7 @@ unsafe fn compute(
                             // SAFETY: j <= i < p: inside the p x p buffer, lower part.
                             unsafe {
                                 let e = dst.c.add(i + j * dst.ldc);
-                                *e = beta * *e + v;
+                                *e = if beta == 0.0 { v } else { beta * *e + v };
                             }
                         } else {
                             // SAFETY: i - p < 2 and j < p + 2: inside `extra`.
@@ -729,7 +762,7 @@ unsafe fn tile_small<const NV: usize>(kc: usize, a: *const f64, b: *const f64) -
     acc
 }
 
-/// c[r + jj * ldc] = beta * c + alpha * acc for a whole 12 x 4 tile.
+/// c[r + jj * ldc] = beta * c + alpha * acc for a whole 12 x 4 tile (beta = 0: overwrite).
 ///
 /// # Safety
 /// AVX2 and FMA available; `c` valid for the 12 x 4 tile with leading dimension `ldc`.
@@ -743,8 +776,12 @@ unsafe fn store_full(c: *mut f64, ldc: usize, acc: &[[__m256d; 3]; 4], alpha: f6
             // SAFETY: inside the tile the caller vouches for.
             unsafe {
                 let e = c.add(jj * ldc + 4 * v);
-                let old = _mm256_loadu_pd(e);
-                _mm256_storeu_pd(e, _mm256_fmadd_pd(va, *reg, _mm256_mul_pd(vb, old)));
+                let new = if beta == 0.0 {
+                    _mm256_mul_pd(va, *reg)
+                } else {
+                    _mm256_fmadd_pd(va, *reg, _mm256_mul_pd(vb, _mm256_loadu_pd(e)))
+                };
+                _mm256_storeu_pd(e, new);
             }
         }
     }
