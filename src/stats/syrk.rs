@@ -742,7 +742,11 @@ unsafe fn tile12(kc: usize, a: *const f64, b: *const f64) -> [[__m256d; 3]; 4] {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 #[inline]
-unsafe fn tile_small<const NV: usize>(kc: usize, a: *const f64, b: *const f64) -> [[__m256d; 3]; 4] {
+unsafe fn tile_small<const NV: usize>(
+    kc: usize,
+    a: *const f64,
+    b: *const f64,
+) -> [[__m256d; 3]; 4] {
     let mut acc = [[_mm256_setzero_pd(); 3]; 4];
     for k in 0..kc {
         // SAFETY: k < kc, within the reads the caller vouches for.
@@ -917,7 +921,15 @@ mod tests {
                 v[at] = 1.0;
             }
         }
-        for ok in [f64::MAX, f64::MIN, f64::MIN_POSITIVE, 0.0, -0.0, 5e-324, -5e-324] {
+        for ok in [
+            f64::MAX,
+            f64::MIN,
+            f64::MIN_POSITIVE,
+            0.0,
+            -0.0,
+            5e-324,
+            -5e-324,
+        ] {
             v[7] = ok;
             assert!(all_finite(&v));
         }
