@@ -379,20 +379,20 @@ fn fold_split_rows(sxx: &mut [f64], extra: &mut [f64], batch: &Batch, decay: f64
             (c, e)
         })
         .collect();
-    // Part 0 runs on this thread, the others on the pool.
-    rayon::in_place_scope(|scope| {
-        for (t, (c, e)) in bufs.iter_mut().enumerate() {
-            let dst = Dst::new(c, e, p);
-            scope.spawn(move |_| {
-                // SAFETY: this part writes only its own buffers, mutably borrowed until the
-                // scope ends; AVX2 and FMA were detected by `fold`.
-                unsafe { fold_rows(dst, batch, part(t + 1), 0.0) };
+    // All parts run on the pool (with a part on this thread as well, a third thread would share
+    // the cores with the pool's idle, spinning workers).
+    let mut outs: Vec<(Dst, f64)> = vec![(Dst::new(sxx, extra, p), decay)];
+    outs.extend(bufs.iter_mut().map(|(c, e)| (Dst::new(c, e, p), 0.0)));
+    {
+        use rayon::prelude::*;
+        outs.into_par_iter()
+            .enumerate()
+            .for_each(|(t, (dst, beta))| {
+                // SAFETY: part t writes only its own buffers (`sxx` and `extra` for part 0), all
+                // mutably borrowed by this function; AVX2 and FMA were detected by `fold`.
+                unsafe { fold_rows(dst, batch, part(t), beta) };
             });
-        }
-        // SAFETY: `sxx` and `extra` are mutably borrowed by this function and written by this
-        // part only; AVX2 and FMA were detected by `fold`.
-        unsafe { fold_rows(Dst::new(sxx, extra, p), batch, part(0), decay) };
-    });
+    }
     for (c, e) in &bufs {
         for j in 0..p {
             let col = j * p + j..(j + 1) * p;
@@ -415,18 +415,23 @@ fn fold_split_cols(sxx: &mut [f64], extra: &mut [f64], batch: &Batch, decay: f64
     let big = p + 2;
     let nq = row_panels(big);
     let ns = big.div_ceil(NR);
-    // Column panel s has about (nq - s * NR / MR) tiles: cut the cumulative work in n.
-    let work = |s: usize| (nq - s * NR / MR) as f64;
+    // Column panel s has (nq - s * NR / MR) tiles, the first on the diagonal and smaller
+    // (4, 8 or 12 rows; a 4-row tile runs at about 2/3 the speed of a 12-row one): cut the
+    // cumulative work into CHUNKS_PER_THREAD * n chunks, taken by the threads as they go, so
+    // that a thread that falls behind (a shared machine) is helped by the other.
+    const CHUNKS_PER_THREAD: usize = 8;
+    let work = |s: usize| (nq - s * NR / MR) as f64 - [0.0, 0.4, 0.6][s % 3];
+    let chunks = (CHUNKS_PER_THREAD * n).min(ns);
     let total: f64 = (0..ns).map(work).sum();
     let mut cuts = vec![0usize];
     let mut acc = 0.0;
     for s in 0..ns {
         acc += work(s);
-        if acc >= total * cuts.len() as f64 / n as f64 && cuts.len() < n {
+        if acc >= total * cuts.len() as f64 / chunks as f64 && cuts.len() < chunks {
             cuts.push(s + 1);
         }
     }
-    while cuts.len() <= n {
+    while cuts.len() <= chunks {
         cuts.push(ns);
     }
     if rows == 0 {
@@ -453,9 +458,9 @@ fn fold_split_cols(sxx: &mut [f64], extra: &mut [f64], batch: &Batch, decay: f64
                 // SAFETY: AVX2 and FMA were detected by `fold`.
                 .for_each(|(t, a)| unsafe { pack(batch, k0, kc, t * per, a) });
             let a = &*a;
-            (0..n).into_par_iter().for_each(|t| {
-                // SAFETY: thread t writes only columns cuts[t] * NR .. cuts[t + 1] * NR of the
-                // triangle (and of the two augmented rows), disjoint from the other threads';
+            (0..chunks).into_par_iter().with_max_len(1).for_each(|t| {
+                // SAFETY: chunk t writes only columns cuts[t] * NR .. cuts[t + 1] * NR of the
+                // triangle (and of the two augmented rows), disjoint from the other chunks';
                 // `sxx` and `extra` stay mutably borrowed by this function meanwhile.
                 unsafe { compute(dst, a, kc, big, cuts[t]..cuts[t + 1], alpha, beta) };
             });
