@@ -173,7 +173,10 @@ impl RunningStats {
     /// Fold a mini-batch in: `x` is row-major, `y.len()` rows of p features. One symmetric
     /// rank-B update of E[x x^T]; the result equals B calls of `update` up to rounding.
     pub fn update_batch(&mut self, x: &[f64], y: &[f64]) -> Result<(), StatsError> {
-        let rows = check_batch(self.p, x, y)?;
+        // An adaptive schedule reads the rows before they are folded: check them first. The
+        // others fold the whole batch at once, and the fold checks it on its way (`apply`).
+        let adaptive = matches!(self.schedule, AlphaSchedule::Adaptive(_));
+        let rows = check_batch(self.p, x, y, adaptive)?;
         let p = self.p;
         let mut at = 0;
         while at < rows {
@@ -186,8 +189,14 @@ impl RunningStats {
             let (xs, ys) = (&x[at * p..], &y[at..]);
             let alphas = self.schedule.alphas_for_batch(self.n, rows - at, xs, ys);
             let got = alphas.len();
+            let weight = self.weight;
             let (decay, omega) = self.fold_weights(&alphas);
-            self.apply(&xs[..got * p], &ys[..got], decay, &omega);
+            if !self.apply(&xs[..got * p], &ys[..got], decay, &omega, adaptive) {
+                // Only unchecked batches get here, whole (non-adaptive schedules take every
+                // row at once): nothing else has changed yet.
+                self.weight = weight;
+                return Err(first_non_finite(p, x, y));
+            }
             self.n += got as u64;
             at += got;
         }
@@ -214,7 +223,9 @@ impl RunningStats {
         (tail, omega)
     }
 
-    fn apply(&mut self, x: &[f64], y: &[f64], decay: f64, omega: &[f64]) {
+    /// Folds the rows in; unless `checked`, returns false without touching anything if a value
+    /// is NaN or infinite.
+    fn apply(&mut self, x: &[f64], y: &[f64], decay: f64, omega: &[f64], checked: bool) -> bool {
         let p = self.p;
         let rows = y.len();
         // Equal row weights (plain averages: every omega_i = 1/(n+B) up to rounding) scale the
@@ -234,16 +245,33 @@ impl RunningStats {
                 syrk::Weights::Rows(omega)
             };
             let mut extra = vec![0.0; 2 * (p + 2)];
-            if syrk::fold(&mut self.sxx, &mut extra, p, x, y, weights, decay, None) {
-                let (sum_x, sum_xy) = extra.split_at(p + 2);
-                for j in 0..p {
-                    self.mean_x[j] = decay * self.mean_x[j] + sum_x[j];
-                    self.sxy[j] = decay * self.sxy[j] + sum_xy[j];
+            match syrk::fold(
+                &mut self.sxx,
+                &mut extra,
+                p,
+                x,
+                y,
+                weights,
+                decay,
+                checked,
+                None,
+            ) {
+                syrk::Folded::Done => {
+                    let (sum_x, sum_xy) = extra.split_at(p + 2);
+                    for j in 0..p {
+                        self.mean_x[j] = decay * self.mean_x[j] + sum_x[j];
+                        self.sxy[j] = decay * self.sxy[j] + sum_xy[j];
+                    }
+                    self.mean_y = decay * self.mean_y + sum_xy[p];
+                    self.syy = decay * self.syy + sum_xy[p + 1];
+                    return true;
                 }
-                self.mean_y = decay * self.mean_y + sum_xy[p];
-                self.syy = decay * self.syy + sum_xy[p + 1];
-                return;
+                syrk::Folded::NotFinite => return false,
+                syrk::Folded::Unavailable => {}
             }
+        }
+        if !checked && !syrk::batch_finite(x, y) {
+            return false;
         }
         for v in self.mean_x.iter_mut().chain(self.sxy.iter_mut()) {
             *v *= decay;
@@ -274,7 +302,7 @@ impl RunningStats {
                     col[i] += wj * row[i];
                 }
             }
-            return;
+            return true;
         }
         // Other CPUs: faer's triangular product.
         let scaled;
@@ -309,6 +337,7 @@ impl RunningStats {
             alpha,
             par,
         );
+        true
     }
 
     /// Combine the statistics of another shard of the same stream. For plain averages the
@@ -373,8 +402,8 @@ pub struct DriftStatus {
     pub cusum_threshold: Option<f64>,
 }
 
-/// Validates a batch before anything is changed: dimensions and finiteness.
-fn check_batch(p: usize, x: &[f64], y: &[f64]) -> Result<usize, StatsError> {
+/// Validates a batch before anything is changed: dimensions and, if `finite`, finiteness.
+fn check_batch(p: usize, x: &[f64], y: &[f64], finite: bool) -> Result<usize, StatsError> {
     let rows = y.len();
     if p == 0 || x.len() != rows * p {
         if rows > 0 && x.len() % rows == 0 {
@@ -388,23 +417,20 @@ fn check_batch(p: usize, x: &[f64], y: &[f64]) -> Result<usize, StatsError> {
             ys: rows,
         });
     }
-    // Large batches are checked on all threads (the scan is bound by memory bandwidth).
-    const CHUNK: usize = 1 << 17;
-    let finite_x = if x.len() > 2 * CHUNK {
-        use rayon::prelude::*;
-        x.par_chunks(CHUNK).all(syrk::all_finite)
-    } else {
-        syrk::all_finite(x)
-    };
-    if finite_x && syrk::all_finite(y) {
-        return Ok(rows);
-    }
-    for (i, row) in x.chunks_exact(p).enumerate() {
-        if !y[i].is_finite() || row.iter().any(|v| !v.is_finite()) {
-            return Err(StatsError::NonFinite { row: i });
-        }
+    if finite && !syrk::batch_finite(x, y) {
+        return Err(first_non_finite(p, x, y));
     }
     Ok(rows)
+}
+
+/// The error for the first row with a NaN or infinite value (the batch has one).
+fn first_non_finite(p: usize, x: &[f64], y: &[f64]) -> StatsError {
+    let row = x
+        .chunks_exact(p)
+        .zip(y)
+        .position(|(row, yi)| !yi.is_finite() || row.iter().any(|v| !v.is_finite()))
+        .unwrap_or(0);
+    StatsError::NonFinite { row }
 }
 
 /// Class-conditional running averages for +1/-1 labels (003 section 3.6): positives and
@@ -433,7 +459,7 @@ impl ClassStats {
     /// class. Nothing changes if any row is invalid.
     pub fn update_batch(&mut self, x: &[f64], y: &[f64]) -> Result<(), StatsError> {
         let p = self.p();
-        check_batch(p, x, y)?;
+        check_batch(p, x, y, true)?;
         let (mut xp, mut yp, mut xn, mut yn) = (vec![], vec![], vec![], vec![]);
         for (i, (row, &label)) in x.chunks_exact(p).zip(y).enumerate() {
             if label == 1.0 {

@@ -85,10 +85,21 @@ pub(super) fn choose(p: usize, rows: usize, threads: usize) -> Split {
     }
 }
 
+/// What `fold` did.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum Folded {
+    Done,
+    /// `checked` was false and a value of the batch is NaN or infinite: nothing was touched.
+    NotFinite,
+    /// The kernel cannot run on this CPU: nothing was touched, nothing was checked.
+    Unavailable,
+}
+
 /// `sxx = decay * sxx + sum_k w_k x_k x_k^T` on the lower triangle of the column-major p x p
 /// `sxx`, and `extra[r * (p + 2) + j] += sum_k w_k a_k[p + r] a_k[j]` for the last two rows of
-/// the augmented product (see the module header). Returns false (touching nothing) where the
-/// kernel cannot run on this CPU.
+/// the augmented product (see the module header). Unless `checked`, the batch is first checked
+/// for NaN and infinities (by each thread on its own rows under `Split::Rows`, where that costs
+/// no extra pass), and nothing is touched if one is found.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn fold(
     sxx: &mut [f64],
@@ -98,10 +109,11 @@ pub(super) fn fold(
     y: &[f64],
     weights: Weights,
     decay: f64,
+    checked: bool,
     split: Option<Split>,
-) -> bool {
+) -> Folded {
     if !available() {
-        return false;
+        return Folded::Unavailable;
     }
     let rows = y.len();
     let big = p + 2;
@@ -113,6 +125,9 @@ pub(super) fn fold(
     #[cfg(target_arch = "x86_64")]
     {
         let batch = Batch { p, x, y, weights };
+        if !checked && !matches!(split, Split::Rows(_)) && !batch_finite(x, y) {
+            return Folded::NotFinite;
+        }
         match split {
             Split::Seq => {
                 let dst = Dst::new(sxx, extra, p);
@@ -120,11 +135,28 @@ pub(super) fn fold(
                 // written by this thread only; AVX2 and FMA were detected above.
                 unsafe { fold_rows(dst, &batch, 0..rows, decay) };
             }
-            Split::Rows(n) => fold_split_rows(sxx, extra, &batch, decay, n.max(1)),
+            Split::Rows(n) => {
+                if !fold_split_rows(sxx, extra, &batch, decay, n.max(1), checked) {
+                    return Folded::NotFinite;
+                }
+            }
             Split::Cols(n) => fold_split_cols(sxx, extra, &batch, decay, n.max(1)),
         }
     }
-    true
+    Folded::Done
+}
+
+/// Whether every value of a batch is finite; large batches are scanned on all threads (the scan
+/// is bound by memory bandwidth).
+pub(super) fn batch_finite(x: &[f64], y: &[f64]) -> bool {
+    const CHUNK: usize = 1 << 17;
+    let finite_x = if x.len() > 2 * CHUNK {
+        use rayon::prelude::*;
+        x.par_chunks(CHUNK).all(all_finite)
+    } else {
+        all_finite(x)
+    };
+    finite_x && all_finite(y)
 }
 
 /// Whether every value is finite (no NaN, no infinity), for the batch check before a fold:
@@ -360,16 +392,24 @@ unsafe fn fold_rows(dst: Dst, batch: &Batch, range: std::ops::Range<usize>, deca
     }
 }
 
-/// `Split::Rows(n)`: part 0 folds into `sxx` itself, the others into zeroed buffers that are
-/// summed in at the end.
+/// `Split::Rows(n)`: each part folds its rows into its own buffer (overwritten, beta = 0), after
+/// checking them unless `checked`; the buffers are summed into `sxx` and `extra` at the end, so
+/// that nothing is touched when a part finds a non-finite value (returns false then).
 #[cfg(target_arch = "x86_64")]
-fn fold_split_rows(sxx: &mut [f64], extra: &mut [f64], batch: &Batch, decay: f64, n: usize) {
+fn fold_split_rows(
+    sxx: &mut [f64],
+    extra: &mut [f64],
+    batch: &Batch,
+    decay: f64,
+    n: usize,
+    checked: bool,
+) -> bool {
+    use std::sync::atomic::{AtomicBool, Ordering};
     let (p, rows) = (batch.p, batch.y.len());
     let big = p + 2;
     let part = |t: usize| rows * t / n..rows * (t + 1) / n;
-    // The other parts' buffers: beta = 0 overwrites them, so they need no clearing (the two
-    // augmented rows are accumulated, and cleared).
-    let mut scratch = Scratch::take((n - 1) * (p * p + 2 * big));
+    // The augmented rows are accumulated: cleared.
+    let mut scratch = Scratch::take(n * (p * p + 2 * big));
     let mut bufs: Vec<(&mut [f64], &mut [f64])> = scratch
         .get()
         .chunks_exact_mut(p * p + 2 * big)
@@ -379,31 +419,44 @@ fn fold_split_rows(sxx: &mut [f64], extra: &mut [f64], batch: &Batch, decay: f64
             (c, e)
         })
         .collect();
+    let bad = AtomicBool::new(false);
     // All parts run on the pool (with a part on this thread as well, a third thread would share
     // the cores with the pool's idle, spinning workers).
-    let mut outs: Vec<(Dst, f64)> = vec![(Dst::new(sxx, extra, p), decay)];
-    outs.extend(bufs.iter_mut().map(|(c, e)| (Dst::new(c, e, p), 0.0)));
     {
         use rayon::prelude::*;
-        outs.into_par_iter()
-            .enumerate()
-            .for_each(|(t, (dst, beta))| {
-                // SAFETY: part t writes only its own buffers (`sxx` and `extra` for part 0), all
-                // mutably borrowed by this function; AVX2 and FMA were detected by `fold`.
-                unsafe { fold_rows(dst, batch, part(t), beta) };
-            });
+        bufs.par_iter_mut().enumerate().for_each(|(t, (c, e))| {
+            let r = part(t);
+            if !checked
+                && !(all_finite(&batch.x[r.start * p..r.end * p])
+                    && all_finite(&batch.y[r.clone()]))
+            {
+                bad.store(true, Ordering::Relaxed);
+                return;
+            }
+            // SAFETY: part t writes only its own buffers, mutably borrowed by this closure;
+            // AVX2 and FMA were detected by `fold`.
+            unsafe { fold_rows(Dst::new(c, e, p), batch, r, 0.0) };
+        });
     }
-    for (c, e) in &bufs {
-        for j in 0..p {
-            let col = j * p + j..(j + 1) * p;
-            for (s, v) in sxx[col.clone()].iter_mut().zip(&c[col]) {
-                *s += v;
+    if bad.load(Ordering::Relaxed) {
+        return false;
+    }
+    for j in 0..p {
+        let col = j * p + j..(j + 1) * p;
+        let s = &mut sxx[col.clone()];
+        s.iter_mut().for_each(|v| *v *= decay);
+        for (c, _) in &bufs {
+            for (v, t) in s.iter_mut().zip(&c[col.clone()]) {
+                *v += t;
             }
         }
+    }
+    for (_, e) in &bufs {
         for (s, v) in extra.iter_mut().zip(e.iter()) {
             *s += v;
         }
     }
+    true
 }
 
 /// `Split::Cols(n)`: per block of KC batch rows, the threads pack a share of the panels each,
@@ -879,7 +932,7 @@ mod tests {
                     ] {
                         let mut got = sxx0.clone();
                         let mut extra = vec![0.0; 2 * (p + 2)];
-                        assert!(fold(
+                        let done = fold(
                             &mut got,
                             &mut extra,
                             p,
@@ -887,8 +940,10 @@ mod tests {
                             &y,
                             weights,
                             0.9,
-                            Some(split)
-                        ));
+                            false,
+                            Some(split),
+                        );
+                        assert_eq!(done, Folded::Done);
                         let ctx = format!("p={p} B={rows} {split:?}");
                         for j in 0..p {
                             for i in 0..p {
@@ -937,6 +992,33 @@ mod tests {
         ] {
             v[7] = ok;
             assert!(all_finite(&v));
+        }
+    }
+
+    #[test]
+    fn a_non_finite_value_folds_nothing() {
+        if !available() {
+            return;
+        }
+        for p in [3usize, 40, 500] {
+            let rows = 37;
+            let x0: Vec<f64> = (0..rows * p).map(|i| (i % 11) as f64 - 5.0).collect();
+            let y0: Vec<f64> = (0..rows).map(|i| i as f64).collect();
+            for split in [Split::Seq, Split::Rows(2), Split::Cols(2)] {
+                for (at_x, bad) in [(Some(5 * p + 1), f64::NAN), (None, f64::INFINITY)] {
+                    let (mut x, mut y) = (x0.clone(), y0.clone());
+                    match at_x {
+                        Some(i) => x[i] = bad,
+                        None => y[rows - 1] = bad,
+                    }
+                    let mut sxx = vec![1.5; p * p];
+                    let mut extra = vec![2.5; 2 * (p + 2)];
+                    let w = Weights::Equal(0.1);
+                    let done = fold(&mut sxx, &mut extra, p, &x, &y, w, 0.5, false, Some(split));
+                    assert_eq!(done, Folded::NotFinite, "p={p} {split:?}");
+                    assert!(sxx.iter().all(|&v| v == 1.5) && extra.iter().all(|&v| v == 2.5));
+                }
+            }
         }
     }
 }
