@@ -237,8 +237,12 @@ impl RunningStats {
         if rows >= 2 {
             // The dedicated AVX2 + FMA kernel (`syrk`): the lower triangle of E[x x^T] and, as two
             // more rows of the same product, E[x], E[x y], E[y] and E[y^2]. Measured on the
-            // 2-core development machine against numpy's X.T @ X (OpenBLAS, 2 threads) on the
-            // same batches: see the README's foundation benchmarks.
+            // 2-core development machine (Zen 3, quiet), whole `update_batch` against numpy's
+            // X.T @ X (OpenBLAS dsyrk, 2 threads) on the same batches: p = 100, B = 1024:
+            // 5.4 M rows/s vs 5.0 M; p = 1000, B = 256 / 1024 / 4096: 85 / 86-87 / 85 k rows/s
+            // vs 73 / 83 / 84 k (`cargo bench --bench stats -- ingest`,
+            // `python3 scripts/bench_numpy.py`). faer's triangular `matmul` below, kept for
+            // other CPUs, ran at 2.6 M and 54-58 k.
             let weights = if equal {
                 syrk::Weights::Equal(0.5 * (lo + hi))
             } else {
@@ -325,7 +329,9 @@ impl RunningStats {
         } else {
             Par::Seq
         };
-        // Only the lower triangle: half the flops of X^T X (about 0.7x numpy's speed).
+        // Only the lower triangle: half the flops of X^T X (about 0.7x numpy's speed; faster
+        // variants tried then: the system OpenBLAS dsyrk, 66-74 k rows/s at p = 1000, needs
+        // libopenblas-dev; faer's full GEMM and a column-blocked triangle were slower).
         matmul(
             dst,
             BlockStructure::TriangularLower,

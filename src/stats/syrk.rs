@@ -1,7 +1,8 @@
 //! The symmetric rank-B update behind `RunningStats::update_batch` (the ingest hot path), as a
 //! dedicated AVX2 + FMA kernel. This module owns all the `unsafe` of the statistics: the
-//! `std::arch` intrinsics of the micro-kernel and the raw pointers through which the threads
-//! write their disjoint parts of the output.
+//! `std::arch` intrinsics and the inline assembly of the micro-kernel (run only after
+//! `is_x86_feature_detected!`), and the raw pointers through which the threads write their
+//! disjoint parts of the output. Each `unsafe` block says why it holds.
 //!
 //! What it computes, for a batch of B rows x_k (row-major B x p) with targets y_k and row
 //! weights w_k: the lower triangle of the augmented (p + 2) x (p + 2) matrix
@@ -10,18 +11,20 @@
 //! the updates of E[x], sum w, E[x y], E[y] and E[y^2] (added into `extra`): the means cost two
 //! more rows of the product instead of another pass over the batch.
 //!
-//! How: the batch is cut into blocks of KC rows; each block is packed once (scaled by
+//! How: the batch is cut into blocks of at most KC rows; each block is packed once (scaled by
 //! sqrt(w_k), or unscaled when all weights are equal and the common weight multiplies the
-//! result) into MR-wide panels for the row side and NR-wide panels for the column side. A
-//! 12 x 4 register-blocked micro-kernel (12 accumulators of 4 doubles) computes each tile on or
-//! below the diagonal; tiles that cross the diagonal or an edge are computed whole and written
-//! element by element, lower part only, so the upper triangle of `sxx` is never touched.
-//! Work goes to the rayon threads by rows of the batch for small p (each thread folds its
-//! share into its own buffer, summed at the end) and by columns of the triangle, balanced by
-//! flops, for large p (the threads share each packed block).
+//! result) into 12-feature row panels, which also serve as the column side (4 features of a
+//! panel at a time). A 12 x 4 register-blocked micro-kernel (12 accumulators of 4 doubles, all
+//! 16 ymm registers: written in `asm!` because the compiler spilled) computes each tile on or
+//! below the diagonal; tiles on the diagonal or the last rows use 8- or 4-row kernels where they
+//! can, are computed whole and written element by element, lower part only, so the upper
+//! triangle of `sxx` is never touched. Work goes to the rayon threads by rows of the batch for
+//! small p (each thread checks and folds its share into its own buffer; the buffers are summed
+//! at the end) and by columns of the triangle for large p (chunks weighted by their tiles,
+//! taken dynamically; the threads share each packed block).
 //!
-//! Why not faer's triangular `matmul`: it ran at about 0.7x numpy's OpenBLAS on this workload
-//! (see `apply`). Other CPUs (no AVX2/FMA, or not x86-64) keep that path: `fold` returns false.
+//! Why not faer's triangular `matmul`: it ran at about 0.7x numpy's OpenBLAS on this workload.
+//! Other CPUs (no AVX2/FMA, or not x86-64) keep that path: `fold` answers `Unavailable`.
 
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::*;
