@@ -26,6 +26,9 @@
 //! Why not faer's triangular `matmul`: it ran at about 0.7x numpy's OpenBLAS on this workload.
 //! Other CPUs (no AVX2/FMA, or not x86-64) keep that path: `fold` answers `Unavailable`.
 
+// Elsewhere only the entry points are compiled in use (they answer `Unavailable`).
+#![cfg_attr(not(target_arch = "x86_64"), allow(dead_code, unused_variables))]
+
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::*;
 
@@ -62,7 +65,8 @@ pub(super) enum Split {
     Seq,
     /// The batch rows are cut into n parts; each is folded into its own buffer.
     Rows(usize),
-    /// The triangle's columns are cut into n parts of equal flops; packed blocks are shared.
+    /// The triangle's columns are cut into 8 n chunks weighted by their tiles, taken by the
+    /// threads as they go; packed blocks are shared.
     Cols(usize),
 }
 
