@@ -234,7 +234,7 @@ impl RunningStats {
             .iter()
             .fold((f64::INFINITY, 0.0f64), |(l, h), &w| (l.min(w), h.max(w)));
         let equal = hi - lo <= 1e-14 * hi;
-        if rows >= 2 {
+        if rows >= 2 && !portable_forced() {
             // The dedicated AVX2 + FMA kernel (`syrk`): the lower triangle of E[x x^T] and, as two
             // more rows of the same product, E[x], E[x y], E[y] and E[y^2]. Measured on the
             // 2-core development machine (Zen 3, quiet), whole `update_batch` against numpy's
@@ -489,5 +489,107 @@ impl ClassStats {
     pub fn merge(&mut self, other: &ClassStats) -> Result<(), StatsError> {
         self.pos.merge(&other.pos)?;
         self.neg.merge(&other.neg)
+    }
+}
+
+/// Tests can send a thread's batches down the portable path (faer) that CPUs without AVX2 and
+/// FMA take, so that path is checked against the kernel on this machine too.
+#[cfg(test)]
+thread_local! {
+    static FORCE_PORTABLE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+#[cfg(test)]
+fn portable_forced() -> bool {
+    FORCE_PORTABLE.with(|f| f.get())
+}
+
+#[cfg(not(test))]
+#[inline(always)]
+fn portable_forced() -> bool {
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn batch(p: usize, rows: usize, seed: u64) -> (Vec<f64>, Vec<f64>) {
+        let mut state = seed;
+        let mut next = move || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((state >> 11) as f64 / (1u64 << 53) as f64) * 4.0 - 1.0
+        };
+        let x = (0..p * rows).map(|_| next()).collect();
+        let y = (0..rows).map(|_| next()).collect();
+        (x, y)
+    }
+
+    fn fold(p: usize, sizes: &[usize], schedule: &AlphaSchedule, portable: bool) -> RunningStats {
+        FORCE_PORTABLE.with(|f| f.set(portable));
+        let mut s = RunningStats::new(p, schedule.clone());
+        for (i, &rows) in sizes.iter().enumerate() {
+            let (x, y) = batch(p, rows, 7 + i as u64);
+            s.update_batch(&x, &y).unwrap();
+        }
+        FORCE_PORTABLE.with(|f| f.set(false));
+        s
+    }
+
+    fn close(a: f64, b: f64, scale: f64) -> bool {
+        (a - b).abs() <= 1e-12 * scale
+    }
+
+    #[test]
+    fn the_portable_path_equals_the_kernel() {
+        let schedules = [
+            AlphaSchedule::Plain,
+            AlphaSchedule::Fixed { alpha: 0.01 },
+            AlphaSchedule::Floor { alpha_min: 0.002 },
+        ];
+        for p in [1, 5, 13, 100, 300] {
+            for schedule in &schedules {
+                let sizes = [1, 2, 37, 300, 5];
+                let (a, b) = (
+                    fold(p, &sizes, schedule, false),
+                    fold(p, &sizes, schedule, true),
+                );
+                assert_eq!(a.n(), b.n());
+                let scale = a.sxx_full().iter().fold(1.0f64, |m, v| m.max(v.abs()));
+                for i in 0..p {
+                    for j in 0..=i {
+                        let (u, v) = (a.sxx_at(i, j), b.sxx_at(i, j));
+                        assert!(
+                            close(u, v, scale),
+                            "p={p} {schedule:?} ({i},{j}): {u} vs {v}"
+                        );
+                    }
+                    assert!(close(a.mean_x()[i], b.mean_x()[i], scale));
+                    assert!(close(a.sxy()[i], b.sxy()[i], scale));
+                }
+                assert!(close(a.mean_y(), b.mean_y(), scale));
+                assert!(close(a.syy(), b.syy(), scale));
+                assert!(close(a.total_weight(), b.total_weight(), 1.0));
+            }
+        }
+    }
+
+    #[test]
+    fn the_portable_path_refuses_non_finite_batches_untouched() {
+        FORCE_PORTABLE.with(|f| f.set(true));
+        let mut s = RunningStats::new(4, AlphaSchedule::Plain);
+        let (x, y) = batch(4, 10, 1);
+        s.update_batch(&x, &y).unwrap();
+        let before = (s.sxx_full(), s.mean_x().to_vec(), s.n(), s.total_weight());
+        let (mut x2, y2) = batch(4, 10, 2);
+        x2[4 * 6 + 2] = f64::NAN;
+        assert!(s.update_batch(&x2, &y2).is_err());
+        FORCE_PORTABLE.with(|f| f.set(false));
+        assert_eq!(
+            before,
+            (s.sxx_full(), s.mean_x().to_vec(), s.n(), s.total_weight())
+        );
     }
 }
