@@ -389,10 +389,20 @@ impl AsyncSubstitution {
             selectors.push(sel);
             staleness.push(st);
         }
+        let passes = std::mem::take(&mut *self.passes.lock().unwrap_or_else(|e| e.into_inner()));
+        Ok(self.frozen(selectors, staleness, passes))
+    }
+
+    /// The snapshot of the workers' copied sets, with u_C read now (every worker idle).
+    fn frozen(
+        &self,
+        selectors: Vec<Selector>,
+        staleness: Vec<Staleness>,
+        passes: PassLog,
+    ) -> SelectionSnapshot {
         let mut u = vec![0.0; self.labels.n()];
         self.centre.read(&mut u);
-        let passes = std::mem::take(&mut *self.passes.lock().unwrap_or_else(|e| e.into_inner()));
-        Ok(SelectionSnapshot {
+        SelectionSnapshot {
             method: "asy-os",
             labels: self.labels.clone(),
             params: self.params.clone(),
@@ -401,7 +411,7 @@ impl AsyncSubstitution {
             staleness,
             u,
             passes,
-        })
+        }
     }
 
     /// A frozen copy of the state after every feature pushed so far, while the workers go on:
@@ -424,18 +434,7 @@ impl AsyncSubstitution {
             selectors.push(sel);
             staleness.push(st);
         }
-        let mut u = vec![0.0; self.labels.n()];
-        self.centre.read(&mut u);
-        Ok(SelectionSnapshot {
-            method: "asy-os",
-            labels: self.labels.clone(),
-            params: self.params.clone(),
-            eta_start: self.eta_start,
-            selectors,
-            staleness,
-            u,
-            passes: passes.clone(),
-        })
+        Ok(self.frozen(selectors, staleness, passes.clone()))
     }
 }
 
