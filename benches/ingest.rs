@@ -25,11 +25,11 @@
 
 use ravel::broker::EmbeddedBroker;
 use ravel::config::{Config, FeatureSchema, FeatureStreamConfig, StreamConfig};
-use ravel::fit::Task;
 use ravel::ingest::format::{self, Schema};
 use ravel::shutdown::{self, ShutdownTrigger};
-use ravel::stats::{AlphaSchedule, RunningStats};
-use ravel::synthetic::SyntheticSpec;
+use ravel_core::Task;
+use ravel_core::stats::{AlphaSchedule, RunningStats};
+use ravel_core::synthetic::SyntheticSpec;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::Message;
@@ -449,7 +449,7 @@ fn feature_stream_bench(broker: &EmbeddedBroker) {
             name: "fbench".into(),
             topic: Some(topic.clone()),
             n,
-            loss: ravel::features::Loss::Squared,
+            loss: ravel_core::features::Loss::Squared,
             s,
             workers,
             eta: None,

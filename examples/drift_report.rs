@@ -1,6 +1,6 @@
 //! The numbers and plots of docs/drift.md: prequential RMSE and alpha over time of the
 //! drift-adaptive schedule against fixed alphas and plain averaging, on the scenarios of
-//! src/scenarios.rs (abrupt change, gradual rotation, paper 003 section 5.2) plus the false
+//! crates/ravel-core/src/scenarios.rs (abrupt change, gradual rotation, paper 003 section 5.2) plus the false
 //! alarms on a stationary stream.
 //!
 //! ```sh
@@ -13,10 +13,10 @@
 //! the p = 50 scenarios, default ridge:0.01), `--no-plots`.
 
 use plotters::prelude::*;
-use ravel::prequential::{Prequential, WindowRecord};
-use ravel::scenarios::{Drift, DriftingStream};
-use ravel::solve::{Method, Params};
-use ravel::stats::{AdaptiveConfig, AlphaSchedule, RunningStats};
+use ravel_core::prequential::{Prequential, WindowRecord};
+use ravel_core::scenarios::{Drift, DriftingStream};
+use ravel_core::solve::{Method, Params};
+use ravel_core::stats::{AdaptiveConfig, AlphaSchedule, RunningStats};
 use std::time::Instant;
 
 /// One schedule replayed over a scenario.

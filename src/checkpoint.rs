@@ -9,9 +9,9 @@
 //! double-counts rows. The write is temp file + fsync + rename + directory fsync, so a reader
 //! sees the old checkpoint or the new one, never half of one.
 
-use crate::fit::Task;
-use crate::streams::StreamStats;
+use crate::streams::Stats;
 use anyhow::{Context, bail};
+use ravel_core::Task;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fs::{self, File};
@@ -31,12 +31,16 @@ pub struct Checkpoint {
     pub offsets: BTreeMap<i32, i64>,
     /// Unix time of the last folded batch, in milliseconds.
     pub last_update_ms: Option<u64>,
-    pub stats: StreamStats,
+    pub stats: Stats,
 }
 
 impl Checkpoint {
     /// Checks that a loaded checkpoint belongs to the stream as configured now; the error says
     /// what differs and how to start over.
+    ///
+    /// The statistics are validated too (lengths against p, finite values): a checkpoint
+    /// edited by hand or written by a broken build must stop the start with this message, not
+    /// load and panic in the first fold or extraction.
     pub fn check_matches(
         &self,
         stream: &str,
@@ -73,8 +77,25 @@ impl Checkpoint {
                 self.stats.p()
             );
         }
+        if let Err(e) = self.stats.validate() {
+            bail!(
+                "checkpoint {} holds invalid statistics: {e}; {fresh}",
+                path.display()
+            );
+        }
+        if let Some((part, off)) = self
+            .offsets
+            .iter()
+            .find(|(part, off)| **part < 0 || **off < 0)
+        {
+            bail!(
+                "checkpoint {} has offset {off} for partition {part}; {fresh}",
+                path.display()
+            );
+        }
         let schedule = self.stats.schedule().to_string();
-        let configured: crate::stats::AlphaSchedule = alpha.parse().map_err(anyhow::Error::msg)?;
+        let configured: ravel_core::stats::AlphaSchedule =
+            alpha.parse().map_err(anyhow::Error::msg)?;
         if schedule != configured.to_string() {
             bail!(
                 "checkpoint {} was built with alpha {schedule}, the config says {configured}; {fresh}",
@@ -88,6 +109,20 @@ impl Checkpoint {
 /// Where a stream's checkpoint lives.
 pub fn path(dir: &Path, stream: &str) -> PathBuf {
     dir.join(format!("{stream}.json"))
+}
+
+/// Checks at start that checkpoints can be written to `dir` (created when missing): a probe
+/// file is written, synced and removed. Without it an unwritable `state.dir` showed only at
+/// the first checkpoint, after rows had been folded that could then never be saved.
+pub fn probe_dir(dir: &Path) -> anyhow::Result<()> {
+    let fix = "set state.dir to a writable directory (or \"\" to run without checkpoints)";
+    fs::create_dir_all(dir)
+        .with_context(|| format!("state.dir: cannot create {}; {fix}", dir.display()))?;
+    let probe = dir.join(".ravel-write-probe");
+    let written = File::create(&probe)
+        .and_then(|mut f| f.write_all(b"ravel").and_then(|_| f.sync_all()))
+        .and_then(|_| fs::remove_file(&probe));
+    written.with_context(|| format!("state.dir: cannot write in {}; {fix}", dir.display()))
 }
 
 /// Writes atomically and durably.
@@ -133,17 +168,17 @@ pub fn load(dir: &Path, stream: &str) -> anyhow::Result<Option<Checkpoint>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::AlphaSchedule;
+    use ravel_core::stats::AlphaSchedule;
 
     #[test]
     fn round_trip_is_exact() {
         let dir = tempfile::tempdir().unwrap();
-        let mut stats = StreamStats::new(
+        let mut stats = Stats::new(
             Task::Regression,
             3,
             AlphaSchedule::Floor { alpha_min: 0.01 },
         );
-        let spec: crate::synthetic::SyntheticSpec = "p=3,k=1,n=50,seed=4".parse().unwrap();
+        let spec: ravel_core::synthetic::SyntheticSpec = "p=3,k=1,n=50,seed=4".parse().unwrap();
         let (mut x, mut y) = (vec![], vec![]);
         spec.rows().fill(50, &mut x, &mut y);
         stats.update_batch(&x, &y).unwrap();

@@ -6,14 +6,15 @@
 //! documented in `config/ravel.toml`; `Config::check` validates the whole thing once, so the
 //! rest of the service never re-checks it.
 
-use crate::features::{Loss, OsParams};
-use crate::fit::Task;
-use crate::stats::AlphaSchedule;
-use crate::synthetic::SyntheticSpec;
 use anyhow::{Context, bail};
+use ravel_core::Task;
+use ravel_core::features::{Loss, OsParams};
+use ravel_core::stats::AlphaSchedule;
+use ravel_core::synthetic::SyntheticSpec;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// The default config file, read when it exists and no `--config` is given.
 pub const DEFAULT_CONFIG_FILE: &str = "config/ravel.toml";
@@ -40,6 +41,40 @@ pub struct HttpConfig {
     pub body_limit_bytes: usize,
     /// Model extractions run at once (CPU-bound); 0 means one per CPU core.
     pub max_concurrent_extractions: usize,
+    /// Connections open at once; past it the next is accepted when one closes.
+    pub max_connections: usize,
+    /// Time a client has to send a request's headers (new or kept-alive connection).
+    pub header_read_timeout_ms: u64,
+    /// Time a client has to send a request's body.
+    pub body_read_timeout_ms: u64,
+    /// On shutdown, time open connections get to finish before they are dropped.
+    pub drain_timeout_ms: u64,
+    /// Bearer token that state-changing requests (PUT, POST that writes, DELETE) must carry;
+    /// empty: no token required. Prefer `token_file` or `RAVEL_HTTP__TOKEN` to the file.
+    pub token: Secret,
+    /// File holding the token (read at start, surrounding whitespace trimmed).
+    pub token_file: String,
+}
+
+/// A secret string (a token, a password): never printed by `Debug`, so a logged or
+/// panicking configuration does not leak it.
+#[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(pub String);
+
+impl Secret {
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_empty() { "\"\"" } else { "\"***\"" })
+    }
 }
 
 impl Default for HttpConfig {
@@ -48,6 +83,89 @@ impl Default for HttpConfig {
             addr: "127.0.0.1:8080".into(),
             body_limit_bytes: 4 << 20,
             max_concurrent_extractions: 0,
+            max_connections: 1024,
+            header_read_timeout_ms: 10_000,
+            body_read_timeout_ms: 30_000,
+            drain_timeout_ms: 10_000,
+            token: Secret::default(),
+            token_file: String::new(),
+        }
+    }
+}
+
+/// Kafka's rules for topic names: 1 to 249 characters among letters, digits, '.', '_' and
+/// '-', and not "." or "..". ravel also writes `<topic>.dlq`, so a topic it reads may have at
+/// most 245 characters.
+fn check_topic(topic: &str) -> anyhow::Result<()> {
+    let ok_chars = topic
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if topic.is_empty() || topic == "." || topic == ".." || !ok_chars {
+        bail!(
+            "topic '{topic}' is not a valid Kafka topic name: use letters, digits, '.', '_' or '-' (and not \".\" or \"..\")"
+        );
+    }
+    if topic.len() > 245 {
+        bail!(
+            "topic '{topic}' has {} characters; Kafka allows 249 and ravel appends '.dlq' for dead letters, so at most 245",
+            topic.len()
+        );
+    }
+    Ok(())
+}
+
+impl HttpConfig {
+    /// The bounds of the HTTP server (src/http.rs): every limit positive, timeouts at most an
+    /// hour (a typo of a few zeros should not disable them).
+    fn check(&self) -> anyhow::Result<()> {
+        const HOUR_MS: u64 = 3_600_000;
+        if !(1..=1_000_000).contains(&self.max_connections) {
+            bail!(
+                "http.max_connections must lie in 1..=1000000, got {}",
+                self.max_connections
+            );
+        }
+        for (field, v) in [
+            ("http.header_read_timeout_ms", self.header_read_timeout_ms),
+            ("http.body_read_timeout_ms", self.body_read_timeout_ms),
+            ("http.drain_timeout_ms", self.drain_timeout_ms),
+        ] {
+            if !(1..=HOUR_MS).contains(&v) {
+                bail!("{field} must lie in 1..={HOUR_MS} (one hour), got {v}");
+            }
+        }
+        let t = self.token.expose();
+        if !t.is_empty() && (t.len() < 16 || !t.chars().all(|c| c.is_ascii_graphic())) {
+            bail!(
+                "http.token must be at least 16 printable ASCII characters without spaces (e.g. `openssl rand -hex 32`)"
+            );
+        }
+        Ok(())
+    }
+
+    /// Reads `token_file` into `token` (at load, so a missing file stops the start).
+    fn read_token_file(&mut self) -> anyhow::Result<()> {
+        if self.token_file.is_empty() {
+            return Ok(());
+        }
+        if !self.token.is_empty() {
+            bail!("set one of http.token and http.token_file, not both");
+        }
+        let text = std::fs::read_to_string(&self.token_file)
+            .with_context(|| format!("http.token_file: cannot read {}", self.token_file))?;
+        let token = text.trim();
+        if token.is_empty() {
+            bail!("http.token_file: {} is empty", self.token_file);
+        }
+        self.token = Secret(token.to_string());
+        Ok(())
+    }
+
+    pub fn limits(&self) -> crate::http::Limits {
+        crate::http::Limits {
+            max_connections: self.max_connections,
+            header_read_timeout: Duration::from_millis(self.header_read_timeout_ms),
+            drain_timeout: Duration::from_millis(self.drain_timeout_ms),
         }
     }
 }
@@ -434,6 +552,7 @@ impl Config {
 
     /// Declares the demo stream when the demo runs and no stream of that name exists.
     pub fn complete(&mut self) -> anyhow::Result<()> {
+        self.http.read_token_file()?;
         if self.demo_active() && !self.streams.iter().any(|s| s.name == self.demo.stream) {
             let spec = self.demo_spec()?;
             self.streams.push(StreamConfig {
@@ -516,12 +635,26 @@ impl Config {
                     "stream '{name}' is declared twice (names are unique over [[streams]] and [[feature_streams]])"
                 );
             }
+            check_topic(&topic)?;
             if !topics.insert(topic.clone()) {
                 bail!("topic '{topic}' is used by two streams; give each stream its own topic");
             }
         }
         for f in &self.feature_streams {
             f.check()?;
+        }
+        self.http.check()?;
+        if self.http.max_concurrent_extractions > 1024 {
+            bail!(
+                "http.max_concurrent_extractions must lie in 0..=1024 (0: one per CPU core), got {}",
+                self.http.max_concurrent_extractions
+            );
+        }
+        if let Err(e) = tracing_subscriber::EnvFilter::try_new(&self.log.level) {
+            bail!(
+                "log.level '{}' is not a valid filter ({e}); use e.g. info, debug or ravel=debug,librdkafka=warn",
+                self.log.level
+            );
         }
         for s in &self.streams {
             if s.p() == 0 {
@@ -783,6 +916,44 @@ mod tests {
             ..Default::default()
         };
         assert!(Config::load_with_env(&missing, env(&[])).is_err());
+    }
+
+    #[test]
+    fn topics_log_levels_and_extraction_bounds_are_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let long = "t".repeat(246);
+        let cases = [
+            (
+                "[[streams]]\nname = \"a\"\ntopic = \"bad topic\"\nfeatures = 2\n".to_string(),
+                "not a valid Kafka topic name",
+            ),
+            (
+                "[[streams]]\nname = \"a\"\ntopic = \"..\"\nfeatures = 2\n".to_string(),
+                "not a valid Kafka topic name",
+            ),
+            (
+                format!("[[streams]]\nname = \"a\"\ntopic = \"{long}\"\nfeatures = 2\n"),
+                "at most 245",
+            ),
+            (
+                "[log]\nlevel = \"ravel=loud\"\n[[streams]]\nname = \"a\"\nfeatures = 2\n".to_string(),
+                "log.level",
+            ),
+            (
+                "[http]\nmax_concurrent_extractions = 100000\n[[streams]]\nname = \"a\"\nfeatures = 2\n".to_string(),
+                "http.max_concurrent_extractions",
+            ),
+        ];
+        for (text, want) in cases {
+            let path = write(dir.path(), &text);
+            let msg = format!("{:#}", from_file(&path).unwrap_err());
+            assert!(
+                msg.contains(want),
+                "config {text:?}: {msg:?} should mention {want:?}"
+            );
+        }
+        let ok = "[[streams]]\nname = \"a\"\ntopic = \"Team_a.sales-v2\"\nfeatures = 2\n";
+        from_file(&write(dir.path(), ok)).unwrap();
     }
 
     #[test]

@@ -22,12 +22,12 @@
 //! written to the topic too, so they are replayed with the features).
 
 use crate::config::FeatureStreamConfig;
-use crate::features::{
-    AsyncSubstitution, FeatureError, Labels, OnlineSubstitution, SelectionSnapshot,
-};
 use crate::ingest::feature_format::FeatureMessage;
 use crate::ingest::format::{Reason, Rejection};
 use crate::metrics::Metrics;
+use ravel_core::features::{
+    AsyncSubstitution, FeatureError, Labels, OnlineSubstitution, SelectionSnapshot,
+};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, RwLock};

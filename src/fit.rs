@@ -4,21 +4,12 @@
 //! test-then-train instead (prequential.rs) and prints one JSON line per N rows, so weight
 //! schedules (`--alpha`) can be compared before deploying one.
 
-use crate::data::{Format, RowReader};
-use crate::prequential::Prequential;
-use crate::solve::{self, Method, Params, StatsRef};
-use crate::stats::{AlphaSchedule, ClassStats, RunningStats};
+use ravel_core::Task;
+use ravel_core::data::{Format, RowReader};
+use ravel_core::prequential::Prequential;
+use ravel_core::solve::{self, Method, Params};
+use ravel_core::stats::{AlphaSchedule, RunningStats, Stats};
 use std::path::PathBuf;
-
-/// Regression on y, or classification on +1/-1 labels (0 counts as -1).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum Task {
-    Regression,
-    Classification,
-}
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct FitArgs {
@@ -51,7 +42,8 @@ pub struct FitArgs {
     /// Fit on raw columns (then lasso/elastic-net equal scikit-learn's on the same rows).
     #[arg(long)]
     pub no_standardize: bool,
-    #[arg(long, value_enum, default_value = "regression")]
+    /// regression, or classification on +1/-1 labels (0 counts as -1).
+    #[arg(long, default_value = "regression", value_parser = crate::cli::enum_parser::<Task>(Task::ALL.iter().map(|t| t.name())))]
     pub task: Task,
     /// Weight schedule of the running averages: plain, fixed:A, floor:A, adaptive or
     /// adaptive:key=value,... (keys fa, shift, jump, floor, refresh, warmup, ridge, clip;
@@ -85,34 +77,16 @@ pub struct FitArgs {
     pub format: Option<String>,
 }
 
-/// The statistics of a file, whichever the task.
-pub enum FileStats {
-    Regression(RunningStats),
-    Classification(ClassStats),
-}
-
-impl FileStats {
-    pub fn as_ref(&self) -> StatsRef<'_> {
-        match self {
-            FileStats::Regression(s) => StatsRef::Regression(s),
-            FileStats::Classification(s) => StatsRef::Classification(s),
-        }
-    }
-}
-
 /// Streams a file into running statistics. Returns the feature names too.
 pub fn read_stats(
     mut reader: RowReader,
     task: Task,
     schedule: AlphaSchedule,
     batch: usize,
-) -> anyhow::Result<(FileStats, Option<Vec<String>>)> {
+) -> anyhow::Result<(Stats, Option<Vec<String>>)> {
     let file = reader.path.clone();
     let p = reader.p;
-    let mut stats = match task {
-        Task::Regression => FileStats::Regression(RunningStats::new(p, schedule)),
-        Task::Classification => FileStats::Classification(ClassStats::new(p, schedule)),
-    };
+    let mut stats = Stats::new(task, p, schedule);
     let (mut x, mut y) = (Vec::new(), Vec::new());
     loop {
         x.clear();
@@ -122,11 +96,9 @@ pub fn read_stats(
             break;
         }
         let first = reader.rows_read() - got as u64;
-        let res = match &mut stats {
-            FileStats::Regression(s) => s.update_batch(&x, &y),
-            FileStats::Classification(s) => s.update_batch(&x, &y),
-        };
-        res.map_err(|e| rows_error(&file, first, got, e))?;
+        stats
+            .update_batch(&x, &y)
+            .map_err(|e| rows_error(&file, first, got, e))?;
     }
     Ok((stats, reader.names.clone()))
 }
@@ -167,7 +139,7 @@ pub fn run(args: &FitArgs) -> anyhow::Result<String> {
         return prequential(reader, args, schedule, params, window);
     }
     let (stats, names) = read_stats(reader, args.task, schedule, args.batch)?;
-    let stats = stats.as_ref();
+    let stats = &stats;
     let json = if args.path {
         serde_json::to_string(&solve::path_from_stats(stats, &params, names.as_deref())?)?
     } else {

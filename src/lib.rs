@@ -1,25 +1,14 @@
-//! ravel: sparse linear models learned from streams.
+//! ravel: the service and command line of ravel, sparse linear models learned from streams.
 //!
-//! Rows (x, y) are folded into running-average statistics; any model (OLS, ridge, OLSth, FSA,
-//! Lasso, elastic net, MCP, SCAD; regression or class-weighted classification) is extracted
-//! from those statistics alone, at any sparsity k or penalty lambda, and equals the offline
-//! method on all rows (paper 003). The library knows nothing of Kafka or HTTP.
+//! The mathematics lives in the `ravel-core` crate (statistics, Gram-form solvers, feature
+//! selection, file readers, synthetic designs), which depends on no Kafka, HTTP or CLI crate;
+//! this crate wires it to Kafka, HTTP and the command line.
 //!
 //! # Layout
-//! - [`stats`]: `RunningStats`, `AlphaSchedule`, `ClassStats`: the state of an observation
-//!   stream, batch updates (symmetric rank-B) and exact shard merges; `stats::adaptive`, the
-//!   drift-adaptive schedule (CUSUM on test-then-train errors).
-//! - [`solve`]: the Gram-form problem (standardization, classes) and one solver family per
-//!   file; `model_from_stats` / `extract` return the `Model` JSON shared by CLI and API.
-//! - [`data`]: streaming readers for CSV, LIBSVM and NPY files.
-//! - [`fit`]: `ravel fit`, the offline entry point.
-//! - [`prequential`]: test-then-train replay of a file or stream (`ravel fit --prequential`),
-//!   to compare weight schedules offline.
-//! - [`features`]: feature streams (paper 000): online substitution (OS) and asynchronous
-//!   parallel OS (Asy-OS) keep the best s of a stream of columns in O(n s) memory.
+//! The command line (`src/main.rs` parses, these modules run):
+//! - [`fit`]: `ravel fit`, the offline entry point (a file through the streaming statistics).
 //! - [`select`]: `ravel select`, the offline form of a feature stream.
-//! - [`synthetic`]: the simulated design of paper 003 (demo stream, tests, benchmarks).
-//! - [`scenarios`]: the same design with drifting coefficients (drift checks and report).
+//! - [`produce`], [`demo`]: `ravel produce` and the demo producer of the embedded default.
 //!
 //! The service (`ravel serve`) wires the library to Kafka and HTTP:
 //! - [`config`]: the configuration schema; file < `RAVEL_...` environment < flags.
@@ -38,21 +27,16 @@
 pub mod api;
 pub mod broker;
 pub mod checkpoint;
+pub mod cli;
 pub mod config;
-pub mod data;
 pub mod demo;
 pub mod feature_streams;
-pub mod features;
 pub mod fit;
+pub mod http;
 pub mod ingest;
 pub mod metrics;
-pub mod prequential;
 pub mod produce;
-pub mod scenarios;
 pub mod select;
 pub mod server;
 pub mod shutdown;
-pub mod solve;
-pub mod stats;
 pub mod streams;
-pub mod synthetic;

@@ -6,8 +6,8 @@
 
 use crate::ingest::format::Reason;
 use prometheus::{
-    Encoder, Gauge, GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts,
-    Registry, TextEncoder,
+    Encoder, Gauge, GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec,
+    Opts, Registry, TextEncoder,
 };
 
 pub struct Metrics {
@@ -57,6 +57,8 @@ pub struct Metrics {
     pub offset_commits: IntCounterVec,
     pub http_requests: IntCounterVec,
     pub http_request_seconds: HistogramVec,
+    /// HTTP connections open now (at most `http.max_connections`).
+    pub http_open_connections: IntGauge,
     pub build_info: GaugeVec,
     pub up: Gauge,
 }
@@ -254,6 +256,17 @@ impl Metrics {
                 &["route", "method"],
                 latency_buckets(),
             ),
+            http_open_connections: {
+                let g = IntGauge::new(
+                    "ravel_http_open_connections",
+                    "HTTP connections open now (at most http.max_connections)",
+                )
+                .expect("valid metric");
+                registry
+                    .register(Box::new(g.clone()))
+                    .expect("unique metric");
+                g
+            },
             build_info: gauge(
                 "ravel_build_info",
                 "Build information (value 1)",
@@ -276,7 +289,9 @@ impl Metrics {
         m
     }
 
-    /// Creates the per-stream series at zero so dashboards see them before the first row.
+    /// Creates the per-stream series at zero so dashboards see them before the first row, and
+    /// so alert rules on counters (`increase(ravel_drift_alarms_total[..]) > 0`) see the first
+    /// event: Prometheus computes no increase for a series that appears already at 1.
     pub fn declare_stream(&self, stream: &str) {
         self.observations_applied.with_label_values(&[stream]);
         self.messages_consumed.with_label_values(&[stream]);
@@ -285,7 +300,17 @@ impl Metrics {
                 .with_label_values(&[stream, r.as_str()]);
         }
         self.dead_letters.with_label_values(&[stream]);
+        self.dead_letter_failures.with_label_values(&[stream]);
         self.stream_observations.with_label_values(&[stream]);
+        self.drift_alarms.with_label_values(&[stream]);
+        self.last_drift_alarm_row.with_label_values(&[stream]);
+    }
+
+    /// Creates a stream's checkpoint counters at zero (only when checkpoints are on, so that
+    /// their absence says they are off), for the same reason as `declare_stream`.
+    pub fn declare_checkpoints(&self, stream: &str) {
+        self.checkpoints.with_label_values(&[stream]);
+        self.checkpoint_failures.with_label_values(&[stream]);
     }
 
     /// Creates a feature stream's series at zero; staleness for each Asy-OS worker.

@@ -3,11 +3,11 @@
 //! Every message is confirmed by the broker before the command reports success.
 
 use crate::config::KafkaConfig;
-use crate::data::RowReader;
 use crate::ingest::{self, format};
-use crate::synthetic::SyntheticSpec;
 use anyhow::{Context, anyhow, bail};
 use indicatif::{ProgressBar, ProgressStyle};
+use ravel_core::data::RowReader;
+use ravel_core::synthetic::SyntheticSpec;
 use rdkafka::ClientContext;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
@@ -94,7 +94,7 @@ impl ProducerContext for DeliveryContext {
 
 enum Source {
     File(RowReader),
-    Synthetic(crate::synthetic::SyntheticRows),
+    Synthetic(ravel_core::synthetic::SyntheticRows),
 }
 
 /// Runs `ravel produce`.

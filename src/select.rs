@@ -8,11 +8,11 @@
 //! and streamed. The selection itself holds only s columns; the in-memory copy of the file is
 //! this command's, not the algorithm's.
 
-use crate::data::{Format, RowReader};
-use crate::features::{
+use ravel_core::data::{Format, RowReader};
+use ravel_core::features::{
     AsyncSubstitution, FeatureError, Labels, Loss, OnlineSubstitution, OsParams, Outcome,
 };
-use crate::solve::Model;
+use ravel_core::solve::Model;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -31,7 +31,7 @@ pub struct SelectArgs {
     #[arg(long, default_value_t = 2)]
     pub passes: usize,
     /// squared (regression), squared-hinge or logistic (labels +1/-1, 0 counts as -1).
-    #[arg(long, value_enum, default_value = "squared")]
+    #[arg(long, default_value = "squared", value_parser = crate::cli::enum_parser::<Loss>(Loss::ALL.iter().map(|l| l.name())))]
     pub loss: Loss,
     /// Asy-OS with this many worker threads, each keeping s/workers features (default: OS).
     #[arg(long)]
@@ -135,5 +135,5 @@ fn is_constant(x: &[f64]) -> bool {
     let mean = x.iter().sum::<f64>() / n;
     let var = x.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n;
     let sq = x.iter().map(|v| v * v).sum::<f64>() / n;
-    var <= crate::features::selector::CONSTANT_TOL * sq.max(f64::MIN_POSITIVE)
+    var <= ravel_core::features::selector::CONSTANT_TOL * sq.max(f64::MIN_POSITIVE)
 }

@@ -17,10 +17,11 @@ use crate::feature_streams::FeatureStreams;
 use crate::ingest::{self, IngestSetup};
 use crate::metrics::Metrics;
 use crate::shutdown::{self, Shutdown};
-use crate::streams::{Snapshot, StreamHandle, StreamStats, Streams};
+use crate::streams::{Snapshot, Stats, StreamHandle, Streams};
 use anyhow::{Context, anyhow};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
+use std::time::Duration;
 use tokio::net::TcpListener;
 use tracing_subscriber::EnvFilter;
 
@@ -51,7 +52,10 @@ pub async fn run(
 ) -> anyhow::Result<()> {
     let metrics = Arc::new(Metrics::new());
     let (mut snapshots, positions, clusters) = match config.state.dir() {
-        Some(dir) => ingest::load_checkpoints(&dir, &config.streams)?,
+        Some(dir) => {
+            crate::checkpoint::probe_dir(&dir)?;
+            ingest::load_checkpoints(&dir, &config.streams)?
+        }
         None => Default::default(),
     };
     let mut handles = Vec::new();
@@ -59,11 +63,14 @@ pub async fn run(
         let snap = match snapshots.remove(&sc.name) {
             Some(s) => s,
             None => Snapshot {
-                stats: StreamStats::new(sc.task, sc.p(), sc.schedule()?),
+                stats: Stats::new(sc.task, sc.p(), sc.schedule()?),
                 last_update: None,
             },
         };
         metrics.declare_stream(&sc.name);
+        if config.state.dir().is_some() {
+            metrics.declare_checkpoints(&sc.name);
+        }
         metrics
             .stream_observations
             .with_label_values(&[&sc.name])
@@ -130,7 +137,18 @@ pub async fn run(
         ready,
         extractions: Arc::new(tokio::sync::Semaphore::new(permits)),
     };
-    let app = api::router(state, config.http.body_limit_bytes);
+    let open_connections = state.metrics.http_open_connections.clone();
+    let mut app = api::router(state, config.http.body_limit_bytes);
+    if !config.http.token.is_empty() {
+        let token = Arc::new(config.http.token.expose().to_string());
+        app = app.layer(axum::middleware::from_fn_with_state(
+            token,
+            api::auth::require_token,
+        ));
+    }
+    let app = app.layer(tower_http::timeout::RequestBodyTimeoutLayer::new(
+        Duration::from_millis(config.http.body_read_timeout_ms),
+    ));
     let stop = {
         let s = shutdown.clone();
         async move {
@@ -140,10 +158,7 @@ pub async fn run(
             }
         }
     };
-    axum::serve(listener, app)
-        .with_graceful_shutdown(stop)
-        .await
-        .context("HTTP server failed")?;
+    crate::http::serve(listener, app, config.http.limits(), open_connections, stop).await;
     let r = ingest_task.await.map_err(|e| anyhow!("ingest task: {e}"))?;
     if r.is_ok() {
         tracing::info!("stopped cleanly");

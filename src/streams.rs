@@ -7,88 +7,16 @@
 //! ingest never blocks a reader (STYLE.md: "a reader never blocks the writer").
 
 use crate::config::StreamConfig;
-use crate::fit::Task;
-use crate::solve::StatsRef;
-use crate::stats::{AlphaSchedule, ClassStats, DriftStatus, RunningStats, StatsError};
-use serde::{Deserialize, Serialize};
+use ravel_core::Task;
+pub use ravel_core::stats::Stats;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
 use std::time::SystemTime;
 
-/// The statistics of a stream, whichever its task.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "task", rename_all = "lowercase")]
-pub enum StreamStats {
-    Regression(RunningStats),
-    Classification(ClassStats),
-}
-
-impl StreamStats {
-    pub fn new(task: Task, p: usize, schedule: AlphaSchedule) -> Self {
-        match task {
-            Task::Regression => StreamStats::Regression(RunningStats::new(p, schedule)),
-            Task::Classification => StreamStats::Classification(ClassStats::new(p, schedule)),
-        }
-    }
-    pub fn as_ref(&self) -> StatsRef<'_> {
-        match self {
-            StreamStats::Regression(s) => StatsRef::Regression(s),
-            StreamStats::Classification(s) => StatsRef::Classification(s),
-        }
-    }
-    pub fn task(&self) -> Task {
-        match self {
-            StreamStats::Regression(_) => Task::Regression,
-            StreamStats::Classification(_) => Task::Classification,
-        }
-    }
-    pub fn p(&self) -> usize {
-        self.as_ref().p()
-    }
-    pub fn n(&self) -> u64 {
-        match self {
-            StreamStats::Regression(s) => s.n(),
-            StreamStats::Classification(s) => s.n(),
-        }
-    }
-    pub fn schedule(&self) -> &AlphaSchedule {
-        match self {
-            StreamStats::Regression(s) => s.schedule(),
-            StreamStats::Classification(s) => s.pos.schedule(),
-        }
-    }
-    /// The alpha the next row gets (for classification, the larger of the two classes').
-    pub fn current_alpha(&self) -> f64 {
-        match self {
-            StreamStats::Regression(s) => s.current_alpha(),
-            StreamStats::Classification(s) => s.pos.current_alpha().max(s.neg.current_alpha()),
-        }
-    }
-    /// Alpha, effective sample size and drift alarms (classification: the negatives', with
-    /// both classes' alarms).
-    pub fn drift_status(&self) -> DriftStatus {
-        match self {
-            StreamStats::Regression(s) => s.drift_status(),
-            StreamStats::Classification(s) => {
-                let mut d = s.neg.drift_status();
-                d.alpha = self.current_alpha();
-                d.alarms += s.pos.drift_alarms();
-                d
-            }
-        }
-    }
-    pub fn update_batch(&mut self, x: &[f64], y: &[f64]) -> Result<(), StatsError> {
-        match self {
-            StreamStats::Regression(s) => s.update_batch(x, y),
-            StreamStats::Classification(s) => s.update_batch(x, y),
-        }
-    }
-}
-
 /// What readers see: the statistics after the last folded batch.
 #[derive(Debug, Clone)]
 pub struct Snapshot {
-    pub stats: StreamStats,
+    pub stats: Stats,
     /// When the last batch was folded in (None: no row yet since the service started and no
     /// checkpoint said otherwise).
     pub last_update: Option<SystemTime>,

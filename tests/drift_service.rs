@@ -7,10 +7,10 @@ mod common;
 use common::*;
 use ravel::broker::EmbeddedBroker;
 use ravel::config::FeatureSchema;
-use ravel::fit::Task;
 use ravel::produce::{self, ProduceArgs, WireFormat};
-use ravel::scenarios::{Drift, DriftingStream};
-use ravel::stats::RunningStats;
+use ravel_core::Task;
+use ravel_core::scenarios::{Drift, DriftingStream};
+use ravel_core::stats::RunningStats;
 
 #[test]
 fn drift_alarms_reach_the_api_and_the_metrics() {

@@ -7,13 +7,15 @@
 //! the same state from the topic.
 
 mod common;
+// The feature designs of the library's tests (paper 000's), shared with the service's.
+#[path = "../crates/ravel-core/tests/feature_design/mod.rs"]
 mod feature_design;
 
 use common::*;
 use feature_design::{Design, design};
 use ravel::broker::EmbeddedBroker;
 use ravel::config::FeatureStreamConfig;
-use ravel::features::{Labels, Loss, OnlineSubstitution, OsParams, Summary};
+use ravel_core::features::{Labels, Loss, OnlineSubstitution, OsParams, Summary};
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use serde_json::{Value, json};

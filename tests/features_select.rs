@@ -4,7 +4,7 @@
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::StandardNormal;
-use ravel::solve::Model;
+use ravel_core::solve::Model;
 use std::path::Path;
 use std::process::Command;
 

@@ -8,9 +8,9 @@
 //! LIBSVM and NPY (C and Fortran order) must give identical models, and bad files or requests
 //! must give one clear error line and a non-zero exit, never a panic.
 
-use ravel::data::RowReader;
-use ravel::solve::{Method, Model, Params, StatsRef, model_from_stats};
-use ravel::stats::{AlphaSchedule, ClassStats, RunningStats};
+use ravel_core::data::RowReader;
+use ravel_core::solve::{Method, Model, Params, model_from_stats};
+use ravel_core::stats::{AlphaSchedule, ClassStats, RunningStats, Stats};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -155,13 +155,13 @@ fn library_model(case: &Case, data: &Dataset) -> Model {
         for (row, yi) in x.chunks_exact(p).zip(&y) {
             s.update_batch(row, std::slice::from_ref(yi)).unwrap();
         }
-        model_from_stats(StatsRef::Classification(&s), &params, names.as_deref()).unwrap()
+        model_from_stats(&Stats::from(s.clone()), &params, names.as_deref()).unwrap()
     } else {
         let mut s = RunningStats::new(p, AlphaSchedule::Plain);
         for (row, yi) in x.chunks_exact(p).zip(&y) {
             s.update(row, *yi).unwrap();
         }
-        model_from_stats(StatsRef::Regression(&s), &params, names.as_deref()).unwrap()
+        model_from_stats(&Stats::from(s.clone()), &params, names.as_deref()).unwrap()
     }
 }
 

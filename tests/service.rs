@@ -9,9 +9,9 @@ mod common;
 use common::*;
 use ravel::broker::EmbeddedBroker;
 use ravel::config::FeatureSchema;
-use ravel::fit::Task;
 use ravel::ingest::format;
 use ravel::produce::{self, ProduceArgs, WireFormat};
+use ravel_core::Task;
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use serde_json::{Value, json};
@@ -571,13 +571,13 @@ fn bad_messages_go_to_the_dead_letter_topic_and_leave_statistics_unchanged() {
     let row = |i: usize| &x[i * 3..(i + 1) * 3];
     let mut good: Vec<Vec<u8>> = vec![];
     let mut buf = vec![];
-    for i in 0..10 {
-        good.push(serde_json::to_vec(&json!({"x": row(i), "y": y[i]})).unwrap());
+    for (i, yi) in y.iter().enumerate().take(10) {
+        good.push(serde_json::to_vec(&json!({"x": row(i), "y": yi})).unwrap());
     }
-    for i in 10..20 {
+    for (i, yi) in y.iter().enumerate().take(20).skip(10) {
         good.push(
             serde_json::to_vec(
-                &json!({"features": {"c": row(i)[2], "a": row(i)[0], "b": row(i)[1]}, "y": y[i]}),
+                &json!({"features": {"c": row(i)[2], "a": row(i)[0], "b": row(i)[1]}, "y": yi}),
             )
             .unwrap(),
         );
@@ -593,6 +593,9 @@ fn bad_messages_go_to_the_dead_letter_topic_and_leave_statistics_unchanged() {
     let inf_binary = buf.clone();
     format::encode_binary(&x[..4], &y[..1], 4, &mut buf);
     let wide_binary = buf.clone();
+    // Finite but huge (issue 10): would turn E[x x^T] and E[y^2] into infinity for good.
+    format::encode_binary(&x[..6], &[y[0], -1e200], 3, &mut buf);
+    let huge_binary = buf.clone();
     let bad: Vec<(Vec<u8>, &str)> = vec![
         (b"this is not json".to_vec(), "malformed"),
         (b"{\"x\": [1, 2, 3]}".to_vec(), "malformed"),
@@ -604,6 +607,11 @@ fn bad_messages_go_to_the_dead_letter_topic_and_leave_statistics_unchanged() {
         (wide_binary, "dimension"),
         (nan_binary, "non_finite"),
         (inf_binary, "non_finite"),
+        (huge_binary, "overflow"),
+        (
+            b"{\"features\": {\"a\": 1, \"b\": 1e200, \"c\": 3}, \"y\": 1}".to_vec(),
+            "overflow",
+        ),
         (nan_binary_truncated(), "malformed"),
         (
             b"{\"features\": {\"a\": 1, \"b\": 2, \"zz\": 3}, \"y\": 1}".to_vec(),
@@ -677,6 +685,7 @@ fn bad_messages_go_to_the_dead_letter_topic_and_leave_statistics_unchanged() {
             "malformed",
             "dimension",
             "non_finite",
+            "overflow",
             "unknown_feature",
             "missing_feature",
             "label",
@@ -705,6 +714,7 @@ fn bad_messages_go_to_the_dead_letter_topic_and_leave_statistics_unchanged() {
     assert_eq!(count("malformed", "named"), 4.0);
     assert_eq!(count("dimension", "named"), 3.0);
     assert_eq!(count("non_finite", "named"), 2.0);
+    assert_eq!(count("overflow", "named"), 2.0);
     assert_eq!(count("unknown_feature", "named"), 1.0);
     assert_eq!(count("missing_feature", "named"), 1.0);
     assert_eq!(count("label", "cls"), 1.0);
@@ -802,8 +812,9 @@ fn brute_force_ols(x: &[f64], y: &[f64], p: usize) -> Vec<f64> {
         for r in 0..m {
             if r != col {
                 let f = a[r][col] / a[col][col];
-                for c in col..=m {
-                    a[r][c] -= f * a[col][c];
+                let pivot_row = a[col].clone();
+                for (arc, pc) in a[r][col..=m].iter_mut().zip(&pivot_row[col..=m]) {
+                    *arc -= f * pc;
                 }
             }
         }
@@ -814,8 +825,8 @@ fn brute_force_ols(x: &[f64], y: &[f64], p: usize) -> Vec<f64> {
 #[test]
 fn checkpoints_that_do_not_match_stop_the_service_with_a_clear_error() {
     use ravel::checkpoint::{self, Checkpoint};
-    use ravel::stats::AlphaSchedule;
-    use ravel::streams::StreamStats;
+    use ravel::streams::Stats;
+    use ravel_core::stats::AlphaSchedule;
     let broker = EmbeddedBroker::start(1).unwrap();
     broker.create_topic("t.cp", 1).unwrap();
     let state = tempfile::tempdir().unwrap();
@@ -830,7 +841,7 @@ fn checkpoints_that_do_not_match_stop_the_service_with_a_clear_error() {
             Some(state.path()),
         )
     };
-    let mut stats = StreamStats::new(Task::Regression, 2, AlphaSchedule::Plain);
+    let mut stats = Stats::new(Task::Regression, 2, AlphaSchedule::Plain);
     stats
         .update_batch(&[1.0, 2.0, 3.0, 5.0], &[1.0, 2.0])
         .unwrap();

@@ -1,11 +1,11 @@
 //! The API's error type: every failure is JSON `{"error": {"code", "message"}}` with a 4xx
 //! status for what the client can fix (and 5xx only for the server's own faults).
 
-use crate::solve::{ParamError, ProblemError};
 use axum::Json;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use ravel_core::solve::{ParamError, ProblemError};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApiError {

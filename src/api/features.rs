@@ -10,12 +10,12 @@
 
 use super::{ApiError, AppState};
 use crate::feature_streams::{FeatureSnapshot, FeatureStreamHandle};
-use crate::features::{Counters, Labels, Loss, Selected, Staleness};
-use crate::solve::Model;
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use ravel_core::features::{Counters, Labels, Loss, Selected, Staleness};
+use ravel_core::solve::Model;
 use rdkafka::producer::FutureRecord;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};

@@ -6,15 +6,13 @@
 //! the stream's current immutable snapshot, and at most `http.max_concurrent_extractions` at
 //! once; request bodies are limited to `http.body_limit_bytes`.
 
+pub mod auth;
 pub mod error;
 mod features;
 
 use crate::feature_streams::FeatureStreams;
-use crate::fit::Task;
 use crate::metrics::Metrics;
-use crate::solve::{Method, Model, Params, model_from_stats, path_from_stats};
-use crate::stats::{DriftStatus, RunningStats};
-use crate::streams::{StreamHandle, StreamStats, Streams};
+use crate::streams::{Stats, StreamHandle, Streams};
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{DefaultBodyLimit, MatchedPath, Path, Query, Request, State};
 use axum::http::{StatusCode, header};
@@ -23,6 +21,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use axum::{Json, Router};
 pub use error::ApiError;
+use ravel_core::Task;
+use ravel_core::solve::{Method, Model, Params, model_from_stats, path_from_stats};
+use ravel_core::stats::{DriftStatus, RunningStats};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -223,10 +224,10 @@ struct Moments {
 fn moments(s: &RunningStats) -> Moments {
     Moments {
         n: s.n(),
-        mean_x: s.mean_x().to_vec(),
+        mean_x: s.mean_x(),
         sd_x: s.variances().into_iter().map(f64::sqrt).collect(),
         mean_y: s.mean_y(),
-        sd_y: (s.syy() - s.mean_y() * s.mean_y()).max(0.0).sqrt(),
+        sd_y: ravel_core::gram::Moments::var_y(s).sqrt(),
     }
 }
 
@@ -244,7 +245,7 @@ async fn get_stream(
     let obj = v.as_object_mut().expect("summary is an object");
     obj.insert("features".into(), serde_json::json!(features));
     match &snap.stats {
-        StreamStats::Regression(s) => {
+        Stats::Regression(s) => {
             let m =
                 serde_json::to_value(moments(s)).map_err(|e| ApiError::internal(e.to_string()))?;
             for (k, val) in m.as_object().expect("object") {
@@ -253,7 +254,7 @@ async fn get_stream(
                 }
             }
         }
-        StreamStats::Classification(c) => {
+        Stats::Classification(c) => {
             obj.insert(
                 "classes".into(),
                 serde_json::json!({"positive": moments(&c.pos), "negative": moments(&c.neg)}),
@@ -306,7 +307,7 @@ async fn model(
     let hh = h.clone();
     let m = st
         .extract(&name, "model", method.name(), move || {
-            Ok(model_from_stats(snap.stats.as_ref(), &params, hh.names())?)
+            Ok(model_from_stats(&snap.stats, &params, hh.names())?)
         })
         .await?;
     Ok(Json(m))
@@ -337,7 +338,7 @@ async fn path(
     State(st): State<AppState>,
     Path(name): Path<String>,
     query: Result<Query<HashMap<String, String>>, QueryRejection>,
-) -> Result<Json<crate::solve::PathModel>, ApiError> {
+) -> Result<Json<ravel_core::solve::PathModel>, ApiError> {
     let h = st.stream(&name)?;
     let Query(q) = query?;
     let params = parse_params(query_to_json(q))?;
@@ -352,7 +353,7 @@ async fn path(
     let hh = h.clone();
     let p = st
         .extract(&name, "path", method.name(), move || {
-            Ok(path_from_stats(snap.stats.as_ref(), &params, hh.names())?)
+            Ok(path_from_stats(&snap.stats, &params, hh.names())?)
         })
         .await?;
     Ok(Json(p))
@@ -456,7 +457,7 @@ async fn predict(
     let hh = h.clone();
     let model = st
         .extract(&name, "predict", method.name(), move || {
-            Ok(model_from_stats(snap.stats.as_ref(), &params, hh.names())?)
+            Ok(model_from_stats(&snap.stats, &params, hh.names())?)
         })
         .await?;
     let predictions: Vec<f64> = rows.iter().map(|r| model.predict(r)).collect();

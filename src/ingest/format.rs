@@ -31,6 +31,9 @@ pub enum Reason {
     Dimension,
     /// NaN or infinity.
     NonFinite,
+    /// A finite value beyond +-1e150 (`ravel_core::stats::MAX_ABS_VALUE`): its square would
+    /// overflow the statistics.
+    Overflow,
     /// A named row with a name the stream does not declare.
     UnknownFeature,
     /// A named row without one of the declared names.
@@ -46,10 +49,11 @@ pub enum Reason {
 }
 
 impl Reason {
-    pub const ALL: [Reason; 9] = [
+    pub const ALL: [Reason; 10] = [
         Reason::Malformed,
         Reason::Dimension,
         Reason::NonFinite,
+        Reason::Overflow,
         Reason::UnknownFeature,
         Reason::MissingFeature,
         Reason::Label,
@@ -58,10 +62,11 @@ impl Reason {
         Reason::LabelsConflict,
     ];
     /// The reasons an observation stream's message can have.
-    pub const ROWS: [Reason; 6] = [
+    pub const ROWS: [Reason; 7] = [
         Reason::Malformed,
         Reason::Dimension,
         Reason::NonFinite,
+        Reason::Overflow,
         Reason::UnknownFeature,
         Reason::MissingFeature,
         Reason::Label,
@@ -81,6 +86,7 @@ impl Reason {
             Reason::Malformed => "malformed",
             Reason::Dimension => "dimension",
             Reason::NonFinite => "non_finite",
+            Reason::Overflow => "overflow",
             Reason::UnknownFeature => "unknown_feature",
             Reason::MissingFeature => "missing_feature",
             Reason::Label => "label",
@@ -147,6 +153,17 @@ fn validate(schema: &Schema, x: &[f64], y: &[f64]) -> Result<(), Rejection> {
             return reject(
                 Reason::NonFinite,
                 format!("row {i} has a NaN or infinite value"),
+            );
+        }
+        let limit = ravel_core::stats::MAX_ABS_VALUE;
+        if v.abs() > limit
+            || x[i * schema.p..(i + 1) * schema.p]
+                .iter()
+                .any(|v| v.abs() > limit)
+        {
+            return reject(
+                Reason::Overflow,
+                format!("row {i} has a value beyond +-{limit:e}"),
             );
         }
         if schema.classification && !(v == 1.0 || v == -1.0 || v == 0.0) {

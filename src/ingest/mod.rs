@@ -31,7 +31,7 @@ use crate::config::{IngestConfig, KafkaConfig, StateConfig};
 use crate::feature_streams::{Applied, ApplyError, FeatureStreams, LiveFeatureStream};
 use crate::metrics::Metrics;
 use crate::shutdown::Shutdown;
-use crate::streams::{Snapshot, StreamHandle, StreamStats, Streams};
+use crate::streams::{Snapshot, Stats, StreamHandle, Streams};
 use anyhow::{Context, bail};
 use dlq::{DeadLetters, Source};
 use format::{Reason, Rejection, Schema};
@@ -239,7 +239,7 @@ impl ConsumerContext for IngestContext {
 /// last fold.
 struct StreamIngest {
     handle: Arc<StreamHandle>,
-    stats: StreamStats,
+    stats: Stats,
     x: Vec<f64>,
     y: Vec<f64>,
     last_update: Option<SystemTime>,
@@ -575,6 +575,18 @@ impl Ingest {
             let rows = s.y.len();
             let alarms_before = s.stats.drift_status().alarms;
             match s.stats.update_batch(&s.x, &s.y) {
+                // In depth: validation bounds every value (`Reason::Overflow`), so a fold cannot
+                // produce an infinite moment; if one ever did, the batch is refused rather than
+                // published and checkpointed (a checkpoint would hold `null` and not load):
+                // the working statistics go back to the last published ones.
+                Ok(()) if !s.stats.is_finite() => {
+                    tracing::error!(
+                        stream = %name,
+                        rows,
+                        "a validated batch made the statistics non-finite; batch refused"
+                    );
+                    s.stats = s.handle.snapshot().stats.clone();
+                }
                 Ok(()) => {
                     let drift = s.stats.drift_status();
                     if drift.alarms > alarms_before {
@@ -777,7 +789,7 @@ fn accept_rows(
     let schema = Schema {
         p: s.handle.p(),
         index: s.handle.index.as_ref(),
-        classification: s.handle.task() == crate::fit::Task::Classification,
+        classification: s.handle.task() == ravel_core::Task::Classification,
     };
     let result = match msg.payload() {
         None => Err(no_payload()),

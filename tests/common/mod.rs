@@ -5,8 +5,8 @@
 #![allow(dead_code)]
 
 use ravel::config::{Config, FeatureSchema, FeatureStreamConfig, StreamConfig};
-use ravel::fit::Task;
 use ravel::shutdown::{self, ShutdownTrigger};
+use ravel_core::Task;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::{Headers, Message};
@@ -231,7 +231,7 @@ pub fn write_csv(path: &Path, names: &[String], x: &[f64], y: &[f64]) {
 
 /// Synthetic rows of paper 003's design.
 pub fn synthetic(p: usize, k: usize, n: usize, seed: u64) -> (Vec<f64>, Vec<f64>) {
-    let spec: ravel::synthetic::SyntheticSpec =
+    let spec: ravel_core::synthetic::SyntheticSpec =
         format!("p={p},k={k},n={n},seed={seed}").parse().unwrap();
     let (mut x, mut y) = (vec![], vec![]);
     spec.rows().fill(n, &mut x, &mut y);

@@ -1,0 +1,119 @@
+//! Foundation benchmarks (a bench binary that prints a table; run with `cargo bench --bench
+//! stats`): ingest rows/s of `RunningStats::update_batch` at p = 100 and p = 1000, and
+//! extraction times at p = 1000 (100-point Lasso path, Lasso at k = 100, OLSth and FSA at
+//! k = 100) on paper 003's design. Compare the ingest figures with `scripts/bench_numpy.py`.
+
+use ravel_core::solve::{Method, Params, model_from_stats, path_from_stats};
+use ravel_core::stats::{AlphaSchedule, RunningStats, Stats};
+use ravel_core::synthetic::SyntheticSpec;
+use std::time::Instant;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn rows(p: usize, n: usize, seed: u64) -> (Vec<f64>, Vec<f64>) {
+    let spec: SyntheticSpec = format!("p={p},k={},n={n},seed={seed}", p / 10)
+        .parse()
+        .unwrap();
+    let (mut x, mut y) = (Vec::new(), Vec::new());
+    spec.rows().fill(n, &mut x, &mut y);
+    (x, y)
+}
+
+fn main() {
+    // `cargo bench --bench stats -- ingest|extract` runs one half (`--bench` is ignored).
+    let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with("--"));
+    let want = |part: &str| filter.as_deref().is_none_or(|f| f == part);
+    println!("{:<44} {:>14} {:>10}", "benchmark", "result", "unit");
+    let ingest = if want("ingest") {
+        vec![(100, 1024), (1000, 256), (1000, 1024), (1000, 4096)]
+    } else {
+        vec![]
+    };
+    for (p, batch) in ingest {
+        let (x, y) = rows(p, batch, 1);
+        let mut s = RunningStats::new(p, AlphaSchedule::Plain);
+        let reps = (2e10 / (p * p * batch) as f64).clamp(3.0, 2000.0) as usize;
+        s.update_batch(&x, &y).unwrap();
+        let mut times = vec![];
+        for _ in 0..5 {
+            let t = Instant::now();
+            for _ in 0..reps {
+                s.update_batch(&x, &y).unwrap();
+            }
+            times.push(t.elapsed().as_secs_f64() / reps as f64);
+        }
+        let rate = batch as f64 / median(times);
+        println!(
+            "{:<44} {:>14.0} {:>10}",
+            format!("update_batch p={p} B={batch}"),
+            rate,
+            "rows/s"
+        );
+    }
+    // Row-by-row for contrast (rank-1 updates).
+    if want("ingest") {
+        let p = 1000;
+        let (x, y) = rows(p, 200, 2);
+        let mut s = RunningStats::new(p, AlphaSchedule::Plain);
+        let t = Instant::now();
+        for i in 0..200 {
+            s.update(&x[i * p..(i + 1) * p], y[i]).unwrap();
+        }
+        println!(
+            "{:<44} {:>14.0} {:>10}",
+            "update (row by row) p=1000",
+            200.0 / t.elapsed().as_secs_f64(),
+            "rows/s"
+        );
+    }
+    if !want("extract") {
+        return;
+    }
+
+    // Extraction at p = 1000 on the Table 2 design (n = 3000, k* = 100).
+    let p = 1000;
+    let spec: SyntheticSpec = "p=1000,k=100,n=3000,seed=7".parse().unwrap();
+    let mut s = RunningStats::new(p, AlphaSchedule::Plain);
+    let (mut x, mut y) = (Vec::new(), Vec::new());
+    let mut source = spec.rows();
+    while source.fill(1000, &mut x, &mut y) > 0 {
+        s.update_batch(&x, &y).unwrap();
+        x.clear();
+        y.clear();
+    }
+    let st = &Stats::from(s.clone());
+    let time = |f: &dyn Fn() -> f64| median((0..5).map(|_| f()).collect());
+    let path_ms = time(&|| {
+        path_from_stats(st, &Params::new(Method::Lasso), None)
+            .unwrap()
+            .elapsed_ms
+    });
+    println!(
+        "{:<44} {:>14.1} {:>10}",
+        "lasso path, 100 lambdas, p=1000", path_ms, "ms"
+    );
+    for (name, params) in [
+        (
+            "lasso k=100, p=1000",
+            Params::new(Method::Lasso).with_k(100),
+        ),
+        ("mcp k=100, p=1000", Params::new(Method::Mcp).with_k(100)),
+        (
+            "olsth k=100, p=1000",
+            Params::new(Method::Olsth).with_k(100),
+        ),
+        ("fsa k=100, p=1000", Params::new(Method::Fsa).with_k(100)),
+        ("ols p=1000", Params::new(Method::Ols)),
+    ] {
+        let ms = time(&|| {
+            model_from_stats(st, &params, None)
+                .unwrap()
+                .diagnostics
+                .elapsed_ms
+        });
+        println!("{:<44} {:>14.1} {:>10}", name, ms, "ms");
+    }
+}

@@ -1,0 +1,302 @@
+//! The Gram-form problem every solver works on, built from running averages alone.
+//!
+//! Regression (003 section 2.2, Prop. 3.1): (1/2n)||y - b0 - X b||^2 equals
+//! 1/2 b^T Q b - c^T b + yy/2 with Q = S_xx - mu_x mu_x^T, c = S_xy - mu_y mu_x and
+//! yy = S_yy - mu_y^2, once the intercept is profiled out. Classification (003 eqs. 4-5):
+//! the class-weighted loss w_p E_p[(x b + b0 - 1)^2]/2 + w_n E_n[(x b + b0 + 1)^2]/2 is also a
+//! quadratic in (b, b0); profiling b0 out gives the same form. Standardization divides column j
+//! by sigma_j at extraction; constant columns are dropped from the problem, never divided by 0.
+//!
+//! This module sits below both `stats` and `solve`: it reads the moments through the small
+//! [`Moments`] trait, so the statistics can use the Gram form (the drift detector's reference
+//! model) without a dependency circle. `linear` holds the subset least-squares solve that the
+//! solvers, the feature selection and the drift detector share.
+
+pub mod linear;
+
+pub use linear::{LsSolution, largest_eigenvalue, solve_subset};
+
+/// The running averages a Gram problem is built from (`stats::RunningStats` implements it),
+/// held around a shift (s, t) near the data: raw moments of data far from 0 lose the variance
+/// to cancellation (stats/mod.rs), so the required methods are the shifted moments and every
+/// consumer reads the centred ones (`cov_at`, `cov_xy`, `var_y`), differences of numbers of
+/// the data's own spread. Raw moments are the case s = 0, t = 0.
+pub trait Moments {
+    /// Rows seen.
+    fn n(&self) -> u64;
+    fn p(&self) -> usize;
+    /// The shift s of x and t of y.
+    fn shift_x(&self) -> &[f64];
+    fn shift_y(&self) -> f64;
+    /// E[x - s], E[y - t].
+    fn dx(&self) -> &[f64];
+    fn dy(&self) -> f64;
+    /// E[(x_i - s_i)(x_j - s_j)].
+    fn dxx_at(&self, i: usize, j: usize) -> f64;
+    /// E[(x - s)(y - t)].
+    fn dxy(&self) -> &[f64];
+    /// E[(y - t)^2].
+    fn dyy(&self) -> f64;
+
+    /// E\[x\].
+    fn mean_x(&self) -> Vec<f64> {
+        self.shift_x()
+            .iter()
+            .zip(self.dx())
+            .map(|(s, d)| s + d)
+            .collect()
+    }
+    /// E\[y\].
+    fn mean_y(&self) -> f64 {
+        self.shift_y() + self.dy()
+    }
+    /// Cov(x_i, x_j) = E[(x_i - s_i)(x_j - s_j)] - E[x_i - s_i] E[x_j - s_j].
+    fn cov_at(&self, i: usize, j: usize) -> f64 {
+        let d = self.dx();
+        self.dxx_at(i, j) - d[i] * d[j]
+    }
+    /// Cov(x_j, y).
+    fn cov_xy(&self, j: usize) -> f64 {
+        self.dxy()[j] - self.dx()[j] * self.dy()
+    }
+    /// Var(y) (clamped at 0).
+    fn var_y(&self) -> f64 {
+        (self.dyy() - self.dy() * self.dy()).max(0.0)
+    }
+    /// Var(x_j), clamped at 0.
+    fn variances(&self) -> Vec<f64> {
+        (0..self.p()).map(|j| self.cov_at(j, j).max(0.0)).collect()
+    }
+    /// Whether column j is constant: its variance is within rounding of 0. The variance is
+    /// E[(x - s)^2] - E[x - s]^2, whose rounding error is a few eps times E[(x - s)^2] (the
+    /// shifted scale, not E[x^2]): below `CONSTANT_TOL` times that it is rounding.
+    fn is_constant(&self, j: usize) -> bool {
+        self.cov_at(j, j) <= CONSTANT_TOL * self.dxx_at(j, j).max(f64::MIN_POSITIVE)
+    }
+}
+
+/// 1/2 b^T q b - c^T b + yy/2 over the m active (non-constant) columns, in solver units.
+#[derive(Debug, Clone)]
+pub struct Gram {
+    pub m: usize,
+    /// Full symmetric m x m, column-major.
+    pub q: Vec<f64>,
+    pub c: Vec<f64>,
+    pub yy: f64,
+}
+
+impl Gram {
+    #[inline]
+    pub fn col(&self, j: usize) -> &[f64] {
+        &self.q[j * self.m..(j + 1) * self.m]
+    }
+    #[inline]
+    pub fn at(&self, i: usize, j: usize) -> f64 {
+        self.q[i + j * self.m]
+    }
+    /// The loss 1/2 b^T q b - c^T b + yy/2 for a dense b; O(s^2) in the nonzeros.
+    pub fn loss(&self, b: &[f64]) -> f64 {
+        let support: Vec<usize> = (0..self.m).filter(|&j| b[j] != 0.0).collect();
+        let mut quad = 0.0;
+        let mut lin = 0.0;
+        for &j in &support {
+            let col = self.col(j);
+            let qb: f64 = support.iter().map(|&k| col[k] * b[k]).sum();
+            quad += b[j] * qb;
+            lin += self.c[j] * b[j];
+        }
+        0.5 * quad - lin + 0.5 * self.yy
+    }
+    /// Gradient q b - c.
+    pub fn gradient(&self, b: &[f64]) -> Vec<f64> {
+        let mut g: Vec<f64> = self.c.iter().map(|v| -v).collect();
+        for (j, &bj) in b.iter().enumerate() {
+            if bj != 0.0 {
+                for (gi, qij) in g.iter_mut().zip(self.col(j)) {
+                    *gi += qij * bj;
+                }
+            }
+        }
+        g
+    }
+}
+
+/// A Gram problem plus what is needed to map a solution back to the user's features.
+#[derive(Debug, Clone)]
+pub struct Problem {
+    pub gram: Gram,
+    /// Original index of each active column.
+    pub active: Vec<usize>,
+    /// sigma_j per active column (1 when not standardized).
+    pub scale: Vec<f64>,
+    /// Number of features of the stream (active or not).
+    pub p: usize,
+    /// Rows seen.
+    pub n: u64,
+    /// intercept = intercept_base - sum_j intercept_slope[j] * beta_j (original indices).
+    intercept_base: f64,
+    intercept_slope: Vec<f64>,
+    pub standardized: bool,
+}
+
+/// Why a problem could not be built.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ProblemError {
+    #[error("the stream has no observations yet")]
+    Empty,
+    #[error("classification needs both classes; positives: {pos}, negatives: {neg}")]
+    OneClass { pos: u64, neg: u64 },
+}
+
+/// Below this variance relative to the shifted second moment a column counts as constant: a
+/// constant column's variance is exactly 0 when the shift is one of its values (stats/mod.rs)
+/// and otherwise rounding, a few eps (2.2e-16) per row folded at worst; a column that varies
+/// has a ratio near 1 when the shift is near its mean. 1e-10 is far from both.
+const CONSTANT_TOL: f64 = 1e-10;
+
+impl Problem {
+    /// The regression problem of a stream.
+    pub fn regression(stats: &impl Moments, standardize: bool) -> Result<Problem, ProblemError> {
+        if stats.n() == 0 {
+            return Err(ProblemError::Empty);
+        }
+        let p = stats.p();
+        let mx = stats.mean_x();
+        let my = stats.mean_y();
+        let active: Vec<usize> = (0..p).filter(|&j| !stats.is_constant(j)).collect();
+        let scale: Vec<f64> = active
+            .iter()
+            .map(|&j| {
+                if standardize {
+                    stats.cov_at(j, j).sqrt()
+                } else {
+                    1.0
+                }
+            })
+            .collect();
+        let m = active.len();
+        let mut q = vec![0.0; m * m];
+        for (b, &jb) in active.iter().enumerate() {
+            for (a, &ja) in active.iter().enumerate().skip(b) {
+                let v = stats.cov_at(ja, jb) / (scale[a] * scale[b]);
+                q[a + b * m] = v;
+                q[b + a * m] = v;
+            }
+        }
+        let c = active
+            .iter()
+            .zip(&scale)
+            .map(|(&j, s)| stats.cov_xy(j) / s)
+            .collect();
+        let yy = stats.var_y();
+        Ok(Problem {
+            gram: Gram { m, q, c, yy },
+            active,
+            scale,
+            p,
+            n: stats.n(),
+            intercept_base: my,
+            intercept_slope: mx,
+            standardized: standardize,
+        })
+    }
+
+    /// The class-weighted classification problem (003 eqs. 4-5) with the intercept profiled
+    /// out. Standardization uses the negatives' standard deviation, as the paper does
+    /// (falling back to the pooled one for a column that is constant among negatives).
+    pub fn classification(
+        pos: &impl Moments,
+        neg: &impl Moments,
+        w_pos: f64,
+        w_neg: f64,
+        standardize: bool,
+    ) -> Result<Problem, ProblemError> {
+        let (sp, sn) = (pos, neg);
+        if sp.n() == 0 || sn.n() == 0 {
+            return Err(ProblemError::OneClass {
+                pos: sp.n(),
+                neg: sn.n(),
+            });
+        }
+        let p = sp.p();
+        let wt = w_pos + w_neg;
+        let (mp, mn) = (sp.mean_x(), sn.mean_x());
+        let mbar: Vec<f64> = (0..p).map(|j| w_pos * mp[j] + w_neg * mn[j]).collect();
+        // A = w_p S^p + w_n S^n and Q = A - mbar mbar^T / W, in centred form:
+        // Q = w_p C^p + w_n C^n + (w_p w_n / W) dm dm^T with dm = mu^p - mu^n, taken from the
+        // shifts and the shifted means so that no large raw moments are subtracted.
+        let dm: Vec<f64> = (0..p)
+            .map(|j| (sp.shift_x()[j] - sn.shift_x()[j]) + (sp.dx()[j] - sn.dx()[j]))
+            .collect();
+        let kappa = w_pos * w_neg / wt;
+        let qfull = |a: usize, b: usize| {
+            w_pos * sp.cov_at(a, b) + w_neg * sn.cov_at(a, b) + kappa * dm[a] * dm[b]
+        };
+        let diag: Vec<f64> = (0..p).map(|j| qfull(j, j)).collect();
+        // Rounding-aware constancy (as `Moments::is_constant`): each term's rounding is a few
+        // eps of its shifted second moment.
+        let scale_of = |j: usize| {
+            (w_pos * sp.dxx_at(j, j) + w_neg * sn.dxx_at(j, j) + kappa * dm[j] * dm[j])
+                .max(f64::MIN_POSITIVE)
+        };
+        let active: Vec<usize> = (0..p)
+            .filter(|&j| diag[j] > CONSTANT_TOL * scale_of(j))
+            .collect();
+        let var_neg = sn.variances();
+        let scale: Vec<f64> = active
+            .iter()
+            .map(|&j| {
+                if !standardize {
+                    1.0
+                } else if !sn.is_constant(j) {
+                    var_neg[j].sqrt()
+                } else {
+                    (diag[j] / wt).sqrt()
+                }
+            })
+            .collect();
+        let m = active.len();
+        let mut q = vec![0.0; m * m];
+        for (b, &jb) in active.iter().enumerate() {
+            for (a, &ja) in active.iter().enumerate().skip(b) {
+                let v = qfull(ja, jb) / (scale[a] * scale[b]);
+                q[a + b * m] = v;
+                q[b + a * m] = v;
+            }
+        }
+        let dw = w_pos - w_neg;
+        // w_p mu^p - w_n mu^n - mbar (w_p - w_n) / W = 2 (w_p w_n / W) dm.
+        let c = active
+            .iter()
+            .zip(&scale)
+            .map(|(&j, s)| 2.0 * kappa * dm[j] / s)
+            .collect();
+        let yy = wt - dw * dw / wt;
+        Ok(Problem {
+            gram: Gram { m, q, c, yy },
+            active,
+            scale,
+            p,
+            n: sp.n() + sn.n(),
+            intercept_base: dw / wt,
+            intercept_slope: mbar.iter().map(|v| v / wt).collect(),
+            standardized: standardize,
+        })
+    }
+
+    /// Coefficients in original units (length p) and the intercept, from a solution in
+    /// solver units (length m).
+    pub fn to_original(&self, b: &[f64]) -> (Vec<f64>, f64) {
+        let mut beta = vec![0.0; self.p];
+        for (a, &j) in self.active.iter().enumerate() {
+            beta[j] = b[a] / self.scale[a];
+        }
+        let intercept = self.intercept_base
+            - beta
+                .iter()
+                .zip(&self.intercept_slope)
+                .map(|(b, m)| b * m)
+                .sum::<f64>();
+        (beta, intercept)
+    }
+}

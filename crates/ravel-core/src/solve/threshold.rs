@@ -1,0 +1,145 @@
+//! l0-constrained estimators that take k directly: OLS with thresholding (003 Alg. 1) and
+//! feature selection with annealing (FSA, 003 Alg. 2). Both end with an OLS refit on the k
+//! selected columns.
+
+use crate::gram::Gram;
+use crate::gram::linear::{largest_eigenvalue, solve_subset};
+
+/// Indices of the k largest |b_j| among `candidates` (ties broken by the lower index).
+pub fn top_k(b: &[f64], candidates: &[usize], k: usize) -> Vec<usize> {
+    let mut idx = candidates.to_vec();
+    if k < idx.len() {
+        idx.select_nth_unstable_by(k, |&a, &c| {
+            b[c].abs().total_cmp(&b[a].abs()).then(a.cmp(&c))
+        });
+        idx.truncate(k);
+    }
+    idx.sort_unstable();
+    idx
+}
+
+pub struct L0Solution {
+    pub b: Vec<f64>,
+    pub support: Vec<usize>,
+    pub iterations: usize,
+    /// Largest |gradient| on the support after the refit (0 up to rounding for an exact refit).
+    pub measure: f64,
+    /// Jitter the refit or the initial fit needed (see `solve_subset`).
+    pub jitter: f64,
+}
+
+/// OLSth: OLS (ridge when `ridge` > 0) on every column, keep the k largest, refit OLS.
+pub fn olsth(g: &Gram, k: usize, ridge: f64) -> L0Solution {
+    let all: Vec<usize> = (0..g.m).collect();
+    let full = solve_subset(g, &all, ridge);
+    let support = top_k(&full.b, &all, k);
+    let refit = solve_subset(g, &support, 0.0);
+    let measure = grad_on(g, &refit.b, &support);
+    L0Solution {
+        b: refit.b,
+        support,
+        iterations: 1,
+        measure,
+        jitter: full.jitter.max(refit.jitter),
+    }
+}
+
+/// FSA settings (003 Alg. 2): T iterations, annealing parameter mu, and warm-up steps.
+#[derive(Debug, Clone, Copy)]
+pub struct FsaOptions {
+    pub iterations: usize,
+    pub mu: f64,
+    /// Gradient steps on all columns before the first pruning. Not in 003 Alg. 2, which prunes
+    /// after the first step: there |b| = eta |c| ranks columns by marginal correlation, and on
+    /// correlated designs (003's Table 2, pairwise correlation 0.5) that drops true features
+    /// for good: measured detection 93-99% over 4 seeds at n = 3000 where the paper reports
+    /// 100%; with 20 warm-up steps the common factor is absorbed first and detection is 100%.
+    pub warmup: usize,
+}
+
+impl Default for FsaOptions {
+    fn default() -> Self {
+        FsaOptions {
+            iterations: 300,
+            mu: 100.0,
+            warmup: 20,
+        }
+    }
+}
+
+/// FSA: gradient steps on 1/2 b^T Q b - c^T b, keeping M_t = k + (m - k) max(0, (T - t)/(t mu + T))
+/// columns after step t; the step is 1/L with L the largest eigenvalue of Q on the kept set
+/// (recomputed as the set shrinks). Then OLS on the final k.
+pub fn fsa(g: &Gram, k: usize, opt: &FsaOptions) -> L0Solution {
+    let m = g.m;
+    let t_max = opt.iterations.max(1);
+    let mut kept: Vec<usize> = (0..m).collect();
+    let mut b = vec![0.0; m];
+    let mut lipschitz = largest_eigenvalue(g, &kept, 200) * 1.05;
+    let mut sized_at = kept.len();
+    if lipschitz <= 0.0 {
+        // Q = 0 on every column: nothing to descend.
+        return L0Solution {
+            b,
+            support: top_k(&g.c, &kept, k),
+            iterations: 0,
+            measure: 0.0,
+            jitter: 0.0,
+        };
+    }
+    for _ in 0..opt.warmup {
+        gradient_step(g, &kept, &mut b, 1.0 / lipschitz);
+    }
+    for t in 1..=t_max {
+        gradient_step(g, &kept, &mut b, 1.0 / lipschitz);
+        let frac = ((t_max - t) as f64 / (t as f64 * opt.mu + t_max as f64)).max(0.0);
+        let m_t = k + ((m - k) as f64 * frac).floor() as usize;
+        if m_t < kept.len() {
+            let next = top_k(&b, &kept, m_t);
+            for &j in &kept {
+                if next.binary_search(&j).is_err() {
+                    b[j] = 0.0;
+                }
+            }
+            kept = next;
+            if kept.len() * 4 < sized_at * 3 {
+                lipschitz = largest_eigenvalue(g, &kept, 200) * 1.05;
+                sized_at = kept.len();
+            }
+        }
+    }
+    let refit = solve_subset(g, &kept, 0.0);
+    let measure = grad_on(g, &refit.b, &kept);
+    L0Solution {
+        b: refit.b,
+        support: kept,
+        iterations: opt.warmup + t_max,
+        measure,
+        jitter: refit.jitter,
+    }
+}
+
+/// b_K <- b_K - eta (Q_KK b_K - c_K); b is zero off K.
+fn gradient_step(g: &Gram, kept: &[usize], b: &mut [f64], eta: f64) {
+    let grad: Vec<f64> = kept
+        .iter()
+        .map(|&i| {
+            let row = g.col(i); // Q is symmetric: row i is column i, contiguous
+            kept.iter().map(|&j| row[j] * b[j]).sum::<f64>() - g.c[i]
+        })
+        .collect();
+    for (&i, gi) in kept.iter().zip(&grad) {
+        b[i] -= eta * gi;
+    }
+}
+
+/// max_{j in support} |(Q b - c)_j|.
+pub fn grad_on(g: &Gram, b: &[f64], support: &[usize]) -> f64 {
+    support
+        .iter()
+        .map(|&i| {
+            let row = g.col(i);
+            (support.iter().map(|&j| row[j] * b[j]).sum::<f64>() - g.c[i]).abs()
+        })
+        .fold(0.0, f64::max)
+}

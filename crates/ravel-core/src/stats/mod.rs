@@ -1,0 +1,994 @@
+//! Running-average statistics ("RAVEs", paper 003 section 2): the whole state an observation
+//! stream keeps, from which every model is extracted.
+//!
+//! `RunningStats` holds n, the total weight W, E\[x\], E\[y\], E\[x x^T\] (lower triangle),
+//! E[x y] and E[y^2]. Rows are folded in one at a time (`update`) or as a mini-batch with one
+//! symmetric rank-B update (`update_batch`, the ingest hot path); both give the same numbers
+//! under every `AlphaSchedule`. `merge` combines shards exactly. `ClassStats` keeps one
+//! `RunningStats` per class for imbalanced classification (003 section 3.6).
+//!
+//! The moments are accumulated around a shift (s, t), the stream's first row: the state holds
+//! E[x - s], E[y - t], E[(x - s)(x - s)^T], E[(x - s)(y - t)] and E[(y - t)^2], and the
+//! centred moments the Gram problem needs (`Moments::cov_at`, `cov_xy`, `var_y`) are
+//! differences of numbers of the data's own spread. Raw moments lose everything to
+//! cancellation once |mean| / sd nears 1e8 (timestamps, prices in cents): Var = E\[x^2\] - E\[x\]^2
+//! subtracts two numbers near mean^2 whose rounding error, eps mean^2, is then the size of the
+//! variance itself (issue 11). A data row as the shift makes a constant column exactly 0 after
+//! the shift (its variance is then exactly 0), costs no pass over the batch, and is the same for
+//! a batch and for the rows one at a time. The kernel subtracts the shift while it packs a block
+//! (stats/syrk.rs); shards with different shifts are re-centred algebraically before a merge
+//! (`recentre`), which is exact up to rounding.
+//!
+//! The stored averages are always normalized (they are proper weighted means even for a fixed
+//! alpha at the start of a stream): with W_n = (1 - alpha_n) W_{n-1} + alpha_n the row gets
+//! the effective weight alpha_n / W_n. For plain averages W = 1 and nothing changes.
+//!
+//! A drift-adaptive schedule (`adaptive`) watches the rows through a reference model refreshed
+//! from these statistics; `update_batch` cuts a batch where the schedule asks for a refresh, so
+//! batches still equal row-by-row updates. `drift_status` reports what it sees.
+
+pub mod adaptive;
+mod schedule;
+mod syrk;
+
+pub use adaptive::{AdaptiveConfig, Cusum};
+pub use schedule::AlphaSchedule;
+
+use crate::gram::{Problem, ProblemError};
+use crate::task::Task;
+
+use faer::linalg::matmul::triangular::{BlockStructure, matmul};
+use faer::{Accum, MatMut, MatRef, Par};
+use serde::{Deserialize, Serialize};
+
+/// Why a row or batch was refused; the statistics are untouched when this is returned.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum StatsError {
+    #[error("row has {got} features, the stream has {expected}")]
+    Dimension { expected: usize, got: usize },
+    #[error("batch has {rows} rows of x but {ys} values of y")]
+    Length { rows: usize, ys: usize },
+    #[error("non-finite value (NaN or Inf) in row {row}")]
+    NonFinite { row: usize },
+    #[error("value beyond +-1e150 in row {row}: its square would overflow the moments")]
+    Overflow { row: usize },
+    #[error("classification labels must be +1 or -1 (0 counts as -1), got {value} in row {row}")]
+    Label { row: usize, value: f64 },
+    #[error("cannot merge statistics with {other} features into statistics with {this}")]
+    MergeDimension { this: usize, other: usize },
+    #[error("cannot merge {theirs} statistics into {ours} statistics")]
+    TaskMismatch { ours: Task, theirs: Task },
+}
+
+/// Largest |value| of x or y a row may have (`StatsError::Overflow` beyond), checked on the raw
+/// values before anything is folded. Squares and products of shifted values are then at most
+/// (2e150)^2 = 4e300 and the kernel adds at most a block of 160 of them unscaled (stats/syrk.rs,
+/// KC) before weighting: 6.4e302, 280 times below f64::MAX (1.8e308). Without it a value near
+/// 1e200 turns E[x x^T] into infinity for good (issue 10), and the checkpoint cannot be read
+/// back. Real data (timestamps, money, counts) sit a hundred orders of magnitude below.
+pub const MAX_ABS_VALUE: f64 = 1e150;
+
+/// The running averages of one stream, around the shift (s, t) (see the module header). The
+/// serialized names of the moments are those of the raw moments they were before the shift
+/// existed: a checkpoint written then loads with s = 0 and t = 0, which is what it holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(from = "StoredStats")]
+pub struct RunningStats {
+    p: usize,
+    n: u64,
+    /// Total weight W (1 for plain averages once a row is seen; below 1 early in a
+    /// fixed-alpha stream). Kept so the averages can stay normalized.
+    weight: f64,
+    /// E[x - s].
+    #[serde(rename = "mean_x")]
+    dx: Vec<f64>,
+    /// E[y - t].
+    #[serde(rename = "mean_y")]
+    dy: f64,
+    /// E[(x - s)(x - s)^T], column-major p x p; only the lower triangle (i >= j) is maintained.
+    #[serde(rename = "sxx")]
+    dxx: Vec<f64>,
+    /// E[(x - s)(y - t)].
+    #[serde(rename = "sxy")]
+    dxy: Vec<f64>,
+    /// E[(y - t)^2].
+    #[serde(rename = "syy")]
+    dyy: f64,
+    schedule: AlphaSchedule,
+    /// The shift s (the first row's x) and t (its y); 0 before the first row.
+    shift_x: Vec<f64>,
+    shift_y: f64,
+}
+
+/// `RunningStats` as stored; checkpoints written before the shift existed have none.
+#[derive(Deserialize)]
+struct StoredStats {
+    p: usize,
+    n: u64,
+    weight: f64,
+    mean_x: Vec<f64>,
+    mean_y: f64,
+    sxx: Vec<f64>,
+    sxy: Vec<f64>,
+    syy: f64,
+    schedule: AlphaSchedule,
+    #[serde(default)]
+    shift_x: Vec<f64>,
+    #[serde(default)]
+    shift_y: f64,
+}
+
+impl From<StoredStats> for RunningStats {
+    fn from(s: StoredStats) -> Self {
+        RunningStats {
+            shift_x: if s.shift_x.is_empty() {
+                vec![0.0; s.p]
+            } else {
+                s.shift_x
+            },
+            p: s.p,
+            n: s.n,
+            weight: s.weight,
+            dx: s.mean_x,
+            dy: s.mean_y,
+            dxx: s.sxx,
+            dxy: s.sxy,
+            dyy: s.syy,
+            schedule: s.schedule,
+            shift_y: s.shift_y,
+        }
+    }
+}
+
+impl RunningStats {
+    pub fn new(p: usize, schedule: AlphaSchedule) -> Self {
+        RunningStats {
+            p,
+            n: 0,
+            weight: 0.0,
+            dx: vec![0.0; p],
+            dy: 0.0,
+            dxx: vec![0.0; p * p],
+            dxy: vec![0.0; p],
+            dyy: 0.0,
+            schedule,
+            shift_x: vec![0.0; p],
+            shift_y: 0.0,
+        }
+    }
+
+    pub fn p(&self) -> usize {
+        self.p
+    }
+    pub fn n(&self) -> u64 {
+        self.n
+    }
+    pub fn total_weight(&self) -> f64 {
+        self.weight
+    }
+    /// E\[x\].
+    pub fn mean_x(&self) -> Vec<f64> {
+        self.shift_x
+            .iter()
+            .zip(&self.dx)
+            .map(|(s, d)| s + d)
+            .collect()
+    }
+    /// E\[y\].
+    pub fn mean_y(&self) -> f64 {
+        self.shift_y + self.dy
+    }
+    /// The shift s of x and t of y the moments are accumulated around.
+    pub fn shift_x(&self) -> &[f64] {
+        &self.shift_x
+    }
+    pub fn shift_y(&self) -> f64 {
+        self.shift_y
+    }
+    /// Raw E[x y] (recombined from the shifted moments: for large offsets prefer the centred
+    /// `Moments::cov_xy`).
+    pub fn sxy(&self) -> Vec<f64> {
+        let (t, e) = (self.shift_y, self.dy);
+        (0..self.p)
+            .map(|j| {
+                let (s, d) = (self.shift_x[j], self.dx[j]);
+                self.dxy[j] + s * e + d * t + s * t
+            })
+            .collect()
+    }
+    /// Whether every moment is a finite number: always, since rows are bounded
+    /// (`MAX_ABS_VALUE`); the service checks it before it publishes a fold, in depth. O(p): a
+    /// finite diagonal bounds the rest of E[(x - s)(x - s)^T] (Cauchy-Schwarz).
+    pub fn is_finite(&self) -> bool {
+        let p = self.p;
+        self.weight.is_finite()
+            && self.dy.is_finite()
+            && self.dyy.is_finite()
+            && self.dx.iter().chain(&self.dxy).all(|v| v.is_finite())
+            && (0..p).all(|j| self.dxx[j + j * p].is_finite())
+    }
+    /// Raw E[y^2] (see `sxy`).
+    pub fn syy(&self) -> f64 {
+        let t = self.shift_y;
+        self.dyy + 2.0 * t * self.dy + t * t
+    }
+    pub fn schedule(&self) -> &AlphaSchedule {
+        &self.schedule
+    }
+    pub fn schedule_mut(&mut self) -> &mut AlphaSchedule {
+        &mut self.schedule
+    }
+    /// The alpha the next row will get (the raw schedule value, before normalization).
+    pub fn current_alpha(&self) -> f64 {
+        self.schedule.current_alpha(self.n)
+    }
+    /// How many rows the averages effectively span, counting the next row: the inverse of
+    /// the normalized weight that row will get, W'/alpha with W' = (1 - alpha) W + alpha. n + 1
+    /// for plain averages, 1/alpha for a fixed alpha once n >> 1/alpha.
+    pub fn effective_sample_size(&self) -> f64 {
+        let a = self.current_alpha();
+        ((1.0 - a) * self.weight + a) / a
+    }
+    /// Drift alarms raised by an adaptive schedule (0 for the others).
+    pub fn drift_alarms(&self) -> u64 {
+        self.schedule.alarms()
+    }
+    /// The 1-based row number (value of n right after it) of the row that raised the last
+    /// drift alarm.
+    pub fn last_drift_alarm_row(&self) -> Option<u64> {
+        self.schedule.last_alarm_row()
+    }
+    /// Everything the service reports about the weighting of this stream, in one value.
+    pub fn drift_status(&self) -> DriftStatus {
+        let (armed, cusum, threshold) = match &self.schedule {
+            AlphaSchedule::Adaptive(a) => (
+                Some(a.armed()),
+                Some(a.cusum_statistic()),
+                Some(a.config.cusum().threshold()),
+            ),
+            _ => (None, None, None),
+        };
+        DriftStatus {
+            schedule: self.schedule.to_string(),
+            alpha: self.current_alpha(),
+            effective_sample_size: self.effective_sample_size(),
+            alarms: self.drift_alarms(),
+            last_alarm_row: self.last_drift_alarm_row(),
+            detector_armed: armed,
+            cusum,
+            cusum_threshold: threshold,
+        }
+    }
+    /// E[(x_i - s_i)(x_j - s_j)] for any i, j (reads the stored triangle).
+    #[inline]
+    pub fn dxx_at(&self, i: usize, j: usize) -> f64 {
+        let (r, c) = if i >= j { (i, j) } else { (j, i) };
+        self.dxx[r + c * self.p]
+    }
+    /// Raw E[x_i x_j], recombined from the shifted moments (for large offsets prefer the
+    /// centred `Moments::cov_at`).
+    #[inline]
+    pub fn sxx_at(&self, i: usize, j: usize) -> f64 {
+        let (si, sj) = (self.shift_x[i], self.shift_x[j]);
+        self.dxx_at(i, j) + si * self.dx[j] + self.dx[i] * sj + si * sj
+    }
+    /// Raw E[x x^T] as a full symmetric column-major p x p matrix.
+    pub fn sxx_full(&self) -> Vec<f64> {
+        let p = self.p;
+        let mut full = vec![0.0; p * p];
+        for j in 0..p {
+            for i in j..p {
+                let v = self.sxx_at(i, j);
+                full[i + j * p] = v;
+                full[j + i * p] = v;
+            }
+        }
+        full
+    }
+    /// Population variance of each feature (clamped at 0), from the shifted moments.
+    pub fn variances(&self) -> Vec<f64> {
+        crate::gram::Moments::variances(self)
+    }
+
+    /// Fold one row in (a rank-1 update, O(p^2)).
+    pub fn update(&mut self, x: &[f64], y: f64) -> Result<(), StatsError> {
+        self.update_batch(x, std::slice::from_ref(&y))
+    }
+
+    /// Fold a mini-batch in: `x` is row-major, `y.len()` rows of p features. One symmetric
+    /// rank-B update of E[x x^T]; the result equals B calls of `update` up to rounding.
+    pub fn update_batch(&mut self, x: &[f64], y: &[f64]) -> Result<(), StatsError> {
+        // An adaptive schedule reads the rows before they are folded: check them first. The
+        // others fold the whole batch at once, and the fold checks it on its way (`apply`).
+        let adaptive = matches!(self.schedule, AlphaSchedule::Adaptive(_));
+        let rows = check_batch(self.p, x, y, adaptive)?;
+        let p = self.p;
+        // The first row of the stream becomes the shift (module header). Empty statistics
+        // hold no moments, so the shift can change freely; it is undone if the batch is refused.
+        let first = self.n == 0 && rows > 0;
+        let old_shift = first.then(|| (self.shift_x.clone(), self.shift_y));
+        if first {
+            self.shift_x.copy_from_slice(&x[..p]);
+            self.shift_y = y[0];
+        }
+        let mut at = 0;
+        while at < rows {
+            if self.schedule.wants_refresh(self.n, p) {
+                // The schedule reads the statistics it lives in: lend it out meanwhile.
+                let mut schedule = std::mem::take(&mut self.schedule);
+                schedule.refresh(self);
+                self.schedule = schedule;
+            }
+            let (xs, ys) = (&x[at * p..], &y[at..]);
+            let alphas = self.schedule.alphas_for_batch(self.n, rows - at, xs, ys);
+            let got = alphas.len();
+            let weight = self.weight;
+            let (decay, omega) = self.fold_weights(&alphas);
+            if !self.apply(&xs[..got * p], &ys[..got], decay, &omega, adaptive) {
+                // Only unchecked batches get here, whole (non-adaptive schedules take every
+                // row at once): nothing else has changed yet.
+                self.weight = weight;
+                if let Some((sx, sy)) = old_shift {
+                    self.shift_x = sx;
+                    self.shift_y = sy;
+                }
+                return Err(first_non_finite(p, x, y));
+            }
+            self.n += got as u64;
+            at += got;
+        }
+        Ok(())
+    }
+
+    /// Turns raw alphas into (decay of the old state, weight of each row), tracking W so the
+    /// averages stay normalized: state <- decay * state + sum_i omega_i * row_i.
+    fn fold_weights(&mut self, alphas: &[f64]) -> (f64, Vec<f64>) {
+        let mut eff = Vec::with_capacity(alphas.len());
+        let mut w = self.weight;
+        for &a in alphas {
+            w = (1.0 - a) * w + a;
+            eff.push(if w > 0.0 { a / w } else { 1.0 });
+        }
+        self.weight = w;
+        // omega_i = eff_i * prod_{j > i} (1 - eff_j); decay = prod_j (1 - eff_j).
+        let mut omega = vec![0.0; eff.len()];
+        let mut tail = 1.0;
+        for i in (0..eff.len()).rev() {
+            omega[i] = eff[i] * tail;
+            tail *= 1.0 - eff[i];
+        }
+        (tail, omega)
+    }
+
+    /// Folds the rows in (shifted by (s, t)); unless `checked`, returns false without touching
+    /// anything if a value is NaN or infinite.
+    fn apply(&mut self, x: &[f64], y: &[f64], decay: f64, omega: &[f64], checked: bool) -> bool {
+        let p = self.p;
+        let rows = y.len();
+        // Equal row weights (plain averages: every omega_i = 1/(n+B) up to rounding) scale the
+        // product instead of the rows; otherwise the rows are scaled by sqrt(omega_i).
+        let (lo, hi) = omega
+            .iter()
+            .fold((f64::INFINITY, 0.0f64), |(l, h), &w| (l.min(w), h.max(w)));
+        let equal = hi - lo <= 1e-14 * hi;
+        if rows >= 2 && !portable_forced() {
+            // The dedicated AVX2 + FMA kernel (`syrk`): the lower triangle of E[x x^T] and, as two
+            // more rows of the same product, E[x], E[x y], E[y] and E[y^2], all around the
+            // shift, which the kernel subtracts as it packs the rows. Measured on the
+            // 2-core development machine (Zen 3, quiet), whole `update_batch` against numpy's
+            // X.T @ X (OpenBLAS dsyrk, 2 threads) on the same batches: p = 100, B = 1024:
+            // 5.4 M rows/s vs 5.0 M; p = 1000, B = 256 / 1024 / 4096: 85 / 86-87 / 85 k rows/s
+            // vs 73 / 83 / 84 k (`cargo bench --bench stats -- ingest`,
+            // `python3 scripts/bench_numpy.py`). faer's triangular `matmul` below, kept for
+            // other CPUs, ran at 2.6 M and 54-58 k.
+            let weights = if equal {
+                syrk::Weights::Equal(0.5 * (lo + hi))
+            } else {
+                syrk::Weights::Rows(omega)
+            };
+            let mut extra = vec![0.0; 2 * (p + 2)];
+            match syrk::fold(
+                &mut self.dxx,
+                &mut extra,
+                p,
+                x,
+                y,
+                weights,
+                (&self.shift_x, self.shift_y),
+                decay,
+                checked,
+                None,
+            ) {
+                syrk::Folded::Done => {
+                    let (sum_x, sum_xy) = extra.split_at(p + 2);
+                    for j in 0..p {
+                        self.dx[j] = decay * self.dx[j] + sum_x[j];
+                        self.dxy[j] = decay * self.dxy[j] + sum_xy[j];
+                    }
+                    self.dy = decay * self.dy + sum_xy[p];
+                    self.dyy = decay * self.dyy + sum_xy[p + 1];
+                    return true;
+                }
+                syrk::Folded::NotFinite => return false,
+                syrk::Folded::Unavailable => {}
+            }
+        }
+        if !checked && !syrk::batch_finite(x, y) {
+            return false;
+        }
+        // Other CPUs (and single rows): the shifted rows, scaled by sqrt(omega_i) unless the
+        // weights are equal.
+        let mut z = x.to_vec();
+        for row in z.chunks_exact_mut(p) {
+            row.iter_mut().zip(&self.shift_x).for_each(|(v, s)| *v -= s);
+        }
+        for v in self.dx.iter_mut().chain(self.dxy.iter_mut()) {
+            *v *= decay;
+        }
+        self.dy *= decay;
+        self.dyy *= decay;
+        for (i, row) in z.chunks_exact(p).enumerate() {
+            let (w, e) = (omega[i], y[i] - self.shift_y);
+            self.dy += w * e;
+            self.dyy += w * e * e;
+            for ((m, dxy), &d) in self.dx.iter_mut().zip(&mut self.dxy).zip(row) {
+                *m += w * d;
+                *dxy += w * e * d;
+            }
+        }
+        // Lower triangle: decay, then add Z Z^T with Z = (X - s)^T diag(sqrt(omega)).
+        for j in 0..p {
+            for v in &mut self.dxx[j + j * p..(j + 1) * p] {
+                *v *= decay;
+            }
+        }
+        if rows == 1 {
+            let (w, row) = (omega[0], &z);
+            for j in 0..p {
+                let wj = w * row[j];
+                let col = &mut self.dxx[j * p..(j + 1) * p];
+                for i in j..p {
+                    col[i] += wj * row[i];
+                }
+            }
+            return true;
+        }
+        // Other CPUs: faer's triangular product.
+        let alpha = if equal {
+            0.5 * (lo + hi)
+        } else {
+            for (i, row) in z.chunks_exact_mut(p).enumerate() {
+                let s = omega[i].sqrt();
+                row.iter_mut().for_each(|e| *e *= s);
+            }
+            1.0
+        };
+        // Row-major B x p is column-major p x B: that is Z itself.
+        let zt = MatRef::from_column_major_slice(&z, p, rows);
+        let dst = MatMut::from_column_major_slice_mut(&mut self.dxx, p, p);
+        let par = if (p * p * rows) as f64 > 4e6 {
+            Par::rayon(0)
+        } else {
+            Par::Seq
+        };
+        // Only the lower triangle: half the flops of X^T X (about 0.7x numpy's speed; faster
+        // variants tried then: the system OpenBLAS dsyrk, 66-74 k rows/s at p = 1000, needs
+        // libopenblas-dev; faer's full GEMM and a column-blocked triangle were slower).
+        matmul(
+            dst,
+            BlockStructure::TriangularLower,
+            Accum::Add,
+            zt,
+            BlockStructure::Rectangular,
+            zt.transpose(),
+            BlockStructure::Rectangular,
+            alpha,
+            par,
+        );
+        true
+    }
+
+    /// Moves the shift to (`sx`, `sy`): with d = x - s and delta = s - sx, the moments around
+    /// the new shift are E(d + delta) = E(d) + delta and
+    /// E((d + delta)(d + delta)^T) = E(d d^T) + E(d) delta^T + delta E(d)^T + delta delta^T
+    /// (likewise for y), exact up to rounding: the averages are normalized, E(1) = 1.
+    pub fn recentre(&mut self, sx: &[f64], sy: f64) {
+        let p = self.p;
+        assert_eq!(sx.len(), p);
+        let delta: Vec<f64> = self.shift_x.iter().zip(sx).map(|(s, n)| s - n).collect();
+        let eps = self.shift_y - sy;
+        if self.n > 0 {
+            for j in 0..p {
+                let (dj, mj) = (delta[j], self.dx[j]);
+                let col = &mut self.dxx[j * p..(j + 1) * p];
+                for i in j..p {
+                    col[i] += self.dx[i] * dj + delta[i] * mj + delta[i] * dj;
+                }
+            }
+            for ((xy, &d), &m) in self.dxy.iter_mut().zip(&delta).zip(&self.dx) {
+                *xy += d * self.dy + m * eps + d * eps;
+            }
+            self.dyy += 2.0 * eps * self.dy + eps * eps;
+            for (m, d) in self.dx.iter_mut().zip(&delta) {
+                *m += d;
+            }
+            self.dy += eps;
+        }
+        self.shift_x.copy_from_slice(sx);
+        self.shift_y = sy;
+    }
+
+    /// Combine the statistics of another shard of the same stream. For plain averages the
+    /// result equals one stream that saw both shards' rows (up to rounding); for forgetting
+    /// schedules the shards are weighted by their row counts.
+    /// Checks statistics that came from outside (a checkpoint, a merge from another shard):
+    /// array lengths match p, every value is finite, weights and variances are in range.
+    /// Deserialization alone accepts any shape, and a wrong length would panic later, in the
+    /// fold or the extraction, far from its cause. The message names the first problem.
+    pub fn validate(&self) -> Result<(), String> {
+        let p = self.p;
+        let lens = [
+            ("mean_x", self.dx.len(), p),
+            ("sxy", self.dxy.len(), p),
+            ("shift_x", self.shift_x.len(), p),
+            (
+                "sxx",
+                self.dxx.len(),
+                p.checked_mul(p).ok_or("p * p overflows")?,
+            ),
+        ];
+        for (name, got, want) in lens {
+            if got != want {
+                return Err(format!("{name} has {got} values, p = {p} needs {want}"));
+            }
+        }
+        let scalars = [
+            ("weight", self.weight),
+            ("mean_y", self.dy),
+            ("syy", self.dyy),
+            ("shift_y", self.shift_y),
+        ];
+        if let Some((name, v)) = scalars.iter().find(|(_, v)| !v.is_finite()) {
+            return Err(format!("{name} is not finite ({v})"));
+        }
+        for (name, values) in [
+            ("mean_x", &self.dx),
+            ("sxy", &self.dxy),
+            ("sxx", &self.dxx),
+            ("shift_x", &self.shift_x),
+        ] {
+            if let Some(i) = values.iter().position(|v| !v.is_finite()) {
+                return Err(format!("{name}[{i}] is not finite ({})", values[i]));
+            }
+        }
+        if !(0.0..=1.0 + 1e-9).contains(&self.weight) || (self.n > 0) != (self.weight > 0.0) {
+            return Err(format!(
+                "total weight {} does not fit n = {} (it lies in (0, 1] once a row is seen)",
+                self.weight, self.n
+            ));
+        }
+        if self.dyy < 0.0 || (0..p).any(|j| self.dxx[j + j * p] < 0.0) {
+            return Err("a second moment E[x_j^2] or E[y^2] is negative".into());
+        }
+        Ok(())
+    }
+
+    pub fn merge(&mut self, other: &RunningStats) -> Result<(), StatsError> {
+        if other.p != self.p {
+            return Err(StatsError::MergeDimension {
+                this: self.p,
+                other: other.p,
+            });
+        }
+        if other.n == 0 {
+            return Ok(());
+        }
+        if self.n == 0 {
+            let schedule = self.schedule.clone();
+            *self = other.clone();
+            self.schedule = schedule;
+            return Ok(());
+        }
+        // Both shards around the same shift (ours) first.
+        let moved;
+        let other = if other.shift_x == self.shift_x && other.shift_y == self.shift_y {
+            other
+        } else {
+            let mut o = other.clone();
+            o.recentre(&self.shift_x, self.shift_y);
+            moved = o;
+            &moved
+        };
+        let n = self.n + other.n;
+        let f = other.n as f64 / n as f64;
+        let g = 1.0 - f;
+        let mix = |a: &mut f64, b: f64| *a = g * *a + f * b;
+        mix(&mut self.weight, other.weight);
+        mix(&mut self.dy, other.dy);
+        mix(&mut self.dyy, other.dyy);
+        for (a, &b) in self.dx.iter_mut().zip(&other.dx) {
+            mix(a, b);
+        }
+        for (a, &b) in self.dxy.iter_mut().zip(&other.dxy) {
+            mix(a, b);
+        }
+        let p = self.p;
+        for j in 0..p {
+            for i in j..p {
+                mix(&mut self.dxx[i + j * p], other.dxx[i + j * p]);
+            }
+        }
+        self.n = n;
+        Ok(())
+    }
+}
+
+/// The weighting of a stream as the service reports it (GET /v1/streams/{name}, /metrics).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DriftStatus {
+    /// The schedule, as `--alpha` spells it.
+    pub schedule: String,
+    /// Raw alpha the next row gets.
+    pub alpha: f64,
+    /// Rows the averages effectively span (`RunningStats::effective_sample_size`).
+    pub effective_sample_size: f64,
+    /// Drift alarms so far and the row that raised the last one (adaptive schedule only).
+    pub alarms: u64,
+    pub last_alarm_row: Option<u64>,
+    /// Adaptive only: whether the detector is armed (it rests after an alarm until the new
+    /// regime has enough rows), its CUSUM statistic and the alarm threshold.
+    pub detector_armed: Option<bool>,
+    pub cusum: Option<f64>,
+    pub cusum_threshold: Option<f64>,
+}
+
+/// Validates a batch before anything is changed: dimensions and, if `finite`, finiteness and
+/// the `MAX_ABS_VALUE` bound.
+fn check_batch(p: usize, x: &[f64], y: &[f64], finite: bool) -> Result<usize, StatsError> {
+    let rows = y.len();
+    if p == 0 || x.len() != rows * p {
+        if rows > 0 && x.len().is_multiple_of(rows) {
+            return Err(StatsError::Dimension {
+                expected: p,
+                got: x.len() / rows,
+            });
+        }
+        return Err(StatsError::Length {
+            rows: x.len().checked_div(p).unwrap_or(0),
+            ys: rows,
+        });
+    }
+    if finite && !syrk::batch_finite(x, y) {
+        return Err(first_non_finite(p, x, y));
+    }
+    Ok(rows)
+}
+
+/// The error for the first row with a NaN, an infinite value or one beyond `MAX_ABS_VALUE`
+/// (the batch has one).
+fn first_non_finite(p: usize, x: &[f64], y: &[f64]) -> StatsError {
+    let bad = |v: &f64| v.is_nan() || v.abs() > MAX_ABS_VALUE;
+    let row = x
+        .chunks_exact(p)
+        .zip(y)
+        .position(|(row, yi)| bad(yi) || row.iter().any(bad))
+        .unwrap_or(0);
+    let finite = y[row].is_finite() && x[row * p..(row + 1) * p].iter().all(|v| v.is_finite());
+    if finite {
+        StatsError::Overflow { row }
+    } else {
+        StatsError::NonFinite { row }
+    }
+}
+
+impl crate::gram::Moments for RunningStats {
+    fn n(&self) -> u64 {
+        self.n
+    }
+    fn p(&self) -> usize {
+        self.p
+    }
+    fn shift_x(&self) -> &[f64] {
+        &self.shift_x
+    }
+    fn shift_y(&self) -> f64 {
+        self.shift_y
+    }
+    fn dx(&self) -> &[f64] {
+        &self.dx
+    }
+    fn dy(&self) -> f64 {
+        self.dy
+    }
+    fn dxx_at(&self, i: usize, j: usize) -> f64 {
+        self.dxx_at(i, j)
+    }
+    fn dxy(&self) -> &[f64] {
+        &self.dxy
+    }
+    fn dyy(&self) -> f64 {
+        self.dyy
+    }
+}
+
+/// Class-conditional running averages for +1/-1 labels (003 section 3.6): positives and
+/// negatives are averaged separately so that each class can be weighted at extraction.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClassStats {
+    pub pos: RunningStats,
+    pub neg: RunningStats,
+}
+
+impl ClassStats {
+    pub fn new(p: usize, schedule: AlphaSchedule) -> Self {
+        ClassStats {
+            pos: RunningStats::new(p, schedule.clone()),
+            neg: RunningStats::new(p, schedule),
+        }
+    }
+    pub fn p(&self) -> usize {
+        self.pos.p()
+    }
+    pub fn n(&self) -> u64 {
+        self.pos.n() + self.neg.n()
+    }
+
+    /// Split the batch by label (+1 positive; -1 or 0 negative) and fold each part into its
+    /// class. Nothing changes if any row is invalid.
+    pub fn update_batch(&mut self, x: &[f64], y: &[f64]) -> Result<(), StatsError> {
+        let p = self.p();
+        check_batch(p, x, y, true)?;
+        let (mut xp, mut yp, mut xn, mut yn) = (vec![], vec![], vec![], vec![]);
+        for (i, (row, &label)) in x.chunks_exact(p).zip(y).enumerate() {
+            if label == 1.0 {
+                xp.extend_from_slice(row);
+                yp.push(1.0);
+            } else if label == -1.0 || label == 0.0 {
+                xn.extend_from_slice(row);
+                yn.push(-1.0);
+            } else {
+                return Err(StatsError::Label {
+                    row: i,
+                    value: label,
+                });
+            }
+        }
+        self.pos.update_batch(&xp, &yp)?;
+        self.neg.update_batch(&xn, &yn)?;
+        Ok(())
+    }
+
+    pub fn merge(&mut self, other: &ClassStats) -> Result<(), StatsError> {
+        self.pos.merge(&other.pos)?;
+        self.neg.merge(&other.neg)
+    }
+}
+
+/// The statistics of a stream or a file, whichever its task: the one owning type the CLI,
+/// the service, its checkpoints and the solvers share.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "task", rename_all = "lowercase")]
+// One value per stream, held behind an Arc by readers: the size difference (two
+// RunningStats headers, their arrays are on the heap) costs nothing worth a Box.
+#[allow(clippy::large_enum_variant)]
+pub enum Stats {
+    Regression(RunningStats),
+    Classification(ClassStats),
+}
+
+impl From<RunningStats> for Stats {
+    fn from(s: RunningStats) -> Self {
+        Stats::Regression(s)
+    }
+}
+
+impl From<ClassStats> for Stats {
+    fn from(s: ClassStats) -> Self {
+        Stats::Classification(s)
+    }
+}
+
+impl Stats {
+    pub fn new(task: Task, p: usize, schedule: AlphaSchedule) -> Self {
+        match task {
+            Task::Regression => Stats::Regression(RunningStats::new(p, schedule)),
+            Task::Classification => Stats::Classification(ClassStats::new(p, schedule)),
+        }
+    }
+    pub fn task(&self) -> Task {
+        match self {
+            Stats::Regression(_) => Task::Regression,
+            Stats::Classification(_) => Task::Classification,
+        }
+    }
+    pub fn p(&self) -> usize {
+        match self {
+            Stats::Regression(s) => s.p(),
+            Stats::Classification(s) => s.p(),
+        }
+    }
+    pub fn n(&self) -> u64 {
+        match self {
+            Stats::Regression(s) => s.n(),
+            Stats::Classification(s) => s.n(),
+        }
+    }
+    pub fn schedule(&self) -> &AlphaSchedule {
+        match self {
+            Stats::Regression(s) => s.schedule(),
+            Stats::Classification(s) => s.pos.schedule(),
+        }
+    }
+    /// The alpha the next row gets (for classification, the larger of the two classes').
+    pub fn current_alpha(&self) -> f64 {
+        match self {
+            Stats::Regression(s) => s.current_alpha(),
+            Stats::Classification(s) => s.pos.current_alpha().max(s.neg.current_alpha()),
+        }
+    }
+    /// Alpha, effective sample size and drift alarms (classification: the negatives', with
+    /// both classes' alarms).
+    pub fn drift_status(&self) -> DriftStatus {
+        match self {
+            Stats::Regression(s) => s.drift_status(),
+            Stats::Classification(s) => {
+                let mut d = s.neg.drift_status();
+                d.alpha = self.current_alpha();
+                d.alarms += s.pos.drift_alarms();
+                d
+            }
+        }
+    }
+    /// Whether every moment is finite (`RunningStats::is_finite`).
+    pub fn is_finite(&self) -> bool {
+        match self {
+            Stats::Regression(s) => s.is_finite(),
+            Stats::Classification(s) => s.pos.is_finite() && s.neg.is_finite(),
+        }
+    }
+    /// Folds a batch of rows (row-major x, one y or label per row); nothing changes on error.
+    pub fn update_batch(&mut self, x: &[f64], y: &[f64]) -> Result<(), StatsError> {
+        match self {
+            Stats::Regression(s) => s.update_batch(x, y),
+            Stats::Classification(s) => s.update_batch(x, y),
+        }
+    }
+    /// `RunningStats::validate` for each part.
+    pub fn validate(&self) -> Result<(), String> {
+        match self {
+            Stats::Regression(s) => s.validate(),
+            Stats::Classification(s) => {
+                s.pos.validate().map_err(|e| format!("positives: {e}"))?;
+                s.neg.validate().map_err(|e| format!("negatives: {e}"))
+            }
+        }
+    }
+    /// Exact merge of another shard of the same stream (same task and p).
+    pub fn merge(&mut self, other: &Stats) -> Result<(), StatsError> {
+        match (self, other) {
+            (Stats::Regression(a), Stats::Regression(b)) => a.merge(b),
+            (Stats::Classification(a), Stats::Classification(b)) => a.merge(b),
+            (a, b) => Err(StatsError::TaskMismatch {
+                ours: a.task(),
+                theirs: b.task(),
+            }),
+        }
+    }
+    /// The Gram problem of these statistics: standardized or not; classification weighs the
+    /// positives by `w_pos` and the negatives by `w_neg` (003 eqs. 4-5).
+    pub fn problem(
+        &self,
+        standardize: bool,
+        w_pos: f64,
+        w_neg: f64,
+    ) -> Result<Problem, ProblemError> {
+        match self {
+            Stats::Regression(s) => Problem::regression(s, standardize),
+            Stats::Classification(s) => {
+                Problem::classification(&s.pos, &s.neg, w_pos, w_neg, standardize)
+            }
+        }
+    }
+}
+
+// Tests can send a thread's batches down the portable path (faer) that CPUs without AVX2 and
+// FMA take, so that path is checked against the kernel on this machine too.
+#[cfg(test)]
+thread_local! {
+    static FORCE_PORTABLE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+#[cfg(test)]
+fn portable_forced() -> bool {
+    FORCE_PORTABLE.with(|f| f.get())
+}
+
+#[cfg(not(test))]
+#[inline(always)]
+fn portable_forced() -> bool {
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn batch(p: usize, rows: usize, seed: u64) -> (Vec<f64>, Vec<f64>) {
+        let mut state = seed;
+        let mut next = move || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((state >> 11) as f64 / (1u64 << 53) as f64) * 4.0 - 1.0
+        };
+        let x = (0..p * rows).map(|_| next()).collect();
+        let y = (0..rows).map(|_| next()).collect();
+        (x, y)
+    }
+
+    fn fold(p: usize, sizes: &[usize], schedule: &AlphaSchedule, portable: bool) -> RunningStats {
+        FORCE_PORTABLE.with(|f| f.set(portable));
+        let mut s = RunningStats::new(p, schedule.clone());
+        for (i, &rows) in sizes.iter().enumerate() {
+            let (x, y) = batch(p, rows, 7 + i as u64);
+            s.update_batch(&x, &y).unwrap();
+        }
+        FORCE_PORTABLE.with(|f| f.set(false));
+        s
+    }
+
+    fn close(a: f64, b: f64, scale: f64) -> bool {
+        (a - b).abs() <= 1e-12 * scale
+    }
+
+    #[test]
+    fn the_portable_path_equals_the_kernel() {
+        let schedules = [
+            AlphaSchedule::Plain,
+            AlphaSchedule::Fixed { alpha: 0.01 },
+            AlphaSchedule::Floor { alpha_min: 0.002 },
+        ];
+        for p in [1, 5, 13, 100, 300] {
+            for schedule in &schedules {
+                let sizes = [1, 2, 37, 300, 5];
+                let (a, b) = (
+                    fold(p, &sizes, schedule, false),
+                    fold(p, &sizes, schedule, true),
+                );
+                assert_eq!(a.n(), b.n());
+                let scale = a.sxx_full().iter().fold(1.0f64, |m, v| m.max(v.abs()));
+                for i in 0..p {
+                    for j in 0..=i {
+                        let (u, v) = (a.sxx_at(i, j), b.sxx_at(i, j));
+                        assert!(
+                            close(u, v, scale),
+                            "p={p} {schedule:?} ({i},{j}): {u} vs {v}"
+                        );
+                    }
+                    assert!(close(a.mean_x()[i], b.mean_x()[i], scale));
+                    assert!(close(a.sxy()[i], b.sxy()[i], scale));
+                }
+                assert!(close(a.mean_y(), b.mean_y(), scale));
+                assert!(close(a.syy(), b.syy(), scale));
+                assert!(close(a.total_weight(), b.total_weight(), 1.0));
+            }
+        }
+    }
+
+    #[test]
+    fn the_portable_path_refuses_non_finite_batches_untouched() {
+        FORCE_PORTABLE.with(|f| f.set(true));
+        let mut s = RunningStats::new(4, AlphaSchedule::Plain);
+        let (x, y) = batch(4, 10, 1);
+        s.update_batch(&x, &y).unwrap();
+        let before = (s.sxx_full(), s.mean_x().to_vec(), s.n(), s.total_weight());
+        let (mut x2, y2) = batch(4, 10, 2);
+        x2[4 * 6 + 2] = f64::NAN;
+        assert!(s.update_batch(&x2, &y2).is_err());
+        FORCE_PORTABLE.with(|f| f.set(false));
+        assert_eq!(
+            before,
+            (s.sxx_full(), s.mean_x().to_vec(), s.n(), s.total_weight())
+        );
+    }
+}

@@ -1,0 +1,80 @@
+//! Access to state-changing requests: with `http.token` set, a request that writes (every
+//! method but GET, HEAD and OPTIONS, except the read-only POSTs listed in `READ_ONLY_POSTS`:
+//! model extraction and prediction compute from a snapshot and change nothing) must carry
+//! `Authorization: Bearer <token>`; reads stay open. The comparison takes the same time
+//! whatever the token's prefix, so response timing does not reveal it.
+
+use super::error::ApiError;
+use axum::extract::{Request, State};
+use axum::http::{Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use std::sync::Arc;
+
+/// POST routes that read: they extract from a snapshot and change nothing.
+const READ_ONLY_POSTS: [&str; 3] = ["/model", "/predict", "/path"];
+
+/// Does this request change state?
+pub fn writes(method: &Method, path: &str) -> bool {
+    match *method {
+        Method::GET | Method::HEAD | Method::OPTIONS => false,
+        Method::POST => !READ_ONLY_POSTS.iter().any(|s| path.ends_with(s)),
+        _ => true,
+    }
+}
+
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// The middleware: 401 with the JSON error envelope when a writing request lacks the token.
+pub async fn require_token(State(token): State<Arc<String>>, req: Request, next: Next) -> Response {
+    if !writes(req.method(), req.uri().path()) {
+        return next.run(req).await;
+    }
+    let given = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    match given {
+        Some(t) if same(t.trim().as_bytes(), token.as_bytes()) => next.run(req).await,
+        _ => {
+            let mut r = ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "this request changes state: send the service's token as `Authorization: Bearer <token>` (http.token)",
+            )
+            .into_response();
+            r.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                header::HeaderValue::from_static("Bearer"),
+            );
+            r
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_writing_requests_need_the_token() {
+        assert!(!writes(&Method::GET, "/v1/streams"));
+        assert!(!writes(&Method::POST, "/v1/streams/s/model"));
+        assert!(!writes(&Method::POST, "/v1/streams/s/predict"));
+        assert!(!writes(&Method::POST, "/v1/feature-streams/f/model"));
+        assert!(writes(&Method::PUT, "/v1/feature-streams/f/labels"));
+        assert!(writes(&Method::DELETE, "/v1/streams/s"));
+        assert!(writes(&Method::POST, "/v1/streams/s/reset"));
+    }
+
+    #[test]
+    fn tokens_compare_whole() {
+        assert!(same(b"abcdefgh", b"abcdefgh"));
+        assert!(!same(b"abcdefgh", b"abcdefgX"));
+        assert!(!same(b"abcdefg", b"abcdefgh"));
+        assert!(!same(b"", b"abcdefgh"));
+    }
+}

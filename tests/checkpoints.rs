@@ -1,0 +1,103 @@
+//! Checkpoints as the service meets them at start, through the real service and broker: a
+//! checkpoint whose statistics are malformed stops the start with a message naming the file
+//! (it used to load and then panic in the first fold or extraction, a crash loop), and an
+//! unwritable `state.dir` is refused at start, naming the field, instead of at the first
+//! checkpoint after rows were folded.
+
+mod common;
+
+use common::*;
+use ravel::broker::EmbeddedBroker;
+use ravel::checkpoint::{self, Checkpoint};
+use ravel::config::FeatureSchema;
+use ravel::streams::Stats;
+use ravel_core::Task;
+use ravel_core::stats::AlphaSchedule;
+use serde_json::Value;
+
+#[test]
+fn a_checkpoint_with_malformed_statistics_stops_the_start_naming_the_file() {
+    let broker = EmbeddedBroker::start(1).unwrap();
+    broker.create_topic("t.bad", 1).unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let cfg = || {
+        config(
+            vec![stream(
+                "bad",
+                "t.bad",
+                FeatureSchema::Count(2),
+                Task::Regression,
+            )],
+            Some(state.path()),
+        )
+    };
+    let mut stats = Stats::new(Task::Regression, 2, AlphaSchedule::Plain);
+    stats
+        .update_batch(&[1.0, 2.0, 3.0, 5.0], &[1.0, 2.0])
+        .unwrap();
+    let cp = Checkpoint {
+        version: checkpoint::VERSION,
+        stream: "bad".into(),
+        topic: "t.bad".into(),
+        cluster_id: None,
+        offsets: [(0, 0)].into(),
+        last_update_ms: None,
+        stats,
+    };
+    let file = checkpoint::path(state.path(), "bad");
+    // Each edit leaves valid JSON of the right shape with statistics that do not hold together.
+    type Edit = fn(&mut Value);
+    let edits: [(&str, Edit); 4] = [
+        ("sxx", |v| {
+            v["stats"]["sxx"].as_array_mut().unwrap().pop();
+        }),
+        ("mean_x", |v| {
+            v["stats"]["mean_x"] = serde_json::json!([1.0])
+        }),
+        ("negative", |v| v["stats"]["syy"] = serde_json::json!(-1.0)),
+        ("offset", |v| v["offsets"] = serde_json::json!({"0": -5})),
+    ];
+    for (what, edit) in edits {
+        checkpoint::write(state.path(), &cp).unwrap();
+        let mut v: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+        edit(&mut v);
+        std::fs::write(&file, serde_json::to_vec(&v).unwrap()).unwrap();
+        let err = TestService::start(cfg(), broker.bootstrap_servers())
+            .join()
+            .unwrap_err();
+        let msg = format!("{err:#}");
+        assert!(
+            msg.contains(&file.display().to_string()) && msg.contains(what),
+            "{what}: {msg}"
+        );
+    }
+    // The untouched checkpoint still loads.
+    checkpoint::write(state.path(), &cp).unwrap();
+    let svc = TestService::start(cfg(), broker.bootstrap_servers());
+    let v = svc.wait_rows("bad", 2);
+    assert_eq!(v["n"], 2);
+    svc.stop().unwrap();
+}
+
+#[test]
+fn an_unwritable_state_dir_is_refused_at_start_naming_the_field() {
+    let broker = EmbeddedBroker::start(1).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    // A directory below a regular file can be neither created nor written (even by root).
+    let blocker = tmp.path().join("a-file");
+    std::fs::write(&blocker, b"not a directory").unwrap();
+    let cfg = config(
+        vec![stream(
+            "s",
+            "t.s",
+            FeatureSchema::Count(2),
+            Task::Regression,
+        )],
+        Some(&blocker.join("state")),
+    );
+    let err = TestService::start(cfg, broker.bootstrap_servers())
+        .join()
+        .unwrap_err();
+    let msg = format!("{err:#}");
+    assert!(msg.contains("state.dir"), "{msg}");
+}
