@@ -4,7 +4,7 @@
 //! One `Metrics` value owns a private registry (not the global one), so several services in
 //! one process (tests) do not share counters; `/metrics` renders it.
 
-use crate::ingest::format::Reason;
+use crate::reason::Reason;
 use prometheus::{
     Encoder, Gauge, GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec,
     Opts, Registry, TextEncoder,

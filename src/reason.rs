@@ -1,0 +1,93 @@
+//! Why a message was refused: the `Reason` (the label of `ravel_messages_rejected_total` and
+//! the `ravel-reason` header of a dead-letter copy) and the `Rejection` that carries it.
+//!
+//! It sits below `metrics`, `ingest` and `feature_streams`, which all name reasons, so none of
+//! them imports another for it (`ingest::format` re-exports it for the message formats).
+
+/// Why a message was refused; `as_str` is the metric label and DLQ header value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Reason {
+    /// Not JSON or binary, or JSON of the wrong shape.
+    Malformed,
+    /// Wrong number of features (or of targets in a mini-batch).
+    Dimension,
+    /// NaN or infinity.
+    NonFinite,
+    /// A finite value beyond +-1e150 (`ravel_core::stats::MAX_ABS_VALUE`): its square would
+    /// overflow the statistics.
+    Overflow,
+    /// A named row with a name the stream does not declare.
+    UnknownFeature,
+    /// A named row without one of the declared names.
+    MissingFeature,
+    /// A classification target that is not +1, -1 or 0.
+    Label,
+    /// Feature streams: a sparse feature's index out of 0..n or repeated.
+    Index,
+    /// Feature streams: a feature before the labels.
+    NoLabels,
+    /// Feature streams: labels different from those the features already met.
+    LabelsConflict,
+}
+
+impl Reason {
+    pub const ALL: [Reason; 10] = [
+        Reason::Malformed,
+        Reason::Dimension,
+        Reason::NonFinite,
+        Reason::Overflow,
+        Reason::UnknownFeature,
+        Reason::MissingFeature,
+        Reason::Label,
+        Reason::Index,
+        Reason::NoLabels,
+        Reason::LabelsConflict,
+    ];
+    /// The reasons an observation stream's message can have.
+    pub const ROWS: [Reason; 7] = [
+        Reason::Malformed,
+        Reason::Dimension,
+        Reason::NonFinite,
+        Reason::Overflow,
+        Reason::UnknownFeature,
+        Reason::MissingFeature,
+        Reason::Label,
+    ];
+    /// The reasons a feature stream's message can have.
+    pub const FEATURES: [Reason; 7] = [
+        Reason::Malformed,
+        Reason::Dimension,
+        Reason::NonFinite,
+        Reason::Label,
+        Reason::Index,
+        Reason::NoLabels,
+        Reason::LabelsConflict,
+    ];
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Reason::Malformed => "malformed",
+            Reason::Dimension => "dimension",
+            Reason::NonFinite => "non_finite",
+            Reason::Overflow => "overflow",
+            Reason::UnknownFeature => "unknown_feature",
+            Reason::MissingFeature => "missing_feature",
+            Reason::Label => "label",
+            Reason::Index => "index",
+            Reason::NoLabels => "no_labels",
+            Reason::LabelsConflict => "labels_conflict",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rejection {
+    pub reason: Reason,
+    pub message: String,
+}
+
+pub(crate) fn reject<T>(reason: Reason, message: impl Into<String>) -> Result<T, Rejection> {
+    Err(Rejection {
+        reason,
+        message: message.into(),
+    })
+}
