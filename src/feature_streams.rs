@@ -25,9 +25,7 @@ use crate::config::FeatureStreamConfig;
 use crate::ingest::feature_format::FeatureMessage;
 use crate::ingest::format::{Reason, Rejection};
 use crate::metrics::Metrics;
-use ravel_core::features::{
-    AsyncSubstitution, FeatureError, Labels, OnlineSubstitution, SelectionSnapshot,
-};
+use ravel_core::features::{FeatureError, Labels, SelectionSnapshot, Substitution};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, RwLock};
@@ -146,41 +144,6 @@ impl FeatureStreams {
     }
 }
 
-/// The running selection (OS boxed: its state is inline, Asy-OS's is behind its threads).
-enum Selection {
-    Os(Box<OnlineSubstitution>),
-    Asy(AsyncSubstitution),
-}
-
-impl Selection {
-    fn start(labels: Labels, config: &FeatureStreamConfig) -> Result<Selection, FeatureError> {
-        let params = config.params();
-        Ok(if config.workers == 1 {
-            Selection::Os(Box::new(OnlineSubstitution::new(labels, &params)?))
-        } else {
-            Selection::Asy(AsyncSubstitution::start(labels, &params, config.workers)?)
-        })
-    }
-    fn labels(&self) -> &Labels {
-        match self {
-            Selection::Os(os) => os.labels(),
-            Selection::Asy(asy) => asy.labels(),
-        }
-    }
-    fn push(&mut self, index: usize, name: &str, values: Vec<f64>) -> Result<(), FeatureError> {
-        match self {
-            Selection::Os(os) => os.push(index, name, &values).map(|_| ()),
-            Selection::Asy(asy) => asy.push(index, name, values.into()),
-        }
-    }
-    fn snapshot(&self) -> Result<SelectionSnapshot, FeatureError> {
-        match self {
-            Selection::Os(os) => Ok(os.snapshot()),
-            Selection::Asy(asy) => asy.snapshot(),
-        }
-    }
-}
-
 /// What an applied message did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Applied {
@@ -209,7 +172,7 @@ fn rejected<T>(reason: Reason, message: impl Into<String>) -> Result<T, ApplyErr
 /// Ingest's side of one feature stream.
 pub struct LiveFeatureStream {
     pub handle: Arc<FeatureStreamHandle>,
-    selection: Option<Selection>,
+    selection: Option<Substitution>,
     /// Feature name -> index, in order of first arrival.
     index: HashMap<String, usize>,
     features_applied: u64,
@@ -266,8 +229,10 @@ impl LiveFeatureStream {
                 }
                 // Replacing labels before any feature: the old selection (threads) goes first.
                 self.selection = None;
-                self.selection =
-                    Some(Selection::start(labels, config).map_err(ApplyError::Failed)?);
+                self.selection = Some(
+                    Substitution::start(labels, &config.params(), config.workers)
+                        .map_err(ApplyError::Failed)?,
+                );
                 self.index.clear();
                 Applied::Labels
             }
@@ -283,8 +248,8 @@ impl LiveFeatureStream {
                     );
                 };
                 let index = self.index.get(&name).copied().unwrap_or(self.index.len());
-                match sel.push(index, &name, values) {
-                    Ok(()) => {}
+                match sel.push(index, &name, values.into()) {
+                    Ok(_) => {}
                     // Decoding checked length and finiteness already; kept for safety.
                     Err(e @ FeatureError::WrongLength { .. }) => {
                         return rejected(Reason::Dimension, e.to_string());

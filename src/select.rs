@@ -9,9 +9,7 @@
 //! this command's, not the algorithm's.
 
 use ravel_core::data::{Format, RowReader};
-use ravel_core::features::{
-    AsyncSubstitution, FeatureError, Labels, Loss, OnlineSubstitution, OsParams, Outcome,
-};
+use ravel_core::features::{FeatureError, Labels, Loss, OsParams, Outcome, Substitution};
 use ravel_core::solve::Model;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -90,36 +88,28 @@ pub fn select(args: &SelectArgs) -> anyhow::Result<Model> {
         Labels::new(y, args.loss).map_err(|e| anyhow::anyhow!("{}: {e}", args.file.display()))?;
     let column = |j: usize| -> Vec<f64> { (0..n).map(|i| x[i * p + j]).collect() };
     let mut constant = vec![];
-    let mut model = match args.workers {
-        None => {
-            let mut os = OnlineSubstitution::new(labels, &params)?;
-            for pass in 0..args.passes {
-                for (j, name) in names.iter().enumerate() {
-                    let outcome = os
-                        .push(j, name, &column(j))
-                        .map_err(|e| located(e, &args.file))?;
-                    if pass == 0 && outcome == Outcome::Constant {
-                        constant.push(j);
-                    }
-                }
-                os.end_pass();
-            }
-            os.model(args.refit)
-        }
-        Some(q) => {
-            let asy = AsyncSubstitution::start(labels, &params, q)?;
-            for _ in 0..args.passes {
-                for (j, name) in names.iter().enumerate() {
-                    let col: Arc<[f64]> = column(j).into();
-                    asy.push(j, name, col).map_err(|e| located(e, &args.file))?;
-                }
-                asy.end_pass()?;
-            }
-            // Workers report constant columns by count only; find them here.
-            constant = (0..p).filter(|&j| is_constant(&column(j))).collect();
-            asy.finish()?.model(args.refit)
-        }
+    let mut selection = match args.workers {
+        None => Substitution::os(labels, &params)?,
+        Some(q) => Substitution::asy(labels, &params, q)?,
     };
+    for pass in 0..args.passes {
+        for (j, name) in names.iter().enumerate() {
+            let col: Arc<[f64]> = column(j).into();
+            let outcome = selection
+                .push(j, name, col.clone())
+                .map_err(|e| located(e, &args.file))?;
+            // Asy-OS workers report constant columns by count only; find them here.
+            if pass == 0
+                && outcome
+                    .map(|o| o == Outcome::Constant)
+                    .unwrap_or_else(|| is_constant(&col))
+            {
+                constant.push(j);
+            }
+        }
+        selection.end_pass()?;
+    }
+    let mut model = selection.finish()?.model(args.refit);
     model.diagnostics.excluded_constant = constant;
     model.diagnostics.elapsed_ms = start.elapsed().as_secs_f64() * 1e3;
     Ok(model)

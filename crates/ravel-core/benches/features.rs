@@ -19,7 +19,7 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rand::seq::index::sample;
 use rand_distr::{Distribution, StandardNormal};
-use ravel_core::features::{AsyncSubstitution, Labels, Loss, OnlineSubstitution, OsParams};
+use ravel_core::features::{Labels, Loss, OsParams, Substitution};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -50,46 +50,26 @@ struct Run {
     loss: f64,
 }
 
-fn run_os(cols: &[Arc<[f64]>], y: &[f64], s: usize) -> Run {
-    let mut os = OnlineSubstitution::new(
-        Labels::new(y.to_vec(), Loss::Squared).unwrap(),
-        &OsParams::new(s, Loss::Squared),
-    )
+/// OS (`workers = None`) with budget `s`, or Asy-OS on `workers` threads with budget `S`.
+fn run(cols: &[Arc<[f64]>], y: &[f64], s: usize, workers: Option<usize>) -> Run {
+    let labels = Labels::new(y.to_vec(), Loss::Squared).unwrap();
+    let params = OsParams::new(s, Loss::Squared);
+    let mut sel = match workers {
+        None => Substitution::os(labels, &params),
+        Some(q) => Substitution::asy(labels, &params, q),
+    }
     .unwrap();
     let start = Instant::now();
     let mut last = start;
     for _ in 0..PASSES {
         last = Instant::now();
         for (j, c) in cols.iter().enumerate() {
-            os.push(j, "", c).unwrap();
+            sel.push(j, "", c.clone()).unwrap();
         }
-        os.end_pass();
-    }
-    Run {
-        total: start.elapsed().as_secs_f64(),
-        last_pass: last.elapsed().as_secs_f64(),
-        loss: os.loss(),
-    }
-}
-
-fn run_asy(cols: &[Arc<[f64]>], y: &[f64], q: usize) -> Run {
-    let asy = AsyncSubstitution::start(
-        Labels::new(y.to_vec(), Loss::Squared).unwrap(),
-        &OsParams::new(S, Loss::Squared),
-        q,
-    )
-    .unwrap();
-    let start = Instant::now();
-    let mut last = start;
-    for _ in 0..PASSES {
-        last = Instant::now();
-        for (j, c) in cols.iter().enumerate() {
-            asy.push(j, "", c.clone()).unwrap();
-        }
-        asy.end_pass().unwrap();
+        sel.end_pass().unwrap();
     }
     let (total, last_pass) = (start.elapsed().as_secs_f64(), last.elapsed().as_secs_f64());
-    let loss = asy.finish().unwrap().loss();
+    let loss = sel.finish().unwrap().loss();
     Run {
         total,
         last_pass,
@@ -144,7 +124,7 @@ fn main() {
             median(runs.iter().map(|r| r.loss).collect()),
         )
     };
-    let os_runs: Vec<Run> = (0..reps).map(|_| run_os(&cols, &y, S)).collect();
+    let os_runs: Vec<Run> = (0..reps).map(|_| run(&cols, &y, S, None)).collect();
     let (os_rate, os_steady, os_loss) = rate(&os_runs);
     println!(
         "{:<28} {:>14.0} {:>18.0} {:>10} {:>12.4e}",
@@ -152,7 +132,7 @@ fn main() {
     );
     // One Asy-OS worker of two does the work of OS with budget s/2: the ratio of Asy-OS (2
     // workers) to this row is the speed-up that comes from running in parallel alone.
-    let half: Vec<Run> = (0..reps).map(|_| run_os(&cols, &y, S / 2)).collect();
+    let half: Vec<Run> = (0..reps).map(|_| run(&cols, &y, S / 2, None)).collect();
     let (half_rate, half_steady, half_loss) = rate(&half);
     println!(
         "{:<28} {:>14.0} {:>18.0} {:>10} {:>12.4e}",
@@ -164,7 +144,7 @@ fn main() {
     );
     let mut parallel = 0.0;
     for q in [1, 2, 4] {
-        let runs: Vec<Run> = (0..reps).map(|_| run_asy(&cols, &y, q)).collect();
+        let runs: Vec<Run> = (0..reps).map(|_| run(&cols, &y, S, Some(q))).collect();
         let (r, steady, loss) = rate(&runs);
         if q == 2 {
             parallel = steady / half_steady;

@@ -19,7 +19,8 @@
 //!   `stats::adaptive`, the drift-adaptive schedule (CUSUM on test-then-train errors).
 //! - [`solve`]: one solver family per file; `extract` / `model_from_stats` return a `Model`.
 //! - [`features`]: feature streams (paper 000): online substitution (OS) and asynchronous
-//!   parallel OS (Asy-OS) keep the best s of a stream of columns in O(n s) memory.
+//!   parallel OS (Asy-OS) keep the best s of a stream of columns in O(n s) memory; one API
+//!   for both (`features::Substitution`).
 //! - [`prequential`]: test-then-train replay, to compare weight schedules offline.
 //! - [`data`]: streaming readers for CSV, LIBSVM and NPY files.
 //! - [`synthetic`]: the simulated design of paper 003 (demo stream, tests, benchmarks).

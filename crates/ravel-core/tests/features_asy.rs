@@ -6,7 +6,8 @@ mod feature_design;
 
 use feature_design::*;
 use ravel_core::features::{
-    AsyncSubstitution, FeatureError, Labels, Loss, OnlineSubstitution, OsParams, Summary,
+    AsyncSubstitution, FeatureError, Labels, Loss, OnlineSubstitution, OsParams, Substitution,
+    Summary,
 };
 use std::sync::Arc;
 
@@ -21,8 +22,8 @@ fn asy_on(
     q: usize,
     passes: usize,
 ) -> ravel_core::features::AsyncFinished {
-    let asy =
-        AsyncSubstitution::start(Labels::new(y.to_vec(), params.loss).unwrap(), params, q).unwrap();
+    let mut asy =
+        Substitution::asy(Labels::new(y.to_vec(), params.loss).unwrap(), params, q).unwrap();
     for _ in 0..passes {
         for (j, c) in cols.iter().enumerate() {
             asy.push(j, &format!("x{j}"), c.clone()).unwrap();

@@ -8,9 +8,10 @@
 //! Files: `loss` (squared, squared hinge, logistic), `selector` (one
 //! retained set and the OS step), `online` (Algorithm 1), `asy` (Algorithms 2-3 on threads),
 //! `model` (Model JSON and refit), `snapshot` (a frozen copy that readers extract from
-//! while the stream goes on). The vector kernels are `crate::linalg`. The service
-//! (`feature_streams`) feeds an `OnlineSubstitution` or an `AsyncSubstitution` from one
-//! thread and publishes a `SelectionSnapshot` after each batch for its readers.
+//! while the stream goes on), `substitution` (`Substitution`: OS or Asy-OS behind one API).
+//! The vector kernels are `crate::linalg`. The service (`feature_streams`) feeds a
+//! `Substitution` from one thread and publishes a `SelectionSnapshot` after each batch for
+//! its readers.
 
 pub mod asy;
 pub mod loss;
@@ -18,12 +19,14 @@ mod model;
 pub mod online;
 pub mod selector;
 pub mod snapshot;
+pub mod substitution;
 
 pub use asy::{AsyncFinished, AsyncSubstitution, CentralState, Centre, DEFAULT_QUEUE};
 pub use loss::Loss;
 pub use online::OnlineSubstitution;
 pub use selector::{Counters, Outcome, Retained};
 pub use snapshot::SelectionSnapshot;
+pub use substitution::Substitution;
 
 use serde::{Deserialize, Serialize};
 
