@@ -36,6 +36,7 @@ pub mod http;
 pub mod ingest;
 pub mod metrics;
 pub mod produce;
+pub mod published;
 pub mod reason;
 pub mod select;
 pub mod server;

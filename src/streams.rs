@@ -2,15 +2,15 @@
 //! (many readers).
 //!
 //! Ingest owns the working statistics and, after each folded batch, publishes an immutable
-//! `Snapshot` behind an `Arc`; readers clone the `Arc` under a lock held for a pointer copy and
-//! then extract from it for as long as they like. So a slow extraction never blocks ingest and
-//! ingest never blocks a reader (STYLE.md: "a reader never blocks the writer").
+//! `Snapshot` (`published::Published`); readers extract from their copy for as long as they
+//! like, so a slow extraction never blocks ingest and ingest never blocks a reader.
 
 use crate::config::StreamConfig;
+use crate::published::{Named, Published, Registry};
 use ravel_core::Task;
 pub use ravel_core::stats::Stats;
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, RwLock};
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::SystemTime;
 
 /// What readers see: the statistics after the last folded batch.
@@ -29,7 +29,7 @@ pub struct StreamHandle {
     pub topic: String,
     /// Feature name -> column, for JSON named rows.
     pub index: Option<HashMap<String, usize>>,
-    snapshot: RwLock<Arc<Snapshot>>,
+    snapshot: Published<Snapshot>,
 }
 
 impl StreamHandle {
@@ -41,7 +41,7 @@ impl StreamHandle {
             topic: config.topic(),
             index,
             config,
-            snapshot: RwLock::new(Arc::new(initial)),
+            snapshot: Published::new(initial),
         })
     }
     pub fn name(&self) -> &str {
@@ -58,42 +58,22 @@ impl StreamHandle {
     }
     /// The current snapshot (a pointer copy under the lock).
     pub fn snapshot(&self) -> Arc<Snapshot> {
-        self.snapshot
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.snapshot.get()
     }
     /// Replaces the snapshot; readers holding the old one keep it.
     pub fn publish(&self, snapshot: Snapshot) {
-        *self.snapshot.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(snapshot);
+        self.snapshot.publish(snapshot)
+    }
+}
+
+impl Named for StreamHandle {
+    fn name(&self) -> &str {
+        &self.config.name
+    }
+    fn topic(&self) -> &str {
+        &self.topic
     }
 }
 
 /// All streams of the service, by name (sorted, so listings are stable).
-#[derive(Debug, Default)]
-pub struct Streams {
-    by_name: BTreeMap<String, Arc<StreamHandle>>,
-}
-
-impl Streams {
-    pub fn new(handles: Vec<StreamHandle>) -> Self {
-        Streams {
-            by_name: handles
-                .into_iter()
-                .map(|h| (h.name().to_string(), Arc::new(h)))
-                .collect(),
-        }
-    }
-    pub fn get(&self, name: &str) -> Option<&Arc<StreamHandle>> {
-        self.by_name.get(name)
-    }
-    pub fn iter(&self) -> impl Iterator<Item = &Arc<StreamHandle>> {
-        self.by_name.values()
-    }
-    pub fn by_topic(&self, topic: &str) -> Option<&Arc<StreamHandle>> {
-        self.by_name.values().find(|h| h.topic == topic)
-    }
-    pub fn topics(&self) -> Vec<String> {
-        self.by_name.values().map(|h| h.topic.clone()).collect()
-    }
-}
+pub type Streams = Registry<StreamHandle>;
