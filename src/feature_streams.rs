@@ -1,38 +1,27 @@
 //! The live state of every declared feature stream (paper 000), shared by ingest (the one
 //! writer) and the HTTP API (many readers), as `streams` is for observation streams.
 //!
-//! Ingest owns a `LiveFeatureStream`: the running selection, OS for `workers = 1` (one
-//! worker of Asy-OS is OS exactly, without the thread) or Asy-OS on `workers` threads. It
-//! applies each decoded message in topic order and, after each batch, publishes an immutable
-//! `FeatureSnapshot` (a `SelectionSnapshot` plus the offsets read) behind an `Arc`; readers
-//! summarize and refit from that copy for as long as they like, so a refit never blocks
-//! ingest and ingest never blocks a reader.
+//! Ingest owns the running selection (`ingest::features::LiveFeatureStream`: OS for
+//! `workers = 1`, one worker of Asy-OS being OS exactly without the thread, or Asy-OS on
+//! `workers` threads). It applies each decoded message in topic order and, after each batch,
+//! publishes an immutable `FeatureSnapshot` (a `SelectionSnapshot` plus the offsets read,
+//! `published::Published`); readers summarize and refit from that copy for as long as they
+//! like, so a refit never blocks ingest and ingest never blocks a reader. This module holds
+//! only what readers see; it imports nothing of ingest.
 //!
-//! Features are identified by name: a name gets the next index the first time it arrives and
-//! keeps it, so a returning feature is the same one (it is updated in place if retained) and a
-//! pass ends when the stream's first feature comes back (`features::PassLog`).
-//!
-//! Labels: the first labels message starts the selection; the same labels again change
-//! nothing; different labels replace the old ones while no feature has arrived, and are refused
-//! (`labels_conflict`) afterwards, since every retained weight was fitted to the old ones.
-//! Features before any labels are refused (`no_labels`).
+//! How messages are applied (features by name, labels first) is `ingest::features`'s.
 //!
 //! Restarts: there is no checkpoint. The state is a function of the whole topic, so ingest
 //! reads feature topics from their beginning at every start (labels sent over HTTP are
 //! written to the topic too, so they are replayed with the features).
 
 use crate::config::FeatureStreamConfig;
-use crate::ingest::feature_format::FeatureMessage;
-use crate::ingest::format::{Reason, Rejection};
-use crate::metrics::Metrics;
-use ravel_core::features::{FeatureError, Labels, SelectionSnapshot, Substitution};
+use crate::published::{Named, Published, Registry};
+use ravel_core::features::SelectionSnapshot;
 use serde::Serialize;
-use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::{Arc, RwLock};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::SystemTime;
-
-/// Rejections kept in the snapshot (the labels endpoint finds its own message's there).
-const RECENT_REJECTIONS: usize = 32;
 
 /// A message ingest refused.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -76,7 +65,7 @@ impl FeatureSnapshot {
 pub struct FeatureStreamHandle {
     pub config: FeatureStreamConfig,
     pub topic: String,
-    snapshot: RwLock<Arc<FeatureSnapshot>>,
+    snapshot: Published<FeatureSnapshot>,
 }
 
 impl FeatureStreamHandle {
@@ -84,7 +73,7 @@ impl FeatureStreamHandle {
         FeatureStreamHandle {
             topic: config.topic(),
             config,
-            snapshot: RwLock::new(Arc::new(FeatureSnapshot::default())),
+            snapshot: Published::new(FeatureSnapshot::default()),
         }
     }
     pub fn name(&self) -> &str {
@@ -100,250 +89,22 @@ impl FeatureStreamHandle {
     }
     /// The current snapshot (a pointer copy under the lock).
     pub fn snapshot(&self) -> Arc<FeatureSnapshot> {
-        self.snapshot
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.snapshot.get()
     }
-    fn publish(&self, snapshot: FeatureSnapshot) {
-        *self.snapshot.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(snapshot);
+    /// Replaces the snapshot (ingest, after a batch); readers holding the old one keep it.
+    pub fn publish(&self, snapshot: FeatureSnapshot) {
+        self.snapshot.publish(snapshot)
+    }
+}
+
+impl Named for FeatureStreamHandle {
+    fn name(&self) -> &str {
+        &self.config.name
+    }
+    fn topic(&self) -> &str {
+        &self.topic
     }
 }
 
 /// All feature streams of the service, by name.
-#[derive(Default)]
-pub struct FeatureStreams {
-    by_name: BTreeMap<String, Arc<FeatureStreamHandle>>,
-}
-
-impl FeatureStreams {
-    pub fn new(configs: &[FeatureStreamConfig]) -> Self {
-        FeatureStreams {
-            by_name: configs
-                .iter()
-                .map(|c| {
-                    (
-                        c.name.clone(),
-                        Arc::new(FeatureStreamHandle::new(c.clone())),
-                    )
-                })
-                .collect(),
-        }
-    }
-    pub fn get(&self, name: &str) -> Option<&Arc<FeatureStreamHandle>> {
-        self.by_name.get(name)
-    }
-    pub fn iter(&self) -> impl Iterator<Item = &Arc<FeatureStreamHandle>> {
-        self.by_name.values()
-    }
-    pub fn topics(&self) -> Vec<String> {
-        self.by_name.values().map(|h| h.topic.clone()).collect()
-    }
-    pub fn is_empty(&self) -> bool {
-        self.by_name.is_empty()
-    }
-}
-
-/// What an applied message did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Applied {
-    /// Labels started (or, before any feature, restarted) the selection.
-    Labels,
-    /// The labels the selection already has: nothing changed.
-    SameLabels,
-    Feature,
-}
-
-#[derive(Debug)]
-pub enum ApplyError {
-    /// The message is refused; nothing changed.
-    Rejected(Rejection),
-    /// An Asy-OS worker is gone: the selection cannot go on.
-    Failed(FeatureError),
-}
-
-fn rejected<T>(reason: Reason, message: impl Into<String>) -> Result<T, ApplyError> {
-    Err(ApplyError::Rejected(Rejection {
-        reason,
-        message: message.into(),
-    }))
-}
-
-/// Ingest's side of one feature stream.
-pub struct LiveFeatureStream {
-    pub handle: Arc<FeatureStreamHandle>,
-    selection: Option<Substitution>,
-    /// Feature name -> index, in order of first arrival.
-    index: HashMap<String, usize>,
-    features_applied: u64,
-    offsets: BTreeMap<i32, i64>,
-    recent: VecDeque<RecentRejection>,
-    last_update: Option<SystemTime>,
-    /// The selection changed since the last publish; anything did.
-    selection_changed: bool,
-    dirty: bool,
-    published: Option<Arc<SelectionSnapshot>>,
-    substitutions_counted: u64,
-}
-
-impl LiveFeatureStream {
-    pub fn new(handle: Arc<FeatureStreamHandle>) -> Self {
-        LiveFeatureStream {
-            handle,
-            selection: None,
-            index: HashMap::new(),
-            features_applied: 0,
-            offsets: BTreeMap::new(),
-            recent: VecDeque::new(),
-            last_update: None,
-            selection_changed: false,
-            dirty: false,
-            published: None,
-            substitutions_counted: 0,
-        }
-    }
-
-    /// Applies one decoded message; a refused one changes nothing.
-    pub fn apply(&mut self, msg: FeatureMessage) -> Result<Applied, ApplyError> {
-        let config = &self.handle.config;
-        let applied = match msg {
-            FeatureMessage::Labels(y) => {
-                let labels = match Labels::new(y, config.loss) {
-                    Ok(l) => l,
-                    Err(e) => return rejected(Reason::Label, e.to_string()),
-                };
-                if let Some(sel) = &self.selection {
-                    if *sel.labels() == labels {
-                        return Ok(Applied::SameLabels);
-                    }
-                    if self.features_applied > 0 {
-                        return rejected(
-                            Reason::LabelsConflict,
-                            format!(
-                                "these labels differ from those the {} features so far were selected with; \
-                                 a feature stream keeps its labels once features arrived (use a new stream or topic)",
-                                self.features_applied
-                            ),
-                        );
-                    }
-                }
-                // Replacing labels before any feature: the old selection (threads) goes first.
-                self.selection = None;
-                self.selection = Some(
-                    Substitution::start(labels, &config.params(), config.workers)
-                        .map_err(ApplyError::Failed)?,
-                );
-                self.index.clear();
-                Applied::Labels
-            }
-            FeatureMessage::Feature { name, values } => {
-                let Some(sel) = &mut self.selection else {
-                    return rejected(
-                        Reason::NoLabels,
-                        format!(
-                            "feature '{name}' arrived before the labels; send {{\"labels\": [...]}} first \
-                             (on the topic or PUT /v1/feature-streams/{}/labels)",
-                            config.name
-                        ),
-                    );
-                };
-                let index = self.index.get(&name).copied().unwrap_or(self.index.len());
-                match sel.push(index, &name, values.into()) {
-                    Ok(_) => {}
-                    // Decoding checked length and finiteness already; kept for safety.
-                    Err(e @ FeatureError::WrongLength { .. }) => {
-                        return rejected(Reason::Dimension, e.to_string());
-                    }
-                    Err(e @ FeatureError::NotFinite { .. }) => {
-                        return rejected(Reason::NonFinite, e.to_string());
-                    }
-                    Err(e) => return Err(ApplyError::Failed(e)),
-                }
-                self.index.entry(name).or_insert(index);
-                self.features_applied += 1;
-                Applied::Feature
-            }
-        };
-        self.selection_changed = true;
-        self.last_update = Some(SystemTime::now());
-        Ok(applied)
-    }
-
-    /// Records that the message at `offset` of `partition` was read, and why it was refused.
-    pub fn read(&mut self, partition: i32, offset: i64, rejection: Option<&Rejection>) {
-        self.offsets.insert(partition, offset + 1);
-        if let Some(r) = rejection {
-            if self.recent.len() == RECENT_REJECTIONS {
-                self.recent.pop_front();
-            }
-            self.recent.push_back(RecentRejection {
-                partition,
-                offset,
-                reason: r.reason.as_str(),
-                message: r.message.clone(),
-            });
-        }
-        self.dirty = true;
-    }
-
-    /// Publishes a new snapshot if anything changed since the last one, and the stream's
-    /// gauges. Asy-OS: waits until the workers applied every queued feature.
-    pub fn publish(&mut self, metrics: &Metrics) -> Result<(), FeatureError> {
-        if !self.dirty && !self.selection_changed {
-            return Ok(());
-        }
-        let name = self.handle.name().to_string();
-        if self.selection_changed {
-            self.published = match &self.selection {
-                Some(sel) => Some(Arc::new(sel.snapshot()?)),
-                None => None,
-            };
-            self.selection_changed = false;
-            if let Some(snap) = &self.published {
-                let sm = snap.summary();
-                metrics
-                    .feature_stream_labels
-                    .with_label_values(&[&name])
-                    .set(1);
-                metrics
-                    .feature_stream_loss
-                    .with_label_values(&[&name])
-                    .set(sm.loss);
-                metrics
-                    .feature_stream_selected
-                    .with_label_values(&[&name])
-                    .set(sm.selected.len() as i64);
-                metrics
-                    .feature_stream_passes
-                    .with_label_values(&[&name])
-                    .set(sm.passes as i64);
-                let subs = sm.counters.substitutions;
-                metrics
-                    .feature_substitutions
-                    .with_label_values(&[&name])
-                    .inc_by(subs.saturating_sub(self.substitutions_counted));
-                self.substitutions_counted = subs;
-                for st in &sm.staleness {
-                    let worker = st.worker.to_string();
-                    metrics
-                        .feature_staleness_mean
-                        .with_label_values(&[&name, &worker])
-                        .set(st.mean);
-                    metrics
-                        .feature_staleness_max
-                        .with_label_values(&[&name, &worker])
-                        .set(st.max as i64);
-                }
-            }
-        }
-        self.handle.publish(FeatureSnapshot {
-            selection: self.published.clone(),
-            offsets: self.offsets.clone(),
-            features_applied: self.features_applied,
-            last_update: self.last_update,
-            recent_rejections: self.recent.iter().cloned().collect(),
-        });
-        self.dirty = false;
-        Ok(())
-    }
-}
+pub type FeatureStreams = Registry<FeatureStreamHandle>;

@@ -13,10 +13,16 @@
 //! The service (`ravel serve`) wires the library to Kafka and HTTP:
 //! - [`config`]: the configuration schema; file < `RAVEL_...` environment < flags.
 //! - [`broker`]: the embedded Kafka-protocol broker (librdkafka's mock cluster), `ravel broker`.
-//! - [`ingest`]: the consumer loop, message formats, validation, dead letters, offset commits.
+//! - [`reason`]: why a message was refused (`Reason`, `Rejection`), below metrics and ingest.
+//! - [`published`]: `Published<S>` (a snapshot swapped after every batch, readers clone an
+//!   `Arc`) and `Registry<H>` (handles by name), shared by both stream kinds.
+//! - [`ingest`]: the consumer loop (`mod.rs`), one file per concern: `client` (the one
+//!   librdkafka configuration), `rebalance`, `positions`, `lag`, `fold`, `checkpoints`,
+//!   `commit` (which offsets may be committed), `features` (feature-stream dispatch: the
+//!   running OS / Asy-OS selection), `rejections`, `format`, `feature_format`, `dlq`.
 //! - [`streams`]: each stream's statistics snapshot, swapped after every batch for readers.
-//! - [`feature_streams`]: each feature stream's running OS / Asy-OS selection (ingest's) and
-//!   its snapshot for readers; labels first, features by name, replayed from the topic.
+//! - [`feature_streams`]: each feature stream's snapshot for readers (the selection, offsets
+//!   read, recent rejections); imports nothing of ingest.
 //! - [`checkpoint`]: statistics + next offsets persisted atomically, for exact restarts.
 //! - [`api`]: the axum router, handlers and the JSON error type.
 //! - [`metrics`]: every Prometheus metric, in one place.

@@ -13,8 +13,8 @@
 use crate::api::{self, AppState};
 use crate::broker::EmbeddedBroker;
 use crate::config::{Config, LogConfig, LogFormat, ServeArgs};
-use crate::feature_streams::FeatureStreams;
-use crate::ingest::{self, IngestSetup};
+use crate::feature_streams::{FeatureStreamHandle, FeatureStreams};
+use crate::ingest::{self, IngestSetup, KafkaClients};
 use crate::metrics::Metrics;
 use crate::shutdown::{self, Shutdown};
 use crate::streams::{Snapshot, Stats, StreamHandle, Streams};
@@ -85,15 +85,22 @@ pub async fn run(
     for f in &config.feature_streams {
         metrics.declare_feature_stream(&f.name, f.workers);
     }
-    let feature_streams = Arc::new(FeatureStreams::new(&config.feature_streams));
+    let feature_streams = Arc::new(FeatureStreams::new(
+        config
+            .feature_streams
+            .iter()
+            .cloned()
+            .map(FeatureStreamHandle::new),
+    ));
+    let clients = KafkaClients::new(&config.kafka, &brokers);
     // Labels sent over HTTP are written to the feature stream's topic (so a restart replays
     // them with the features).
     let producer = if feature_streams.is_empty() {
         None
     } else {
         Some(
-            ingest::client_config(&config.kafka, &brokers)
-                .set("message.timeout.ms", "10000")
+            clients
+                .labels()
                 .create::<rdkafka::producer::FutureProducer>()
                 .map_err(|e| anyhow!("cannot create the labels producer: {e}"))?,
         )
@@ -101,8 +108,7 @@ pub async fn run(
     let ready = Arc::new(AtomicBool::new(false));
 
     let ingest_thread = ingest::spawn(IngestSetup {
-        brokers,
-        kafka: config.kafka.clone(),
+        clients,
         ingest: config.ingest.clone(),
         state: config.state.clone(),
         streams: streams.clone(),

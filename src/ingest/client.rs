@@ -1,0 +1,158 @@
+//! The librdkafka client configuration, in one place: the service's consumer, its
+//! dead-letter producer and its labels producer are built from one `KafkaClients` (the
+//! brokers, the group, the user's `kafka.options`), each with its own `client.id`
+//! (`ravel-<group>-consumer`, `-dlq`, `-labels`, so broker logs and quotas tell them apart)
+//! and its own settings, with the user's options applied last to every one of them.
+
+use crate::config::KafkaConfig;
+use rdkafka::config::ClientConfig;
+
+/// A librdkafka client configuration for `brokers` with the pass-through options applied last
+/// (`client.id` "ravel"): the command-line producers (`ravel produce`, the demo).
+pub fn client_config(kafka: &KafkaConfig, brokers: &str) -> ClientConfig {
+    let mut c = ClientConfig::new();
+    c.set("bootstrap.servers", brokers)
+        .set("client.id", "ravel");
+    for (k, v) in kafka.librdkafka_options() {
+        c.set(k, v);
+    }
+    c
+}
+
+/// The service's Kafka clients.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Client {
+    /// The one consumer of every stream topic.
+    Consumer,
+    /// The dead-letter producer (`ingest::dlq`).
+    DeadLetters,
+    /// The producer of labels sent over HTTP to feature-stream topics.
+    Labels,
+}
+
+impl Client {
+    fn suffix(self) -> &'static str {
+        match self {
+            Client::Consumer => "consumer",
+            Client::DeadLetters => "dlq",
+            Client::Labels => "labels",
+        }
+    }
+}
+
+/// What every client of the service is built from.
+#[derive(Debug, Clone)]
+pub struct KafkaClients {
+    brokers: String,
+    group: String,
+    /// `kafka.options`, dots restored.
+    options: Vec<(String, String)>,
+}
+
+impl KafkaClients {
+    pub fn new(kafka: &KafkaConfig, brokers: &str) -> Self {
+        KafkaClients {
+            brokers: brokers.to_string(),
+            group: kafka.group_id.clone(),
+            options: kafka
+                .librdkafka_options()
+                .map(|(k, v)| (k, v.to_string()))
+                .collect(),
+        }
+    }
+    pub fn brokers(&self) -> &str {
+        &self.brokers
+    }
+    pub fn group(&self) -> &str {
+        &self.group
+    }
+    /// `ravel-<group>-<client>`.
+    pub fn client_id(&self, client: Client) -> String {
+        format!("ravel-{}-{}", self.group, client.suffix())
+    }
+
+    /// The configuration of `client`: brokers, its `client.id`, its own settings, then the
+    /// user's options.
+    pub fn config(&self, client: Client, settings: &[(&str, String)]) -> ClientConfig {
+        let mut c = ClientConfig::new();
+        c.set("bootstrap.servers", &self.brokers)
+            .set("client.id", self.client_id(client));
+        for (k, v) in settings {
+            c.set(*k, v);
+        }
+        for (k, v) in &self.options {
+            c.set(k, v);
+        }
+        c
+    }
+
+    /// The consumer: offsets committed by hand, lag statistics every `lag_interval_ms`.
+    pub fn consumer(&self, lag_interval_ms: u64) -> ClientConfig {
+        self.config(
+            Client::Consumer,
+            &[
+                ("group.id", self.group.clone()),
+                // Offsets are committed by hand, after the checkpoint that holds the rows.
+                ("enable.auto.commit", "false".into()),
+                ("enable.auto.offset.store", "false".into()),
+                ("auto.offset.reset", "earliest".into()),
+                // Folding is slower than fetching, so the prefetch queue fills up; librdkafka
+                // then pauses each partition's fetching for this long (default 1 s), which
+                // starved the loop for most of the time (bench: binary rows/s several times
+                // lower).
+                ("fetch.queue.backoff.ms", "10".into()),
+                ("statistics.interval.ms", lag_interval_ms.to_string()),
+            ],
+        )
+    }
+
+    /// The dead-letter producer.
+    pub fn dead_letters(&self) -> ClientConfig {
+        self.config(Client::DeadLetters, &[("linger.ms", "20".into())])
+    }
+
+    /// The labels producer of the HTTP API.
+    pub fn labels(&self) -> ClientConfig {
+        self.config(Client::Labels, &[("message.timeout.ms", "10000".into())])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn clients() -> KafkaClients {
+        let mut kafka = KafkaConfig {
+            group_id: "g1".into(),
+            ..KafkaConfig::default()
+        };
+        kafka
+            .options
+            .insert("security_protocol".into(), "SASL_SSL".into());
+        kafka.options.insert("linger.ms".into(), "7".into());
+        KafkaClients::new(&kafka, "b:9092")
+    }
+
+    #[test]
+    fn every_client_has_its_own_id_and_the_user_options() {
+        let k = clients();
+        let all = [k.consumer(100), k.dead_letters(), k.labels()];
+        let ids: Vec<_> = all.iter().map(|c| c.get("client.id").unwrap()).collect();
+        assert_eq!(
+            ids,
+            ["ravel-g1-consumer", "ravel-g1-dlq", "ravel-g1-labels"]
+        );
+        for c in &all {
+            assert_eq!(c.get("bootstrap.servers"), Some("b:9092"));
+            assert_eq!(c.get("security.protocol"), Some("SASL_SSL"));
+            // The user's options come last, over the client's own settings.
+            assert_eq!(c.get("linger.ms"), Some("7"));
+        }
+        let c = &all[0];
+        assert_eq!(c.get("group.id"), Some("g1"));
+        assert_eq!(c.get("enable.auto.commit"), Some("false"));
+        assert_eq!(c.get("statistics.interval.ms"), Some("100"));
+        assert_eq!(all[1].get("group.id"), None);
+        assert_eq!(all[2].get("message.timeout.ms"), Some("10000"));
+    }
+}

@@ -1,0 +1,54 @@
+//! Consumer lag: librdkafka's statistics (every `ingest.lag_interval_ms`) give each
+//! partition's high watermark; the lag is measured from the position (`positions`), the next
+//! row not yet in the statistics, not from the consumer's fetch position, so it counts what is
+//! still to be applied. Only assigned partitions are reported.
+
+use super::lock;
+use super::positions;
+use super::rebalance::IngestContext;
+use rdkafka::client::ClientContext;
+use rdkafka::statistics::Statistics;
+
+/// Messages of a partition not applied yet: from its position (or, never read, its low
+/// watermark) to its high watermark.
+pub fn partition_lag(next: Option<i64>, low: i64, high: i64) -> i64 {
+    (high - next.unwrap_or(low.max(0))).max(0)
+}
+
+impl ClientContext for IngestContext {
+    fn stats(&self, s: Statistics) {
+        let assigned = self.assigned();
+        let positions = lock(&self.positions);
+        for (topic, t) in &s.topics {
+            for part in t.partitions.values() {
+                if part.partition < 0
+                    || part.hi_offset < 0
+                    || !assigned.contains(&(topic.clone(), part.partition))
+                {
+                    continue;
+                }
+                let next = positions::next(&positions, topic, part.partition);
+                self.metrics
+                    .consumer_lag
+                    .with_label_values(&[topic.as_str(), &part.partition.to_string()])
+                    .set(partition_lag(next, part.lo_offset, part.hi_offset));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lag_runs_from_the_position_or_the_low_watermark_to_the_high_one() {
+        assert_eq!(partition_lag(Some(7), 0, 10), 3);
+        assert_eq!(partition_lag(Some(10), 0, 10), 0);
+        assert_eq!(partition_lag(None, 4, 10), 6);
+        // librdkafka reports -1 for an unknown low watermark.
+        assert_eq!(partition_lag(None, -1, 10), 10);
+        // A position ahead of a stale high watermark is no negative lag.
+        assert_eq!(partition_lag(Some(12), 0, 10), 0);
+    }
+}
