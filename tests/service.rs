@@ -267,7 +267,9 @@ fn models_over_http_equal_ravel_fit_on_the_same_rows() {
     assert_eq!(pa.len(), 6);
     assert_eq!(pa.len(), pf.len());
     for (i, (a, b)) in pa.iter().zip(pf).enumerate() {
-        assert_same_model(a, b, 1e-9, &format!("fw path point {i}"));
+        // Frank-Wolfe stops at a duality gap of 1e-8 var(y), which leaves coefficients free to
+        // about sqrt(gap) ~ 1e-4 relative (seen: 1.1e-6 at the densest point).
+        assert_same_model(a, b, 1e-4, &format!("fw path point {i}"));
         assert!(a["diagnostics"]["delta"].as_f64().unwrap() > 0.0);
     }
 
