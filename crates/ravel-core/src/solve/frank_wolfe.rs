@@ -511,7 +511,7 @@ pub struct FwLasso {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
     /// Away steps (default true).
-    #[serde(default = "yes")]
+    #[serde(default = "super::yes")]
     pub away_steps: bool,
     /// Stop when the duality gap <= tol * var(y) (default 1e-8).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -526,10 +526,6 @@ pub struct FwLasso {
     /// Path: delta_min / delta_max (default 0.01; delta_max = ||b_ols||_1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delta_min_ratio: Option<f64>,
-}
-
-fn yes() -> bool {
-    true
 }
 
 impl FwLasso {

@@ -225,7 +225,8 @@ estimators! {
     KSupport(ksupport::KSupport) = "k-support" | "ksupport";
 }
 
-fn yes() -> bool {
+/// serde default for the boolean options that are on unless turned off.
+pub(crate) fn yes() -> bool {
     true
 }
 
