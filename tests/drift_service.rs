@@ -58,7 +58,7 @@ fn drift_alarms_reach_the_api_and_the_metrics() {
         FeatureSchema::Names(names),
         Task::Regression,
     );
-    s.alpha = "adaptive".into();
+    s.alpha = "adaptive".parse().unwrap();
     let svc = TestService::start(config(vec![s], None), broker.bootstrap_servers());
     svc.wait_rows("drift", n);
     let (status, body) = svc.get("/v1/streams/drift");
@@ -93,7 +93,7 @@ fn drift_alarms_reach_the_api_and_the_metrics() {
 #[test]
 fn adaptive_classification_streams_are_refused() {
     let mut s = stream("c", "t.c", FeatureSchema::Count(3), Task::Classification);
-    s.alpha = "adaptive".into();
+    s.alpha = "adaptive".parse().unwrap();
     let err = s.schedule().unwrap_err().to_string();
     assert!(err.contains("regression"), "{err}");
 }

@@ -442,7 +442,7 @@ fn the_default_serves_a_live_demo_stream() {
         "{m}"
     );
     // The demo feature stream: after two full passes over its 500 columns, OS holds the true
-    // features 49, 99, ..., 499 (demo::FeatureDemoSpec).
+    // features 49, 99, ..., 499 (synthetic::FeatureDesign).
     let start = Instant::now();
     let f = loop {
         let f: Value = client()

@@ -11,6 +11,7 @@
 //! Modules are listed bottom-up; each imports only modules above it in this list.
 //! - [`linalg`]: the dense vector kernels (dot, axpy).
 //! - [`task`]: `Task`, regression or classification.
+//! - [`spec`]: settings given as a table or a `key=value,...` shorthand, one parser for both.
 //! - [`model`]: `Model`, `Coefficient`, `Diagnostics`, `PathModel`: what an extraction returns.
 //! - [`gram`]: the Gram-form problem (`Problem`, `Gram`) built from any [`gram::Moments`],
 //!   and the subset least-squares solve every method shares.
@@ -33,6 +34,7 @@ pub mod model;
 pub mod prequential;
 pub mod scenarios;
 pub mod solve;
+pub mod spec;
 pub mod stats;
 pub mod synthetic;
 pub mod task;
