@@ -44,9 +44,10 @@ fn drift_alarms_reach_the_api_and_the_metrics() {
         topic: "t.drift".into(),
         input: Some(file.clone()),
         target: None,
+        file_format: None,
         synthetic: None,
-        format: WireFormat::Binary,
-        batch: 97,
+        wire_format: WireFormat::Binary,
+        batch_rows: 97,
         options: vec![],
         quiet: true,
     };

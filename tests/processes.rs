@@ -305,9 +305,9 @@ fn restarts_resume_from_checkpoints_without_counting_a_row_twice() {
             TOPIC,
             "--input",
             file.to_str().unwrap(),
-            "--format",
+            "--wire-format",
             format,
-            "--batch",
+            "--batch-rows",
             batch,
             "--quiet",
         ]);
@@ -522,9 +522,9 @@ fn sigkill_between_checkpoints_during_a_stream_loses_and_double_counts_nothing()
                     CRASH_TOPIC,
                     "--input",
                     file.to_str().unwrap(),
-                    "--format",
+                    "--wire-format",
                     "binary",
-                    "--batch",
+                    "--batch-rows",
                     "100",
                     "--quiet",
                 ]);
