@@ -78,7 +78,10 @@ fn drift_alarms_reach_the_api_and_the_metrics() {
     );
     let metrics = svc.metrics();
     assert_eq!(
-        sample(&metrics, "ravel_drift_alarms_total{stream=\"drift\"}"),
+        sample(
+            &metrics,
+            "ravel_stream_drift_alarms_total{stream=\"drift\"}"
+        ),
         Some(expect.alarms as f64)
     );
     assert_eq!(
