@@ -15,7 +15,7 @@
 use plotters::prelude::*;
 use ravel_core::prequential::{Prequential, WindowRecord};
 use ravel_core::scenarios::{Drift, DriftingStream};
-use ravel_core::solve::{Method, Params};
+use ravel_core::solve::Request;
 use ravel_core::stats::{AdaptiveConfig, AlphaSchedule, RunningStats};
 use std::time::Instant;
 
@@ -31,7 +31,7 @@ struct Run {
 fn replay(
     mut stream: DriftingStream,
     schedules: &[String],
-    model: &Params,
+    model: &Request,
     window: u64,
     refit: u64,
 ) -> Vec<Run> {
@@ -209,16 +209,16 @@ fn table(runs: &[Run], extra: &str, extra_of: &dyn Fn(&Run) -> String) {
 }
 
 /// `--model ols` or `--model ridge:L` (default ridge:0.01 for the p = 50 scenarios).
-fn model(spec: Option<&str>) -> Params {
+fn model(spec: Option<&str>) -> Request {
     match spec {
-        None => Params::new(Method::Ridge).with_lambda(0.01),
-        Some("ols") => Params::new(Method::Ols),
+        None => Request::ridge(0.01),
+        Some("ols") => Request::ols(),
         Some(s) => {
             let l = s
                 .strip_prefix("ridge:")
                 .and_then(|l| l.parse().ok())
                 .expect("--model ols or ridge:L");
-            Params::new(Method::Ridge).with_lambda(l)
+            Request::ridge(l)
         }
     }
 }
@@ -356,13 +356,7 @@ fn main() {
         .collect();
         let t = Instant::now();
         let stream = DriftingStream::new(100, 10, drift, n, seed);
-        let runs = replay(
-            stream,
-            &scheds,
-            &Params::new(Method::Ols),
-            per_step,
-            per_step,
-        );
+        let runs = replay(stream, &scheds, &Request::ols(), per_step, per_step);
         println!(
             "## paper 003 section 5.2: p = 100, k = 10, {steps} steps of {per_step} rows, OLS refit every step, seed {seed} ({:.1} s)\n",
             t.elapsed().as_secs_f64()

@@ -7,7 +7,7 @@
 use ravel_core::Task;
 use ravel_core::data::{Format, RowReader};
 use ravel_core::prequential::Prequential;
-use ravel_core::solve::{self, Method, Params};
+use ravel_core::solve::{self, Method, Request};
 use ravel_core::stats::{AlphaSchedule, RunningStats, Stats};
 use std::path::PathBuf;
 
@@ -18,30 +18,13 @@ pub struct FitArgs {
     /// Target column: a header name or a 0-based column index (default: the last column).
     #[arg(long)]
     pub target: Option<String>,
-    /// ols, ridge, olsth, fsa, lasso, elastic-net, mcp or scad.
-    #[arg(long)]
-    pub method: String,
-    /// Exactly k nonzero coefficients.
-    #[arg(long, conflicts_with_all = ["lambda", "path"])]
-    pub k: Option<usize>,
-    /// Penalty level lambda (objective (1/2n)||y - b0 - Xb||^2 + P_lambda(b)).
-    #[arg(long, conflicts_with = "path", allow_negative_numbers = true)]
-    pub lambda: Option<f64>,
-    /// The whole warm-started lambda path (penalized methods).
+    /// What to extract: the same parameters as the HTTP API's request body.
+    #[command(flatten)]
+    pub extract: ExtractArgs,
+    /// The whole warm-started path (lasso, elastic-net, mcp, scad: over lambda; fw-lasso: over
+    /// delta).
     #[arg(long)]
     pub path: bool,
-    /// Elastic-net mixing: 1 is Lasso, towards 0 is ridge (default 0.5).
-    #[arg(long, allow_negative_numbers = true)]
-    pub l1_ratio: Option<f64>,
-    /// MCP / SCAD concavity (defaults 3 and 3.7).
-    #[arg(long)]
-    pub gamma: Option<f64>,
-    /// Refit OLS on the selected support.
-    #[arg(long)]
-    pub refit: bool,
-    /// Fit on raw columns (then lasso/elastic-net equal scikit-learn's on the same rows).
-    #[arg(long)]
-    pub no_standardize: bool,
     /// regression, or classification on +1/-1 labels (0 counts as -1).
     #[arg(long, default_value = "regression", value_parser = crate::cli::enum_parser::<Task>(Task::ALL.iter().map(|t| t.name())))]
     pub task: Task,
@@ -58,23 +41,162 @@ pub struct FitArgs {
     /// With --prequential: re-extract the model every R rows (default max(1, p/4)).
     #[arg(long, value_name = "R", requires = "prequential")]
     pub refit_every: Option<u64>,
-    /// Number of points on the lambda path (default 100).
-    #[arg(long)]
-    pub path_points: Option<usize>,
-    /// lambda_min / lambda_max of the path (default 1e-4 when n > p, else 1e-2).
-    #[arg(long)]
-    pub lambda_min_ratio: Option<f64>,
-    /// Classification: weight of the positive and negative class (default 1 each).
-    #[arg(long)]
-    pub w_pos: Option<f64>,
-    #[arg(long)]
-    pub w_neg: Option<f64>,
     /// Rows per mini-batch while reading.
     #[arg(long, default_value_t = 1024)]
     pub batch: usize,
     /// Force the file format instead of detecting it from the extension.
     #[arg(long = "file-format", value_name = "FORMAT", value_parser = ["csv", "libsvm", "npy"])]
     pub format: Option<String>,
+}
+
+/// The extraction flags: one per field of the API's request body (`--l1-ratio` is
+/// `"l1_ratio"`), turned into that JSON object and parsed by the same `solve::Request`, so the
+/// CLI and the API accept and refuse the same things. A flag the method does not take is
+/// refused by name.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ExtractArgs {
+    /// The estimator: ols, ridge, olsth, fsa, lasso, elastic-net, mcp, scad, fw-lasso, iht, htp
+    /// or k-support (README "Estimators").
+    #[arg(long)]
+    pub method: String,
+    /// Exactly k nonzero coefficients (olsth, fsa, iht, htp, k-support; lasso, elastic-net,
+    /// mcp, scad instead of --lambda).
+    #[arg(long)]
+    pub k: Option<usize>,
+    /// Penalty level lambda (objective (1/2n)||y - b0 - Xb||^2 + P_lambda(b)); olsth: ridge
+    /// of the first fit; iht/htp: the ridge of the certificate.
+    #[arg(long, allow_negative_numbers = true)]
+    pub lambda: Option<f64>,
+    /// Elastic-net mixing: 1 is Lasso, towards 0 is ridge (default 0.5).
+    #[arg(long, allow_negative_numbers = true)]
+    pub l1_ratio: Option<f64>,
+    /// MCP / SCAD concavity (defaults 3 and 3.7).
+    #[arg(long, allow_negative_numbers = true)]
+    pub gamma: Option<f64>,
+    /// Refit OLS on the selected support (penalized methods).
+    #[arg(long)]
+    pub refit: bool,
+    /// Fit on raw columns (then lasso/elastic-net equal scikit-learn's on the same rows).
+    #[arg(long)]
+    pub no_standardize: bool,
+    /// Number of points on the path (default 100).
+    #[arg(long)]
+    pub path_points: Option<usize>,
+    /// lambda_min / lambda_max of the path (default 1e-4 when n > p, else 1e-2).
+    #[arg(long)]
+    pub lambda_min_ratio: Option<f64>,
+    /// Convergence tolerance (penalized, fw-lasso, iht/htp, k-support).
+    #[arg(long, allow_negative_numbers = true)]
+    pub tol: Option<f64>,
+    /// FSA iterations (default 300) and annealing parameter mu (default 100).
+    #[arg(long)]
+    pub fsa_iterations: Option<usize>,
+    #[arg(long, allow_negative_numbers = true)]
+    pub fsa_mu: Option<f64>,
+    /// Classification: weight of the positive and negative class (default 1 each).
+    #[arg(long, allow_negative_numbers = true)]
+    pub w_pos: Option<f64>,
+    #[arg(long, allow_negative_numbers = true)]
+    pub w_neg: Option<f64>,
+    /// fw-lasso: the l1 radius delta (standardized units unless --no-standardize).
+    #[arg(long, allow_negative_numbers = true)]
+    pub delta: Option<f64>,
+    /// fw-lasso: deterministic or randomized.
+    #[arg(long, value_parser = ["deterministic", "randomized"])]
+    pub variant: Option<String>,
+    /// fw-lasso randomized: coordinates sampled per iteration, and the seed.
+    #[arg(long)]
+    pub kappa: Option<usize>,
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// fw-lasso: no away steps.
+    #[arg(long)]
+    pub no_away_steps: bool,
+    /// fw-lasso path: delta_min / delta_max (default 0.01).
+    #[arg(long)]
+    pub delta_min_ratio: Option<f64>,
+    /// fw-lasso, iht/htp, k-support: the most iterations.
+    #[arg(long)]
+    pub max_iterations: Option<usize>,
+    /// iht/htp: gradient steps before the first threshold (default 20) and DIHT iterations
+    /// (default 200).
+    #[arg(long)]
+    pub warmup: Option<usize>,
+    #[arg(long)]
+    pub dual_iterations: Option<usize>,
+}
+
+impl ExtractArgs {
+    /// The request these flags describe, parsed as the API parses its body.
+    pub fn request(&self) -> anyhow::Result<Request> {
+        let method: Method = self.method.parse().map_err(anyhow::Error::msg)?;
+        let mut obj = serde_json::Map::new();
+        let mut put = |key: &str, v: Option<serde_json::Value>| {
+            if let Some(v) = v {
+                obj.insert(key.to_string(), v);
+            }
+        };
+        use serde_json::json;
+        put("method", Some(json!(method.name())));
+        put("k", self.k.map(|v| json!(v)));
+        put("lambda", self.lambda.map(|v| json!(v)));
+        put("l1_ratio", self.l1_ratio.map(|v| json!(v)));
+        put("gamma", self.gamma.map(|v| json!(v)));
+        put("refit", self.refit.then_some(json!(true)));
+        put("standardize", self.no_standardize.then_some(json!(false)));
+        put("path_points", self.path_points.map(|v| json!(v)));
+        put("lambda_min_ratio", self.lambda_min_ratio.map(|v| json!(v)));
+        put("tol", self.tol.map(|v| json!(v)));
+        put("fsa_iterations", self.fsa_iterations.map(|v| json!(v)));
+        put("fsa_mu", self.fsa_mu.map(|v| json!(v)));
+        put("w_pos", self.w_pos.map(|v| json!(v)));
+        put("w_neg", self.w_neg.map(|v| json!(v)));
+        put("delta", self.delta.map(|v| json!(v)));
+        put("variant", self.variant.as_ref().map(|v| json!(v)));
+        put("kappa", self.kappa.map(|v| json!(v)));
+        put("seed", self.seed.map(|v| json!(v)));
+        put("away_steps", self.no_away_steps.then_some(json!(false)));
+        put("delta_min_ratio", self.delta_min_ratio.map(|v| json!(v)));
+        put("max_iterations", self.max_iterations.map(|v| json!(v)));
+        put("warmup", self.warmup.map(|v| json!(v)));
+        put("dual_iterations", self.dual_iterations.map(|v| json!(v)));
+        serde_json::from_value(serde_json::Value::Object(obj)).map_err(|e| {
+            // serde names the JSON field; the user typed the flag.
+            let msg = flag_names(&e.to_string());
+            anyhow::anyhow!("--method {method}: {msg}")
+        })
+    }
+}
+
+/// A refused request in the flags' words.
+fn flag_error(e: solve::ParamError) -> anyhow::Error {
+    anyhow::anyhow!(flag_names(&e.to_string()))
+}
+
+/// "unknown field `l1_ratio`" -> "unknown field `--l1-ratio`" in serde's messages.
+fn flag_names(msg: &str) -> String {
+    let mut out = String::new();
+    let mut rest = msg;
+    while let Some(i) = rest.find('`') {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 1..];
+        let Some(j) = after.find('`') else {
+            out.push_str(&rest[i..]);
+            return out;
+        };
+        let word = &after[..j];
+        if word
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        {
+            out.push_str(&format!("`--{}`", word.replace('_', "-")));
+        } else {
+            out.push_str(&format!("`{word}`"));
+        }
+        rest = &after[j + 1..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Streams a file into running statistics. Returns the feature names too.
@@ -105,22 +227,8 @@ pub fn read_stats(
 
 /// Runs `ravel fit` and returns the JSON to print.
 pub fn run(args: &FitArgs) -> anyhow::Result<String> {
-    let method: Method = args.method.parse()?;
     let schedule: AlphaSchedule = args.alpha.parse().map_err(anyhow::Error::msg)?;
-    let params = Params {
-        method,
-        k: args.k,
-        lambda: args.lambda,
-        l1_ratio: args.l1_ratio,
-        gamma: args.gamma,
-        refit: args.refit,
-        standardize: !args.no_standardize,
-        path_points: args.path_points,
-        lambda_min_ratio: args.lambda_min_ratio,
-        w_pos: args.w_pos,
-        w_neg: args.w_neg,
-        ..Params::new(method)
-    };
+    let params = args.extract.request()?;
     let format = args.format.as_deref().map(|f| match f {
         "csv" => Format::Csv,
         "npy" => Format::Npy,
@@ -134,16 +242,21 @@ pub fn run(args: &FitArgs) -> anyhow::Result<String> {
     }
     let reader = RowReader::open(&args.file, args.target.as_deref(), format)?;
     // Check the request before reading a large file.
-    params.check(reader.p, args.path)?;
     if let Some(window) = args.prequential {
-        return prequential(reader, args, schedule, params, window);
+        return prequential(reader, args, schedule, &params, window);
     }
-    let (stats, names) = read_stats(reader, args.task, schedule, args.batch)?;
-    let stats = &stats;
     let json = if args.path {
-        serde_json::to_string(&solve::path_from_stats(stats, &params, names.as_deref())?)?
+        let checked = params.check_path(reader.p).map_err(flag_error)?;
+        let (stats, names) = read_stats(reader, args.task, schedule, args.batch)?;
+        serde_json::to_string(&solve::path_from_stats(&stats, &checked, names.as_deref())?)?
     } else {
-        serde_json::to_string(&solve::model_from_stats(stats, &params, names.as_deref())?)?
+        let checked = params.check(reader.p).map_err(flag_error)?;
+        let (stats, names) = read_stats(reader, args.task, schedule, args.batch)?;
+        serde_json::to_string(&solve::model_from_stats(
+            &stats,
+            &checked,
+            names.as_deref(),
+        )?)?
     };
     Ok(json)
 }
@@ -153,7 +266,7 @@ fn prequential(
     mut reader: RowReader,
     args: &FitArgs,
     schedule: AlphaSchedule,
-    params: solve::Params,
+    params: &Request,
     window: u64,
 ) -> anyhow::Result<String> {
     if args.task != Task::Regression {
@@ -166,7 +279,12 @@ fn prequential(
     let refit = args
         .refit_every
         .unwrap_or_else(|| Prequential::default_refit(p));
-    let mut replay = Prequential::new(RunningStats::new(p, schedule), params, window, refit)?;
+    let mut replay = Prequential::new(
+        RunningStats::new(p, schedule),
+        params.clone(),
+        window,
+        refit,
+    )?;
     let file = reader.path.clone();
     let (mut x, mut y, mut records) = (Vec::new(), Vec::new(), Vec::new());
     loop {
@@ -199,4 +317,43 @@ fn rows_error(
         first + 1,
         first + got as u64
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[derive(clap::Parser)]
+    struct Wrapper {
+        #[command(flatten)]
+        args: FitArgs,
+    }
+
+    /// `--help` lists every estimator on the `--method` line (a new solver must be added there).
+    #[test]
+    fn method_help_lists_every_estimator() {
+        let cmd = Wrapper::command();
+        let help = cmd
+            .get_arguments()
+            .find(|a| a.get_id() == "method")
+            .and_then(|a| a.get_help())
+            .expect("--method has a help text")
+            .to_string();
+        let words: Vec<&str> = help
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+            .collect();
+        for m in Method::ESTIMATORS {
+            assert!(words.contains(&m.name()), "{m} missing from: {help}");
+        }
+    }
+
+    #[test]
+    fn serde_field_names_become_flag_names() {
+        assert_eq!(
+            flag_names("unknown field `l1_ratio`, expected `k` or `lambda`"),
+            "unknown field `--l1-ratio`, expected `--k` or `--lambda`"
+        );
+        assert_eq!(flag_names("no backticks"), "no backticks");
+    }
 }

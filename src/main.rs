@@ -31,7 +31,7 @@ enum Command {
     /// Send rows from a file or a synthetic design to a Kafka topic.
     Produce(ProduceArgs),
     /// Fit a model on a CSV, LIBSVM or NPY file through the streaming statistics; prints JSON.
-    Fit(FitArgs),
+    Fit(Box<FitArgs>),
     /// Stream the columns of a file through online substitution; prints the selected model.
     Select(SelectArgs),
 }

@@ -8,7 +8,7 @@ use rand::rngs::StdRng;
 use rand_distr::{Distribution, StandardNormal};
 use ravel_core::prequential::{Prequential, WindowRecord};
 use ravel_core::scenarios::{Drift, DriftingStream};
-use ravel_core::solve::{Method, Params};
+use ravel_core::solve::Request;
 use ravel_core::stats::{AdaptiveConfig, AlphaSchedule, Cusum, RunningStats};
 
 fn rel(a: f64, b: f64) -> f64 {
@@ -54,7 +54,7 @@ struct Run {
 fn replay(
     mut stream: DriftingStream,
     schedules: &[&str],
-    model: &Params,
+    model: &Request,
     window: u64,
     refit: u64,
 ) -> Vec<Run> {
@@ -118,8 +118,8 @@ const GRID: [&str; 6] = [
 /// columns). OLS is ill-posed while n is near p and its first few hundred predictions blow
 /// up by amounts that depend chaotically on the weights, drowning the schedules' differences
 /// (docs/drift.md shows the OLS numbers too).
-fn light_ridge() -> Params {
-    Params::new(Method::Ridge).with_lambda(0.01)
+fn light_ridge() -> Request {
+    Request::ridge(0.01)
 }
 
 #[test]
@@ -291,13 +291,7 @@ fn paper_003_section_5_2_model_adaptation() {
     };
     let schedules = ["adaptive", "fixed:0.00001", "plain"];
     let stream = DriftingStream::new(100, 10, drift, steps * per_step, 5);
-    let runs = replay(
-        stream,
-        &schedules,
-        &Params::new(Method::Ols),
-        per_step,
-        per_step,
-    );
+    let runs = replay(stream, &schedules, &Request::ols(), per_step, per_step);
     let last = |r: &Run| {
         let w = &r.records[(steps - 300) as usize..];
         assert_eq!(w.len(), 300);
@@ -554,7 +548,7 @@ fn prequential_refuses_a_bad_batch_whole() {
     let p = 3;
     let mut pre = Prequential::new(
         RunningStats::new(p, AlphaSchedule::adaptive()),
-        Params::new(Method::Ols),
+        Request::ols(),
         4,
         2,
     )
@@ -588,7 +582,7 @@ fn prequential_rmse_matches_brute_force_least_squares() {
     for (spec, a) in [("plain", None), ("fixed:0.02", Some(0.02f64))] {
         let mut pre = Prequential::new(
             RunningStats::new(p, spec.parse().unwrap()),
-            Params::new(Method::Ols),
+            Request::ols(),
             window,
             1,
         )
@@ -687,7 +681,7 @@ fn fit_prequential_prints_one_line_per_window_as_the_library_replays() {
     // The same replay through the library (the CLI reads batches of 1024 rows).
     let mut pre = Prequential::new(
         RunningStats::new(p, AlphaSchedule::adaptive()),
-        Params::new(Method::Ols),
+        Request::ols(),
         500,
         Prequential::default_refit(p),
     )

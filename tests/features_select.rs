@@ -134,7 +134,7 @@ fn select_finds_the_true_features_of_a_csv_with_os_and_asy_os() {
     );
     let d = &m.diagnostics;
     assert_eq!(
-        (d.method.as_str(), d.iterations, d.requested_k, d.k_exact),
+        (d.method.name(), d.iterations, d.requested_k, d.k_exact),
         ("os", 3, Some(3), Some(true))
     );
     assert!(d.refit && d.r2 > 0.99 && d.train_mse < 0.02, "{d:?}");

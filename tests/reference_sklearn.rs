@@ -9,7 +9,7 @@
 //! must give one clear error line and a non-zero exit, never a panic.
 
 use ravel_core::data::RowReader;
-use ravel_core::solve::{Method, Model, Params, model_from_stats};
+use ravel_core::solve::{Model, Request};
 use ravel_core::stats::{AlphaSchedule, ClassStats, RunningStats, Stats};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -98,17 +98,21 @@ impl Case {
         a
     }
 
-    fn params(&self) -> Params {
-        let method: Method = self.method.parse().expect("known method");
-        Params {
-            lambda: self.lambda,
-            l1_ratio: self.l1_ratio,
-            gamma: self.gamma,
-            w_pos: self.w_pos,
-            w_neg: self.w_neg,
-            standardize: self.standardize,
-            ..Params::new(method)
+    /// The same request as the API's JSON body (absent values left out).
+    fn params(&self) -> Request {
+        let mut body = serde_json::json!({"method": self.method, "standardize": self.standardize});
+        for (key, v) in [
+            ("lambda", self.lambda),
+            ("l1_ratio", self.l1_ratio),
+            ("gamma", self.gamma),
+            ("w_pos", self.w_pos),
+            ("w_neg", self.w_neg),
+        ] {
+            if let Some(v) = v {
+                body[key] = serde_json::json!(v);
+            }
         }
+        serde_json::from_value(body).expect("a valid request")
     }
 
     fn sparse(&self) -> bool {
@@ -155,13 +159,17 @@ fn library_model(case: &Case, data: &Dataset) -> Model {
         for (row, yi) in x.chunks_exact(p).zip(&y) {
             s.update_batch(row, std::slice::from_ref(yi)).unwrap();
         }
-        model_from_stats(&Stats::from(s.clone()), &params, names.as_deref()).unwrap()
+        params
+            .model(&Stats::from(s.clone()), names.as_deref())
+            .unwrap()
     } else {
         let mut s = RunningStats::new(p, AlphaSchedule::Plain);
         for (row, yi) in x.chunks_exact(p).zip(&y) {
             s.update(row, *yi).unwrap();
         }
-        model_from_stats(&Stats::from(s.clone()), &params, names.as_deref()).unwrap()
+        params
+            .model(&Stats::from(s.clone()), names.as_deref())
+            .unwrap()
     }
 }
 
@@ -297,7 +305,7 @@ fn ravel_fit_matches_sklearn() {
                 case.name, model.diagnostics.excluded_constant
             ));
         }
-        if model.diagnostics.method != case.method || !model.diagnostics.converged {
+        if model.diagnostics.method.name() != case.method || !model.diagnostics.converged {
             bad.push(format!(
                 "{}: diagnostics {:?}",
                 case.name, model.diagnostics

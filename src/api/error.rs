@@ -33,6 +33,14 @@ impl ApiError {
             format!("no stream named '{name}'; GET /v1/streams lists them"),
         )
     }
+    /// 503: the server stops; the client should retry against another instance.
+    pub fn shutting_down() -> Self {
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "shutting_down",
+            "the server is shutting down; retry against another instance",
+        )
+    }
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
     }
@@ -50,6 +58,7 @@ impl From<ParamError> for ApiError {
         let code = match &e {
             ParamError::UnknownMethod(_) => "unknown_method",
             ParamError::KTooLarge { .. } => "k_too_large",
+            ParamError::UnknownField(_) => "invalid_body",
             ParamError::Problem(ProblemError::Empty) => {
                 return ApiError::new(StatusCode::CONFLICT, "no_data", e.to_string());
             }

@@ -22,7 +22,9 @@ use axum::routing::{get, post, put};
 use axum::{Json, Router};
 pub use error::ApiError;
 use ravel_core::Task;
-use ravel_core::solve::{Method, Model, Params, model_from_stats, path_from_stats};
+use ravel_core::solve::{
+    Method, Model, Request as ModelRequest, model_from_stats, path_from_stats,
+};
 use ravel_core::stats::{DriftStatus, RunningStats};
 use serde::Serialize;
 use serde_json::Value;
@@ -65,7 +67,7 @@ impl AppState {
             .extractions
             .acquire()
             .await
-            .map_err(|_| ApiError::internal("server is shutting down"))?;
+            .map_err(|_| ApiError::shutting_down())?;
         let start = Instant::now();
         let result = tokio::task::spawn_blocking(f)
             .await
@@ -87,7 +89,7 @@ pub fn router(state: AppState, body_limit: usize) -> Router {
         .route("/v1/streams", get(list_streams))
         .route("/v1/streams/{name}", get(get_stream))
         .route("/v1/streams/{name}/model", post(model))
-        .route("/v1/streams/{name}/path", get(path))
+        .route("/v1/streams/{name}/path", get(path).post(path_post))
         .route("/v1/streams/{name}/predict", post(predict))
         .route("/v1/feature-streams", get(features::list))
         .route("/v1/feature-streams/{name}", get(features::get_one))
@@ -264,9 +266,10 @@ async fn get_stream(
     Ok(Json(v))
 }
 
-/// A JSON body or query turned into `Params`: the method is checked first so that an unknown
-/// one gets its own error code and the list of methods.
-fn parse_params(mut v: Value) -> Result<Params, ApiError> {
+/// A JSON body or query turned into a model request: the method is checked first so that an
+/// unknown one gets its own error code and the list of methods; the rest is the typed
+/// `solve::Request`'s own parsing (unknown fields refused by name).
+fn parse_params(mut v: Value) -> Result<ModelRequest, ApiError> {
     let Some(obj) = v.as_object_mut() else {
         return Err(ApiError::bad_request(
             "invalid_body",
@@ -275,7 +278,9 @@ fn parse_params(mut v: Value) -> Result<Params, ApiError> {
     };
     match obj.get("method") {
         Some(Value::String(m)) => {
-            let method: Method = m.parse()?;
+            let method: Method = m.parse().map_err(|e: String| {
+                ApiError::from(ravel_core::solve::ParamError::UnknownMethod(e))
+            })?;
             obj.insert("method".into(), Value::String(method.name().into()));
         }
         Some(_) => {
@@ -287,11 +292,21 @@ fn parse_params(mut v: Value) -> Result<Params, ApiError> {
         None => {
             return Err(ApiError::bad_request(
                 "invalid_body",
-                "missing \"method\": one of ols, ridge, olsth, fsa, lasso, elastic-net, mcp, scad",
+                format!("missing \"method\": one of {}", Method::estimator_list()),
             ));
         }
     }
-    serde_json::from_value(v).map_err(|e| ApiError::bad_request("invalid_body", e.to_string()))
+    serde_json::from_value(v).map_err(|e| {
+        let msg = e.to_string();
+        // A parameter the method requires (ridge's lambda, olsth's k) is a request that needs
+        // more, as k and lambda together are: `invalid_params`, as before the typed request.
+        let code = if msg.starts_with("missing field") {
+            "invalid_params"
+        } else {
+            "invalid_body"
+        };
+        ApiError::bad_request(code, msg)
+    })
 }
 
 async fn model(
@@ -301,9 +316,9 @@ async fn model(
 ) -> Result<Json<Model>, ApiError> {
     let h = st.stream(&name)?;
     let Json(body) = body?;
-    let params = parse_params(body)?;
+    let params = parse_params(body)?.check(h.p())?;
     let snap = h.snapshot();
-    let method = params.method;
+    let method = params.method();
     let hh = h.clone();
     let m = st
         .extract(&name, "model", method.name(), move || {
@@ -334,22 +349,35 @@ fn query_to_json(q: HashMap<String, String>) -> Value {
     Value::Object(obj)
 }
 
+/// `GET .../path?method=lasso&path_points=50`: the query's values as the JSON body of POST.
 async fn path(
     State(st): State<AppState>,
     Path(name): Path<String>,
     query: Result<Query<HashMap<String, String>>, QueryRejection>,
 ) -> Result<Json<ravel_core::solve::PathModel>, ApiError> {
-    let h = st.stream(&name)?;
     let Query(q) = query?;
-    let params = parse_params(query_to_json(q))?;
-    if params.k.is_some() || params.lambda.is_some() {
-        return Err(ApiError::bad_request(
-            "invalid_params",
-            "the path covers every lambda: drop k and lambda (use POST /model for one model)",
-        ));
-    }
+    path_of(st, name, query_to_json(q)).await
+}
+
+/// `POST .../path` with the same JSON body as `POST .../model`, less k / lambda / delta.
+async fn path_post(
+    State(st): State<AppState>,
+    Path(name): Path<String>,
+    body: Result<Json<Value>, JsonRejection>,
+) -> Result<Json<ravel_core::solve::PathModel>, ApiError> {
+    let Json(body) = body?;
+    path_of(st, name, body).await
+}
+
+async fn path_of(
+    st: AppState,
+    name: String,
+    body: Value,
+) -> Result<Json<ravel_core::solve::PathModel>, ApiError> {
+    let h = st.stream(&name)?;
+    let params = parse_params(body)?.check_path(h.p())?;
     let snap = h.snapshot();
-    let method = params.method;
+    let method = params.method();
     let hh = h.clone();
     let p = st
         .extract(&name, "path", method.name(), move || {
@@ -450,10 +478,10 @@ async fn predict(
     let Json(body) = body?;
     let req: PredictRequest = serde_json::from_value(body)
         .map_err(|e| ApiError::bad_request("invalid_body", e.to_string()))?;
-    let params = parse_params(req.model.clone())?;
+    let params = parse_params(req.model.clone())?.check(h.p())?;
     let rows = predict_rows(req, &h)?;
     let snap = h.snapshot();
-    let method = params.method;
+    let method = params.method();
     let hh = h.clone();
     let model = st
         .extract(&name, "predict", method.name(), move || {

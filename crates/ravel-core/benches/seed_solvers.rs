@@ -20,7 +20,7 @@ use ravel_core::solve::frank_wolfe::{
 };
 use ravel_core::solve::iht::{HardThreshold, IhtOptions, hard_threshold};
 use ravel_core::solve::ksupport::{KsupportOptions, ksupport};
-use ravel_core::solve::{Method, Params, path_from_stats};
+use ravel_core::solve::{Estimator, Request, penalized};
 use ravel_core::stats::{AlphaSchedule, RunningStats, Stats};
 use ravel_core::synthetic::SyntheticSpec;
 use std::time::Instant;
@@ -136,7 +136,9 @@ fn extract() {
         "extraction, p=1000, n=3000 (Table 2 design)", "ms", ""
     );
     let ms = time(&|| {
-        path_from_stats(&st, &Params::new(Method::Lasso), None).unwrap();
+        Request::from(Estimator::Lasso(penalized::Lasso::path()))
+            .path(&st, None)
+            .unwrap();
     });
     println!("{:<48} {:>10.1}", "lasso path (CD), 100 lambdas", ms);
     // The solver-level figures include building the Gram problem, as path_from_stats does.

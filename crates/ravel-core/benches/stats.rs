@@ -3,7 +3,7 @@
 //! extraction times at p = 1000 (100-point Lasso path, Lasso at k = 100, OLSth and FSA at
 //! k = 100) on paper 003's design. Compare the ingest figures with `scripts/bench_numpy.py`.
 
-use ravel_core::solve::{Method, Params, model_from_stats, path_from_stats};
+use ravel_core::solve::{Estimator, Request, least_squares, penalized, threshold};
 use ravel_core::stats::{AlphaSchedule, RunningStats, Stats};
 use ravel_core::synthetic::SyntheticSpec;
 use std::time::Instant;
@@ -87,7 +87,8 @@ fn main() {
     let st = &Stats::from(s.clone());
     let time = |f: &dyn Fn() -> f64| median((0..5).map(|_| f()).collect());
     let path_ms = time(&|| {
-        path_from_stats(st, &Params::new(Method::Lasso), None)
+        Request::from(Estimator::Lasso(penalized::Lasso::path()))
+            .path(st, None)
             .unwrap()
             .elapsed_ms
     });
@@ -98,22 +99,33 @@ fn main() {
     for (name, params) in [
         (
             "lasso k=100, p=1000",
-            Params::new(Method::Lasso).with_k(100),
+            Request::from(Estimator::Lasso(penalized::Lasso::k(100))),
         ),
-        ("mcp k=100, p=1000", Params::new(Method::Mcp).with_k(100)),
+        (
+            "mcp k=100, p=1000",
+            Request::from(Estimator::Mcp(penalized::Mcp::k(100))),
+        ),
         (
             "olsth k=100, p=1000",
-            Params::new(Method::Olsth).with_k(100),
+            Request::from(Estimator::Olsth(threshold::Olsth {
+                k: 100,
+                lambda: None,
+            })),
         ),
-        ("fsa k=100, p=1000", Params::new(Method::Fsa).with_k(100)),
-        ("ols p=1000", Params::new(Method::Ols)),
+        (
+            "fsa k=100, p=1000",
+            Request::from(Estimator::Fsa(threshold::Fsa {
+                k: 100,
+                fsa_iterations: None,
+                fsa_mu: None,
+            })),
+        ),
+        (
+            "ols p=1000",
+            Request::from(Estimator::Ols(least_squares::Ols {})),
+        ),
     ] {
-        let ms = time(&|| {
-            model_from_stats(st, &params, None)
-                .unwrap()
-                .diagnostics
-                .elapsed_ms
-        });
+        let ms = time(&|| params.model(st, None).unwrap().diagnostics.elapsed_ms);
         println!("{:<44} {:>14.1} {:>10}", name, ms, "ms");
     }
 }

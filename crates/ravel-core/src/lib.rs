@@ -1,7 +1,8 @@
 //! ravel-core: the mathematics of ravel, sparse linear models learned from streams.
 //!
 //! Rows (x, y) are folded into running-average statistics; any model (OLS, ridge, OLSth, FSA,
-//! Lasso, elastic net, MCP, SCAD; regression or class-weighted classification) is extracted
+//! Lasso, elastic net, MCP, SCAD, Frank-Wolfe Lasso, IHT / HTP with an optimality certificate,
+//! k-support norm; regression or class-weighted classification) is extracted
 //! from those statistics alone, at any sparsity k or penalty lambda, and equals the offline
 //! method on all rows (paper 003). Feature streams keep the best s of a stream of columns
 //! (paper 000). This crate knows nothing of Kafka, HTTP or the command line: its dependencies
@@ -12,13 +13,16 @@
 //! - [`linalg`]: the dense vector kernels (dot, axpy).
 //! - [`task`]: `Task`, regression or classification.
 //! - [`spec`]: settings given as a table or a `key=value,...` shorthand, one parser for both.
-//! - [`model`]: `Model`, `Coefficient`, `Diagnostics`, `PathModel`: what an extraction returns.
+//! - [`model`]: `Model`, `Coefficient`, `Diagnostics`, `PathModel`: what an extraction returns;
+//!   `Method`, the names of the methods a model can come from.
 //! - [`gram`]: the Gram-form problem (`Problem`, `Gram`) built from any [`gram::Moments`],
 //!   and the subset least-squares solve every method shares.
 //! - [`stats`]: `RunningStats`, `ClassStats`, the owning `Stats` enum, `AlphaSchedule`: the
 //!   state of an observation stream, batch updates (symmetric rank-B) and exact shard merges;
 //!   `stats::adaptive`, the drift-adaptive schedule (CUSUM on test-then-train errors).
-//! - [`solve`]: one solver family per file; `extract` / `model_from_stats` return a `Model`.
+//! - [`solve`]: typed estimators (`Estimator`, one variant per method; `Request` adds how the
+//!   problem is built), checked once into `Checked` before `extract` / `model_from_stats`
+//!   return a `Model`; one solver family per file.
 //! - [`features`]: feature streams (paper 000): online substitution (OS) and asynchronous
 //!   parallel OS (Asy-OS) keep the best s of a stream of columns in O(n s) memory.
 //! - [`prequential`]: test-then-train replay, to compare weight schedules offline.

@@ -3,6 +3,121 @@
 //! carries its duality gap and step count). Below `solve` and `features`, which both build it.
 
 use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// Every method a `Model` can come from: the estimators `solve` extracts from statistics, and
+/// the feature-stream selections (`os`, `asy-os`) of `features`. Serialized by `name`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Method {
+    Ols,
+    Ridge,
+    Olsth,
+    Fsa,
+    Lasso,
+    ElasticNet,
+    Mcp,
+    Scad,
+    FwLasso,
+    Iht,
+    Htp,
+    KSupport,
+    Os,
+    AsyOs,
+}
+
+impl Method {
+    /// The methods `solve::extract` takes (a `solve::Estimator` variant each), in the order
+    /// `--help` and error messages list them.
+    pub const ESTIMATORS: [Method; 12] = [
+        Method::Ols,
+        Method::Ridge,
+        Method::Olsth,
+        Method::Fsa,
+        Method::Lasso,
+        Method::ElasticNet,
+        Method::Mcp,
+        Method::Scad,
+        Method::FwLasso,
+        Method::Iht,
+        Method::Htp,
+        Method::KSupport,
+    ];
+    /// The name in JSON, on the command line and in metric labels.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Method::Ols => "ols",
+            Method::Ridge => "ridge",
+            Method::Olsth => "olsth",
+            Method::Fsa => "fsa",
+            Method::Lasso => "lasso",
+            Method::ElasticNet => "elastic-net",
+            Method::Mcp => "mcp",
+            Method::Scad => "scad",
+            Method::FwLasso => "fw-lasso",
+            Method::Iht => "iht",
+            Method::Htp => "htp",
+            Method::KSupport => "k-support",
+            Method::Os => "os",
+            Method::AsyOs => "asy-os",
+        }
+    }
+    /// The estimators' names joined for messages: "ols, ridge, ...".
+    pub fn estimator_list() -> String {
+        Method::ESTIMATORS.map(|m| m.name()).join(", ")
+    }
+}
+
+impl fmt::Display for Method {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// `model.method == "lasso"` compares by name.
+impl PartialEq<&str> for Method {
+    fn eq(&self, other: &&str) -> bool {
+        self.name() == *other
+    }
+}
+
+/// Parses an estimator's name (case-insensitive; `elasticnet`, `enet`, `frank-wolfe` and
+/// `ksupport` are accepted too). The error lists the estimators.
+impl FromStr for Method {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let s = s.trim().to_ascii_lowercase().replace('_', "-");
+        let alias = match s.as_str() {
+            "elasticnet" | "enet" => Some(Method::ElasticNet),
+            "frank-wolfe" | "fw" => Some(Method::FwLasso),
+            "ksupport" => Some(Method::KSupport),
+            _ => None,
+        };
+        alias
+            .or_else(|| Method::ESTIMATORS.into_iter().find(|m| m.name() == s))
+            .ok_or_else(|| {
+                format!(
+                    "unknown method '{s}': expected one of {}",
+                    Method::estimator_list()
+                )
+            })
+    }
+}
+
+/// The sparse-duality certificate of IHT / HTP (paper 002): a bound on how far the model's
+/// objective can be from the best k-subset's.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Certificate {
+    /// The l0-constrained ridge objective at the model.
+    pub primal: f64,
+    /// The best dual value found: a lower bound on the optimum.
+    pub dual: f64,
+    /// primal - dual, >= objective - optimum.
+    pub gap: f64,
+    /// The gap is zero up to rounding: the support is the best k-subset (global optimum).
+    pub optimal: bool,
+}
 
 /// One nonzero coefficient.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -16,12 +131,18 @@ pub struct Coefficient {
 /// How a model was obtained.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Diagnostics {
-    pub method: String,
+    pub method: Method,
     pub lambda: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub l1_ratio: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gamma: Option<f64>,
+    /// Frank-Wolfe: the l1 radius of the constraint ||b||_1 <= delta (standardized units).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub delta: Option<f64>,
+    /// IHT / HTP with lambda > 0: the optimality certificate.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub certificate: Option<Certificate>,
     pub nonzeros: usize,
     /// The k asked for, and whether exactly k nonzeros were reached.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -29,7 +150,7 @@ pub struct Diagnostics {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub k_exact: Option<bool>,
     pub iterations: usize,
-    /// Duality gap of the penalized problem (Lasso / elastic net).
+    /// Duality gap of a convex problem (Lasso, elastic net, Frank-Wolfe, k-support).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duality_gap: Option<f64>,
     /// Convergence measure of the other solvers (largest coefficient change, or largest
@@ -52,7 +173,7 @@ pub struct Diagnostics {
 /// The model JSON of `ravel fit` and of the HTTP API.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Model {
-    pub method: String,
+    pub method: Method,
     /// Number of nonzero coefficients.
     pub k: usize,
     pub lambda: Option<f64>,
@@ -82,10 +203,10 @@ impl Model {
     }
 }
 
-/// A whole lambda path.
+/// A whole path (over lambda, or over delta for Frank-Wolfe).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PathModel {
-    pub method: String,
+    pub method: Method,
     pub n: u64,
     pub points: Vec<Model>,
     pub elapsed_ms: f64,

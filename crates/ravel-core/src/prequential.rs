@@ -14,7 +14,7 @@
 //! A window reports `{"rows", "rmse", "alpha", "alarms"}`: rows seen so far, the RMSE of the
 //! window's predictions, the alpha the next row gets, and the drift alarms so far.
 
-use crate::solve::{self, ParamError, Params, Problem};
+use crate::solve::{self, Checked, ParamError, Problem, Request};
 use crate::stats::{RunningStats, StatsError};
 use serde::{Deserialize, Serialize};
 
@@ -34,7 +34,7 @@ pub struct WindowRecord {
 /// The replay state: statistics, the current model, the running window.
 pub struct Prequential {
     stats: RunningStats,
-    params: Params,
+    params: Checked,
     window: u64,
     refit: u64,
     /// Dense coefficients and intercept of the current model, and n when it was fitted.
@@ -56,7 +56,7 @@ impl Prequential {
     /// (not a path).
     pub fn new(
         stats: RunningStats,
-        params: Params,
+        params: Request,
         window: u64,
         refit: u64,
     ) -> Result<Prequential, ParamError> {
@@ -65,7 +65,7 @@ impl Prequential {
                 "the prequential window and the refit interval must be at least 1 row".into(),
             ));
         }
-        params.check(stats.p(), false)?;
+        let params = params.check(stats.p())?;
         Ok(Prequential {
             stats,
             params,
@@ -174,7 +174,7 @@ impl Prequential {
     /// A failed extraction keeps the previous model until the next refit point.
     fn refit_model(&mut self) {
         self.fitted_at = Some(self.stats.n());
-        let problem = Problem::regression(&self.stats, self.params.standardize);
+        let problem = Problem::regression(&self.stats, self.params.request().standardize);
         if let Ok(m) = problem
             .map_err(ParamError::from)
             .and_then(|pr| solve::extract(&pr, &self.params, None))

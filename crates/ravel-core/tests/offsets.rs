@@ -7,7 +7,7 @@
 //! of the models is the statistics' own rounding.
 
 use ravel_core::gram::Moments;
-use ravel_core::solve::{Method, Params, model_from_stats};
+use ravel_core::solve::{Estimator, Request, least_squares, penalized};
 use ravel_core::stats::{RunningStats, Stats};
 use ravel_core::synthetic::SyntheticSpec;
 
@@ -55,16 +55,16 @@ fn large_offsets_give_the_model_of_the_centred_data() {
     for schedule in ["plain", "fixed:0.005"] {
         let base = Stats::from(fold(&x, &y, p, 64, schedule));
         for params in [
-            Params::new(Method::Ols),
-            Params::new(Method::Lasso).with_k(5),
+            Request::from(Estimator::Ols(least_squares::Ols {})),
+            Request::from(Estimator::Lasso(penalized::Lasso::k(5))),
         ] {
-            let want = model_from_stats(&base, &params, None).unwrap();
+            let want = params.model(&base, None).unwrap();
             let want_b = want.dense(p);
             for offset in OFFSETS {
                 let (xs, ys, off) = shifted(&x, &y, p, offset);
                 let stats = Stats::from(fold(&xs, &ys, p, 64, schedule));
-                let got = model_from_stats(&stats, &params, None).unwrap();
-                let what = format!("{} {schedule} offset {offset:e}", params.method.name());
+                let got = params.model(&stats, None).unwrap();
+                let what = format!("{} {schedule} offset {offset:e}", params.method());
                 assert!(
                     got.diagnostics.excluded_constant.is_empty(),
                     "{what}: columns dropped as constant: {:?}",

@@ -4,9 +4,10 @@
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, StandardNormal};
-use ravel_core::solve::{Method, Model, Params, model_from_stats, path_from_stats};
+use ravel_core::solve::{Estimator, Method, Model, PathModel, Request, penalized};
 use ravel_core::stats::{AlphaSchedule, ClassStats, RunningStats, Stats};
 use ravel_core::synthetic::SyntheticSpec;
+use serde_json::{Value, json};
 
 fn stats_of(x: &[f64], y: &[f64], p: usize) -> RunningStats {
     let mut s = RunningStats::new(p, AlphaSchedule::Plain);
@@ -14,12 +15,41 @@ fn stats_of(x: &[f64], y: &[f64], p: usize) -> RunningStats {
     s
 }
 
-fn fit(s: &RunningStats, params: &Params) -> Model {
-    model_from_stats(&Stats::from(s.clone()), params, None).unwrap()
+fn fit(s: &RunningStats, params: &Value) -> Model {
+    model(&Stats::from(s.clone()), params).unwrap()
 }
 
-fn params(method: Method) -> Params {
-    Params::new(method)
+/// A request as the API and the CLI write it: JSON, parsed and checked like theirs.
+fn request(v: &Value) -> Result<Request, String> {
+    serde_json::from_value(v.clone()).map_err(|e| e.to_string())
+}
+
+fn model(st: &Stats, v: &Value) -> Result<Model, String> {
+    request(v)?.model(st, None).map_err(|e| e.to_string())
+}
+
+fn path(st: &Stats, v: &Value) -> Result<PathModel, String> {
+    request(v)?.path(st, None).map_err(|e| e.to_string())
+}
+
+trait With {
+    fn with_k(self, k: usize) -> Value;
+    fn with_lambda(self, lambda: f64) -> Value;
+}
+
+impl With for Value {
+    fn with_k(mut self, k: usize) -> Value {
+        self["k"] = json!(k);
+        self
+    }
+    fn with_lambda(mut self, lambda: f64) -> Value {
+        self["lambda"] = json!(lambda);
+        self
+    }
+}
+
+fn params(method: Method) -> Value {
+    json!({"method": method.name()})
 }
 
 fn soft(z: f64, t: f64) -> f64 {
@@ -93,7 +123,7 @@ fn orthogonal_design_closed_forms() {
     // Lasso = soft threshold of c; elastic net = scaled soft threshold.
     let lasso = fit(&s, &params(Method::Lasso).with_lambda(lam)).dense(7);
     let mut enet_p = params(Method::ElasticNet).with_lambda(lam);
-    enet_p.l1_ratio = Some(0.3);
+    enet_p["l1_ratio"] = json!(0.3);
     let enet = fit(&s, &enet_p).dense(7);
     // MCP (gamma 3) and SCAD (gamma 3.7) thresholds with unit curvature.
     let mcp = fit(&s, &params(Method::Mcp).with_lambda(lam)).dense(7);
@@ -258,7 +288,7 @@ fn ridge_and_ols_equal_the_normal_equations() {
         } else {
             params(Method::Ridge).with_lambda(lam)
         };
-        pr.standardize = false;
+        pr["standardize"] = json!(false);
         let got = fit(&s, &pr).dense(p);
         for j in 0..p {
             assert!(
@@ -383,11 +413,11 @@ fn lasso_and_elastic_net_match_an_independent_solver() {
         } else {
             params(Method::ElasticNet)
         };
-        pr.lambda = Some(lam);
+        pr["lambda"] = json!(lam);
         if ratio < 1.0 {
-            pr.l1_ratio = Some(ratio);
+            pr["l1_ratio"] = json!(ratio);
         }
-        pr.standardize = false;
+        pr["standardize"] = json!(false);
         let m = fit(&s, &pr);
         assert!(m.diagnostics.converged);
         let got = m.dense(p);
@@ -410,7 +440,7 @@ fn lasso_solution_satisfies_kkt_on_the_raw_rows() {
     let (q, c, _) = centered(&x, &y, p);
     let lam = 0.15;
     let mut pr = params(Method::Lasso).with_lambda(lam);
-    pr.standardize = false;
+    pr["standardize"] = json!(false);
     let b = fit(&s, &pr).dense(p);
     for j in 0..p {
         let g = c[j] - (0..p).map(|k| q[j][k] * b[k]).sum::<f64>();
@@ -432,7 +462,7 @@ fn exact_k_from_the_path_and_path_shape() {
         for k in [1, 3, 6, 10] {
             for refit in [false, true] {
                 let mut pr = params(method).with_k(k);
-                pr.refit = refit;
+                pr["refit"] = json!(refit);
                 let m = fit(&s, &pr);
                 assert_eq!(m.diagnostics.k_exact, Some(m.k == k));
                 assert!(m.k <= k);
@@ -440,7 +470,7 @@ fn exact_k_from_the_path_and_path_shape() {
             }
         }
     }
-    let path = path_from_stats(&Stats::from(s.clone()), &params(Method::Lasso), None).unwrap();
+    let path = path(&Stats::from(s.clone()), &params(Method::Lasso)).unwrap();
     assert_eq!(path.points.len(), 100);
     assert_eq!(path.points[0].k, 0);
     assert!(path.points.windows(2).all(|w| w[0].lambda > w[1].lambda));
@@ -468,7 +498,7 @@ fn refit_is_ols_on_the_support() {
     let s = stats_of(&x, &y, p);
     let (q, c, _) = centered(&x, &y, p);
     let mut pr = params(Method::Lasso).with_k(3);
-    pr.refit = true;
+    pr["refit"] = json!(true);
     let m = fit(&s, &pr);
     let sub: Vec<usize> = m.coefficients.iter().map(|c| c.index).collect();
     let (_, beta) = subset_mse(&q, &c, 0.0, &sub);
@@ -496,10 +526,10 @@ fn constant_columns_are_excluded_not_divided_by_zero() {
     for method in [Method::Ols, Method::Lasso, Method::Olsth] {
         let mut pr = params(method);
         if method == Method::Lasso {
-            pr.lambda = Some(0.01);
+            pr["lambda"] = json!(0.01);
         }
         if method == Method::Olsth {
-            pr.k = Some(4);
+            pr["k"] = json!(4);
         }
         let m = fit(&s, &pr);
         assert_eq!(m.diagnostics.excluded_constant, vec![2]);
@@ -530,9 +560,9 @@ fn classification_solution_zeroes_the_papers_gradients() {
     cs.update_batch(&x, &y).unwrap();
     let (wp, wn) = (3.0, 1.0);
     let mut pr = params(Method::Ols);
-    pr.w_pos = Some(wp);
-    pr.w_neg = Some(wn);
-    let m = model_from_stats(&Stats::from(cs.clone()), &pr, None).unwrap();
+    pr["w_pos"] = json!(wp);
+    pr["w_neg"] = json!(wn);
+    let m = model(&Stats::from(cs.clone()), &pr).unwrap();
     let b = m.dense(p);
     let b0 = m.intercept;
     let (sp, sn) = (&cs.pos, &cs.neg);
@@ -554,8 +584,8 @@ fn classification_solution_zeroes_the_papers_gradients() {
     assert!(g0.abs() < 1e-9, "dL/db0 = {g0}");
     // Sparse classification works through the same path.
     let mut pr = params(Method::Lasso).with_k(2);
-    pr.w_pos = Some(wp);
-    let m = model_from_stats(&Stats::from(cs.clone()), &pr, None).unwrap();
+    pr["w_pos"] = json!(wp);
+    let m = model(&Stats::from(cs.clone()), &pr).unwrap();
     let idx: Vec<usize> = m.coefficients.iter().map(|c| c.index).collect();
     assert_eq!(idx, vec![0, 3]);
 }
@@ -570,31 +600,27 @@ fn bad_requests_are_typed_errors() {
         params(Method::Lasso).with_k(4),
         params(Method::Lasso).with_k(0),
         params(Method::Lasso).with_lambda(-1.0),
-        params(Method::Lasso).with_lambda(f64::NAN),
         params(Method::Lasso),
         params(Method::Lasso).with_k(1).with_lambda(0.1),
         params(Method::Ridge),
         params(Method::Ols).with_k(2),
         params(Method::Olsth),
-        Params {
-            l1_ratio: Some(1.5),
-            ..params(Method::ElasticNet).with_k(1)
-        },
-        Params {
-            gamma: Some(0.5),
-            ..params(Method::Mcp).with_k(1)
-        },
+        json!({"method": "elastic-net", "k": 1, "l1_ratio": 1.5}),
+        json!({"method": "mcp", "k": 1, "gamma": 0.5}),
+        json!({"method": "lasso", "k": 1, "gamma": 3}),
+        json!({"method": "lasso", "path_points": 1_000_000}),
+        json!({"method": "lasso", "k": 1, "tol": 0}),
     ];
     for pr in cases {
-        assert!(
-            model_from_stats(st, &pr, None).is_err(),
-            "{pr:?} should be refused"
-        );
+        assert!(model(st, &pr).is_err(), "{pr:?} should be refused");
     }
+    // NaN cannot be written in JSON; the typed request refuses it as well.
+    let nan = Request::from(Estimator::Lasso(penalized::Lasso::lambda(f64::NAN)));
+    assert!(nan.model(st, None).is_err());
     assert!("lars".parse::<Method>().is_err());
     let empty = RunningStats::new(p, AlphaSchedule::Plain);
-    assert!(model_from_stats(&Stats::from(empty.clone()), &params(Method::Ols), None).is_err());
-    assert!(path_from_stats(st, &params(Method::Olsth), None).is_err());
+    assert!(model(&Stats::from(empty.clone()), &params(Method::Ols)).is_err());
+    assert!(path(st, &params(Method::Olsth)).is_err());
 }
 
 /// Paper 003 Table 2 design at n = 3000: OLSth and OFSA recover the true support (the paper
@@ -667,12 +693,7 @@ fn olsth_at_n_equal_p_detects_like_the_paper_and_says_the_system_was_singular() 
         spec.rows().fill(1000, &mut x, &mut y);
         let mut s = RunningStats::new(1000, AlphaSchedule::Plain);
         s.update_batch(&x, &y).unwrap();
-        let model = model_from_stats(
-            &Stats::from(s),
-            &Params::new(Method::Olsth).with_k(100),
-            None,
-        )
-        .unwrap();
+        let model = model(&Stats::from(s), &params(Method::Olsth).with_k(100)).unwrap();
         let truth = spec.support();
         let hits = model
             .coefficients

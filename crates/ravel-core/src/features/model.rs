@@ -7,7 +7,7 @@ use super::selector::{Retained, Selector};
 use super::{Labels, Loss, Summary};
 use crate::gram::{Gram, solve_subset};
 use crate::linalg::{axpy, dot};
-use crate::model::{Coefficient, Diagnostics, Model};
+use crate::model::{Coefficient, Diagnostics, Method, Model};
 use std::time::Instant;
 
 /// Newton refit: iteration cap and the gradient size (max |dL/dw_k|) that counts as converged.
@@ -199,18 +199,25 @@ pub(crate) fn build(inp: ModelInput<'_>) -> Model {
         let (a, b) = (lp[lp.len() - 2], lp[lp.len() - 1]);
         (a - b) / a.abs().max(f64::MIN_POSITIVE)
     });
+    let method = if sm.method == "asy-os" {
+        Method::AsyOs
+    } else {
+        Method::Os
+    };
     Model {
-        method: sm.method.clone(),
+        method,
         k: nonzeros,
         lambda: None,
         intercept,
         coefficients,
         n: n as u64,
         diagnostics: Diagnostics {
-            method: sm.method.clone(),
+            method,
             lambda: None,
             l1_ratio: None,
             gamma: None,
+            delta: None,
+            certificate: None,
             nonzeros,
             requested_k: Some(sm.s),
             k_exact: Some(nonzeros == sm.s),

@@ -20,11 +20,15 @@
 //!
 //! The duality gap G = b^T g + delta ||g||_inf = max over the ball of <g, b - s> bounds
 //! f(b) - f* (convexity), so it certifies every iterate; it is the stopping rule.
+//!
+//! `FwLasso` (the request's parameters) and its `Solver` implementation close the file.
 
+use super::{Fit, ParamError, Problem, Solver, check, limits};
 use crate::gram::Gram;
 use crate::gram::linear::solve_subset;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use serde::{Deserialize, Serialize};
 
 /// How the Frank-Wolfe vertex is chosen.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -476,5 +480,149 @@ mod tests {
         let d = delta_grid(10.0, 0.01, 5);
         assert!((d[0] - 0.1).abs() < 1e-12 && (d[4] - 10.0).abs() < 1e-12);
         assert!(d.windows(2).all(|w| w[0] < w[1]));
+    }
+}
+
+/// How the vertex is chosen, in a request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VariantName {
+    #[default]
+    Deterministic,
+    Randomized,
+}
+
+/// Frank-Wolfe Lasso: `{"method": "fw-lasso", "delta": 2.5}` for one model (the l1 radius, in
+/// the solver's units: standardized columns unless `standardize` is false), or the path over
+/// delta without it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FwLasso {
+    /// The l1 radius (> 0); required for one model, absent for the path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delta: Option<f64>,
+    /// `deterministic` (default) or `randomized`.
+    #[serde(default)]
+    pub variant: VariantName,
+    /// Randomized: coordinates sampled per iteration (default min(p, 50)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kappa: Option<usize>,
+    /// Randomized: the sampling seed (default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// Away steps (default true).
+    #[serde(default = "super::yes")]
+    pub away_steps: bool,
+    /// Stop when the duality gap <= tol * var(y) (default 1e-8).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tol: Option<f64>,
+    /// At most this many iterations per delta (default 200 000, at most
+    /// `limits::MAX_FW_ITERATIONS`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_iterations: Option<usize>,
+    /// Path: number of deltas (default 100).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_points: Option<usize>,
+    /// Path: delta_min / delta_max (default 0.01; delta_max = ||b_ols||_1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delta_min_ratio: Option<f64>,
+}
+
+impl FwLasso {
+    fn options(&self, m: usize) -> FwOptions {
+        let d = FwOptions::default();
+        FwOptions {
+            variant: match self.variant {
+                VariantName::Deterministic => FwVariant::Deterministic,
+                VariantName::Randomized => FwVariant::Randomized {
+                    kappa: self.kappa.unwrap_or(50).min(m.max(1)),
+                    seed: self.seed.unwrap_or(0),
+                },
+            },
+            away_steps: self.away_steps,
+            tol: self.tol.unwrap_or(d.tol),
+            max_iterations: self.max_iterations.unwrap_or(d.max_iterations),
+            trace: false,
+        }
+    }
+
+    fn to_fit(sol: FwSolution) -> Fit {
+        let mut notes = Vec::new();
+        if sol.away_iterations > 0 {
+            notes.push(format!(
+                "{} of the {} iterations were away steps",
+                sol.away_iterations, sol.iterations
+            ));
+        }
+        Fit {
+            b: sol.b,
+            delta: Some(sol.delta),
+            iterations: sol.iterations,
+            gap: Some(sol.gap),
+            converged: sol.converged,
+            notes,
+            ..Fit::default()
+        }
+    }
+}
+
+impl Solver for FwLasso {
+    fn check(&self, p: usize, path: bool) -> Result<(), ParamError> {
+        if let Some(d) = self.delta
+            && !(d.is_finite() && d > 0.0)
+        {
+            return Err(ParamError::Invalid(format!(
+                "delta must be a finite number > 0, got {d}"
+            )));
+        }
+        if self.variant == VariantName::Deterministic
+            && (self.kappa.is_some() || self.seed.is_some())
+        {
+            return Err(ParamError::Invalid(
+                "kappa and seed apply to variant \"randomized\" only".into(),
+            ));
+        }
+        check::within("kappa", self.kappa, 1, p.max(1))?;
+        check::tol(self.tol)?;
+        check::iterations(
+            "max_iterations",
+            self.max_iterations,
+            limits::MAX_FW_ITERATIONS,
+        )?;
+        check::within("path_points", self.path_points, 1, limits::MAX_PATH_POINTS)?;
+        check::within(
+            "delta_min_ratio",
+            self.delta_min_ratio,
+            limits::MIN_PATH_RATIO,
+            1.0,
+        )?;
+        match (path, self.delta) {
+            (true, Some(_)) => Err(ParamError::Invalid(
+                "the path covers every delta: drop delta (ask for one model instead)".into(),
+            )),
+            (false, None) => Err(ParamError::Invalid(
+                "fw-lasso needs delta, the l1 radius (or ask for the whole path)".into(),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    fn fit(&self, problem: &Problem) -> Fit {
+        let g = &problem.gram;
+        let sol = fw_lasso(g, self.delta.unwrap_or(0.0), &self.options(g.m), None);
+        Self::to_fit(sol)
+    }
+
+    fn path(&self, problem: &Problem) -> Vec<Fit> {
+        let g = &problem.gram;
+        let deltas = delta_grid(
+            delta_max(g),
+            self.delta_min_ratio.unwrap_or(0.01),
+            self.path_points.unwrap_or(100),
+        );
+        fw_path(g, &deltas, &self.options(g.m))
+            .into_iter()
+            .map(Self::to_fit)
+            .collect()
     }
 }

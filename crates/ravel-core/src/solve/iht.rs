@@ -26,10 +26,15 @@
 //! mu = 1 for the squared loss) becomes u <- u + (w(u) - u)/(t + 2) with
 //! w(u) = H_k(-(Q u - c)/lambda), a better lower bound; and its primal w(u), refitted, is a
 //! candidate the primal method may have missed.
+//!
+//! The request's parameters (`HardThresholding`, as `Iht` and `Htp`) and their `Solver`
+//! implementations come last.
 
+use super::{Fit, Method, ParamError, Problem, Solver, check, jitter_note, limits, usable_k};
 use crate::gram::Gram;
 use crate::gram::linear::{largest_eigenvalue, solve_subset};
 use crate::solve::threshold::top_k;
+use serde::{Deserialize, Serialize};
 
 /// Which primal method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,18 +75,8 @@ impl Default for IhtOptions {
     }
 }
 
-/// The sparse primal-dual gap at the returned w.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Certificate {
-    /// P(w).
-    pub primal: f64,
-    /// The best dual value found, a lower bound on the optimum P*.
-    pub dual: f64,
-    /// primal - dual >= P(w) - P*.
-    pub gap: f64,
-    /// The gap is zero (up to rounding, <= 1e-9 yy): w is a global minimizer.
-    pub optimal: bool,
-}
+/// The sparse primal-dual gap at the returned w (the `Model`'s diagnostics carry it).
+pub use crate::model::Certificate;
 
 #[derive(Debug, Clone)]
 pub struct IhtSolution {
@@ -310,6 +305,136 @@ pub fn hard_threshold(g: &Gram, k: usize, method: HardThreshold, opt: &IhtOption
         certificate,
         improved_by_dual,
         jitter: fit.jitter,
+    }
+}
+
+/// IHT / HTP parameters: `{"method": "iht", "k": 10, "lambda": 0.1}`. With lambda > 0 the
+/// model's diagnostics carry the certificate (lambda = 0 is plain l0 least squares, with no
+/// dual bound).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HardThresholding {
+    /// Nonzeros (1..=p).
+    pub k: usize,
+    /// Ridge penalty of the l0-constrained problem (default 0: no certificate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lambda: Option<f64>,
+    /// Gradient steps before the first threshold (default 20).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup: Option<usize>,
+    /// DIHT iterations tightening the dual bound (default 200).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dual_iterations: Option<usize>,
+    /// Relative decrease below which IHT stops (default 1e-12).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tol: Option<f64>,
+    /// Most primal iterations (default 1000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_iterations: Option<usize>,
+}
+
+/// IHT: `{"method": "iht", ...}` with the parameters of `HardThresholding`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Iht(pub HardThresholding);
+
+/// HTP: `{"method": "htp", ...}` with the parameters of `HardThresholding`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Htp(pub HardThresholding);
+
+impl HardThresholding {
+    /// k nonzeros, other settings default.
+    pub fn k(k: usize) -> Self {
+        HardThresholding {
+            k,
+            lambda: None,
+            warmup: None,
+            dual_iterations: None,
+            tol: None,
+            max_iterations: None,
+        }
+    }
+
+    fn check(&self, p: usize, path: bool, method: Method) -> Result<(), ParamError> {
+        check::k(self.k, p)?;
+        check::nonneg("lambda", self.lambda)?;
+        check::within("warmup", self.warmup, 0, limits::MAX_ITERATIONS)?;
+        check::within(
+            "dual_iterations",
+            self.dual_iterations,
+            0,
+            limits::MAX_ITERATIONS,
+        )?;
+        check::tol(self.tol)?;
+        check::iterations(
+            "max_iterations",
+            self.max_iterations,
+            limits::MAX_ITERATIONS,
+        )?;
+        check::has_no_path(path, method)
+    }
+
+    fn fit(&self, problem: &Problem, method: HardThreshold) -> Fit {
+        let g = &problem.gram;
+        let mut notes = Vec::new();
+        let k = usable_k(self.k, g, &mut notes);
+        let d = IhtOptions::default();
+        let opt = IhtOptions {
+            lambda: self.lambda.unwrap_or(0.0),
+            max_iterations: self.max_iterations.unwrap_or(d.max_iterations),
+            tol: self.tol.unwrap_or(d.tol),
+            dual_iterations: self.dual_iterations.unwrap_or(d.dual_iterations),
+            warmup: self.warmup.unwrap_or(d.warmup),
+        };
+        let sol = hard_threshold(g, k, method, &opt);
+        jitter_note(sol.jitter, &mut notes);
+        if sol.improved_by_dual {
+            notes.push(
+                "the dual ascent (DIHT) found a better support than the primal method".into(),
+            );
+        }
+        if let Some(c) = sol.certificate {
+            notes.push(if c.optimal {
+                "certificate: the support is the best k-subset (zero duality gap)".into()
+            } else {
+                format!(
+                    "certificate: within {:.3e} of the best k-subset's objective (not proven optimal)",
+                    c.gap
+                )
+            });
+        }
+        Fit {
+            b: sol.b,
+            lambda: self.lambda,
+            iterations: sol.iterations,
+            gap: sol.certificate.map(|c| c.gap),
+            converged: sol.converged,
+            requested_k: Some(self.k),
+            k_exact: Some(sol.support.len() == k),
+            refit: true,
+            certificate: sol.certificate,
+            notes,
+            ..Fit::default()
+        }
+    }
+}
+
+impl Solver for Iht {
+    fn check(&self, p: usize, path: bool) -> Result<(), ParamError> {
+        self.0.check(p, path, Method::Iht)
+    }
+    fn fit(&self, problem: &Problem) -> Fit {
+        self.0.fit(problem, HardThreshold::Iht)
+    }
+}
+
+impl Solver for Htp {
+    fn check(&self, p: usize, path: bool) -> Result<(), ParamError> {
+        self.0.check(p, path, Method::Htp)
+    }
+    fn fit(&self, problem: &Problem) -> Fit {
+        self.0.fit(problem, HardThreshold::Htp)
     }
 }
 

@@ -30,8 +30,10 @@
 //!   gap = g^T w + lambda (||w||_k^sp)^2 + ||H_k(g)||^2 / (4 lambda) >= F(w) - F*,
 //! zero exactly at the minimizer (-g in the subdifferential of lambda ||.||_sp^2).
 
+use super::{Fit, Method, ParamError, Problem, Solver, check, limits};
 use crate::gram::Gram;
 use crate::solve::threshold::top_k;
+use serde::{Deserialize, Serialize};
 
 /// ||w||_k^sp by the sorting formula (module comment).
 pub fn ksupport_norm(w: &[f64], k: usize) -> f64 {
@@ -307,6 +309,60 @@ fn solve_dense(mut a: Vec<f64>, mut b: Vec<f64>, n: usize) -> Option<Vec<f64>> {
         }
     }
     Some(x)
+}
+
+/// k-support-norm regression: `{"method": "k-support", "k": 10, "lambda": 0.01}`, minimizing
+/// f(b) + lambda (||b||_k^sp)^2.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KSupport {
+    /// The norm's k (1: squared l1, p: ridge).
+    pub k: usize,
+    /// The penalty (> 0).
+    pub lambda: f64,
+    /// Stop when the duality gap <= tol * var(y) (default 1e-13).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tol: Option<f64>,
+    /// Most Frank-Wolfe iterations, i.e. atoms (default 1000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_iterations: Option<usize>,
+}
+
+impl Solver for KSupport {
+    fn check(&self, p: usize, path: bool) -> Result<(), ParamError> {
+        check::k(self.k, p)?;
+        if !(self.lambda.is_finite() && self.lambda > 0.0) {
+            return Err(ParamError::Invalid(format!(
+                "lambda must be a finite number > 0 for k-support, got {}",
+                self.lambda
+            )));
+        }
+        check::tol(self.tol)?;
+        check::iterations(
+            "max_iterations",
+            self.max_iterations,
+            limits::MAX_ITERATIONS,
+        )?;
+        check::has_no_path(path, Method::KSupport)
+    }
+    fn fit(&self, problem: &Problem) -> Fit {
+        let g = &problem.gram;
+        let d = KsupportOptions::default();
+        let opt = KsupportOptions {
+            tol: self.tol.unwrap_or(d.tol),
+            max_iterations: self.max_iterations.unwrap_or(d.max_iterations),
+        };
+        let sol = ksupport(g, self.k.min(g.m.max(1)), self.lambda, &opt);
+        Fit {
+            b: sol.b,
+            lambda: Some(self.lambda),
+            iterations: sol.iterations,
+            gap: Some(sol.gap),
+            converged: sol.converged,
+            notes: vec![format!("{} atoms in the final combination", sol.atoms)],
+            ..Fit::default()
+        }
+    }
 }
 
 #[cfg(test)]

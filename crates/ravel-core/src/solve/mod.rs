@@ -1,105 +1,57 @@
-//! Model extraction from running averages: one entry point, `extract`, for every method, and
-//! `extract_path` for the whole lambda path. The answer is the JSON `Model` that `ravel fit`
-//! prints and the HTTP API returns.
+//! Model extraction from running averages, through typed estimators.
 //!
-//! Files: `problem` builds the Gram form (standardization, classes, constant columns),
-//! `linear` OLS/ridge/refits, `threshold` OLSth and FSA, `penalized` coordinate descent for
-//! Lasso, elastic net, MCP and SCAD with the k-sparsity search, `cholesky` the factor their
-//! active-set step updates as columns enter and leave. `frank_wolfe` (constrained Lasso, paper
-//! 004), `iht` (IHT/HTP with the sparse duality certificate, paper 002 ch. 3) and `ksupport`
-//! (k-support-norm regression by k-FCFW, paper 002 ch. 2) are functions on a `Gram`, not yet
-//! behind `extract`.
+//! A request is a [`Request`]: an [`Estimator`] (one variant per method, serde-tagged by
+//! `method`, holding that family's parameter struct) plus how the Gram problem is built
+//! (standardization, class weights). `Request::check` validates it once against the stream's
+//! p into a [`Checked`] (or [`CheckedPath`]) value, the only thing [`extract`] and
+//! [`extract_path`] accept: the linfa `ParamGuard` pattern. Bounds on the work a request can
+//! order (path points, iterations, tolerances) are part of each family's check (`limits`).
+//!
+//! One file per solver family, each holding its algorithm, its parameter struct and the
+//! [`Solver`] implementation that turns one into the other: `least_squares` (OLS, ridge),
+//! `threshold` (OLSth, FSA), `penalized` (coordinate descent for Lasso, elastic net, MCP, SCAD,
+//! with the k search; `cholesky` is the factor its active-set step updates), `frank_wolfe`
+//! (constrained Lasso, paper 004), `iht` (IHT / HTP with the sparse duality certificate, paper
+//! 002 ch. 3), `ksupport` (k-support-norm regression by k-FCFW, paper 002 ch. 2). Adding a
+//! solver is one such file and one line in the `estimators!` list below (plus its name in
+//! `model::Method`); README "Adding a solver".
 
 pub mod cholesky;
 pub mod frank_wolfe;
 pub mod iht;
 pub mod ksupport;
+pub mod least_squares;
 pub mod penalized;
 pub mod threshold;
 
 pub use crate::gram::{Gram, Problem, ProblemError, linear};
-pub use crate::model::{Coefficient, Diagnostics, Model, PathModel};
+pub use crate::model::{Certificate, Coefficient, Diagnostics, Method, Model, PathModel};
 use crate::stats::Stats;
-use penalized::{CdOptions, Penalty};
 use serde::{Deserialize, Serialize};
-use std::fmt;
-use std::str::FromStr;
 use std::time::Instant;
 
-/// The estimators ravel extracts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Method {
-    Ols,
-    Ridge,
-    Olsth,
-    Fsa,
-    Lasso,
-    ElasticNet,
-    Mcp,
-    Scad,
-}
-
-impl Method {
-    pub const ALL: [Method; 8] = [
-        Method::Ols,
-        Method::Ridge,
-        Method::Olsth,
-        Method::Fsa,
-        Method::Lasso,
-        Method::ElasticNet,
-        Method::Mcp,
-        Method::Scad,
-    ];
-    pub fn name(&self) -> &'static str {
-        match self {
-            Method::Ols => "ols",
-            Method::Ridge => "ridge",
-            Method::Olsth => "olsth",
-            Method::Fsa => "fsa",
-            Method::Lasso => "lasso",
-            Method::ElasticNet => "elastic-net",
-            Method::Mcp => "mcp",
-            Method::Scad => "scad",
-        }
-    }
-    /// Methods with a lambda path.
-    pub fn is_penalized(&self) -> bool {
-        matches!(
-            self,
-            Method::Lasso | Method::ElasticNet | Method::Mcp | Method::Scad
-        )
-    }
-}
-
-impl fmt::Display for Method {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Method {
-    type Err = ParamError;
-    fn from_str(s: &str) -> Result<Self, ParamError> {
-        let s = s.trim().to_ascii_lowercase();
-        Method::ALL
-            .iter()
-            .copied()
-            .find(|m| m.name() == s)
-            .or(match s.as_str() {
-                "elasticnet" | "enet" | "elastic_net" => Some(Method::ElasticNet),
-                _ => None,
-            })
-            .ok_or(ParamError::UnknownMethod(s))
-    }
+/// Bounds on the work one request can order; a request beyond them gets a `ParamError` naming
+/// the parameter and the limit. They keep one request from holding a core for minutes or
+/// allocating gigabytes (a path of 3 million points, a tolerance of 0).
+pub mod limits {
+    /// Points on a lambda or delta path (each is a full model in the answer).
+    pub const MAX_PATH_POINTS: usize = 1000;
+    /// Smallest lambda_min / lambda_max (and delta_min / delta_max): below it coordinate
+    /// descent runs towards the unpenalized fit at p > n, where it never converges.
+    pub const MIN_PATH_RATIO: f64 = 1e-8;
+    /// Smallest relative tolerance: below it the stopping rules ask for less than rounding.
+    pub const MIN_TOL: f64 = 1e-14;
+    /// Iterations of the iterative solvers whose iterations cost O(p^2) or more (FSA, IHT,
+    /// DIHT, k-support).
+    pub const MAX_ITERATIONS: usize = 10_000;
+    /// Frank-Wolfe iterations (each O(p)).
+    pub const MAX_FW_ITERATIONS: usize = 1_000_000;
 }
 
 /// A request that cannot be served; the message says what to change.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ParamError {
-    #[error(
-        "unknown method '{0}': expected one of ols, ridge, olsth, fsa, lasso, elastic-net, mcp, scad"
-    )]
+    #[error("{0}")]
     UnknownMethod(String),
     #[error("k = {k} is larger than the number of features p = {p}")]
     KTooLarge { k: usize, p: usize },
@@ -107,415 +59,352 @@ pub enum ParamError {
     KZero,
     #[error("{name} must be a finite number >= 0, got {value}")]
     Negative { name: &'static str, value: f64 },
+    #[error("{name} = {value} is out of bounds: {bound}")]
+    OutOfBounds {
+        name: &'static str,
+        value: String,
+        bound: String,
+    },
     #[error("{0}")]
     Invalid(String),
+    /// A field no parameter of the method claims.
+    #[error("{0}")]
+    UnknownField(String),
     #[error(transparent)]
     Problem(#[from] ProblemError),
 }
 
-/// What to extract: validated once by `check` before any solver runs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Params {
-    pub method: Method,
-    /// Exact number of nonzeros wanted.
-    #[serde(default)]
-    pub k: Option<usize>,
-    /// Penalty level (ridge: required; penalized: instead of k; olsth: ridge of the first fit).
-    #[serde(default)]
-    pub lambda: Option<f64>,
-    /// Elastic net mixing in (0, 1]; default 0.5.
-    #[serde(default)]
-    pub l1_ratio: Option<f64>,
-    /// MCP (> 1, default 3) or SCAD (> 2, default 3.7) concavity.
-    #[serde(default)]
-    pub gamma: Option<f64>,
-    /// Refit OLS on the selected support (penalized methods; OLSth/FSA always refit).
-    #[serde(default)]
-    pub refit: bool,
-    /// Scale columns to unit variance before the fit (coefficients come back in original units).
-    #[serde(default = "yes")]
-    pub standardize: bool,
-    /// Lambda path length (default 100) and lambda_min / lambda_max (default 1e-4 when n > p,
-    /// else 1e-2, as glmnet).
-    #[serde(default)]
-    pub path_points: Option<usize>,
-    #[serde(default)]
-    pub lambda_min_ratio: Option<f64>,
-    /// FSA iterations (default 300) and annealing parameter mu (default 100).
-    #[serde(default)]
-    pub fsa_iterations: Option<usize>,
-    #[serde(default)]
-    pub fsa_mu: Option<f64>,
-    /// Classification: class weights of positives and negatives (default 1 each).
-    #[serde(default)]
-    pub w_pos: Option<f64>,
-    #[serde(default)]
-    pub w_neg: Option<f64>,
-    /// Convergence tolerance (relative duality gap for Lasso / elastic net); default 1e-10.
-    #[serde(default)]
-    pub tol: Option<f64>,
+/// The checks every family's parameters share.
+pub(crate) mod check {
+    use super::ParamError;
+
+    pub fn nonneg(name: &'static str, v: Option<f64>) -> Result<(), ParamError> {
+        match v {
+            Some(x) if !(x.is_finite() && x >= 0.0) => Err(ParamError::Negative { name, value: x }),
+            _ => Ok(()),
+        }
+    }
+    pub fn k(k: usize, p: usize) -> Result<(), ParamError> {
+        match k {
+            0 => Err(ParamError::KZero),
+            k if k > p => Err(ParamError::KTooLarge { k, p }),
+            _ => Ok(()),
+        }
+    }
+    /// `v` within [lo, hi] (a range, said in the message).
+    pub fn within<T: PartialOrd + std::fmt::Display + Copy>(
+        name: &'static str,
+        v: Option<T>,
+        lo: T,
+        hi: T,
+    ) -> Result<(), ParamError> {
+        match v {
+            Some(x) if !(x >= lo && x <= hi) => Err(ParamError::OutOfBounds {
+                name,
+                value: x.to_string(),
+                bound: format!("it must lie in [{lo}, {hi}]"),
+            }),
+            _ => Ok(()),
+        }
+    }
+    pub fn tol(v: Option<f64>) -> Result<(), ParamError> {
+        within("tol", v, super::limits::MIN_TOL, 1.0)
+    }
+    pub fn iterations(name: &'static str, v: Option<usize>, max: usize) -> Result<(), ParamError> {
+        within(name, v, 1, max)
+    }
+    /// Neither k nor lambda when the whole path is asked for.
+    pub fn no_point(path: bool, k: Option<usize>, lambda: Option<f64>) -> Result<(), ParamError> {
+        if path && (k.is_some() || lambda.is_some()) {
+            return Err(ParamError::Invalid(
+                "the path covers every lambda: drop k and lambda (ask for one model instead)"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+    /// A method without a path refuses a path request.
+    pub fn has_no_path(path: bool, method: super::Method) -> Result<(), ParamError> {
+        if path {
+            return Err(ParamError::Invalid(format!(
+                "{method} has no path; paths are for lasso, elastic-net, mcp, scad and fw-lasso"
+            )));
+        }
+        Ok(())
+    }
 }
 
-fn yes() -> bool {
+/// What a sparse request fixes: exactly k nonzeros, or the penalty level.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Sparsity {
+    K(usize),
+    Lambda(f64),
+}
+
+/// Raw outcome of a solver, in solver (standardized) units, before it becomes a `Model`.
+#[derive(Debug, Clone, Default)]
+pub struct Fit {
+    pub b: Vec<f64>,
+    pub lambda: Option<f64>,
+    pub delta: Option<f64>,
+    pub l1_ratio: Option<f64>,
+    pub gamma: Option<f64>,
+    pub iterations: usize,
+    pub gap: Option<f64>,
+    pub convergence: Option<f64>,
+    pub converged: bool,
+    pub requested_k: Option<usize>,
+    pub k_exact: Option<bool>,
+    pub refit: bool,
+    pub certificate: Option<Certificate>,
+    pub notes: Vec<String>,
+}
+
+/// One family of estimators: what its parameters allow, and how it solves a Gram problem.
+pub trait Solver {
+    /// Validates the parameters against a stream with p features; `path` when the whole path
+    /// is asked for (then k / lambda / delta are absent).
+    fn check(&self, p: usize, path: bool) -> Result<(), ParamError>;
+    /// One model. Called only after `check` passed.
+    fn fit(&self, problem: &Problem) -> Fit;
+    /// The warm-started path, for the families that have one (`check(p, true)` refuses the
+    /// others).
+    fn path(&self, _problem: &Problem) -> Vec<Fit> {
+        Vec::new()
+    }
+}
+
+/// Declares `Estimator` from one list: variant, parameter type, JSON name and aliases.
+macro_rules! estimators {
+    ($( $(#[$doc:meta])* $variant:ident($ty:ty) = $name:literal $(| $alias:literal)* ;)*) => {
+        /// Every method `extract` knows, with its family's parameters; JSON
+        /// `{"method": "lasso", "k": 10, ...}`.
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        #[serde(tag = "method")]
+        pub enum Estimator {
+            $( $(#[$doc])* #[serde(rename = $name $(, alias = $alias)*)] $variant($ty), )*
+        }
+
+        impl Estimator {
+            /// The method's name as `Model.method` reports it.
+            pub fn method(&self) -> Method {
+                match self { $( Estimator::$variant(_) => Method::$variant, )* }
+            }
+            /// The family that validates and solves it.
+            pub fn solver(&self) -> &dyn Solver {
+                match self { $( Estimator::$variant(s) => s, )* }
+            }
+        }
+    };
+}
+
+estimators! {
+    /// Ordinary least squares on every column.
+    Ols(least_squares::Ols) = "ols";
+    /// Ridge regression.
+    Ridge(least_squares::Ridge) = "ridge";
+    /// OLS with thresholding (paper 003 Alg. 1).
+    Olsth(threshold::Olsth) = "olsth";
+    /// Feature selection with annealing (paper 003 Alg. 2).
+    Fsa(threshold::Fsa) = "fsa";
+    /// Lasso by coordinate descent.
+    Lasso(penalized::Lasso) = "lasso";
+    /// Elastic net by coordinate descent.
+    ElasticNet(penalized::ElasticNet) = "elastic-net" | "elasticnet" | "enet";
+    /// Minimax concave penalty.
+    Mcp(penalized::Mcp) = "mcp";
+    /// Smoothly clipped absolute deviation.
+    Scad(penalized::Scad) = "scad";
+    /// Frank-Wolfe for the l1-constrained Lasso (paper 004).
+    FwLasso(frank_wolfe::FwLasso) = "fw-lasso" | "frank-wolfe";
+    /// Iterative hard thresholding with the sparse duality certificate (paper 002).
+    Iht(iht::Iht) = "iht";
+    /// Hard thresholding pursuit with the same certificate.
+    Htp(iht::Htp) = "htp";
+    /// k-support-norm regularized regression by k-FCFW (paper 002).
+    KSupport(ksupport::KSupport) = "k-support" | "ksupport";
+}
+
+/// serde default for the boolean options that are on unless turned off.
+pub(crate) fn yes() -> bool {
     true
 }
 
-impl Params {
-    pub fn new(method: Method) -> Self {
-        Params {
-            method,
-            k: None,
-            lambda: None,
-            l1_ratio: None,
-            gamma: None,
-            refit: false,
+/// What to extract: the estimator and how the Gram problem is built. The JSON body of
+/// `POST .../model` and `.../path`: `{"method": "lasso", "k": 10, "standardize": true}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Request {
+    #[serde(flatten)]
+    pub estimator: Estimator,
+    /// Scale columns to unit variance before the fit (coefficients come back in original
+    /// units). Default true.
+    #[serde(default = "yes")]
+    pub standardize: bool,
+    /// Classification: weight of the positive class (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub w_pos: Option<f64>,
+    /// Classification: weight of the negative class (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub w_neg: Option<f64>,
+}
+
+impl From<Estimator> for Request {
+    fn from(estimator: Estimator) -> Self {
+        Request {
+            estimator,
             standardize: true,
-            path_points: None,
-            lambda_min_ratio: None,
-            fsa_iterations: None,
-            fsa_mu: None,
             w_pos: None,
             w_neg: None,
-            tol: None,
         }
     }
-    pub fn with_k(mut self, k: usize) -> Self {
-        self.k = Some(k);
-        self
+}
+
+/// A request validated for one model on a stream of p features: what `extract` accepts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checked {
+    request: Request,
+    p: usize,
+}
+
+/// A request validated for a whole path: what `extract_path` accepts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckedPath(Checked);
+
+impl Request {
+    /// OLS with standardized columns: the commonest request, in one call.
+    pub fn ols() -> Request {
+        Estimator::Ols(least_squares::Ols {}).into()
     }
-    pub fn with_lambda(mut self, lambda: f64) -> Self {
-        self.lambda = Some(lambda);
-        self
+    /// Ridge at `lambda` with standardized columns.
+    pub fn ridge(lambda: f64) -> Request {
+        Estimator::Ridge(least_squares::Ridge { lambda }).into()
     }
 
-    /// Validates the request against a stream with p features. `for_path` allows neither k
-    /// nor lambda (the whole path is wanted).
-    pub fn check(&self, p: usize, for_path: bool) -> Result<(), ParamError> {
-        let nonneg = |name: &'static str, v: Option<f64>| match v {
-            Some(x) if !(x.is_finite() && x >= 0.0) => Err(ParamError::Negative { name, value: x }),
-            _ => Ok(()),
-        };
-        nonneg("lambda", self.lambda)?;
-        nonneg("w_pos", self.w_pos)?;
-        nonneg("w_neg", self.w_neg)?;
-        nonneg("tol", self.tol)?;
-        if let Some(k) = self.k {
-            if k == 0 {
-                return Err(ParamError::KZero);
-            }
-            if k > p {
-                return Err(ParamError::KTooLarge { k, p });
-            }
-        }
-        if let Some(r) = self.l1_ratio {
-            if self.method != Method::ElasticNet {
-                return Err(ParamError::Invalid(format!(
-                    "l1_ratio applies to elastic-net only, not {}",
-                    self.method
-                )));
-            }
-            if !(r.is_finite() && r > 0.0 && r <= 1.0) {
-                return Err(ParamError::Invalid(format!(
-                    "l1_ratio must lie in (0, 1], got {r}"
-                )));
-            }
-        }
-        if let Some(gm) = self.gamma {
-            let min = match self.method {
-                Method::Mcp => 1.0,
-                Method::Scad => 2.0,
-                _ => {
-                    return Err(ParamError::Invalid(format!(
-                        "gamma applies to mcp and scad only, not {}",
-                        self.method
-                    )));
-                }
-            };
-            if !(gm.is_finite() && gm > min) {
-                return Err(ParamError::Invalid(format!(
-                    "gamma for {} must be > {min}, got {gm}",
-                    self.method
-                )));
-            }
-        }
-        if let Some(r) = self.lambda_min_ratio
-            && !(r.is_finite() && r > 0.0 && r < 1.0)
-        {
-            return Err(ParamError::Invalid(format!(
-                "lambda_min_ratio must lie in (0, 1), got {r}"
-            )));
-        }
-        if matches!(self.path_points, Some(0)) {
-            return Err(ParamError::Invalid("path_points must be at least 1".into()));
-        }
-        if matches!(self.fsa_iterations, Some(0)) {
-            return Err(ParamError::Invalid(
-                "fsa_iterations must be at least 1".into(),
-            ));
-        }
-        if let Some(mu) = self.fsa_mu
-            && !(mu.is_finite() && mu >= 0.0)
-        {
-            return Err(ParamError::Negative {
-                name: "fsa_mu",
-                value: mu,
-            });
-        }
+    pub fn method(&self) -> Method {
+        self.estimator.method()
+    }
+
+    fn check_common(&self) -> Result<(), ParamError> {
+        check::nonneg("w_pos", self.w_pos)?;
+        check::nonneg("w_neg", self.w_neg)?;
         if self.w_pos == Some(0.0) && self.w_neg == Some(0.0) {
             return Err(ParamError::Invalid(
                 "w_pos and w_neg cannot both be 0".into(),
             ));
         }
-        let m = self.method;
-        if for_path {
-            if !m.is_penalized() {
-                return Err(ParamError::Invalid(format!(
-                    "{m} has no lambda path; use lasso, elastic-net, mcp or scad"
-                )));
-            }
-            return Ok(());
-        }
-        match m {
-            Method::Ols if self.k.is_some() || self.lambda.is_some() => Err(ParamError::Invalid(
-                "ols takes neither k nor lambda (use olsth for k nonzeros, ridge for a penalty)"
-                    .into(),
-            )),
-            Method::Ridge if self.k.is_some() => Err(ParamError::Invalid(
-                "ridge is dense: it takes lambda, not k".into(),
-            )),
-            Method::Ridge if self.lambda.is_none() => {
-                Err(ParamError::Invalid("ridge needs lambda".into()))
-            }
-            Method::Olsth | Method::Fsa if self.k.is_none() => {
-                Err(ParamError::Invalid(format!("{m} needs k")))
-            }
-            Method::Fsa if self.lambda.is_some() => {
-                Err(ParamError::Invalid("fsa takes k, not lambda".into()))
-            }
-            _ if m.is_penalized() && self.k.is_some() == self.lambda.is_some() => {
-                Err(ParamError::Invalid(format!(
-                    "{m} needs exactly one of k or lambda (or ask for the whole path)"
-                )))
-            }
-            _ => Ok(()),
-        }
+        Ok(())
     }
 
-    fn penalty(&self) -> Option<Penalty> {
-        Some(match self.method {
-            Method::Lasso => Penalty::Lasso,
-            Method::ElasticNet => Penalty::ElasticNet {
-                l1_ratio: self.l1_ratio.unwrap_or(0.5),
-            },
-            Method::Mcp => Penalty::Mcp {
-                gamma: self.gamma.unwrap_or(3.0),
-            },
-            Method::Scad => Penalty::Scad {
-                gamma: self.gamma.unwrap_or(3.7),
-            },
-            _ => return None,
+    /// Validates the request for one model on a stream with p features.
+    pub fn check(&self, p: usize) -> Result<Checked, ParamError> {
+        self.check_common()?;
+        self.estimator.solver().check(p, false)?;
+        Ok(Checked {
+            request: self.clone(),
+            p,
         })
     }
 
-    fn cd_options(&self) -> CdOptions {
-        CdOptions {
-            tol: self.tol.unwrap_or(1e-10),
-            ..CdOptions::default()
+    /// Validates the request for the whole path on a stream with p features.
+    pub fn check_path(&self, p: usize) -> Result<CheckedPath, ParamError> {
+        self.check_common()?;
+        self.estimator.solver().check(p, true)?;
+        Ok(CheckedPath(Checked {
+            request: self.clone(),
+            p,
+        }))
+    }
+
+    /// Checks the request against `stats` and extracts the model (the one-call form).
+    pub fn model(&self, stats: &Stats, names: Option<&[String]>) -> Result<Model, ParamError> {
+        model_from_stats(stats, &self.check(stats.p())?, names)
+    }
+
+    /// Checks the request against `stats` and extracts the whole path.
+    pub fn path(&self, stats: &Stats, names: Option<&[String]>) -> Result<PathModel, ParamError> {
+        path_from_stats(stats, &self.check_path(stats.p())?, names)
+    }
+}
+
+impl Checked {
+    pub fn request(&self) -> &Request {
+        &self.request
+    }
+    pub fn method(&self) -> Method {
+        self.request.method()
+    }
+    fn same_p(&self, problem: &Problem) -> Result<(), ParamError> {
+        if problem.p != self.p {
+            return Err(ParamError::Invalid(format!(
+                "the request was checked for p = {} but the problem has p = {}",
+                self.p, problem.p
+            )));
         }
-    }
-
-    fn ratio(&self, problem: &Problem) -> f64 {
-        self.lambda_min_ratio
-            .unwrap_or(if problem.n as usize > problem.p {
-                1e-4
-            } else {
-                1e-2
-            })
+        Ok(())
     }
 }
 
-/// Raw outcome of a solver, in solver units, before it becomes a `Model`.
-struct Fit {
-    b: Vec<f64>,
-    lambda: Option<f64>,
-    iterations: usize,
-    gap: Option<f64>,
-    convergence: Option<f64>,
-    converged: bool,
-    k_exact: Option<bool>,
-    refit: bool,
-    notes: Vec<String>,
+impl CheckedPath {
+    pub fn request(&self) -> &Request {
+        &self.0.request
+    }
+    pub fn method(&self) -> Method {
+        self.0.method()
+    }
 }
 
-/// Extracts the model `params` asks for from a problem. `names` labels the coefficients.
+/// Extracts the model a checked request asks for from a problem. `names` labels the
+/// coefficients.
 pub fn extract(
     problem: &Problem,
-    params: &Params,
+    req: &Checked,
     names: Option<&[String]>,
 ) -> Result<Model, ParamError> {
-    params.check(problem.p, false)?;
+    req.same_p(problem)?;
     let start = Instant::now();
-    let g = &problem.gram;
-    let mut notes = Vec::new();
-    let mut k = params.k;
-    if let Some(kk) = k
-        && kk > g.m
-    {
-        notes.push(format!(
-            "k = {kk} but only {} columns are not constant; returning {} nonzeros",
-            g.m, g.m
-        ));
-        k = Some(g.m);
-    }
-    let fit = match params.method {
-        Method::Ols | Method::Ridge => {
-            let lambda = params.lambda.unwrap_or(0.0);
-            let all: Vec<usize> = (0..g.m).collect();
-            let sol = linear::solve_subset(g, &all, lambda);
-            jitter_note(sol.jitter, &mut notes);
-            let measure = grad_norm(g, &sol.b, lambda);
-            Fit {
-                b: sol.b,
-                lambda: params.lambda,
-                iterations: 1,
-                gap: None,
-                convergence: Some(measure),
-                converged: sol.jitter.is_finite(),
-                k_exact: None,
-                refit: false,
-                notes: vec![],
-            }
-        }
-        Method::Olsth | Method::Fsa => {
-            let k = k.unwrap_or(0);
-            let sol = if params.method == Method::Olsth {
-                threshold::olsth(g, k, params.lambda.unwrap_or(0.0))
-            } else {
-                let opt = threshold::FsaOptions {
-                    iterations: params.fsa_iterations.unwrap_or(300),
-                    mu: params.fsa_mu.unwrap_or(100.0),
-                    ..threshold::FsaOptions::default()
-                };
-                threshold::fsa(g, k, &opt)
-            };
-            jitter_note(sol.jitter, &mut notes);
-            Fit {
-                b: sol.b,
-                lambda: params.lambda,
-                iterations: sol.iterations,
-                gap: None,
-                convergence: Some(sol.measure),
-                converged: sol.jitter.is_finite(),
-                k_exact: Some(true),
-                refit: true,
-                notes: vec![],
-            }
-        }
-        _ => {
-            let pen = params.penalty().expect("penalized method");
-            let opt = params.cd_options();
-            let (point, k_exact) = if let Some(k) = k {
-                let sol = penalized::solve_for_k(
-                    g,
-                    &pen,
-                    k,
-                    params.ratio(problem),
-                    params.path_points.unwrap_or(100),
-                    &opt,
-                );
-                if !sol.exact {
-                    notes.push(format!(
-                        "no lambda gives exactly {k} nonzeros; returning the closest below ({})",
-                        sol.point.b.iter().filter(|v| **v != 0.0).count()
-                    ));
-                }
-                (sol.point, Some(sol.exact))
-            } else {
-                let lambda = params.lambda.unwrap_or(0.0);
-                let mut state = penalized::CdState::zeros(g);
-                let info = state.solve(g, &pen, lambda, &opt);
-                (
-                    penalized::PathPoint {
-                        lambda,
-                        b: state.b,
-                        info,
-                    },
-                    None,
-                )
-            };
-            penalized_fit(g, &pen, point, k_exact, params.refit, &mut notes)
-        }
-    };
-    let mut fit = fit;
-    fit.notes.append(&mut notes);
-    Ok(to_model(problem, params, fit, names, start))
+    let fit = req.request.estimator.solver().fit(problem);
+    Ok(to_model(problem, &req.request, fit, names, start))
 }
 
-/// The whole warm-started path of a penalized method.
+/// The whole warm-started path of a method that has one.
 pub fn extract_path(
     problem: &Problem,
-    params: &Params,
+    req: &CheckedPath,
     names: Option<&[String]>,
 ) -> Result<PathModel, ParamError> {
-    params.check(problem.p, true)?;
+    let req = &req.0;
+    req.same_p(problem)?;
     let start = Instant::now();
-    let g = &problem.gram;
-    let pen = params.penalty().expect("checked: penalized");
-    let lambdas = penalized::lambda_grid(
-        pen.lambda_max(g),
-        params.ratio(problem),
-        params.path_points.unwrap_or(100),
-    );
-    let points = penalized::path(g, &pen, &lambdas, &params.cd_options())
+    let points = req
+        .request
+        .estimator
+        .solver()
+        .path(problem)
         .into_iter()
-        .map(|pt| {
-            let t = Instant::now();
-            let mut notes = vec![];
-            let fit = penalized_fit(g, &pen, pt, None, params.refit, &mut notes);
-            let mut fit = fit;
-            fit.notes = notes;
-            to_model(problem, params, fit, names, t)
-        })
+        .map(|fit| to_model(problem, &req.request, fit, names, Instant::now()))
         .collect();
     Ok(PathModel {
-        method: params.method.name().to_string(),
+        method: req.method(),
         n: problem.n,
         points,
         elapsed_ms: start.elapsed().as_secs_f64() * 1e3,
     })
 }
 
-fn penalized_fit(
-    g: &Gram,
-    pen: &Penalty,
-    point: penalized::PathPoint,
-    k_exact: Option<bool>,
-    refit: bool,
-    notes: &mut Vec<String>,
-) -> Fit {
-    let convex = pen.is_convex();
-    let mut b = point.b;
-    if refit {
-        let support: Vec<usize> = (0..g.m).filter(|&j| b[j] != 0.0).collect();
-        let sol = linear::solve_subset(g, &support, 0.0);
-        jitter_note(sol.jitter, notes);
-        b = sol.b;
+/// k clamped to the columns that are not constant, with a note when it had to be.
+pub(crate) fn usable_k(k: usize, g: &Gram, notes: &mut Vec<String>) -> usize {
+    if k > g.m {
+        notes.push(format!(
+            "k = {k} but only {} columns are not constant; returning {} nonzeros",
+            g.m, g.m
+        ));
+        return g.m;
     }
-    Fit {
-        b,
-        lambda: Some(point.lambda),
-        iterations: point.info.iterations,
-        gap: convex.then_some(point.info.measure),
-        convergence: (!convex).then_some(point.info.measure),
-        converged: point.info.converged,
-        k_exact,
-        refit,
-        notes: vec![],
-    }
+    k
 }
 
-fn jitter_note(jitter: f64, notes: &mut Vec<String>) {
+/// The note a least-squares solve's jitter deserves (see `linear::solve_subset`).
+pub(crate) fn jitter_note(jitter: f64, notes: &mut Vec<String>) {
     if jitter == f64::INFINITY {
         notes.push(
             "the least-squares system is singular even with jitter; coefficients set to 0".into(),
@@ -527,17 +416,9 @@ fn jitter_note(jitter: f64, notes: &mut Vec<String>) {
     }
 }
 
-fn grad_norm(g: &Gram, b: &[f64], ridge: f64) -> f64 {
-    g.gradient(b)
-        .iter()
-        .zip(b)
-        .map(|(gi, bi)| (gi + ridge * bi).abs())
-        .fold(0.0, f64::max)
-}
-
 fn to_model(
     problem: &Problem,
-    params: &Params,
+    req: &Request,
     fit: Fit,
     names: Option<&[String]>,
     start: Instant,
@@ -562,27 +443,23 @@ fn to_model(
     let excluded_constant = (0..problem.p)
         .filter(|j| problem.active.binary_search(j).is_err())
         .collect();
-    let pen = params.penalty();
+    let method = req.method();
     Model {
-        method: params.method.name().to_string(),
+        method,
         k: nonzeros,
         lambda: fit.lambda,
         intercept,
         coefficients,
         n: problem.n,
         diagnostics: Diagnostics {
-            method: params.method.name().to_string(),
+            method,
             lambda: fit.lambda,
-            l1_ratio: match pen {
-                Some(Penalty::ElasticNet { l1_ratio }) => Some(l1_ratio),
-                _ => None,
-            },
-            gamma: match pen {
-                Some(Penalty::Mcp { gamma }) | Some(Penalty::Scad { gamma }) => Some(gamma),
-                _ => None,
-            },
+            l1_ratio: fit.l1_ratio,
+            gamma: fit.gamma,
+            delta: fit.delta,
+            certificate: fit.certificate,
             nonzeros,
-            requested_k: params.k,
+            requested_k: fit.requested_k,
             k_exact: fit.k_exact,
             iterations: fit.iterations,
             duality_gap: fit.gap,
@@ -599,26 +476,24 @@ fn to_model(
     }
 }
 
-/// The Gram problem `stats` define under `params` (standardization, class weights); `params`
-/// is assumed checked.
-pub fn problem_of(stats: &Stats, params: &Params) -> Result<Problem, ParamError> {
+/// The Gram problem `stats` define under `req` (standardization, class weights).
+pub fn problem_of(stats: &Stats, req: &Request) -> Result<Problem, ParamError> {
     Ok(stats.problem(
-        params.standardize,
-        params.w_pos.unwrap_or(1.0),
-        params.w_neg.unwrap_or(1.0),
+        req.standardize,
+        req.w_pos.unwrap_or(1.0),
+        req.w_neg.unwrap_or(1.0),
     )?)
 }
 
 /// Builds the problem and extracts the model; `elapsed_ms` covers both.
 pub fn model_from_stats(
     stats: &Stats,
-    params: &Params,
+    req: &Checked,
     names: Option<&[String]>,
 ) -> Result<Model, ParamError> {
     let start = Instant::now();
-    params.check(stats.p(), false)?;
-    let problem = problem_of(stats, params)?;
-    let mut model = extract(&problem, params, names)?;
+    let problem = problem_of(stats, &req.request)?;
+    let mut model = extract(&problem, req, names)?;
     model.diagnostics.elapsed_ms = start.elapsed().as_secs_f64() * 1e3;
     Ok(model)
 }
@@ -626,13 +501,52 @@ pub fn model_from_stats(
 /// Builds the problem and extracts the whole path; `elapsed_ms` covers both.
 pub fn path_from_stats(
     stats: &Stats,
-    params: &Params,
+    req: &CheckedPath,
     names: Option<&[String]>,
 ) -> Result<PathModel, ParamError> {
     let start = Instant::now();
-    params.check(stats.p(), true)?;
-    let problem = problem_of(stats, params)?;
-    let mut path = extract_path(&problem, params, names)?;
+    let problem = problem_of(stats, &req.0.request)?;
+    let mut path = extract_path(&problem, req, names)?;
     path.elapsed_ms = start.elapsed().as_secs_f64() * 1e3;
     Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The JSON name of every estimator is its `Method::name`, and every method of
+    /// `Method::ESTIMATORS` has a variant.
+    #[test]
+    fn every_estimator_name_round_trips() {
+        for m in Method::ESTIMATORS {
+            let json = format!(
+                "{{\"method\": \"{}\", \"k\": 1, \"lambda\": 1.0}}",
+                m.name()
+            );
+            // Not every family takes k and lambda together: only the tag matters here.
+            let tag = serde_json::from_str::<serde_json::Value>(&json).unwrap();
+            let name = tag["method"].as_str().unwrap();
+            assert_eq!(name.parse::<Method>().unwrap(), m);
+            let minimal = format!("{{\"method\": \"{}\"}}", m.name());
+            match serde_json::from_str::<Request>(&minimal) {
+                Ok(r) => assert_eq!(r.method(), m),
+                // Families with required fields say which one is missing, not "unknown
+                // variant".
+                Err(e) => assert!(e.to_string().contains("missing field"), "{m}: {e}"),
+            }
+        }
+    }
+
+    #[test]
+    fn unknown_fields_are_refused_for_every_family() {
+        for m in Method::ESTIMATORS {
+            let json = format!("{{\"method\": \"{}\", \"bogus\": 1}}", m.name());
+            let err = match serde_json::from_str::<Request>(&json) {
+                Err(e) => e.to_string(),
+                Ok(r) => r.check(10).unwrap_err().to_string(),
+            };
+            assert!(err.contains("bogus"), "{m}: {err}");
+        }
+    }
 }

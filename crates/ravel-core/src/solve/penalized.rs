@@ -7,9 +7,19 @@
 //! Sweeps alternate between all coordinates and the active set. Lasso and elastic net stop on
 //! the duality gap (scikit-learn's Gram-form gap, divided by n), so the answer is certified;
 //! MCP and SCAD (non-convex) stop when no coefficient moves more than the tolerance.
+//!
+//! The family's parameters (`Penalized<P>`, with `P` the penalty's own) and its `Solver`
+//! implementation (one model at k or lambda, or the warm-started path) close the file.
 
 use super::cholesky::ColumnCholesky;
+use super::{
+    Fit, Method, ParamError, Problem, Solver, Sparsity, check, jitter_note, limits, usable_k,
+};
 use crate::gram::Gram;
+use crate::gram::linear::solve_subset;
+use serde::de::IgnoredAny;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// The penalty P(b) = sum_j pen(|b_j|).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -638,5 +648,326 @@ pub fn solve_for_k(
         point: best_below,
         exact: false,
         solves,
+    }
+}
+
+/// The parameters every coordinate-descent method shares, with its own (`P`: none for Lasso,
+/// `l1_ratio` for elastic net, `gamma` for MCP and SCAD) in the same JSON object:
+/// `{"method": "mcp", "k": 10, "gamma": 3}`. One model takes exactly one of `k` or `lambda`;
+/// the path takes neither.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Penalized<P> {
+    /// Exactly k nonzeros (the lambda is searched along the path, then bisected).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub k: Option<usize>,
+    /// The penalty level (>= 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lambda: Option<f64>,
+    /// Refit OLS on the selected support.
+    #[serde(default)]
+    pub refit: bool,
+    /// Lambda path length (default 100, at most `limits::MAX_PATH_POINTS`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_points: Option<usize>,
+    /// lambda_min / lambda_max (default 1e-4 when n > p, else 1e-2, as glmnet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lambda_min_ratio: Option<f64>,
+    /// Convergence tolerance (default 1e-10; see `CdOptions::tol`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tol: Option<f64>,
+    #[serde(flatten)]
+    pub penalty: P,
+    /// Fields no parameter claims (refused by `check`: serde cannot deny unknown fields
+    /// through a flattened struct).
+    #[serde(flatten, skip_serializing)]
+    unknown: BTreeMap<String, IgnoredAny>,
+}
+
+impl<P: Default> Default for Penalized<P> {
+    fn default() -> Self {
+        Penalized {
+            k: None,
+            lambda: None,
+            refit: false,
+            path_points: None,
+            lambda_min_ratio: None,
+            tol: None,
+            penalty: P::default(),
+            unknown: BTreeMap::new(),
+        }
+    }
+}
+
+impl<P: Default> Penalized<P> {
+    /// Exactly k nonzeros, other settings default.
+    pub fn k(k: usize) -> Self {
+        Penalized {
+            k: Some(k),
+            ..Self::default()
+        }
+    }
+    /// At penalty lambda, other settings default.
+    pub fn lambda(lambda: f64) -> Self {
+        Penalized {
+            lambda: Some(lambda),
+            ..Self::default()
+        }
+    }
+    /// The whole path, default settings.
+    pub fn path() -> Self {
+        Self::default()
+    }
+}
+
+/// A penalty's own parameters.
+pub trait PenaltyParams {
+    const METHOD: Method;
+    fn check(&self) -> Result<(), ParamError>;
+    fn penalty(&self) -> Penalty;
+}
+
+/// Lasso has no parameter of its own.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LassoParams {}
+
+/// Elastic net's mixing: 1 is Lasso, towards 0 ridge.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ElasticNetParams {
+    /// In (0, 1]; default 0.5.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l1_ratio: Option<f64>,
+}
+
+/// MCP's concavity.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpParams {
+    /// > 1; default 3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gamma: Option<f64>,
+}
+
+/// SCAD's concavity.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ScadParams {
+    /// > 2; default 3.7.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gamma: Option<f64>,
+}
+
+pub type Lasso = Penalized<LassoParams>;
+pub type ElasticNet = Penalized<ElasticNetParams>;
+pub type Mcp = Penalized<McpParams>;
+pub type Scad = Penalized<ScadParams>;
+
+impl PenaltyParams for LassoParams {
+    const METHOD: Method = Method::Lasso;
+    fn check(&self) -> Result<(), ParamError> {
+        Ok(())
+    }
+    fn penalty(&self) -> Penalty {
+        Penalty::Lasso
+    }
+}
+
+impl PenaltyParams for ElasticNetParams {
+    const METHOD: Method = Method::ElasticNet;
+    fn check(&self) -> Result<(), ParamError> {
+        match self.l1_ratio {
+            Some(r) if !(r.is_finite() && r > 0.0 && r <= 1.0) => Err(ParamError::Invalid(
+                format!("l1_ratio must lie in (0, 1], got {r}"),
+            )),
+            _ => Ok(()),
+        }
+    }
+    fn penalty(&self) -> Penalty {
+        Penalty::ElasticNet {
+            l1_ratio: self.l1_ratio.unwrap_or(0.5),
+        }
+    }
+}
+
+fn check_gamma(method: Method, gamma: Option<f64>, min: f64) -> Result<(), ParamError> {
+    match gamma {
+        Some(gm) if !(gm.is_finite() && gm > min) => Err(ParamError::Invalid(format!(
+            "gamma for {method} must be > {min}, got {gm}"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+impl PenaltyParams for McpParams {
+    const METHOD: Method = Method::Mcp;
+    fn check(&self) -> Result<(), ParamError> {
+        check_gamma(Self::METHOD, self.gamma, 1.0)
+    }
+    fn penalty(&self) -> Penalty {
+        Penalty::Mcp {
+            gamma: self.gamma.unwrap_or(3.0),
+        }
+    }
+}
+
+impl PenaltyParams for ScadParams {
+    const METHOD: Method = Method::Scad;
+    fn check(&self) -> Result<(), ParamError> {
+        check_gamma(Self::METHOD, self.gamma, 2.0)
+    }
+    fn penalty(&self) -> Penalty {
+        Penalty::Scad {
+            gamma: self.gamma.unwrap_or(3.7),
+        }
+    }
+}
+
+impl<P: PenaltyParams> Penalized<P> {
+    fn options(&self) -> CdOptions {
+        CdOptions {
+            tol: self.tol.unwrap_or(1e-10),
+            ..CdOptions::default()
+        }
+    }
+    fn ratio(&self, problem: &Problem) -> f64 {
+        self.lambda_min_ratio
+            .unwrap_or(if problem.n as usize > problem.p {
+                1e-4
+            } else {
+                1e-2
+            })
+    }
+    /// The solver's answer at one point as a `Fit` (refitted when asked).
+    fn point_fit(&self, g: &Gram, point: PathPoint, k_exact: Option<bool>) -> Fit {
+        let pen = self.penalty.penalty();
+        let convex = pen.is_convex();
+        let mut notes = Vec::new();
+        let mut b = point.b;
+        if self.refit {
+            let support: Vec<usize> = (0..g.m).filter(|&j| b[j] != 0.0).collect();
+            let sol = solve_subset(g, &support, 0.0);
+            jitter_note(sol.jitter, &mut notes);
+            b = sol.b;
+        }
+        let (l1_ratio, gamma) = match pen {
+            Penalty::ElasticNet { l1_ratio } => (Some(l1_ratio), None),
+            Penalty::Mcp { gamma } | Penalty::Scad { gamma } => (None, Some(gamma)),
+            Penalty::Lasso => (None, None),
+        };
+        Fit {
+            b,
+            lambda: Some(point.lambda),
+            l1_ratio,
+            gamma,
+            iterations: point.info.iterations,
+            gap: convex.then_some(point.info.measure),
+            convergence: (!convex).then_some(point.info.measure),
+            converged: point.info.converged,
+            requested_k: self.k,
+            k_exact,
+            refit: self.refit,
+            notes,
+            ..Fit::default()
+        }
+    }
+}
+
+impl<P: PenaltyParams> Solver for Penalized<P> {
+    fn check(&self, p: usize, path: bool) -> Result<(), ParamError> {
+        if let Some(name) = self.unknown.keys().next() {
+            return Err(ParamError::UnknownField(format!(
+                "unknown field `{name}` for {}: expected k, lambda, refit, path_points, \
+                 lambda_min_ratio, tol{}",
+                P::METHOD,
+                match P::METHOD {
+                    Method::ElasticNet => ", l1_ratio",
+                    Method::Mcp | Method::Scad => ", gamma",
+                    _ => "",
+                }
+            )));
+        }
+        self.penalty.check()?;
+        check::nonneg("lambda", self.lambda)?;
+        if let Some(k) = self.k {
+            check::k(k, p)?;
+        }
+        check::within(
+            "lambda_min_ratio",
+            self.lambda_min_ratio,
+            limits::MIN_PATH_RATIO,
+            1.0 - f64::EPSILON,
+        )?;
+        check::within("path_points", self.path_points, 1, limits::MAX_PATH_POINTS)?;
+        check::tol(self.tol)?;
+        check::no_point(path, self.k, self.lambda)?;
+        if !path && self.k.is_some() == self.lambda.is_some() {
+            return Err(ParamError::Invalid(format!(
+                "{} needs exactly one of k or lambda (or ask for the whole path)",
+                P::METHOD
+            )));
+        }
+        Ok(())
+    }
+
+    fn fit(&self, problem: &Problem) -> Fit {
+        let g = &problem.gram;
+        let pen = self.penalty.penalty();
+        let opt = self.options();
+        let mut notes = Vec::new();
+        let mut fit = match self.sparsity() {
+            Sparsity::K(k) => {
+                let k = usable_k(k, g, &mut notes);
+                let sol = solve_for_k(
+                    g,
+                    &pen,
+                    k,
+                    self.ratio(problem),
+                    self.path_points.unwrap_or(100),
+                    &opt,
+                );
+                if !sol.exact {
+                    notes.push(format!(
+                        "no lambda gives exactly {k} nonzeros; returning the closest below ({})",
+                        sol.point.b.iter().filter(|v| **v != 0.0).count()
+                    ));
+                }
+                self.point_fit(g, sol.point, Some(sol.exact))
+            }
+            Sparsity::Lambda(lambda) => {
+                let mut state = CdState::zeros(g);
+                let info = state.solve(g, &pen, lambda, &opt);
+                let point = PathPoint {
+                    lambda,
+                    b: state.b,
+                    info,
+                };
+                self.point_fit(g, point, None)
+            }
+        };
+        notes.append(&mut fit.notes);
+        fit.notes = notes;
+        fit
+    }
+
+    fn path(&self, problem: &Problem) -> Vec<Fit> {
+        let g = &problem.gram;
+        let pen = self.penalty.penalty();
+        let lambdas = lambda_grid(
+            pen.lambda_max(g),
+            self.ratio(problem),
+            self.path_points.unwrap_or(100),
+        );
+        path(g, &pen, &lambdas, &self.options())
+            .into_iter()
+            .map(|pt| self.point_fit(g, pt, None))
+            .collect()
+    }
+}
+
+impl<P> Penalized<P> {
+    /// k or lambda, whichever `check` let through (k when both are absent is impossible
+    /// after a model check).
+    fn sparsity(&self) -> Sparsity {
+        match (self.k, self.lambda) {
+            (Some(k), _) => Sparsity::K(k),
+            (None, lambda) => Sparsity::Lambda(lambda.unwrap_or(0.0)),
+        }
     }
 }

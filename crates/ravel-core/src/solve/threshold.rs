@@ -1,9 +1,12 @@
 //! l0-constrained estimators that take k directly: OLS with thresholding (003 Alg. 1) and
 //! feature selection with annealing (FSA, 003 Alg. 2). Both end with an OLS refit on the k
-//! selected columns.
+//! selected columns. Their parameters (`Olsth`, `Fsa`) and `Solver` implementations close the
+//! file.
 
+use super::{Fit, Method, ParamError, Problem, Solver, check, jitter_note, limits, usable_k};
 use crate::gram::Gram;
 use crate::gram::linear::{largest_eigenvalue, solve_subset};
+use serde::{Deserialize, Serialize};
 
 /// Indices of the k largest |b_j| among `candidates` (ties broken by the lower index).
 pub fn top_k(b: &[f64], candidates: &[usize], k: usize) -> Vec<usize> {
@@ -142,4 +145,85 @@ pub fn grad_on(g: &Gram, b: &[f64], support: &[usize]) -> f64 {
             (support.iter().map(|&j| row[j] * b[j]).sum::<f64>() - g.c[i]).abs()
         })
         .fold(0.0, f64::max)
+}
+
+/// OLSth: `{"method": "olsth", "k": 10}`; `lambda` > 0 makes the first fit a ridge (paper
+/// 003's remedy when n is close to p).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Olsth {
+    /// Nonzeros to keep (1..=p).
+    pub k: usize,
+    /// Ridge penalty of the first fit on all columns (default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lambda: Option<f64>,
+}
+
+/// FSA: `{"method": "fsa", "k": 10}` with optional annealing settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fsa {
+    /// Nonzeros to keep (1..=p).
+    pub k: usize,
+    /// Iterations T (default 300, at most `limits::MAX_ITERATIONS`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fsa_iterations: Option<usize>,
+    /// Annealing parameter mu (default 100).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fsa_mu: Option<f64>,
+}
+
+impl Solver for Olsth {
+    fn check(&self, p: usize, path: bool) -> Result<(), ParamError> {
+        check::k(self.k, p)?;
+        check::nonneg("lambda", self.lambda)?;
+        check::has_no_path(path, Method::Olsth)
+    }
+    fn fit(&self, problem: &Problem) -> Fit {
+        let g = &problem.gram;
+        let mut notes = Vec::new();
+        let k = usable_k(self.k, g, &mut notes);
+        let sol = olsth(g, k, self.lambda.unwrap_or(0.0));
+        l0_fit(sol, self.k, self.lambda, notes)
+    }
+}
+
+impl Solver for Fsa {
+    fn check(&self, p: usize, path: bool) -> Result<(), ParamError> {
+        check::k(self.k, p)?;
+        check::iterations(
+            "fsa_iterations",
+            self.fsa_iterations,
+            limits::MAX_ITERATIONS,
+        )?;
+        check::nonneg("fsa_mu", self.fsa_mu)?;
+        check::has_no_path(path, Method::Fsa)
+    }
+    fn fit(&self, problem: &Problem) -> Fit {
+        let g = &problem.gram;
+        let mut notes = Vec::new();
+        let k = usable_k(self.k, g, &mut notes);
+        let opt = FsaOptions {
+            iterations: self.fsa_iterations.unwrap_or(300),
+            mu: self.fsa_mu.unwrap_or(100.0),
+            ..FsaOptions::default()
+        };
+        l0_fit(fsa(g, k, &opt), self.k, None, notes)
+    }
+}
+
+fn l0_fit(sol: L0Solution, k: usize, lambda: Option<f64>, mut notes: Vec<String>) -> Fit {
+    jitter_note(sol.jitter, &mut notes);
+    Fit {
+        b: sol.b,
+        lambda,
+        iterations: sol.iterations,
+        convergence: Some(sol.measure),
+        converged: sol.jitter.is_finite(),
+        requested_k: Some(k),
+        k_exact: Some(true),
+        refit: true,
+        notes,
+        ..Fit::default()
+    }
 }
