@@ -203,7 +203,7 @@ fn stream(name: &str, topic: &str, p: usize) -> StreamConfig {
         topic: Some(topic.into()),
         features: FeatureSchema::Count(p),
         task: Task::Regression,
-        alpha: "plain".into(),
+        alpha: ravel_core::stats::AlphaSpec::Plain,
     }
 }
 

@@ -122,8 +122,8 @@ pub struct BrokerArgs {
     #[arg(long = "topic", value_name = "NAME[:PARTITIONS]")]
     pub topics: Vec<String>,
     /// Number of brokers in the cluster.
-    #[arg(long, default_value_t = 1)]
-    pub brokers: i32,
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub broker_count: i32,
 }
 
 /// Parses `NAME` or `NAME:PARTITIONS`.
@@ -151,10 +151,10 @@ pub fn run(args: &BrokerArgs) -> anyhow::Result<()> {
         .iter()
         .map(|t| parse_topic(t))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    if args.brokers < 1 {
-        return Err(anyhow!("--brokers must be at least 1"));
+    if args.broker_count < 1 {
+        return Err(anyhow!("--broker-count must be at least 1"));
     }
-    let broker = EmbeddedBroker::start(args.brokers)?;
+    let broker = EmbeddedBroker::start(args.broker_count)?;
     for (name, parts) in &topics {
         broker.create_topic(name, *parts)?;
     }

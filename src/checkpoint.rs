@@ -47,7 +47,7 @@ impl Checkpoint {
         topic: &str,
         task: Task,
         p: usize,
-        alpha: &str,
+        alpha: &ravel_core::stats::AlphaSpec,
         path: &Path,
     ) -> anyhow::Result<()> {
         let fresh = format!(
@@ -93,12 +93,12 @@ impl Checkpoint {
                 path.display()
             );
         }
+        // Compared as shorthands: checkpoints written before the schedule settings were typed
+        // (and any float formatting they hold) compare the same way they always did.
         let schedule = self.stats.schedule().to_string();
-        let configured: ravel_core::stats::AlphaSchedule =
-            alpha.parse().map_err(anyhow::Error::msg)?;
-        if schedule != configured.to_string() {
+        if schedule != alpha.to_string() {
             bail!(
-                "checkpoint {} was built with alpha {schedule}, the config says {configured}; {fresh}",
+                "checkpoint {} was built with alpha {schedule}, the config says {alpha}; {fresh}",
                 path.display()
             );
         }
@@ -205,7 +205,8 @@ mod tests {
         assert_eq!(names, vec![std::ffi::OsString::from("s.json")]);
 
         let p = path(dir.path(), "s");
-        back.check_matches("s", "t", Task::Regression, 3, "floor:0.01", &p)
+        let floor = ravel_core::stats::AlphaSpec::Floor { alpha_min: 0.01 };
+        back.check_matches("s", "t", Task::Regression, 3, &floor, &p)
             .unwrap();
         for (stream, topic, task, pp, alpha, want) in [
             ("s", "u", Task::Regression, 3, "floor:0.01", "topic"),
@@ -214,11 +215,23 @@ mod tests {
             ("s", "t", Task::Regression, 3, "plain", "alpha"),
         ] {
             let e = back
-                .check_matches(stream, topic, task, pp, alpha, &p)
+                .check_matches(stream, topic, task, pp, &alpha.parse().unwrap(), &p)
                 .unwrap_err()
                 .to_string();
             assert!(e.contains(want) && e.contains("move"), "{e}");
         }
+        // A checkpoint of an adaptive stream matches the same settings given as a table.
+        let adaptive: AlphaSchedule = "adaptive:fa=0.001,refresh=40".parse().unwrap();
+        let cp = Checkpoint {
+            stats: Stats::new(Task::Regression, 3, adaptive),
+            ..cp
+        };
+        write(dir.path(), &cp).unwrap();
+        let back = load(dir.path(), "s").unwrap().unwrap();
+        let table: ravel_core::stats::AlphaSpec =
+            toml::from_str("kind = \"adaptive\"\nrefresh = 40\nfalse_alarm_rate = 1e-3\n").unwrap();
+        back.check_matches("s", "t", Task::Regression, 3, &table, &p)
+            .unwrap();
         fs::write(&p, b"{ truncated").unwrap();
         assert!(load(dir.path(), "s").is_err());
     }

@@ -9,8 +9,9 @@
 use anyhow::{Context, bail};
 use ravel_core::Task;
 use ravel_core::features::{Loss, OsParams};
-use ravel_core::stats::AlphaSchedule;
-use ravel_core::synthetic::SyntheticSpec;
+use ravel_core::spec::{Spec, string_or_table};
+use ravel_core::stats::{AlphaSchedule, AlphaSpec};
+use ravel_core::synthetic::{FeatureDesign, SyntheticSpec};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -267,15 +268,19 @@ pub struct DemoConfig {
     pub enabled: bool,
     /// The stream the demo feeds; declared automatically when the config has no such stream.
     pub stream: String,
-    /// The design (`ravel produce --synthetic` syntax); n is ignored (the demo is endless).
-    pub synthetic: String,
+    /// The design: a table of p, k, signal, noise, rho, seed, task (or the `ravel produce
+    /// --synthetic` shorthand); n is ignored (the demo is endless).
+    #[serde(deserialize_with = "string_or_table")]
+    pub synthetic: SyntheticSpec,
     pub rows_per_second: u32,
     /// Rows per Kafka message.
     pub batch_rows: usize,
     /// The demo feature stream (declared automatically when missing); empty: none.
     pub feature_stream: String,
-    /// Its design (`demo::FeatureDemoSpec`: n, p, s, passes, seed).
-    pub feature_design: String,
+    /// Its design: a table of n, p, s, passes, seed (`synthetic::FeatureDesign`; or the
+    /// shorthand `n=200,p=500,...`).
+    #[serde(deserialize_with = "string_or_table")]
+    pub feature_design: FeatureDesign,
     pub features_per_second: u32,
 }
 
@@ -284,11 +289,16 @@ impl Default for DemoConfig {
         DemoConfig {
             enabled: true,
             stream: "demo".into(),
-            synthetic: "p=100,k=10,seed=1".into(),
+            synthetic: SyntheticSpec {
+                p: 100,
+                k: 10,
+                seed: 1,
+                ..SyntheticSpec::default()
+            },
             rows_per_second: 500,
             batch_rows: 50,
             feature_stream: "demo-features".into(),
-            feature_design: "n=200,p=500,s=10,passes=3,seed=1".into(),
+            feature_design: FeatureDesign::default(),
             features_per_second: 200,
         }
     }
@@ -338,16 +348,14 @@ pub struct StreamConfig {
     pub features: FeatureSchema,
     #[serde(default = "regression")]
     pub task: Task,
-    /// `plain`, `fixed:A` or `floor:A` (003 eq. 6).
-    #[serde(default = "plain")]
-    pub alpha: String,
+    /// The weight schedule (003 eq. 6): a table tagged by `kind` (`AlphaSpec`) or the
+    /// shorthand `plain`, `fixed:A`, `floor:A`, `adaptive[:key=value,...]`.
+    #[serde(default, deserialize_with = "string_or_table")]
+    pub alpha: AlphaSpec,
 }
 
 fn regression() -> Task {
     Task::Regression
-}
-fn plain() -> String {
-    "plain".into()
 }
 
 impl StreamConfig {
@@ -369,10 +377,10 @@ impl StreamConfig {
         }
     }
     pub fn schedule(&self) -> anyhow::Result<AlphaSchedule> {
-        let schedule: AlphaSchedule = self
-            .alpha
-            .parse()
-            .map_err(|e: String| anyhow::anyhow!("stream '{}': {e}", self.name))?;
+        self.alpha
+            .check()
+            .map_err(|e| anyhow::anyhow!("stream '{}': alpha: {e}", self.name))?;
+        let schedule = self.alpha.schedule();
         if matches!(schedule, AlphaSchedule::Adaptive(_)) && self.task == Task::Classification {
             anyhow::bail!(
                 "stream '{}': the adaptive alpha schedule is for regression streams (its detector \
@@ -559,12 +567,8 @@ impl Config {
                 name: self.demo.stream.clone(),
                 topic: None,
                 features: FeatureSchema::Count(spec.p),
-                task: if spec.classification {
-                    Task::Classification
-                } else {
-                    Task::Regression
-                },
-                alpha: "plain".into(),
+                task: spec.task,
+                alpha: AlphaSpec::Plain,
             });
         }
         if let Some(spec) = self.demo_feature_spec()?
@@ -584,26 +588,19 @@ impl Config {
     }
 
     /// The demo feature stream's design, when the demo runs one.
-    pub fn demo_feature_spec(&self) -> anyhow::Result<Option<crate::demo::FeatureDemoSpec>> {
+    pub fn demo_feature_spec(&self) -> anyhow::Result<Option<FeatureDesign>> {
         if !self.demo_active() || self.demo.feature_stream.trim().is_empty() {
             return Ok(None);
         }
-        let spec = self
-            .demo
-            .feature_design
-            .parse()
-            .map_err(|e: String| anyhow::anyhow!("demo.feature_design: {e}"))?;
-        Ok(Some(spec))
+        Ok(Some(self.demo.feature_design.clone()))
     }
 
+    /// The demo stream's design, endless.
     pub fn demo_spec(&self) -> anyhow::Result<SyntheticSpec> {
-        let mut spec: SyntheticSpec = self
-            .demo
-            .synthetic
-            .parse()
-            .map_err(|e: String| anyhow::anyhow!("demo.synthetic: {e}"))?;
-        spec.n = None;
-        Ok(spec)
+        Ok(SyntheticSpec {
+            n: None,
+            ..self.demo.synthetic.clone()
+        })
     }
 
     /// Validates everything once; messages say which field to fix.
@@ -954,6 +951,103 @@ mod tests {
         }
         let ok = "[[streams]]\nname = \"a\"\ntopic = \"Team_a.sales-v2\"\nfeatures = 2\n";
         from_file(&write(dir.path(), ok)).unwrap();
+    }
+
+    #[test]
+    fn settings_tables_and_shorthands_load_alike() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(
+            dir.path(),
+            r#"
+            [demo]
+            synthetic = { p = 6, k = 2, rho = 0.25, task = "classification" }
+            feature_design = "n=40,p=30,s=3"
+            [[streams]]
+            name = "demo"
+            features = 6
+            task = "classification"
+            [[streams]]
+            name = "a"
+            features = 3
+            alpha = { kind = "adaptive", fa = 1e-4, refresh = 500 }
+            [[streams]]
+            name = "b"
+            features = 3
+            alpha = "adaptive:fa=1e-4,refresh=500"
+            [[streams]]
+            name = "c"
+            features = 3
+            [streams.alpha]
+            kind = "floor"
+            alpha_min = 0.01
+            [[streams]]
+            name = "d"
+            features = 3
+            alpha = "fixed:0.5"
+            "#,
+        );
+        let cfg = from_file(&path).unwrap();
+        let alpha = |name: &str| cfg.stream(name).unwrap().alpha.to_string();
+        assert_eq!(alpha("a"), alpha("b"));
+        assert!(
+            alpha("a").starts_with("adaptive:fa=0.0001,"),
+            "{}",
+            alpha("a")
+        );
+        assert_eq!(alpha("c"), "floor:0.01");
+        assert_eq!(alpha("d"), "fixed:0.5");
+        assert_eq!(alpha("demo"), "plain");
+        let s = &cfg.demo.synthetic;
+        assert_eq!(
+            (s.p, s.k, s.rho, s.task),
+            (6, 2, 0.25, Task::Classification)
+        );
+        let f = &cfg.demo.feature_design;
+        assert_eq!((f.n, f.p, f.s, f.passes), (40, 30, 3, 3));
+        assert_eq!(cfg.feature_stream("demo-features").unwrap().n, 40);
+
+        let stream = "[[streams]]\nname = \"a\"\nfeatures = 3\n";
+        for (text, want) in [
+            (
+                format!("{stream}alpha = {{ kind = \"fixed\", value = 0.01 }}\n"),
+                "unknown field `value`",
+            ),
+            (
+                format!("{stream}alpha = {{ kind = \"fixed\", alpha = 2.0 }}\n"),
+                "alpha must lie in (0, 1]",
+            ),
+            (
+                format!("{stream}alpha = {{ kind = \"adaptive\", fb = 1 }}\n"),
+                "unknown field `fb`",
+            ),
+            (
+                format!("{stream}alpha = {{ kind = \"slow\" }}\n"),
+                "unknown variant `slow`",
+            ),
+            (format!("{stream}alpha = \"fixed:x\"\n"), "not a number"),
+            (
+                format!("[demo]\nsynthetic = {{ p = 5, q = 1 }}\n{stream}"),
+                "unknown field `q`",
+            ),
+            (
+                format!("[demo]\nsynthetic = {{ p = 20, rho = 1.0 }}\n{stream}"),
+                "rho must lie in [0, 1)",
+            ),
+            (
+                format!("[demo]\nfeature_design = {{ n = 1 }}\n{stream}"),
+                "n >= 2",
+            ),
+            (
+                format!("[demo]\nfeature_design = \"n=10,budget=3\"\n{stream}"),
+                "unknown field `budget`",
+            ),
+        ] {
+            let msg = format!("{:#}", from_file(&write(dir.path(), &text)).unwrap_err());
+            assert!(
+                msg.contains(want),
+                "config {text:?}: {msg:?} should mention {want:?}"
+            );
+        }
     }
 
     #[test]

@@ -4,103 +4,17 @@
 //! `demo.batch_rows` rows each; it stops when dropped.
 //!
 //! With `demo.feature_stream` set it also feeds a feature stream (paper 000's design,
-//! `FeatureDemoSpec`): the labels, then `passes` passes over the p columns at
+//! `ravel_core::synthetic::FeatureDesign`): the labels, then `passes` passes over the p columns at
 //! `demo.features_per_second`, as JSON feature messages.
 
 use crate::config::Config;
 use crate::ingest::{self, format};
-use rand::SeedableRng;
-use rand::rngs::StdRng;
-use rand_distr::{Distribution, StandardNormal};
+use ravel_core::synthetic::FeatureDesign;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
-use std::str::FromStr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-
-/// The demo feature stream's design, `n=200,p=500,s=10,passes=3,seed=1`: n samples, p
-/// features with N(0, 1) values, the true ones every p/s-th (p/s - 1, 2 p/s - 1, ...) with
-/// weights of size 1 to 2 and alternating signs, y = X w + N(0, 0.1^2) (000 section 5, with
-/// weights large enough to stand out of the noise). Each column is a function of (seed, j),
-/// so a pass regenerates it instead of holding n p values.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FeatureDemoSpec {
-    pub n: usize,
-    pub p: usize,
-    pub s: usize,
-    pub passes: usize,
-    pub seed: u64,
-}
-
-impl FromStr for FeatureDemoSpec {
-    type Err = String;
-    fn from_str(text: &str) -> Result<Self, String> {
-        let mut spec = FeatureDemoSpec {
-            n: 200,
-            p: 500,
-            s: 10,
-            passes: 3,
-            seed: 1,
-        };
-        for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let (k, v) = part
-                .split_once('=')
-                .ok_or_else(|| format!("'{part}' is not key=value"))?;
-            let v: u64 = v
-                .trim()
-                .parse()
-                .map_err(|_| format!("{k} = '{v}' is not a whole number"))?;
-            match k.trim() {
-                "n" => spec.n = v as usize,
-                "p" => spec.p = v as usize,
-                "s" => spec.s = v as usize,
-                "passes" => spec.passes = v as usize,
-                "seed" => spec.seed = v,
-                other => return Err(format!("unknown key '{other}': use n, p, s, passes, seed")),
-            }
-        }
-        if spec.n < 2 || spec.s == 0 || spec.p < spec.s || spec.passes == 0 {
-            return Err(format!(
-                "need n >= 2, 1 <= s <= p and passes >= 1; got {text}"
-            ));
-        }
-        Ok(spec)
-    }
-}
-
-impl FeatureDemoSpec {
-    /// The true features, increasing.
-    pub fn support(&self) -> Vec<usize> {
-        let step = self.p / self.s;
-        (1..=self.s).map(|k| k * step - 1).collect()
-    }
-    fn weight(k: usize) -> f64 {
-        let size = 1.0 + (k % 5) as f64 / 4.0;
-        if k.is_multiple_of(2) { size } else { -size }
-    }
-    /// Column j's n values.
-    pub fn column(&self, j: usize) -> Vec<f64> {
-        let mut rng =
-            StdRng::seed_from_u64(self.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ j as u64);
-        (0..self.n)
-            .map(|_| StandardNormal.sample(&mut rng))
-            .collect()
-    }
-    pub fn labels(&self) -> Vec<f64> {
-        let mut rng = StdRng::seed_from_u64(self.seed ^ 0x5EED_1AB3_1500_0000);
-        let mut y: Vec<f64> = (0..self.n)
-            .map(|_| 0.1 * Distribution::<f64>::sample(&StandardNormal, &mut rng))
-            .collect();
-        for (k, j) in self.support().into_iter().enumerate() {
-            let w = Self::weight(k);
-            for (yi, xi) in y.iter_mut().zip(self.column(j)) {
-                *yi += w * xi;
-            }
-        }
-        y
-    }
-}
 
 pub struct DemoProducer {
     stop: Arc<AtomicBool>,
@@ -125,7 +39,7 @@ impl DemoProducer {
             threads.push(feature_demo(config, brokers, spec, stop.clone())?);
         }
         let flag = stop.clone();
-        tracing::info!(topic = %topic, rows_per_second = rate, design = %config.demo.synthetic, "demo producer started");
+        tracing::info!(topic = %topic, rows_per_second = rate, design = ?config.demo.synthetic, "demo producer started");
         let thread = std::thread::Builder::new()
             .name("ravel-demo".into())
             .spawn(move || {
@@ -164,7 +78,7 @@ impl DemoProducer {
 fn feature_demo(
     config: &Config,
     brokers: &str,
-    spec: FeatureDemoSpec,
+    spec: FeatureDesign,
     stop: Arc<AtomicBool>,
 ) -> anyhow::Result<JoinHandle<()>> {
     let stream = config
@@ -176,7 +90,7 @@ fn feature_demo(
         .create()
         .map_err(|e| anyhow::anyhow!("cannot create the demo feature producer: {e}"))?;
     let rate = config.demo.features_per_second as f64;
-    tracing::info!(topic = %topic, features_per_second = rate, design = %config.demo.feature_design, "demo feature producer started");
+    tracing::info!(topic = %topic, features_per_second = rate, design = ?config.demo.feature_design, "demo feature producer started");
     Ok(std::thread::Builder::new()
         .name("ravel-demo-features".into())
         .spawn(move || {

@@ -45,7 +45,7 @@ pub struct FitArgs {
     #[arg(long, default_value_t = 1024)]
     pub batch: usize,
     /// Force the file format instead of detecting it from the extension.
-    #[arg(long, value_parser = ["csv", "libsvm", "npy"])]
+    #[arg(long = "file-format", value_name = "FORMAT", value_parser = ["csv", "libsvm", "npy"])]
     pub format: Option<String>,
 }
 

@@ -6,8 +6,8 @@
 
 use crate::reason::Reason;
 use prometheus::{
-    Encoder, Gauge, GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec,
-    Opts, Registry, TextEncoder,
+    Encoder, GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts,
+    Registry, TextEncoder,
 };
 
 pub struct Metrics {
@@ -59,8 +59,8 @@ pub struct Metrics {
     pub http_request_seconds: HistogramVec,
     /// HTTP connections open now (at most `http.max_connections`).
     pub http_open_connections: IntGauge,
+    /// Version labels (value 1); whether the service is up is Prometheus's own `up`.
     pub build_info: GaugeVec,
-    pub up: Gauge,
 }
 
 fn latency_buckets() -> Vec<f64> {
@@ -165,7 +165,7 @@ impl Metrics {
                 &["stream"],
             ),
             drift_alarms: counter(
-                "ravel_drift_alarms_total",
+                "ravel_stream_drift_alarms_total",
                 "Changes detected by the adaptive alpha schedule",
                 &["stream"],
             ),
@@ -185,12 +185,12 @@ impl Metrics {
                 &["stream"],
             ),
             features_processed: counter(
-                "ravel_features_processed_total",
+                "ravel_feature_stream_features_processed_total",
                 "Feature-stream features applied to the selection",
                 &["stream"],
             ),
             feature_substitutions: counter(
-                "ravel_feature_substitutions_total",
+                "ravel_feature_stream_substitutions_total",
                 "Feature-stream entries that evicted a retained feature",
                 &["stream"],
             ),
@@ -272,25 +272,17 @@ impl Metrics {
                 "Build information (value 1)",
                 &["version", "librdkafka"],
             ),
-            up: {
-                let g = Gauge::new("ravel_up", "1 while the service runs").expect("valid metric");
-                registry
-                    .register(Box::new(g.clone()))
-                    .expect("unique metric");
-                g
-            },
             registry,
         };
         let (_, librdkafka) = rdkafka::util::get_rdkafka_version();
         m.build_info
             .with_label_values(&[env!("CARGO_PKG_VERSION"), librdkafka.as_str()])
             .set(1.0);
-        m.up.set(1.0);
         m
     }
 
     /// Creates the per-stream series at zero so dashboards see them before the first row, and
-    /// so alert rules on counters (`increase(ravel_drift_alarms_total[..]) > 0`) see the first
+    /// so alert rules on counters (`increase(ravel_stream_drift_alarms_total[..]) > 0`) see the first
     /// event: Prometheus computes no increase for a series that appears already at 1.
     pub fn declare_stream(&self, stream: &str) {
         self.observations_applied.with_label_values(&[stream]);
@@ -348,5 +340,53 @@ impl Metrics {
 impl Default for Metrics {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Prometheus conventions, one prefix per subsystem: every series declared for a stream
+    /// and a feature stream is checked by name and type.
+    #[test]
+    fn names_follow_the_conventions() {
+        let m = Metrics::new();
+        m.declare_stream("s");
+        m.declare_checkpoints("s");
+        m.declare_feature_stream("f", 2);
+        let families = m.registry.gather();
+        let names: Vec<&str> = families.iter().map(|f| f.name()).collect();
+        assert!(!names.contains(&"ravel_up"), "{names:?}");
+        assert!(names.contains(&"ravel_build_info"));
+        assert!(names.contains(&"ravel_feature_stream_features_processed_total"));
+        assert!(names.contains(&"ravel_stream_drift_alarms_total"));
+        for f in &families {
+            let name = f.name();
+            assert!(name.starts_with("ravel_"), "{name}");
+            // Feature-stream series share one prefix (they used to be ravel_features_* and
+            // ravel_feature_*).
+            if name.contains("feature") {
+                assert!(name.starts_with("ravel_feature_stream_"), "{name}");
+            }
+            // Drift belongs to a stream's schedule.
+            if name.contains("drift") || name.contains("alpha") {
+                assert!(name.starts_with("ravel_stream_"), "{name}");
+            }
+            match f.get_field_type() {
+                prometheus::proto::MetricType::COUNTER => {
+                    assert!(name.ends_with("_total"), "counter {name}")
+                }
+                prometheus::proto::MetricType::HISTOGRAM => assert!(
+                    name.ends_with("_seconds") || name.ends_with("_rows"),
+                    "histogram {name}: durations in seconds"
+                ),
+                _ => assert!(!name.ends_with("_total"), "gauge {name}"),
+            }
+            assert!(
+                !name.ends_with("_ms") && !name.contains("millis"),
+                "{name}: base units"
+            );
+        }
     }
 }

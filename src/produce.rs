@@ -6,7 +6,7 @@ use crate::config::KafkaConfig;
 use crate::ingest::{self, format};
 use anyhow::{Context, anyhow, bail};
 use indicatif::{ProgressBar, ProgressStyle};
-use ravel_core::data::RowReader;
+use ravel_core::data::{Format, RowReader};
 use ravel_core::synthetic::SyntheticSpec;
 use rdkafka::ClientContext;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
@@ -47,14 +47,18 @@ pub struct ProduceArgs {
     /// Target column of --input: header name or 0-based index (default: the last column).
     #[arg(long, requires = "input")]
     pub target: Option<String>,
+    /// Force the format of --input instead of detecting it from the extension.
+    #[arg(long, value_name = "FORMAT", value_parser = ["csv", "libsvm", "npy"], requires = "input")]
+    pub file_format: Option<String>,
     /// Synthetic design of paper 003, e.g. p=100,k=10,n=10000,seed=1 (n is required).
     #[arg(long)]
     pub synthetic: Option<String>,
-    #[arg(long, value_enum, default_value = "json")]
-    pub format: WireFormat,
+    /// Message format on the wire (the service detects it per message).
+    #[arg(long, value_enum, value_name = "FORMAT", default_value = "json")]
+    pub wire_format: WireFormat,
     /// Rows per message (json and binary; json-named sends one row per message).
-    #[arg(long, default_value_t = 100)]
-    pub batch: usize,
+    #[arg(long, value_name = "ROWS", default_value_t = 100)]
+    pub batch_rows: usize,
     /// librdkafka property for the producer, KEY=VALUE (SASL, TLS ...); repeatable.
     #[arg(short = 'X', long = "option", value_name = "KEY=VALUE")]
     pub options: Vec<String>,
@@ -99,12 +103,17 @@ enum Source {
 
 /// Runs `ravel produce`.
 pub fn run(args: &ProduceArgs) -> anyhow::Result<Produced> {
-    if args.batch == 0 {
-        bail!("--batch must be at least 1");
+    if args.batch_rows == 0 {
+        bail!("--batch-rows must be at least 1");
     }
     let (mut source, p, names, total) = match (&args.input, &args.synthetic) {
         (Some(path), _) => {
-            let r = RowReader::open(path, args.target.as_deref(), None)?;
+            let format = args.file_format.as_deref().map(|f| match f {
+                "csv" => Format::Csv,
+                "npy" => Format::Npy,
+                _ => Format::Libsvm,
+            });
+            let r = RowReader::open(path, args.target.as_deref(), format)?;
             let (p, names) = (r.p, r.names.clone());
             (Source::File(r), p, names, None)
         }
@@ -119,8 +128,8 @@ pub fn run(args: &ProduceArgs) -> anyhow::Result<Produced> {
         }
         (None, None) => bail!("give --input FILE or --synthetic SPEC"),
     };
-    if args.format == WireFormat::JsonNamed && names.is_none() {
-        bail!("--format json-named needs feature names: use a CSV file with a header row");
+    if args.wire_format == WireFormat::JsonNamed && names.is_none() {
+        bail!("--wire-format json-named needs feature names: use a CSV file with a header row");
     }
     let mut kafka = KafkaConfig::default();
     for kv in &args.options {
@@ -148,10 +157,10 @@ pub fn run(args: &ProduceArgs) -> anyhow::Result<Produced> {
     };
     bar.set_style(style.expect("valid template"));
 
-    let rows_per_message = if args.format == WireFormat::JsonNamed {
+    let rows_per_message = if args.wire_format == WireFormat::JsonNamed {
         1
     } else {
-        args.batch
+        args.batch_rows
     };
     let (mut x, mut y, mut buf) = (Vec::new(), Vec::new(), Vec::new());
     let mut out = Produced {
@@ -169,7 +178,7 @@ pub fn run(args: &ProduceArgs) -> anyhow::Result<Produced> {
         if got == 0 {
             break;
         }
-        match args.format {
+        match args.wire_format {
             WireFormat::Json => format::encode_json(&x, &y, p, &mut buf),
             WireFormat::Binary => format::encode_binary(&x, &y, p, &mut buf),
             WireFormat::JsonNamed => {

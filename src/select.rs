@@ -42,7 +42,7 @@ pub struct SelectArgs {
     #[arg(long)]
     pub refit: bool,
     /// Force the file format instead of detecting it from the extension.
-    #[arg(long, value_parser = ["csv", "libsvm", "npy"])]
+    #[arg(long = "file-format", value_name = "FORMAT", value_parser = ["csv", "libsvm", "npy"])]
     pub format: Option<String>,
 }
 

@@ -918,7 +918,7 @@ fn compose_parses_references_existing_files_and_its_producer_runs() {
         .unwrap()
         .parse()
         .unwrap();
-    let batch: usize = arg("--batch").parse().unwrap();
+    let batch: usize = arg("--batch-rows").parse().unwrap();
     let messages = rows.div_ceil(batch);
     assert_eq!(
         read_topic(broker.bootstrap_servers(), &stream.topic(), messages).len(),

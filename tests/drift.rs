@@ -768,7 +768,7 @@ fn fit_prequential_prints_one_line_per_window_as_the_library_replays() {
         ),
         (
             vec!["--alpha", "adaptive:bogus=1", "--prequential", "100"],
-            "unknown key 'bogus'",
+            "unknown field `bogus`",
         ),
         (vec!["--prequential", "100", "--path"], "--path"),
     ] {

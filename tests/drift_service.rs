@@ -44,9 +44,10 @@ fn drift_alarms_reach_the_api_and_the_metrics() {
         topic: "t.drift".into(),
         input: Some(file.clone()),
         target: None,
+        file_format: None,
         synthetic: None,
-        format: WireFormat::Binary,
-        batch: 97,
+        wire_format: WireFormat::Binary,
+        batch_rows: 97,
         options: vec![],
         quiet: true,
     };
@@ -58,7 +59,7 @@ fn drift_alarms_reach_the_api_and_the_metrics() {
         FeatureSchema::Names(names),
         Task::Regression,
     );
-    s.alpha = "adaptive".into();
+    s.alpha = "adaptive".parse().unwrap();
     let svc = TestService::start(config(vec![s], None), broker.bootstrap_servers());
     svc.wait_rows("drift", n);
     let (status, body) = svc.get("/v1/streams/drift");
@@ -77,7 +78,10 @@ fn drift_alarms_reach_the_api_and_the_metrics() {
     );
     let metrics = svc.metrics();
     assert_eq!(
-        sample(&metrics, "ravel_drift_alarms_total{stream=\"drift\"}"),
+        sample(
+            &metrics,
+            "ravel_stream_drift_alarms_total{stream=\"drift\"}"
+        ),
         Some(expect.alarms as f64)
     );
     assert_eq!(
@@ -93,7 +97,7 @@ fn drift_alarms_reach_the_api_and_the_metrics() {
 #[test]
 fn adaptive_classification_streams_are_refused() {
     let mut s = stream("c", "t.c", FeatureSchema::Count(3), Task::Classification);
-    s.alpha = "adaptive".into();
+    s.alpha = "adaptive".parse().unwrap();
     let err = s.schedule().unwrap_err().to_string();
     assert!(err.contains("regression"), "{err}");
 }

@@ -286,7 +286,7 @@ fn selection_over_kafka_equals_online_substitution_on_the_same_columns() {
     // Metrics.
     let m = svc.metrics();
     assert_eq!(
-        metric(&m, "ravel_features_processed_total", "genes"),
+        metric(&m, "ravel_feature_stream_features_processed_total", "genes"),
         (2 * p) as f64
     );
     assert_eq!(
@@ -294,7 +294,7 @@ fn selection_over_kafka_equals_online_substitution_on_the_same_columns() {
         msgs.len() as f64
     );
     assert_eq!(
-        metric(&m, "ravel_feature_substitutions_total", "genes"),
+        metric(&m, "ravel_feature_stream_substitutions_total", "genes"),
         lib.counters.substitutions as f64
     );
     assert_eq!(metric(&m, "ravel_feature_stream_passes", "genes"), 2.0);
@@ -330,7 +330,7 @@ fn selection_over_kafka_equals_online_substitution_on_the_same_columns() {
     assert_eq!(again["selected"], v["selected"]);
     let m = svc.metrics();
     assert_eq!(
-        metric(&m, "ravel_features_processed_total", "genes"),
+        metric(&m, "ravel_feature_stream_features_processed_total", "genes"),
         (2 * p) as f64
     );
     svc.stop().unwrap();
@@ -504,7 +504,7 @@ fn labels_by_put_then_features_by_kafka_with_asy_os() {
     // Metrics: features, the refused labels, per-worker staleness.
     let m = svc.metrics();
     assert_eq!(
-        metric(&m, "ravel_features_processed_total", "cls"),
+        metric(&m, "ravel_feature_stream_features_processed_total", "cls"),
         p as f64
     );
     assert_eq!(rejected(&m, "cls", "label"), 1.0);
@@ -599,7 +599,10 @@ fn bad_feature_messages_are_refused_counted_dead_lettered_and_change_nothing() {
         let expect = want.iter().filter(|(_, w)| w == r).count() as f64;
         assert_eq!(rejected(&m, "f", r), expect, "reason {r}");
     }
-    assert_eq!(metric(&m, "ravel_features_processed_total", "f"), p as f64);
+    assert_eq!(
+        metric(&m, "ravel_feature_stream_features_processed_total", "f"),
+        p as f64
+    );
     assert_eq!(
         metric(&m, "ravel_messages_consumed_total", "f"),
         seq.len() as f64

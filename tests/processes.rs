@@ -305,9 +305,9 @@ fn restarts_resume_from_checkpoints_without_counting_a_row_twice() {
             TOPIC,
             "--input",
             file.to_str().unwrap(),
-            "--format",
+            "--wire-format",
             format,
-            "--batch",
+            "--batch-rows",
             batch,
             "--quiet",
         ]);
@@ -442,7 +442,7 @@ fn the_default_serves_a_live_demo_stream() {
         "{m}"
     );
     // The demo feature stream: after two full passes over its 500 columns, OS holds the true
-    // features 49, 99, ..., 499 (demo::FeatureDemoSpec).
+    // features 49, 99, ..., 499 (synthetic::FeatureDesign).
     let start = Instant::now();
     let f = loop {
         let f: Value = client()
@@ -522,9 +522,9 @@ fn sigkill_between_checkpoints_during_a_stream_loses_and_double_counts_nothing()
                     CRASH_TOPIC,
                     "--input",
                     file.to_str().unwrap(),
-                    "--format",
+                    "--wire-format",
                     "binary",
-                    "--batch",
+                    "--batch-rows",
                     "100",
                     "--quiet",
                 ]);

@@ -25,9 +25,10 @@ fn produce_file(brokers: &str, topic: &str, file: &Path, format: WireFormat, bat
         topic: topic.into(),
         input: Some(file.into()),
         target: None,
+        file_format: None,
         synthetic: None,
-        format,
-        batch,
+        wire_format: format,
+        batch_rows: batch,
         options: vec![],
         quiet: true,
     };

@@ -207,7 +207,7 @@ pub fn stream(name: &str, topic: &str, features: FeatureSchema, task: Task) -> S
         topic: Some(topic.into()),
         features,
         task,
-        alpha: "plain".into(),
+        alpha: ravel_core::stats::AlphaSpec::Plain,
     }
 }
 

@@ -12,6 +12,7 @@
 //! Modules are listed bottom-up; each imports only modules above it in this list.
 //! - [`linalg`]: the dense vector kernels (dot, axpy).
 //! - [`task`]: `Task`, regression or classification.
+//! - [`spec`]: settings given as a table or a `key=value,...` shorthand, one parser for both.
 //! - [`model`]: `Model`, `Coefficient`, `Diagnostics`, `PathModel`: what an extraction returns;
 //!   `Method`, the names of the methods a model can come from.
 //! - [`gram`]: the Gram-form problem (`Problem`, `Gram`) built from any [`gram::Moments`],
@@ -38,6 +39,7 @@ pub mod model;
 pub mod prequential;
 pub mod scenarios;
 pub mod solve;
+pub mod spec;
 pub mod stats;
 pub mod synthetic;
 pub mod task;

@@ -11,19 +11,26 @@ use rand::rngs::StdRng;
 use rand_distr::{Distribution, StandardNormal};
 use std::str::FromStr;
 
-/// A synthetic design: `p=1000,k=100,n=3000,signal=1,noise=1,rho=0.5,seed=1` (any subset).
+use crate::Task;
+use crate::spec::Spec;
+
+/// A synthetic design. As a table, `{ p = 1000, k = 100, n = 3000, seed = 1 }`; as a shorthand,
+/// `p=1000,k=100,n=3000,signal=1,noise=1,rho=0.5,seed=1,task=regression` (any subset, the
+/// rest default).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct SyntheticSpec {
     pub p: usize,
     pub k: usize,
     /// Rows to generate (None: endless).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub n: Option<u64>,
     pub signal: f64,
     pub noise: f64,
     pub rho: f64,
     pub seed: u64,
     /// Classification: y = sign(x^T beta* + noise) in {+1, -1}.
-    pub classification: bool,
+    pub task: Task,
 }
 
 impl Default for SyntheticSpec {
@@ -36,56 +43,36 @@ impl Default for SyntheticSpec {
             noise: 1.0,
             rho: 0.5,
             seed: 1,
-            classification: false,
+            task: Task::Regression,
         }
+    }
+}
+
+impl Spec for SyntheticSpec {
+    fn check(&self) -> Result<(), String> {
+        if self.p == 0 || self.k > self.p {
+            return Err(format!(
+                "need 0 < p and k <= p, got p = {}, k = {}",
+                self.p, self.k
+            ));
+        }
+        if !(0.0..1.0).contains(&self.rho) {
+            return Err(format!("rho must lie in [0, 1), got {}", self.rho));
+        }
+        if !self.noise.is_finite() || self.noise < 0.0 {
+            return Err(format!("noise must be finite and >= 0, got {}", self.noise));
+        }
+        if !self.signal.is_finite() {
+            return Err(format!("signal must be finite, got {}", self.signal));
+        }
+        Ok(())
     }
 }
 
 impl FromStr for SyntheticSpec {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        let mut spec = SyntheticSpec::default();
-        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let (key, val) = part.split_once('=').ok_or_else(|| {
-                format!("'{part}' is not key=value (keys: p, k, n, signal, noise, rho, seed, task)")
-            })?;
-            let bad = || format!("{key}: '{val}' is not a valid value");
-            match key {
-                "p" => spec.p = val.parse().map_err(|_| bad())?,
-                "k" => spec.k = val.parse().map_err(|_| bad())?,
-                "n" => spec.n = Some(val.parse().map_err(|_| bad())?),
-                "signal" => spec.signal = val.parse().map_err(|_| bad())?,
-                "noise" => spec.noise = val.parse().map_err(|_| bad())?,
-                "rho" => spec.rho = val.parse().map_err(|_| bad())?,
-                "seed" => spec.seed = val.parse().map_err(|_| bad())?,
-                "task" => {
-                    spec.classification = match val {
-                        "classification" => true,
-                        "regression" => false,
-                        _ => return Err(bad()),
-                    }
-                }
-                _ => {
-                    return Err(format!(
-                        "unknown key '{key}' (keys: p, k, n, signal, noise, rho, seed, task)"
-                    ));
-                }
-            }
-        }
-        if spec.p == 0 || spec.k > spec.p {
-            return Err(format!(
-                "need 0 < p and k <= p, got p = {}, k = {}",
-                spec.p, spec.k
-            ));
-        }
-        if !(0.0..1.0).contains(&spec.rho)
-            || !spec.noise.is_finite()
-            || spec.noise < 0.0
-            || !spec.signal.is_finite()
-        {
-            return Err("rho must lie in [0, 1), noise >= 0 and signal finite".into());
-        }
-        Ok(spec)
+        Self::parse_checked(s)
     }
 }
 
@@ -143,7 +130,7 @@ impl SyntheticRows {
             }
             let e: f64 = StandardNormal.sample(&mut self.rng);
             let t = dot + self.spec.noise * e;
-            y.push(if self.spec.classification {
+            y.push(if self.spec.task == Task::Classification {
                 if t >= 0.0 { 1.0 } else { -1.0 }
             } else {
                 t
@@ -151,5 +138,121 @@ impl SyntheticRows {
         }
         self.made += rows as u64;
         rows
+    }
+}
+
+/// The design of a demo feature stream (paper 000 section 5), `{ n = 200, p = 500, s = 10,
+/// passes = 3, seed = 1 }` or `n=200,p=500,s=10,passes=3,seed=1`: n samples, p features with
+/// N(0, 1) values, the true ones every p/s-th (p/s - 1, 2 p/s - 1, ...) with weights of size 1
+/// to 2 and alternating signs, y = X w + N(0, 0.1^2) (weights large enough to stand out of the
+/// noise). Each column is a function of (seed, j), so a pass regenerates it instead of holding
+/// n p values.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FeatureDesign {
+    pub n: usize,
+    pub p: usize,
+    pub s: usize,
+    pub passes: usize,
+    pub seed: u64,
+}
+
+impl Default for FeatureDesign {
+    fn default() -> Self {
+        FeatureDesign {
+            n: 200,
+            p: 500,
+            s: 10,
+            passes: 3,
+            seed: 1,
+        }
+    }
+}
+
+impl Spec for FeatureDesign {
+    fn check(&self) -> Result<(), String> {
+        if self.n < 2 || self.s == 0 || self.p < self.s || self.passes == 0 {
+            return Err(format!(
+                "need n >= 2, 1 <= s <= p and passes >= 1; got n = {}, p = {}, s = {}, passes = {}",
+                self.n, self.p, self.s, self.passes
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl FromStr for FeatureDesign {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Self::parse_checked(s)
+    }
+}
+
+impl FeatureDesign {
+    /// The true features, increasing.
+    pub fn support(&self) -> Vec<usize> {
+        let step = self.p / self.s;
+        (1..=self.s).map(|k| k * step - 1).collect()
+    }
+    fn weight(k: usize) -> f64 {
+        let size = 1.0 + (k % 5) as f64 / 4.0;
+        if k.is_multiple_of(2) { size } else { -size }
+    }
+    /// Column j's n values.
+    pub fn column(&self, j: usize) -> Vec<f64> {
+        let mut rng =
+            StdRng::seed_from_u64(self.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ j as u64);
+        (0..self.n)
+            .map(|_| StandardNormal.sample(&mut rng))
+            .collect()
+    }
+    pub fn labels(&self) -> Vec<f64> {
+        let mut rng = StdRng::seed_from_u64(self.seed ^ 0x5EED_1AB3_1500_0000);
+        let mut y: Vec<f64> = (0..self.n)
+            .map(|_| 0.1 * Distribution::<f64>::sample(&StandardNormal, &mut rng))
+            .collect();
+        for (k, j) in self.support().into_iter().enumerate() {
+            let w = Self::weight(k);
+            for (yi, xi) in y.iter_mut().zip(self.column(j)) {
+                *yi += w * xi;
+            }
+        }
+        y
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn designs_read_the_same_from_shorthand_and_table() {
+        let short: SyntheticSpec = "p=20,k=4,n=50,rho=0.2,task=classification".parse().unwrap();
+        let table: SyntheticSpec = serde_json::from_str(
+            r#"{"p": 20, "k": 4, "n": 50, "rho": 0.2, "task": "classification"}"#,
+        )
+        .unwrap();
+        assert_eq!(short, table);
+        assert_eq!(short.task, Task::Classification);
+        assert!(serde_json::from_str::<SyntheticSpec>(r#"{"pp": 3}"#).is_err());
+        for (text, want) in [
+            ("p=3,k=4", "k <= p"),
+            ("rho=1", "rho"),
+            ("noise=-1", "noise"),
+            ("q=1", "unknown field `q`"),
+        ] {
+            let e = text.parse::<SyntheticSpec>().unwrap_err();
+            assert!(e.contains(want), "{text}: {e}");
+        }
+        let f: FeatureDesign = "n=10,p=20,s=2".parse().unwrap();
+        assert_eq!((f.n, f.p, f.s, f.passes, f.seed), (10, 20, 2, 3, 1));
+        assert_eq!(f.support(), vec![9, 19]);
+        assert!(
+            "n=1"
+                .parse::<FeatureDesign>()
+                .unwrap_err()
+                .contains("n >= 2")
+        );
+        assert!("m=1".parse::<FeatureDesign>().unwrap_err().contains("`m`"));
     }
 }

@@ -90,13 +90,15 @@ impl Cusum {
     }
 }
 
-/// Settings of the adaptive schedule. `adaptive:key=value,...` on the command line; every key
-/// is optional.
+/// Settings of the adaptive schedule: `{ kind = "adaptive", fa = 1e-6, ... }` in a config file,
+/// `adaptive:key=value,...` as a shorthand (`crate::spec`); every key is optional.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AdaptiveConfig {
     /// `fa`: bound on the false-alarm rate per row while nothing changes (CUSUM threshold
-    /// h = ln(1/fa)); default 1e-9, one false alarm per 10^9 rows at most.
+    /// h = ln(1/fa)); default 1e-9, one false alarm per 10^9 rows at most. Written
+    /// `false_alarm_rate` in full (checkpoints do).
+    #[serde(alias = "fa")]
     pub false_alarm_rate: f64,
     /// `shift`: the error-variance ratio theta^2 the detector is tuned to; default 1.3. Smaller
     /// values notice smaller changes, later, and are less tolerant of a mis-standardized error
@@ -137,42 +139,8 @@ impl Default for AdaptiveConfig {
     }
 }
 
-/// Keys of `adaptive:key=value,...`.
-const KEYS: &str = "fa, shift, jump, floor, refresh, warmup, ridge, clip";
-
 impl AdaptiveConfig {
-    /// Parses `key=value,...` (the part after `adaptive:`).
-    pub fn parse(spec: &str) -> Result<AdaptiveConfig, String> {
-        let mut c = AdaptiveConfig::default();
-        for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let (key, val) = part
-                .split_once('=')
-                .ok_or_else(|| format!("adaptive: '{part}' is not key=value (keys: {KEYS})"))?;
-            let (key, val) = (key.trim(), val.trim());
-            let num = || {
-                val.parse::<f64>()
-                    .map_err(|_| format!("adaptive: {key} = '{val}' is not a number"))
-            };
-            let rows = || {
-                val.parse::<u64>()
-                    .map_err(|_| format!("adaptive: {key} = '{val}' is not a row count"))
-            };
-            match key {
-                "fa" => c.false_alarm_rate = num()?,
-                "shift" => c.shift = num()?,
-                "jump" => c.jump = num()?,
-                "floor" => c.floor = num()?,
-                "refresh" => c.refresh = rows()?,
-                "warmup" => c.warmup = rows()?,
-                "ridge" => c.ridge = num()?,
-                "clip" => c.clip = num()?,
-                _ => return Err(format!("adaptive: unknown key '{key}' (keys: {KEYS})")),
-            }
-        }
-        c.check()?;
-        Ok(c)
-    }
-
+    /// Checks the settings; the message names the key at fault.
     pub fn check(&self) -> Result<(), String> {
         let bad = |what: &str, v: f64| Err(format!("adaptive: {what}, got {v}"));
         if !(self.false_alarm_rate > 0.0 && self.false_alarm_rate < 1.0) {

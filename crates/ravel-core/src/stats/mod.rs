@@ -32,7 +32,7 @@ mod schedule;
 mod syrk;
 
 pub use adaptive::{AdaptiveConfig, Cusum};
-pub use schedule::AlphaSchedule;
+pub use schedule::{AlphaSchedule, AlphaSpec};
 
 use crate::gram::{Problem, ProblemError};
 use crate::task::Task;

@@ -12,6 +12,8 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
+use crate::spec::{Spec, from_pairs};
+
 /// How much weight the next observation gets.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
@@ -32,13 +34,9 @@ pub enum AlphaSchedule {
 impl AlphaSchedule {
     /// Checks the parameters once, so the update path never has to.
     pub fn check(&self) -> Result<(), String> {
-        let ok = |a: f64| a.is_finite() && a > 0.0 && a <= 1.0;
         match *self {
-            AlphaSchedule::Plain => Ok(()),
-            AlphaSchedule::Fixed { alpha } if ok(alpha) => Ok(()),
-            AlphaSchedule::Floor { alpha_min } if ok(alpha_min) => Ok(()),
             AlphaSchedule::Adaptive(ref a) => a.config.check(),
-            _ => Err(format!("alpha must lie in (0, 1], got {self}")),
+            _ => self.spec().check(),
         }
     }
 
@@ -111,22 +109,77 @@ impl AlphaSchedule {
 
 impl fmt::Display for AlphaSchedule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            AlphaSchedule::Plain => write!(f, "plain"),
-            AlphaSchedule::Fixed { alpha } => write!(f, "fixed:{alpha}"),
-            AlphaSchedule::Floor { alpha_min } => write!(f, "floor:{alpha_min}"),
-            AlphaSchedule::Adaptive(a) => write!(f, "{}", a.config),
-        }
+        self.spec().fmt(f)
     }
 }
 
 impl FromStr for AlphaSchedule {
     type Err = String;
-    /// `plain`, `fixed:A`, `floor:A`, `adaptive` or `adaptive:key=value,...`.
+    /// `plain`, `fixed:A`, `floor:A`, `adaptive` or `adaptive:key=value,...` (`AlphaSpec`).
     fn from_str(s: &str) -> Result<Self, String> {
+        Ok(AlphaSpec::parse_checked(s)?.schedule())
+    }
+}
+
+/// A weight schedule as configured, without its running state. In a config file a table,
+/// tagged by `kind`:
+///
+/// ```toml
+/// alpha = { kind = "plain" }
+/// alpha = { kind = "fixed", alpha = 0.01 }
+/// alpha = { kind = "floor", alpha_min = 0.01 }
+/// alpha = { kind = "adaptive", fa = 1e-6, shift = 1.5 }   # any AdaptiveConfig key
+/// ```
+///
+/// or the shorthand `plain`, `fixed:A`, `floor:A`, `adaptive` or `adaptive:key=value,...`
+/// (`FromStr`, `Display`; the command line's `--alpha`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum AlphaSpec {
+    #[default]
+    Plain,
+    Fixed {
+        alpha: f64,
+    },
+    Floor {
+        alpha_min: f64,
+    },
+    Adaptive(AdaptiveConfig),
+}
+
+impl AlphaSpec {
+    /// The schedule, from its first row.
+    pub fn schedule(&self) -> AlphaSchedule {
+        match self {
+            AlphaSpec::Plain => AlphaSchedule::Plain,
+            AlphaSpec::Fixed { alpha } => AlphaSchedule::Fixed { alpha: *alpha },
+            AlphaSpec::Floor { alpha_min } => AlphaSchedule::Floor {
+                alpha_min: *alpha_min,
+            },
+            AlphaSpec::Adaptive(c) => AlphaSchedule::Adaptive(Adaptive::new(c.clone())),
+        }
+    }
+}
+
+impl AlphaSchedule {
+    /// The configuration of this schedule (its state left out).
+    pub fn spec(&self) -> AlphaSpec {
+        match self {
+            AlphaSchedule::Plain => AlphaSpec::Plain,
+            AlphaSchedule::Fixed { alpha } => AlphaSpec::Fixed { alpha: *alpha },
+            AlphaSchedule::Floor { alpha_min } => AlphaSpec::Floor {
+                alpha_min: *alpha_min,
+            },
+            AlphaSchedule::Adaptive(a) => AlphaSpec::Adaptive(a.config.clone()),
+        }
+    }
+}
+
+impl Spec for AlphaSpec {
+    fn parse_shorthand(s: &str) -> Result<Self, String> {
         let (kind, arg) = match s.split_once(':') {
-            Some((k, a)) => (k, Some(a)),
-            None => (s, None),
+            Some((k, a)) => (k.trim(), Some(a)),
+            None => (s.trim(), None),
         };
         let num = |a: Option<&str>| -> Result<f64, String> {
             let a =
@@ -135,23 +188,104 @@ impl FromStr for AlphaSchedule {
                 .parse::<f64>()
                 .map_err(|_| format!("alpha schedule '{s}': '{a}' is not a number"))
         };
-        let sched = match kind.trim() {
-            "plain" if arg.is_none() => AlphaSchedule::Plain,
-            "fixed" => AlphaSchedule::Fixed { alpha: num(arg)? },
-            "floor" => AlphaSchedule::Floor {
+        Ok(match kind {
+            "plain" if arg.is_none() => AlphaSpec::Plain,
+            "fixed" => AlphaSpec::Fixed { alpha: num(arg)? },
+            "floor" => AlphaSpec::Floor {
                 alpha_min: num(arg)?,
             },
-            "adaptive" => {
-                AlphaSchedule::Adaptive(Adaptive::new(AdaptiveConfig::parse(arg.unwrap_or(""))?))
-            }
+            "adaptive" => AlphaSpec::Adaptive(
+                from_pairs(arg.unwrap_or("")).map_err(|e| format!("adaptive: {e}"))?,
+            ),
             _ => {
                 return Err(format!(
                     "unknown alpha schedule '{s}': expected plain, fixed:A, floor:A, adaptive or \
-                     adaptive:key=value,..."
+                     adaptive:key=value,... (or a table with kind = \"plain\", ...)"
                 ));
             }
-        };
-        sched.check()?;
-        Ok(sched)
+        })
+    }
+
+    fn check(&self) -> Result<(), String> {
+        let ok = |a: f64| a.is_finite() && a > 0.0 && a <= 1.0;
+        match *self {
+            AlphaSpec::Plain => Ok(()),
+            AlphaSpec::Fixed { alpha } if ok(alpha) => Ok(()),
+            AlphaSpec::Fixed { alpha } => Err(format!("alpha must lie in (0, 1], got {alpha}")),
+            AlphaSpec::Floor { alpha_min } if ok(alpha_min) => Ok(()),
+            AlphaSpec::Floor { alpha_min } => Err(format!(
+                "alpha_min must lie in (0, 1], got {alpha_min} (alpha schedule floor)"
+            )),
+            AlphaSpec::Adaptive(ref a) => a.check(),
+        }
+    }
+}
+
+impl fmt::Display for AlphaSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AlphaSpec::Plain => write!(f, "plain"),
+            AlphaSpec::Fixed { alpha } => write!(f, "fixed:{alpha}"),
+            AlphaSpec::Floor { alpha_min } => write!(f, "floor:{alpha_min}"),
+            AlphaSpec::Adaptive(c) => write!(f, "{c}"),
+        }
+    }
+}
+
+impl FromStr for AlphaSpec {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Self::parse_checked(s)
+    }
+}
+
+#[cfg(test)]
+mod spec_tests {
+    use super::*;
+
+    #[test]
+    fn shorthand_and_table_are_one_schedule() {
+        for (short, table) in [
+            ("plain", r#"{"kind": "plain"}"#),
+            ("fixed:0.01", r#"{"kind": "fixed", "alpha": 0.01}"#),
+            ("floor:0.5", r#"{"kind": "floor", "alpha_min": 0.5}"#),
+            ("adaptive", r#"{"kind": "adaptive"}"#),
+            (
+                "adaptive:fa=1e-3,refresh=500",
+                r#"{"kind": "adaptive", "fa": 1e-3, "refresh": 500}"#,
+            ),
+        ] {
+            let a: AlphaSpec = short.parse().unwrap();
+            let b: AlphaSpec = serde_json::from_str(table).unwrap();
+            assert_eq!(a, b, "{short}");
+            // The shorthand round-trips through Display, and so does the schedule.
+            assert_eq!(a.to_string().parse::<AlphaSpec>().unwrap(), a);
+            assert_eq!(a.schedule().spec(), a);
+            assert_eq!(a.schedule().to_string(), a.to_string());
+        }
+        for (table, want) in [
+            (
+                r#"{"kind": "fixed", "value": 0.01}"#,
+                "unknown field `value`",
+            ),
+            (r#"{"kind": "adaptive", "fb": 1}"#, "unknown field `fb`"),
+            (r#"{"kind": "slow"}"#, "unknown variant `slow`"),
+        ] {
+            let e = serde_json::from_str::<AlphaSpec>(table)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{table}: {e}");
+        }
+        for (short, want) in [
+            ("fixed:2", "alpha must lie in (0, 1]"),
+            ("floor:0", "alpha_min"),
+            ("fixed", "needs a value"),
+            ("adaptive:fb=1", "unknown field `fb`"),
+            ("adaptive:fa=2", "fa (false alarms per row)"),
+            ("plain:1", "unknown alpha schedule"),
+        ] {
+            let e = short.parse::<AlphaSpec>().unwrap_err();
+            assert!(e.contains(want), "{short}: {e}");
+        }
     }
 }
