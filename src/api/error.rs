@@ -6,6 +6,8 @@ use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use ravel_core::solve::{ParamError, ProblemError};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApiError {
@@ -46,9 +48,29 @@ impl ApiError {
     }
 }
 
+/// The JSON body of every error response.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+/// What went wrong: a stable code and a message for people.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ErrorDetail {
+    /// Stable, machine-readable (README: the table of codes).
+    #[schema(examples("unknown_stream", "invalid_params"))]
+    pub code: String,
+    pub message: String,
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = serde_json::json!({"error": {"code": self.code, "message": self.message}});
+        let body = ErrorBody {
+            error: ErrorDetail {
+                code: self.code.to_string(),
+                message: self.message,
+            },
+        };
         (self.status, Json(body)).into_response()
     }
 }

@@ -8,6 +8,7 @@
 //! stays a function of the topic (a restart replays them), and the request waits until
 //! ingest has read them back to answer with what happened.
 
+use super::error::ErrorBody;
 use super::{ApiError, AppState};
 use crate::feature_streams::{FeatureSnapshot, FeatureStreamHandle};
 use axum::Json;
@@ -21,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant, UNIX_EPOCH};
+use utoipa::ToSchema;
 
 /// How long PUT /labels waits for ingest to read its message back before answering 202.
 const LABELS_WAIT: Duration = Duration::from_secs(30);
@@ -38,11 +40,12 @@ impl AppState {
 }
 
 /// A feature stream's state as the API shows it.
-#[derive(Serialize)]
-struct FeatureStreamSummary {
+#[derive(Serialize, ToSchema)]
+pub struct FeatureStreamSummary {
     name: String,
     topic: String,
     /// "os" or "asy-os".
+    #[schema(examples("os", "asy-os"))]
     method: &'static str,
     loss_name: Loss,
     n: usize,
@@ -68,7 +71,9 @@ struct FeatureStreamSummary {
     staleness: Vec<Staleness>,
     /// Unix time of the last applied message, in milliseconds.
     last_update_ms: Option<u64>,
-    /// The next offset of each partition: every message before it was applied or refused.
+    /// The next offset of each partition (keyed by the partition number as text): every
+    /// message before it was applied or refused.
+    #[schema(value_type = std::collections::BTreeMap<String, i64>)]
     offsets: std::collections::BTreeMap<i32, i64>,
 }
 
@@ -105,33 +110,62 @@ fn summary(h: &FeatureStreamHandle, snap: &FeatureSnapshot, detail: bool) -> Fea
     }
 }
 
-pub(super) async fn list(State(st): State<AppState>) -> Json<Value> {
-    let list: Vec<FeatureStreamSummary> = st
-        .feature_streams
-        .iter()
-        .map(|h| summary(h, &h.snapshot(), false))
-        .collect();
-    Json(json!({"feature_streams": list}))
+/// The body of `GET /v1/feature-streams`.
+#[derive(Serialize, ToSchema)]
+pub struct FeatureStreamList {
+    /// Without the selected list (see the single-stream view).
+    pub feature_streams: Vec<FeatureStreamSummary>,
 }
 
+/// Every feature stream, in name order.
+#[utoipa::path(get, path = "/v1/feature-streams", tag = "feature streams",
+    responses((status = 200, description = "Every feature stream", body = FeatureStreamList)))]
+pub(super) async fn list(State(st): State<AppState>) -> Json<FeatureStreamList> {
+    Json(FeatureStreamList {
+        feature_streams: st
+            .feature_streams
+            .iter()
+            .map(|h| summary(h, &h.snapshot(), false))
+            .collect(),
+    })
+}
+
+/// One feature stream with its selected features.
+#[utoipa::path(get, path = "/v1/feature-streams/{name}", tag = "feature streams",
+    params(("name" = String, Path, description = "The feature stream's name")),
+    responses(
+        (status = 200, description = "The feature stream", body = FeatureStreamSummary),
+        (status = 404, description = "`unknown_stream`", body = ErrorBody),
+    ))]
 pub(super) async fn get_one(
     State(st): State<AppState>,
     Path(name): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<FeatureStreamSummary>, ApiError> {
     let h = st.feature_stream(&name)?;
-    let v = serde_json::to_value(summary(&h, &h.snapshot(), true))
-        .map_err(|e| ApiError::internal(e.to_string()))?;
-    Ok(Json(v))
+    Ok(Json(summary(&h, &h.snapshot(), true)))
 }
 
-#[derive(Deserialize)]
+/// The body of `POST /v1/feature-streams/{name}/model`.
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct ModelRequest {
+pub struct FeatureModelRequest {
     /// Re-solve the loss on the selected columns (least squares for the squared loss).
     #[serde(default)]
     refit: bool,
 }
 
+/// The model JSON of `ravel fit` / `ravel select` on the selected features.
+#[utoipa::path(post, path = "/v1/feature-streams/{name}/model", tag = "feature streams",
+    params(("name" = String, Path, description = "The feature stream's name")),
+    request_body(content = FeatureModelRequest, examples(("refit" = (value = json!({"refit": true}))))),
+    responses(
+        (status = 200, description = "The model on the selected features", body = Model),
+        (status = 400, description = "`invalid_body`, `malformed_json`", body = ErrorBody),
+        (status = 404, description = "`unknown_stream`", body = ErrorBody),
+        (status = 409, description = "`no_labels`", body = ErrorBody),
+        (status = 415, description = "`unsupported_media_type`", body = ErrorBody),
+        (status = 503, description = "`shutting_down`", body = ErrorBody),
+    ))]
 pub(super) async fn model(
     State(st): State<AppState>,
     Path(name): Path<String>,
@@ -145,7 +179,7 @@ pub(super) async fn model(
             "the body must be a JSON object such as {\"refit\": true}",
         ));
     }
-    let req: ModelRequest = serde_json::from_value(body)
+    let req: FeatureModelRequest = serde_json::from_value(body)
         .map_err(|e| ApiError::bad_request("invalid_body", e.to_string()))?;
     let Some(selection) = h.snapshot().selection.clone() else {
         return Err(ApiError::new(
@@ -165,17 +199,52 @@ pub(super) async fn model(
     Ok(Json(m))
 }
 
-#[derive(Deserialize)]
+/// The body of `PUT /v1/feature-streams/{name}/labels`.
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct LabelsRequest {
+pub struct LabelsRequest {
+    /// One label per sample (n of them).
     labels: Vec<f64>,
 }
 
+/// What became of labels sent with PUT.
+#[derive(Serialize, ToSchema)]
+pub struct LabelsStatus {
+    /// `applied` (200), `unchanged` (200) or `queued` (202: on the topic, not read back yet).
+    #[schema(examples("applied", "unchanged", "queued"))]
+    pub status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub n: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<&'static str>,
+    /// Where the labels were written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub topic: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partition: Option<i32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offset: Option<i64>,
+}
+
+/// Labels over HTTP: written to the stream's topic, answered once ingest applied them.
+#[utoipa::path(put, path = "/v1/feature-streams/{name}/labels", tag = "feature streams",
+    params(("name" = String, Path, description = "The feature stream's name")),
+    request_body(content = LabelsRequest, examples(("labels" = (value = json!({"labels": [0.3, -1.2, 0.8]}))))),
+    responses(
+        (status = 200, description = "Applied, or unchanged", body = LabelsStatus),
+        (status = 202, description = "On the topic; ingest has not read them within 30 s", body = LabelsStatus),
+        (status = 400, description = "`dimension`, `label`, `invalid_body`, `malformed_json`", body = ErrorBody),
+        (status = 401, description = "`unauthorized` (with `http.token`)", body = ErrorBody),
+        (status = 404, description = "`unknown_stream`", body = ErrorBody),
+        (status = 409, description = "`labels_conflict`", body = ErrorBody),
+        (status = 415, description = "`unsupported_media_type`", body = ErrorBody),
+        (status = 503, description = "`kafka_unavailable`", body = ErrorBody),
+    ))]
 pub(super) async fn put_labels(
     State(st): State<AppState>,
     Path(name): Path<String>,
     body: Result<Json<Value>, JsonRejection>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<LabelsStatus>), ApiError> {
     let h = st.feature_stream(&name)?;
     let Json(body) = body?;
     let req: LabelsRequest = serde_json::from_value(body).map_err(|e| {
@@ -202,7 +271,14 @@ pub(super) async fn put_labels(
         if *sel.labels() == labels {
             return Ok((
                 StatusCode::OK,
-                Json(json!({"status": "unchanged", "n": c.n})),
+                Json(LabelsStatus {
+                    status: "unchanged",
+                    n: Some(c.n),
+                    message: None,
+                    topic: None,
+                    partition: None,
+                    offset: None,
+                }),
             ));
         }
         if snap.features_applied > 0 {
@@ -245,11 +321,14 @@ pub(super) async fn put_labels(
         if start.elapsed() > LABELS_WAIT {
             return Ok((
                 StatusCode::ACCEPTED,
-                Json(json!({
-                    "status": "queued",
-                    "message": "the labels are on the topic; ingest has not read them yet",
-                    "topic": h.topic, "partition": partition, "offset": offset,
-                })),
+                Json(LabelsStatus {
+                    status: "queued",
+                    n: None,
+                    message: Some("the labels are on the topic; ingest has not read them yet"),
+                    topic: Some(h.topic.clone()),
+                    partition: Some(partition),
+                    offset: Some(offset),
+                }),
             ));
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -264,10 +343,14 @@ pub(super) async fn put_labels(
     match &snap.selection {
         Some(sel) if *sel.labels() == labels => Ok((
             StatusCode::OK,
-            Json(json!({
-                "status": "applied", "n": c.n,
-                "topic": h.topic, "partition": partition, "offset": offset,
-            })),
+            Json(LabelsStatus {
+                status: "applied",
+                n: Some(c.n),
+                message: None,
+                topic: Some(h.topic.clone()),
+                partition: Some(partition),
+                offset: Some(offset),
+            }),
         )),
         _ => Err(labels_conflict(
             "the labels were written, but other labels arrived on the topic in the meantime",

@@ -5,10 +5,15 @@
 //! Extraction is CPU-bound (up to ~100 ms at p = 1000), so it runs on the blocking pool, from
 //! the stream's current immutable snapshot, and at most `http.max_concurrent_extractions` at
 //! once; request bodies are limited to `http.body_limit_bytes`.
+//!
+//! Every route is declared with its OpenAPI operation (`#[utoipa::path]`) and registered
+//! through `utoipa_axum::routes!`, so the router and the description served at
+//! `/openapi.json` (see `openapi`) are built from the same list; responses are typed structs.
 
 pub mod auth;
 pub mod error;
 mod features;
+pub mod openapi;
 
 use crate::feature_streams::FeatureStreams;
 use crate::metrics::Metrics;
@@ -18,12 +23,11 @@ use axum::extract::{DefaultBodyLimit, MatchedPath, Path, Query, Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post, put};
 use axum::{Json, Router};
 pub use error::ApiError;
 use ravel_core::Task;
 use ravel_core::solve::{
-    Method, Model, Request as ModelRequest, model_from_stats, path_from_stats,
+    Method, Model, PathModel, Request as ModelRequest, model_from_stats, path_from_stats,
 };
 use ravel_core::stats::{DriftStatus, RunningStats};
 use serde::Serialize;
@@ -33,6 +37,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Instant, UNIX_EPOCH};
 use tokio::sync::Semaphore;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 /// Shared by every handler.
 #[derive(Clone)]
@@ -80,29 +87,46 @@ impl AppState {
     }
 }
 
-/// The router; `body_limit` bounds every request body.
-pub fn router(state: AppState, body_limit: usize) -> Router {
-    Router::new()
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
-        .route("/metrics", get(metrics))
-        .route("/v1/streams", get(list_streams))
-        .route("/v1/streams/{name}", get(get_stream))
-        .route("/v1/streams/{name}/model", post(model))
-        .route("/v1/streams/{name}/path", get(path).post(path_post))
-        .route("/v1/streams/{name}/predict", post(predict))
-        .route("/v1/feature-streams", get(features::list))
-        .route("/v1/feature-streams/{name}", get(features::get_one))
-        .route(
-            "/v1/feature-streams/{name}/labels",
-            put(features::put_labels),
-        )
-        .route("/v1/feature-streams/{name}/model", post(features::model))
+/// The router and its OpenAPI description, from the same route list; `body_limit` bounds
+/// every request body.
+pub fn router_and_openapi(
+    state: AppState,
+    body_limit: usize,
+) -> (Router, utoipa::openapi::OpenApi) {
+    let (router, api) = routes().split_for_parts();
+    let spec =
+        Arc::new(serde_json::to_string_pretty(&api).expect("the OpenAPI document serializes"));
+    let router = router
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::Extension(openapi::Spec(spec)))
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(middleware::from_fn_with_state(state.clone(), track))
-        .with_state(state)
+        .with_state(state);
+    (router, api)
+}
+
+/// Every route with its OpenAPI operation: the one list the router and the document share.
+fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(openapi::base())
+        .routes(routes!(healthz))
+        .routes(routes!(readyz))
+        .routes(routes!(metrics))
+        .routes(routes!(openapi::serve))
+        .routes(routes!(list_streams))
+        .routes(routes!(get_stream))
+        .routes(routes!(model))
+        .routes(routes!(path, path_post))
+        .routes(routes!(predict))
+        .routes(routes!(features::list))
+        .routes(routes!(features::get_one))
+        .routes(routes!(features::put_labels))
+        .routes(routes!(features::model))
+}
+
+/// The router; `body_limit` bounds every request body.
+pub fn router(state: AppState, body_limit: usize) -> Router {
+    router_and_openapi(state, body_limit).0
 }
 
 /// Counts and times every request by route template (never by raw path: bounded labels).
@@ -146,13 +170,29 @@ async fn method_not_allowed(req: Request) -> ApiError {
     )
 }
 
-async fn healthz() -> Json<Value> {
-    Json(serde_json::json!({"status": "ok"}))
+/// `{"status": "ok"}` or `{"status": "ready"}`.
+#[derive(Serialize, ToSchema)]
+pub struct Status {
+    #[schema(examples("ok", "ready"))]
+    pub status: &'static str,
 }
 
-async fn readyz(State(st): State<AppState>) -> Result<Json<Value>, ApiError> {
+/// 200 while the process runs.
+#[utoipa::path(get, path = "/healthz", tag = "operations",
+    responses((status = 200, description = "The process runs", body = Status)))]
+async fn healthz() -> Json<Status> {
+    Json(Status { status: "ok" })
+}
+
+/// 200 once the consumer group assigned partitions of every stream topic, else 503.
+#[utoipa::path(get, path = "/readyz", tag = "operations",
+    responses(
+        (status = 200, description = "Ready to serve current statistics", body = Status),
+        (status = 503, description = "`not_ready`", body = error::ErrorBody),
+    ))]
+async fn readyz(State(st): State<AppState>) -> Result<Json<Status>, ApiError> {
     if st.ready.load(Ordering::SeqCst) {
-        Ok(Json(serde_json::json!({"status": "ready"})))
+        Ok(Json(Status { status: "ready" }))
     } else {
         Err(ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -162,6 +202,10 @@ async fn readyz(State(st): State<AppState>) -> Result<Json<Value>, ApiError> {
     }
 }
 
+/// Prometheus text format (README "Metrics").
+#[utoipa::path(get, path = "/metrics", tag = "operations",
+    responses((status = 200, description = "Prometheus text exposition format 0.0.4",
+        content_type = "text/plain", body = String)))]
 async fn metrics(State(st): State<AppState>) -> Response {
     (
         [(
@@ -173,8 +217,9 @@ async fn metrics(State(st): State<AppState>) -> Response {
         .into_response()
 }
 
-#[derive(Serialize)]
-struct StreamSummary {
+/// An observation stream as `GET /v1/streams` lists it.
+#[derive(Serialize, ToSchema)]
+pub struct StreamSummary {
     name: String,
     topic: String,
     task: Task,
@@ -208,14 +253,24 @@ fn summary(h: &StreamHandle) -> StreamSummary {
     }
 }
 
-async fn list_streams(State(st): State<AppState>) -> Json<Value> {
-    let list: Vec<StreamSummary> = st.streams.iter().map(|h| summary(h)).collect();
-    Json(serde_json::json!({"streams": list}))
+/// The body of `GET /v1/streams`.
+#[derive(Serialize, ToSchema)]
+pub struct StreamList {
+    pub streams: Vec<StreamSummary>,
+}
+
+/// Every observation stream, in name order.
+#[utoipa::path(get, path = "/v1/streams", tag = "streams",
+    responses((status = 200, description = "Every observation stream", body = StreamList)))]
+async fn list_streams(State(st): State<AppState>) -> Json<StreamList> {
+    Json(StreamList {
+        streams: st.streams.iter().map(|h| summary(h)).collect(),
+    })
 }
 
 /// Means and population standard deviations of the features and of y.
-#[derive(Serialize)]
-struct Moments {
+#[derive(Serialize, ToSchema)]
+pub struct Moments {
     n: u64,
     mean_x: Vec<f64>,
     sd_x: Vec<f64>,
@@ -233,37 +288,76 @@ fn moments(s: &RunningStats) -> Moments {
     }
 }
 
+/// One stream: its summary, feature names and moments (classification: per class).
+#[derive(Serialize, ToSchema)]
+pub struct StreamDetail {
+    #[serde(flatten)]
+    pub summary: StreamSummary,
+    /// Feature names (the column index as text where the stream declares none).
+    pub features: Vec<String>,
+    /// Regression: means and population standard deviations of x and y.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mean_x: Option<Vec<f64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sd_x: Option<Vec<f64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mean_y: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sd_y: Option<f64>,
+    /// Classification: the moments of each class.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub classes: Option<Classes>,
+}
+
+/// The moments of each class of a classification stream.
+#[derive(Serialize, ToSchema)]
+pub struct Classes {
+    pub positive: Moments,
+    pub negative: Moments,
+}
+
+/// One observation stream.
+#[utoipa::path(get, path = "/v1/streams/{name}", tag = "streams",
+    params(("name" = String, Path, description = "The stream's name")),
+    responses(
+        (status = 200, description = "The stream", body = StreamDetail),
+        (status = 404, description = "`unknown_stream`", body = error::ErrorBody),
+    ))]
 async fn get_stream(
     State(st): State<AppState>,
     Path(name): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<StreamDetail>, ApiError> {
     let h = st.stream(&name)?;
     let snap = h.snapshot();
-    let mut v = serde_json::to_value(summary(&h)).map_err(|e| ApiError::internal(e.to_string()))?;
     let features: Vec<String> = match h.names() {
         Some(n) => n.to_vec(),
         None => (0..h.p()).map(|j| j.to_string()).collect(),
     };
-    let obj = v.as_object_mut().expect("summary is an object");
-    obj.insert("features".into(), serde_json::json!(features));
+    let mut detail = StreamDetail {
+        summary: summary(&h),
+        features,
+        mean_x: None,
+        sd_x: None,
+        mean_y: None,
+        sd_y: None,
+        classes: None,
+    };
     match &snap.stats {
         Stats::Regression(s) => {
-            let m =
-                serde_json::to_value(moments(s)).map_err(|e| ApiError::internal(e.to_string()))?;
-            for (k, val) in m.as_object().expect("object") {
-                if k != "n" {
-                    obj.insert(k.clone(), val.clone());
-                }
-            }
+            let m = moments(s);
+            detail.mean_x = Some(m.mean_x);
+            detail.sd_x = Some(m.sd_x);
+            detail.mean_y = Some(m.mean_y);
+            detail.sd_y = Some(m.sd_y);
         }
         Stats::Classification(c) => {
-            obj.insert(
-                "classes".into(),
-                serde_json::json!({"positive": moments(&c.pos), "negative": moments(&c.neg)}),
-            );
+            detail.classes = Some(Classes {
+                positive: moments(&c.pos),
+                negative: moments(&c.neg),
+            });
         }
     }
-    Ok(Json(v))
+    Ok(Json(detail))
 }
 
 /// A JSON body or query turned into a model request: the method is checked first so that an
@@ -309,6 +403,26 @@ fn parse_params(mut v: Value) -> Result<ModelRequest, ApiError> {
     })
 }
 
+/// A model at one sparsity level or penalty, the same JSON (and numbers) as `ravel fit`.
+#[utoipa::path(post, path = "/v1/streams/{name}/model", tag = "streams",
+    params(("name" = String, Path, description = "The stream's name")),
+    request_body(content = ModelRequest, description = "An estimator (`method` and its \
+        parameters) plus `standardize` and the class weights",
+        examples(
+            ("lasso_k" = (value = json!({"method": "lasso", "k": 2}))),
+            ("elastic_net" = (value = json!({"method": "elastic-net", "lambda": 0.05, "l1_ratio": 0.5, "refit": true}))),
+            ("iht" = (value = json!({"method": "iht", "k": 2, "lambda": 0.001}))),
+        )),
+    responses(
+        (status = 200, description = "The model", body = Model),
+        (status = 400, description = "`unknown_method`, `k_too_large`, `invalid_params`, \
+            `invalid_body`, `malformed_json`", body = error::ErrorBody),
+        (status = 404, description = "`unknown_stream`", body = error::ErrorBody),
+        (status = 409, description = "`no_data`, `one_class`", body = error::ErrorBody),
+        (status = 413, description = "`payload_too_large`", body = error::ErrorBody),
+        (status = 415, description = "`unsupported_media_type`", body = error::ErrorBody),
+        (status = 503, description = "`shutting_down`", body = error::ErrorBody),
+    ))]
 async fn model(
     State(st): State<AppState>,
     Path(name): Path<String>,
@@ -349,31 +463,57 @@ fn query_to_json(q: HashMap<String, String>) -> Value {
     Value::Object(obj)
 }
 
-/// `GET .../path?method=lasso&path_points=50`: the query's values as the JSON body of POST.
+/// The warm-started path (lambda for the penalized methods, delta for fw-lasso): the
+/// query's values as the JSON body of POST, `?method=lasso&path_points=20`.
+#[utoipa::path(get, path = "/v1/streams/{name}/path", tag = "streams",
+    params(
+        ("name" = String, Path, description = "The stream's name"),
+        ("request" = ModelRequest, Query, style = Form, explode,
+            description = "The fields of the POST body as query parameters, less k / lambda / delta",
+            example = json!({"method": "lasso", "path_points": 20})),
+    ),
+    responses(
+        (status = 200, description = "One model per point, largest penalty first", body = PathModel),
+        (status = 400, description = "`unknown_method`, `invalid_params`, `invalid_body`, `invalid_query`",
+            body = error::ErrorBody),
+        (status = 404, description = "`unknown_stream`", body = error::ErrorBody),
+        (status = 409, description = "`no_data`, `one_class`", body = error::ErrorBody),
+        (status = 503, description = "`shutting_down`", body = error::ErrorBody),
+    ))]
 async fn path(
     State(st): State<AppState>,
     Path(name): Path<String>,
     query: Result<Query<HashMap<String, String>>, QueryRejection>,
-) -> Result<Json<ravel_core::solve::PathModel>, ApiError> {
+) -> Result<Json<PathModel>, ApiError> {
     let Query(q) = query?;
     path_of(st, name, query_to_json(q)).await
 }
 
-/// `POST .../path` with the same JSON body as `POST .../model`, less k / lambda / delta.
+/// The warm-started path, with the same JSON body as `POST .../model` less k / lambda / delta.
+#[utoipa::path(post, path = "/v1/streams/{name}/path", tag = "streams",
+    params(("name" = String, Path, description = "The stream's name")),
+    request_body(content = ModelRequest, description = "The body of `/model` without k, lambda or delta",
+        examples(("lasso_path" = (value = json!({"method": "lasso", "path_points": 20}))))),
+    responses(
+        (status = 200, description = "One model per point, largest penalty first", body = PathModel),
+        (status = 400, description = "`unknown_method`, `invalid_params`, `invalid_body`, `malformed_json`",
+            body = error::ErrorBody),
+        (status = 404, description = "`unknown_stream`", body = error::ErrorBody),
+        (status = 409, description = "`no_data`, `one_class`", body = error::ErrorBody),
+        (status = 413, description = "`payload_too_large`", body = error::ErrorBody),
+        (status = 415, description = "`unsupported_media_type`", body = error::ErrorBody),
+        (status = 503, description = "`shutting_down`", body = error::ErrorBody),
+    ))]
 async fn path_post(
     State(st): State<AppState>,
     Path(name): Path<String>,
     body: Result<Json<Value>, JsonRejection>,
-) -> Result<Json<ravel_core::solve::PathModel>, ApiError> {
+) -> Result<Json<PathModel>, ApiError> {
     let Json(body) = body?;
     path_of(st, name, body).await
 }
 
-async fn path_of(
-    st: AppState,
-    name: String,
-    body: Value,
-) -> Result<Json<ravel_core::solve::PathModel>, ApiError> {
+async fn path_of(st: AppState, name: String, body: Value) -> Result<Json<PathModel>, ApiError> {
     let h = st.stream(&name)?;
     let params = parse_params(body)?.check_path(h.p())?;
     let snap = h.snapshot();
@@ -387,10 +527,12 @@ async fn path_of(
     Ok(Json(p))
 }
 
-#[derive(serde::Deserialize)]
+/// The body of `POST .../predict`: a model request and rows, as arrays or named.
+#[derive(serde::Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct PredictRequest {
+pub struct PredictRequest {
     /// The model to predict with (the body of POST /model).
+    #[schema(value_type = ModelRequest)]
     model: Value,
     /// Rows as arrays of p numbers...
     #[serde(default)]
@@ -400,8 +542,9 @@ struct PredictRequest {
     features: Option<Vec<HashMap<String, f64>>>,
 }
 
-#[derive(Serialize)]
-struct PredictResponse {
+/// Predictions and the model they came from.
+#[derive(Serialize, ToSchema)]
+pub struct PredictResponse {
     /// b0 + x^T b for each row.
     predictions: Vec<f64>,
     /// Classification: the predicted class (+1 or -1) of each row.
@@ -469,6 +612,24 @@ fn predict_rows(req: PredictRequest, h: &StreamHandle) -> Result<Vec<Vec<f64>>, 
     }
 }
 
+/// Predictions b0 + x^T b from a model extracted for the request.
+#[utoipa::path(post, path = "/v1/streams/{name}/predict", tag = "streams",
+    params(("name" = String, Path, description = "The stream's name")),
+    request_body(content = PredictRequest, description = "A model request and the rows",
+        examples(
+            ("rows" = (value = json!({"model": {"method": "ols"}, "rows": [[0.1, 0.2, 0.3]]}))),
+            ("named" = (value = json!({"model": {"method": "lasso", "k": 2}, "features": [{"f0": 0.1, "f1": 0.2, "f2": 0.3}]}))),
+        )),
+    responses(
+        (status = 200, description = "One prediction per row", body = PredictResponse),
+        (status = 400, description = "the codes of `/model`, and `dimension`, `unknown_feature`, \
+            `missing_feature`", body = error::ErrorBody),
+        (status = 404, description = "`unknown_stream`", body = error::ErrorBody),
+        (status = 409, description = "`no_data`, `one_class`", body = error::ErrorBody),
+        (status = 413, description = "`payload_too_large`", body = error::ErrorBody),
+        (status = 415, description = "`unsupported_media_type`", body = error::ErrorBody),
+        (status = 503, description = "`shutting_down`", body = error::ErrorBody),
+    ))]
 async fn predict(
     State(st): State<AppState>,
     Path(name): Path<String>,

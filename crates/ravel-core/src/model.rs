@@ -8,6 +8,7 @@ use std::str::FromStr;
 
 /// Every method a `Model` can come from: the estimators `solve` extracts from statistics, and
 /// the feature-stream selections (`os`, `asy-os`) of `features`. Serialized by `name`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Method {
@@ -107,6 +108,7 @@ impl FromStr for Method {
 
 /// The sparse-duality certificate of IHT / HTP (paper 002): a bound on how far the model's
 /// objective can be from the best k-subset's.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Certificate {
     /// The l0-constrained ridge objective at the model.
@@ -120,6 +122,7 @@ pub struct Certificate {
 }
 
 /// One nonzero coefficient.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Coefficient {
     /// Header name, or the column index as text.
@@ -129,6 +132,7 @@ pub struct Coefficient {
 }
 
 /// How a model was obtained.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Diagnostics {
     pub method: Method,
@@ -171,6 +175,7 @@ pub struct Diagnostics {
 }
 
 /// The model JSON of `ravel fit` and of the HTTP API.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Model {
     pub method: Method,
@@ -204,6 +209,7 @@ impl Model {
 }
 
 /// A whole path (over lambda, or over delta for Frank-Wolfe).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PathModel {
     pub method: Method,

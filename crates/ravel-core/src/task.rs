@@ -6,6 +6,7 @@ use std::fmt;
 use std::str::FromStr;
 
 /// Regression on y, or classification on +1/-1 labels (0 counts as -1).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Task {

@@ -8,6 +8,7 @@ use std::fmt;
 use std::str::FromStr;
 
 /// A smooth loss of the score u against the label y.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Loss {

@@ -288,6 +288,7 @@ impl PassLog {
 }
 
 /// One selected feature.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Selected {
     pub index: usize,
@@ -302,6 +303,7 @@ pub struct Selected {
 
 /// Staleness of one Asy-OS worker: how many times u_C changed between its read of u_C
 /// (Algorithm 3 line 4) and its push (line 12); tau_max of 000 Assumption 2 is `max`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Staleness {
     pub worker: usize,

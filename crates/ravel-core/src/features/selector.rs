@@ -50,6 +50,7 @@ pub enum Outcome {
 }
 
 /// Counters of one selector.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Counters {
     /// Features that reached `step` (constant ones included).

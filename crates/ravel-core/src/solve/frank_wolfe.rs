@@ -484,6 +484,7 @@ mod tests {
 }
 
 /// How the vertex is chosen, in a request.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum VariantName {
@@ -495,6 +496,7 @@ pub enum VariantName {
 /// Frank-Wolfe Lasso: `{"method": "fw-lasso", "delta": 2.5}` for one model (the l1 radius, in
 /// the solver's units: standardized columns unless `standardize` is false), or the path over
 /// delta without it.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FwLasso {

@@ -311,6 +311,7 @@ pub fn hard_threshold(g: &Gram, k: usize, method: HardThreshold, opt: &IhtOption
 /// IHT / HTP parameters: `{"method": "iht", "k": 10, "lambda": 0.1}`. With lambda > 0 the
 /// model's diagnostics carry the certificate (lambda = 0 is plain l0 least squares, with no
 /// dual bound).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HardThresholding {
@@ -334,11 +335,13 @@ pub struct HardThresholding {
 }
 
 /// IHT: `{"method": "iht", ...}` with the parameters of `HardThresholding`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct Iht(pub HardThresholding);
 
 /// HTP: `{"method": "htp", ...}` with the parameters of `HardThresholding`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct Htp(pub HardThresholding);

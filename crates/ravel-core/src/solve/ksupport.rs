@@ -313,6 +313,7 @@ fn solve_dense(mut a: Vec<f64>, mut b: Vec<f64>, n: usize) -> Option<Vec<f64>> {
 
 /// k-support-norm regression: `{"method": "k-support", "k": 10, "lambda": 0.01}`, minimizing
 /// f(b) + lambda (||b||_k^sp)^2.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KSupport {

@@ -8,11 +8,13 @@ use serde::{Deserialize, Serialize};
 
 /// OLS takes no parameters (`{"method": "ols"}`); use olsth for k nonzeros, ridge for a
 /// penalty.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Ols {}
 
 /// Ridge: `(1/2n)||y - b0 - Xb||^2 + lambda/2 ||b||^2`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Ridge {

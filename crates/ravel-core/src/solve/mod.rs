@@ -21,6 +21,8 @@ pub mod frank_wolfe;
 pub mod iht;
 pub mod ksupport;
 pub mod least_squares;
+#[cfg(feature = "openapi")]
+mod openapi;
 pub mod penalized;
 pub mod threshold;
 
@@ -194,6 +196,12 @@ macro_rules! estimators {
             pub fn solver(&self) -> &dyn Solver {
                 match self { $( Estimator::$variant(s) => s, )* }
             }
+        }
+
+        /// Each estimator's name with its parameters' schema (`openapi` builds `Request`'s).
+        #[cfg(feature = "openapi")]
+        pub(crate) fn variant_schemas() -> Vec<openapi::Variant> {
+            vec![ $( openapi::Variant::of::<$ty>($name), )* ]
         }
     };
 }

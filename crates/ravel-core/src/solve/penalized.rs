@@ -655,6 +655,7 @@ pub fn solve_for_k(
 /// `l1_ratio` for elastic net, `gamma` for MCP and SCAD) in the same JSON object:
 /// `{"method": "mcp", "k": 10, "gamma": 3}`. One model takes exactly one of `k` or `lambda`;
 /// the path takes neither.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Penalized<P> {
     /// Exactly k nonzeros (the lambda is searched along the path, then bisected).
@@ -680,6 +681,7 @@ pub struct Penalized<P> {
     /// Fields no parameter claims (refused by `check`: serde cannot deny unknown fields
     /// through a flattened struct).
     #[serde(flatten, skip_serializing)]
+    #[cfg_attr(feature = "openapi", schema(ignore))]
     unknown: BTreeMap<String, IgnoredAny>,
 }
 
@@ -727,10 +729,12 @@ pub trait PenaltyParams {
 }
 
 /// Lasso has no parameter of its own.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LassoParams {}
 
 /// Elastic net's mixing: 1 is Lasso, towards 0 ridge.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ElasticNetParams {
     /// In (0, 1]; default 0.5.
@@ -739,6 +743,7 @@ pub struct ElasticNetParams {
 }
 
 /// MCP's concavity.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct McpParams {
     /// > 1; default 3.
@@ -747,6 +752,7 @@ pub struct McpParams {
 }
 
 /// SCAD's concavity.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ScadParams {
     /// > 2; default 3.7.

@@ -149,6 +149,7 @@ pub fn grad_on(g: &Gram, b: &[f64], support: &[usize]) -> f64 {
 
 /// OLSth: `{"method": "olsth", "k": 10}`; `lambda` > 0 makes the first fit a ridge (paper
 /// 003's remedy when n is close to p).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Olsth {
@@ -160,6 +161,7 @@ pub struct Olsth {
 }
 
 /// FSA: `{"method": "fsa", "k": 10}` with optional annealing settings.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Fsa {

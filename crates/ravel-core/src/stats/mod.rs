@@ -624,6 +624,7 @@ impl RunningStats {
 }
 
 /// The weighting of a stream as the service reports it (GET /v1/streams/{name}, /metrics).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DriftStatus {
     /// The schedule, as `--alpha` spells it.

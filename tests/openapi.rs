@@ -1,0 +1,499 @@
+//! The OpenAPI description against the running service: every route the service answers is
+//! in `/openapi.json` (and in the README), every example in the document validates against
+//! its schema, and every answer of a real service (a real broker, rows produced over TCP)
+//! has a status the document declares and a body its schema accepts.
+
+mod common;
+
+use common::*;
+use ravel::broker::EmbeddedBroker;
+use ravel::config::{FeatureSchema, FeatureStreamConfig};
+use ravel_core::Task;
+use ravel_core::features::Loss;
+use rdkafka::config::ClientConfig;
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use serde_json::{Value, json};
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+fn send(brokers: &str, topic: &str, payloads: &[Value]) {
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .create()
+        .unwrap();
+    for p in payloads {
+        let bytes = serde_json::to_vec(p).unwrap();
+        producer
+            .send(BaseRecord::<(), [u8]>::to(topic).payload(&bytes[..]))
+            .map_err(|(e, _)| e)
+            .unwrap();
+        producer.poll(Duration::ZERO);
+    }
+    producer.flush(Duration::from_secs(30)).unwrap();
+}
+
+/// `schema` (inline or a `$ref`) as a JSON Schema 2020-12 document that can resolve the
+/// document's components.
+fn validator(doc: &Value, schema: &Value) -> jsonschema::Validator {
+    let mut root = match schema {
+        Value::Object(m) => m.clone(),
+        _ => panic!("not a schema: {schema}"),
+    };
+    root.insert(
+        "$schema".into(),
+        json!("https://json-schema.org/draft/2020-12/schema"),
+    );
+    root.insert("components".into(), doc["components"].clone());
+    jsonschema::validator_for(&Value::Object(root))
+        .unwrap_or_else(|e| panic!("invalid schema {schema}: {e}"))
+}
+
+fn assert_valid(doc: &Value, schema: &Value, instance: &Value, what: &str) {
+    let v = validator(doc, schema);
+    let errors: Vec<String> = v.iter_errors(instance).map(|e| e.to_string()).collect();
+    assert!(
+        errors.is_empty(),
+        "{what}: {instance} does not match {schema}: {errors:?}"
+    );
+}
+
+fn assert_invalid(doc: &Value, schema: &Value, instance: &Value, what: &str) {
+    assert!(
+        !validator(doc, schema).is_valid(instance),
+        "{what}: {instance} should not match {schema}"
+    );
+}
+
+/// The operations of the document as (METHOD, path template).
+fn operations(doc: &Value) -> BTreeSet<(String, String)> {
+    let mut ops = BTreeSet::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for method in item.as_object().unwrap().keys() {
+            if ["get", "post", "put", "delete", "patch"].contains(&method.as_str()) {
+                ops.insert((method.to_uppercase(), path.clone()));
+            }
+        }
+    }
+    ops
+}
+
+/// The routes the README's HTTP API section shows with curl, as (METHOD, path template):
+/// `-XPOST localhost:8080/v1/streams/demo/model` -> (POST, /v1/streams/{name}/model).
+fn readme_routes() -> BTreeSet<(String, String)> {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let start = readme
+        .find("### HTTP API")
+        .expect("README has an HTTP API section");
+    let section = &readme[start..];
+    let section = &section[..section[3..].find("\n### ").map_or(section.len(), |e| e + 3)];
+    let mut routes = BTreeSet::new();
+    for line in section.lines().filter(|l| l.starts_with("curl")) {
+        let method = ["POST", "PUT", "DELETE"]
+            .into_iter()
+            .find(|m| line.contains(&format!("-X{m}")))
+            .unwrap_or("GET");
+        let url = line
+            .split_whitespace()
+            .find_map(|w| w.trim_matches('\'').strip_prefix("localhost:8080"))
+            .unwrap_or_else(|| panic!("no URL in README line {line}"));
+        let path = url.split('?').next().unwrap();
+        let template: Vec<String> = path
+            .split('/')
+            .enumerate()
+            .map(|(i, seg)| match (i, seg) {
+                // /v1/<kind>/<name>/...: the third segment is the stream's name.
+                (3, _) => "{name}".to_string(),
+                _ => seg.to_string(),
+            })
+            .collect();
+        routes.insert((method.to_string(), template.join("/")));
+    }
+    routes
+}
+
+/// Every `examples` list in the document (request bodies, parameters, schema properties),
+/// with the schema each example must satisfy.
+fn examples(doc: &Value) -> Vec<(String, Value, Value)> {
+    let mut out = Vec::new();
+    fn walk(v: &Value, at: &str, out: &mut Vec<(String, Value, Value)>) {
+        match v {
+            Value::Object(m) => {
+                // A schema object that lists examples of itself.
+                if let Some(Value::Array(ex)) = m.get("examples")
+                    && (m.contains_key("type") || m.contains_key("$ref"))
+                {
+                    let mut schema = m.clone();
+                    schema.remove("examples");
+                    for e in ex {
+                        out.push((at.to_string(), Value::Object(schema.clone()), e.clone()));
+                    }
+                }
+                // A media type or parameter: named examples (or one example) of its schema.
+                if let Some(schema) = m.get("schema") {
+                    if let Some(Value::Object(named)) = m.get("examples") {
+                        for (name, e) in named {
+                            out.push((format!("{at}/{name}"), schema.clone(), e["value"].clone()));
+                        }
+                    }
+                    if let Some(e) = m.get("example") {
+                        out.push((format!("{at}/example"), schema.clone(), e.clone()));
+                    }
+                }
+                for (k, child) in m {
+                    walk(child, &format!("{at}/{k}"), out);
+                }
+            }
+            Value::Array(a) => {
+                for (i, child) in a.iter().enumerate() {
+                    walk(child, &format!("{at}/{i}"), out);
+                }
+            }
+            _ => {}
+        }
+    }
+    walk(doc, "#", &mut out);
+    out
+}
+
+struct Call {
+    method: &'static str,
+    template: &'static str,
+    path: String,
+    body: Option<Value>,
+    status: u16,
+}
+
+fn call(
+    method: &'static str,
+    template: &'static str,
+    path: &str,
+    body: Option<Value>,
+    status: u16,
+) -> Call {
+    Call {
+        method,
+        template,
+        path: path.to_string(),
+        body,
+        status,
+    }
+}
+
+/// The named examples of an operation's request body.
+fn body_examples(doc: &Value, method: &str, template: &str) -> Vec<Value> {
+    doc["paths"][template][method]["requestBody"]["content"]["application/json"]["examples"]
+        .as_object()
+        .unwrap_or_else(|| panic!("{method} {template} has no request examples"))
+        .values()
+        .map(|e| e["value"].clone())
+        .collect()
+}
+
+#[test]
+fn every_route_is_described_and_every_answer_matches_its_schema() {
+    let broker = EmbeddedBroker::start(1).unwrap();
+    let brokers = broker.bootstrap_servers();
+    for t in ["t.reg", "t.cls", "t.genes", "t.empty"] {
+        broker.create_topic(t, 1).unwrap();
+    }
+    // Regression on three named features (the names the document's examples use), and a
+    // classification stream.
+    let (p, n) = (3, 200);
+    let (x, y) = synthetic(p, 2, n, 11);
+    let rows: Vec<Value> = (0..n)
+        .map(|i| json!({"x": &x[i * p..(i + 1) * p], "y": y[i]}))
+        .collect();
+    send(brokers, "t.reg", &rows);
+    let cls: Vec<Value> = (0..n)
+        .map(|i| json!({"x": &x[i * p..(i + 1) * p], "y": if y[i] > 0.0 { 1.0 } else { -1.0 }}))
+        .collect();
+    send(brokers, "t.cls", &cls);
+    // A feature stream with labels and columns, and one without labels.
+    let labels = [0.5, -1.0, 2.0, 0.3, -0.7, 1.1];
+    let mut genes = vec![json!({ "labels": labels })];
+    for j in 0..4 {
+        let values: Vec<f64> = (0..6).map(|i| ((i * 7 + j * 3) % 5) as f64 - 2.0).collect();
+        genes.push(json!({"feature": format!("g{j}"), "values": values}));
+    }
+    send(brokers, "t.genes", &genes);
+
+    let mut cfg = config(
+        vec![
+            stream(
+                "reg",
+                "t.reg",
+                FeatureSchema::Names(names(p)),
+                Task::Regression,
+            ),
+            stream(
+                "cls",
+                "t.cls",
+                FeatureSchema::Count(p),
+                Task::Classification,
+            ),
+        ],
+        None,
+    );
+    let fs = |name: &str, topic: &str| FeatureStreamConfig {
+        name: name.into(),
+        topic: Some(topic.into()),
+        n: 6,
+        loss: Loss::Squared,
+        s: 2,
+        workers: 1,
+        eta: None,
+    };
+    cfg.feature_streams = vec![fs("genes", "t.genes"), fs("empty", "t.empty")];
+    cfg.check().unwrap();
+    let svc = TestService::start(cfg, brokers);
+    svc.wait_rows("reg", n as u64);
+    svc.wait_rows("cls", n as u64);
+    svc.wait_feature_offset("genes", genes.len() as i64);
+    let deadline = std::time::Instant::now() + DEADLINE;
+    while svc.get("/readyz").0 != 200 {
+        assert!(std::time::Instant::now() < deadline, "never ready");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    let r = client().get(svc.url("/openapi.json")).send().unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let doc: Value = r.json().unwrap();
+    assert_eq!(doc["openapi"], "3.1.0");
+
+    // Every route is described, and the README shows the same routes (less /openapi.json,
+    // which it names in prose, and the operations' second method on /path).
+    let ops = operations(&doc);
+    let readme = readme_routes();
+    for r in &readme {
+        assert!(
+            ops.contains(r),
+            "README route {r:?} is not in /openapi.json"
+        );
+    }
+    for op in &ops {
+        let (m, t) = (op.0.as_str(), op.1.as_str());
+        if !readme.contains(op) && t != "/openapi.json" && !(m == "GET" && t.ends_with("/path")) {
+            panic!("{op:?} is in /openapi.json but not in the README's HTTP API section");
+        }
+    }
+
+    // Every example in the document satisfies its schema, and the request schema refuses
+    // what the service refuses.
+    let found = examples(&doc);
+    assert!(found.len() >= 10, "only {} examples", found.len());
+    for (at, schema, example) in &found {
+        assert_valid(&doc, schema, example, at);
+    }
+    let request = json!({"$ref": "#/components/schemas/Request"});
+    assert_invalid(
+        &doc,
+        &request,
+        &json!({"method": "lasso", "l1_ratio": 0.5}),
+        "lasso takes no l1_ratio",
+    );
+    assert_invalid(
+        &doc,
+        &request,
+        &json!({"method": "ridge"}),
+        "ridge needs lambda",
+    );
+    assert_invalid(&doc, &request, &json!({"k": 3}), "no method");
+    assert_valid(
+        &doc,
+        &request,
+        &json!({"method": "mcp", "k": 2, "gamma": 3.0, "standardize": false}),
+        "mcp",
+    );
+
+    // Every operation, called on the real service: declared status, body valid.
+    let mut calls = vec![
+        call("get", "/healthz", "/healthz", None, 200),
+        call("get", "/readyz", "/readyz", None, 200),
+        call("get", "/metrics", "/metrics", None, 200),
+        call("get", "/openapi.json", "/openapi.json", None, 200),
+        call("get", "/v1/streams", "/v1/streams", None, 200),
+        call("get", "/v1/streams/{name}", "/v1/streams/reg", None, 200),
+        call("get", "/v1/streams/{name}", "/v1/streams/cls", None, 200),
+        call("get", "/v1/streams/{name}", "/v1/streams/nope", None, 404),
+        call(
+            "post",
+            "/v1/streams/{name}/model",
+            "/v1/streams/reg/model",
+            Some(json!({"method": "lasso", "k": 9})),
+            400,
+        ),
+        call(
+            "post",
+            "/v1/streams/{name}/model",
+            "/v1/streams/nope/model",
+            Some(json!({"method": "ols"})),
+            404,
+        ),
+        call(
+            "post",
+            "/v1/streams/{name}/model",
+            "/v1/streams/cls/model",
+            Some(json!({"method": "fsa", "k": 2, "w_pos": 2.0})),
+            200,
+        ),
+        call(
+            "get",
+            "/v1/streams/{name}/path",
+            "/v1/streams/reg/path?method=lasso&path_points=5",
+            None,
+            200,
+        ),
+        call(
+            "get",
+            "/v1/streams/{name}/path",
+            "/v1/streams/reg/path?method=fw-lasso&path_points=4",
+            None,
+            200,
+        ),
+        call(
+            "get",
+            "/v1/streams/{name}/path",
+            "/v1/streams/reg/path?method=lasso&k=2",
+            None,
+            400,
+        ),
+        call(
+            "post",
+            "/v1/streams/{name}/path",
+            "/v1/streams/reg/path",
+            Some(json!({"method": "bogus"})),
+            400,
+        ),
+        call(
+            "post",
+            "/v1/streams/{name}/predict",
+            "/v1/streams/reg/predict",
+            Some(json!({"model": {"method": "ols"}, "rows": [[1.0, 2.0]]})),
+            400,
+        ),
+        call(
+            "get",
+            "/v1/feature-streams",
+            "/v1/feature-streams",
+            None,
+            200,
+        ),
+        call(
+            "get",
+            "/v1/feature-streams/{name}",
+            "/v1/feature-streams/genes",
+            None,
+            200,
+        ),
+        call(
+            "get",
+            "/v1/feature-streams/{name}",
+            "/v1/feature-streams/nope",
+            None,
+            404,
+        ),
+        call(
+            "put",
+            "/v1/feature-streams/{name}/labels",
+            "/v1/feature-streams/genes/labels",
+            Some(json!({ "labels": labels })),
+            200,
+        ),
+        call(
+            "put",
+            "/v1/feature-streams/{name}/labels",
+            "/v1/feature-streams/genes/labels",
+            Some(json!({"labels": [1.0]})),
+            400,
+        ),
+        call(
+            "post",
+            "/v1/feature-streams/{name}/model",
+            "/v1/feature-streams/genes/model",
+            Some(json!({"refit": true})),
+            200,
+        ),
+        call(
+            "post",
+            "/v1/feature-streams/{name}/model",
+            "/v1/feature-streams/empty/model",
+            Some(json!({})),
+            409,
+        ),
+    ];
+    // The document's own request examples, sent as they are.
+    for (method, template, path) in [
+        ("post", "/v1/streams/{name}/model", "/v1/streams/reg/model"),
+        ("post", "/v1/streams/{name}/path", "/v1/streams/reg/path"),
+        (
+            "post",
+            "/v1/streams/{name}/predict",
+            "/v1/streams/reg/predict",
+        ),
+    ] {
+        for body in body_examples(&doc, method, template) {
+            calls.push(call(method, template, path, Some(body), 200));
+        }
+    }
+
+    let mut called = BTreeSet::new();
+    for c in &calls {
+        let url = svc.url(&c.path);
+        let req = match c.method {
+            "get" => client().get(url),
+            "post" => client().post(url),
+            "put" => client().put(url),
+            m => panic!("{m}"),
+        };
+        let req = match &c.body {
+            Some(b) => req.json(b),
+            None => req,
+        };
+        let resp = req.send().unwrap();
+        let status = resp.status().as_u16();
+        let ctype = resp
+            .headers()
+            .get("content-type")
+            .map(|v| v.to_str().unwrap().to_string())
+            .unwrap_or_default();
+        let text = resp.text().unwrap();
+        let what = format!("{} {} {:?}", c.method, c.path, c.body);
+        assert_eq!(status, c.status, "{what}: {text}");
+        let op = &doc["paths"][c.template][c.method];
+        assert!(
+            op.is_object(),
+            "{what}: {} {} not in the document",
+            c.method,
+            c.template
+        );
+        let declared = &op["responses"][status.to_string()];
+        assert!(declared.is_object(), "{what}: status {status} not declared");
+        let content = declared["content"].as_object();
+        if ctype.starts_with("application/json") {
+            let body: Value = serde_json::from_str(&text).unwrap();
+            match content.and_then(|c| c.get("application/json")) {
+                Some(media) if media.get("schema").is_some() => {
+                    assert_valid(&doc, &media["schema"], &body, &what)
+                }
+                // /openapi.json: the document itself, checked above.
+                _ => assert_eq!(c.template, "/openapi.json", "{what}: no JSON schema"),
+            }
+        } else {
+            assert!(
+                ctype.starts_with("text/plain"),
+                "{what}: content type {ctype}"
+            );
+            assert!(
+                content.is_some_and(|c| c.contains_key("text/plain")),
+                "{what}"
+            );
+            assert!(text.contains("ravel_"), "{what}: {text}");
+        }
+        called.insert((c.method.to_uppercase(), c.template.to_string()));
+    }
+    assert_eq!(
+        called, ops,
+        "operations in the document that the test never called"
+    );
+}
