@@ -6,9 +6,9 @@
 //! documented in `config/ravel.toml`; `Config::check` validates the whole thing once, so the
 //! rest of the service never re-checks it.
 
+use crate::limits::MemoryLimit;
 use anyhow::{Context, bail};
 use ravel_core::Task;
-use crate::limits::MemoryLimit;
 use ravel_core::features::{Loss, OsParams};
 use ravel_core::memory::{ByteSize, Estimate, memory_estimate, selection_estimate};
 use ravel_core::spec::{Spec, string_or_table};
@@ -1240,7 +1240,9 @@ mod tests {
         let e = load(&huge.replace("max_memory = \"64GiB\"", ""), &[]).unwrap_err();
         assert!(e.contains("limits.max_memory"), "{e}");
         // p = 1000: 2 x 8 MB statistics, 24 MB extraction, 16 MB batch.
-        let small = format!("{base}[[streams]]\nname = \"a\"\nfeatures = 1000\ntask = \"classification\"\n");
+        let small = format!(
+            "{base}[[streams]]\nname = \"a\"\nfeatures = 1000\ntask = \"classification\"\n"
+        );
         let cfg = load(&format!("{small}[limits]\nmax_memory = \"1GiB\"\n"), &[]).unwrap();
         assert_eq!(cfg.limits.max_memory, Some(ByteSize(1 << 30)));
         let e = load(&format!("{small}[limits]\nmax_memory = \"50MB\"\n"), &[]).unwrap_err();

@@ -50,7 +50,10 @@ fn refused(args: &[&str], file: &Path, want: &[&str]) -> String {
     );
     assert!(!err.contains("memory allocation"), "{err}");
     assert!(
-        err.starts_with(&format!("error: {}: too large for the memory limit", file.display())),
+        err.starts_with(&format!(
+            "error: {}: too large for the memory limit",
+            file.display()
+        )),
         "{err}"
     );
     for w in want.iter().chain(&[
@@ -166,7 +169,14 @@ fn files_too_large_for_memory_are_refused_with_a_message_not_an_abort() {
         &mid,
         &["over the limit of 1.5 GiB (set by --max-memory)"],
     );
-    let out = ravel_4gib(&["fit", &s(&mid), "--method", "ols", "--max-memory", "4 parsecs"]);
+    let out = ravel_4gib(&[
+        "fit",
+        &s(&mid),
+        "--method",
+        "ols",
+        "--max-memory",
+        "4 parsecs",
+    ]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("unknown unit 'parsecs'"), "{err}");
@@ -213,9 +223,13 @@ fn compact_features_fit_the_dense_file_of_the_used_columns() {
         String::from_utf8_lossy(&out.stderr)
     );
     let compact: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let dense: Value =
-        serde_json::from_str(&ravel(&["fit", csv_path.to_str().unwrap(), "--method", "ols"]))
-            .unwrap();
+    let dense: Value = serde_json::from_str(&ravel(&[
+        "fit",
+        csv_path.to_str().unwrap(),
+        "--method",
+        "ols",
+    ]))
+    .unwrap();
     let coefs = |m: &Value| -> Vec<(String, u64, f64)> {
         m["coefficients"]
             .as_array()

@@ -111,23 +111,24 @@ impl Plan {
         }
     }
 
-    fn describe(&self, p: usize) -> String {
+    fn describe(&self) -> String {
         match *self {
-            Plan::Stats { task, .. } => format!(
-                "the {task} statistics of p = {p} features ({} p x p second moments) and an \
-                 extraction from them",
-                match task {
-                    Task::Regression => "one",
-                    Task::Classification => "two classes' ",
-                }
-            ),
-            Plan::Select { s: 0 } => format!("the file held in memory (n x p, p = {p})"),
+            Plan::Stats {
+                task: Task::Regression,
+                ..
+            } => "the statistics (a p x p matrix of second moments) and an extraction from them"
+                .into(),
+            Plan::Stats {
+                task: Task::Classification,
+                ..
+            } => "the classification statistics (two p x p matrices of second moments, one per \
+                  class) and an extraction from them"
+                .into(),
+            Plan::Select { s: 0 } => "holding the file in memory (n x p)".into(),
             Plan::Select { s } => {
-                format!("the file held in memory (n x p, p = {p}) and a selection of s = {s}")
+                format!("holding the file in memory (n x p) and a selection of s = {s}")
             }
-            Plan::Rows { batch_rows } => {
-                format!("batches of {batch_rows} rows of p = {p} features")
-            }
+            Plan::Rows { batch_rows } => format!("batches of {batch_rows} rows"),
         }
     }
 }
@@ -239,7 +240,7 @@ impl Dimensions<'_> {
             return Ok(());
         }
         let rows = match (budget.plan, self.rows) {
-            (Plan::Select { .. }, Some(n)) => format!(" and {n} rows"),
+            (Plan::Select { .. }, Some(n)) => format!(", and n = {n} rows"),
             _ => String::new(),
         };
         let mut hint = String::new();
@@ -254,11 +255,11 @@ impl Dimensions<'_> {
         Err(DataError::File {
             path: self.path.into(),
             msg: format!(
-                "too large for the memory limit: {}{rows}, so {} would need an estimated {est}, \
+                "too large for the memory limit: {}{rows}; {} would need an estimated {est}, \
                  over the limit of {} ({}).{hint} Drop or hash features, learn them as a feature \
                  stream (ravel select, [[feature_streams]]), or raise the limit.",
                 self.driver,
-                budget.plan.describe(self.p),
+                budget.plan.describe(),
                 ByteSize(budget.max_bytes),
                 budget.limit,
             ),
@@ -382,7 +383,10 @@ impl RowReader {
                     path,
                     p: width - 1,
                     rows,
-                    driver: format!("the header (line 1) has {width} columns"),
+                    driver: format!(
+                        "the header (line 1) has {width} columns, so p = {}",
+                        width - 1
+                    ),
                     reader_bytes: 0,
                     distinct: None,
                 }
@@ -455,7 +459,9 @@ impl RowReader {
                     let d = used.len();
                     let names: Vec<String> = used.iter().map(|i| i.to_string()).collect();
                     let map = used.iter().enumerate().map(|(j, &i)| (i, j)).collect();
-                    let driver = format!("the file uses {d} distinct feature indices ({largest})");
+                    let driver = format!(
+                        "the file uses {d} distinct feature indices ({largest}), so p = {d}"
+                    );
                     (d, Some(names), LibsvmColumns::Compact(map), driver, None)
                 } else {
                     let p = max_idx + 1 - offset;
@@ -513,8 +519,9 @@ impl RowReader {
                     p: width - 1,
                     rows: Some(rows),
                     driver: format!(
-                        "the header says {rows} rows of {width} columns{}",
-                        if fortran { " in Fortran order" } else { "" }
+                        "the header says {rows} rows of {width} columns{}, so p = {}",
+                        if fortran { " in Fortran order" } else { "" },
+                        width - 1
                     ),
                     reader_bytes,
                     distinct: None,
@@ -829,13 +836,19 @@ mod tests {
         assert_eq!(y, [1.5, -2.0, 0.5]);
         assert_eq!(x, [1.0, 2.0, 0.0, 0.0, 0.0, 4.0, -1.0, 0.5, 1.0]);
         // Not compacted, the same file needs p = 999999 (indices from 1).
-        let e = open(&f.0, fit_budget(GIB), false).err().unwrap().to_string();
+        let e = open(&f.0, fit_budget(GIB), false)
+            .err()
+            .unwrap()
+            .to_string();
         assert!(e.contains("index is 999999 (line 2), so p = 999999"), "{e}");
         assert!(e.contains("only 3 distinct"), "{e}");
         // Compaction is for LIBSVM files only.
         let c = TempFile::new("dense.csv", b"a,y\n1,2\n");
         let e = open(&c.0, fit_budget(GIB), true).err().unwrap().to_string();
-        assert!(e.contains("--compact-features applies to LIBSVM files"), "{e}");
+        assert!(
+            e.contains("--compact-features applies to LIBSVM files"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -848,16 +861,19 @@ mod tests {
             .err()
             .unwrap()
             .to_string();
+        assert!(e.contains("the header (line 1) has 100000 columns"), "{e}");
         assert!(
-            e.contains("the header (line 1) has 100000 columns"),
+            e.contains("so p = 99999; the statistics (a p x p matrix"),
             "{e}"
         );
-        assert!(e.contains("p = 99999 features"), "{e}");
     }
 
     #[test]
     fn an_npy_header_is_checked_before_its_body() {
-        let f = TempFile::new("huge.npy", &npy("(1000000000000, 100000)", false, &[1.0; 4]));
+        let f = TempFile::new(
+            "huge.npy",
+            &npy("(1000000000000, 100000)", false, &[1.0; 4]),
+        );
         let e = open(&f.0, fit_budget(4 * GIB), false)
             .err()
             .unwrap()
@@ -868,7 +884,10 @@ mod tests {
         );
         // Fortran order is transposed in memory: its rows count even for `ravel fit`.
         let f = TempFile::new("fortran.npy", &npy("(100000000, 3)", true, &[1.0; 4]));
-        let e = open(&f.0, fit_budget(GIB), false).err().unwrap().to_string();
+        let e = open(&f.0, fit_budget(GIB), false)
+            .err()
+            .unwrap()
+            .to_string();
         assert!(e.contains("3 columns in Fortran order"), "{e}");
         // A small Fortran file is read and transposed.
         let f = TempFile::new("small.npy", &npy("(2, 3)", true, &[1., 2., 3., 4., 5., 6.]));
@@ -891,7 +910,10 @@ mod tests {
             limit: "--max-memory".into(),
         };
         let e = open(&f.0, budget(10_000), false).err().unwrap().to_string();
-        assert!(e.contains("has 3 columns and 1000 rows"), "{e}");
+        assert!(
+            e.contains("has 3 columns, so p = 2, and n = 1000 rows"),
+            "{e}"
+        );
         assert!(e.contains("a selection of s = 1"), "{e}");
         let r = open(&f.0, budget(1 << 20), false).unwrap();
         assert_eq!(r.p, 2);

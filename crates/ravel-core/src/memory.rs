@@ -252,7 +252,10 @@ mod tests {
         let e = memory_estimate(200_000, Task::Regression);
         assert!(e.total() > 1_200_000_000_000, "{e}");
         assert_eq!(e.to_string().split(' ').next(), Some("1.2"), "{e}");
-        assert!(e.to_string().ends_with("(statistics 298.0 GiB, extraction 894.1 GiB)"));
+        assert!(
+            e.to_string()
+                .ends_with("(statistics 298.0 GiB, extraction 894.1 GiB)")
+        );
     }
 
     #[test]
@@ -296,7 +299,17 @@ mod tests {
         for (s, want) in ok {
             assert_eq!(s.parse::<ByteSize>(), Ok(ByteSize(want)), "{s}");
         }
-        for bad in ["", "GiB", "4 parsecs", "-1GiB", "0", "0.1", "1e3", "4..2GiB", "99999EiB"] {
+        for bad in [
+            "",
+            "GiB",
+            "4 parsecs",
+            "-1GiB",
+            "0",
+            "0.1",
+            "1e3",
+            "4..2GiB",
+            "99999EiB",
+        ] {
             let e = bad.parse::<ByteSize>().unwrap_err();
             assert!(e.contains(bad.trim()), "{bad}: {e}");
         }
