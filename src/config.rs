@@ -6,9 +6,11 @@
 //! documented in `config/ravel.toml`; `Config::check` validates the whole thing once, so the
 //! rest of the service never re-checks it.
 
+use crate::limits::MemoryLimit;
 use anyhow::{Context, bail};
 use ravel_core::Task;
 use ravel_core::features::{Loss, OsParams};
+use ravel_core::memory::{ByteSize, Estimate, memory_estimate, selection_estimate};
 use ravel_core::spec::{Spec, string_or_table};
 use ravel_core::stats::{AlphaSchedule, AlphaSpec};
 use ravel_core::synthetic::{FeatureDesign, SyntheticSpec};
@@ -29,6 +31,7 @@ pub struct Config {
     pub state: StateConfig,
     pub demo: DemoConfig,
     pub log: LogConfig,
+    pub limits: LimitsConfig,
     pub streams: Vec<StreamConfig>,
     pub feature_streams: Vec<FeatureStreamConfig>,
 }
@@ -327,6 +330,37 @@ impl Default for LogConfig {
             level: "info".into(),
         }
     }
+}
+
+/// Bounds checked at start, before anything of their size is allocated.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// Memory the streams' state may take, estimated from their dimensions
+    /// (`ravel_core::memory`): bytes or a unit (`"8GiB"`). Default: half of the machine's
+    /// memory (or of the cgroup's or address-space limit, when lower).
+    pub max_memory: Option<ByteSize>,
+}
+
+impl LimitsConfig {
+    pub fn max_memory(&self) -> MemoryLimit {
+        MemoryLimit::resolve(self.max_memory, "limits.max_memory")
+    }
+}
+
+/// What ingest and the API keep for a stream, estimated from its configuration: two copies
+/// of the statistics (the one ingest folds into and the snapshot readers extract from), one
+/// extraction, and a batch of `max_batch_rows` rows.
+pub fn stream_memory(s: &StreamConfig, max_batch_rows: usize) -> Estimate {
+    memory_estimate(s.p(), s.task)
+        .with_copies(2)
+        .with_batch(max_batch_rows as u64, s.p())
+}
+
+/// What a feature stream keeps: its selection of s columns of n samples, and the columns
+/// gathered in a batch (one column of n per message).
+pub fn feature_stream_memory(f: &FeatureStreamConfig, max_batch_rows: usize) -> Estimate {
+    selection_estimate(f.n as u64, f.s).with_file(max_batch_rows as u64, f.n.saturating_sub(1))
 }
 
 /// The features of a stream: a count p, or the names (JSON named rows need names).
@@ -717,6 +751,66 @@ impl Config {
         }
         if self.state.checkpoint_interval_ms == 0 {
             bail!("state.checkpoint_interval_ms must be positive");
+        }
+        self.check_memory()
+    }
+
+    /// The streams' estimated memory against `limits.max_memory`: a stream whose p x p
+    /// statistics cannot be held is refused here, naming it, instead of aborting on the
+    /// allocation when the service starts it (issue 21).
+    fn check_memory(&self) -> anyhow::Result<()> {
+        let limit = self.limits.max_memory();
+        let over = |est: &Estimate| est.total() > limit.bytes;
+        let advice = "Drop or hash features, learn them as a feature stream ([[feature_streams]]), \
+                      or raise limits.max_memory.";
+        let mut total = Estimate::default();
+        for s in &self.streams {
+            let est = stream_memory(s, self.ingest.max_batch_rows);
+            if over(&est) {
+                bail!(
+                    "stream '{}': features = {} sets p = {}, so two copies of its {} statistics \
+                     (ingest's and the readers' snapshot, each a p x p matrix of second moments \
+                     per class), one extraction and a batch of ingest.max_batch_rows = {} rows \
+                     would need an estimated {est}, over limits.max_memory = {} ({}). {advice}",
+                    s.name,
+                    match &s.features {
+                        FeatureSchema::Count(p) => p.to_string(),
+                        FeatureSchema::Names(n) => format!("a list of {} names", n.len()),
+                    },
+                    s.p(),
+                    s.task,
+                    self.ingest.max_batch_rows,
+                    ByteSize(limit.bytes),
+                    limit.source,
+                );
+            }
+            total = total.plus(est);
+        }
+        for f in &self.feature_streams {
+            let est = feature_stream_memory(f, self.ingest.max_batch_rows);
+            if over(&est) {
+                bail!(
+                    "feature stream '{}': n = {} samples and s = {} kept features would need an \
+                     estimated {est}, over limits.max_memory = {} ({}). Lower n or s, or raise \
+                     limits.max_memory.",
+                    f.name,
+                    f.n,
+                    f.s,
+                    ByteSize(limit.bytes),
+                    limit.source,
+                );
+            }
+            total = total.plus(est);
+        }
+        if over(&total) {
+            bail!(
+                "the {} streams together would need an estimated {total}, over limits.max_memory \
+                 = {} ({}). Serve fewer streams per instance, drop or hash features, or raise \
+                 limits.max_memory.",
+                self.streams.len() + self.feature_streams.len(),
+                ByteSize(limit.bytes),
+                limit.source,
+            );
         }
         Ok(())
     }
@@ -1113,5 +1207,63 @@ mod tests {
         assert_eq!(c.topic(), "t.cls");
         assert_eq!((c.workers, c.loss, c.eta), (2, Loss::Logistic, Some(0.5)));
         assert_eq!(c.params().eta_for(), 0.5);
+    }
+
+    #[test]
+    fn streams_too_large_for_the_memory_limit_are_refused_at_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = "[kafka]\nbrokers = \"b:1\"\n";
+        let load = |text: &str, env_pairs: &[(&str, &str)]| {
+            let path = write(dir.path(), text);
+            let args = ServeArgs {
+                config: Some(path),
+                ..Default::default()
+            };
+            Config::load_with_env(&args, env(env_pairs)).map_err(|e| format!("{e:#}"))
+        };
+        // The issue's p: its statistics alone are 320 GB a copy.
+        let huge = format!(
+            "{base}[limits]\nmax_memory = \"64GiB\"\n[[streams]]\nname = \"wide\"\nfeatures = 200000\n"
+        );
+        let e = load(&huge, &[]).unwrap_err();
+        for part in [
+            "stream 'wide': features = 200000 sets p = 200000",
+            "two copies of its regression statistics",
+            "an estimated 1.5 TiB",
+            "over limits.max_memory = 64.0 GiB (set by limits.max_memory)",
+            "Drop or hash features",
+            "[[feature_streams]]",
+        ] {
+            assert!(e.contains(part), "'{part}' missing from: {e}");
+        }
+        // The default limit is the machine's: still refused, saying so.
+        let e = load(&huge.replace("max_memory = \"64GiB\"", ""), &[]).unwrap_err();
+        assert!(e.contains("limits.max_memory"), "{e}");
+        // p = 1000: 2 x 8 MB statistics, 24 MB extraction, 16 MB batch.
+        let small = format!(
+            "{base}[[streams]]\nname = \"a\"\nfeatures = 1000\ntask = \"classification\"\n"
+        );
+        let cfg = load(&format!("{small}[limits]\nmax_memory = \"1GiB\"\n"), &[]).unwrap();
+        assert_eq!(cfg.limits.max_memory, Some(ByteSize(1 << 30)));
+        let e = load(&format!("{small}[limits]\nmax_memory = \"50MB\"\n"), &[]).unwrap_err();
+        assert!(e.contains("classification statistics"), "{e}");
+        // The environment and bytes work too; a bad amount names the field.
+        assert!(load(&small, &[("RAVEL_LIMITS__MAX_MEMORY", "50MB")]).is_err());
+        assert!(load(&small, &[("RAVEL_LIMITS__MAX_MEMORY", "1073741824")]).is_ok());
+        let e = load(&format!("{small}[limits]\nmax_memory = \"lots\"\n"), &[]).unwrap_err();
+        assert!(e.contains("max_memory") && e.contains("'lots'"), "{e}");
+        // Feature streams count too, and so does the sum of all streams.
+        let e = load(
+            &format!("{base}[limits]\nmax_memory = \"1GiB\"\n[[feature_streams]]\nname = \"f\"\nn = 100000000\ns = 10\n"),
+            &[],
+        )
+        .unwrap_err();
+        assert!(e.contains("feature stream 'f': n = 100000000"), "{e}");
+        let mut many = format!("{base}[limits]\nmax_memory = \"100MB\"\n");
+        for i in 0..4 {
+            many.push_str(&format!("[[streams]]\nname = \"s{i}\"\nfeatures = 1000\n"));
+        }
+        let e = load(&many, &[]).unwrap_err();
+        assert!(e.contains("the 4 streams together"), "{e}");
     }
 }

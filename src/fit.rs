@@ -4,8 +4,9 @@
 //! test-then-train instead (prequential.rs) and prints one JSON line per N rows, so weight
 //! schedules (`--alpha`) can be compared before deploying one.
 
+use crate::limits::MemoryArgs;
 use ravel_core::Task;
-use ravel_core::data::{Format, RowReader};
+use ravel_core::data::{Format, OpenOptions, Plan, RowReader};
 use ravel_core::prequential::Prequential;
 use ravel_core::solve::{self, Method, Request};
 use ravel_core::stats::{AlphaSchedule, RunningStats, Stats};
@@ -47,6 +48,12 @@ pub struct FitArgs {
     /// Force the file format instead of detecting it from the extension.
     #[arg(long = "file-format", value_name = "FORMAT", value_parser = ["csv", "libsvm", "npy"])]
     pub format: Option<String>,
+    /// LIBSVM: number the features by the distinct indices the file uses instead of by the
+    /// largest index (p = how many are used); coefficients are named by the file's indices.
+    #[arg(long)]
+    pub compact_features: bool,
+    #[command(flatten)]
+    pub memory: MemoryArgs,
 }
 
 /// The extraction flags: one per field of the API's request body (`--l1-ratio` is
@@ -240,7 +247,19 @@ pub fn run(args: &FitArgs) -> anyhow::Result<String> {
              constant label, so there are no prediction errors to watch"
         );
     }
-    let reader = RowReader::open(&args.file, args.target.as_deref(), format)?;
+    // The statistics' memory is estimated from the file's dimensions and checked against
+    // --max-memory before any row is read (issue 21).
+    let plan = Plan::Stats {
+        task: args.task,
+        batch_rows: args.batch.max(1),
+    };
+    let opts = OpenOptions {
+        target: args.target.as_deref(),
+        format,
+        compact_features: args.compact_features,
+        budget: args.memory.limit().budget(plan),
+    };
+    let reader = RowReader::open(&args.file, &opts)?;
     // Check the request before reading a large file.
     if let Some(window) = args.prequential {
         return prequential(reader, args, schedule, &params, window);

@@ -9,6 +9,8 @@
 //! - [`fit`]: `ravel fit`, the offline entry point (a file through the streaming statistics).
 //! - [`select`]: `ravel select`, the offline form of a feature stream.
 //! - [`produce`], [`demo`]: `ravel produce` and the demo producer of the embedded default.
+//! - [`limits`]: the memory limit (`--max-memory`, `limits.max_memory`) files and configured
+//!   streams are checked against before anything of their size is allocated.
 //!
 //! The service (`ravel serve`) wires the library to Kafka and HTTP:
 //! - [`config`]: the configuration schema; file < `RAVEL_...` environment < flags.
@@ -40,6 +42,7 @@ pub mod feature_streams;
 pub mod fit;
 pub mod http;
 pub mod ingest;
+pub mod limits;
 pub mod metrics;
 pub mod produce;
 pub mod published;

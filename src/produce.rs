@@ -4,9 +4,10 @@
 
 use crate::config::KafkaConfig;
 use crate::ingest::{self, format};
+use crate::limits::MemoryArgs;
 use anyhow::{Context, anyhow, bail};
 use indicatif::{ProgressBar, ProgressStyle};
-use ravel_core::data::{Format, RowReader};
+use ravel_core::data::{Format, OpenOptions, Plan, RowReader};
 use ravel_core::synthetic::SyntheticSpec;
 use rdkafka::ClientContext;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
@@ -65,6 +66,8 @@ pub struct ProduceArgs {
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub memory: MemoryArgs,
 }
 
 /// What was sent.
@@ -113,7 +116,19 @@ pub fn run(args: &ProduceArgs) -> anyhow::Result<Produced> {
                 "npy" => Format::Npy,
                 _ => Format::Libsvm,
             });
-            let r = RowReader::open(path, args.target.as_deref(), format)?;
+            // Only a message's rows are held; a file whose rows alone pass --max-memory is
+            // refused before reading.
+            let batch_rows = match args.wire_format {
+                WireFormat::JsonNamed => 1,
+                _ => args.batch_rows,
+            };
+            let opts = OpenOptions {
+                target: args.target.as_deref(),
+                format,
+                compact_features: false,
+                budget: args.memory.limit().budget(Plan::Rows { batch_rows }),
+            };
+            let r = RowReader::open(path, &opts)?;
             let (p, names) = (r.p, r.names.clone());
             (Source::File(r), p, names, None)
         }

@@ -8,7 +8,8 @@
 //! and streamed. The selection itself holds only s columns; the in-memory copy of the file is
 //! this command's, not the algorithm's.
 
-use ravel_core::data::{Format, RowReader};
+use crate::limits::MemoryArgs;
+use ravel_core::data::{Format, OpenOptions, Plan, RowReader};
 use ravel_core::features::{FeatureError, Labels, Loss, OsParams, Outcome, Substitution};
 use ravel_core::solve::Model;
 use std::path::PathBuf;
@@ -44,6 +45,8 @@ pub struct SelectArgs {
     /// Force the file format instead of detecting it from the extension.
     #[arg(long = "file-format", value_name = "FORMAT", value_parser = ["csv", "libsvm", "npy"])]
     pub format: Option<String>,
+    #[command(flatten)]
+    pub memory: MemoryArgs,
 }
 
 /// Runs `ravel select` and returns the JSON to print.
@@ -75,7 +78,15 @@ pub fn select(args: &SelectArgs) -> anyhow::Result<Model> {
         "npy" => Format::Npy,
         _ => Format::Libsvm,
     });
-    let mut reader = RowReader::open(&args.file, args.target.as_deref(), format)?;
+    // The file is held whole (n x p): refused before reading when that and the selection
+    // need more than --max-memory.
+    let opts = OpenOptions {
+        target: args.target.as_deref(),
+        format,
+        compact_features: false,
+        budget: args.memory.limit().budget(Plan::Select { s: args.s }),
+    };
+    let mut reader = RowReader::open(&args.file, &opts)?;
     let p = reader.p;
     let (mut x, mut y) = (Vec::new(), Vec::new());
     while reader.next_batch(4096, &mut x, &mut y)? > 0 {}

@@ -50,6 +50,7 @@ fn drift_alarms_reach_the_api_and_the_metrics() {
         batch_rows: 97,
         options: vec![],
         quiet: true,
+        memory: Default::default(),
     };
     assert_eq!(produce::run(&args).unwrap().rows, n);
 

@@ -8,7 +8,7 @@
 //! LIBSVM and NPY (C and Fortran order) must give identical models, and bad files or requests
 //! must give one clear error line and a non-zero exit, never a panic.
 
-use ravel_core::data::RowReader;
+use ravel_core::data::{Budget, OpenOptions, Plan, RowReader};
 use ravel_core::solve::{Model, Request};
 use ravel_core::stats::{AlphaSchedule, ClassStats, RunningStats, Stats};
 use serde::Deserialize;
@@ -147,8 +147,11 @@ fn ravel_model(args: &[String]) -> Model {
 /// The library path: the file read whole, folded in one row at a time (the CLI folds
 /// mini-batches), then the same extraction.
 fn library_model(case: &Case, data: &Dataset) -> Model {
-    let mut reader =
-        RowReader::open(&fixtures().join(&data.file), Some(&data.target), None).unwrap();
+    let opts = OpenOptions {
+        target: Some(&data.target),
+        ..OpenOptions::new(Budget::unlimited(Plan::Rows { batch_rows: 4096 }))
+    };
+    let mut reader = RowReader::open(&fixtures().join(&data.file), &opts).unwrap();
     let (mut x, mut y) = (vec![], vec![]);
     while reader.next_batch(4096, &mut x, &mut y).unwrap() > 0 {}
     let p = reader.p;

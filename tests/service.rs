@@ -31,6 +31,7 @@ fn produce_file(brokers: &str, topic: &str, file: &Path, format: WireFormat, bat
         batch_rows: batch,
         options: vec![],
         quiet: true,
+        memory: Default::default(),
     };
     produce::run(&args).unwrap().rows
 }

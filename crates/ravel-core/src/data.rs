@@ -4,7 +4,18 @@
 //! Rows come out in mini-batches (row-major x, and y) so that a file of any length is folded
 //! into `RunningStats` without being held in memory. Every error names the line (or row) and
 //! column so the user can fix the file.
+//!
+//! Opening a file reads only its dimensions (CSV header, LIBSVM first pass, NPY header) and
+//! checks them against a [`Budget`] before anything that grows with them is allocated: the
+//! caller says what it will build from the rows ([`Plan`]), `memory` estimates the bytes from
+//! p (and n for `ravel select`), and a file that needs more than the limit is refused with an
+//! error naming the dimension that drives it (issue 21: a LIBSVM index of 200000 sets
+//! p = 200000, and the statistics alone would take 320 GB). A LIBSVM file whose indices are
+//! far apart can be renumbered to the distinct indices it uses (`compact_features`).
 
+use crate::memory::{ByteSize, Estimate, memory_estimate, selection_estimate};
+use crate::task::Task;
+use std::collections::{BTreeSet, HashMap};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -71,6 +82,104 @@ impl Format {
     }
 }
 
+/// What the caller builds from the rows, so that `RowReader::open` can estimate the memory it
+/// will take from the file's dimensions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Plan {
+    /// Running statistics of this task, folded `batch_rows` rows at a time, and one extraction
+    /// from them (`ravel fit`).
+    Stats { task: Task, batch_rows: usize },
+    /// The whole file in memory and a selection of `s` of its columns (`ravel select`; s = 0:
+    /// the file only, `read_all`).
+    Select { s: usize },
+    /// Batches of `batch_rows` rows, nothing kept (`ravel produce`).
+    Rows { batch_rows: usize },
+}
+
+impl Plan {
+    /// The estimate for a file of p features and (when known) n rows.
+    pub fn estimate(&self, p: usize, n: Option<u64>) -> Estimate {
+        match *self {
+            Plan::Stats { task, batch_rows } => {
+                memory_estimate(p, task).with_batch(batch_rows as u64, p)
+            }
+            Plan::Select { s } => {
+                let n = n.unwrap_or(0);
+                selection_estimate(n, s).with_file(n, p)
+            }
+            Plan::Rows { batch_rows } => Estimate::default().with_batch(batch_rows as u64, p),
+        }
+    }
+
+    fn describe(&self) -> String {
+        match *self {
+            Plan::Stats {
+                task: Task::Regression,
+                ..
+            } => "the statistics (a p x p matrix of second moments) and an extraction from them"
+                .into(),
+            Plan::Stats {
+                task: Task::Classification,
+                ..
+            } => "the classification statistics (two p x p matrices of second moments, one per \
+                  class) and an extraction from them"
+                .into(),
+            Plan::Select { s: 0 } => "holding the file in memory (n x p)".into(),
+            Plan::Select { s } => {
+                format!("holding the file in memory (n x p) and a selection of s = {s}")
+            }
+            Plan::Rows { batch_rows } => format!("batches of {batch_rows} rows"),
+        }
+    }
+}
+
+/// The memory a caller may use for what it builds from a file: `RowReader::open` refuses a
+/// file whose dimensions need more than `max_bytes`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Budget {
+    pub plan: Plan,
+    pub max_bytes: u64,
+    /// Where the limit comes from and how to raise it, for the error message (e.g.
+    /// "--max-memory (default: half of this machine's 15.5 GiB)").
+    pub limit: String,
+}
+
+impl Budget {
+    /// No limit (tests, tools that read known small files).
+    pub fn unlimited(plan: Plan) -> Budget {
+        Budget {
+            plan,
+            max_bytes: u64::MAX,
+            limit: "no limit".into(),
+        }
+    }
+}
+
+/// How a file is opened.
+#[derive(Debug, Clone)]
+pub struct OpenOptions<'a> {
+    /// Target column (CSV, NPY): a header name or an index; default the last column.
+    pub target: Option<&'a str>,
+    /// The format, or None to detect it (`Format::detect`).
+    pub format: Option<Format>,
+    /// LIBSVM: number the features by the distinct indices the file uses (column j is the
+    /// j-th smallest index) instead of by the largest index; `names` are then the file's
+    /// indices, so coefficients are reported under them.
+    pub compact_features: bool,
+    pub budget: Budget,
+}
+
+impl<'a> OpenOptions<'a> {
+    pub fn new(budget: Budget) -> OpenOptions<'a> {
+        OpenOptions {
+            target: None,
+            format: None,
+            compact_features: false,
+            budget,
+        }
+    }
+}
+
 /// A row source: feature names, p, and batches of rows.
 pub struct RowReader {
     pub path: PathBuf,
@@ -92,7 +201,7 @@ enum Inner {
     Libsvm {
         lines: std::io::Lines<BufReader<File>>,
         line: u64,
-        offset: usize,
+        columns: LibsvmColumns,
     },
     Npy {
         data: Box<dyn Iterator<Item = std::io::Result<f64>>>,
@@ -100,6 +209,62 @@ enum Inner {
         width: usize,
         rows: u64,
     },
+}
+
+/// Where a LIBSVM index goes: index - offset (indices from 0 or from 1), or the position of
+/// the index among the distinct ones (`compact_features`).
+enum LibsvmColumns {
+    Offset(usize),
+    Compact(HashMap<usize, usize>),
+}
+
+/// The dimensions of a file as read before its rows, and the check of a budget against them.
+struct Dimensions<'a> {
+    path: &'a Path,
+    p: usize,
+    /// Rows, when known before reading them (NPY header; LIBSVM first pass; CSV for select).
+    rows: Option<u64>,
+    /// What sets p, in the file's words ("the largest feature index is 200000 (line 1)").
+    driver: String,
+    /// Bytes the reader itself holds (a Fortran-order NPY file is transposed in memory).
+    reader_bytes: u64,
+    /// LIBSVM without compaction: the distinct indices used, when far fewer than p.
+    distinct: Option<usize>,
+}
+
+impl Dimensions<'_> {
+    fn check(&self, budget: &Budget) -> Result<(), DataError> {
+        let mut est = budget.plan.estimate(self.p, self.rows);
+        est.rows = est.rows.saturating_add(self.reader_bytes);
+        if est.total() <= budget.max_bytes {
+            return Ok(());
+        }
+        let rows = match (budget.plan, self.rows) {
+            (Plan::Select { .. }, Some(n)) => format!(", and n = {n} rows"),
+            _ => String::new(),
+        };
+        let mut hint = String::new();
+        if let Some(d) = self.distinct {
+            let compact = budget.plan.estimate(d, self.rows).total();
+            hint = format!(
+                " The file uses only {d} distinct feature indices: --compact-features renumbers \
+                 them (p = {d}, an estimated {}).",
+                ByteSize(compact)
+            );
+        }
+        Err(DataError::File {
+            path: self.path.into(),
+            msg: format!(
+                "too large for the memory limit: {}{rows}; {} would need an estimated {est}, \
+                 over the limit of {} ({}).{hint} Drop or hash features, learn them as a feature \
+                 stream (ravel select, [[feature_streams]]), or raise the limit.",
+                self.driver,
+                budget.plan.describe(),
+                ByteSize(budget.max_bytes),
+                budget.limit,
+            ),
+        })
+    }
 }
 
 /// Target column given as a header name or an index.
@@ -155,12 +320,12 @@ fn parse_cell(cell: &str, path: &Path, line: u64, col: usize) -> Result<f64, Dat
 }
 
 impl RowReader {
-    pub fn open(
-        path: &Path,
-        target: Option<&str>,
-        format: Option<Format>,
-    ) -> Result<RowReader, DataError> {
-        let format = match format {
+    /// Opens a file: reads its dimensions, refuses it when what `opts.budget.plan` builds
+    /// from them needs more than the budget, and returns the reader positioned at the first
+    /// row.
+    pub fn open(path: &Path, opts: &OpenOptions) -> Result<RowReader, DataError> {
+        let target = opts.target;
+        let format = match opts.format {
             Some(f) => f,
             None => Format::detect(path)?,
         };
@@ -168,6 +333,13 @@ impl RowReader {
             path: path.into(),
             error,
         };
+        if opts.compact_features && format != Format::Libsvm {
+            return Err(DataError::File {
+                path: path.into(),
+                msg: "--compact-features applies to LIBSVM files (it renumbers feature indices)"
+                    .into(),
+            });
+        }
         let file = File::open(path).map_err(io)?;
         let (names, p, inner) = match format {
             Format::Csv => {
@@ -176,11 +348,12 @@ impl RowReader {
                 } else {
                     b','
                 };
-                let mut reader = csv::ReaderBuilder::new()
-                    .delimiter(delim)
-                    .has_headers(true)
-                    .trim(csv::Trim::All)
-                    .from_reader(BufReader::new(file));
+                let builder = || {
+                    let mut b = csv::ReaderBuilder::new();
+                    b.delimiter(delim).has_headers(true).trim(csv::Trim::All);
+                    b
+                };
+                let mut reader = builder().from_reader(BufReader::new(file));
                 let header: Vec<String> = reader
                     .headers()
                     .map_err(|e| DataError::File {
@@ -192,6 +365,32 @@ impl RowReader {
                     .collect();
                 let width = header.len();
                 let t = resolve_target(target, Some(&header), width, path)?;
+                // `ravel select` holds every row: count them first (a pass over the records,
+                // nothing kept).
+                let rows = if matches!(opts.budget.plan, Plan::Select { .. }) {
+                    let f = File::open(path).map_err(io)?;
+                    let mut counter = builder().from_reader(BufReader::new(f));
+                    let mut record = csv::ByteRecord::new();
+                    let mut n = 0u64;
+                    while counter.read_byte_record(&mut record).unwrap_or(false) {
+                        n += 1;
+                    }
+                    Some(n)
+                } else {
+                    None
+                };
+                Dimensions {
+                    path,
+                    p: width - 1,
+                    rows,
+                    driver: format!(
+                        "the header (line 1) has {width} columns, so p = {}",
+                        width - 1
+                    ),
+                    reader_bytes: 0,
+                    distinct: None,
+                }
+                .check(&opts.budget)?;
                 let names: Vec<String> = header
                     .iter()
                     .enumerate()
@@ -218,18 +417,18 @@ impl RowReader {
                                 .into(),
                     });
                 }
-                // First pass: the number of features and whether indices start at 0 or 1.
-                let (mut min_idx, mut max_idx) = (usize::MAX, 0usize);
-                let mut any = false;
+                // First pass: the number of features, whether indices start at 0 or 1, the
+                // distinct indices used and the rows.
+                let (mut min_idx, mut max_idx, mut max_line) = (usize::MAX, 0usize, 0u64);
+                let mut used = BTreeSet::new();
+                let mut rows = 0u64;
                 for (i, line) in BufReader::new(file).lines().enumerate() {
                     let line = line.map_err(io)?;
-                    for tok in line
-                        .split('#')
-                        .next()
-                        .unwrap_or("")
-                        .split_whitespace()
-                        .skip(1)
-                    {
+                    let content = line.split('#').next().unwrap_or("");
+                    if !content.trim().is_empty() {
+                        rows += 1;
+                    }
+                    for tok in content.split_whitespace().skip(1) {
                         let (idx, _) = tok.split_once(':').ok_or_else(|| DataError::Line {
                             path: path.into(),
                             line: i as u64 + 1,
@@ -241,32 +440,60 @@ impl RowReader {
                             msg: format!("'{idx}' is not a feature index"),
                         })?;
                         min_idx = min_idx.min(idx);
-                        max_idx = max_idx.max(idx);
-                        any = true;
+                        if max_line == 0 || idx > max_idx {
+                            max_idx = idx;
+                            max_line = i as u64 + 1;
+                        }
+                        used.insert(idx);
                     }
                 }
-                if !any {
+                if used.is_empty() {
                     return Err(DataError::File {
                         path: path.into(),
                         msg: "no features found".into(),
                     });
                 }
                 let offset = if min_idx == 0 { 0 } else { 1 };
-                let p = max_idx + 1 - offset;
+                let largest = format!("the largest feature index is {max_idx} (line {max_line})");
+                let (p, names, columns, driver, distinct) = if opts.compact_features {
+                    let d = used.len();
+                    let names: Vec<String> = used.iter().map(|i| i.to_string()).collect();
+                    let map = used.iter().enumerate().map(|(j, &i)| (i, j)).collect();
+                    let driver = format!(
+                        "the file uses {d} distinct feature indices ({largest}), so p = {d}"
+                    );
+                    (d, Some(names), LibsvmColumns::Compact(map), driver, None)
+                } else {
+                    let p = max_idx + 1 - offset;
+                    // Far fewer indices used than p: renumbering them would help.
+                    let sparse = (used.len() <= p / 2).then_some(used.len());
+                    let driver = format!("{largest}, so p = {p}");
+                    (p, None, LibsvmColumns::Offset(offset), driver, sparse)
+                };
+                drop(used);
+                Dimensions {
+                    path,
+                    p,
+                    rows: Some(rows),
+                    driver,
+                    reader_bytes: 0,
+                    distinct,
+                }
+                .check(&opts.budget)?;
                 let file = File::open(path).map_err(io)?;
                 (
-                    None,
+                    names,
                     p,
                     Inner::Libsvm {
                         lines: BufReader::new(file).lines(),
                         line: 0,
-                        offset,
+                        columns,
                     },
                 )
             }
             Format::Npy => {
                 let mut reader = BufReader::new(file);
-                let npy = npyz::NpyFile::new(&mut reader).map_err(io)?;
+                let npy = npyz::NpyHeader::from_reader(&mut reader).map_err(io)?;
                 let shape = npy.shape().to_vec();
                 if shape.len() != 2 {
                     return Err(DataError::File {
@@ -274,15 +501,38 @@ impl RowReader {
                         msg: format!("expected a 2-D array, got shape {shape:?}"),
                     });
                 }
-                let (rows, width) = (shape[0], shape[1] as usize);
+                let (rows, width) = (shape[0], usize::try_from(shape[1]).unwrap_or(usize::MAX));
                 let t = resolve_target(target, None, width, path)?;
                 let fortran = npy.order() == npyz::Order::Fortran;
+                // Column-major files cannot be streamed by row: they are read whole and
+                // transposed (two copies).
+                let reader_bytes = if fortran {
+                    Estimate::default()
+                        .with_file(rows, width.saturating_sub(1))
+                        .rows
+                        .saturating_mul(2)
+                } else {
+                    0
+                };
+                Dimensions {
+                    path,
+                    p: width - 1,
+                    rows: Some(rows),
+                    driver: format!(
+                        "the header says {rows} rows of {width} columns{}, so p = {}",
+                        if fortran { " in Fortran order" } else { "" },
+                        width - 1
+                    ),
+                    reader_bytes,
+                    distinct: None,
+                }
+                .check(&opts.budget)?;
+                let npy = npyz::NpyFile::with_header(npy, reader);
                 let wrong_type = |_| DataError::File {
                     path: path.into(),
                     msg: "expected float64 data (dtype '<f8')".into(),
                 };
                 let data: Box<dyn Iterator<Item = std::io::Result<f64>>> = if fortran {
-                    // Column-major files cannot be streamed by row: transpose in memory.
                     let v: Vec<f64> = npy
                         .data::<f64>()
                         .map_err(wrong_type)?
@@ -378,7 +628,7 @@ impl RowReader {
             Inner::Libsvm {
                 lines,
                 line,
-                offset,
+                columns,
             } => {
                 while got < max_rows {
                     let Some(l) = lines.next() else { break };
@@ -399,7 +649,11 @@ impl RowReader {
                         let (i, v) = tok.split_once(':').unwrap_or((tok, ""));
                         let i: usize = i.parse().unwrap_or(usize::MAX);
                         let v = parse_cell(v, &path, *line, i)?;
-                        x[start + i - *offset] = v;
+                        let j = match columns {
+                            LibsvmColumns::Offset(offset) => i - *offset,
+                            LibsvmColumns::Compact(map) => map[&i],
+                        };
+                        x[start + j] = v;
                     }
                     y.push(label);
                     got += 1;
@@ -467,10 +721,201 @@ fn csv_msg(e: &csv::Error) -> String {
 /// A whole file in memory: feature names (CSV header), p, row-major x and y.
 pub type Table = (Option<Vec<String>>, usize, Vec<f64>, Vec<f64>);
 
-/// Reads a whole file into memory (tests and small files only).
-pub fn read_all(path: &Path, target: Option<&str>) -> Result<Table, DataError> {
-    let mut r = RowReader::open(path, target, None)?;
+/// Reads a whole file into memory (tests and small files only), within `max_bytes`.
+pub fn read_all(path: &Path, target: Option<&str>, max_bytes: u64) -> Result<Table, DataError> {
+    let opts = OpenOptions {
+        target,
+        ..OpenOptions::new(Budget {
+            plan: Plan::Select { s: 0 },
+            max_bytes,
+            limit: "read_all".into(),
+        })
+    };
+    let mut r = RowReader::open(path, &opts)?;
     let (mut x, mut y) = (vec![], vec![]);
     while r.next_batch(4096, &mut x, &mut y)? > 0 {}
     Ok((r.names.clone(), r.p, x, y))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file in the temp directory, removed when dropped.
+    struct TempFile(PathBuf);
+    impl TempFile {
+        fn new(name: &str, bytes: &[u8]) -> TempFile {
+            let dir = std::env::temp_dir().join(format!("ravel-data-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            let path = dir.join(name);
+            std::fs::write(&path, bytes).unwrap();
+            TempFile(path)
+        }
+    }
+    impl Drop for TempFile {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+
+    const GIB: u64 = 1 << 30;
+
+    fn fit_budget(max_bytes: u64) -> Budget {
+        Budget {
+            plan: Plan::Stats {
+                task: Task::Regression,
+                batch_rows: 1024,
+            },
+            max_bytes,
+            limit: "--max-memory".into(),
+        }
+    }
+
+    fn open(path: &Path, budget: Budget, compact: bool) -> Result<RowReader, DataError> {
+        let opts = OpenOptions {
+            compact_features: compact,
+            ..OpenOptions::new(budget)
+        };
+        RowReader::open(path, &opts)
+    }
+
+    /// An NPY v1 header for float64 data of this shape, followed by `body`.
+    fn npy(shape: &str, fortran: bool, body: &[f64]) -> Vec<u8> {
+        let mut dict = format!(
+            "{{'descr': '<f8', 'fortran_order': {}, 'shape': {shape}, }}",
+            if fortran { "True" } else { "False" }
+        );
+        while (10 + dict.len() + 1) % 64 != 0 {
+            dict.push(' ');
+        }
+        dict.push('\n');
+        let mut out = b"\x93NUMPY\x01\x00".to_vec();
+        out.extend_from_slice(&(dict.len() as u16).to_le_bytes());
+        out.extend_from_slice(dict.as_bytes());
+        for v in body {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        out
+    }
+
+    #[test]
+    fn a_large_libsvm_index_is_refused_with_its_line_and_a_hint() {
+        let f = TempFile::new("mid.svm", b"1 200000:2\n0 1:1\n");
+        let e = open(&f.0, fit_budget(4 * GIB), false)
+            .err()
+            .expect("refused")
+            .to_string();
+        for part in [
+            f.0.display().to_string().as_str(),
+            "the largest feature index is 200000 (line 1), so p = 200000",
+            "an estimated 1.2 TiB",
+            "over the limit of 4.0 GiB (--max-memory)",
+            "only 2 distinct feature indices: --compact-features renumbers them (p = 2",
+            "Drop or hash features",
+            "raise the limit",
+        ] {
+            assert!(e.contains(part), "'{part}' missing from: {e}");
+        }
+        // The same file opens under a limit it fits.
+        let r = open(&f.0, Budget::unlimited(Plan::Rows { batch_rows: 2 }), false).unwrap();
+        assert_eq!(r.p, 200_000);
+    }
+
+    #[test]
+    fn compact_features_number_the_indices_used() {
+        let f = TempFile::new(
+            "sparse.libsvm",
+            b"1.5 3:1 70000:2\n-2 999999:4 # comment 5:5\n\n0.5 3:-1 999999:1 70000:0.5\n",
+        );
+        let mut r = open(&f.0, fit_budget(GIB), true).unwrap();
+        assert_eq!(r.p, 3);
+        let names = r.names.clone().unwrap();
+        assert_eq!(names, ["3", "70000", "999999"]);
+        let (mut x, mut y) = (vec![], vec![]);
+        while r.next_batch(2, &mut x, &mut y).unwrap() > 0 {}
+        assert_eq!(y, [1.5, -2.0, 0.5]);
+        assert_eq!(x, [1.0, 2.0, 0.0, 0.0, 0.0, 4.0, -1.0, 0.5, 1.0]);
+        // Not compacted, the same file needs p = 999999 (indices from 1).
+        let e = open(&f.0, fit_budget(GIB), false)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("index is 999999 (line 2), so p = 999999"), "{e}");
+        assert!(e.contains("only 3 distinct"), "{e}");
+        // Compaction is for LIBSVM files only.
+        let c = TempFile::new("dense.csv", b"a,y\n1,2\n");
+        let e = open(&c.0, fit_budget(GIB), true).err().unwrap().to_string();
+        assert!(
+            e.contains("--compact-features applies to LIBSVM files"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_wide_csv_header_is_refused_before_any_row() {
+        let header: Vec<String> = (0..100_000).map(|j| format!("x{j}")).collect();
+        // The row is malformed: refusing must not read it.
+        let body = format!("{}\nnot,a,row\n", header.join(","));
+        let f = TempFile::new("wide.csv", body.as_bytes());
+        let e = open(&f.0, fit_budget(GIB), false)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("the header (line 1) has 100000 columns"), "{e}");
+        assert!(
+            e.contains("so p = 99999; the statistics (a p x p matrix"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn an_npy_header_is_checked_before_its_body() {
+        let f = TempFile::new(
+            "huge.npy",
+            &npy("(1000000000000, 100000)", false, &[1.0; 4]),
+        );
+        let e = open(&f.0, fit_budget(4 * GIB), false)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("the header says 1000000000000 rows of 100000 columns"),
+            "{e}"
+        );
+        // Fortran order is transposed in memory: its rows count even for `ravel fit`.
+        let f = TempFile::new("fortran.npy", &npy("(100000000, 3)", true, &[1.0; 4]));
+        let e = open(&f.0, fit_budget(GIB), false)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("3 columns in Fortran order"), "{e}");
+        // A small Fortran file is read and transposed.
+        let f = TempFile::new("small.npy", &npy("(2, 3)", true, &[1., 2., 3., 4., 5., 6.]));
+        let mut r = open(&f.0, fit_budget(GIB), false).unwrap();
+        let (mut x, mut y) = (vec![], vec![]);
+        while r.next_batch(8, &mut x, &mut y).unwrap() > 0 {}
+        assert_eq!((x, y), (vec![1., 3., 2., 4.], vec![5., 6.]));
+    }
+
+    #[test]
+    fn select_counts_the_rows_it_will_hold() {
+        let mut body = String::from("a,b,y\n");
+        for i in 0..1000 {
+            body.push_str(&format!("{i},1,2\n"));
+        }
+        let f = TempFile::new("rows.csv", body.as_bytes());
+        let budget = |max_bytes| Budget {
+            plan: Plan::Select { s: 1 },
+            max_bytes,
+            limit: "--max-memory".into(),
+        };
+        let e = open(&f.0, budget(10_000), false).err().unwrap().to_string();
+        assert!(
+            e.contains("has 3 columns, so p = 2, and n = 1000 rows"),
+            "{e}"
+        );
+        assert!(e.contains("a selection of s = 1"), "{e}");
+        let r = open(&f.0, budget(1 << 20), false).unwrap();
+        assert_eq!(r.p, 2);
+    }
 }

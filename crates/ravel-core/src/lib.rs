@@ -12,6 +12,9 @@
 //! Modules are listed bottom-up; each imports only modules above it in this list.
 //! - [`linalg`]: the dense vector kernels (dot, axpy).
 //! - [`task`]: `Task`, regression or classification.
+//! - [`memory`]: the bytes the statistics, an extraction, the rows read or a selection need,
+//!   from dimensions alone (files and configured streams are refused before allocating), and
+//!   `ByteSize`, the `4GiB` amounts limits are given in.
 //! - [`spec`]: settings given as a table or a `key=value,...` shorthand, one parser for both.
 //! - [`model`]: `Model`, `Coefficient`, `Diagnostics`, `PathModel`: what an extraction returns;
 //!   `Method`, the names of the methods a model can come from.
@@ -35,6 +38,7 @@ pub mod data;
 pub mod features;
 pub mod gram;
 pub mod linalg;
+pub mod memory;
 pub mod model;
 pub mod prequential;
 pub mod scenarios;
