@@ -26,6 +26,7 @@ pub struct Config {
     pub http: HttpConfig,
     pub kafka: KafkaConfig,
     pub ingest: IngestConfig,
+    pub dlq: DlqConfig,
     pub state: StateConfig,
     pub demo: DemoConfig,
     pub log: LogConfig,
@@ -180,7 +181,16 @@ pub struct KafkaConfig {
     pub group_id: String,
     /// Partitions of each stream topic the embedded broker creates.
     pub embedded_partitions: i32,
-    /// librdkafka properties passed through to every client (SASL, TLS, timeouts).
+    /// At start, create the topics ravel needs that the cluster lacks (stream topics, their
+    /// `.dlq` topics, feature-stream topics); otherwise a missing one keeps it not ready.
+    pub create_topics: bool,
+    /// Partitions of the stream topics and dead-letter topics ravel creates (feature-stream
+    /// topics always get one: their order matters).
+    pub topic_partitions: i32,
+    /// Replication factor of the topics ravel creates, capped by the cluster's broker count.
+    pub topic_replication: i16,
+    /// librdkafka properties passed through to every client (SASL, TLS, timeouts). A value
+    /// `${env:NAME}` is read from the environment, `${file:PATH}` from a file (trimmed).
     pub options: BTreeMap<String, String>,
 }
 
@@ -190,6 +200,9 @@ impl Default for KafkaConfig {
             brokers: String::new(),
             group_id: "ravel".into(),
             embedded_partitions: 4,
+            create_topics: false,
+            topic_partitions: 4,
+            topic_replication: 3,
             options: BTreeMap::new(),
         }
     }
@@ -230,6 +243,41 @@ impl Default for IngestConfig {
             max_batch_wait_ms: 50,
             dead_letter: true,
             lag_interval_ms: 5000,
+        }
+    }
+}
+
+/// What happens to a partition whose dead-letter copy cannot be delivered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnFailure {
+    /// The partition waits at the rejected message (not committed past it, later rows held)
+    /// while delivery is retried with backoff.
+    #[default]
+    Block,
+    /// The partition moves on; the message is counted and logged with its coordinates.
+    Skip,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DlqConfig {
+    /// `block` or `skip` (see `OnFailure`).
+    pub on_failure: OnFailure,
+    /// Time librdkafka gets to deliver one copy before the attempt counts as failed.
+    pub delivery_timeout_ms: u64,
+    /// First wait before a failed copy is sent again; doubles up to `retry_max_ms`.
+    pub retry_initial_ms: u64,
+    pub retry_max_ms: u64,
+}
+
+impl Default for DlqConfig {
+    fn default() -> Self {
+        DlqConfig {
+            on_failure: OnFailure::Block,
+            delivery_timeout_ms: 30_000,
+            retry_initial_ms: 1000,
+            retry_max_ms: 60_000,
         }
     }
 }
@@ -717,6 +765,20 @@ impl Config {
         }
         if self.state.checkpoint_interval_ms == 0 {
             bail!("state.checkpoint_interval_ms must be positive");
+        }
+        if !(1..=10_000).contains(&self.kafka.topic_partitions) {
+            bail!("kafka.topic_partitions must lie in 1..=10000");
+        }
+        if self.kafka.topic_replication < 1 {
+            bail!("kafka.topic_replication must be at least 1");
+        }
+        if self.dlq.delivery_timeout_ms == 0
+            || self.dlq.retry_initial_ms == 0
+            || self.dlq.retry_max_ms < self.dlq.retry_initial_ms
+        {
+            bail!(
+                "dlq.delivery_timeout_ms and dlq.retry_initial_ms must be positive, and dlq.retry_max_ms at least dlq.retry_initial_ms"
+            );
         }
         Ok(())
     }

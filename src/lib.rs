@@ -38,6 +38,7 @@ pub mod config;
 pub mod demo;
 pub mod feature_streams;
 pub mod fit;
+pub mod health;
 pub mod http;
 pub mod ingest;
 pub mod metrics;

@@ -106,10 +106,12 @@ pub async fn run(
         )
     };
     let ready = Arc::new(AtomicBool::new(false));
+    let health = Arc::new(crate::health::Health::new());
 
     let ingest_thread = ingest::spawn(IngestSetup {
         clients,
         ingest: config.ingest.clone(),
+        dlq: config.dlq.clone(),
         state: config.state.clone(),
         streams: streams.clone(),
         feature_streams: feature_streams.clone(),
@@ -117,6 +119,7 @@ pub async fn run(
         checkpoint_clusters: clusters,
         metrics: metrics.clone(),
         ready: ready.clone(),
+        health: health.clone(),
         shutdown: shutdown.clone(),
     })?;
     let ingest_ended = Arc::new(tokio::sync::Notify::new());
@@ -141,6 +144,7 @@ pub async fn run(
         producer,
         metrics,
         ready,
+        health,
         extractions: Arc::new(tokio::sync::Semaphore::new(permits)),
     };
     let open_connections = state.metrics.http_open_connections.clone();

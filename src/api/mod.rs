@@ -44,6 +44,8 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     /// Set by ingest once the consumer group assigned partitions of every stream topic.
     pub ready: Arc<AtomicBool>,
+    /// Missing topics, held partitions, authorization errors (`crate::health`).
+    pub health: Arc<crate::health::Health>,
     pub extractions: Arc<Semaphore>,
 }
 
@@ -150,16 +152,45 @@ async fn healthz() -> Json<Value> {
     Json(serde_json::json!({"status": "ok"}))
 }
 
-async fn readyz(State(st): State<AppState>) -> Result<Json<Value>, ApiError> {
-    if st.ready.load(Ordering::SeqCst) {
-        Ok(Json(serde_json::json!({"status": "ready"})))
-    } else {
-        Err(ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "not_ready",
-            "the Kafka consumer has not been assigned partitions of every stream topic yet",
-        ))
+/// 200 once partitions of every stream topic are assigned, every topic ravel needs exists and
+/// Kafka denied nothing; else 503 saying why. Either way the body lists the missing topics
+/// (with the command that creates each), the partitions held at a message whose dead-letter
+/// copy is not delivered, and the authorization errors.
+async fn readyz(State(st): State<AppState>) -> Response {
+    let h = st.health.snapshot();
+    let assigned = st.ready.load(Ordering::SeqCst);
+    let mut reasons: Vec<String> = Vec::new();
+    for m in &h.missing_topics {
+        reasons.push(format!(
+            "topic '{}' does not exist; create it with: {}",
+            m.topic, m.create_with
+        ));
     }
+    for d in &h.authorization_errors {
+        reasons.push(format!(
+            "Kafka denies {} on {} '{}': {}",
+            d.operation, d.resource_type, d.resource, d.error
+        ));
+    }
+    if !assigned {
+        reasons.push(
+            "the Kafka consumer has not been assigned partitions of every stream topic yet".into(),
+        );
+    }
+    let ready = reasons.is_empty();
+    let mut body = serde_json::json!({
+        "status": if ready { "ready" } else { "not_ready" },
+        "missing_topics": h.missing_topics,
+        "held_partitions": h.held_partitions,
+        "authorization_errors": h.authorization_errors,
+    });
+    let status = if ready {
+        StatusCode::OK
+    } else {
+        body["error"] = serde_json::json!({"code": "not_ready", "message": reasons.join("; ")});
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, Json(body)).into_response()
 }
 
 async fn metrics(State(st): State<AppState>) -> Response {
@@ -188,10 +219,18 @@ struct StreamSummary {
     drift: DriftStatus,
     /// Unix time of the last folded batch, in milliseconds.
     last_update_ms: Option<u64>,
+    /// Partitions waiting at a rejected message until its dead-letter copy is delivered.
+    held_partitions: Vec<crate::health::HeldPartition>,
 }
 
-fn summary(h: &StreamHandle) -> StreamSummary {
+fn summary(h: &StreamHandle, health: &crate::health::Health) -> StreamSummary {
     let snap = h.snapshot();
+    let held_partitions = health
+        .snapshot()
+        .held_partitions
+        .into_iter()
+        .filter(|p| p.stream == h.name())
+        .collect();
     StreamSummary {
         name: h.name().to_string(),
         topic: h.topic.clone(),
@@ -205,11 +244,12 @@ fn summary(h: &StreamHandle) -> StreamSummary {
             .last_update
             .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
             .map(|d| d.as_millis() as u64),
+        held_partitions,
     }
 }
 
 async fn list_streams(State(st): State<AppState>) -> Json<Value> {
-    let list: Vec<StreamSummary> = st.streams.iter().map(|h| summary(h)).collect();
+    let list: Vec<StreamSummary> = st.streams.iter().map(|h| summary(h, &st.health)).collect();
     Json(serde_json::json!({"streams": list}))
 }
 
@@ -239,7 +279,8 @@ async fn get_stream(
 ) -> Result<Json<Value>, ApiError> {
     let h = st.stream(&name)?;
     let snap = h.snapshot();
-    let mut v = serde_json::to_value(summary(&h)).map_err(|e| ApiError::internal(e.to_string()))?;
+    let mut v = serde_json::to_value(summary(&h, &st.health))
+        .map_err(|e| ApiError::internal(e.to_string()))?;
     let features: Vec<String> = match h.names() {
         Some(n) => n.to_vec(),
         None => (0..h.p()).map(|j| j.to_string()).collect(),

@@ -25,7 +25,12 @@
 //! (assignment), `positions`, `lag`, `fold` (rows into statistics), `checkpoints` (assembly,
 //! loading), `commit` (which offsets may be committed), `features` (feature-stream dispatch),
 //! `rejections` (counted, logged, dead-lettered), `format` and `feature_format` (message
-//! formats), `dlq` (dead-letter producer).
+//! formats), `dlq` (dead-letter producer, on its own thread), `held` (partitions waiting at a
+//! rejected message until its dead-letter copy is delivered).
+//!
+//! Dead letters never stall the loop: a rejected message's copy goes to the dead-letter thread
+//! and, with `dlq.on_failure = "block"`, only its own partition waits (paused, its position at
+//! the message, so no checkpoint or commit passes it) until the copy is delivered.
 
 pub mod checkpoints;
 pub mod client;
@@ -35,6 +40,7 @@ pub mod feature_format;
 pub mod features;
 pub mod fold;
 pub mod format;
+pub mod held;
 pub mod lag;
 pub mod positions;
 pub mod rebalance;
@@ -44,8 +50,9 @@ pub use checkpoints::{Restored, load_checkpoints};
 pub use client::{KafkaClients, client_config};
 pub use positions::Positions;
 
-use crate::config::{IngestConfig, StateConfig};
+use crate::config::{DlqConfig, IngestConfig, OnFailure, StateConfig};
 use crate::feature_streams::FeatureStreams;
+use crate::health::Health;
 use crate::metrics::Metrics;
 use crate::shutdown::Shutdown;
 use crate::streams::Streams;
@@ -70,6 +77,7 @@ pub struct IngestSetup {
     /// The brokers, the group and the user's options of every Kafka client.
     pub clients: KafkaClients,
     pub ingest: IngestConfig,
+    pub dlq: DlqConfig,
     pub state: StateConfig,
     pub streams: Arc<Streams>,
     pub feature_streams: Arc<FeatureStreams>,
@@ -80,6 +88,8 @@ pub struct IngestSetup {
     pub metrics: Arc<Metrics>,
     /// Set once every stream topic has at least one assigned partition.
     pub ready: Arc<AtomicBool>,
+    /// Held partitions are reported here.
+    pub health: Arc<Health>,
     pub shutdown: Shutdown,
 }
 
@@ -110,8 +120,14 @@ enum Target {
 }
 
 struct Ingest {
-    consumer: BaseConsumer<IngestContext>,
+    /// Shared so that a polled message (which borrows the consumer) can be handled by `&mut
+    /// self` methods.
+    consumer: Arc<BaseConsumer<IngestContext>>,
     dead_letters: Option<DeadLetters>,
+    /// Whether a partition waits for its rejected message's copy (`dlq.on_failure`).
+    block: bool,
+    held: held::Held,
+    health: Arc<Health>,
     streams: Vec<StreamIngest>,
     features: Vec<FeatureIngest>,
     by_topic: HashMap<String, Target>,
@@ -191,8 +207,9 @@ impl Ingest {
         }
 
         let dead_letters = if setup.ingest.dead_letter {
-            Some(DeadLetters::new(
+            Some(DeadLetters::start(
                 &setup.clients.dead_letters(),
+                &setup.dlq,
                 setup.metrics.clone(),
             )?)
         } else {
@@ -228,8 +245,11 @@ impl Ingest {
             features.push(FeatureIngest::new(handle.clone()));
         }
         Ok(Ingest {
-            consumer,
+            consumer: Arc::new(consumer),
             dead_letters,
+            block: setup.dlq.on_failure == OnFailure::Block,
+            held: held::Held::default(),
+            health: setup.health,
             streams,
             features,
             by_topic,
@@ -255,9 +275,7 @@ impl Ingest {
                 self.fold();
             }
             self.publish_features()?;
-            if let Some(d) = &self.dead_letters {
-                d.poll();
-            }
+            self.dead_letter_outcomes();
             if last_checkpoint.elapsed() >= self.checkpoint_interval {
                 self.checkpoint_and_commit(CommitMode::Async);
                 last_checkpoint = Instant::now();
@@ -290,27 +308,20 @@ impl Ingest {
     fn gather(&mut self) -> usize {
         let mut rows = 0;
         let mut deadline: Option<Instant> = None;
+        let consumer = self.consumer.clone();
         loop {
             let timeout = match deadline {
                 None => Duration::from_millis(100),
                 Some(d) => d.saturating_duration_since(Instant::now()),
             };
-            match self.consumer.poll(timeout) {
+            match consumer.poll(timeout) {
                 None => break,
                 Some(Err(e)) => {
                     self.poll_error(e);
                     break;
                 }
                 Some(Ok(msg)) => {
-                    rows += accept(
-                        &mut self.streams,
-                        &mut self.features,
-                        &self.by_topic,
-                        &self.positions,
-                        &self.metrics,
-                        self.dead_letters.as_ref(),
-                        &msg,
-                    );
+                    rows += self.accept(&msg);
                     let due = *deadline.get_or_insert_with(|| Instant::now() + self.max_wait);
                     if rows >= self.max_rows || Instant::now() >= due {
                         break;
@@ -343,9 +354,6 @@ impl Ingest {
     /// cover. Without a state directory the offsets are committed as they are (informational:
     /// a restart then re-reads the topics from the beginning).
     fn checkpoint_and_commit(&mut self, mode: CommitMode) {
-        if let Some(d) = &self.dead_letters {
-            d.flush(Duration::from_secs(10));
-        }
         let positions = lock(&self.positions).clone();
         let durable = checkpoints::write_changed(
             &mut self.streams,
@@ -384,31 +392,111 @@ impl Ingest {
     }
 }
 
-/// Decodes one message into its stream's pending rows, or applies it to its feature stream,
-/// or rejects it; then moves the position past it. Returns the rows (1 for a feature-stream
-/// message).
-fn accept(
-    streams: &mut [StreamIngest],
-    features: &mut [FeatureIngest],
-    by_topic: &HashMap<String, Target>,
-    positions: &Mutex<Positions>,
-    metrics: &Metrics,
-    dead_letters: Option<&DeadLetters>,
-    msg: &BorrowedMessage<'_>,
-) -> usize {
-    let rows = match by_topic.get(msg.topic()) {
-        None => return 0,
-        Some(&Target::Rows(i)) => streams[i].accept(metrics, dead_letters, msg),
-        Some(&Target::Features(i)) => {
-            features[i].accept(metrics, dead_letters, msg);
-            1
+impl Ingest {
+    /// Decodes one message into its stream's pending rows, or applies it to its feature stream,
+    /// or rejects it; then moves the position past it, unless its partition now waits for the
+    /// message's dead-letter copy. Messages of a waiting partition, and messages before a
+    /// partition's position (already in the statistics), are dropped unread. Returns the rows
+    /// (1 for a feature-stream message).
+    fn accept(&mut self, msg: &BorrowedMessage<'_>) -> usize {
+        let (topic, partition, offset) = (msg.topic(), msg.partition(), msg.offset());
+        let Some(&target) = self.by_topic.get(topic) else {
+            return 0;
+        };
+        if self.held.is_held(topic, partition) {
+            // Fetched before the pause took effect, or the partition came back in a
+            // rebalance: pause (again); it is read again from the held message's successor.
+            self.pause(topic, partition);
+            return 0;
         }
-    };
-    positions::read(
-        &mut lock(positions),
-        msg.topic(),
-        msg.partition(),
-        msg.offset(),
-    );
-    rows
+        if positions::next(&lock(&self.positions), topic, partition).is_some_and(|n| offset < n) {
+            return 0;
+        }
+        let dead_letters = self.dead_letters.as_ref();
+        let rows = match target {
+            Target::Rows(i) => match self.streams[i].accept(&self.metrics, dead_letters, msg) {
+                Some(n) => n,
+                None if self.block => {
+                    let stream = self.streams[i].handle.name().to_string();
+                    self.held.hold(&stream, topic, partition, offset);
+                    self.pause(topic, partition);
+                    self.metrics
+                        .blocked_partitions
+                        .with_label_values(&[&stream])
+                        .set(self.held.count(&stream) as i64);
+                    self.health.set_held(self.held.report());
+                    tracing::info!(
+                        stream = %stream, topic = %topic, partition, offset,
+                        "partition waits at a rejected message until its dead-letter copy is delivered"
+                    );
+                    return 0;
+                }
+                None => 0,
+            },
+            Target::Features(i) => {
+                self.features[i].accept(&self.metrics, dead_letters, msg);
+                1
+            }
+        };
+        positions::read(&mut lock(&self.positions), topic, partition, offset);
+        rows
+    }
+
+    fn pause(&self, topic: &str, partition: i32) {
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition(topic, partition);
+        if let Err(e) = self.consumer.pause(&tpl) {
+            tracing::warn!(topic = %topic, partition, error = %e, "cannot pause partition");
+        }
+    }
+
+    /// Applies the dead-letter outcomes: a delivered copy releases its partition, which goes
+    /// on after the message; failures become the reason shown for the held partition.
+    fn dead_letter_outcomes(&mut self) {
+        let Some(d) = &self.dead_letters else {
+            return;
+        };
+        let outcomes = d.outcomes();
+        let assigned = self.consumer.context().assigned();
+        let mut changed = self.held.keep_assigned(&assigned);
+        for o in &outcomes {
+            changed = true;
+            let Some(r) = self.held.outcome(o) else {
+                continue;
+            };
+            positions::read(&mut lock(&self.positions), &r.topic, r.partition, r.offset);
+            if let Some(&Target::Rows(i)) = self.by_topic.get(&r.topic) {
+                self.streams[i].dirty = true;
+            }
+            if assigned.contains(&(r.topic.clone(), r.partition)) {
+                let mut tpl = TopicPartitionList::new();
+                tpl.add_partition(&r.topic, r.partition);
+                if let Err(e) = self.consumer.seek(
+                    &r.topic,
+                    r.partition,
+                    Offset::Offset(r.offset + 1),
+                    Duration::ZERO,
+                ) {
+                    tracing::warn!(topic = %r.topic, partition = r.partition, error = %e, "cannot seek released partition");
+                }
+                if let Err(e) = self.consumer.resume(&tpl) {
+                    tracing::warn!(topic = %r.topic, partition = r.partition, error = %e, "cannot resume partition");
+                }
+            }
+            tracing::info!(
+                topic = %r.topic, partition = r.partition, offset = r.offset,
+                "dead-letter copy delivered; partition goes on"
+            );
+        }
+        if changed {
+            for s in &self.streams {
+                let name = s.handle.name();
+                self.metrics
+                    .blocked_partitions
+                    .with_label_values(&[name])
+                    .set(self.held.count(name) as i64);
+            }
+            self.health.set_held(self.held.report());
+        }
+    }
 }
