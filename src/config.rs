@@ -215,6 +215,25 @@ impl KafkaConfig {
     /// librdkafka properties. Environment variables cannot hold dots, so an option key coming
     /// from `RAVEL_KAFKA__OPTIONS__SECURITY_PROTOCOL` arrives as `security_protocol`; no
     /// librdkafka property has an underscore, so underscores are read as dots.
+    /// Replaces every option value `${env:NAME}` by that environment variable and
+    /// `${file:PATH}` by the file's contents (surrounding whitespace trimmed), so secrets need
+    /// not sit in the config file. Done once at load: a missing variable or file stops the start.
+    pub fn resolve_options(&mut self) -> anyhow::Result<()> {
+        for (k, v) in self.options.iter_mut() {
+            if let Some(name) = v.strip_prefix("${env:").and_then(|r| r.strip_suffix('}')) {
+                *v = std::env::var(name).with_context(|| {
+                    format!("kafka.options.{k}: environment variable {name} is not set")
+                })?;
+            } else if let Some(path) = v.strip_prefix("${file:").and_then(|r| r.strip_suffix('}')) {
+                *v = std::fs::read_to_string(path)
+                    .with_context(|| format!("kafka.options.{k}: cannot read {path}"))?
+                    .trim()
+                    .to_string();
+            }
+        }
+        Ok(())
+    }
+
     pub fn librdkafka_options(&self) -> impl Iterator<Item = (String, &str)> {
         self.options
             .iter()
@@ -609,6 +628,7 @@ impl Config {
     /// Declares the demo stream when the demo runs and no stream of that name exists.
     pub fn complete(&mut self) -> anyhow::Result<()> {
         self.http.read_token_file()?;
+        self.kafka.resolve_options()?;
         if self.demo_active() && !self.streams.iter().any(|s| s.name == self.demo.stream) {
             let spec = self.demo_spec()?;
             self.streams.push(StreamConfig {

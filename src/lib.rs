@@ -31,6 +31,7 @@
 //! - [`produce`], [`demo`]: `ravel produce` and the demo producer of the embedded default.
 
 pub mod api;
+pub mod authz;
 pub mod broker;
 pub mod checkpoint;
 pub mod cli;
@@ -49,3 +50,4 @@ pub mod select;
 pub mod server;
 pub mod shutdown;
 pub mod streams;
+pub mod topics;

@@ -93,6 +93,7 @@ pub async fn run(
             .map(FeatureStreamHandle::new),
     ));
     let clients = KafkaClients::new(&config.kafka, &brokers);
+    clients.log_effective(config.ingest.lag_interval_ms);
     // Labels sent over HTTP are written to the feature stream's topic (so a restart replays
     // them with the features).
     let producer = if feature_streams.is_empty() {
@@ -107,6 +108,13 @@ pub async fn run(
     };
     let ready = Arc::new(AtomicBool::new(false));
     let health = Arc::new(crate::health::Health::new());
+    // Every topic ravel needs, checked (and created when asked to) off the runtime.
+    crate::topics::check_then_watch(
+        crate::topics::TopicCheck::new(&config, clients.clone()),
+        health.clone(),
+        metrics.clone(),
+    )
+    .await;
 
     let ingest_thread = ingest::spawn(IngestSetup {
         clients,

@@ -82,6 +82,8 @@ pub enum Outcome {
         partition: i32,
         offset: i64,
         error: String,
+        /// Kafka refused this client's principal (an ACL).
+        denied: bool,
         attempts: u32,
         retry_in: Option<Duration>,
     },
@@ -94,7 +96,7 @@ pub struct Attempt {
 }
 
 pub struct DlqContext {
-    reports: Mutex<Vec<(Box<Attempt>, Result<(), String>)>>,
+    reports: Mutex<Vec<(Box<Attempt>, Result<(), KafkaError>)>>,
 }
 
 impl ClientContext for DlqContext {}
@@ -104,7 +106,7 @@ impl ProducerContext for DlqContext {
     fn delivery(&self, result: &DeliveryResult<'_>, attempt: Box<Attempt>) {
         let r = match result {
             Ok(_) => Ok(()),
-            Err((e, _)) => Err(e.to_string()),
+            Err((e, _)) => Err(e.clone()),
         };
         super::lock(&self.reports).push((attempt, r));
     }
@@ -288,7 +290,7 @@ impl Worker {
                 }
                 Err((e, r)) => {
                     let attempt = r.delivery_opaque;
-                    self.failed(*attempt, format!("cannot queue the copy: {e}"));
+                    self.failed(*attempt, e);
                     return;
                 }
             }
@@ -296,7 +298,11 @@ impl Worker {
     }
 
     /// An attempt failed: count, log, and retry (`block`) or give up (`skip`).
-    fn failed(&mut self, mut attempt: Attempt, error: String) {
+    fn failed(&mut self, mut attempt: Attempt, error: KafkaError) {
+        let denied = error
+            .rdkafka_error_code()
+            .is_some_and(crate::authz::is_denied);
+        let error = error.to_string();
         attempt.failed += 1;
         let c = &attempt.copy;
         self.metrics
@@ -334,6 +340,7 @@ impl Worker {
             partition: c.partition,
             offset: c.offset,
             error,
+            denied,
             attempts: attempt.failed,
             retry_in,
         });

@@ -162,6 +162,7 @@ mod tests {
             partition: 1,
             offset: 42,
             error: "Broker: Unknown topic or partition".into(),
+            denied: false,
             attempts: 2,
             retry_in: None,
         };

@@ -128,6 +128,7 @@ struct Ingest {
     block: bool,
     held: held::Held,
     health: Arc<Health>,
+    group: String,
     streams: Vec<StreamIngest>,
     features: Vec<FeatureIngest>,
     by_topic: HashMap<String, Target>,
@@ -250,6 +251,7 @@ impl Ingest {
             block: setup.dlq.on_failure == OnFailure::Block,
             held: held::Held::default(),
             health: setup.health,
+            group: setup.clients.group().to_string(),
             streams,
             features,
             by_topic,
@@ -333,6 +335,11 @@ impl Ingest {
     }
 
     fn poll_error(&mut self, e: KafkaError) {
+        if let Some(code) = e.rdkafka_error_code()
+            && crate::authz::is_denied(code)
+        {
+            self.denied(code, "read", &e.to_string());
+        }
         // Errors such as an unknown topic repeat on every poll: log them at most every 10 s.
         if self
             .last_poll_error
@@ -340,6 +347,42 @@ impl Ingest {
         {
             tracing::warn!(error = %e, "Kafka consumer error");
             self.last_poll_error = Some(Instant::now());
+        }
+    }
+
+    /// Records an authorization error of the consumer: on its group, or on whichever of its
+    /// topics the broker refuses to describe (looked up once, as this only runs on errors).
+    fn denied(&self, code: rdkafka::error::RDKafkaErrorCode, operation: &'static str, error: &str) {
+        let record = |resource_type: &'static str, resource: String| {
+            crate::authz::record(
+                &self.health,
+                &self.metrics,
+                crate::health::Denied {
+                    resource_type,
+                    resource,
+                    operation,
+                    error: error.to_string(),
+                },
+            )
+        };
+        match crate::authz::resource_type(code) {
+            "group" => record("group", self.group.clone()),
+            "topic" => {
+                for topic in self.by_topic.keys() {
+                    if let Ok(md) = self
+                        .consumer
+                        .fetch_metadata(Some(topic), Duration::from_secs(2))
+                        && md
+                            .topics()
+                            .first()
+                            .and_then(|t| t.error())
+                            .is_some_and(|e| crate::authz::is_denied(e.into()))
+                    {
+                        record("topic", topic.clone());
+                    }
+                }
+            }
+            other => record(other, "kafka-cluster".into()),
         }
     }
 
@@ -382,6 +425,11 @@ impl Ingest {
                 self.committed.extend(pending);
             }
             Err(e) => {
+                if let Some(code) = e.rdkafka_error_code()
+                    && crate::authz::is_denied(code)
+                {
+                    self.denied(code, "read", &e.to_string());
+                }
                 self.metrics
                     .offset_commits
                     .with_label_values(&["error"])
@@ -461,6 +509,24 @@ impl Ingest {
         let mut changed = self.held.keep_assigned(&assigned);
         for o in &outcomes {
             changed = true;
+            if let dlq::Outcome::Failed {
+                topic,
+                denied: true,
+                error,
+                ..
+            } = o
+            {
+                crate::authz::record(
+                    &self.health,
+                    &self.metrics,
+                    crate::health::Denied {
+                        resource_type: "topic",
+                        resource: dlq::topic_of(topic),
+                        operation: "write",
+                        error: error.clone(),
+                    },
+                );
+            }
             let Some(r) = self.held.outcome(o) else {
                 continue;
             };
