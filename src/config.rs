@@ -829,6 +829,31 @@ pub fn from_file(path: &Path) -> anyhow::Result<Config> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn kafka_option_secrets_come_from_files_and_the_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("pw");
+        std::fs::write(&f, "  from-file \n").unwrap();
+        let mut k = KafkaConfig::default();
+        k.options
+            .insert("sasl.password".into(), format!("${{file:{}}}", f.display()));
+        // PATH is set wherever tests run.
+        k.options
+            .insert("ssl.key.password".into(), "${env:PATH}".into());
+        k.options.insert("sasl.username".into(), "plain".into());
+        k.resolve_options().unwrap();
+        assert_eq!(k.options["sasl.password"], "from-file");
+        assert_eq!(
+            k.options["ssl.key.password"],
+            std::env::var("PATH").unwrap()
+        );
+        assert_eq!(k.options["sasl.username"], "plain");
+        k.options
+            .insert("x".into(), "${env:RAVEL_NO_SUCH_VARIABLE_SET}".into());
+        let e = k.resolve_options().unwrap_err().to_string();
+        assert!(e.contains("RAVEL_NO_SUCH_VARIABLE_SET"), "{e}");
+    }
+
     fn env(pairs: &[(&str, &str)]) -> Option<BTreeMap<String, String>> {
         Some(
             pairs

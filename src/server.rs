@@ -103,7 +103,12 @@ pub async fn run(
             clients
                 .labels()
                 .create::<rdkafka::producer::FutureProducer>()
-                .map_err(|e| anyhow!("cannot create the labels producer: {e}"))?,
+                .map_err(|e| {
+                    anyhow!(
+                        "cannot create the labels producer: {}",
+                        clients.scrub(&e.to_string())
+                    )
+                })?,
         )
     };
     let ready = Arc::new(AtomicBool::new(false));

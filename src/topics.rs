@@ -114,7 +114,7 @@ impl TopicCheck {
         let probe: BaseConsumer = match cfg.create() {
             Ok(c) => c,
             Err(e) => {
-                tracing::error!(error = %e, "cannot create the client that checks the topics");
+                tracing::error!(error = %self.clients.scrub(&e.to_string()), "cannot create the client that checks the topics");
                 return self.needed.len();
             }
         };
@@ -185,7 +185,7 @@ impl TopicCheck {
         {
             Ok(a) => a,
             Err(e) => {
-                tracing::error!(error = %e, "cannot create the admin client");
+                tracing::error!(error = %self.clients.scrub(&e.to_string()), "cannot create the admin client");
                 return;
             }
         };

@@ -94,6 +94,17 @@ impl KafkaClients {
                 .collect(),
         }
     }
+    /// `text` (an error from librdkafka, which may quote a property's value) with the value of
+    /// every secret option replaced by `***`.
+    pub fn scrub(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        for (k, v) in &self.options {
+            if is_secret(k) && !v.is_empty() {
+                out = out.replace(v.as_str(), "***");
+            }
+        }
+        out
+    }
     pub fn brokers(&self) -> &str {
         &self.brokers
     }
@@ -228,5 +239,15 @@ mod tests {
         assert_eq!(r["ssl.key.location"], "/etc/k.pem");
         assert_eq!(r["sasl.mechanisms"], "SCRAM-SHA-512");
         assert_eq!(r["sasl.password"], "***");
+        let mut kafka = KafkaConfig::default();
+        kafka
+            .options
+            .insert("sasl.password".into(), "hunter2".into());
+        kafka.options.insert("sasl.username".into(), "alice".into());
+        let k = KafkaClients::new(&kafka, "b:9092");
+        assert_eq!(
+            k.scrub("property sasl.password hunter2 invalid for alice"),
+            "property sasl.password *** invalid for alice"
+        );
     }
 }

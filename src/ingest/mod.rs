@@ -161,7 +161,12 @@ impl Ingest {
             .clients
             .consumer(setup.ingest.lag_interval_ms)
             .create_with_context(context)
-            .map_err(|e| anyhow::anyhow!("cannot create the Kafka consumer: {e}"))?;
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "cannot create the Kafka consumer: {}",
+                    setup.clients.scrub(&e.to_string())
+                )
+            })?;
 
         let cluster_id = consumer.client().fetch_cluster_id(Duration::from_secs(10));
         match &cluster_id {
@@ -208,11 +213,14 @@ impl Ingest {
         }
 
         let dead_letters = if setup.ingest.dead_letter {
-            Some(DeadLetters::start(
-                &setup.clients.dead_letters(),
-                &setup.dlq,
-                setup.metrics.clone(),
-            )?)
+            Some(
+                DeadLetters::start(
+                    &setup.clients.dead_letters(),
+                    &setup.dlq,
+                    setup.metrics.clone(),
+                )
+                .map_err(|e| anyhow::anyhow!(setup.clients.scrub(&format!("{e:#}"))))?,
+            )
         } else {
             None
         };
