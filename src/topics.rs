@@ -350,12 +350,14 @@ mod tests {
 
     #[test]
     fn every_topic_read_or_written_is_needed_with_its_command() {
-        let mut c = Config::default();
-        c.streams = vec![crate::config::StreamConfig {
-            name: "s".into(),
-            topic: Some("obs".into()),
-            ..serde_json::from_value(serde_json::json!({"name": "s", "features": 3})).unwrap()
-        }];
+        let mut c = Config {
+            streams: vec![crate::config::StreamConfig {
+                name: "s".into(),
+                topic: Some("obs".into()),
+                ..serde_json::from_value(serde_json::json!({"name": "s", "features": 3})).unwrap()
+            }],
+            ..Config::default()
+        };
         c.kafka.topic_partitions = 6;
         let n = needed(&c);
         let names: Vec<_> = n

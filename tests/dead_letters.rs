@@ -489,7 +489,7 @@ fn secrets_in_kafka_options_are_never_logged_or_served() {
     let mut text = std::fs::read_to_string(dir.path().join("ravel.toml")).unwrap();
     text = text.replace(
         "[kafka.options]\n",
-        &format!("[kafka.options]\n\"sasl.password\" = \"${{env:SASL_PASSWORD_OF_THE_TEST}}\"\n",),
+        "[kafka.options]\n\"sasl.password\" = \"${env:SASL_PASSWORD_OF_THE_TEST}\"\n",
     );
     std::fs::write(dir.path().join("ravel.toml"), text).unwrap();
     let secrets = ["s3cret-env-2"];

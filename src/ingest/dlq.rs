@@ -95,8 +95,11 @@ pub struct Attempt {
     failed: u32,
 }
 
+/// A delivery report: the attempt back, and how it went.
+type Report = (Box<Attempt>, Result<(), KafkaError>);
+
 pub struct DlqContext {
-    reports: Mutex<Vec<(Box<Attempt>, Result<(), KafkaError>)>>,
+    reports: Mutex<Vec<Report>>,
 }
 
 impl ClientContext for DlqContext {}
