@@ -210,3 +210,47 @@ fn a_token_file_is_read_at_start_and_bad_tokens_are_refused() {
     let e = format!("{:#}", missing.complete().unwrap_err());
     assert!(e.contains("http.token_file"), "{e}");
 }
+
+/// Invented HTTP methods and unknown paths land in bounded label values ("other",
+/// "unmatched"), so no request can grow /metrics without bound.
+#[test]
+fn invented_methods_and_paths_do_not_grow_the_metrics() {
+    let broker = EmbeddedBroker::start(1).unwrap();
+    let cfg = config(
+        vec![stream(
+            "s",
+            "t.labels",
+            FeatureSchema::Count(2),
+            Task::Regression,
+        )],
+        None,
+    );
+    let svc = TestService::start(cfg, broker.bootstrap_servers());
+    assert_eq!(svc.get("/healthz").0, 200);
+    let before = svc.metrics().len();
+    for i in 0..300 {
+        let mut c = TcpStream::connect(svc.addr).unwrap();
+        write!(
+            c,
+            "INVENTED{i} /v1/streams/s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut reply = String::new();
+        c.read_to_string(&mut reply).unwrap();
+        assert!(reply.starts_with("HTTP/1.1 405"), "{reply}");
+        let (status, _) = svc.get(&format!("/no/such/path/{i}"));
+        assert_eq!(status, 404);
+    }
+    let m = svc.metrics();
+    assert!(!m.contains("INVENTED"), "an invented method became a label");
+    assert!(!m.contains("/no/such/path"), "a raw path became a label");
+    assert!(
+        sample(
+            &m,
+            "ravel_http_requests_total{method=\"other\",route=\"/v1/streams/{name}\",status=\"405\"}"
+        ) == Some(300.0),
+        "{m}"
+    );
+    // 600 requests with distinct methods and paths added a bounded number of lines.
+    assert!(m.len() < before + 8_000, "{} -> {} bytes", before, m.len());
+}

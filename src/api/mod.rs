@@ -138,7 +138,13 @@ async fn track(State(st): State<AppState>, req: Request, next: Next) -> Response
         .get::<MatchedPath>()
         .map(|p| p.as_str().to_string())
         .unwrap_or_else(|| "unmatched".into());
-    let method = req.method().as_str().to_string();
+    // Clients can send any method token: only the standard ones become label values, so that
+    // invented methods cannot grow /metrics without bound.
+    let method = match req.method().as_str() {
+        m @ ("GET" | "POST" | "PUT" | "DELETE" | "HEAD" | "OPTIONS" | "PATCH") => m,
+        _ => "other",
+    }
+    .to_string();
     let start = Instant::now();
     let resp = next.run(req).await;
     st.metrics
