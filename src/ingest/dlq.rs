@@ -12,6 +12,8 @@
 //! `ravel_dead_letters_skipped_total` and logged. Whether the source partition waits for the
 //! outcome is ingest's business (`ingest::held`): this module only delivers and reports.
 //! Delivery is at least once: a copy whose acknowledgement was lost (a crash) is sent again.
+//! A message too large to copy whole is copied as a truncated envelope: its first 16 KiB,
+//! the headers, and `ravel-truncated-from` with its length.
 
 use crate::config::{DlqConfig, OnFailure};
 use crate::metrics::Metrics;
@@ -42,7 +44,13 @@ pub struct Copy {
     pub payload: Vec<u8>,
     pub reason: String,
     pub error: String,
+    /// The original payload's length when the copy carries only its first
+    /// `TRUNCATED_BYTES` (the whole message was over the producer's or topic's size limit).
+    pub truncated_from: Option<usize>,
 }
+
+/// What a copy keeps of a payload too large to copy whole.
+pub const TRUNCATED_BYTES: usize = 16 * 1024;
 
 impl Copy {
     pub fn new(
@@ -63,6 +71,7 @@ impl Copy {
             payload: payload.to_vec(),
             reason: rejection.reason.as_str().to_string(),
             error: rejection.message.clone(),
+            truncated_from: None,
         }
     }
 }
@@ -253,7 +262,8 @@ impl Worker {
         let c = &attempt.copy;
         let (key, payload) = (c.key.clone(), c.payload.clone());
         let (partition, offset) = (c.partition.to_string(), c.offset.to_string());
-        let headers = OwnedHeaders::new()
+        let truncated = c.truncated_from.map(|n| n.to_string());
+        let mut headers = OwnedHeaders::new()
             .insert(Header {
                 key: "ravel-reason",
                 value: Some(c.reason.as_str()),
@@ -278,6 +288,12 @@ impl Worker {
                 key: "ravel-source-offset",
                 value: Some(offset.as_str()),
             });
+        if let Some(n) = &truncated {
+            headers = headers.insert(Header {
+                key: "ravel-truncated-from",
+                value: Some(n.as_str()),
+            });
+        }
         let mut rec = BaseRecord::with_opaque_to(&dlq, Box::new(attempt))
             .payload(&payload)
             .headers(headers);
@@ -300,8 +316,26 @@ impl Worker {
         }
     }
 
-    /// An attempt failed: count, log, and retry (`block`) or give up (`skip`).
+    /// An attempt failed: count, log, and retry (`block`) or give up (`skip`). A copy over the
+    /// size limit is sent again at once as a truncated envelope (the first `TRUNCATED_BYTES`
+    /// of the payload, the headers, and `ravel-truncated-from` with the original length):
+    /// sending it whole again would fail forever.
     fn failed(&mut self, mut attempt: Attempt, error: KafkaError) {
+        if error.rdkafka_error_code() == Some(RDKafkaErrorCode::MessageSizeTooLarge)
+            && attempt.copy.truncated_from.is_none()
+            && attempt.copy.payload.len() > TRUNCATED_BYTES
+        {
+            let c = &mut attempt.copy;
+            tracing::warn!(
+                stream = %c.stream, topic = %c.topic, partition = c.partition, offset = c.offset,
+                bytes = c.payload.len(), kept = TRUNCATED_BYTES, error = %error,
+                "rejected message too large to copy whole; its dead-letter copy is truncated (header ravel-truncated-from)"
+            );
+            c.truncated_from = Some(c.payload.len());
+            c.payload.truncate(TRUNCATED_BYTES);
+            self.submit(attempt);
+            return;
+        }
         let denied = error
             .rdkafka_error_code()
             .is_some_and(crate::authz::is_denied);
