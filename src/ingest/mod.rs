@@ -229,6 +229,17 @@ impl Ingest {
             .subscribe(&topic_refs)
             .with_context(|| format!("cannot subscribe to {topics:?}"))?;
         tracing::info!(topics = ?topics, group = %setup.clients.group(), "subscribed");
+        // How many partitions each topic has: ready needs all of them (rebalance.rs).
+        let mut totals = std::collections::BTreeMap::new();
+        for topic in &topics {
+            if let Ok(md) = consumer.fetch_metadata(Some(topic), Duration::from_secs(10))
+                && let Some(t) = md.topics().first()
+                && !t.partitions().is_empty()
+            {
+                totals.insert(topic.clone(), t.partitions().len());
+            }
+        }
+        consumer.context().set_totals(totals);
         // Labels must come before features and passes keep their order: one partition.
         for topic in setup.feature_streams.topics() {
             if let Ok(md) = consumer.fetch_metadata(Some(&topic), Duration::from_secs(10))

@@ -1,7 +1,8 @@
 //! Partition assignment: the consumer's context and its rebalance callback, which starts every
 //! newly assigned partition at its position (`positions`) instead of at Kafka's committed
 //! offset, which may trail the last checkpoint. It also keeps the set of assigned partitions
-//! that the lag, the readiness flag and the commits read.
+//! that the lag, the readiness flag and the commits read; ready means every partition of
+//! every stream and feature-stream topic is assigned here.
 
 use super::lock;
 use super::positions::{self, Positions};
@@ -9,7 +10,7 @@ use crate::metrics::Metrics;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, RebalanceProtocol};
 use rdkafka::topic_partition_list::TopicPartitionList;
 use rdkafka::types::RDKafkaRespErr;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -17,6 +18,9 @@ use std::sync::{Arc, Mutex};
 pub struct IngestContext {
     pub(super) positions: Arc<Mutex<Positions>>,
     pub(super) assigned: Mutex<BTreeSet<(String, i32)>>,
+    /// Partitions each topic has (from the metadata at start); a topic not listed yet counts
+    /// as needing one.
+    totals: Mutex<BTreeMap<String, usize>>,
     topics: Vec<String>,
     ready: Arc<AtomicBool>,
     pub(super) metrics: Arc<Metrics>,
@@ -32,6 +36,7 @@ impl IngestContext {
         IngestContext {
             positions,
             assigned: Mutex::new(BTreeSet::new()),
+            totals: Mutex::new(BTreeMap::new()),
             topics,
             ready,
             metrics,
@@ -41,6 +46,12 @@ impl IngestContext {
     /// The partitions assigned now.
     pub(super) fn assigned(&self) -> BTreeSet<(String, i32)> {
         lock(&self.assigned).clone()
+    }
+
+    /// Records how many partitions each topic has, and re-evaluates readiness.
+    pub(super) fn set_totals(&self, totals: BTreeMap<String, usize>) {
+        *lock(&self.totals) = totals;
+        self.update_assignment(|_| {});
     }
 
     fn update_assignment(&self, f: impl FnOnce(&mut BTreeSet<(String, i32)>)) {
@@ -60,8 +71,21 @@ impl IngestContext {
                 .with_label_values(&[t.as_str()])
                 .set(n as i64);
         }
-        let ready = self.topics.iter().all(|t| a.iter().any(|(at, _)| at == t));
-        self.ready.store(ready, Ordering::SeqCst);
+        // Ready means this instance owns every partition of every topic: a second instance in
+        // the same group takes partitions away, and the statistics would then silently cover
+        // part of each stream (until scale-out merges them, that is not ready).
+        let totals = lock(&self.totals);
+        let ready = self.topics.iter().all(|t| {
+            let have = a.iter().filter(|(at, _)| at == t).count();
+            have >= totals.get(t).copied().unwrap_or(1).max(1)
+        });
+        drop(totals);
+        if self.ready.swap(ready, Ordering::SeqCst) && !ready && !a.is_empty() {
+            tracing::error!(
+                assigned = a.len(),
+                "partitions of a stream topic are assigned elsewhere (another instance in the consumer group?): not ready; the statistics cover only part of the stream"
+            );
+        }
     }
 }
 

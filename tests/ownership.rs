@@ -1,0 +1,74 @@
+//! Readiness means ownership of the whole stream: when a second member of the consumer group
+//! takes partitions of a stream topic, the statistics would cover part of the stream, so the
+//! service answers not ready until it owns every partition again. Real embedded broker, a
+//! real second consumer in the same group.
+
+mod common;
+
+use common::*;
+use ravel::broker::EmbeddedBroker;
+use ravel::config::FeatureSchema;
+use ravel_core::Task;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use std::time::{Duration, Instant};
+
+fn wait_ready(svc: &TestService, want: u16, intruder: Option<&BaseConsumer>) -> serde_json::Value {
+    let start = Instant::now();
+    loop {
+        if let Some(c) = intruder {
+            let _ = c.poll(Duration::from_millis(50));
+        }
+        let (status, body) = svc.get("/readyz");
+        if status == want {
+            return body;
+        }
+        assert!(
+            start.elapsed() < DEADLINE,
+            "/readyz never answered {want}: {body}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_second_group_member_taking_partitions_makes_the_service_not_ready() {
+    let broker = EmbeddedBroker::start(1).unwrap();
+    let brokers = broker.bootstrap_servers().to_string();
+    broker.create_topic("t.own", 3).unwrap();
+    broker.create_topic("t.own.dlq", 1).unwrap();
+    let mut cfg = config(
+        vec![stream(
+            "s",
+            "t.own",
+            FeatureSchema::Count(2),
+            Task::Regression,
+        )],
+        None,
+    );
+    cfg.kafka.group_id = "ownership-test".into();
+    cfg.kafka
+        .options
+        .insert("session.timeout.ms".into(), "6000".into());
+    let svc = TestService::start(cfg, &brokers);
+    wait_ready(&svc, 200, None);
+
+    // Another member of the same group: the group splits the three partitions.
+    let intruder: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", &brokers)
+        .set("group.id", "ownership-test")
+        .set("session.timeout.ms", "6000")
+        .create()
+        .unwrap();
+    intruder.subscribe(&["t.own"]).unwrap();
+    let body = wait_ready(&svc, 503, Some(&intruder));
+    assert_eq!(body["error"]["code"], "not_ready", "{body}");
+    let m = svc.metrics();
+    let assigned = sample(&m, "ravel_consumer_assigned_partitions{topic=\"t.own\"}").unwrap();
+    assert!(assigned < 3.0, "{m}");
+
+    // It leaves: the service owns the whole stream again.
+    intruder.unsubscribe();
+    drop(intruder);
+    wait_ready(&svc, 200, None);
+}
