@@ -22,6 +22,11 @@ enum Request {
         partitions: i32,
         reply: mpsc::Sender<Result<(), String>>,
     },
+    TopicError {
+        name: String,
+        error: rdkafka::types::RDKafkaRespErr,
+        reply: mpsc::Sender<Result<(), String>>,
+    },
 }
 
 pub struct EmbeddedBroker {
@@ -57,6 +62,10 @@ impl EmbeddedBroker {
                             let r = cluster
                                 .create_topic(&name, partitions, 1)
                                 .map_err(|e| e.to_string());
+                            let _ = reply.send(r);
+                        }
+                        Request::TopicError { name, error, reply } => {
+                            let r = cluster.topic_error(&name, error).map_err(|e| e.to_string());
                             let _ = reply.send(r);
                         }
                     }
@@ -101,6 +110,31 @@ impl EmbeddedBroker {
                 "cannot create topic '{name}' on the embedded broker: {e}"
             )),
         }
+    }
+}
+
+impl EmbeddedBroker {
+    /// Makes the broker answer `error` for `name` in metadata responses (e.g.
+    /// `RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED`: what an ACL that denies describe gives).
+    pub fn topic_error(
+        &self,
+        name: &str,
+        error: rdkafka::types::RDKafkaRespErr,
+    ) -> anyhow::Result<()> {
+        let (reply, rx) = mpsc::channel();
+        let req = Request::TopicError {
+            name: name.to_string(),
+            error,
+            reply,
+        };
+        self.requests
+            .as_ref()
+            .expect("broker running")
+            .send(req)
+            .map_err(|_| anyhow!("embedded broker stopped"))?;
+        rx.recv()
+            .map_err(|_| anyhow!("embedded broker stopped"))?
+            .map_err(|e| anyhow!("cannot set an error on topic '{name}': {e}"))
     }
 }
 

@@ -28,6 +28,7 @@ pub struct Config {
     pub http: HttpConfig,
     pub kafka: KafkaConfig,
     pub ingest: IngestConfig,
+    pub dlq: DlqConfig,
     pub state: StateConfig,
     pub demo: DemoConfig,
     pub log: LogConfig,
@@ -196,7 +197,16 @@ pub struct KafkaConfig {
     pub group_id: String,
     /// Partitions of each stream topic the embedded broker creates.
     pub embedded_partitions: i32,
-    /// librdkafka properties passed through to every client (SASL, TLS, timeouts).
+    /// At start, create the topics ravel needs that the cluster lacks (stream topics, their
+    /// `.dlq` topics, feature-stream topics); otherwise a missing one keeps it not ready.
+    pub create_topics: bool,
+    /// Partitions of the stream topics and dead-letter topics ravel creates (feature-stream
+    /// topics always get one: their order matters).
+    pub topic_partitions: i32,
+    /// Replication factor of the topics ravel creates, capped by the cluster's broker count.
+    pub topic_replication: i16,
+    /// librdkafka properties passed through to every client (SASL, TLS, timeouts). A value
+    /// `${env:NAME}` is read from the environment, `${file:PATH}` from a file (trimmed).
     pub options: BTreeMap<String, String>,
 }
 
@@ -206,6 +216,9 @@ impl Default for KafkaConfig {
             brokers: String::new(),
             group_id: "ravel".into(),
             embedded_partitions: 4,
+            create_topics: false,
+            topic_partitions: 4,
+            topic_replication: 3,
             options: BTreeMap::new(),
         }
     }
@@ -218,6 +231,25 @@ impl KafkaConfig {
     /// librdkafka properties. Environment variables cannot hold dots, so an option key coming
     /// from `RAVEL_KAFKA__OPTIONS__SECURITY_PROTOCOL` arrives as `security_protocol`; no
     /// librdkafka property has an underscore, so underscores are read as dots.
+    /// Replaces every option value `${env:NAME}` by that environment variable and
+    /// `${file:PATH}` by the file's contents (surrounding whitespace trimmed), so secrets need
+    /// not sit in the config file. Done once at load: a missing variable or file stops the start.
+    pub fn resolve_options(&mut self) -> anyhow::Result<()> {
+        for (k, v) in self.options.iter_mut() {
+            if let Some(name) = v.strip_prefix("${env:").and_then(|r| r.strip_suffix('}')) {
+                *v = std::env::var(name).with_context(|| {
+                    format!("kafka.options.{k}: environment variable {name} is not set")
+                })?;
+            } else if let Some(path) = v.strip_prefix("${file:").and_then(|r| r.strip_suffix('}')) {
+                *v = std::fs::read_to_string(path)
+                    .with_context(|| format!("kafka.options.{k}: cannot read {path}"))?
+                    .trim()
+                    .to_string();
+            }
+        }
+        Ok(())
+    }
+
     pub fn librdkafka_options(&self) -> impl Iterator<Item = (String, &str)> {
         self.options
             .iter()
@@ -246,6 +278,41 @@ impl Default for IngestConfig {
             max_batch_wait_ms: 50,
             dead_letter: true,
             lag_interval_ms: 5000,
+        }
+    }
+}
+
+/// What happens to a partition whose dead-letter copy cannot be delivered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnFailure {
+    /// The partition waits at the rejected message (not committed past it, later rows held)
+    /// while delivery is retried with backoff.
+    #[default]
+    Block,
+    /// The partition moves on; the message is counted and logged with its coordinates.
+    Skip,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DlqConfig {
+    /// `block` or `skip` (see `OnFailure`).
+    pub on_failure: OnFailure,
+    /// Time librdkafka gets to deliver one copy before the attempt counts as failed.
+    pub delivery_timeout_ms: u64,
+    /// First wait before a failed copy is sent again; doubles up to `retry_max_ms`.
+    pub retry_initial_ms: u64,
+    pub retry_max_ms: u64,
+}
+
+impl Default for DlqConfig {
+    fn default() -> Self {
+        DlqConfig {
+            on_failure: OnFailure::Block,
+            delivery_timeout_ms: 30_000,
+            retry_initial_ms: 1000,
+            retry_max_ms: 60_000,
         }
     }
 }
@@ -608,6 +675,7 @@ impl Config {
     /// Declares the demo stream when the demo runs and no stream of that name exists.
     pub fn complete(&mut self) -> anyhow::Result<()> {
         self.http.read_token_file()?;
+        self.kafka.resolve_options()?;
         if self.demo_active() && !self.streams.iter().any(|s| s.name == self.demo.stream) {
             let spec = self.demo_spec()?;
             self.streams.push(StreamConfig {
@@ -765,6 +833,20 @@ impl Config {
         if self.state.checkpoint_interval_ms == 0 {
             bail!("state.checkpoint_interval_ms must be positive");
         }
+        if !(1..=10_000).contains(&self.kafka.topic_partitions) {
+            bail!("kafka.topic_partitions must lie in 1..=10000");
+        }
+        if self.kafka.topic_replication < 1 {
+            bail!("kafka.topic_replication must be at least 1");
+        }
+        if self.dlq.delivery_timeout_ms == 0
+            || self.dlq.retry_initial_ms == 0
+            || self.dlq.retry_max_ms < self.dlq.retry_initial_ms
+        {
+            bail!(
+                "dlq.delivery_timeout_ms and dlq.retry_initial_ms must be positive, and dlq.retry_max_ms at least dlq.retry_initial_ms"
+            );
+        }
         self.check_memory()
     }
 
@@ -853,6 +935,31 @@ pub fn from_file(path: &Path) -> anyhow::Result<Config> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kafka_option_secrets_come_from_files_and_the_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("pw");
+        std::fs::write(&f, "  from-file \n").unwrap();
+        let mut k = KafkaConfig::default();
+        k.options
+            .insert("sasl.password".into(), format!("${{file:{}}}", f.display()));
+        // PATH is set wherever tests run.
+        k.options
+            .insert("ssl.key.password".into(), "${env:PATH}".into());
+        k.options.insert("sasl.username".into(), "plain".into());
+        k.resolve_options().unwrap();
+        assert_eq!(k.options["sasl.password"], "from-file");
+        assert_eq!(
+            k.options["ssl.key.password"],
+            std::env::var("PATH").unwrap()
+        );
+        assert_eq!(k.options["sasl.username"], "plain");
+        k.options
+            .insert("x".into(), "${env:RAVEL_NO_SUCH_VARIABLE_SET}".into());
+        let e = k.resolve_options().unwrap_err().to_string();
+        assert!(e.contains("RAVEL_NO_SUCH_VARIABLE_SET"), "{e}");
+    }
 
     fn env(pairs: &[(&str, &str)]) -> Option<BTreeMap<String, String>> {
         Some(

@@ -33,6 +33,7 @@
 //! - [`produce`], [`demo`]: `ravel produce` and the demo producer of the embedded default.
 
 pub mod api;
+pub mod authz;
 pub mod broker;
 pub mod checkpoint;
 pub mod cli;
@@ -40,6 +41,7 @@ pub mod config;
 pub mod demo;
 pub mod feature_streams;
 pub mod fit;
+pub mod health;
 pub mod http;
 pub mod ingest;
 pub mod limits;
@@ -51,3 +53,4 @@ pub mod select;
 pub mod server;
 pub mod shutdown;
 pub mod streams;
+pub mod topics;

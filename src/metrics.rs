@@ -21,6 +21,14 @@ pub struct Metrics {
     /// Rejected messages whose copy reached `<topic>.dlq`, and those whose copy failed.
     pub dead_letters: IntCounterVec,
     pub dead_letter_failures: IntCounterVec,
+    /// Rejected messages moved past without a delivered copy (`dlq.on_failure = "skip"`).
+    pub dead_letters_skipped: IntCounterVec,
+    /// Partitions held at a message whose dead-letter copy is not delivered yet.
+    pub blocked_partitions: IntGaugeVec,
+    /// Topics ravel reads or writes that the cluster does not have (1 each), by role.
+    pub missing_topics: IntGaugeVec,
+    /// Authorization errors from Kafka, by resource type, resource and operation.
+    pub kafka_authorization_errors: IntCounterVec,
     /// Time to fold one batch into the statistics and publish the snapshot.
     pub ingest_batch_seconds: HistogramVec,
     /// Rows per folded batch.
@@ -131,6 +139,26 @@ impl Metrics {
                 "ravel_dead_letter_failures_total",
                 "Rejected messages whose dead-letter copy could not be delivered",
                 &["stream"],
+            ),
+            dead_letters_skipped: counter(
+                "ravel_dead_letters_skipped_total",
+                "Rejected messages moved past although their dead-letter copy failed (dlq.on_failure = skip)",
+                &["stream"],
+            ),
+            blocked_partitions: int_gauge(
+                "ravel_blocked_partitions",
+                "Partitions held at a rejected message whose dead-letter copy is not delivered yet",
+                &["stream"],
+            ),
+            missing_topics: int_gauge(
+                "ravel_missing_topics",
+                "Topics ravel needs that the cluster does not have (1 each)",
+                &["topic", "role"],
+            ),
+            kafka_authorization_errors: counter(
+                "ravel_kafka_authorization_errors_total",
+                "Authorization errors from Kafka, by resource type, resource and operation",
+                &["resource_type", "resource", "operation"],
             ),
             ingest_batch_seconds: histogram(
                 "ravel_ingest_batch_seconds",
@@ -326,6 +354,8 @@ impl Metrics {
         }
         self.dead_letters.with_label_values(&[stream]);
         self.dead_letter_failures.with_label_values(&[stream]);
+        self.dead_letters_skipped.with_label_values(&[stream]);
+        self.blocked_partitions.with_label_values(&[stream]);
         self.stream_observations.with_label_values(&[stream]);
         self.drift_alarms.with_label_values(&[stream]);
         self.last_drift_alarm_row.with_label_values(&[stream]);

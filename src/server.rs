@@ -93,6 +93,7 @@ pub async fn run(
             .map(FeatureStreamHandle::new),
     ));
     let clients = KafkaClients::new(&config.kafka, &brokers);
+    clients.log_effective(config.ingest.lag_interval_ms);
     // Labels sent over HTTP are written to the feature stream's topic (so a restart replays
     // them with the features).
     let producer = if feature_streams.is_empty() {
@@ -102,14 +103,28 @@ pub async fn run(
             clients
                 .labels()
                 .create::<rdkafka::producer::FutureProducer>()
-                .map_err(|e| anyhow!("cannot create the labels producer: {e}"))?,
+                .map_err(|e| {
+                    anyhow!(
+                        "cannot create the labels producer: {}",
+                        clients.scrub(&e.to_string())
+                    )
+                })?,
         )
     };
     let ready = Arc::new(AtomicBool::new(false));
+    let health = Arc::new(crate::health::Health::new());
+    // Every topic ravel needs, checked (and created when asked to) off the runtime.
+    crate::topics::check_then_watch(
+        crate::topics::TopicCheck::new(&config, clients.clone()),
+        health.clone(),
+        metrics.clone(),
+    )
+    .await;
 
     let ingest_thread = ingest::spawn(IngestSetup {
         clients,
         ingest: config.ingest.clone(),
+        dlq: config.dlq.clone(),
         state: config.state.clone(),
         streams: streams.clone(),
         feature_streams: feature_streams.clone(),
@@ -117,6 +132,7 @@ pub async fn run(
         checkpoint_clusters: clusters,
         metrics: metrics.clone(),
         ready: ready.clone(),
+        health: health.clone(),
         shutdown: shutdown.clone(),
     })?;
     let ingest_ended = Arc::new(tokio::sync::Notify::new());
@@ -151,6 +167,7 @@ pub async fn run(
         producer,
         metrics,
         ready,
+        health,
         extractions: api::Extractions::new(
             permits,
             config.http.max_queued_extractions,

@@ -196,6 +196,7 @@ fn every_route_is_described_and_every_answer_matches_its_schema() {
     let brokers = broker.bootstrap_servers();
     for t in ["t.reg", "t.cls", "t.genes", "t.empty"] {
         broker.create_topic(t, 1).unwrap();
+        broker.create_topic(&format!("{t}.dlq"), 1).unwrap();
     }
     // Regression on three named features (the names the document's examples use), and a
     // classification stream.

@@ -55,6 +55,8 @@ fn models_over_http_equal_ravel_fit_on_the_same_rows() {
 
     let broker = EmbeddedBroker::start(1).unwrap();
     broker.create_topic("t.reg", 3).unwrap();
+    // Every topic the service needs exists, or /readyz says which one is missing (issue 16).
+    broker.create_topic("t.reg.dlq", 1).unwrap();
     let mut sent = 0;
     for (i, (fmt, batch)) in formats.into_iter().enumerate() {
         let part = dir.path().join(format!("part{i}.csv"));

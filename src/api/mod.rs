@@ -52,6 +52,8 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     /// Set by ingest once the consumer group assigned partitions of every stream topic.
     pub ready: Arc<AtomicBool>,
+    /// Missing topics, held partitions, authorization errors (`crate::health`).
+    pub health: Arc<crate::health::Health>,
     pub extractions: Extractions,
 }
 
@@ -286,22 +288,71 @@ async fn healthz() -> Json<Status> {
     Json(Status { status: "ok" })
 }
 
-/// 200 once the consumer group assigned partitions of every stream topic, else 503.
+/// The body of `/readyz`, ready or not: what is wrong with the Kafka side, if anything.
+#[derive(Serialize, ToSchema)]
+pub struct Readiness {
+    /// `ready` or `not_ready`.
+    #[schema(examples("ready", "not_ready"))]
+    pub status: &'static str,
+    /// Topics ravel needs that the cluster lacks, with the command that creates each.
+    pub missing_topics: Vec<crate::health::MissingTopic>,
+    /// Partitions held at a message whose dead-letter copy is not delivered yet (listed,
+    /// but not a reason to be unready).
+    pub held_partitions: Vec<crate::health::HeldPartition>,
+    /// Operations Kafka refused.
+    pub authorization_errors: Vec<crate::health::Denied>,
+    /// When not ready: `not_ready` and every reason.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<error::ErrorDetail>,
+}
+
+/// 200 once partitions of every stream topic are assigned, every topic ravel needs exists and
+/// Kafka denied nothing; else 503 saying why. Either way the body lists the missing topics
+/// (with the command that creates each), the partitions held at a message whose dead-letter
+/// copy is not delivered, and the authorization errors.
 #[utoipa::path(get, path = "/readyz", tag = "operations",
     responses(
-        (status = 200, description = "Ready to serve current statistics", body = Status),
-        (status = 503, description = "`not_ready`", body = error::ErrorBody),
+        (status = 200, description = "Ready to serve current statistics", body = Readiness),
+        (status = 503, description = "`not_ready`, with the reasons", body = Readiness),
     ))]
-async fn readyz(State(st): State<AppState>) -> Result<Json<Status>, ApiError> {
-    if st.ready.load(Ordering::SeqCst) {
-        Ok(Json(Status { status: "ready" }))
-    } else {
-        Err(ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "not_ready",
-            "the Kafka consumer has not been assigned partitions of every stream topic yet",
-        ))
+async fn readyz(State(st): State<AppState>) -> (StatusCode, Json<Readiness>) {
+    let h = st.health.snapshot();
+    let assigned = st.ready.load(Ordering::SeqCst);
+    let mut reasons: Vec<String> = Vec::new();
+    for m in &h.missing_topics {
+        reasons.push(format!(
+            "topic '{}' does not exist; create it with: {}",
+            m.topic, m.create_with
+        ));
     }
+    for d in &h.authorization_errors {
+        reasons.push(format!(
+            "Kafka denies {} on {} '{}': {}",
+            d.operation, d.resource_type, d.resource, d.error
+        ));
+    }
+    if !assigned {
+        reasons.push(
+            "the Kafka consumer has not been assigned partitions of every stream topic yet".into(),
+        );
+    }
+    let ready = reasons.is_empty();
+    let body = Readiness {
+        status: if ready { "ready" } else { "not_ready" },
+        missing_topics: h.missing_topics,
+        held_partitions: h.held_partitions,
+        authorization_errors: h.authorization_errors,
+        error: (!ready).then(|| error::ErrorDetail {
+            code: "not_ready".into(),
+            message: reasons.join("; "),
+        }),
+    };
+    let status = if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, Json(body))
 }
 
 /// Prometheus text format (README "Metrics").
@@ -335,10 +386,18 @@ pub struct StreamSummary {
     drift: DriftStatus,
     /// Unix time of the last folded batch, in milliseconds.
     last_update_ms: Option<u64>,
+    /// Partitions waiting at a rejected message until its dead-letter copy is delivered.
+    held_partitions: Vec<crate::health::HeldPartition>,
 }
 
-fn summary(h: &StreamHandle) -> StreamSummary {
+fn summary(h: &StreamHandle, health: &crate::health::Health) -> StreamSummary {
     let snap = h.snapshot();
+    let held_partitions = health
+        .snapshot()
+        .held_partitions
+        .into_iter()
+        .filter(|p| p.stream == h.name())
+        .collect();
     StreamSummary {
         name: h.name().to_string(),
         topic: h.topic.clone(),
@@ -352,6 +411,7 @@ fn summary(h: &StreamHandle) -> StreamSummary {
             .last_update
             .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
             .map(|d| d.as_millis() as u64),
+        held_partitions,
     }
 }
 
@@ -366,7 +426,7 @@ pub struct StreamList {
     responses((status = 200, description = "Every observation stream", body = StreamList)))]
 async fn list_streams(State(st): State<AppState>) -> Json<StreamList> {
     Json(StreamList {
-        streams: st.streams.iter().map(|h| summary(h)).collect(),
+        streams: st.streams.iter().map(|h| summary(h, &st.health)).collect(),
     })
 }
 
@@ -436,7 +496,7 @@ async fn get_stream(
         None => (0..h.p()).map(|j| j.to_string()).collect(),
     };
     let mut detail = StreamDetail {
-        summary: summary(&h),
+        summary: summary(&h, &st.health),
         features,
         mean_x: None,
         sd_x: None,
@@ -523,7 +583,7 @@ fn parse_params(mut v: Value) -> Result<ModelRequest, ApiError> {
         (status = 409, description = "`no_data`, `one_class`", body = error::ErrorBody),
         (status = 413, description = "`payload_too_large`", body = error::ErrorBody),
         (status = 415, description = "`unsupported_media_type`", body = error::ErrorBody),
-        (status = 503, description = "`shutting_down`", body = error::ErrorBody),
+        (status = 503, description = "`shutting_down`, `busy` (with Retry-After), `extraction_timeout`", body = error::ErrorBody),
     ))]
 async fn model(
     State(st): State<AppState>,
@@ -580,7 +640,7 @@ fn query_to_json(q: HashMap<String, String>) -> Value {
             body = error::ErrorBody),
         (status = 404, description = "`unknown_stream`", body = error::ErrorBody),
         (status = 409, description = "`no_data`, `one_class`", body = error::ErrorBody),
-        (status = 503, description = "`shutting_down`", body = error::ErrorBody),
+        (status = 503, description = "`shutting_down`, `busy` (with Retry-After), `extraction_timeout`", body = error::ErrorBody),
     ))]
 async fn path(
     State(st): State<AppState>,
@@ -604,7 +664,7 @@ async fn path(
         (status = 409, description = "`no_data`, `one_class`", body = error::ErrorBody),
         (status = 413, description = "`payload_too_large`", body = error::ErrorBody),
         (status = 415, description = "`unsupported_media_type`", body = error::ErrorBody),
-        (status = 503, description = "`shutting_down`", body = error::ErrorBody),
+        (status = 503, description = "`shutting_down`, `busy` (with Retry-After), `extraction_timeout`", body = error::ErrorBody),
     ))]
 async fn path_post(
     State(st): State<AppState>,
@@ -730,7 +790,7 @@ fn predict_rows(req: PredictRequest, h: &StreamHandle) -> Result<Vec<Vec<f64>>, 
         (status = 409, description = "`no_data`, `one_class`", body = error::ErrorBody),
         (status = 413, description = "`payload_too_large`", body = error::ErrorBody),
         (status = 415, description = "`unsupported_media_type`", body = error::ErrorBody),
-        (status = 503, description = "`shutting_down`", body = error::ErrorBody),
+        (status = 503, description = "`shutting_down`, `busy` (with Retry-After), `extraction_timeout`", body = error::ErrorBody),
     ))]
 async fn predict(
     State(st): State<AppState>,

@@ -19,6 +19,37 @@ pub fn client_config(kafka: &KafkaConfig, brokers: &str) -> ClientConfig {
     c
 }
 
+/// Whether a librdkafka property holds a secret (passwords, keys, OAuth secrets and tokens,
+/// JAAS configs): such values are never logged nor shown.
+pub fn is_secret(key: &str) -> bool {
+    let k = key.to_ascii_lowercase();
+    [
+        "password",
+        "secret",
+        "token",
+        "jaas",
+        "sasl.oauthbearer.config",
+        "key.pem",
+        "ssl.key",
+        "keystore",
+    ]
+    .iter()
+    .any(|s| k.contains(s))
+        && !k.ends_with(".location")
+}
+
+/// `config` with every secret value replaced by `***`, for the log.
+pub fn redacted(config: &ClientConfig) -> std::collections::BTreeMap<String, String> {
+    config
+        .config_map()
+        .iter()
+        .map(|(k, v)| {
+            let v = if is_secret(k) { "***" } else { v };
+            (k.to_string(), v.to_string())
+        })
+        .collect()
+}
+
 /// The service's Kafka clients.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Client {
@@ -28,6 +59,8 @@ pub enum Client {
     DeadLetters,
     /// The producer of labels sent over HTTP to feature-stream topics.
     Labels,
+    /// The topic check and creation at start (`crate::topics`).
+    Admin,
 }
 
 impl Client {
@@ -36,6 +69,7 @@ impl Client {
             Client::Consumer => "consumer",
             Client::DeadLetters => "dlq",
             Client::Labels => "labels",
+            Client::Admin => "admin",
         }
     }
 }
@@ -59,6 +93,17 @@ impl KafkaClients {
                 .map(|(k, v)| (k, v.to_string()))
                 .collect(),
         }
+    }
+    /// `text` (an error from librdkafka, which may quote a property's value) with the value of
+    /// every secret option replaced by `***`.
+    pub fn scrub(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        for (k, v) in &self.options {
+            if is_secret(k) && !v.is_empty() {
+                out = out.replace(v.as_str(), "***");
+            }
+        }
+        out
     }
     pub fn brokers(&self) -> &str {
         &self.brokers
@@ -111,6 +156,18 @@ impl KafkaClients {
         self.config(Client::DeadLetters, &[("linger.ms", "20".into())])
     }
 
+    /// Logs the effective configuration of every client, secrets redacted.
+    pub fn log_effective(&self, lag_interval_ms: u64) {
+        for (name, c) in [
+            ("consumer", self.consumer(lag_interval_ms)),
+            ("dead_letters", self.dead_letters()),
+            ("labels", self.labels()),
+            ("admin", self.config(Client::Admin, &[])),
+        ] {
+            tracing::info!(client = name, config = ?redacted(&c), "effective Kafka client config");
+        }
+    }
+
     /// The labels producer of the HTTP API.
     pub fn labels(&self) -> ClientConfig {
         self.config(Client::Labels, &[("message.timeout.ms", "10000".into())])
@@ -154,5 +211,43 @@ mod tests {
         assert_eq!(c.get("statistics.interval.ms"), Some("100"));
         assert_eq!(all[1].get("group.id"), None);
         assert_eq!(all[2].get("message.timeout.ms"), Some("10000"));
+    }
+
+    #[test]
+    fn secrets_are_redacted_and_locations_are_not() {
+        let mut c = ClientConfig::new();
+        for (k, v) in [
+            ("sasl.password", "p1"),
+            ("ssl.key.password", "p2"),
+            ("sasl.oauthbearer.client.secret", "p3"),
+            ("sasl.oauthbearer.config", "principal=x token=p4"),
+            ("ssl.key.pem", "p5"),
+            ("ssl.keystore.password", "p6"),
+            ("sasl.jaas.config", "p7"),
+            ("sasl.username", "alice"),
+            ("ssl.key.location", "/etc/k.pem"),
+            ("sasl.mechanisms", "SCRAM-SHA-512"),
+        ] {
+            c.set(k, v);
+        }
+        let r = redacted(&c);
+        let shown = format!("{r:?}");
+        for p in ["p1", "p2", "p3", "p4", "p5", "p6", "p7"] {
+            assert!(!shown.contains(p), "{shown}");
+        }
+        assert_eq!(r["sasl.username"], "alice");
+        assert_eq!(r["ssl.key.location"], "/etc/k.pem");
+        assert_eq!(r["sasl.mechanisms"], "SCRAM-SHA-512");
+        assert_eq!(r["sasl.password"], "***");
+        let mut kafka = KafkaConfig::default();
+        kafka
+            .options
+            .insert("sasl.password".into(), "hunter2".into());
+        kafka.options.insert("sasl.username".into(), "alice".into());
+        let k = KafkaClients::new(&kafka, "b:9092");
+        assert_eq!(
+            k.scrub("property sasl.password hunter2 invalid for alice"),
+            "property sasl.password *** invalid for alice"
+        );
     }
 }

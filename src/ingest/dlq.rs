@@ -3,96 +3,272 @@
 //! message) and where it came from (`ravel-stream`, `ravel-source-topic`,
 //! `ravel-source-partition`, `ravel-source-offset`), so a user can inspect, fix and replay it.
 //!
-//! Delivery is asynchronous; results are counted in `ravel_dead_letters_total` and
-//! `ravel_dead_letter_failures_total`. Ingest flushes the producer before each checkpoint, so
-//! offsets are committed past a bad message only after its copy was handed to Kafka (or its
-//! failure was counted and logged).
+//! The producer lives on its own thread (`ravel-dlq`), so the ingest thread never waits on it:
+//! ingest hands a `Copy` over a channel and reads `Outcome`s back when it likes. A copy whose
+//! delivery fails (the topic is missing, not writable, the cluster is away) is counted in
+//! `ravel_dead_letter_failures_total`, logged with the reason and its coordinates, and then,
+//! with `dlq.on_failure = "block"`, sent again after a backoff that doubles up to
+//! `dlq.retry_max_ms`, until it is delivered; with `"skip"` it is given up, counted in
+//! `ravel_dead_letters_skipped_total` and logged. Whether the source partition waits for the
+//! outcome is ingest's business (`ingest::held`): this module only delivers and reports.
+//! Delivery is at least once: a copy whose acknowledgement was lost (a crash) is sent again.
 
-use super::format::Rejection;
+use crate::config::{DlqConfig, OnFailure};
 use crate::metrics::Metrics;
+use crate::reason::Rejection;
 use rdkafka::ClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 /// The name of a topic's dead-letter topic.
 pub fn topic_of(topic: &str) -> String {
     format!("{topic}.dlq")
 }
 
+/// One rejected message to copy, owned (it may be sent several times).
+#[derive(Debug, Clone)]
+pub struct Copy {
+    pub stream: String,
+    pub topic: String,
+    pub partition: i32,
+    pub offset: i64,
+    pub key: Option<Vec<u8>>,
+    pub payload: Vec<u8>,
+    pub reason: String,
+    pub error: String,
+}
+
+impl Copy {
+    pub fn new(
+        stream: &str,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        key: Option<&[u8]>,
+        payload: &[u8],
+        rejection: &Rejection,
+    ) -> Copy {
+        Copy {
+            stream: stream.to_string(),
+            topic: topic.to_string(),
+            partition,
+            offset,
+            key: key.map(<[u8]>::to_vec),
+            payload: payload.to_vec(),
+            reason: rejection.reason.as_str().to_string(),
+            error: rejection.message.clone(),
+        }
+    }
+}
+
+/// What became of a copy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The copy is in `<topic>.dlq`.
+    Delivered {
+        topic: String,
+        partition: i32,
+        offset: i64,
+    },
+    /// An attempt failed; with `block` the next one comes after `retry_in`.
+    Failed {
+        topic: String,
+        partition: i32,
+        offset: i64,
+        error: String,
+        /// Kafka refused this client's principal (an ACL).
+        denied: bool,
+        attempts: u32,
+        retry_in: Option<Duration>,
+    },
+}
+
+/// A copy in flight: the copy and how many attempts failed before this one.
+pub struct Attempt {
+    copy: Copy,
+    failed: u32,
+}
+
+/// A delivery report: the attempt back, and how it went.
+type Report = (Box<Attempt>, Result<(), KafkaError>);
+
 pub struct DlqContext {
-    metrics: Arc<Metrics>,
+    reports: Mutex<Vec<Report>>,
 }
 
 impl ClientContext for DlqContext {}
 
 impl ProducerContext for DlqContext {
-    type DeliveryOpaque = Box<String>;
-    fn delivery(&self, result: &DeliveryResult<'_>, stream: Box<String>) {
-        match result {
-            Ok(_) => self
-                .metrics
-                .dead_letters
-                .with_label_values(&[stream.as_str()])
-                .inc(),
-            Err((e, _)) => {
-                self.metrics
-                    .dead_letter_failures
-                    .with_label_values(&[stream.as_str()])
-                    .inc();
-                tracing::error!(stream = %stream, error = %e, "dead-letter copy was not delivered");
-            }
+    type DeliveryOpaque = Box<Attempt>;
+    fn delivery(&self, result: &DeliveryResult<'_>, attempt: Box<Attempt>) {
+        let r = match result {
+            Ok(_) => Ok(()),
+            Err((e, _)) => Err(e.clone()),
+        };
+        super::lock(&self.reports).push((attempt, r));
+    }
+}
+
+/// Ingest's handle on the dead-letter thread.
+pub struct DeadLetters {
+    copies: Option<Sender<Copy>>,
+    outcomes: Receiver<Outcome>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl DeadLetters {
+    /// Creates the producer (`config` is the dead-letter client's) and starts its thread.
+    pub fn start(
+        config: &ClientConfig,
+        dlq: &DlqConfig,
+        metrics: Arc<Metrics>,
+    ) -> anyhow::Result<Self> {
+        let mut config = config.clone();
+        // Every attempt ends (delivered or failed) within the delivery timeout; the user's
+        // options may still override it.
+        if config.get("message.timeout.ms").is_none() {
+            config.set("message.timeout.ms", dlq.delivery_timeout_ms.to_string());
+        }
+        let producer: BaseProducer<DlqContext> = config
+            .create_with_context(DlqContext {
+                reports: Mutex::new(Vec::new()),
+            })
+            .map_err(|e| anyhow::anyhow!("cannot create the dead-letter producer: {e}"))?;
+        let (copies, copies_rx) = mpsc::channel();
+        let (outcomes_tx, outcomes) = mpsc::channel();
+        let worker = Worker {
+            producer,
+            metrics,
+            mode: dlq.on_failure,
+            initial: Duration::from_millis(dlq.retry_initial_ms),
+            max: Duration::from_millis(dlq.retry_max_ms),
+            outcomes: outcomes_tx,
+            retries: Vec::new(),
+        };
+        let thread = std::thread::Builder::new()
+            .name("ravel-dlq".into())
+            .spawn(move || worker.run(copies_rx))
+            .map_err(|e| anyhow::anyhow!("cannot start the dead-letter thread: {e}"))?;
+        Ok(DeadLetters {
+            copies: Some(copies),
+            outcomes,
+            thread: Some(thread),
+        })
+    }
+
+    /// Hands a copy to the dead-letter thread; never waits.
+    pub fn send(&self, copy: Copy) {
+        if let Some(tx) = &self.copies
+            && tx.send(copy).is_err()
+        {
+            tracing::error!("the dead-letter thread is gone; copy not sent");
+        }
+    }
+
+    /// The outcomes reported since the last call.
+    pub fn outcomes(&self) -> Vec<Outcome> {
+        self.outcomes.try_iter().collect()
+    }
+}
+
+impl Drop for DeadLetters {
+    /// Stops the thread: it serves what is in flight for at most a few seconds.
+    fn drop(&mut self) {
+        self.copies.take();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
         }
     }
 }
 
-/// Where a rejected message came from.
-pub struct Source<'a> {
-    pub stream: &'a str,
-    pub topic: &'a str,
-    pub partition: i32,
-    pub offset: i64,
-    pub key: Option<&'a [u8]>,
-    pub payload: &'a [u8],
-}
-
-pub struct DeadLetters {
+struct Worker {
     producer: BaseProducer<DlqContext>,
+    metrics: Arc<Metrics>,
+    mode: OnFailure,
+    initial: Duration,
+    max: Duration,
+    outcomes: Sender<Outcome>,
+    /// Failed copies waiting for their next attempt.
+    retries: Vec<(Instant, Attempt)>,
 }
 
-impl DeadLetters {
-    pub fn new(config: &ClientConfig, metrics: Arc<Metrics>) -> anyhow::Result<Self> {
-        let producer = config
-            .clone()
-            .set("linger.ms", "20")
-            .create_with_context(DlqContext { metrics })
-            .map_err(|e| anyhow::anyhow!("cannot create the dead-letter producer: {e}"))?;
-        Ok(DeadLetters { producer })
+impl Worker {
+    fn run(mut self, copies: Receiver<Copy>) {
+        loop {
+            match copies.recv_timeout(Duration::from_millis(20)) {
+                Ok(copy) => self.submit(Attempt { copy, failed: 0 }),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            for copy in copies.try_iter().collect::<Vec<_>>() {
+                self.submit(Attempt { copy, failed: 0 });
+            }
+            self.serve_reports();
+            self.retry_due();
+        }
+        // Shutting down: give what is in flight a moment. Nothing depends on it: a partition
+        // held at a copy was not committed past it, so the next start sends it again.
+        let _ = self.producer.flush(Duration::from_secs(2));
+        self.serve_reports();
     }
 
-    /// Queues a copy of the rejected message; waits only while the local queue is full.
-    pub fn send(&self, src: &Source, rejection: &Rejection) {
-        let dlq = topic_of(src.topic);
-        let (partition, offset) = (src.partition.to_string(), src.offset.to_string());
+    /// Serves delivery reports and acts on them.
+    fn serve_reports(&mut self) {
+        self.producer.poll(Duration::ZERO);
+        let reports = std::mem::take(&mut *super::lock(&self.producer.context().reports));
+        for (attempt, result) in reports {
+            match result {
+                Ok(()) => {
+                    let c = &attempt.copy;
+                    self.metrics
+                        .dead_letters
+                        .with_label_values(&[c.stream.as_str()])
+                        .inc();
+                    if attempt.failed > 0 {
+                        tracing::info!(
+                            stream = %c.stream, topic = %c.topic, partition = c.partition, offset = c.offset,
+                            attempts = attempt.failed + 1, "dead-letter copy delivered after retries"
+                        );
+                    }
+                    let _ = self.outcomes.send(Outcome::Delivered {
+                        topic: c.topic.clone(),
+                        partition: c.partition,
+                        offset: c.offset,
+                    });
+                }
+                Err(e) => self.failed(*attempt, e),
+            }
+        }
+    }
+
+    /// Queues one attempt; a failure to queue counts as a failed attempt.
+    fn submit(&mut self, attempt: Attempt) {
+        let dlq = topic_of(&attempt.copy.topic);
+        let c = &attempt.copy;
+        let (key, payload) = (c.key.clone(), c.payload.clone());
+        let (partition, offset) = (c.partition.to_string(), c.offset.to_string());
         let headers = OwnedHeaders::new()
             .insert(Header {
                 key: "ravel-reason",
-                value: Some(rejection.reason.as_str()),
+                value: Some(c.reason.as_str()),
             })
             .insert(Header {
                 key: "ravel-error",
-                value: Some(rejection.message.as_str()),
+                value: Some(c.error.as_str()),
             })
             .insert(Header {
                 key: "ravel-stream",
-                value: Some(src.stream),
+                value: Some(c.stream.as_str()),
             })
             .insert(Header {
                 key: "ravel-source-topic",
-                value: Some(src.topic),
+                value: Some(c.topic.as_str()),
             })
             .insert(Header {
                 key: "ravel-source-partition",
@@ -102,47 +278,102 @@ impl DeadLetters {
                 key: "ravel-source-offset",
                 value: Some(offset.as_str()),
             });
-        let mut record = BaseRecord::with_opaque_to(&dlq, Box::new(src.stream.to_string()))
-            .payload(src.payload)
+        let mut rec = BaseRecord::with_opaque_to(&dlq, Box::new(attempt))
+            .payload(&payload)
             .headers(headers);
-        if let Some(k) = src.key {
-            record = record.key(k);
+        if let Some(k) = &key {
+            rec = rec.key(k);
         }
         loop {
-            match self.producer.send(record) {
-                Ok(()) => break,
+            match self.producer.send(rec) {
+                Ok(()) => return,
                 Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r)) => {
-                    record = r;
+                    rec = r;
                     self.producer.poll(Duration::from_millis(50));
                 }
                 Err((e, r)) => {
-                    let stream = r.delivery_opaque;
-                    self.producer
-                        .context()
-                        .metrics
-                        .dead_letter_failures
-                        .with_label_values(&[stream.as_str()])
-                        .inc();
-                    tracing::error!(stream = %stream, topic = %dlq, error = %e, "cannot queue dead-letter copy");
-                    break;
+                    let attempt = r.delivery_opaque;
+                    self.failed(*attempt, e);
+                    return;
                 }
             }
         }
-        self.producer.poll(Duration::ZERO);
     }
 
-    /// Serves delivery reports without waiting.
-    pub fn poll(&self) {
-        self.producer.poll(Duration::ZERO);
+    /// An attempt failed: count, log, and retry (`block`) or give up (`skip`).
+    fn failed(&mut self, mut attempt: Attempt, error: KafkaError) {
+        let denied = error
+            .rdkafka_error_code()
+            .is_some_and(crate::authz::is_denied);
+        let error = error.to_string();
+        attempt.failed += 1;
+        let c = &attempt.copy;
+        self.metrics
+            .dead_letter_failures
+            .with_label_values(&[c.stream.as_str()])
+            .inc();
+        let dlq = topic_of(&c.topic);
+        let retry_in = match self.mode {
+            OnFailure::Block => {
+                let doubling = 2u32.saturating_pow(attempt.failed.saturating_sub(1).min(20));
+                let wait = self.initial.saturating_mul(doubling).min(self.max);
+                tracing::error!(
+                    stream = %c.stream, topic = %c.topic, partition = c.partition, offset = c.offset,
+                    dead_letter_topic = %dlq, error = %error, attempts = attempt.failed,
+                    retry_in_ms = wait.as_millis() as u64,
+                    "dead-letter copy not delivered; the partition waits at this message and the copy is sent again"
+                );
+                Some(wait)
+            }
+            OnFailure::Skip => {
+                self.metrics
+                    .dead_letters_skipped
+                    .with_label_values(&[c.stream.as_str()])
+                    .inc();
+                tracing::error!(
+                    stream = %c.stream, topic = %c.topic, partition = c.partition, offset = c.offset,
+                    dead_letter_topic = %dlq, error = %error,
+                    "dead-letter copy not delivered; message skipped (dlq.on_failure = skip)"
+                );
+                None
+            }
+        };
+        let _ = self.outcomes.send(Outcome::Failed {
+            topic: c.topic.clone(),
+            partition: c.partition,
+            offset: c.offset,
+            error,
+            denied,
+            attempts: attempt.failed,
+            retry_in,
+        });
+        if let Some(wait) = retry_in {
+            self.retries.push((Instant::now() + wait, attempt));
+        }
     }
 
-    /// Waits until every queued copy is delivered or failed.
-    pub fn flush(&self, timeout: Duration) {
-        if self.producer.in_flight_count() == 0 {
+    /// Sends again every failed copy whose backoff is over. The topic's metadata is asked for
+    /// first: librdkafka remembers a missing topic and would fail the new attempt at once.
+    fn retry_due(&mut self) {
+        let now = Instant::now();
+        if !self.retries.iter().any(|(at, _)| *at <= now) {
             return;
         }
-        if let Err(e) = self.producer.flush(timeout) {
-            tracing::error!(error = %e, "dead-letter copies still queued after {timeout:?}");
+        let (due, wait): (Vec<_>, Vec<_>) = std::mem::take(&mut self.retries)
+            .into_iter()
+            .partition(|(at, _)| *at <= now);
+        self.retries = wait;
+        let mut refreshed: Vec<String> = Vec::new();
+        for (_, attempt) in due {
+            let dlq = topic_of(&attempt.copy.topic);
+            if !refreshed.contains(&dlq) {
+                let _ = self
+                    .producer
+                    .client()
+                    .fetch_metadata(Some(&dlq), Duration::from_secs(5));
+                refreshed.push(dlq);
+            }
+            self.submit(attempt);
         }
     }
 }

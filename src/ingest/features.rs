@@ -276,7 +276,7 @@ impl FeatureIngest {
             }
             Ok(Applied::SameLabels) => None,
             Err(ApplyError::Rejected(rej)) => {
-                self.warnings.reject(name, metrics, dead_letters, msg, &rej);
+                let _copied = self.warnings.reject(name, metrics, dead_letters, msg, &rej);
                 Some(rej)
             }
             Err(ApplyError::Failed(e)) => {

@@ -40,13 +40,14 @@ impl StreamIngest {
         }
     }
 
-    /// Decodes one message into the pending rows, or rejects it. Returns the rows.
+    /// Decodes one message into the pending rows, or rejects it. Returns the rows, or `None`
+    /// when the message was rejected and its copy sent to the dead-letter topic.
     pub fn accept(
         &mut self,
         metrics: &Metrics,
         dead_letters: Option<&DeadLetters>,
         msg: &BorrowedMessage<'_>,
-    ) -> usize {
+    ) -> Option<usize> {
         let name = self.handle.name();
         metrics.messages_consumed.with_label_values(&[name]).inc();
         let schema = Schema {
@@ -60,10 +61,13 @@ impl StreamIngest {
         };
         self.dirty = true;
         match result {
-            Ok(n) => n,
+            Ok(n) => Some(n),
             Err(rej) => {
-                self.warnings.reject(name, metrics, dead_letters, msg, &rej);
-                0
+                if self.warnings.reject(name, metrics, dead_letters, msg, &rej) {
+                    None
+                } else {
+                    Some(0)
+                }
             }
         }
     }

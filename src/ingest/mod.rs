@@ -25,7 +25,12 @@
 //! (assignment), `positions`, `lag`, `fold` (rows into statistics), `checkpoints` (assembly,
 //! loading), `commit` (which offsets may be committed), `features` (feature-stream dispatch),
 //! `rejections` (counted, logged, dead-lettered), `format` and `feature_format` (message
-//! formats), `dlq` (dead-letter producer).
+//! formats), `dlq` (dead-letter producer, on its own thread), `held` (partitions waiting at a
+//! rejected message until its dead-letter copy is delivered).
+//!
+//! Dead letters never stall the loop: a rejected message's copy goes to the dead-letter thread
+//! and, with `dlq.on_failure = "block"`, only its own partition waits (paused, its position at
+//! the message, so no checkpoint or commit passes it) until the copy is delivered.
 
 pub mod checkpoints;
 pub mod client;
@@ -35,6 +40,7 @@ pub mod feature_format;
 pub mod features;
 pub mod fold;
 pub mod format;
+pub mod held;
 pub mod lag;
 pub mod positions;
 pub mod rebalance;
@@ -44,8 +50,9 @@ pub use checkpoints::{Restored, load_checkpoints};
 pub use client::{KafkaClients, client_config};
 pub use positions::Positions;
 
-use crate::config::{IngestConfig, StateConfig};
+use crate::config::{DlqConfig, IngestConfig, OnFailure, StateConfig};
 use crate::feature_streams::FeatureStreams;
+use crate::health::Health;
 use crate::metrics::Metrics;
 use crate::shutdown::Shutdown;
 use crate::streams::Streams;
@@ -70,6 +77,7 @@ pub struct IngestSetup {
     /// The brokers, the group and the user's options of every Kafka client.
     pub clients: KafkaClients,
     pub ingest: IngestConfig,
+    pub dlq: DlqConfig,
     pub state: StateConfig,
     pub streams: Arc<Streams>,
     pub feature_streams: Arc<FeatureStreams>,
@@ -80,6 +88,8 @@ pub struct IngestSetup {
     pub metrics: Arc<Metrics>,
     /// Set once every stream topic has at least one assigned partition.
     pub ready: Arc<AtomicBool>,
+    /// Held partitions are reported here.
+    pub health: Arc<Health>,
     pub shutdown: Shutdown,
 }
 
@@ -110,8 +120,15 @@ enum Target {
 }
 
 struct Ingest {
-    consumer: BaseConsumer<IngestContext>,
+    /// Shared so that a polled message (which borrows the consumer) can be handled by `&mut
+    /// self` methods.
+    consumer: Arc<BaseConsumer<IngestContext>>,
     dead_letters: Option<DeadLetters>,
+    /// Whether a partition waits for its rejected message's copy (`dlq.on_failure`).
+    block: bool,
+    held: held::Held,
+    health: Arc<Health>,
+    group: String,
     streams: Vec<StreamIngest>,
     features: Vec<FeatureIngest>,
     by_topic: HashMap<String, Target>,
@@ -144,7 +161,12 @@ impl Ingest {
             .clients
             .consumer(setup.ingest.lag_interval_ms)
             .create_with_context(context)
-            .map_err(|e| anyhow::anyhow!("cannot create the Kafka consumer: {e}"))?;
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "cannot create the Kafka consumer: {}",
+                    setup.clients.scrub(&e.to_string())
+                )
+            })?;
 
         let cluster_id = consumer.client().fetch_cluster_id(Duration::from_secs(10));
         match &cluster_id {
@@ -191,10 +213,14 @@ impl Ingest {
         }
 
         let dead_letters = if setup.ingest.dead_letter {
-            Some(DeadLetters::new(
-                &setup.clients.dead_letters(),
-                setup.metrics.clone(),
-            )?)
+            Some(
+                DeadLetters::start(
+                    &setup.clients.dead_letters(),
+                    &setup.dlq,
+                    setup.metrics.clone(),
+                )
+                .map_err(|e| anyhow::anyhow!(setup.clients.scrub(&format!("{e:#}"))))?,
+            )
         } else {
             None
         };
@@ -228,8 +254,12 @@ impl Ingest {
             features.push(FeatureIngest::new(handle.clone()));
         }
         Ok(Ingest {
-            consumer,
+            consumer: Arc::new(consumer),
             dead_letters,
+            block: setup.dlq.on_failure == OnFailure::Block,
+            held: held::Held::default(),
+            health: setup.health,
+            group: setup.clients.group().to_string(),
             streams,
             features,
             by_topic,
@@ -255,9 +285,7 @@ impl Ingest {
                 self.fold();
             }
             self.publish_features()?;
-            if let Some(d) = &self.dead_letters {
-                d.poll();
-            }
+            self.dead_letter_outcomes();
             if last_checkpoint.elapsed() >= self.checkpoint_interval {
                 self.checkpoint_and_commit(CommitMode::Async);
                 last_checkpoint = Instant::now();
@@ -290,27 +318,20 @@ impl Ingest {
     fn gather(&mut self) -> usize {
         let mut rows = 0;
         let mut deadline: Option<Instant> = None;
+        let consumer = self.consumer.clone();
         loop {
             let timeout = match deadline {
                 None => Duration::from_millis(100),
                 Some(d) => d.saturating_duration_since(Instant::now()),
             };
-            match self.consumer.poll(timeout) {
+            match consumer.poll(timeout) {
                 None => break,
                 Some(Err(e)) => {
                     self.poll_error(e);
                     break;
                 }
                 Some(Ok(msg)) => {
-                    rows += accept(
-                        &mut self.streams,
-                        &mut self.features,
-                        &self.by_topic,
-                        &self.positions,
-                        &self.metrics,
-                        self.dead_letters.as_ref(),
-                        &msg,
-                    );
+                    rows += self.accept(&msg);
                     let due = *deadline.get_or_insert_with(|| Instant::now() + self.max_wait);
                     if rows >= self.max_rows || Instant::now() >= due {
                         break;
@@ -322,6 +343,11 @@ impl Ingest {
     }
 
     fn poll_error(&mut self, e: KafkaError) {
+        if let Some(code) = e.rdkafka_error_code()
+            && crate::authz::is_denied(code)
+        {
+            self.denied(code, "read", &e.to_string());
+        }
         // Errors such as an unknown topic repeat on every poll: log them at most every 10 s.
         if self
             .last_poll_error
@@ -329,6 +355,42 @@ impl Ingest {
         {
             tracing::warn!(error = %e, "Kafka consumer error");
             self.last_poll_error = Some(Instant::now());
+        }
+    }
+
+    /// Records an authorization error of the consumer: on its group, or on whichever of its
+    /// topics the broker refuses to describe (looked up once, as this only runs on errors).
+    fn denied(&self, code: rdkafka::error::RDKafkaErrorCode, operation: &'static str, error: &str) {
+        let record = |resource_type: &'static str, resource: String| {
+            crate::authz::record(
+                &self.health,
+                &self.metrics,
+                crate::health::Denied {
+                    resource_type,
+                    resource,
+                    operation,
+                    error: error.to_string(),
+                },
+            )
+        };
+        match crate::authz::resource_type(code) {
+            "group" => record("group", self.group.clone()),
+            "topic" => {
+                for topic in self.by_topic.keys() {
+                    if let Ok(md) = self
+                        .consumer
+                        .fetch_metadata(Some(topic), Duration::from_secs(2))
+                        && md
+                            .topics()
+                            .first()
+                            .and_then(|t| t.error())
+                            .is_some_and(|e| crate::authz::is_denied(e.into()))
+                    {
+                        record("topic", topic.clone());
+                    }
+                }
+            }
+            other => record(other, "kafka-cluster".into()),
         }
     }
 
@@ -343,9 +405,6 @@ impl Ingest {
     /// cover. Without a state directory the offsets are committed as they are (informational:
     /// a restart then re-reads the topics from the beginning).
     fn checkpoint_and_commit(&mut self, mode: CommitMode) {
-        if let Some(d) = &self.dead_letters {
-            d.flush(Duration::from_secs(10));
-        }
         let positions = lock(&self.positions).clone();
         let durable = checkpoints::write_changed(
             &mut self.streams,
@@ -374,6 +433,11 @@ impl Ingest {
                 self.committed.extend(pending);
             }
             Err(e) => {
+                if let Some(code) = e.rdkafka_error_code()
+                    && crate::authz::is_denied(code)
+                {
+                    self.denied(code, "read", &e.to_string());
+                }
                 self.metrics
                     .offset_commits
                     .with_label_values(&["error"])
@@ -384,31 +448,129 @@ impl Ingest {
     }
 }
 
-/// Decodes one message into its stream's pending rows, or applies it to its feature stream,
-/// or rejects it; then moves the position past it. Returns the rows (1 for a feature-stream
-/// message).
-fn accept(
-    streams: &mut [StreamIngest],
-    features: &mut [FeatureIngest],
-    by_topic: &HashMap<String, Target>,
-    positions: &Mutex<Positions>,
-    metrics: &Metrics,
-    dead_letters: Option<&DeadLetters>,
-    msg: &BorrowedMessage<'_>,
-) -> usize {
-    let rows = match by_topic.get(msg.topic()) {
-        None => return 0,
-        Some(&Target::Rows(i)) => streams[i].accept(metrics, dead_letters, msg),
-        Some(&Target::Features(i)) => {
-            features[i].accept(metrics, dead_letters, msg);
-            1
+impl Ingest {
+    /// Decodes one message into its stream's pending rows, or applies it to its feature stream,
+    /// or rejects it; then moves the position past it, unless its partition now waits for the
+    /// message's dead-letter copy. Messages of a waiting partition, and messages before a
+    /// partition's position (already in the statistics), are dropped unread. Returns the rows
+    /// (1 for a feature-stream message).
+    fn accept(&mut self, msg: &BorrowedMessage<'_>) -> usize {
+        let (topic, partition, offset) = (msg.topic(), msg.partition(), msg.offset());
+        let Some(&target) = self.by_topic.get(topic) else {
+            return 0;
+        };
+        if self.held.is_held(topic, partition) {
+            // Fetched before the pause took effect, or the partition came back in a
+            // rebalance: pause (again); it is read again from the held message's successor.
+            self.pause(topic, partition);
+            return 0;
         }
-    };
-    positions::read(
-        &mut lock(positions),
-        msg.topic(),
-        msg.partition(),
-        msg.offset(),
-    );
-    rows
+        if positions::next(&lock(&self.positions), topic, partition).is_some_and(|n| offset < n) {
+            return 0;
+        }
+        let dead_letters = self.dead_letters.as_ref();
+        let rows = match target {
+            Target::Rows(i) => match self.streams[i].accept(&self.metrics, dead_letters, msg) {
+                Some(n) => n,
+                None if self.block => {
+                    let stream = self.streams[i].handle.name().to_string();
+                    self.held.hold(&stream, topic, partition, offset);
+                    self.pause(topic, partition);
+                    self.metrics
+                        .blocked_partitions
+                        .with_label_values(&[&stream])
+                        .set(self.held.count(&stream) as i64);
+                    self.health.set_held(self.held.report());
+                    tracing::info!(
+                        stream = %stream, topic = %topic, partition, offset,
+                        "partition waits at a rejected message until its dead-letter copy is delivered"
+                    );
+                    return 0;
+                }
+                None => 0,
+            },
+            Target::Features(i) => {
+                self.features[i].accept(&self.metrics, dead_letters, msg);
+                1
+            }
+        };
+        positions::read(&mut lock(&self.positions), topic, partition, offset);
+        rows
+    }
+
+    fn pause(&self, topic: &str, partition: i32) {
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition(topic, partition);
+        if let Err(e) = self.consumer.pause(&tpl) {
+            tracing::warn!(topic = %topic, partition, error = %e, "cannot pause partition");
+        }
+    }
+
+    /// Applies the dead-letter outcomes: a delivered copy releases its partition, which goes
+    /// on after the message; failures become the reason shown for the held partition.
+    fn dead_letter_outcomes(&mut self) {
+        let Some(d) = &self.dead_letters else {
+            return;
+        };
+        let outcomes = d.outcomes();
+        let assigned = self.consumer.context().assigned();
+        let mut changed = self.held.keep_assigned(&assigned);
+        for o in &outcomes {
+            changed = true;
+            if let dlq::Outcome::Failed {
+                topic,
+                denied: true,
+                error,
+                ..
+            } = o
+            {
+                crate::authz::record(
+                    &self.health,
+                    &self.metrics,
+                    crate::health::Denied {
+                        resource_type: "topic",
+                        resource: dlq::topic_of(topic),
+                        operation: "write",
+                        error: error.clone(),
+                    },
+                );
+            }
+            let Some(r) = self.held.outcome(o) else {
+                continue;
+            };
+            positions::read(&mut lock(&self.positions), &r.topic, r.partition, r.offset);
+            if let Some(&Target::Rows(i)) = self.by_topic.get(&r.topic) {
+                self.streams[i].dirty = true;
+            }
+            if assigned.contains(&(r.topic.clone(), r.partition)) {
+                let mut tpl = TopicPartitionList::new();
+                tpl.add_partition(&r.topic, r.partition);
+                if let Err(e) = self.consumer.seek(
+                    &r.topic,
+                    r.partition,
+                    Offset::Offset(r.offset + 1),
+                    Duration::ZERO,
+                ) {
+                    tracing::warn!(topic = %r.topic, partition = r.partition, error = %e, "cannot seek released partition");
+                }
+                if let Err(e) = self.consumer.resume(&tpl) {
+                    tracing::warn!(topic = %r.topic, partition = r.partition, error = %e, "cannot resume partition");
+                }
+            }
+            tracing::info!(
+                topic = %r.topic, partition = r.partition, offset = r.offset,
+                "dead-letter copy delivered; partition goes on"
+            );
+        }
+        if changed {
+            for s in &self.streams {
+                let name = s.handle.name();
+                self.metrics
+                    .blocked_partitions
+                    .with_label_values(&[name])
+                    .set(self.held.count(name) as i64);
+            }
+            self.health.set_held(self.held.report());
+        }
+    }
 }

@@ -2,7 +2,7 @@
 //! second per stream, with the number of lines held back) and copied to the dead-letter
 //! topic. Shared by the row fold and the feature-stream dispatch.
 
-use super::dlq::{DeadLetters, Source};
+use super::dlq::{Copy, DeadLetters};
 use crate::metrics::Metrics;
 use crate::reason::{Reason, Rejection};
 use rdkafka::message::{BorrowedMessage, Message};
@@ -26,6 +26,7 @@ pub struct Warnings {
 
 impl Warnings {
     /// Counts a refused message, logs it (rate-limited) and copies it to the dead-letter topic.
+    /// Returns whether a copy was sent.
     pub fn reject(
         &mut self,
         stream: &str,
@@ -33,7 +34,7 @@ impl Warnings {
         dead_letters: Option<&DeadLetters>,
         msg: &BorrowedMessage<'_>,
         rej: &Rejection,
-    ) {
+    ) -> bool {
         metrics
             .messages_rejected
             .with_label_values(&[stream, rej.reason.as_str()])
@@ -53,16 +54,20 @@ impl Warnings {
         } else {
             self.suppressed += 1;
         }
-        if let Some(d) = dead_letters {
-            let src = Source {
-                stream,
-                topic: msg.topic(),
-                partition: msg.partition(),
-                offset: msg.offset(),
-                key: msg.key(),
-                payload: msg.payload().unwrap_or(&[]),
-            };
-            d.send(&src, rej);
+        match dead_letters {
+            Some(d) => {
+                d.send(Copy::new(
+                    stream,
+                    msg.topic(),
+                    msg.partition(),
+                    msg.offset(),
+                    msg.key(),
+                    msg.payload().unwrap_or(&[]),
+                    rej,
+                ));
+                true
+            }
+            None => false,
         }
     }
 }

@@ -1,0 +1,378 @@
+//! The topics ravel reads or writes, checked against the cluster at start: every stream topic,
+//! every feature-stream topic (labels sent over HTTP are written there too) and, with dead
+//! letters on, each one's `<topic>.dlq`. Production clusters do not create topics on first
+//! use, and a dead-letter topic that does not exist holds its partition (`ingest::held`), so a
+//! missing topic is found here rather than at the first bad message.
+//!
+//! A missing topic is created when `kafka.create_topics = true` (partitions
+//! `kafka.topic_partitions`, one for feature-stream topics whose order matters; replication
+//! `kafka.topic_replication` capped by the cluster's broker count) through the AdminClient's
+//! CreateTopics. The embedded broker (librdkafka's mock cluster) does not implement
+//! CreateTopics; there, and on any broker that answers that it does not support it, ravel falls
+//! back to the one other way the protocol has: a metadata request that allows automatic
+//! creation, which creates the topic with the broker's default partition count (a warning says
+//! so when that differs from the configured one). Otherwise a missing topic keeps the service
+//! not ready: the log line and `/readyz` name it with the `kafka-topics.sh` command that
+//! creates it, and the check is repeated until it exists.
+
+use crate::config::Config;
+use crate::health::{Denied, Health, MissingTopic};
+use crate::ingest::{KafkaClients, dlq};
+use crate::metrics::Metrics;
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::producer::Producer;
+use std::time::Duration;
+
+/// A topic ravel needs, and how it would create it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Needed {
+    pub topic: String,
+    /// `stream`, `dead_letters` or `feature_stream`.
+    pub role: &'static str,
+    pub partitions: i32,
+}
+
+/// Every topic the configuration reads or writes, in a stable order.
+pub fn needed(config: &Config) -> Vec<Needed> {
+    let mut out = Vec::new();
+    let parts = config.kafka.topic_partitions;
+    for s in &config.streams {
+        out.push(Needed {
+            topic: s.topic(),
+            role: "stream",
+            partitions: parts,
+        });
+        if config.ingest.dead_letter {
+            out.push(Needed {
+                topic: dlq::topic_of(&s.topic()),
+                role: "dead_letters",
+                partitions: parts,
+            });
+        }
+    }
+    for f in &config.feature_streams {
+        out.push(Needed {
+            topic: f.topic(),
+            role: "feature_stream",
+            partitions: 1,
+        });
+        if config.ingest.dead_letter {
+            out.push(Needed {
+                topic: dlq::topic_of(&f.topic()),
+                role: "dead_letters",
+                partitions: 1,
+            });
+        }
+    }
+    out
+}
+
+/// The command that creates `n` (replication `replication`).
+pub fn create_command(brokers: &str, n: &Needed, replication: i16) -> String {
+    format!(
+        "kafka-topics.sh --bootstrap-server {brokers} --create --topic {} --partitions {} --replication-factor {replication}",
+        n.topic, n.partitions
+    )
+}
+
+/// What the cluster says about one topic.
+enum Found {
+    Exists,
+    Missing,
+    Denied(String),
+}
+
+/// Checks the topics ravel needs.
+pub struct TopicCheck {
+    clients: KafkaClients,
+    needed: Vec<Needed>,
+    create: bool,
+    replication: i16,
+}
+
+impl TopicCheck {
+    pub fn new(config: &Config, clients: KafkaClients) -> TopicCheck {
+        TopicCheck {
+            clients,
+            needed: needed(config),
+            create: config.kafka.create_topics,
+            replication: config.kafka.topic_replication,
+        }
+    }
+
+    /// Looks every topic up (creating the missing ones when asked to); records and logs what is
+    /// missing or denied. Returns the number still missing.
+    pub fn run(&self, health: &Health, metrics: &Metrics) -> usize {
+        // A metadata request that never creates a topic, whatever the user's options say.
+        let mut cfg = self
+            .clients
+            .config(crate::ingest::client::Client::Admin, &[]);
+        cfg.set("allow.auto.create.topics", "false");
+        let probe: BaseConsumer = match cfg.create() {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::error!(error = %self.clients.scrub(&e.to_string()), "cannot create the client that checks the topics");
+                return self.needed.len();
+            }
+        };
+        let brokers = match probe.fetch_metadata(None::<&str>, Duration::from_secs(10)) {
+            Ok(md) => md.brokers().len().max(1),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the cluster's metadata; topics not checked yet");
+                return self.needed.len();
+            }
+        };
+        let replication = self.replication.min(brokers as i16).max(1);
+        let mut missing: Vec<&Needed> = Vec::new();
+        for n in &self.needed {
+            match found(&probe, &n.topic) {
+                Found::Exists => {
+                    health.allow("topic", &n.topic);
+                }
+                Found::Missing => missing.push(n),
+                Found::Denied(e) => {
+                    let d = Denied {
+                        resource_type: "topic",
+                        resource: n.topic.clone(),
+                        operation: "describe",
+                        error: e,
+                    };
+                    crate::authz::record(health, metrics, d);
+                }
+            }
+        }
+        if self.create && !missing.is_empty() {
+            self.create_topics(&probe, &missing, replication);
+            missing.retain(|n| !matches!(found(&probe, &n.topic), Found::Exists));
+        }
+        let report: Vec<MissingTopic> = missing
+            .iter()
+            .map(|n| MissingTopic {
+                topic: n.topic.clone(),
+                role: n.role,
+                create_with: create_command(self.clients.brokers(), n, replication),
+            })
+            .collect();
+        for n in &self.needed {
+            let is_missing = report.iter().any(|m| m.topic == n.topic);
+            metrics
+                .missing_topics
+                .with_label_values(&[n.topic.as_str(), n.role])
+                .set(i64::from(is_missing));
+        }
+        for m in &report {
+            tracing::error!(
+                topic = %m.topic, role = m.role, create_with = %m.create_with,
+                "topic does not exist and kafka.create_topics is off; not ready until it exists; create it with: {}",
+                m.create_with
+            );
+        }
+        let left = report.len();
+        health.set_missing_topics(report);
+        left
+    }
+
+    /// Creates `missing` through CreateTopics, or, where the broker does not support it, through
+    /// a metadata request that allows automatic creation.
+    fn create_topics(&self, probe: &BaseConsumer, missing: &[&Needed], replication: i16) {
+        let admin: AdminClient<DefaultClientContext> = match self
+            .clients
+            .config(crate::ingest::client::Client::Admin, &[])
+            .create()
+        {
+            Ok(a) => a,
+            Err(e) => {
+                tracing::error!(error = %self.clients.scrub(&e.to_string()), "cannot create the admin client");
+                return;
+            }
+        };
+        let new: Vec<NewTopic> = missing
+            .iter()
+            .map(|n| {
+                NewTopic::new(
+                    &n.topic,
+                    n.partitions,
+                    TopicReplication::Fixed(i32::from(replication)),
+                )
+            })
+            .collect();
+        let opts = AdminOptions::new()
+            .operation_timeout(Some(Duration::from_secs(10)))
+            .request_timeout(Some(Duration::from_secs(10)));
+        let result = futures::executor::block_on(admin.create_topics(&new, &opts));
+        let mut unsupported = Vec::new();
+        match result {
+            Ok(per_topic) => {
+                for r in per_topic {
+                    match r {
+                        Ok(t) => tracing::info!(topic = %t, replication, "topic created"),
+                        Err((t, RDKafkaErrorCode::TopicAlreadyExists)) => {
+                            tracing::info!(topic = %t, "topic already exists")
+                        }
+                        Err((t, code)) if is_unsupported(code) => unsupported.push(t),
+                        Err((t, code)) => {
+                            tracing::error!(topic = %t, error = %code, "cannot create topic")
+                        }
+                    }
+                }
+            }
+            Err(KafkaError::AdminOp(code)) if is_unsupported(code) => {
+                unsupported = missing.iter().map(|n| n.topic.clone()).collect();
+            }
+            Err(e) => tracing::error!(error = %e, "CreateTopics failed"),
+        }
+        if unsupported.is_empty() {
+            return;
+        }
+        tracing::warn!(
+            topics = ?unsupported,
+            "the broker did not serve CreateTopics (the embedded broker does not support it); creating the topics through metadata requests that allow automatic creation"
+        );
+        let mut cfg = self
+            .clients
+            .config(crate::ingest::client::Client::Admin, &[]);
+        cfg.set("allow.auto.create.topics", "true");
+        let Ok(auto): Result<rdkafka::producer::BaseProducer, _> = cfg.create() else {
+            return;
+        };
+        for t in &unsupported {
+            let _ = auto
+                .client()
+                .fetch_metadata(Some(t), Duration::from_secs(10));
+            let want = missing
+                .iter()
+                .find(|n| &n.topic == t)
+                .map_or(0, |n| n.partitions);
+            match probe.fetch_metadata(Some(t), Duration::from_secs(10)) {
+                Ok(md) => match md.topics().first() {
+                    Some(mt) if mt.error().is_none() => {
+                        let have = mt.partitions().len() as i32;
+                        if have != want {
+                            tracing::warn!(
+                                topic = %t, partitions = have, configured = want,
+                                "topic created with the broker's default partition count, not kafka.topic_partitions"
+                            );
+                        } else {
+                            tracing::info!(topic = %t, partitions = have, "topic created");
+                        }
+                    }
+                    _ => tracing::error!(topic = %t, "the broker did not create the topic"),
+                },
+                Err(e) => tracing::error!(topic = %t, error = %e, "cannot check the created topic"),
+            }
+        }
+    }
+}
+
+/// Whether CreateTopics failed because the broker does not serve it: it says so, or (the
+/// embedded broker: librdkafka waits for a broker that supports the request) never answers.
+/// Falling back is harmless either way: a cluster that does not create topics on metadata
+/// requests leaves them missing, and they are reported as such.
+fn is_unsupported(code: RDKafkaErrorCode) -> bool {
+    matches!(
+        code,
+        RDKafkaErrorCode::UnsupportedFeature
+            | RDKafkaErrorCode::UnsupportedVersion
+            | RDKafkaErrorCode::InvalidRequest
+            | RDKafkaErrorCode::OperationTimedOut
+            | RDKafkaErrorCode::RequestTimedOut
+    )
+}
+
+/// Looks one topic up without creating it.
+fn found(probe: &BaseConsumer, topic: &str) -> Found {
+    match probe.fetch_metadata(Some(topic), Duration::from_secs(10)) {
+        Ok(md) => match md.topics().first() {
+            Some(t) => match t.error() {
+                None if !t.partitions().is_empty() => Found::Exists,
+                None => Found::Missing,
+                Some(e) => {
+                    let code: RDKafkaErrorCode = e.into();
+                    if crate::authz::is_denied(code) {
+                        Found::Denied(code.to_string())
+                    } else {
+                        Found::Missing
+                    }
+                }
+            },
+            None => Found::Missing,
+        },
+        Err(KafkaError::MetadataFetch(code)) if crate::authz::is_denied(code) => {
+            Found::Denied(code.to_string())
+        }
+        Err(_) => Found::Missing,
+    }
+}
+
+/// Runs the check once, before ingest subscribes (so that the topics it creates are there
+/// when the consumer looks), then, while a topic is missing, again with a growing pause (2 s
+/// to 30 s) on a thread of its own until none is.
+pub async fn check_then_watch(
+    check: TopicCheck,
+    health: std::sync::Arc<Health>,
+    metrics: std::sync::Arc<Metrics>,
+) {
+    let (h, m) = (health.clone(), metrics.clone());
+    let Ok((check, left)) = tokio::task::spawn_blocking(move || {
+        let left = check.run(&h, &m);
+        (check, left)
+    })
+    .await
+    else {
+        return;
+    };
+    if left == 0 {
+        return;
+    }
+    std::thread::Builder::new()
+        .name("ravel-topics".into())
+        .spawn(move || {
+            let mut wait = Duration::from_secs(2);
+            loop {
+                std::thread::sleep(wait);
+                if check.run(&health, &metrics) == 0 {
+                    break;
+                }
+                std::thread::sleep(wait);
+                wait = (wait * 2).min(Duration::from_secs(30));
+            }
+        })
+        .map(|_| ())
+        .unwrap_or_else(|e| tracing::error!(error = %e, "cannot start the topic check"));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_topic_read_or_written_is_needed_with_its_command() {
+        let mut c = Config {
+            streams: vec![crate::config::StreamConfig {
+                name: "s".into(),
+                topic: Some("obs".into()),
+                ..serde_json::from_value(serde_json::json!({"name": "s", "features": 3})).unwrap()
+            }],
+            ..Config::default()
+        };
+        c.kafka.topic_partitions = 6;
+        let n = needed(&c);
+        let names: Vec<_> = n
+            .iter()
+            .map(|n| (n.topic.as_str(), n.role, n.partitions))
+            .collect();
+        assert_eq!(
+            names,
+            [("obs", "stream", 6), ("obs.dlq", "dead_letters", 6)]
+        );
+        assert_eq!(
+            create_command("k:9092", &n[1], 3),
+            "kafka-topics.sh --bootstrap-server k:9092 --create --topic obs.dlq --partitions 6 --replication-factor 3"
+        );
+        c.ingest.dead_letter = false;
+        assert_eq!(needed(&c).len(), 1);
+    }
+}

@@ -1,0 +1,149 @@
+//! Issue 16: the topics ravel needs, checked at start against a cluster that does not create
+//! topics on its own (clients with `allow.auto.create.topics = false`); authorization errors
+//! named in `/readyz` and the metrics; and secrets in `kafka.options` never shown.
+
+mod common;
+
+use common::*;
+use ravel::broker::EmbeddedBroker;
+use ravel::config::{Config, FeatureSchema};
+use ravel_core::Task;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::types::RDKafkaRespErr;
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+fn production_like(topic: &str, group: &str, create: bool) -> Config {
+    let mut c = config(
+        vec![stream(
+            "s",
+            topic,
+            FeatureSchema::Count(3),
+            Task::Regression,
+        )],
+        None,
+    );
+    c.kafka.group_id = group.into();
+    c.kafka.create_topics = create;
+    c.kafka.topic_partitions = 4;
+    c.kafka.topic_replication = 3;
+    c.kafka
+        .options
+        .insert("allow.auto.create.topics".into(), "false".into());
+    c.check().unwrap();
+    c
+}
+
+fn wait_readyz(svc: &TestService, what: &str, f: impl Fn(u16, &Value) -> bool) -> Value {
+    let start = Instant::now();
+    loop {
+        let (status, v) = svc.get("/readyz");
+        if f(status, &v) {
+            return v;
+        }
+        assert!(
+            start.elapsed() < DEADLINE,
+            "{what}: last /readyz {status} {v}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn partitions(brokers: &str, topic: &str) -> Option<usize> {
+    let c: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .create()
+        .unwrap();
+    let md = c
+        .fetch_metadata(Some(topic), Duration::from_secs(10))
+        .ok()?;
+    let t = md.topics().first()?;
+    (t.error().is_none() && !t.partitions().is_empty()).then(|| t.partitions().len())
+}
+
+#[test]
+fn a_missing_dead_letter_topic_keeps_the_service_not_ready_and_says_how_to_create_it() {
+    let broker = EmbeddedBroker::start(1).unwrap();
+    let brokers = broker.bootstrap_servers().to_string();
+    broker.create_topic("t.need", 2).unwrap();
+    let svc = TestService::start(production_like("t.need", "need", false), &brokers);
+    let command = format!(
+        "kafka-topics.sh --bootstrap-server {brokers} --create --topic t.need.dlq --partitions 4 --replication-factor 1"
+    );
+    let v = wait_readyz(&svc, "not ready naming t.need.dlq", |s, v| {
+        s == 503 && v["missing_topics"][0]["topic"] == "t.need.dlq"
+    });
+    assert_eq!(v["missing_topics"].as_array().unwrap().len(), 1, "{v}");
+    assert_eq!(v["missing_topics"][0]["role"], "dead_letters");
+    assert_eq!(v["missing_topics"][0]["create_with"], command.as_str());
+    let msg = v["error"]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("t.need.dlq") && msg.contains(&command),
+        "{msg}"
+    );
+    let m = svc.metrics();
+    assert_eq!(
+        sample(
+            &m,
+            "ravel_missing_topics{role=\"dead_letters\",topic=\"t.need.dlq\"}"
+        ),
+        Some(1.0)
+    );
+    // The topic ravel did not create stays missing; once an operator creates it, ready.
+    assert_eq!(partitions(&brokers, "t.need.dlq"), None);
+    broker.create_topic("t.need.dlq", 1).unwrap();
+    let v = wait_readyz(&svc, "ready once the topic exists", |s, _| s == 200);
+    assert_eq!(v["missing_topics"], json!([]));
+}
+
+#[test]
+fn create_topics_creates_every_topic_ravel_needs() {
+    let broker = EmbeddedBroker::start(1).unwrap();
+    let brokers = broker.bootstrap_servers().to_string();
+    assert_eq!(partitions(&brokers, "t.made"), None);
+    let svc = TestService::start(production_like("t.made", "made", true), &brokers);
+    wait_readyz(&svc, "ready with the topics created", |s, _| s == 200);
+    // kafka.topic_partitions (4). The embedded broker has no CreateTopics: its topics are
+    // made through auto-creating metadata requests, with its default count, also 4.
+    assert_eq!(partitions(&brokers, "t.made"), Some(4));
+    assert_eq!(partitions(&brokers, "t.made.dlq"), Some(4));
+}
+
+#[test]
+fn an_authorization_error_names_the_resource_and_the_operation() {
+    let broker = EmbeddedBroker::start(1).unwrap();
+    let brokers = broker.bootstrap_servers().to_string();
+    broker.create_topic("t.acl", 1).unwrap();
+    broker.create_topic("t.acl.dlq", 1).unwrap();
+    broker
+        .topic_error(
+            "t.acl",
+            RDKafkaRespErr::RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED,
+        )
+        .unwrap();
+    let svc = TestService::start(production_like("t.acl", "acl", false), &brokers);
+    let v = wait_readyz(&svc, "not ready naming the denied topic", |s, v| {
+        s == 503 && v["authorization_errors"][0]["resource"] == "t.acl"
+    });
+    let d = &v["authorization_errors"][0];
+    assert_eq!(d["resource_type"], "topic");
+    assert_eq!(d["operation"], "describe");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("denies describe on topic 't.acl'"),
+        "{v}"
+    );
+    let m = svc.metrics();
+    assert!(
+        sample(
+            &m,
+            "ravel_kafka_authorization_errors_total{operation=\"describe\",resource=\"t.acl\",resource_type=\"topic\"}"
+        )
+        .unwrap_or(0.0)
+            >= 1.0,
+        "{m}"
+    );
+}
