@@ -46,6 +46,10 @@ pub struct HttpConfig {
     pub body_limit_bytes: usize,
     /// Model extractions run at once (CPU-bound); 0 means one per CPU core.
     pub max_concurrent_extractions: usize,
+    /// Extraction requests that may wait for a slot; past it, 503 `busy` with Retry-After.
+    pub max_queued_extractions: usize,
+    /// Time one extraction may compute before it is stopped (503 `extraction_timeout`).
+    pub extraction_timeout_ms: u64,
     /// Connections open at once; past it the next is accepted when one closes.
     pub max_connections: usize,
     /// Time a client has to send a request's headers (new or kept-alive connection).
@@ -88,6 +92,8 @@ impl Default for HttpConfig {
             addr: "127.0.0.1:8080".into(),
             body_limit_bytes: 4 << 20,
             max_concurrent_extractions: 0,
+            max_queued_extractions: 64,
+            extraction_timeout_ms: 30_000,
             max_connections: 1024,
             header_read_timeout_ms: 10_000,
             body_read_timeout_ms: 30_000,
@@ -134,10 +140,17 @@ impl HttpConfig {
             ("http.header_read_timeout_ms", self.header_read_timeout_ms),
             ("http.body_read_timeout_ms", self.body_read_timeout_ms),
             ("http.drain_timeout_ms", self.drain_timeout_ms),
+            ("http.extraction_timeout_ms", self.extraction_timeout_ms),
         ] {
             if !(1..=HOUR_MS).contains(&v) {
                 bail!("{field} must lie in 1..={HOUR_MS} (one hour), got {v}");
             }
+        }
+        if self.max_queued_extractions > 100_000 {
+            bail!(
+                "http.max_queued_extractions must lie in 0..=100000, got {}",
+                self.max_queued_extractions
+            );
         }
         let t = self.token.expose();
         if !t.is_empty() && (t.len() < 16 || !t.chars().all(|c| c.is_ascii_graphic())) {

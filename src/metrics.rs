@@ -35,6 +35,9 @@ pub struct Metrics {
     pub ingest_batch_rows: HistogramVec,
     /// Time of one model / path extraction (includes building the Gram problem).
     pub extraction_seconds: HistogramVec,
+    /// Extractions not answered: `busy` (queue full), `timeout` (deadline), `cancelled`
+    /// (client gone or server stopping).
+    pub extractions_refused: IntCounterVec,
     /// High watermark minus the next offset the statistics need, per partition.
     pub consumer_lag: IntGaugeVec,
     /// Partitions this service currently owns.
@@ -67,6 +70,9 @@ pub struct Metrics {
     pub http_request_seconds: HistogramVec,
     /// HTTP connections open now (at most `http.max_connections`).
     pub http_open_connections: IntGauge,
+    /// Extractions computing now, and requests waiting for a slot.
+    pub extractions_running: IntGauge,
+    pub extractions_waiting: IntGauge,
     /// Version labels (value 1); whether the service is up is Prometheus's own `up`.
     pub build_info: GaugeVec,
 }
@@ -171,6 +177,11 @@ impl Metrics {
                 "Time of one model extraction from the statistics",
                 &["stream", "kind", "method"],
                 latency_buckets(),
+            ),
+            extractions_refused: counter(
+                "ravel_extractions_refused_total",
+                "Extractions not answered, by reason (busy, timeout, cancelled)",
+                &["reason"],
             ),
             consumer_lag: int_gauge(
                 "ravel_consumer_lag",
@@ -284,6 +295,28 @@ impl Metrics {
                 &["route", "method"],
                 latency_buckets(),
             ),
+            extractions_running: {
+                let g = IntGauge::new(
+                    "ravel_extractions_running",
+                    "Extractions computing now (at most http.max_concurrent_extractions)",
+                )
+                .expect("valid metric");
+                registry
+                    .register(Box::new(g.clone()))
+                    .expect("unique metric");
+                g
+            },
+            extractions_waiting: {
+                let g = IntGauge::new(
+                    "ravel_extractions_waiting",
+                    "Extraction requests waiting for a slot (at most http.max_queued_extractions)",
+                )
+                .expect("valid metric");
+                registry
+                    .register(Box::new(g.clone()))
+                    .expect("unique metric");
+                g
+            },
             http_open_connections: {
                 let g = IntGauge::new(
                     "ravel_http_open_connections",

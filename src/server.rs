@@ -151,6 +151,16 @@ pub async fn run(
             .unwrap_or(2),
         n => n,
     };
+    // Set when the server starts to stop: extractions running then stop at their next
+    // iteration, so that shutdown is bounded whatever they were asked.
+    let stopping = Arc::new(AtomicBool::new(false));
+    {
+        let (s, flag) = (shutdown.clone(), stopping.clone());
+        tokio::spawn(async move {
+            s.wait().await;
+            flag.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+    }
     let state = AppState {
         streams,
         feature_streams,
@@ -158,7 +168,12 @@ pub async fn run(
         metrics,
         ready,
         health,
-        extractions: Arc::new(tokio::sync::Semaphore::new(permits)),
+        extractions: api::Extractions::new(
+            permits,
+            config.http.max_queued_extractions,
+            Some(Duration::from_millis(config.http.extraction_timeout_ms)),
+            stopping,
+        ),
     };
     let open_connections = state.metrics.http_open_connections.clone();
     let mut app = api::router(state, config.http.body_limit_bytes);

@@ -43,6 +43,25 @@ impl ApiError {
             "the server is shutting down; retry against another instance",
         )
     }
+    /// 503 with Retry-After: every extraction slot is taken and the queue is full.
+    pub fn busy(max_waiting: usize) -> Self {
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "busy",
+            format!(
+                "every extraction slot is busy and {max_waiting} requests already wait \
+                 (http.max_queued_extractions); retry shortly"
+            ),
+        )
+    }
+    /// 503: the extraction ran past `http.extraction_timeout_ms` and was stopped.
+    pub fn extraction_timeout(why: impl std::fmt::Display) -> Self {
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "extraction_timeout",
+            why.to_string(),
+        )
+    }
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
     }
@@ -71,7 +90,14 @@ impl IntoResponse for ApiError {
                 message: self.message,
             },
         };
-        (self.status, Json(body)).into_response()
+        let mut resp = (self.status, Json(body)).into_response();
+        if self.code == "busy" {
+            resp.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from_static("1"),
+            );
+        }
+        resp
     }
 }
 

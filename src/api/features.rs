@@ -164,7 +164,7 @@ pub struct FeatureModelRequest {
         (status = 404, description = "`unknown_stream`", body = ErrorBody),
         (status = 409, description = "`no_labels`", body = ErrorBody),
         (status = 415, description = "`unsupported_media_type`", body = ErrorBody),
-        (status = 503, description = "`shutting_down`", body = ErrorBody),
+        (status = 503, description = "`shutting_down`, `busy` (with Retry-After), `extraction_timeout`", body = ErrorBody),
     ))]
 pub(super) async fn model(
     State(st): State<AppState>,

@@ -9,20 +9,19 @@
 //! (p^2 n = 10^12 flops) is left out of the benchmark.
 //!
 //! extract: extraction times at p = 1000 on 003's Table 2 design (n = 3000), beside the
-//! 100-point Lasso path of coordinate descent, for README's benchmark table.
+//! 100-point Lasso path of coordinate descent, for README's benchmark table; each through the
+//! estimator interface (a JSON request, checked, extracted from the statistics) as the HTTP
+//! API and `ravel fit` run it.
 
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rand_distr::{Distribution, StandardNormal};
 use ravel_core::gram::{Gram, Problem};
-use ravel_core::solve::frank_wolfe::{
-    FwOptions, FwVariant, delta_grid, delta_max, fw_lasso, fw_path,
-};
-use ravel_core::solve::iht::{HardThreshold, IhtOptions, hard_threshold};
-use ravel_core::solve::ksupport::{KsupportOptions, ksupport};
-use ravel_core::solve::{Estimator, Request, penalized};
+use ravel_core::solve::frank_wolfe::{FwOptions, FwVariant, delta_max, fw_lasso};
+use ravel_core::solve::{Request, model_from_stats, path_from_stats};
 use ravel_core::stats::{AlphaSchedule, RunningStats, Stats};
 use ravel_core::synthetic::SyntheticSpec;
+use serde_json::json;
 use std::time::Instant;
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -131,69 +130,63 @@ fn extract() {
                 .collect(),
         )
     };
+    // Every row goes through the estimator interface as the HTTP API and `ravel fit` do: the
+    // JSON request, checked, then extracted from the statistics (Gram build included).
+    let request = |body: serde_json::Value| -> Request {
+        serde_json::from_value(body).expect("a valid request")
+    };
+    let dmax = delta_max(&Problem::regression(&s, true).unwrap().gram);
     println!(
-        "\n{:<48} {:>10} {:>6}",
-        "extraction, p=1000, n=3000 (Table 2 design)", "ms", ""
+        "\n{:<52} {:>10}",
+        "extraction, p=1000, n=3000 (Table 2 design)", "ms"
     );
-    let ms = time(&|| {
-        Request::from(Estimator::Lasso(penalized::Lasso::path()))
-            .path(&st, None)
-            .unwrap();
-    });
-    println!("{:<48} {:>10.1}", "lasso path (CD), 100 lambdas", ms);
-    // The solver-level figures include building the Gram problem, as path_from_stats does.
-    let problem = || Problem::regression(&s, true).unwrap();
-    let ms = time(&|| {
-        let pr = problem();
-        let g = &pr.gram;
-        let deltas = delta_grid(delta_max(g), 0.01, 100);
-        std::hint::black_box(fw_path(g, &deltas, &FwOptions::default()));
-    });
-    println!("{:<48} {:>10.1}", "fw-lasso path, 100 deltas", ms);
-    for (name, variant) in [
-        ("fw-lasso, delta = 0.1 delta_max", FwVariant::Deterministic),
+    let paths = [
+        (
+            "lasso path (CD), 100 lambdas",
+            json!({"method": "lasso", "path_points": 100}),
+        ),
+        (
+            "fw-lasso path, 100 deltas (dmax/100 .. dmax)",
+            json!({"method": "fw-lasso", "path_points": 100, "delta_min_ratio": 0.01}),
+        ),
+    ];
+    for (name, body) in paths {
+        let r = request(body).check_path(p).unwrap();
+        let ms = time(&|| {
+            std::hint::black_box(path_from_stats(&st, &r, None).unwrap());
+        });
+        println!("{:<52} {:>10.1}", name, ms);
+    }
+    let models = [
+        ("lasso k=100", json!({"method": "lasso", "k": 100})),
+        (
+            "fw-lasso, delta = 0.1 delta_max",
+            json!({"method": "fw-lasso", "delta": 0.1 * dmax}),
+        ),
         (
             "fw-lasso randomized kappa=50, delta = 0.1 dmax",
-            FwVariant::Randomized { kappa: 50, seed: 1 },
+            json!({"method": "fw-lasso", "delta": 0.1 * dmax, "variant": "randomized", "kappa": 50, "seed": 1}),
         ),
-    ] {
+        (
+            "iht k=100, lambda=0.05 (with certificate)",
+            json!({"method": "iht", "k": 100, "lambda": 0.05}),
+        ),
+        (
+            "htp k=100, lambda=0.05 (with certificate)",
+            json!({"method": "htp", "k": 100, "lambda": 0.05}),
+        ),
+        (
+            "k-support k=100, lambda=0.01 (k-FCFW)",
+            json!({"method": "k-support", "k": 100, "lambda": 0.01}),
+        ),
+    ];
+    for (name, body) in models {
+        let r = request(body).check(p).unwrap();
         let ms = time(&|| {
-            let pr = problem();
-            let g = &pr.gram;
-            let opt = FwOptions {
-                variant,
-                ..FwOptions::default()
-            };
-            std::hint::black_box(fw_lasso(g, 0.1 * delta_max(g), &opt, None));
+            std::hint::black_box(model_from_stats(&st, &r, None).unwrap());
         });
-        println!("{:<48} {:>10.1}", name, ms);
+        println!("{:<52} {:>10.1}", name, ms);
     }
-    for (name, method) in [
-        ("iht k=100", HardThreshold::Iht),
-        ("htp k=100", HardThreshold::Htp),
-    ] {
-        let ms = time(&|| {
-            let pr = problem();
-            let opt = IhtOptions {
-                lambda: 0.05,
-                ..IhtOptions::default()
-            };
-            std::hint::black_box(hard_threshold(&pr.gram, 100, method, &opt));
-        });
-        println!(
-            "{:<48} {:>10.1}",
-            format!("{name}, lambda=0.05 (with certificate)"),
-            ms
-        );
-    }
-    let ms = time(&|| {
-        let pr = problem();
-        std::hint::black_box(ksupport(&pr.gram, 100, 0.01, &KsupportOptions::default()));
-    });
-    println!(
-        "{:<48} {:>10.1}",
-        "k-support k=100, lambda=0.01 (k-FCFW)", ms
-    );
 }
 
 fn main() {

@@ -127,6 +127,9 @@ pub fn fw_lasso(g: &Gram, delta: f64, opt: &FwOptions, warm: Option<&[f64]>) -> 
         if m == 0 || delta <= 0.0 {
             break; // b = 0 is the only feasible point (its gap is 0 below)
         }
+        if super::interrupt::stop() {
+            break;
+        }
         let (imax, gmax) = argmax_abs(&state.g);
         let gap = state.bg() + delta * gmax;
         if opt.trace {

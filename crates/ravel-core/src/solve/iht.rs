@@ -153,6 +153,9 @@ pub fn certify(
     let mut u = w.to_vec();
     let mut candidate: Option<(f64, Vec<f64>)> = None;
     for t in 0..dual_iterations {
+        if super::interrupt::stop() {
+            break;
+        }
         let grad = g.gradient(&u);
         let f = top_k(&grad, &all, k);
         let mut wu = vec![0.0; g.m];
@@ -213,6 +216,9 @@ pub fn hard_threshold(g: &Gram, k: usize, method: HardThreshold, opt: &IhtOption
     let mut iterations = 0;
     let mut converged = false;
     while iterations < opt.max_iterations && k > 0 {
+        if super::interrupt::stop() {
+            break;
+        }
         iterations += 1;
         let grad: Vec<f64> = g
             .gradient(&b)

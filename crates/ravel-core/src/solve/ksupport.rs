@@ -135,7 +135,12 @@ pub fn ksupport(g: &Gram, k: usize, lambda: f64, opt: &KsupportOptions) -> Ksupp
         let norm = ksupport_norm(&w, k);
         let dual = ksupport_dual_norm(&grad, k);
         gap = (gw + lambda * norm * norm + dual * dual / (4.0 * lambda)).max(0.0);
-        if gap <= opt.tol * scale || iterations >= opt.max_iterations || m == 0 || dual == 0.0 {
+        if gap <= opt.tol * scale
+            || iterations >= opt.max_iterations
+            || m == 0
+            || dual == 0.0
+            || super::interrupt::stop()
+        {
             break;
         }
         iterations += 1;

@@ -19,6 +19,7 @@
 pub mod cholesky;
 pub mod frank_wolfe;
 pub mod iht;
+pub mod interrupt;
 pub mod ksupport;
 pub mod least_squares;
 #[cfg(feature = "openapi")]

@@ -428,6 +428,9 @@ impl CdState {
             self.newton(g, pen, lambda, &everything);
         }
         while iterations < opt.max_sweeps {
+            if super::interrupt::stop() {
+                break;
+            }
             let full_change = self.sweep(g, pen, lambda, &all);
             iterations += 1;
             if pen.is_convex() {
@@ -465,6 +468,9 @@ impl CdState {
             let mut next_try = NEWTON_AFTER;
             loop {
                 if iterations >= opt.max_sweeps {
+                    break;
+                }
+                if super::interrupt::stop() {
                     break;
                 }
                 let change = self.sweep_active(g, pen, lambda, &active);

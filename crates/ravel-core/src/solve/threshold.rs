@@ -94,6 +94,9 @@ pub fn fsa(g: &Gram, k: usize, opt: &FsaOptions) -> L0Solution {
         gradient_step(g, &kept, &mut b, 1.0 / lipschitz);
     }
     for t in 1..=t_max {
+        if super::interrupt::stop() {
+            break;
+        }
         gradient_step(g, &kept, &mut b, 1.0 / lipschitz);
         let frac = ((t_max - t) as f64 / (t as f64 * opt.mu + t_max as f64)).max(0.0);
         let m_t = k + ((m - k) as f64 * frac).floor() as usize;
