@@ -46,8 +46,18 @@ pub struct Denied {
     pub error: String,
 }
 
+/// How many of a topic's partitions this instance owns.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct PartitionCount {
+    pub assigned: usize,
+    /// From the topic's metadata at start (0 while unknown).
+    pub total: usize,
+}
+
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct HealthState {
+    /// Per topic read: partitions assigned here and in all.
+    pub partitions: std::collections::BTreeMap<String, PartitionCount>,
     pub missing_topics: Vec<MissingTopic>,
     pub held_partitions: Vec<HeldPartition>,
     pub authorization_errors: Vec<Denied>,
@@ -70,6 +80,9 @@ impl Health {
     }
     pub fn set_missing_topics(&self, missing: Vec<MissingTopic>) {
         self.lock().missing_topics = missing;
+    }
+    pub fn set_partitions(&self, partitions: std::collections::BTreeMap<String, PartitionCount>) {
+        self.lock().partitions = partitions;
     }
     pub fn set_held(&self, held: Vec<HeldPartition>) {
         self.lock().held_partitions = held;

@@ -52,6 +52,11 @@ fn a_second_group_member_taking_partitions_makes_the_service_not_ready() {
         .insert("session.timeout.ms".into(), "6000".into());
     let svc = TestService::start(cfg, &brokers);
     wait_ready(&svc, 200, None);
+    let (_, summary) = svc.get("/v1/streams/s");
+    assert_eq!(
+        summary["partitions"],
+        serde_json::json!({"assigned": 3, "total": 3})
+    );
 
     // Another member of the same group: the group splits the three partitions.
     let intruder: BaseConsumer = ClientConfig::new()
@@ -66,9 +71,20 @@ fn a_second_group_member_taking_partitions_makes_the_service_not_ready() {
     let m = svc.metrics();
     let assigned = sample(&m, "ravel_consumer_assigned_partitions{topic=\"t.own\"}").unwrap();
     assert!(assigned < 3.0, "{m}");
+    let (_, summary) = svc.get("/v1/streams/s");
+    assert_eq!(summary["partitions"]["total"], 3, "{summary}");
+    assert!(
+        summary["partitions"]["assigned"].as_u64().unwrap() < 3,
+        "{summary}"
+    );
 
     // It leaves: the service owns the whole stream again.
     intruder.unsubscribe();
     drop(intruder);
     wait_ready(&svc, 200, None);
+    let (_, summary) = svc.get("/v1/streams/s");
+    assert_eq!(
+        summary["partitions"],
+        serde_json::json!({"assigned": 3, "total": 3})
+    );
 }

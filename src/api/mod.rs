@@ -394,12 +394,16 @@ pub struct StreamSummary {
     last_update_ms: Option<u64>,
     /// Partitions waiting at a rejected message until its dead-letter copy is delivered.
     held_partitions: Vec<crate::health::HeldPartition>,
+    /// Partitions of the topic assigned to this instance, and in all: the statistics cover
+    /// the whole stream only when they are equal.
+    partitions: crate::health::PartitionCount,
 }
 
 fn summary(h: &StreamHandle, health: &crate::health::Health) -> StreamSummary {
     let snap = h.snapshot();
-    let held_partitions = health
-        .snapshot()
+    let state = health.snapshot();
+    let partitions = state.partitions.get(&h.topic).copied().unwrap_or_default();
+    let held_partitions = state
         .held_partitions
         .into_iter()
         .filter(|p| p.stream == h.name())
@@ -418,6 +422,7 @@ fn summary(h: &StreamHandle, health: &crate::health::Health) -> StreamSummary {
             .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
             .map(|d| d.as_millis() as u64),
         held_partitions,
+        partitions,
     }
 }
 

@@ -155,6 +155,7 @@ impl Ingest {
             topics.clone(),
             setup.ready.clone(),
             setup.metrics.clone(),
+            setup.health.clone(),
         );
         let brokers = setup.clients.brokers();
         let consumer: BaseConsumer<IngestContext> = setup

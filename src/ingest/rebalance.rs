@@ -6,6 +6,7 @@
 
 use super::lock;
 use super::positions::{self, Positions};
+use crate::health::{Health, PartitionCount};
 use crate::metrics::Metrics;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, RebalanceProtocol};
 use rdkafka::topic_partition_list::TopicPartitionList;
@@ -24,6 +25,8 @@ pub struct IngestContext {
     topics: Vec<String>,
     ready: Arc<AtomicBool>,
     pub(super) metrics: Arc<Metrics>,
+    /// Where the API reads the partition counts.
+    health: Arc<Health>,
 }
 
 impl IngestContext {
@@ -32,6 +35,7 @@ impl IngestContext {
         topics: Vec<String>,
         ready: Arc<AtomicBool>,
         metrics: Arc<Metrics>,
+        health: Arc<Health>,
     ) -> Self {
         IngestContext {
             positions,
@@ -40,6 +44,7 @@ impl IngestContext {
             topics,
             ready,
             metrics,
+            health,
         }
     }
 
@@ -79,6 +84,18 @@ impl IngestContext {
             let have = a.iter().filter(|(at, _)| at == t).count();
             have >= totals.get(t).copied().unwrap_or(1).max(1)
         });
+        self.health.set_partitions(
+            self.topics
+                .iter()
+                .map(|t| {
+                    let count = PartitionCount {
+                        assigned: a.iter().filter(|(at, _)| at == t).count(),
+                        total: totals.get(t).copied().unwrap_or(0),
+                    };
+                    (t.clone(), count)
+                })
+                .collect(),
+        );
         drop(totals);
         if self.ready.swap(ready, Ordering::SeqCst) && !ready && !a.is_empty() {
             tracing::error!(
