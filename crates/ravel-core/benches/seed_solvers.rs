@@ -19,7 +19,7 @@ use rand_distr::{Distribution, StandardNormal};
 use ravel_core::gram::{Gram, Problem};
 use ravel_core::solve::frank_wolfe::{FwOptions, FwVariant, delta_max, fw_lasso};
 use ravel_core::solve::{Request, model_from_stats, path_from_stats};
-use ravel_core::stats::{AlphaSchedule, RunningStats, Stats};
+use ravel_core::stats::Stats;
 use ravel_core::synthetic::SyntheticSpec;
 use serde_json::json;
 use std::time::Instant;
@@ -110,14 +110,7 @@ fn fw10k() {
 fn extract() {
     let p = 1000;
     let spec: SyntheticSpec = "p=1000,k=100,n=3000,seed=7".parse().unwrap();
-    let mut s = RunningStats::new(p, AlphaSchedule::Plain);
-    let (mut x, mut y) = (Vec::new(), Vec::new());
-    let mut source = spec.rows();
-    while source.fill(1000, &mut x, &mut y) > 0 {
-        s.update_batch(&x, &y).unwrap();
-        x.clear();
-        y.clear();
-    }
+    let s = spec.running_stats(1000);
     let st = Stats::from(s.clone());
     let time = |f: &dyn Fn()| {
         median(

@@ -74,16 +74,8 @@ fn main() {
     }
 
     // Extraction at p = 1000 on the Table 2 design (n = 3000, k* = 100).
-    let p = 1000;
     let spec: SyntheticSpec = "p=1000,k=100,n=3000,seed=7".parse().unwrap();
-    let mut s = RunningStats::new(p, AlphaSchedule::Plain);
-    let (mut x, mut y) = (Vec::new(), Vec::new());
-    let mut source = spec.rows();
-    while source.fill(1000, &mut x, &mut y) > 0 {
-        s.update_batch(&x, &y).unwrap();
-        x.clear();
-        y.clear();
-    }
+    let s = spec.running_stats(1000);
     let st = &Stats::from(s.clone());
     let time = |f: &dyn Fn() -> f64| median((0..5).map(|_| f()).collect());
     let path_ms = time(&|| {

@@ -13,6 +13,7 @@ use std::str::FromStr;
 
 use crate::Task;
 use crate::spec::Spec;
+use crate::stats::{AlphaSchedule, RunningStats};
 
 /// A synthetic design. As a table, `{ p = 1000, k = 100, n = 3000, seed = 1 }`; as a shorthand,
 /// `p=1000,k=100,n=3000,signal=1,noise=1,rho=0.5,seed=1,task=regression` (any subset, the
@@ -92,6 +93,20 @@ impl SyntheticSpec {
         }
         let step = self.p / self.k;
         (0..self.k).map(|i| i * step + step - 1).collect()
+    }
+    /// All n rows folded into plain running averages, `batch` rows per `update_batch` (the
+    /// statistics tests and benchmarks extract from, as the service would).
+    pub fn running_stats(&self, batch: usize) -> RunningStats {
+        let mut s = RunningStats::new(self.p, AlphaSchedule::Plain);
+        let (mut x, mut y) = (Vec::new(), Vec::new());
+        let mut rows = self.rows();
+        while rows.fill(batch.max(1), &mut x, &mut y) > 0 {
+            s.update_batch(&x, &y)
+                .expect("synthetic rows are finite and of width p");
+            x.clear();
+            y.clear();
+        }
+        s
     }
     pub fn rows(&self) -> SyntheticRows {
         SyntheticRows {

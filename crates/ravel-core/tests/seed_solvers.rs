@@ -24,14 +24,7 @@ fn stats_of(x: &[f64], y: &[f64], p: usize) -> RunningStats {
 
 fn synthetic_gram(spec: &str, standardize: bool) -> (Gram, SyntheticSpec) {
     let spec: SyntheticSpec = spec.parse().unwrap();
-    let (mut x, mut y) = (vec![], vec![]);
-    let mut rows = spec.rows();
-    let mut s = RunningStats::new(spec.p, AlphaSchedule::Plain);
-    while rows.fill(500, &mut x, &mut y) > 0 {
-        s.update_batch(&x, &y).unwrap();
-        x.clear();
-        y.clear();
-    }
+    let s = spec.running_stats(500);
     (Problem::regression(&s, standardize).unwrap().gram, spec)
 }
 

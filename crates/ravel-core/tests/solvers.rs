@@ -632,14 +632,7 @@ fn table2_recovery_p1000_n3000() {
             format!("p=1000,k=100,n=3000,signal=1,noise=1,rho=0.5,seed={seed}")
                 .parse()
                 .unwrap();
-        let (mut x, mut y) = (vec![], vec![]);
-        let mut rows = spec.rows();
-        let mut s = RunningStats::new(spec.p, AlphaSchedule::Plain);
-        while rows.fill(500, &mut x, &mut y) > 0 {
-            s.update_batch(&x, &y).unwrap();
-            x.clear();
-            y.clear();
-        }
+        let s = spec.running_stats(500);
         let truth = spec.support();
         for method in [Method::Olsth, Method::Fsa] {
             let m = fit(&s, &params(method).with_k(100));

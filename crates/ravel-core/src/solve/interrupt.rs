@@ -150,20 +150,12 @@ mod tests {
 mod solver_tests {
     use super::*;
     use crate::solve::{Request, model_from_stats, path_from_stats};
-    use crate::stats::{AlphaSchedule, RunningStats, Stats};
+    use crate::stats::Stats;
     use crate::synthetic::SyntheticSpec;
 
     fn stats() -> Stats {
         let spec: SyntheticSpec = "p=60,k=6,n=200,seed=3".parse().unwrap();
-        let mut s = RunningStats::new(60, AlphaSchedule::Plain);
-        let (mut x, mut y) = (Vec::new(), Vec::new());
-        let mut rows = spec.rows();
-        while rows.fill(100, &mut x, &mut y) > 0 {
-            s.update_batch(&x, &y).unwrap();
-            x.clear();
-            y.clear();
-        }
-        Stats::from(s)
+        Stats::from(spec.running_stats(100))
     }
 
     /// Every family with an iteration loop stops under a fired interrupt, and the caller gets
