@@ -208,7 +208,7 @@ pub struct LabelsRequest {
 }
 
 /// What became of labels sent with PUT.
-#[derive(Serialize, ToSchema)]
+#[derive(Default, Serialize, ToSchema)]
 pub struct LabelsStatus {
     /// `applied` (200), `unchanged` (200) or `queued` (202: on the topic, not read back yet).
     #[schema(examples("applied", "unchanged", "queued"))]
@@ -274,10 +274,7 @@ pub(super) async fn put_labels(
                 Json(LabelsStatus {
                     status: "unchanged",
                     n: Some(c.n),
-                    message: None,
-                    topic: None,
-                    partition: None,
-                    offset: None,
+                    ..Default::default()
                 }),
             ));
         }

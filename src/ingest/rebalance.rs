@@ -69,22 +69,9 @@ impl IngestContext {
                 .consumer_lag
                 .remove_label_values(&[t.as_str(), &p.to_string()]);
         }
-        for t in &self.topics {
-            let n = a.iter().filter(|(at, _)| at == t).count();
-            self.metrics
-                .assigned_partitions
-                .with_label_values(&[t.as_str()])
-                .set(n as i64);
-        }
-        // Ready means this instance owns every partition of every topic: a second instance in
-        // the same group takes partitions away, and the statistics would then silently cover
-        // part of each stream (until scale-out merges them, that is not ready).
-        let totals = lock(&self.totals);
-        let ready = self.topics.iter().all(|t| {
-            let have = a.iter().filter(|(at, _)| at == t).count();
-            have >= totals.get(t).copied().unwrap_or(1).max(1)
-        });
-        self.health.set_partitions(
+        // Per topic, the partitions assigned here and in all (0 while the metadata is unknown).
+        let counts: BTreeMap<String, PartitionCount> = {
+            let totals = lock(&self.totals);
             self.topics
                 .iter()
                 .map(|t| {
@@ -94,9 +81,20 @@ impl IngestContext {
                     };
                     (t.clone(), count)
                 })
-                .collect(),
-        );
-        drop(totals);
+                .collect()
+        };
+        for (t, c) in &counts {
+            self.metrics
+                .assigned_partitions
+                .with_label_values(&[t.as_str()])
+                .set(c.assigned as i64);
+        }
+        // Ready means this instance owns every partition of every topic: a second instance in
+        // the same group takes partitions away, and the statistics would then silently cover
+        // part of each stream (until scale-out merges them, that is not ready). A topic whose
+        // partition count is unknown needs one.
+        let ready = counts.values().all(|c| c.assigned >= c.total.max(1));
+        self.health.set_partitions(counts);
         if self.ready.swap(ready, Ordering::SeqCst) && !ready && !a.is_empty() {
             tracing::error!(
                 assigned = a.len(),
