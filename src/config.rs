@@ -317,30 +317,65 @@ impl Default for DlqConfig {
     }
 }
 
+/// Where the statistics and their offsets are kept across restarts (`state.store`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StoreKind {
+    /// Checkpoints in `state.dir`: one process owns every partition of its streams.
+    #[default]
+    Dir,
+    /// Per partition, in the compacted changelog topic `state.topic` (`crate::state_store`):
+    /// several replicas in one consumer group, no disk.
+    Kafka,
+    /// Nothing: a restart re-reads every topic from its beginning.
+    None,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct StateConfig {
-    /// Directory of the checkpoints (statistics + next offset of every partition); empty
-    /// disables them, and a restart then re-reads every topic from its beginning.
+    /// `dir`, `kafka` or `none`.
+    pub store: StoreKind,
+    /// Directory of the checkpoints (statistics + next offset of every partition) of the `dir`
+    /// store; empty disables them, and a restart then re-reads every topic from its beginning.
     pub dir: String,
-    /// Time between checkpoints, in milliseconds; offsets are committed to Kafka right after
-    /// each checkpoint is durable.
+    /// Time between checkpoints (or state records), in milliseconds; offsets are committed to
+    /// Kafka right after each is durable.
     pub checkpoint_interval_ms: u64,
+    /// The `kafka` store's changelog topic; empty: `<kafka.group_id>.state`.
+    pub topic: String,
+    /// The `kafka` store's largest record, in bytes: a larger state is written in chunks
+    /// (keep it below the brokers' `message.max.bytes`).
+    pub max_record_bytes: usize,
 }
 
 impl Default for StateConfig {
     fn default() -> Self {
         StateConfig {
+            store: StoreKind::Dir,
             dir: "ravel-state".into(),
             checkpoint_interval_ms: 5000,
+            topic: String::new(),
+            max_record_bytes: 900_000,
         }
     }
 }
 
 impl StateConfig {
+    /// The checkpoint directory, when the `dir` store is on.
     pub fn dir(&self) -> Option<PathBuf> {
         let d = self.dir.trim();
-        (!d.is_empty()).then(|| PathBuf::from(d))
+        (self.store == StoreKind::Dir && !d.is_empty()).then(|| PathBuf::from(d))
+    }
+    /// The changelog topic, when the `kafka` store is on.
+    pub fn kafka_topic(&self, group_id: &str) -> Option<String> {
+        (self.store == StoreKind::Kafka).then(|| {
+            if self.topic.trim().is_empty() {
+                format!("{group_id}.state")
+            } else {
+                self.topic.trim().to_string()
+            }
+        })
     }
 }
 
@@ -832,6 +867,15 @@ impl Config {
         }
         if self.state.checkpoint_interval_ms == 0 {
             bail!("state.checkpoint_interval_ms must be positive");
+        }
+        if let Some(topic) = self.state.kafka_topic(&self.kafka.group_id) {
+            check_topic(&topic).context("state.topic")?;
+        }
+        if !(64 * 1024..=100 * 1024 * 1024).contains(&self.state.max_record_bytes) {
+            bail!(
+                "state.max_record_bytes must lie in 65536..=104857600 (64 KiB to 100 MiB), got {}",
+                self.state.max_record_bytes
+            );
         }
         if !(1..=10_000).contains(&self.kafka.topic_partitions) {
             bail!("kafka.topic_partitions must lie in 1..=10000");

@@ -26,6 +26,8 @@
 //! - [`feature_streams`]: each feature stream's snapshot for readers (the selection, offsets
 //!   read, recent rejections); imports nothing of ingest.
 //! - [`checkpoint`]: statistics + next offsets persisted atomically, for exact restarts.
+//! - [`state_store`]: the same per partition in a compacted Kafka topic, for replicas that
+//!   share a consumer group (`state.store = "kafka"`).
 //! - [`api`]: the axum router, handlers and the JSON error type.
 //! - [`metrics`]: every Prometheus metric, in one place.
 //! - [`server`]: `run(config, brokers, listener, shutdown)` and the `serve` command.
@@ -52,5 +54,6 @@ pub mod reason;
 pub mod select;
 pub mod server;
 pub mod shutdown;
+pub mod state_store;
 pub mod streams;
 pub mod topics;

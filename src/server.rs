@@ -12,6 +12,7 @@
 
 use crate::api::{self, AppState};
 use crate::broker::EmbeddedBroker;
+use crate::config::StoreKind;
 use crate::config::{Config, LogConfig, LogFormat, ServeArgs};
 use crate::feature_streams::{FeatureStreamHandle, FeatureStreams};
 use crate::ingest::{self, IngestSetup, KafkaClients};
@@ -62,13 +63,10 @@ pub async fn run(
     for sc in &config.streams {
         let snap = match snapshots.remove(&sc.name) {
             Some(s) => s,
-            None => Snapshot {
-                stats: Stats::new(sc.task, sc.p(), sc.schedule()?),
-                last_update: None,
-            },
+            None => Snapshot::whole(Stats::new(sc.task, sc.p(), sc.schedule()?), None),
         };
         metrics.declare_stream(&sc.name);
-        if config.state.dir().is_some() {
+        if config.state.dir().is_some() || config.state.store == StoreKind::Kafka {
             metrics.declare_checkpoints(&sc.name);
         }
         metrics
@@ -121,6 +119,16 @@ pub async fn run(
     )
     .await;
 
+    // The kafka state store's reader tails the state topic from its beginning for as long as
+    // the service runs (the topic was checked, or created, just above).
+    let state_reader = match config.state.kafka_topic(&config.kafka.group_id) {
+        Some(topic) => Some(crate::state_store::StateReader::start(
+            &clients,
+            &topic,
+            shutdown.clone(),
+        )?),
+        None => None,
+    };
     let ingest_thread = ingest::spawn(IngestSetup {
         clients,
         ingest: config.ingest.clone(),
@@ -133,6 +141,7 @@ pub async fn run(
         metrics: metrics.clone(),
         ready: ready.clone(),
         health: health.clone(),
+        state_reader,
         shutdown: shutdown.clone(),
     })?;
     let ingest_ended = Arc::new(tokio::sync::Notify::new());
@@ -227,6 +236,9 @@ pub fn serve(args: &ServeArgs) -> anyhow::Result<()> {
             if config.state.dir().is_some() {
                 tracing::info!("embedded broker: its topics live only as long as this process, so checkpoints are off");
                 config.state.dir.clear();
+            }
+            if let Some(topic) = config.state.kafka_topic(&config.kafka.group_id) {
+                b.create_topic(&topic, config.kafka.embedded_partitions)?;
             }
             Some(b)
         } else {

@@ -20,6 +20,32 @@ pub struct Snapshot {
     /// When the last batch was folded in (None: no row yet since the service started and no
     /// checkpoint said otherwise).
     pub last_update: Option<SystemTime>,
+    /// With the `kafka` state store, the partitions merged into `stats` (empty otherwise).
+    pub parts: Vec<PartInfo>,
+}
+
+impl Snapshot {
+    /// A snapshot of statistics that are not split by partition.
+    pub fn whole(stats: Stats, last_update: Option<SystemTime>) -> Snapshot {
+        Snapshot {
+            stats,
+            last_update,
+            parts: Vec::new(),
+        }
+    }
+}
+
+/// One partition merged into a stream's view (`kafka` state store).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PartInfo {
+    pub partition: i32,
+    /// Rows of the partition in the view.
+    pub n: u64,
+    /// `live`: folded here; `changelog`: the latest state another replica published.
+    pub source: &'static str,
+    pub last_update: Option<SystemTime>,
+    /// Who wrote the state (`changelog` parts).
+    pub writer: Option<String>,
 }
 
 /// One declared stream: its configuration and its current snapshot.

@@ -1,6 +1,7 @@
 //! The topics ravel reads or writes, checked against the cluster at start: every stream topic,
-//! every feature-stream topic (labels sent over HTTP are written there too) and, with dead
-//! letters on, each one's `<topic>.dlq`. Production clusters do not create topics on first
+//! every feature-stream topic (labels sent over HTTP are written there too), with dead
+//! letters on each one's `<topic>.dlq`, and with `state.store = "kafka"` the compacted state
+//! topic. Production clusters do not create topics on first
 //! use, and a dead-letter topic that does not exist holds its partition (`ingest::held`), so a
 //! missing topic is found here rather than at the first bad message.
 //!
@@ -30,9 +31,21 @@ use std::time::Duration;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Needed {
     pub topic: String,
-    /// `stream`, `dead_letters` or `feature_stream`.
+    /// `stream`, `dead_letters`, `feature_stream` or `state`.
     pub role: &'static str,
     pub partitions: i32,
+}
+
+impl Needed {
+    /// The topic-level settings ravel creates it with: the state topic is compacted (only
+    /// the latest record of each key matters).
+    pub fn settings(&self) -> &'static [(&'static str, &'static str)] {
+        if self.role == "state" {
+            &[("cleanup.policy", "compact")]
+        } else {
+            &[]
+        }
+    }
 }
 
 /// Every topic the configuration reads or writes, in a stable order.
@@ -67,15 +80,26 @@ pub fn needed(config: &Config) -> Vec<Needed> {
             });
         }
     }
+    if let Some(topic) = config.state.kafka_topic(&config.kafka.group_id) {
+        out.push(Needed {
+            topic,
+            role: "state",
+            partitions: parts,
+        });
+    }
     out
 }
 
 /// The command that creates `n` (replication `replication`).
 pub fn create_command(brokers: &str, n: &Needed, replication: i16) -> String {
-    format!(
+    let mut cmd = format!(
         "kafka-topics.sh --bootstrap-server {brokers} --create --topic {} --partitions {} --replication-factor {replication}",
         n.topic, n.partitions
-    )
+    );
+    for (k, v) in n.settings() {
+        cmd.push_str(&format!(" --config {k}={v}"));
+    }
+    cmd
 }
 
 /// What the cluster says about one topic.
@@ -192,10 +216,13 @@ impl TopicCheck {
         let new: Vec<NewTopic> = missing
             .iter()
             .map(|n| {
-                NewTopic::new(
-                    &n.topic,
-                    n.partitions,
-                    TopicReplication::Fixed(i32::from(replication)),
+                n.settings().iter().fold(
+                    NewTopic::new(
+                        &n.topic,
+                        n.partitions,
+                        TopicReplication::Fixed(i32::from(replication)),
+                    ),
+                    |t, (k, v)| t.set(k, v),
                 )
             })
             .collect();

@@ -17,83 +17,12 @@ use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const TOPIC: &str = "t.restart";
 const GROUP: &str = "restart-group";
 const PARTITIONS: i32 = 3;
-
-/// A child process killed (SIGKILL) on drop if still running.
-struct Proc {
-    child: Child,
-    name: &'static str,
-}
-
-impl Proc {
-    /// Starts `ravel ARGS` and returns it with the first line it prints on stdout.
-    fn start(
-        name: &'static str,
-        args: &[&str],
-        env: &[(&str, &str)],
-        log: &Path,
-    ) -> (Proc, String) {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_ravel"));
-        cmd.args(args)
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(log).unwrap());
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let mut child = cmd.spawn().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = BufReader::new(stdout).read_line(&mut line);
-            let _ = tx.send(line);
-        });
-        let line = rx.recv_timeout(Duration::from_secs(60)).unwrap_or_default();
-        assert!(
-            !line.is_empty(),
-            "{name} printed nothing; log: {}",
-            std::fs::read_to_string(log).unwrap_or_default()
-        );
-        (Proc { child, name }, line.trim().to_string())
-    }
-
-    fn signal(&self, sig: &str) {
-        let ok = Command::new("kill")
-            .args([sig, &self.child.id().to_string()])
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "kill {sig} {} failed", self.name);
-    }
-
-    /// Waits for the exit and returns whether it succeeded.
-    fn wait(&mut self) -> bool {
-        let start = Instant::now();
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status.success();
-            }
-            assert!(start.elapsed() < DEADLINE, "{} did not exit", self.name);
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        if self.child.try_wait().ok().flatten().is_none() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
-}
 
 fn n_of(base: &str) -> Option<u64> {
     let r = client().get(format!("{base}/v1/streams/r")).send().ok()?;

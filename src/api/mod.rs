@@ -394,9 +394,33 @@ pub struct StreamSummary {
     last_update_ms: Option<u64>,
     /// Partitions waiting at a rejected message until its dead-letter copy is delivered.
     held_partitions: Vec<crate::health::HeldPartition>,
-    /// Partitions of the topic assigned to this instance, and in all: the statistics cover
-    /// the whole stream only when they are equal.
+    /// Partitions of the topic assigned to this instance, and in all: with the `dir` store the
+    /// statistics cover the whole stream only when they are equal.
     partitions: crate::health::PartitionCount,
+    /// With `state.store = "kafka"`: each partition merged into the statistics, folded here
+    /// (`live`) or the latest state another replica published (`changelog`). Absent with the
+    /// other stores.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    partition_states: Vec<PartitionStateSummary>,
+}
+
+/// One partition of a stream's statistics (`state.store = "kafka"`).
+#[derive(Serialize, ToSchema)]
+pub struct PartitionStateSummary {
+    partition: i32,
+    /// Rows of this partition in the statistics.
+    n: u64,
+    /// `live` (folded by this instance) or `changelog` (published by `writer`).
+    source: String,
+    /// Unix time of the partition's last folded batch, in milliseconds.
+    last_update_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    writer: Option<String>,
+}
+
+fn unix_ms(t: Option<std::time::SystemTime>) -> Option<u64> {
+    t.and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map(|d| d.as_millis() as u64)
 }
 
 fn summary(h: &StreamHandle, health: &crate::health::Health) -> StreamSummary {
@@ -417,12 +441,20 @@ fn summary(h: &StreamHandle, health: &crate::health::Health) -> StreamSummary {
         alpha: snap.stats.current_alpha(),
         schedule: snap.stats.schedule().to_string(),
         drift: snap.stats.drift_status(),
-        last_update_ms: snap
-            .last_update
-            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-            .map(|d| d.as_millis() as u64),
+        last_update_ms: unix_ms(snap.last_update),
         held_partitions,
         partitions,
+        partition_states: snap
+            .parts
+            .iter()
+            .map(|p| PartitionStateSummary {
+                partition: p.partition,
+                n: p.n,
+                source: p.source.to_string(),
+                last_update_ms: unix_ms(p.last_update),
+                writer: p.writer.clone(),
+            })
+            .collect(),
     }
 }
 

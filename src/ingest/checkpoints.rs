@@ -4,7 +4,7 @@
 //! atomic write are `crate::checkpoint`'s; which offsets may be committed afterwards is
 //! `commit`'s.
 
-use super::fold::StreamIngest;
+use super::fold::{ALL, Part, StreamIngest};
 use super::positions::Positions;
 use crate::checkpoint::{self, Checkpoint};
 use crate::config::StreamConfig;
@@ -15,7 +15,12 @@ use std::path::Path;
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
 /// The checkpoint of one stream now: its statistics and the positions of its topic.
-pub fn assemble(s: &StreamIngest, cluster_id: Option<String>, positions: &Positions) -> Checkpoint {
+pub fn assemble(
+    s: &StreamIngest,
+    whole: &Part,
+    cluster_id: Option<String>,
+    positions: &Positions,
+) -> Checkpoint {
     let topic = &s.handle.topic;
     Checkpoint {
         version: checkpoint::VERSION,
@@ -23,11 +28,11 @@ pub fn assemble(s: &StreamIngest, cluster_id: Option<String>, positions: &Positi
         topic: topic.clone(),
         cluster_id,
         offsets: positions.get(topic).cloned().unwrap_or_default(),
-        last_update_ms: s
+        last_update_ms: whole
             .last_update
             .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
             .map(|d| d.as_millis() as u64),
-        stats: s.stats.clone(),
+        stats: whole.stats.clone(),
     }
 }
 
@@ -49,16 +54,17 @@ pub fn write_changed(
             durable.push(topic);
             continue;
         };
-        if !s.dirty {
+        let Some(whole) = s.whole().filter(|w| w.dirty) else {
             durable.push(topic);
             continue;
-        }
-        let cp = assemble(s, cluster_id.clone(), positions);
-        let name = s.handle.name();
+        };
+        let cp = assemble(s, whole, cluster_id.clone(), positions);
+        let handle = s.handle.clone();
+        let name = handle.name();
         let start = Instant::now();
         match checkpoint::write(dir, &cp) {
             Ok(()) => {
-                s.dirty = false;
+                s.mark_saved(ALL);
                 durable.push(topic);
                 metrics.checkpoints.with_label_values(&[name]).inc();
                 metrics
@@ -100,13 +106,7 @@ pub fn load_checkpoints(dir: &Path, configs: &[StreamConfig]) -> anyhow::Result<
             .map(|ms| UNIX_EPOCH + Duration::from_millis(ms));
         positions.insert(cp.topic.clone(), cp.offsets.clone());
         clusters.insert(c.name.clone(), cp.cluster_id.clone());
-        snaps.insert(
-            c.name.clone(),
-            Snapshot {
-                stats: cp.stats,
-                last_update,
-            },
-        );
+        snaps.insert(c.name.clone(), Snapshot::whole(cp.stats, last_update));
     }
     Ok((snaps, positions, clusters))
 }

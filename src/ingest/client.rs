@@ -1,5 +1,5 @@
 //! The librdkafka client configuration, in one place: the service's consumer, its
-//! dead-letter producer and its labels producer are built from one `KafkaClients` (the
+//! dead-letter producer, its labels producer and the state store's clients are built from one `KafkaClients` (the
 //! brokers, the group, the user's `kafka.options`), each with its own `client.id`
 //! (`ravel-<group>-consumer`, `-dlq`, `-labels`, so broker logs and quotas tell them apart)
 //! and its own settings, with the user's options applied last to every one of them.
@@ -61,6 +61,10 @@ pub enum Client {
     Labels,
     /// The topic check and creation at start (`crate::topics`).
     Admin,
+    /// The producer of partition states (`crate::state_store`).
+    StateWriter,
+    /// The consumer that tails the state topic (`crate::state_store`).
+    StateReader,
 }
 
 impl Client {
@@ -70,6 +74,8 @@ impl Client {
             Client::DeadLetters => "dlq",
             Client::Labels => "labels",
             Client::Admin => "admin",
+            Client::StateWriter => "state-writer",
+            Client::StateReader => "state-reader",
         }
     }
 }

@@ -12,11 +12,13 @@ use std::collections::{BTreeSet, HashMap};
 pub type Partition = (String, i32);
 
 /// The offsets to commit: for each durable topic, every assigned partition's next offset that
-/// differs from the one Kafka last accepted (`committed`). In topic order as given, then
-/// partition order.
+/// differs from the one Kafka last accepted (`committed`), if that partition is durable too
+/// (`durable_partition`: the `kafka` state store saves partitions one by one). In topic order
+/// as given, then partition order.
 pub fn plan(
     positions: &Positions,
     durable: &[String],
+    durable_partition: impl Fn(&str, i32) -> bool,
     committed: &HashMap<Partition, i64>,
     assigned: &BTreeSet<Partition>,
 ) -> Vec<(Partition, i64)> {
@@ -24,7 +26,10 @@ pub fn plan(
     for topic in durable {
         for (&p, &next) in positions.get(topic).into_iter().flatten() {
             let key = (topic.clone(), p);
-            if committed.get(&key) == Some(&next) || !assigned.contains(&key) {
+            if committed.get(&key) == Some(&next)
+                || !assigned.contains(&key)
+                || !durable_partition(topic, p)
+            {
                 continue;
             }
             out.push((key, next));
@@ -53,9 +58,9 @@ mod tests {
     fn only_durable_topics_are_committed() {
         let pos = positions(&[("a", 0, 10), ("b", 0, 20)]);
         let assigned = parts(&[("a", 0), ("b", 0)]);
-        let plan = plan(&pos, &["b".into()], &HashMap::new(), &assigned);
+        let plan = plan(&pos, &["b".into()], |_, _| true, &HashMap::new(), &assigned);
         assert_eq!(plan, vec![(("b".to_string(), 0), 20)]);
-        let none = super::plan(&pos, &[], &HashMap::new(), &assigned);
+        let none = super::plan(&pos, &[], |_, _| true, &HashMap::new(), &assigned);
         assert!(none.is_empty());
     }
 
@@ -63,7 +68,7 @@ mod tests {
     fn unassigned_partitions_are_not_committed() {
         let pos = positions(&[("a", 0, 10), ("a", 1, 11), ("a", 2, 12)]);
         let assigned = parts(&[("a", 0), ("a", 2), ("b", 1)]);
-        let plan = plan(&pos, &["a".into()], &HashMap::new(), &assigned);
+        let plan = plan(&pos, &["a".into()], |_, _| true, &HashMap::new(), &assigned);
         assert_eq!(
             plan,
             vec![(("a".to_string(), 0), 10), (("a".to_string(), 2), 12)]
@@ -76,8 +81,22 @@ mod tests {
         let assigned = parts(&[("a", 0), ("a", 1)]);
         let committed: HashMap<Partition, i64> =
             [(("a".to_string(), 0), 10), (("a".to_string(), 1), 5)].into();
-        let plan = plan(&pos, &["a".into()], &committed, &assigned);
+        let plan = plan(&pos, &["a".into()], |_, _| true, &committed, &assigned);
         // Partition 1 moved on since its last commit; partition 0 did not.
+        assert_eq!(plan, vec![(("a".to_string(), 1), 11)]);
+    }
+
+    #[test]
+    fn partitions_whose_state_is_not_saved_are_not_committed() {
+        let pos = positions(&[("a", 0, 10), ("a", 1, 11)]);
+        let assigned = parts(&[("a", 0), ("a", 1)]);
+        let plan = plan(
+            &pos,
+            &["a".into()],
+            |_, p| p == 1,
+            &HashMap::new(),
+            &assigned,
+        );
         assert_eq!(plan, vec![(("a".to_string(), 1), 11)]);
     }
 
@@ -85,7 +104,7 @@ mod tests {
     fn a_topic_never_read_has_nothing_to_commit() {
         let pos = positions(&[("a", 0, 10)]);
         let assigned = parts(&[("a", 0), ("c", 0)]);
-        let plan = plan(&pos, &["c".into()], &HashMap::new(), &assigned);
+        let plan = plan(&pos, &["c".into()], |_, _| true, &HashMap::new(), &assigned);
         assert!(plan.is_empty());
     }
 }

@@ -1,42 +1,140 @@
 //! Observation streams on the ingest thread: each message is decoded and validated into the
-//! stream's pending rows as it is read, and the rows gathered in one batch are folded into the
-//! working statistics with one `update_batch`, after which the stream publishes its snapshot
-//! and its gauges. Kept apart from the Kafka loop because this is where rows become statistics.
+//! pending rows of its part as it is read, and the rows gathered in one batch are folded into
+//! each part's working statistics with one `update_batch`, after which the stream publishes
+//! its view and its gauges. Kept apart from the Kafka loop because this is where rows become
+//! statistics.
+//!
+//! Parts: with the `dir` store a stream has one part (`ALL`) whose statistics cover every
+//! partition in arrival order, exactly the single-stream schedule. With the `kafka` store each
+//! partition is a part, because partitions move between replicas with their statistics
+//! (`crate::state_store`); the stream's view is the merge of its parts and of the states other
+//! replicas published for the partitions they own, in partition order (so every replica
+//! computes the same view from the same states). For plain averages the merge is exact
+//! (count-weighted); with forgetting each partition forgets over its own rows and the view
+//! weighs the partitions by the rows they have seen.
 
 use super::dlq::DeadLetters;
 use super::format::{self, Schema};
 use super::rejections::{Warnings, no_payload};
 use crate::metrics::Metrics;
-use crate::streams::{Snapshot, Stats, StreamHandle};
+use crate::state_store::{PartitionState, StateReader};
+use crate::streams::{PartInfo, Snapshot, Stats, StreamHandle};
 use rdkafka::message::{BorrowedMessage, Message};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-/// One stream's side of the loop: the working statistics and the rows gathered since the
-/// last fold.
-pub struct StreamIngest {
-    pub handle: Arc<StreamHandle>,
+/// The key of a stream's one part with the `dir` store: all its partitions.
+pub const ALL: i32 = -1;
+
+/// The statistics of one partition (or of all, `ALL`) and the rows gathered since the last
+/// fold.
+pub struct Part {
     pub stats: Stats,
     x: Vec<f64>,
     y: Vec<f64>,
     pub last_update: Option<SystemTime>,
     /// Changed (rows or positions) since the last checkpoint.
     pub dirty: bool,
+}
+
+impl Part {
+    pub fn new(stats: Stats, last_update: Option<SystemTime>) -> Part {
+        Part {
+            stats,
+            x: Vec::new(),
+            y: Vec::new(),
+            last_update,
+            dirty: false,
+        }
+    }
+}
+
+/// One stream's side of the loop: the working statistics of its parts and the rows gathered
+/// since the last fold.
+pub struct StreamIngest {
+    pub handle: Arc<StreamHandle>,
+    /// Partition -> its part (`kafka` store), or the one part `ALL` (`dir` store).
+    pub parts: BTreeMap<i32, Part>,
+    per_partition: bool,
+    /// The statistics of a part with no row yet.
+    empty: Stats,
+    /// The reader's version last merged into the view.
+    pub remote_version: u64,
     warnings: Warnings,
 }
 
 impl StreamIngest {
-    /// Starts from the stream's published snapshot (restored from its checkpoint or empty).
-    pub fn new(handle: Arc<StreamHandle>) -> Self {
+    /// Starts from the stream's published snapshot (restored from its checkpoint or empty):
+    /// with `per_partition` (the `kafka` store) from no part at all, as partitions bring
+    /// theirs when they are assigned.
+    pub fn new(handle: Arc<StreamHandle>, per_partition: bool) -> Self {
         let snap = handle.snapshot();
+        let empty = Stats::new(handle.task(), handle.p(), snap.stats.schedule().clone());
+        let mut parts = BTreeMap::new();
+        if !per_partition {
+            parts.insert(ALL, Part::new(snap.stats.clone(), snap.last_update));
+        }
         StreamIngest {
-            stats: snap.stats.clone(),
-            x: Vec::new(),
-            y: Vec::new(),
-            last_update: snap.last_update,
-            dirty: false,
+            parts,
+            per_partition,
+            empty,
+            remote_version: u64::MAX,
             warnings: Warnings::default(),
             handle,
+        }
+    }
+
+    fn key(&self, partition: i32) -> i32 {
+        if self.per_partition { partition } else { ALL }
+    }
+
+    /// The part of `partition` (a fresh one if it has none yet).
+    fn part(&mut self, partition: i32) -> &mut Part {
+        let key = self.key(partition);
+        let empty = &self.empty;
+        self.parts
+            .entry(key)
+            .or_insert_with(|| Part::new(empty.clone(), None))
+    }
+
+    /// Marks the part of `partition` as changed (its position moved).
+    pub fn touch(&mut self, partition: i32) {
+        self.part(partition).dirty = true;
+    }
+
+    /// A partition assigned here (`kafka` store): its statistics restored from the state
+    /// store, or empty.
+    pub fn install(&mut self, partition: i32, state: Option<&PartitionState>) {
+        let part = match state {
+            Some(s) => Part::new(s.stats.clone(), s.last_update()),
+            None => Part::new(self.empty.clone(), None),
+        };
+        self.parts.insert(partition, part);
+    }
+
+    /// A partition revoked (`kafka` store): its statistics and pending rows go; its new owner
+    /// restores them from the state store.
+    pub fn remove(&mut self, partition: i32) {
+        self.parts.remove(&partition);
+    }
+
+    /// The statistics of the `dir` store's one part.
+    pub fn whole(&self) -> Option<&Part> {
+        self.parts.get(&ALL)
+    }
+
+    /// Parts whose statistics are not yet saved.
+    pub fn dirty_parts(&self) -> impl Iterator<Item = (i32, &Part)> {
+        self.parts
+            .iter()
+            .filter(|(_, p)| p.dirty)
+            .map(|(k, p)| (*k, p))
+    }
+
+    pub fn mark_saved(&mut self, partition: i32) {
+        if let Some(p) = self.parts.get_mut(&partition) {
+            p.dirty = false;
         }
     }
 
@@ -48,18 +146,20 @@ impl StreamIngest {
         dead_letters: Option<&DeadLetters>,
         msg: &BorrowedMessage<'_>,
     ) -> Option<usize> {
-        let name = self.handle.name();
+        let handle = self.handle.clone();
+        let name = handle.name();
         metrics.messages_consumed.with_label_values(&[name]).inc();
         let schema = Schema {
-            p: self.handle.p(),
-            index: self.handle.index.as_ref(),
-            classification: self.handle.task() == ravel_core::Task::Classification,
+            p: handle.p(),
+            index: handle.index.as_ref(),
+            classification: handle.task() == ravel_core::Task::Classification,
         };
+        let part = self.part(msg.partition());
         let result = match msg.payload() {
             None => Err(no_payload()),
-            Some(payload) => format::decode(payload, &schema, &mut self.x, &mut self.y),
+            Some(payload) => format::decode(payload, &schema, &mut part.x, &mut part.y),
         };
-        self.dirty = true;
+        part.dirty = true;
         match result {
             Ok(n) => Some(n),
             Err(rej) => {
@@ -72,90 +172,179 @@ impl StreamIngest {
         }
     }
 
-    /// Folds the pending rows in one batch update and publishes the snapshot.
-    pub fn fold(&mut self, metrics: &Metrics) {
-        if self.y.is_empty() {
-            return;
-        }
+    /// Folds each part's pending rows in one batch update, then publishes the view when it
+    /// changed (rows folded, or newer states of other replicas' partitions in `remote`).
+    pub fn fold(&mut self, metrics: &Metrics, remote: Option<&StateReader>) {
         let name = self.handle.name().to_string();
         let start = Instant::now();
-        let rows = self.y.len();
-        let alarms_before = self.stats.drift_status().alarms;
-        match self.stats.update_batch(&self.x, &self.y) {
-            // In depth: validation bounds every value (`Reason::Overflow`), so a fold cannot
-            // produce an infinite moment; if one ever did, the batch is refused rather than
-            // published and checkpointed (a checkpoint would hold `null` and not load):
-            // the working statistics go back to the last published ones.
-            Ok(()) if !self.stats.is_finite() => {
-                tracing::error!(
-                    stream = %name,
-                    rows,
-                    "a validated batch made the statistics non-finite; batch refused"
-                );
-                self.stats = self.handle.snapshot().stats.clone();
+        let (mut rows, mut new_alarms) = (0usize, 0u64);
+        let mut last_alarm_row = None;
+        for (&key, part) in self.parts.iter_mut() {
+            if part.y.is_empty() {
+                continue;
             }
-            Ok(()) => {
-                let drift = self.stats.drift_status();
-                if drift.alarms > alarms_before {
-                    tracing::warn!(
+            let batch = part.y.len();
+            let alarms_before = part.stats.drift_status().alarms;
+            // With several parts the view is not this part, so keep what to go back to.
+            let before = (key != ALL).then(|| part.stats.clone());
+            match part.stats.update_batch(&part.x, &part.y) {
+                // In depth: validation bounds every value (`Reason::Overflow`), so a fold
+                // cannot produce an infinite moment; if one ever did, the batch is refused
+                // rather than published and saved (a checkpoint would hold `null` and not
+                // load): the working statistics go back to the last good ones.
+                Ok(()) if !part.stats.is_finite() => {
+                    tracing::error!(
                         stream = %name,
-                        alarms = drift.alarms,
-                        row = drift.last_alarm_row.unwrap_or(0),
-                        alpha = drift.alpha,
-                        "drift detected: the averages now forget faster"
+                        partition = key,
+                        rows = batch,
+                        "a validated batch made the statistics non-finite; batch refused"
                     );
-                    metrics
-                        .drift_alarms
-                        .with_label_values(&[&name])
-                        .inc_by(drift.alarms - alarms_before);
-                    metrics
-                        .last_drift_alarm_row
-                        .with_label_values(&[&name])
-                        .set(drift.last_alarm_row.unwrap_or(0) as i64);
+                    part.stats = match before {
+                        Some(b) => b,
+                        None => self.handle.snapshot().stats.clone(),
+                    };
                 }
-                metrics
-                    .stream_effective_sample_size
-                    .with_label_values(&[&name])
-                    .set(drift.effective_sample_size);
-                let now = SystemTime::now();
-                self.last_update = Some(now);
-                self.handle.publish(Snapshot {
-                    stats: self.stats.clone(),
-                    last_update: self.last_update,
-                });
-                metrics
-                    .observations_applied
-                    .with_label_values(&[&name])
-                    .inc_by(rows as u64);
-                metrics
-                    .ingest_batch_rows
-                    .with_label_values(&[&name])
-                    .observe(rows as f64);
-                metrics
-                    .ingest_batch_seconds
-                    .with_label_values(&[&name])
-                    .observe(start.elapsed().as_secs_f64());
-                metrics
-                    .stream_alpha
-                    .with_label_values(&[&name])
-                    .set(self.stats.current_alpha());
-                metrics
-                    .stream_observations
-                    .with_label_values(&[&name])
-                    .set(self.stats.n() as i64);
-                metrics.stream_last_update.with_label_values(&[&name]).set(
-                    now.duration_since(UNIX_EPOCH)
-                        .map(|d| d.as_secs_f64())
-                        .unwrap_or(0.0),
-                );
+                Ok(()) => {
+                    let drift = part.stats.drift_status();
+                    if drift.alarms > alarms_before {
+                        new_alarms += drift.alarms - alarms_before;
+                        last_alarm_row = drift.last_alarm_row;
+                        tracing::warn!(
+                            stream = %name,
+                            partition = key,
+                            alarms = drift.alarms,
+                            row = drift.last_alarm_row.unwrap_or(0),
+                            alpha = drift.alpha,
+                            "drift detected: the averages now forget faster"
+                        );
+                    }
+                    part.last_update = Some(SystemTime::now());
+                    rows += batch;
+                }
+                // Every message was validated on its own, so this is a bug; the statistics
+                // are untouched (update_batch checks before it changes anything).
+                Err(e) => {
+                    tracing::error!(stream = %name, rows = batch, error = %e, "validated batch refused by the statistics")
+                }
             }
-            // Every message was validated on its own, so this is a bug; the statistics
-            // are untouched (update_batch checks before it changes anything).
-            Err(e) => {
-                tracing::error!(stream = %name, rows, error = %e, "validated batch refused by the statistics")
-            }
+            part.x.clear();
+            part.y.clear();
         }
-        self.x.clear();
-        self.y.clear();
+        let remote_changed = remote.is_some_and(|r| r.version() != self.remote_version);
+        if rows == 0 && !remote_changed {
+            return;
+        }
+        if let Some(r) = remote {
+            self.remote_version = r.version();
+        }
+        let snap = self.view(remote);
+        if new_alarms > 0 {
+            metrics
+                .drift_alarms
+                .with_label_values(&[&name])
+                .inc_by(new_alarms);
+            metrics
+                .last_drift_alarm_row
+                .with_label_values(&[&name])
+                .set(last_alarm_row.unwrap_or(0) as i64);
+        }
+        let drift = snap.stats.drift_status();
+        metrics
+            .stream_effective_sample_size
+            .with_label_values(&[&name])
+            .set(drift.effective_sample_size);
+        metrics
+            .stream_alpha
+            .with_label_values(&[&name])
+            .set(snap.stats.current_alpha());
+        metrics
+            .stream_observations
+            .with_label_values(&[&name])
+            .set(snap.stats.n() as i64);
+        if let Some(t) = snap.last_update {
+            metrics.stream_last_update.with_label_values(&[&name]).set(
+                t.duration_since(UNIX_EPOCH)
+                    .map(|d| d.as_secs_f64())
+                    .unwrap_or(0.0),
+            );
+        }
+        self.handle.publish(snap);
+        if rows > 0 {
+            metrics
+                .observations_applied
+                .with_label_values(&[&name])
+                .inc_by(rows as u64);
+            metrics
+                .ingest_batch_rows
+                .with_label_values(&[&name])
+                .observe(rows as f64);
+            metrics
+                .ingest_batch_seconds
+                .with_label_values(&[&name])
+                .observe(start.elapsed().as_secs_f64());
+        }
+    }
+
+    /// The stream as readers see it: the `dir` store's one part, or the merge of the parts
+    /// here and the latest states of the others in `remote`, in partition order.
+    pub fn view(&self, remote: Option<&StateReader>) -> Snapshot {
+        if let Some(all) = self.parts.get(&ALL) {
+            return Snapshot {
+                stats: all.stats.clone(),
+                last_update: all.last_update,
+                parts: Vec::new(),
+            };
+        }
+        let name = self.handle.name();
+        let mut pieces: BTreeMap<i32, (PartInfo, std::borrow::Cow<'_, Stats>)> = BTreeMap::new();
+        for (&p, part) in &self.parts {
+            let info = PartInfo {
+                partition: p,
+                n: part.stats.n(),
+                source: "live",
+                last_update: part.last_update,
+                writer: None,
+            };
+            pieces.insert(p, (info, std::borrow::Cow::Borrowed(&part.stats)));
+        }
+        let remote_states = remote.map(|r| r.of_stream(name)).unwrap_or_default();
+        for s in &remote_states {
+            if pieces.contains_key(&s.partition) {
+                continue;
+            }
+            if s.topic != self.handle.topic
+                || s.stats.task() != self.handle.task()
+                || s.stats.p() != self.handle.p()
+                || s.stats.schedule().to_string() != self.empty.schedule().to_string()
+            {
+                tracing::warn!(
+                    stream = %name, partition = s.partition, writer = %s.writer,
+                    "a state in the state topic does not match this stream's configuration (topic, task, p, alpha); left out of the view"
+                );
+                continue;
+            }
+            let info = PartInfo {
+                partition: s.partition,
+                n: s.stats.n(),
+                source: "changelog",
+                last_update: s.last_update(),
+                writer: Some(s.writer.clone()),
+            };
+            pieces.insert(s.partition, (info, std::borrow::Cow::Borrowed(&s.stats)));
+        }
+        let mut stats = self.empty.clone();
+        let mut parts = Vec::with_capacity(pieces.len());
+        for (_, (info, st)) in pieces {
+            if let Err(e) = stats.merge(&st) {
+                tracing::error!(stream = %name, partition = info.partition, error = %e, "cannot merge a partition's statistics");
+                continue;
+            }
+            parts.push(info);
+        }
+        Snapshot {
+            last_update: parts.iter().filter_map(|p| p.last_update).max(),
+            stats,
+            parts,
+        }
     }
 }

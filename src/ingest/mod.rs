@@ -55,6 +55,7 @@ use crate::feature_streams::FeatureStreams;
 use crate::health::Health;
 use crate::metrics::Metrics;
 use crate::shutdown::Shutdown;
+use crate::state_store::{PartitionState, StateReader, StateWriter};
 use crate::streams::Streams;
 use anyhow::{Context, bail};
 use dlq::DeadLetters;
@@ -65,8 +66,8 @@ use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::error::KafkaError;
 use rdkafka::message::{BorrowedMessage, Message};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
-use rebalance::IngestContext;
-use std::collections::{BTreeMap, HashMap};
+use rebalance::{Change, IngestContext, Restore};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -90,7 +91,22 @@ pub struct IngestSetup {
     pub ready: Arc<AtomicBool>,
     /// Held partitions are reported here.
     pub health: Arc<Health>,
+    /// The `kafka` state store's reader (`state.store = "kafka"`), started by the server.
+    pub state_reader: Option<Arc<StateReader>>,
     pub shutdown: Shutdown,
+}
+
+/// Where the statistics are saved at every checkpoint interval.
+enum Store {
+    /// Nothing: the offsets are committed as they are.
+    None,
+    /// `state.dir`: one checkpoint per stream.
+    Dir(PathBuf),
+    /// The state topic: one record per partition.
+    Kafka {
+        writer: StateWriter,
+        reader: Arc<StateReader>,
+    },
 }
 
 /// Starts the ingest thread; it returns when shutdown is triggered (after a last checkpoint
@@ -108,7 +124,7 @@ pub fn spawn(setup: IngestSetup) -> anyhow::Result<std::thread::JoinHandle<anyho
         .context("cannot start the ingest thread")
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -136,7 +152,9 @@ struct Ingest {
     /// What Kafka last accepted as committed.
     committed: HashMap<commit::Partition, i64>,
     cluster_id: Option<String>,
-    state_dir: Option<PathBuf>,
+    store: Store,
+    /// This process, as the state records name their writer.
+    writer_name: String,
     checkpoint_interval: Duration,
     max_rows: usize,
     max_wait: Duration,
@@ -150,12 +168,21 @@ impl Ingest {
         let mut topics = setup.streams.topics();
         topics.extend(setup.feature_streams.topics());
         let positions = Arc::new(Mutex::new(setup.positions));
+        let restore = setup.state_reader.clone().map(|reader| Restore {
+            reader,
+            streams: setup
+                .streams
+                .iter()
+                .map(|h| (h.topic.clone(), h.name().to_string()))
+                .collect(),
+        });
         let context = IngestContext::new(
             positions.clone(),
             topics.clone(),
             setup.ready.clone(),
             setup.metrics.clone(),
             setup.health.clone(),
+            restore,
         );
         let brokers = setup.clients.brokers();
         let consumer: BaseConsumer<IngestContext> = setup
@@ -254,11 +281,39 @@ impl Ingest {
             }
         }
 
+        let store = match (&setup.state_reader, setup.state.dir()) {
+            (Some(reader), _) => {
+                let topic = setup
+                    .state
+                    .kafka_topic(setup.clients.group())
+                    .context("a state reader without the kafka store")?;
+                let writer = StateWriter::new(
+                    &setup.clients,
+                    &topic,
+                    setup.state.max_record_bytes,
+                    Duration::from_secs(30),
+                )?;
+                // The others' partitions are in the view before the first row is read.
+                if let Err(e) = reader.catch_up(Duration::from_secs(60)) {
+                    tracing::warn!(error = %format!("{e:#}"), "state topic not read to its end at start");
+                }
+                Store::Kafka {
+                    writer,
+                    reader: reader.clone(),
+                }
+            }
+            (None, Some(dir)) => Store::Dir(dir),
+            (None, None) => Store::None,
+        };
         let mut streams = Vec::new();
         let mut by_topic = HashMap::new();
         for handle in setup.streams.iter() {
             by_topic.insert(handle.topic.clone(), Target::Rows(streams.len()));
-            streams.push(StreamIngest::new(handle.clone()));
+            let mut s = StreamIngest::new(handle.clone(), setup.state_reader.is_some());
+            if let Some(r) = &setup.state_reader {
+                s.fold(&setup.metrics, Some(r));
+            }
+            streams.push(s);
         }
         let mut features = Vec::new();
         for handle in setup.feature_streams.iter() {
@@ -280,7 +335,8 @@ impl Ingest {
             // Kafka's offsets behind the checkpoint (lag tools read the committed offsets).
             committed: HashMap::new(),
             cluster_id,
-            state_dir: setup.state.dir(),
+            store,
+            writer_name: crate::state_store::writer_name(),
             checkpoint_interval: Duration::from_millis(setup.state.checkpoint_interval_ms),
             max_rows: setup.ingest.max_batch_rows,
             max_wait: Duration::from_millis(setup.ingest.max_batch_wait_ms),
@@ -293,7 +349,8 @@ impl Ingest {
     fn run(&mut self) -> anyhow::Result<()> {
         let mut last_checkpoint = Instant::now();
         while !self.shutdown.is_triggered() {
-            if self.gather() > 0 {
+            if self.gather() > 0 || matches!(self.store, Store::Kafka { .. }) {
+                // With the kafka store, also when only the others' states changed.
                 self.fold();
             }
             self.publish_features()?;
@@ -336,7 +393,9 @@ impl Ingest {
                 None => Duration::from_millis(100),
                 Some(d) => d.saturating_duration_since(Instant::now()),
             };
-            match consumer.poll(timeout) {
+            let polled = consumer.poll(timeout);
+            self.apply_changes();
+            match polled {
                 None => break,
                 Some(Err(e)) => {
                     self.poll_error(e);
@@ -406,10 +465,39 @@ impl Ingest {
         }
     }
 
-    /// Folds each stream's pending rows in one batch update and publishes the snapshot.
+    /// Folds each stream's pending rows in one batch update and publishes the view (also
+    /// when only the others' states changed).
     fn fold(&mut self) {
+        let remote = match &self.store {
+            Store::Kafka { reader, .. } => Some(reader.as_ref()),
+            _ => None,
+        };
         for s in &mut self.streams {
-            s.fold(&self.metrics);
+            s.fold(&self.metrics, remote);
+        }
+    }
+
+    /// Applies the partitions that came or went in a rebalance (`kafka` store) to the
+    /// statistics: restored ones are installed, revoked ones dropped with their pending rows.
+    fn apply_changes(&mut self) {
+        for change in self.consumer.context().take_changes() {
+            let (topic, partition) = match &change {
+                Change::Assigned {
+                    topic, partition, ..
+                }
+                | Change::Revoked { topic, partition } => (topic.clone(), *partition),
+            };
+            let Some(&Target::Rows(i)) = self.by_topic.get(&topic) else {
+                continue;
+            };
+            match change {
+                Change::Assigned { state, .. } => {
+                    self.streams[i].install(partition, state.as_deref())
+                }
+                Change::Revoked { .. } => self.streams[i].remove(partition),
+            }
+            // The view changes even if no row comes.
+            self.streams[i].remote_version = u64::MAX;
         }
     }
 
@@ -418,17 +506,65 @@ impl Ingest {
     /// a restart then re-reads the topics from the beginning).
     fn checkpoint_and_commit(&mut self, mode: CommitMode) {
         let positions = lock(&self.positions).clone();
-        let durable = checkpoints::write_changed(
-            &mut self.streams,
-            self.state_dir.as_deref(),
-            &self.cluster_id,
-            &positions,
-            &self.metrics,
-        );
+        let (durable, saved_partitions) = match &mut self.store {
+            Store::Kafka { writer, .. } => {
+                let saved = write_states(
+                    &mut self.streams,
+                    writer,
+                    &positions,
+                    &self.writer_name,
+                    &self.metrics,
+                );
+                let topics = self
+                    .streams
+                    .iter()
+                    .map(|s| s.handle.topic.clone())
+                    .collect();
+                (topics, Some(saved))
+            }
+            Store::Dir(dir) => (
+                checkpoints::write_changed(
+                    &mut self.streams,
+                    Some(dir),
+                    &self.cluster_id,
+                    &positions,
+                    &self.metrics,
+                ),
+                None,
+            ),
+            Store::None => (
+                checkpoints::write_changed(
+                    &mut self.streams,
+                    None,
+                    &self.cluster_id,
+                    &positions,
+                    &self.metrics,
+                ),
+                None,
+            ),
+        };
+        // Feature-stream topics are committed as read (they have no saved state).
+        let stream_topics: BTreeSet<&str> = self
+            .streams
+            .iter()
+            .map(|s| s.handle.topic.as_str())
+            .collect();
+        let durable_partition = |topic: &str, p: i32| match &saved_partitions {
+            Some(saved) => {
+                !stream_topics.contains(topic) || saved.contains(&(topic.to_string(), p))
+            }
+            None => true,
+        };
         let assigned = self.consumer.context().assigned();
         let mut tpl = TopicPartitionList::new();
         let mut pending = Vec::new();
-        for ((topic, p), next) in commit::plan(&positions, &durable, &self.committed, &assigned) {
+        for ((topic, p), next) in commit::plan(
+            &positions,
+            &durable,
+            durable_partition,
+            &self.committed,
+            &assigned,
+        ) {
             if tpl
                 .add_partition_offset(&topic, p, Offset::Offset(next))
                 .is_ok()
@@ -458,6 +594,68 @@ impl Ingest {
             }
         }
     }
+}
+
+/// `kafka` store: writes the state of every changed partition; returns the partitions whose
+/// rows are durable now (written, or unchanged since the last write).
+fn write_states(
+    streams: &mut [StreamIngest],
+    writer: &mut StateWriter,
+    positions: &positions::Positions,
+    writer_name: &str,
+    metrics: &Metrics,
+) -> BTreeSet<commit::Partition> {
+    let mut saved = BTreeSet::new();
+    let mut states = Vec::new();
+    for s in streams.iter() {
+        let topic = &s.handle.topic;
+        for (&p, _) in s.parts.iter() {
+            saved.insert((topic.clone(), p));
+        }
+        for (p, part) in s.dirty_parts() {
+            saved.remove(&(topic.clone(), p));
+            // A part with no position has read no message: nothing to save yet.
+            let Some(next) = positions::next(positions, topic, p) else {
+                continue;
+            };
+            states.push(PartitionState {
+                version: crate::state_store::VERSION,
+                stream: s.handle.name().to_string(),
+                topic: topic.clone(),
+                partition: p,
+                next_offset: next,
+                last_update_ms: part
+                    .last_update
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map(|d| d.as_millis() as u64),
+                writer: writer_name.to_string(),
+                stats: part.stats.clone(),
+            });
+        }
+    }
+    if states.is_empty() {
+        return saved;
+    }
+    let start = Instant::now();
+    let delivered = writer.write(&states);
+    let elapsed = start.elapsed().as_secs_f64();
+    for (st, ok) in states.iter().zip(delivered) {
+        let name = st.stream.as_str();
+        if ok {
+            saved.insert((st.topic.clone(), st.partition));
+            if let Some(s) = streams.iter_mut().find(|s| s.handle.name() == name) {
+                s.mark_saved(st.partition);
+            }
+            metrics.checkpoints.with_label_values(&[name]).inc();
+            metrics
+                .checkpoint_seconds
+                .with_label_values(&[name])
+                .observe(elapsed);
+        } else {
+            metrics.checkpoint_failures.with_label_values(&[name]).inc();
+        }
+    }
+    saved
 }
 
 impl Ingest {
@@ -552,7 +750,7 @@ impl Ingest {
             };
             positions::read(&mut lock(&self.positions), &r.topic, r.partition, r.offset);
             if let Some(&Target::Rows(i)) = self.by_topic.get(&r.topic) {
-                self.streams[i].dirty = true;
+                self.streams[i].touch(r.partition);
             }
             if assigned.contains(&(r.topic.clone(), r.partition)) {
                 let mut tpl = TopicPartitionList::new();

@@ -3,17 +3,45 @@
 //! offset, which may trail the last checkpoint. It also keeps the set of assigned partitions
 //! that the lag, the readiness flag and the commits read; ready means every partition of
 //! every stream and feature-stream topic is assigned here.
+//!
+//! With the `kafka` state store (`Restore`) a newly assigned partition of a stream starts
+//! where its latest state in the state topic stops (after the reader caught up with the
+//! topic's end), and the statistics travel to the loop as a `Change`; a revoked partition's
+//! statistics are dropped. Readiness then means this replica took part in a rebalance: the
+//! partitions it does not own come from the others' states.
 
 use super::lock;
 use super::positions::{self, Positions};
 use crate::health::{Health, PartitionCount};
 use crate::metrics::Metrics;
+use crate::state_store::{PartitionState, StateReader};
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, RebalanceProtocol};
 use rdkafka::topic_partition_list::TopicPartitionList;
 use rdkafka::types::RDKafkaRespErr;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How partitions of stream topics are restored from the `kafka` state store.
+pub struct Restore {
+    pub reader: Arc<StateReader>,
+    /// Stream topic -> stream name.
+    pub streams: HashMap<String, String>,
+}
+
+/// A partition of a stream that came or went, for the loop to apply to its statistics.
+pub enum Change {
+    Assigned {
+        topic: String,
+        partition: i32,
+        state: Option<Arc<PartitionState>>,
+    },
+    Revoked {
+        topic: String,
+        partition: i32,
+    },
+}
 
 /// The consumer's callbacks: rebalances (here) and statistics (`lag`).
 pub struct IngestContext {
@@ -27,6 +55,12 @@ pub struct IngestContext {
     pub(super) metrics: Arc<Metrics>,
     /// Where the API reads the partition counts.
     health: Arc<Health>,
+    /// The `kafka` state store.
+    restore: Option<Restore>,
+    /// Partitions that came or went since the loop last looked (`kafka` store).
+    pub(super) changes: Mutex<Vec<Change>>,
+    /// Whether an assignment was ever received.
+    assigned_once: AtomicBool,
 }
 
 impl IngestContext {
@@ -36,6 +70,7 @@ impl IngestContext {
         ready: Arc<AtomicBool>,
         metrics: Arc<Metrics>,
         health: Arc<Health>,
+        restore: Option<Restore>,
     ) -> Self {
         IngestContext {
             positions,
@@ -45,6 +80,88 @@ impl IngestContext {
             ready,
             metrics,
             health,
+            restore,
+            changes: Mutex::new(Vec::new()),
+            assigned_once: AtomicBool::new(false),
+        }
+    }
+
+    /// The partitions that came or went since the last call.
+    pub(super) fn take_changes(&self) -> Vec<Change> {
+        std::mem::take(&mut *lock(&self.changes))
+    }
+
+    /// `kafka` store: where each newly assigned stream partition starts, from its latest
+    /// state (None: no state, the beginning).
+    fn restore_assigned(&self, parts: &[(String, i32)]) {
+        let Some(r) = &self.restore else {
+            return;
+        };
+        let mine: Vec<&(String, i32)> = parts
+            .iter()
+            .filter(|(t, _)| r.streams.contains_key(t))
+            .collect();
+        if mine.is_empty() {
+            return;
+        }
+        // Every state written before this assignment (the previous owner's last one) must be
+        // read first, or the partition would start from an older state: still exact, but
+        // re-reading more. Without it at all, the partition starts from its beginning with no
+        // statistics, which is exact too while the topic still holds every row.
+        let caught_up = (0..3).find_map(|_| match r.reader.catch_up(Duration::from_secs(20)) {
+            Ok(()) => Some(()),
+            Err(e) => {
+                tracing::warn!(error = %format!("{e:#}"), "state topic not caught up; retrying");
+                None
+            }
+        });
+        let mut positions = lock(&self.positions);
+        let mut changes = lock(&self.changes);
+        for (t, p) in mine {
+            let stream = &r.streams[t];
+            let state = if caught_up.is_some() {
+                r.reader.get(stream, *p)
+            } else {
+                tracing::error!(stream = %stream, partition = p, "state topic unreadable: the partition starts from the beginning of its topic with no statistics");
+                None
+            };
+            match &state {
+                Some(s) => {
+                    positions
+                        .entry(t.clone())
+                        .or_default()
+                        .insert(*p, s.next_offset);
+                    tracing::info!(stream = %stream, partition = p, n = s.stats.n(), next_offset = s.next_offset, writer = %s.writer, "partition restored from the state topic");
+                }
+                None => {
+                    if let Some(m) = positions.get_mut(t) {
+                        m.remove(p);
+                    }
+                }
+            }
+            changes.push(Change::Assigned {
+                topic: t.clone(),
+                partition: *p,
+                state,
+            });
+        }
+    }
+
+    /// `kafka` store: a revoked stream partition's position and statistics go.
+    fn forget_revoked(&self, parts: &[(String, i32)]) {
+        let Some(r) = &self.restore else {
+            return;
+        };
+        let mut positions = lock(&self.positions);
+        let mut changes = lock(&self.changes);
+        for (t, p) in parts.iter().filter(|(t, _)| r.streams.contains_key(t)) {
+            if let Some(m) = positions.get_mut(t) {
+                m.remove(p);
+            }
+            changes.push(Change::Revoked {
+                topic: t.clone(),
+                partition: *p,
+            });
         }
     }
 
@@ -93,7 +210,13 @@ impl IngestContext {
         // the same group takes partitions away, and the statistics would then silently cover
         // part of each stream (until scale-out merges them, that is not ready). A topic whose
         // partition count is unknown needs one.
-        let ready = counts.values().all(|c| c.assigned >= c.total.max(1));
+        // With the `kafka` store the partitions of the other replicas come from their states:
+        // ready once this replica is in the group with its share.
+        let ready = if self.restore.is_some() {
+            self.assigned_once.load(Ordering::SeqCst)
+        } else {
+            counts.values().all(|c| c.assigned >= c.total.max(1))
+        };
         self.health.set_partitions(counts);
         if self.ready.swap(ready, Ordering::SeqCst) && !ready && !a.is_empty() {
             tracing::error!(
@@ -124,6 +247,8 @@ impl ConsumerContext for IngestContext {
             .collect();
         match err {
             RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => {
+                self.restore_assigned(&parts);
+                self.assigned_once.store(true, Ordering::SeqCst);
                 {
                     let positions = lock(&self.positions);
                     for (t, p) in &parts {
@@ -151,6 +276,7 @@ impl ConsumerContext for IngestContext {
             }
             RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS => {
                 tracing::info!(partitions = parts.len(), "partitions revoked");
+                self.forget_revoked(&parts);
                 let r = if cooperative {
                     consumer.incremental_unassign(tpl)
                 } else {
@@ -171,6 +297,8 @@ impl ConsumerContext for IngestContext {
             }
             other => {
                 tracing::error!(error = ?other, "rebalance failed; dropping the assignment");
+                let all: Vec<(String, i32)> = self.assigned().into_iter().collect();
+                self.forget_revoked(&all);
                 let _ = consumer.unassign();
                 self.update_assignment(|a| a.clear());
             }

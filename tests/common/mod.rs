@@ -21,6 +21,10 @@ use std::time::{Duration, Instant};
 
 pub const DEADLINE: Duration = Duration::from_secs(60);
 
+mod procs;
+#[allow(unused_imports)]
+pub use procs::Proc;
+
 /// The service under test; stopped (and joined) on drop.
 pub struct TestService {
     pub addr: SocketAddr,

@@ -1,0 +1,807 @@
+//! The Kafka state store (`state.store = "kafka"`): each partition's statistics and the next
+//! offset they stop at, in one record of a compacted changelog topic (`<group_id>.state` by
+//! default), so that ravel runs as several replicas in one consumer group and moves between
+//! machines without a disk, as Kafka Streams keeps its state stores.
+//!
+//! Why per partition: the consumer group hands partitions from instance to instance, and a
+//! partition's statistics must travel with it. The record holds both the statistics and the
+//! offset, written together, so the instance that takes a partition over restores it and seeks
+//! to that offset: the rows before it are in the statistics, the rows after it are read again,
+//! and none is lost or counted twice, whatever happened to the previous owner.
+//!
+//! Records: key `<stream>/<partition>`, value the CBOR encoding of `PartitionState` (binary
+//! floats, so a round trip is bit-exact), header `ravel-state: state`. A state larger than
+//! `state.max_record_bytes` (brokers refuse messages over `message.max.bytes`, 1 MB by
+//! default; p = 2000 takes about 36 MB) is cut into chunks with keys
+//! `<stream>/<partition>#<generation>/<i>` (`ravel-state: chunk`), followed by a manifest under
+//! the partition's key (`ravel-state: manifest`) naming the generation and the number of
+//! chunks. All records of a partition go to the same changelog partition, so a reader meets
+//! the chunks before their manifest. Once a newer generation is delivered, the writer deletes
+//! the old chunks with tombstones, so compaction removes them.
+//!
+//! Writing (`StateWriter`, on the ingest thread at every checkpoint interval): the records are
+//! produced with `acks=all` and idempotence, then flushed; a partition's offsets are committed
+//! only once all of its records are acknowledged. Reading (`StateReader`, its own thread):
+//! one consumer outside any group reads every changelog partition from the beginning and
+//! keeps the latest state of every stream partition. Ingest uses it twice: to restore a
+//! partition it is assigned (after catching up to the changelog's end), and to merge the
+//! partitions other instances own into the stream's view, so any instance answers for the
+//! whole stream.
+//!
+//! The embedded broker (librdkafka's mock cluster) neither compacts nor keeps more than about
+//! 5 MB per partition: there the store suits tests and demos at small p; production uses a
+//! real, compacted topic.
+
+use crate::ingest::KafkaClients;
+use crate::ingest::client::Client;
+use crate::shutdown::Shutdown;
+use crate::streams::Stats;
+use anyhow::{Context, bail};
+use rdkafka::ClientContext;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::{Header, Headers, Message, OwnedHeaders};
+use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
+use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Version of `PartitionState`'s encoding.
+pub const VERSION: u32 = 1;
+/// The header that says what a record is.
+const KIND: &str = "ravel-state";
+
+/// One partition's statistics and where they stop.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PartitionState {
+    pub version: u32,
+    pub stream: String,
+    pub topic: String,
+    pub partition: i32,
+    /// Every row of the partition before this offset is in `stats`, none after it.
+    pub next_offset: i64,
+    /// Unix time of the last folded batch, in milliseconds.
+    pub last_update_ms: Option<u64>,
+    /// The instance that wrote it (`host/pid`), for the operator.
+    pub writer: String,
+    pub stats: Stats,
+}
+
+impl PartitionState {
+    pub fn last_update(&self) -> Option<SystemTime> {
+        self.last_update_ms
+            .map(|ms| UNIX_EPOCH + Duration::from_millis(ms))
+    }
+}
+
+/// The changelog key of a stream's partition.
+pub fn key(stream: &str, partition: i32) -> String {
+    format!("{stream}/{partition}")
+}
+
+/// What this process calls itself in the records it writes.
+pub fn writer_name() -> String {
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| {
+            std::fs::read_to_string("/etc/hostname")
+                .ok()
+                .map(|h| h.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown".into());
+    format!("{host}/{}", std::process::id())
+}
+
+/// A record kind (the `ravel-state` header).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    State,
+    Chunk,
+    Manifest,
+}
+
+impl Kind {
+    fn as_str(self) -> &'static str {
+        match self {
+            Kind::State => "state",
+            Kind::Chunk => "chunk",
+            Kind::Manifest => "manifest",
+        }
+    }
+    fn parse(s: &[u8]) -> Option<Kind> {
+        match s {
+            b"state" => Some(Kind::State),
+            b"chunk" => Some(Kind::Chunk),
+            b"manifest" => Some(Kind::Manifest),
+            _ => None,
+        }
+    }
+}
+
+/// A chunked state's manifest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub generation: u64,
+    pub chunks: u32,
+    pub bytes: u64,
+}
+
+/// One changelog record to write.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record {
+    pub key: String,
+    pub kind: Kind,
+    /// None: a tombstone.
+    pub value: Option<Vec<u8>>,
+}
+
+fn chunk_key(base: &str, generation: u64, i: u32) -> String {
+    format!("{base}#{generation}/{i}")
+}
+
+/// The records of one state: one `state` record, or chunks of at most `max_record` bytes and
+/// their manifest (last). Returns the manifest too when chunked.
+pub fn encode(
+    state: &PartitionState,
+    max_record: usize,
+    generation: u64,
+) -> anyhow::Result<(Vec<Record>, Option<Manifest>)> {
+    let mut bytes = Vec::new();
+    ciborium::into_writer(state, &mut bytes).context("cannot encode a partition state")?;
+    let base = key(&state.stream, state.partition);
+    if bytes.len() <= max_record {
+        let r = Record {
+            key: base,
+            kind: Kind::State,
+            value: Some(bytes),
+        };
+        return Ok((vec![r], None));
+    }
+    let mut out = Vec::new();
+    for (i, c) in bytes.chunks(max_record.max(1)).enumerate() {
+        out.push(Record {
+            key: chunk_key(&base, generation, i as u32),
+            kind: Kind::Chunk,
+            value: Some(c.to_vec()),
+        });
+    }
+    let m = Manifest {
+        generation,
+        chunks: out.len() as u32,
+        bytes: bytes.len() as u64,
+    };
+    let mut mb = Vec::new();
+    ciborium::into_writer(&m, &mut mb).context("cannot encode a manifest")?;
+    out.push(Record {
+        key: base,
+        kind: Kind::Manifest,
+        value: Some(mb),
+    });
+    Ok((out, Some(m)))
+}
+
+/// Tombstones for the chunks of an older generation.
+pub fn tombstones(stream: &str, partition: i32, old: &Manifest) -> Vec<Record> {
+    let base = key(stream, partition);
+    (0..old.chunks)
+        .map(|i| Record {
+            key: chunk_key(&base, old.generation, i),
+            kind: Kind::Chunk,
+            value: None,
+        })
+        .collect()
+}
+
+/// Rebuilds states from changelog records in log order: keeps chunks until their manifest.
+#[derive(Default)]
+pub struct Assembler {
+    chunks: HashMap<String, Vec<u8>>,
+}
+
+impl Assembler {
+    /// Applies one record; returns the state it completes, if any. A record that cannot be
+    /// read is an error (the caller logs it and goes on: a later record replaces it).
+    pub fn apply(
+        &mut self,
+        key: &str,
+        kind: Kind,
+        value: Option<&[u8]>,
+    ) -> anyhow::Result<Option<PartitionState>> {
+        let Some(value) = value else {
+            self.chunks.remove(key);
+            return Ok(None);
+        };
+        match kind {
+            Kind::Chunk => {
+                self.chunks.insert(key.to_string(), value.to_vec());
+                Ok(None)
+            }
+            Kind::State => decode(key, value).map(Some),
+            Kind::Manifest => {
+                let m: Manifest = ciborium::from_reader(value)
+                    .with_context(|| format!("state record {key}: bad manifest"))?;
+                let mut bytes = Vec::with_capacity(m.bytes.min(1 << 32) as usize);
+                for i in 0..m.chunks {
+                    let ck = chunk_key(key, m.generation, i);
+                    match self.chunks.get(&ck) {
+                        Some(c) => bytes.extend_from_slice(c),
+                        None => bail!(
+                            "state record {key}: chunk {i} of generation {} is missing",
+                            m.generation
+                        ),
+                    }
+                }
+                if bytes.len() as u64 != m.bytes {
+                    bail!(
+                        "state record {key}: chunks hold {} bytes, the manifest says {}",
+                        bytes.len(),
+                        m.bytes
+                    );
+                }
+                // Older generations of this key are no longer needed.
+                let prefix = format!("{key}#");
+                let current = format!("{key}#{}/", m.generation);
+                self.chunks
+                    .retain(|k, _| !k.starts_with(&prefix) || k.starts_with(&current));
+                decode(key, &bytes).map(Some)
+            }
+        }
+    }
+}
+
+fn decode(key: &str, bytes: &[u8]) -> anyhow::Result<PartitionState> {
+    let s: PartitionState =
+        ciborium::from_reader(bytes).with_context(|| format!("state record {key}: bad value"))?;
+    if s.version != VERSION {
+        bail!(
+            "state record {key} has version {}, this ravel reads {VERSION}",
+            s.version
+        );
+    }
+    if key != self::key(&s.stream, s.partition) {
+        bail!(
+            "state record {key} holds stream '{}' partition {}",
+            s.stream,
+            s.partition
+        );
+    }
+    if s.next_offset < 0 {
+        bail!("state record {key} has offset {}", s.next_offset);
+    }
+    if let Err(e) = s.stats.validate() {
+        bail!("state record {key} holds invalid statistics: {e}");
+    }
+    Ok(s)
+}
+
+/// A stable partition of the changelog for a key (FNV-1a), so every record of one stream
+/// partition lands in one changelog partition, in order.
+pub fn changelog_partition(key: &str, partitions: i32) -> i32 {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for b in key.as_bytes() {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    (h % partitions.max(1) as u64) as i32
+}
+
+/// Counts the acknowledgements of each state's records.
+#[derive(Default)]
+pub struct WriteContext {
+    /// state index -> (records acknowledged, a record failed)
+    acks: Mutex<HashMap<usize, (usize, bool)>>,
+    last_error: Mutex<Option<String>>,
+}
+
+impl ClientContext for WriteContext {}
+
+impl ProducerContext for WriteContext {
+    type DeliveryOpaque = Box<usize>;
+    fn delivery(&self, result: &DeliveryResult<'_>, index: Box<usize>) {
+        let mut acks = crate::ingest::lock(&self.acks);
+        let e = acks.entry(*index).or_default();
+        match result {
+            Ok(_) => e.0 += 1,
+            Err((err, _)) => {
+                e.1 = true;
+                *crate::ingest::lock(&self.last_error) = Some(err.to_string());
+            }
+        }
+    }
+}
+
+/// Writes partition states to the changelog.
+pub struct StateWriter {
+    producer: ThreadedProducer<WriteContext>,
+    topic: String,
+    partitions: i32,
+    max_record: usize,
+    /// The manifest of each chunked state last delivered, so its chunks can be deleted once a
+    /// newer one is.
+    chunked: HashMap<String, Manifest>,
+    timeout: Duration,
+}
+
+impl StateWriter {
+    pub fn new(
+        clients: &KafkaClients,
+        topic: &str,
+        max_record: usize,
+        timeout: Duration,
+    ) -> anyhow::Result<StateWriter> {
+        let producer: ThreadedProducer<WriteContext> = clients
+            .config(
+                Client::StateWriter,
+                &[
+                    ("acks", "all".into()),
+                    ("enable.idempotence", "true".into()),
+                    ("linger.ms", "5".into()),
+                    // A chunk plus the record's overhead.
+                    ("message.max.bytes", (max_record + 64 * 1024).to_string()),
+                    ("message.timeout.ms", timeout.as_millis().to_string()),
+                ],
+            )
+            .create_with_context(WriteContext::default())
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "cannot create the state producer: {}",
+                    clients.scrub(&e.to_string())
+                )
+            })?;
+        let partitions = changelog_partitions(producer.client(), topic)?;
+        Ok(StateWriter {
+            producer,
+            topic: topic.to_string(),
+            partitions,
+            max_record,
+            chunked: HashMap::new(),
+            timeout,
+        })
+    }
+
+    /// Writes `states` and waits for the acknowledgements; returns, per state, whether all of
+    /// its records are in the changelog.
+    pub fn write(&mut self, states: &[PartitionState]) -> Vec<bool> {
+        let generation = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        crate::ingest::lock(&self.producer.context().acks).clear();
+        let mut expected = vec![0usize; states.len()];
+        let mut manifests = vec![None; states.len()];
+        let mut ok = vec![true; states.len()];
+        for (i, s) in states.iter().enumerate() {
+            let (records, manifest) = match encode(s, self.max_record, generation) {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::error!(stream = %s.stream, partition = s.partition, error = %format!("{e:#}"), "cannot encode state");
+                    ok[i] = false;
+                    continue;
+                }
+            };
+            manifests[i] = manifest;
+            for r in records {
+                if self.send(&r, Some(i)) {
+                    expected[i] += 1;
+                } else {
+                    ok[i] = false;
+                }
+            }
+        }
+        if let Err(e) = self.producer.flush(self.timeout) {
+            tracing::warn!(error = %e, "state records not all acknowledged in time");
+        }
+        let acks = crate::ingest::lock(&self.producer.context().acks).clone();
+        for (i, s) in states.iter().enumerate() {
+            let (n, failed) = acks.get(&i).copied().unwrap_or((0, false));
+            ok[i] = ok[i] && !failed && n == expected[i];
+            if !ok[i] {
+                let err = crate::ingest::lock(&self.producer.context().last_error).clone();
+                tracing::error!(stream = %s.stream, partition = s.partition, error = ?err, "state not written; offsets not committed");
+                continue;
+            }
+            let k = key(&s.stream, s.partition);
+            let old = match manifests[i] {
+                Some(m) => self.chunked.insert(k, m),
+                None => self.chunked.remove(&k),
+            };
+            if let Some(old) = old {
+                for t in tombstones(&s.stream, s.partition, &old) {
+                    self.send(&t, None);
+                }
+            }
+        }
+        ok
+    }
+
+    /// Queues one record (retrying while the queue is full); false when it cannot be sent.
+    fn send(&self, r: &Record, index: Option<usize>) -> bool {
+        let partition =
+            changelog_partition(r.key.split('#').next().unwrap_or(&r.key), self.partitions);
+        let headers = OwnedHeaders::new().insert(Header {
+            key: KIND,
+            value: Some(r.kind.as_str()),
+        });
+        let start = Instant::now();
+        loop {
+            let mut record: BaseRecord<'_, str, [u8], Box<usize>> =
+                BaseRecord::with_opaque_to(&self.topic, Box::new(index.unwrap_or(usize::MAX)))
+                    .key(r.key.as_str())
+                    .partition(partition)
+                    .headers(headers.clone());
+            if let Some(v) = &r.value {
+                record = record.payload(v.as_slice());
+            }
+            match self.producer.send(record) {
+                Ok(()) => return true,
+                Err((e, _))
+                    if e.rdkafka_error_code()
+                        == Some(rdkafka::error::RDKafkaErrorCode::QueueFull)
+                        && start.elapsed() < self.timeout =>
+                {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err((e, _)) => {
+                    tracing::error!(key = %r.key, error = %e, "cannot send state record");
+                    return false;
+                }
+            }
+        }
+    }
+}
+
+/// The changelog's partition count (the topic must exist: `crate::topics` checks it).
+fn changelog_partitions<C: ClientContext>(
+    client: &rdkafka::client::Client<C>,
+    topic: &str,
+) -> anyhow::Result<i32> {
+    let start = Instant::now();
+    loop {
+        let md = client.fetch_metadata(Some(topic), Duration::from_secs(10));
+        if let Ok(md) = &md
+            && let Some(t) = md.topics().first()
+            && !t.partitions().is_empty()
+        {
+            return Ok(t.partitions().len() as i32);
+        }
+        if start.elapsed() > Duration::from_secs(30) {
+            bail!(
+                "the state topic {topic} does not exist or has no partitions (create it compacted, or set kafka.create_topics = true)"
+            );
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// The latest states, shared by the reader thread and ingest.
+#[derive(Default)]
+struct Latest {
+    /// (stream, partition) -> latest state.
+    states: BTreeMap<(String, i32), Arc<PartitionState>>,
+    /// Changelog partition -> next offset read.
+    read: HashMap<i32, i64>,
+}
+
+struct Shared {
+    latest: Mutex<Latest>,
+    changed: Condvar,
+    version: AtomicU64,
+}
+
+/// Tails the changelog and keeps the latest state of every stream partition.
+pub struct StateReader {
+    shared: Arc<Shared>,
+    topic: String,
+    partitions: i32,
+    /// For the end offsets when catching up (the reader's own consumer lives on its thread).
+    watermarks: Mutex<BaseConsumer>,
+}
+
+impl StateReader {
+    /// Starts the reader thread; it stops with `shutdown`.
+    pub fn start(
+        clients: &KafkaClients,
+        topic: &str,
+        shutdown: Shutdown,
+    ) -> anyhow::Result<Arc<StateReader>> {
+        let settings = [
+            ("enable.auto.commit", "false".to_string()),
+            ("enable.partition.eof", "false".to_string()),
+            // A chunk at a time: librdkafka's default fetch limits are far above it.
+            ("fetch.wait.max.ms", "50".to_string()),
+        ];
+        let make = || -> anyhow::Result<BaseConsumer> {
+            clients
+                .config(Client::StateReader, &settings)
+                .set("group.id", format!("{}.state-reader", clients.group()))
+                .create()
+                .map_err(|e| {
+                    anyhow::anyhow!(
+                        "cannot create the state reader: {}",
+                        clients.scrub(&e.to_string())
+                    )
+                })
+        };
+        let consumer = make()?;
+        let partitions = changelog_partitions(consumer.client(), topic)?;
+        let mut tpl = TopicPartitionList::new();
+        for p in 0..partitions {
+            tpl.add_partition_offset(topic, p, Offset::Beginning)
+                .context("state reader: bad partition")?;
+        }
+        consumer
+            .assign(&tpl)
+            .context("state reader: cannot assign the state topic")?;
+        let shared = Arc::new(Shared {
+            latest: Mutex::new(Latest::default()),
+            changed: Condvar::new(),
+            version: AtomicU64::new(0),
+        });
+        let reader = Arc::new(StateReader {
+            shared: shared.clone(),
+            topic: topic.to_string(),
+            partitions,
+            watermarks: Mutex::new(make()?),
+        });
+        std::thread::Builder::new()
+            .name("ravel-state-reader".into())
+            .spawn(move || tail(consumer, shared, shutdown))
+            .context("cannot start the state reader thread")?;
+        Ok(reader)
+    }
+
+    /// Waits until every state written before this call is read; an error after `timeout`.
+    pub fn catch_up(&self, timeout: Duration) -> anyhow::Result<()> {
+        let start = Instant::now();
+        let mut ends = HashMap::new();
+        {
+            let c = crate::ingest::lock(&self.watermarks);
+            for p in 0..self.partitions {
+                let (_, high) = c
+                    .fetch_watermarks(&self.topic, p, timeout)
+                    .with_context(|| format!("cannot read the end of {}/{p}", self.topic))?;
+                ends.insert(p, high);
+            }
+        }
+        let mut latest = crate::ingest::lock(&self.shared.latest);
+        loop {
+            let behind: Vec<i32> = ends
+                .iter()
+                .filter(|(p, high)| latest.read.get(p).copied().unwrap_or(0) < **high)
+                .map(|(p, _)| *p)
+                .collect();
+            if behind.is_empty() {
+                return Ok(());
+            }
+            let left = timeout.saturating_sub(start.elapsed());
+            if left.is_zero() {
+                bail!(
+                    "the state topic {} was not read to its end within {timeout:?} (partitions {behind:?} behind)",
+                    self.topic
+                );
+            }
+            latest = self
+                .shared
+                .changed
+                .wait_timeout(latest, left.min(Duration::from_millis(100)))
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
+    /// The latest state of a stream's partition.
+    pub fn get(&self, stream: &str, partition: i32) -> Option<Arc<PartitionState>> {
+        crate::ingest::lock(&self.shared.latest)
+            .states
+            .get(&(stream.to_string(), partition))
+            .cloned()
+    }
+
+    /// The latest state of every partition of `stream`.
+    pub fn of_stream(&self, stream: &str) -> Vec<Arc<PartitionState>> {
+        crate::ingest::lock(&self.shared.latest)
+            .states
+            .range((stream.to_string(), i32::MIN)..=(stream.to_string(), i32::MAX))
+            .map(|(_, s)| s.clone())
+            .collect()
+    }
+
+    /// Increases whenever a state is read.
+    pub fn version(&self) -> u64 {
+        self.shared.version.load(Ordering::SeqCst)
+    }
+}
+
+fn tail(consumer: BaseConsumer, shared: Arc<Shared>, shutdown: Shutdown) {
+    let mut assembler = Assembler::default();
+    let mut last_error: Option<Instant> = None;
+    while !shutdown.is_triggered() {
+        match consumer.poll(Duration::from_millis(100)) {
+            None => {}
+            Some(Err(e)) => {
+                if last_error.is_none_or(|t| t.elapsed() > Duration::from_secs(10)) {
+                    tracing::warn!(error = %e, "state reader error");
+                    last_error = Some(Instant::now());
+                }
+            }
+            Some(Ok(m)) => {
+                let key = m
+                    .key()
+                    .map(|k| String::from_utf8_lossy(k).into_owned())
+                    .unwrap_or_default();
+                let kind = m.headers().and_then(|h| {
+                    h.iter()
+                        .find(|h| h.key == KIND)
+                        .and_then(|h| h.value)
+                        .and_then(Kind::parse)
+                });
+                let done = match kind {
+                    Some(kind) => assembler.apply(&key, kind, m.payload()),
+                    None => Err(anyhow::anyhow!(
+                        "record {key} at {}/{} is not a ravel state",
+                        m.partition(),
+                        m.offset()
+                    )),
+                };
+                let mut latest = crate::ingest::lock(&shared.latest);
+                match done {
+                    Ok(Some(s)) => {
+                        latest
+                            .states
+                            .insert((s.stream.clone(), s.partition), Arc::new(s));
+                        shared.version.fetch_add(1, Ordering::SeqCst);
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        tracing::warn!(error = %format!("{e:#}"), "state record skipped")
+                    }
+                }
+                latest.read.insert(m.partition(), m.offset() + 1);
+                drop(latest);
+                shared.changed.notify_all();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ravel_core::Task;
+    use ravel_core::stats::AlphaSchedule;
+
+    fn state(p: usize, partition: i32, n: usize) -> PartitionState {
+        let mut stats = Stats::new(Task::Regression, p, AlphaSchedule::Plain);
+        let spec: ravel_core::synthetic::SyntheticSpec =
+            format!("p={p},k=2,n={n},seed=7").parse().unwrap();
+        let (mut x, mut y) = (vec![], vec![]);
+        spec.rows().fill(n, &mut x, &mut y);
+        stats.update_batch(&x, &y).unwrap();
+        PartitionState {
+            version: VERSION,
+            stream: "s".into(),
+            topic: "t".into(),
+            partition,
+            next_offset: 42,
+            last_update_ms: Some(7),
+            writer: "h/1".into(),
+            stats,
+        }
+    }
+
+    fn apply_all(a: &mut Assembler, records: &[Record]) -> Vec<PartitionState> {
+        records
+            .iter()
+            .filter_map(|r| a.apply(&r.key, r.kind, r.value.as_deref()).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn a_small_state_is_one_record_and_round_trips_bit_exactly() {
+        let s = state(5, 3, 100);
+        let (records, manifest) = encode(&s, 1 << 20, 1).unwrap();
+        assert_eq!(records.len(), 1);
+        assert!(manifest.is_none());
+        assert_eq!(records[0].key, "s/3");
+        let back = apply_all(&mut Assembler::default(), &records);
+        assert_eq!(back, vec![s]);
+    }
+
+    #[test]
+    fn a_large_state_is_chunked_and_reassembled_and_old_chunks_are_deleted() {
+        // p = 300 is over 360 KB of CBOR (the triangle of E[xx'] alone); 64 KB chunks make
+        // several.
+        let s = state(300, 0, 400);
+        let (records, m) = encode(&s, 64 * 1024, 10).unwrap();
+        let m = m.unwrap();
+        assert!(m.bytes > 300 * 301 / 2 * 8 && m.chunks > 5, "{m:?}");
+        assert_eq!(records.len(), m.chunks as usize + 1);
+        assert_eq!(records.last().unwrap().kind, Kind::Manifest);
+        assert!(
+            records[..records.len() - 1]
+                .iter()
+                .all(|r| r.value.as_ref().unwrap().len() <= 64 * 1024)
+        );
+        let mut a = Assembler::default();
+        assert_eq!(apply_all(&mut a, &records), vec![s.clone()]);
+
+        // A newer generation, then the tombstones of the old one: the reader keeps only the
+        // new chunks.
+        let mut s2 = s.clone();
+        s2.next_offset = 99;
+        let (records2, m2) = encode(&s2, 64 * 1024, 11).unwrap();
+        assert_eq!(apply_all(&mut a, &records2), vec![s2]);
+        let t = tombstones("s", 0, &m);
+        assert_eq!(t.len(), m.chunks as usize);
+        assert!(apply_all(&mut a, &t).is_empty());
+        assert_eq!(a.chunks.len(), m2.unwrap().chunks as usize);
+
+        // A manifest whose chunks were lost is an error, not a wrong state.
+        let mut b = Assembler::default();
+        let mut missing = records.clone();
+        missing.remove(3);
+        let last = missing.pop().unwrap();
+        apply_all(&mut b, &missing);
+        let e = b
+            .apply(&last.key, last.kind, last.value.as_deref())
+            .unwrap_err();
+        assert!(e.to_string().contains("chunk 3"), "{e}");
+    }
+
+    #[test]
+    fn p_2000_fits_through_chunks() {
+        let s = state(2000, 1, 3);
+        let (records, m) = encode(&s, 900_000, 5).unwrap();
+        let m = m.unwrap();
+        assert!(m.bytes > 2000 * 2001 / 2 * 8 && m.chunks > 16, "{m:?}");
+        assert_eq!(apply_all(&mut Assembler::default(), &records), vec![s]);
+    }
+
+    #[test]
+    fn bad_records_are_refused() {
+        let s = state(3, 0, 10);
+        let (records, _) = encode(&s, 1 << 20, 1).unwrap();
+        let v = records[0].value.clone().unwrap();
+        // Under another key.
+        let e = Assembler::default()
+            .apply("s/1", Kind::State, Some(&v))
+            .unwrap_err();
+        assert!(e.to_string().contains("partition 0"), "{e}");
+        // Truncated.
+        assert!(
+            Assembler::default()
+                .apply("s/0", Kind::State, Some(&v[..v.len() / 2]))
+                .is_err()
+        );
+        // Non-finite statistics.
+        let mut bad = s.clone();
+        if let Stats::Regression(r) = &mut bad.stats {
+            let mut j = serde_json::to_value(&*r).unwrap();
+            j["mean_y"] = serde_json::json!(1e308);
+            j["syy"] = serde_json::json!(-1.0);
+            *r = serde_json::from_value(j).unwrap();
+        }
+        let (records, _) = encode(&bad, 1 << 20, 1).unwrap();
+        let e = Assembler::default()
+            .apply("s/0", Kind::State, records[0].value.as_deref())
+            .unwrap_err();
+        assert!(e.to_string().contains("invalid statistics"), "{e}");
+    }
+
+    #[test]
+    fn a_key_always_lands_in_the_same_changelog_partition() {
+        for parts in [1, 3, 12] {
+            let a = changelog_partition("s/3", parts);
+            assert!((0..parts).contains(&a));
+            assert_eq!(a, changelog_partition("s/3", parts));
+        }
+        // Different keys spread out.
+        let used: std::collections::BTreeSet<i32> = (0..32)
+            .map(|p| changelog_partition(&key("s", p), 6))
+            .collect();
+        assert!(used.len() > 3, "{used:?}");
+    }
+}
