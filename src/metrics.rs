@@ -265,17 +265,17 @@ impl Metrics {
             ),
             checkpoints: counter(
                 "ravel_checkpoints_total",
-                "Checkpoints written",
+                "Checkpoints written (with the kafka state store: partition states acknowledged)",
                 &["stream"],
             ),
             checkpoint_failures: counter(
                 "ravel_checkpoint_failures_total",
-                "Checkpoints that could not be written",
+                "Checkpoints (or partition states) that could not be written",
                 &["stream"],
             ),
             checkpoint_seconds: histogram(
                 "ravel_checkpoint_seconds",
-                "Time to write one stream's checkpoint durably",
+                "Time to write one stream's checkpoint (or one round of partition states) durably",
                 &["stream"],
                 latency_buckets(),
             ),

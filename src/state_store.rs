@@ -621,12 +621,11 @@ fn tail(consumer: BaseConsumer, shared: Arc<Shared>, shutdown: Shutdown) {
     while !shutdown.is_triggered() {
         match consumer.poll(Duration::from_millis(100)) {
             None => {}
-            Some(Err(e)) => {
-                if last_error.is_none_or(|t| t.elapsed() > Duration::from_secs(10)) {
-                    tracing::warn!(error = %e, "state reader error");
-                    last_error = Some(Instant::now());
-                }
+            Some(Err(e)) if last_error.is_none_or(|t| t.elapsed() > Duration::from_secs(10)) => {
+                tracing::warn!(error = %e, "state reader error");
+                last_error = Some(Instant::now());
             }
+            Some(Err(_)) => {}
             Some(Ok(m)) => {
                 let key = m
                     .key()

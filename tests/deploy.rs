@@ -182,9 +182,9 @@ fn prometheus_scrapes_ravel_and_evaluates_every_dashboard_and_alert_expression()
         );
     }
 
-    // The service with the shipped deploy config (adaptive alpha on the demo stream), on a
-    // broker outside it so that checkpoints are on (they are off with the embedded one), fed
-    // by the demo producer: rows and a feature stream.
+    // The service with the shipped deploy config (adaptive alpha on the demo stream, the Kafka
+    // state store), on a broker outside it, fed by the demo producer: rows and a feature
+    // stream.
     let demo_config = ravel::config::from_file(&repo().join("deploy/ravel.toml")).unwrap();
     assert!(demo_config.demo_active() && !demo_config.feature_streams.is_empty());
     let broker = EmbeddedBroker::start(1).unwrap();
@@ -200,10 +200,13 @@ fn prometheus_scrapes_ravel_and_evaluates_every_dashboard_and_alert_expression()
             .create_topic(&format!("{}.dlq", f.topic()), 1)
             .unwrap();
     }
-    let state = tempfile::tempdir().unwrap();
+    let state_topic = demo_config
+        .state
+        .kafka_topic(&demo_config.kafka.group_id)
+        .expect("the kafka state store");
+    broker.create_topic(&state_topic, 3).unwrap();
     let mut config: Config = demo_config.clone();
     config.kafka.brokers = broker.bootstrap_servers().into();
-    config.state.dir = state.path().display().to_string();
     config.state.checkpoint_interval_ms = 300;
     config.ingest.lag_interval_ms = 500;
     config.check().unwrap();
@@ -511,17 +514,12 @@ fn kustomize_renders_probes_config_mount_pdb_and_grace_period() {
     assert!(c["resources"]["requests"]["cpu"].as_str().is_some());
     assert!(c["resources"]["limits"]["memory"].as_str().is_some());
 
-    // The state directory is a writable mount (the root filesystem may be read-only).
-    let state_dir = config.state.dir().expect("checkpoints on");
-    assert!(
-        c["volumeMounts"]
-            .as_sequence()
-            .unwrap()
-            .iter()
-            .any(|m| m["mountPath"] == state_dir.to_str().unwrap() && m["readOnly"] != true),
-        "state.dir {} is not mounted writable",
-        state_dir.display()
-    );
+    // Stateless: the state lives in the Kafka state store, so nothing but the config is
+    // mounted and the replicas can be more than one.
+    assert_eq!(config.state.store, ravel::config::StoreKind::Kafka);
+    assert!(config.state.dir().is_none());
+    assert_eq!(c["volumeMounts"].as_sequence().unwrap().len(), 1);
+    assert!(deploy["spec"]["replicas"].as_u64().unwrap() >= 2);
 
     // SIGTERM, then the last checkpoint and commit must fit before SIGKILL.
     let grace = spec["terminationGracePeriodSeconds"].as_u64().unwrap();
@@ -926,18 +924,26 @@ fn compose_parses_references_existing_files_and_its_producer_runs() {
     );
 }
 
-/// The configs under deploy/ load in today's service (whose schema has no `state.store` yet:
-/// the Kafka state store is in their comments until the scale-out change lands).
+/// The configs under deploy/ load in the service and keep their state in the Kafka state
+/// store, whose topic compose's topic job creates compacted.
 #[test]
 fn deploy_configs_are_valid_for_todays_service() {
+    let job = yaml("deploy/compose.yaml")["services"]["kafka-topics"]["command"][0]
+        .as_str()
+        .unwrap()
+        .to_string();
     for rel in ["deploy/ravel.toml", "deploy/k8s/ravel.toml"] {
         let c =
             ravel::config::from_file(&repo().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e:#}"));
         assert!(c.http.addr.starts_with("0.0.0.0:"), "{rel}");
-        assert!(c.state.dir().is_some(), "{rel}: checkpoints on");
-        assert_eq!(
-            c.kafka.group_id, "ravel",
-            "{rel}: the group of the changelog ravel.state"
+        let topic = c
+            .state
+            .kafka_topic(&c.kafka.group_id)
+            .unwrap_or_else(|| panic!("{rel}: the kafka state store"));
+        assert!(
+            job.lines().any(|l| l.contains(&format!("--topic {topic} "))
+                && l.contains("cleanup.policy=compact")),
+            "{rel}: compose does not create {topic} compacted"
         );
     }
     for rel in [
