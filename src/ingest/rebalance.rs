@@ -93,7 +93,7 @@ impl IngestContext {
 
     /// `kafka` store: where each newly assigned stream partition starts, from its latest
     /// state (None: no state, the beginning).
-    fn restore_assigned(&self, parts: &[(String, i32)]) {
+    fn restore_assigned(&self, consumer: &BaseConsumer<Self>, parts: &[(String, i32)]) {
         let Some(r) = &self.restore else {
             return;
         };
@@ -119,12 +119,31 @@ impl IngestContext {
         let mut changes = lock(&self.changes);
         for (t, p) in mine {
             let stream = &r.streams[t];
-            let state = if caught_up.is_some() {
+            let mut state = if caught_up.is_some() {
                 r.reader.get(stream, *p)
             } else {
                 tracing::error!(stream = %stream, partition = p, "state topic unreadable: the partition starts from the beginning of its topic with no statistics");
                 None
             };
+            // A state only makes sense against the log it was read from.
+            if let Some(s) = &state
+                && let Ok((low, high)) = consumer.fetch_watermarks(t, *p, Duration::from_secs(10))
+            {
+                match positions::check(s.next_offset, low, high) {
+                    positions::Restored::PastEnd => {
+                        tracing::error!(
+                            stream = %stream, partition = p, next_offset = s.next_offset, high,
+                            "the partition's state is ahead of its topic's end (the topic was re-created?): starting it afresh from the beginning"
+                        );
+                        state = None;
+                    }
+                    positions::Restored::Deleted => tracing::warn!(
+                        stream = %stream, partition = p, next_offset = s.next_offset, low,
+                        "offsets after the partition's state were deleted by retention before they were read"
+                    ),
+                    positions::Restored::Valid => {}
+                }
+            }
             match &state {
                 Some(s) => {
                     positions
@@ -247,7 +266,7 @@ impl ConsumerContext for IngestContext {
             .collect();
         match err {
             RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => {
-                self.restore_assigned(&parts);
+                self.restore_assigned(consumer, &parts);
                 self.assigned_once.store(true, Ordering::SeqCst);
                 {
                     let positions = lock(&self.positions);
