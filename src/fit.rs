@@ -6,7 +6,7 @@
 
 use crate::limits::MemoryArgs;
 use ravel_core::Task;
-use ravel_core::data::{Format, OpenOptions, Plan, RowReader};
+use ravel_core::data::{DataError, Format, OpenOptions, Plan, RowReader};
 use ravel_core::prequential::Prequential;
 use ravel_core::solve::{self, Method, Request};
 use ravel_core::stats::{AlphaSchedule, RunningStats, Stats};
@@ -207,6 +207,10 @@ fn flag_names(msg: &str) -> String {
 }
 
 /// Streams a file into running statistics. Returns the feature names too.
+///
+/// Reading (parsing, decoding) and folding overlap: a reader thread fills the next batches
+/// while this one folds the current, with two batches in flight and their buffers recycled,
+/// so the memory stays a few batches whatever the file's length.
 pub fn read_stats(
     mut reader: RowReader,
     task: Task,
@@ -214,22 +218,43 @@ pub fn read_stats(
     batch: usize,
 ) -> anyhow::Result<(Stats, Option<Vec<String>>)> {
     let file = reader.path.clone();
-    let p = reader.p;
-    let mut stats = Stats::new(task, p, schedule);
-    let (mut x, mut y) = (Vec::new(), Vec::new());
-    loop {
-        x.clear();
-        y.clear();
-        let got = reader.next_batch(batch.max(1), &mut x, &mut y)?;
-        if got == 0 {
-            break;
+    let names = reader.names.clone();
+    let mut stats = Stats::new(task, reader.p, schedule);
+    type Batch = (Vec<f64>, Vec<f64>, u64);
+    let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<Result<Batch, DataError>>(2);
+    let (free_tx, free_rx) = std::sync::mpsc::channel::<(Vec<f64>, Vec<f64>)>();
+    std::thread::scope(|scope| -> anyhow::Result<()> {
+        scope.spawn(move || {
+            loop {
+                let (mut x, mut y) = free_rx.try_recv().unwrap_or_default();
+                x.clear();
+                y.clear();
+                let first = reader.rows_read();
+                match reader.next_batch(batch.max(1), &mut x, &mut y) {
+                    Ok(0) => break,
+                    Ok(_) => {
+                        if full_tx.send(Ok((x, y, first))).is_err() {
+                            break;
+                        }
+                    }
+                    Err(e) => {
+                        let _ = full_tx.send(Err(e));
+                        break;
+                    }
+                }
+            }
+        });
+        // Dropping the receiver on an error stops the reader at its next batch.
+        for msg in full_rx {
+            let (x, y, first) = msg?;
+            stats
+                .update_batch(&x, &y)
+                .map_err(|e| rows_error(&file, first, y.len(), e))?;
+            let _ = free_tx.send((x, y));
         }
-        let first = reader.rows_read() - got as u64;
-        stats
-            .update_batch(&x, &y)
-            .map_err(|e| rows_error(&file, first, got, e))?;
-    }
-    Ok((stats, reader.names.clone()))
+        Ok(())
+    })?;
+    Ok((stats, names))
 }
 
 /// Runs `ravel fit` and returns the JSON to print.

@@ -17,7 +17,7 @@ use crate::memory::{ByteSize, Estimate, memory_estimate, selection_estimate};
 use crate::task::Task;
 use std::collections::{BTreeSet, HashMap};
 use std::fs::File;
-use std::io::{BufRead, BufReader, Seek, SeekFrom};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
@@ -203,11 +203,19 @@ enum Inner {
         line: u64,
         columns: LibsvmColumns,
     },
+    /// NPY float64, read in bulk: a batch of a C-order file is one read of its rows; a
+    /// Fortran-order (column-major) file is streamed too, one read per column and batch, so
+    /// neither order is ever held whole.
     Npy {
-        data: Box<dyn Iterator<Item = std::io::Result<f64>>>,
+        file: File,
+        /// Byte offset of the first value.
+        start: u64,
+        fortran: bool,
+        big_endian: bool,
         target: usize,
         width: usize,
         rows: u64,
+        buf: Vec<u8>,
     },
 }
 
@@ -226,7 +234,7 @@ struct Dimensions<'a> {
     rows: Option<u64>,
     /// What sets p, in the file's words ("the largest feature index is 200000 (line 1)").
     driver: String,
-    /// Bytes the reader itself holds (a Fortran-order NPY file is transposed in memory).
+    /// Bytes the reader itself holds beyond a batch.
     reader_bytes: u64,
     /// LIBSVM without compaction: the distinct indices used, when far fewer than p.
     distinct: Option<usize>,
@@ -504,16 +512,6 @@ impl RowReader {
                 let (rows, width) = (shape[0], usize::try_from(shape[1]).unwrap_or(usize::MAX));
                 let t = resolve_target(target, None, width, path)?;
                 let fortran = npy.order() == npyz::Order::Fortran;
-                // Column-major files cannot be streamed by row: they are read whole and
-                // transposed (two copies).
-                let reader_bytes = if fortran {
-                    Estimate::default()
-                        .with_file(rows, width.saturating_sub(1))
-                        .rows
-                        .saturating_mul(2)
-                } else {
-                    0
-                };
                 Dimensions {
                     path,
                     p: width - 1,
@@ -523,45 +521,36 @@ impl RowReader {
                         if fortran { " in Fortran order" } else { "" },
                         width - 1
                     ),
-                    reader_bytes,
+                    reader_bytes: 0,
                     distinct: None,
                 }
                 .check(&opts.budget)?;
-                let npy = npyz::NpyFile::with_header(npy, reader);
-                let wrong_type = |_| DataError::File {
-                    path: path.into(),
-                    msg: "expected float64 data (dtype '<f8')".into(),
+                let big_endian = match npy.dtype().descr().as_str() {
+                    "'<f8'" => false,
+                    "'>f8'" => true,
+                    _ => {
+                        return Err(DataError::File {
+                            path: path.into(),
+                            msg: "expected float64 data (dtype '<f8')".into(),
+                        });
+                    }
                 };
-                let data: Box<dyn Iterator<Item = std::io::Result<f64>>> = if fortran {
-                    let v: Vec<f64> = npy
-                        .data::<f64>()
-                        .map_err(wrong_type)?
-                        .collect::<Result<_, _>>()
-                        .map_err(|e| npy_read_error(path.into(), e))?;
-                    let r = rows as usize;
-                    let t: Vec<f64> = (0..r * width)
-                        .map(|k| v[(k % width) * r + k / width])
-                        .collect();
-                    Box::new(t.into_iter().map(Ok))
-                } else {
-                    drop(npy);
-                    // Re-open and stream: npyz's reader borrows; this keeps the iterator 'static.
-                    let mut f = File::open(path).map_err(io)?;
-                    let hdr = npyz::NpyHeader::from_reader(&mut f).map_err(io)?;
-                    let pos = f.stream_position().map_err(io)?;
-                    let mut f = BufReader::new(f);
-                    f.seek(SeekFrom::Start(pos)).map_err(io)?;
-                    let file = npyz::NpyFile::with_header(hdr, f);
-                    Box::new(file.data::<f64>().map_err(wrong_type)?)
-                };
+                // Where the values start: the header's length, read again on the bare file.
+                let mut file = File::open(path).map_err(io)?;
+                npyz::NpyHeader::from_reader(&mut file).map_err(io)?;
+                let start = file.stream_position().map_err(io)?;
                 (
                     None,
                     width - 1,
                     Inner::Npy {
-                        data,
+                        file,
+                        start,
+                        fortran,
+                        big_endian,
                         target: t,
                         width,
                         rows,
+                        buf: Vec::new(),
                     },
                 )
             }
@@ -660,34 +649,76 @@ impl RowReader {
                 }
             }
             Inner::Npy {
-                data,
+                file,
+                start,
+                fortran,
+                big_endian,
                 target,
                 width,
                 rows,
+                buf,
             } => {
-                while got < max_rows && self.rows_read + (got as u64) < *rows {
-                    let row = self.rows_read + got as u64;
-                    for c in 0..*width {
-                        let v = match data.next() {
-                            Some(Ok(v)) => v,
-                            Some(Err(error)) => return Err(npy_read_error(path, error)),
-                            None => {
-                                return Err(DataError::File {
-                                    path,
-                                    msg: "file is shorter than its header says".into(),
-                                });
-                            }
-                        };
-                        if !v.is_finite() {
-                            return Err(DataError::File {
-                                path,
-                                msg: format!("row {row}, column {c}: {v} is not finite"),
-                            });
-                        }
-                        if c == *target { y.push(v) } else { x.push(v) }
-                    }
-                    got += 1;
+                let (width, target, rows) = (*width, *target, *rows);
+                let n = (max_rows as u64).min(rows - self.rows_read) as usize;
+                if n == 0 {
+                    return Ok(0);
                 }
+                let value = |b: &[u8]| {
+                    let b: [u8; 8] = b.try_into().expect("8 bytes");
+                    if *big_endian {
+                        f64::from_be_bytes(b)
+                    } else {
+                        f64::from_le_bytes(b)
+                    }
+                };
+                let not_finite = |row: u64, c: usize, v: f64| DataError::File {
+                    path: path.clone(),
+                    msg: format!("row {row}, column {c}: {v} is not finite"),
+                };
+                let first = self.rows_read;
+                if !*fortran {
+                    // Row-major: the batch's rows are one contiguous run of bytes.
+                    buf.resize(n * width * 8, 0);
+                    file.seek(SeekFrom::Start(*start + first * width as u64 * 8))
+                        .and_then(|_| file.read_exact(buf))
+                        .map_err(|e| npy_read_error(path.clone(), e))?;
+                    x.reserve(n * p);
+                    y.reserve(n);
+                    for (r, row) in buf.chunks_exact(width * 8).enumerate() {
+                        for (c, b) in row.chunks_exact(8).enumerate() {
+                            let v = value(b);
+                            if !v.is_finite() {
+                                return Err(not_finite(first + r as u64, c, v));
+                            }
+                            if c == target { y.push(v) } else { x.push(v) }
+                        }
+                    }
+                } else {
+                    // Column-major: each column's run of the batch's rows, scattered into the
+                    // row-major batch.
+                    let (x0, y0) = (x.len(), y.len());
+                    x.resize(x0 + n * p, 0.0);
+                    y.resize(y0 + n, 0.0);
+                    buf.resize(n * 8, 0);
+                    for c in 0..width {
+                        file.seek(SeekFrom::Start(*start + (c as u64 * rows + first) * 8))
+                            .and_then(|_| file.read_exact(buf))
+                            .map_err(|e| npy_read_error(path.clone(), e))?;
+                        let j = if c < target { c } else { c.wrapping_sub(1) };
+                        for (r, b) in buf.chunks_exact(8).enumerate() {
+                            let v = value(b);
+                            if !v.is_finite() {
+                                return Err(not_finite(first + r as u64, c, v));
+                            }
+                            if c == target {
+                                y[y0 + r] = v;
+                            } else {
+                                x[x0 + r * p + j] = v;
+                            }
+                        }
+                    }
+                }
+                got = n;
             }
         }
         self.rows_read += got as u64;
@@ -882,19 +913,82 @@ mod tests {
             e.contains("the header says 1000000000000 rows of 100000 columns"),
             "{e}"
         );
-        // Fortran order is transposed in memory: its rows count even for `ravel fit`.
+        // Fortran order is streamed by column, never held whole: a file of 1e8 rows opens
+        // within a 1 GiB budget (and this one, cut short, fails when read).
         let f = TempFile::new("fortran.npy", &npy("(100000000, 3)", true, &[1.0; 4]));
-        let e = open(&f.0, fit_budget(GIB), false)
-            .err()
-            .unwrap()
-            .to_string();
-        assert!(e.contains("3 columns in Fortran order"), "{e}");
+        let mut r = open(&f.0, fit_budget(GIB), false).unwrap();
+        let (mut x, mut y) = (vec![], vec![]);
+        let e = r.next_batch(8, &mut x, &mut y).unwrap_err().to_string();
+        assert!(e.contains("shorter than its header says"), "{e}");
         // A small Fortran file is read and transposed.
         let f = TempFile::new("small.npy", &npy("(2, 3)", true, &[1., 2., 3., 4., 5., 6.]));
         let mut r = open(&f.0, fit_budget(GIB), false).unwrap();
         let (mut x, mut y) = (vec![], vec![]);
         while r.next_batch(8, &mut x, &mut y).unwrap() > 0 {}
         assert_eq!((x, y), (vec![1., 3., 2., 4.], vec![5., 6.]));
+    }
+
+    #[test]
+    fn npy_orders_and_byte_orders_give_the_same_rows_in_any_batch_size() {
+        // 5 rows of 4 columns, the target the second column.
+        let (rows, width) = (5usize, 4usize);
+        let cell = |r: usize, c: usize| (r * 10 + c) as f64 + 0.5;
+        let c_order: Vec<f64> = (0..rows * width)
+            .map(|k| cell(k / width, k % width))
+            .collect();
+        let f_order: Vec<f64> = (0..rows * width)
+            .map(|k| cell(k % rows, k / rows))
+            .collect();
+        let mut want_x = vec![];
+        let mut want_y = vec![];
+        for r in 0..rows {
+            for c in 0..width {
+                if c == 1 {
+                    want_y.push(cell(r, c))
+                } else {
+                    want_x.push(cell(r, c))
+                }
+            }
+        }
+        let big = |fortran: bool, body: &[f64]| {
+            let mut b = npy("(5, 4)", fortran, &[]);
+            let at = b.iter().position(|&c| c == b'<').unwrap();
+            b[at] = b'>';
+            for v in body {
+                b.extend_from_slice(&v.to_be_bytes());
+            }
+            b
+        };
+        let files = [
+            ("c.npy", npy("(5, 4)", false, &c_order)),
+            ("f.npy", npy("(5, 4)", true, &f_order)),
+            ("cb.npy", big(false, &c_order)),
+            ("fb.npy", big(true, &f_order)),
+        ];
+        for (name, bytes) in files {
+            let f = TempFile::new(name, &bytes);
+            for batch in [1, 2, 3, 5, 8] {
+                let opts = OpenOptions {
+                    target: Some("1"),
+                    ..OpenOptions::new(fit_budget(GIB))
+                };
+                let mut r = RowReader::open(&f.0, &opts).unwrap();
+                let (mut x, mut y) = (vec![], vec![]);
+                while r.next_batch(batch, &mut x, &mut y).unwrap() > 0 {}
+                assert_eq!((&x, &y), (&want_x, &want_y), "{name}, batches of {batch}");
+                assert_eq!(r.rows_read(), 5);
+            }
+        }
+        // A NaN names its row and column, in either order.
+        let mut bad = f_order.clone();
+        bad[2 * rows + 3] = f64::NAN;
+        let f = TempFile::new("nan_f.npy", &npy("(5, 4)", true, &bad));
+        let mut r = open(&f.0, fit_budget(GIB), false).unwrap();
+        let e = r
+            .next_batch(8, &mut vec![], &mut vec![])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("row 3, column 2"), "{e}");
     }
 
     #[test]
