@@ -1,7 +1,8 @@
 //! Issue 11 through the `ravel fit` and `ravel select` binaries, on files: large feature
-//! offsets (item 3), OLSth at n = p (item 1) and duplicate columns (item 6). The library-level
-//! checks, against brute force on the raw rows, are in crates/ravel-core/tests (offsets.rs,
-//! solvers.rs); here the same questions are asked of what a user runs.
+//! offsets (item 3), OLSth at n = p (item 1), k-models refitted by default (item 4), and
+//! duplicate columns (item 6). The library-level checks, against brute force on the raw rows,
+//! are in crates/ravel-core/tests (offsets.rs, solvers.rs); here the same questions are asked of
+//! what a user runs.
 
 use ravel_core::solve::Model;
 use ravel_core::synthetic::SyntheticSpec;
@@ -96,9 +97,10 @@ fn ravel_fit_on_large_offsets_gives_the_model_of_the_centred_file() {
     let (x, y) = quantized(600, 3);
     let base = dir.path().join("centred.csv");
     write_csv(&base, &x, &y, p);
-    let requests: [&[&str]; 4] = [
+    let requests: [&[&str]; 5] = [
         &["--method", "ols"],
         &["--method", "lasso", "--k", "5"],
+        &["--method", "lasso", "--k", "5", "--no-refit"],
         &["--method", "mcp", "--lambda", "0.05"],
         &["--method", "olsth", "--k", "5"],
     ];
@@ -214,6 +216,50 @@ fn olsth_at_n_equal_p_through_ravel_fit() {
     assert!(detected(&remedy) >= 0.8, "detection {}", detected(&remedy));
 }
 
+/// Item 4: `--k` with a penalized method refits OLS on the support by default (paper 003
+/// Alg. 3); `--no-refit` returns the penalized estimate; both flags at once are refused.
+#[test]
+fn k_models_refit_by_default_through_ravel_fit() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = 20;
+    let (x, y) = quantized(300, 5);
+    let file = dir.path().join("rows.csv");
+    write_csv(&file, &x, &y, p);
+    let refit = model("fit", &file, &["--method", "lasso", "--k", "5"]);
+    let pen = model(
+        "fit",
+        &file,
+        &["--method", "lasso", "--k", "5", "--no-refit"],
+    );
+    assert!(refit.diagnostics.refit && !pen.diagnostics.refit);
+    let support = |m: &Model| m.coefficients.iter().map(|c| c.index).collect::<Vec<_>>();
+    assert_eq!(support(&refit), support(&pen));
+    // Shrinkage: the penalized coefficients are smaller than their refit.
+    let (a, b) = (refit.dense(p), pen.dense(p));
+    let (l1a, l1b): (f64, f64) = (
+        a.iter().map(|v| v.abs()).sum(),
+        b.iter().map(|v| v.abs()).sum(),
+    );
+    assert!(l1b < l1a, "penalized {l1b} vs refit {l1a}");
+    assert!(refit.diagnostics.train_mse < pen.diagnostics.train_mse);
+    // The lambda request is not refitted unless asked.
+    let at = model("fit", &file, &["--method", "lasso", "--lambda", "0.1"]);
+    assert!(!at.diagnostics.refit);
+    let out = run(
+        "fit",
+        &[
+            file.to_str().unwrap(),
+            "--method",
+            "lasso",
+            "--k",
+            "5",
+            "--refit",
+            "--no-refit",
+        ],
+    );
+    assert!(!out.status.success());
+}
+
 /// Item 6: the same column twice. Lasso at k = 3 keeps 3 distinct features, none of them the
 /// copy, and says which column was left out as whose duplicate.
 #[test]
@@ -228,7 +274,8 @@ fn duplicate_columns_through_ravel_fit() {
     let file = dir.path().join("dup.csv");
     write_csv(&file, &x, &y, p);
     for args in [
-        &["--method", "lasso", "--k", "3"][..],
+        &["--method", "lasso", "--k", "3", "--no-refit"][..],
+        &["--method", "lasso", "--k", "3"],
         &["--method", "olsth", "--k", "3"],
     ] {
         let m = model("fit", &file, args);

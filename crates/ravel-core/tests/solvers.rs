@@ -856,3 +856,46 @@ fn unstandardized_duplicates_keep_the_widest_column() {
     let (got, alt) = (objective(&m.dense(p)), objective(&other));
     assert!(got < alt, "kept the wrong copy: objective {got} vs {alt}");
 }
+
+/// Issue 11 item 4: a k request refits OLS on the selected support by default (paper 003
+/// Alg. 3); `refit: false` gives the penalized estimate, which is the lambda request at the
+/// lambda the k search found. Lambda requests and the path are not refitted by default.
+#[test]
+fn k_requests_refit_by_default_and_keep_the_penalized_estimate() {
+    let p = 9;
+    let (x, y) = design(14, 150, p, &[(1, 1.0), (6, -1.0), (7, 0.5)], 0.5);
+    let s = stats_of(&x, &y, p);
+    let (q, c, _) = centered(&x, &y, p);
+    for method in [Method::Lasso, Method::ElasticNet, Method::Mcp, Method::Scad] {
+        let m = fit(&s, &params(method).with_k(3));
+        assert!(m.diagnostics.refit, "{method}");
+        let sub: Vec<usize> = m.coefficients.iter().map(|c| c.index).collect();
+        assert_eq!(sub.len(), 3);
+        let (_, beta) = subset_mse(&q, &c, 0.0, &sub);
+        for (cf, b) in m.coefficients.iter().zip(&beta) {
+            assert!((cf.value - b).abs() < 1e-9 * b.abs().max(1.0), "{method}");
+        }
+        let mut pr = params(method).with_k(3);
+        pr["refit"] = json!(false);
+        let pen = fit(&s, &pr);
+        assert!(!pen.diagnostics.refit);
+        let lambda = pen.lambda.expect("the k search reports its lambda");
+        let at = fit(&s, &params(method).with_lambda(lambda));
+        assert!(
+            !at.diagnostics.refit,
+            "{method}: lambda requests are not refitted"
+        );
+        let (a, b) = (pen.dense(p), at.dense(p));
+        for j in 0..p {
+            assert!(
+                (a[j] - b[j]).abs() <= 1e-9 * b[j].abs().max(1e-3),
+                "{method} {j}"
+            );
+        }
+        // The refit is OLS on the penalized estimate's support.
+        let pen_sup: Vec<usize> = pen.coefficients.iter().map(|c| c.index).collect();
+        assert_eq!(pen_sup, sub, "{method}");
+    }
+    let path = path(&Stats::from(s), &params(Method::Lasso)).unwrap();
+    assert!(path.points.iter().all(|m| !m.diagnostics.refit));
+}
