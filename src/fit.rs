@@ -80,9 +80,14 @@ pub struct ExtractArgs {
     /// MCP / SCAD concavity (defaults 3 and 3.7).
     #[arg(long, allow_negative_numbers = true)]
     pub gamma: Option<f64>,
-    /// Refit OLS on the selected support (penalized methods).
-    #[arg(long)]
+    /// Refit OLS on the selected support (penalized methods; the default with --k, as paper
+    /// 003 Alg. 3 does).
+    #[arg(long, conflicts_with = "no_refit")]
     pub refit: bool,
+    /// Penalized methods: no OLS refit (with --k: the penalized estimate at the lambda that
+    /// selects k).
+    #[arg(long)]
+    pub no_refit: bool,
     /// Fit on raw columns (then lasso/elastic-net equal scikit-learn's on the same rows).
     #[arg(long)]
     pub no_standardize: bool,
@@ -149,7 +154,10 @@ impl ExtractArgs {
         put("lambda", self.lambda.map(|v| json!(v)));
         put("l1_ratio", self.l1_ratio.map(|v| json!(v)));
         put("gamma", self.gamma.map(|v| json!(v)));
-        put("refit", self.refit.then_some(json!(true)));
+        put(
+            "refit",
+            (self.refit || self.no_refit).then_some(json!(self.refit)),
+        );
         put("standardize", self.no_standardize.then_some(json!(false)));
         put("path_points", self.path_points.map(|v| json!(v)));
         put("lambda_min_ratio", self.lambda_min_ratio.map(|v| json!(v)));

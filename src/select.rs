@@ -113,7 +113,7 @@ pub fn select(args: &SelectArgs) -> anyhow::Result<Model> {
             if pass == 0
                 && outcome
                     .map(|o| o == Outcome::Constant)
-                    .unwrap_or_else(|| is_constant(&col))
+                    .unwrap_or_else(|| ravel_core::features::selector::is_constant(&col))
             {
                 constant.push(j);
             }
@@ -128,13 +128,4 @@ pub fn select(args: &SelectArgs) -> anyhow::Result<Model> {
 
 fn located(e: FeatureError, file: &std::path::Path) -> anyhow::Error {
     anyhow::anyhow!("{}: {e}", file.display())
-}
-
-/// The rule `Selector::step` applies.
-fn is_constant(x: &[f64]) -> bool {
-    let n = x.len().max(1) as f64;
-    let mean = x.iter().sum::<f64>() / n;
-    let var = x.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n;
-    let sq = x.iter().map(|v| v * v).sum::<f64>() / n;
-    var <= ravel_core::features::selector::CONSTANT_TOL * sq.max(f64::MIN_POSITIVE)
 }

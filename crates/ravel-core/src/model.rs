@@ -131,6 +131,16 @@ pub struct Coefficient {
     pub value: f64,
 }
 
+/// A column left out of the fit as a duplicate of another.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Duplicate {
+    /// The column left out (its coefficient is 0).
+    pub index: usize,
+    /// The column that carries the pair's coefficient.
+    pub of: usize,
+}
+
 /// How a model was obtained.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -168,6 +178,16 @@ pub struct Diagnostics {
     pub refit: bool,
     /// Constant columns left out of the fit.
     pub excluded_constant: Vec<usize>,
+    /// Columns left out as duplicates of another (correlation +-1 to rounding, e.g. the same
+    /// column twice): their coefficient is carried by `of` (`solve::duplicates`). Only methods
+    /// whose answer does not depend on how weight is split among identical columns merge them;
+    /// ridge, elastic net and k-support (whose penalties spread it) keep every column.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub excluded_duplicate: Vec<Duplicate>,
+    /// The ridge added to a least-squares system found singular or too ill-conditioned to solve
+    /// (`gram::linear::solve_subset`: n <= p, collinear columns); absent when none was needed.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub singular_ridge: Option<f64>,
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub notes: Vec<String>,
     /// Time the extraction alone took.

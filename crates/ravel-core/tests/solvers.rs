@@ -708,3 +708,194 @@ fn olsth_at_n_equal_p_detects_like_the_paper_and_says_the_system_was_singular() 
         "OLSth detection at n = p: {detected:?} (paper: 94.53%)"
     );
 }
+
+/// The rows of `x` (p columns) without the columns in `drop`.
+fn without_columns(x: &[f64], p: usize, drop: &[usize]) -> Vec<f64> {
+    x.chunks_exact(p)
+        .flat_map(|row| {
+            row.iter()
+                .enumerate()
+                .filter(|(j, _)| !drop.contains(j))
+                .map(|(_, v)| *v)
+        })
+        .collect()
+}
+
+/// Issue 11 item 6: the same column twice (and a column that is another one rescaled, the same
+/// column once standardized). Methods indifferent to how weight is split among identical
+/// columns fit without the later copy (`diagnostics.excluded_duplicate`), so a copy never takes
+/// one of the k slots nor carries a rounding-size coefficient; the reference is the same
+/// request on the rows without the copies.
+#[test]
+fn duplicate_columns_are_merged_into_one() {
+    let (n, p) = (200, 8);
+    let (mut x, y) = design(21, n, p, &[(1, 1.5), (4, -1.0), (6, 0.8)], 0.5);
+    for i in 0..n {
+        x[i * p + 5] = x[i * p + 1];
+        x[i * p + 7] = 3.0 - 2.0 * x[i * p + 4];
+    }
+    let s = stats_of(&x, &y, p);
+    let kept = [0, 1, 2, 3, 4, 6];
+    let reduced = stats_of(&without_columns(&x, p, &[5, 7]), &y, kept.len());
+    let mut requests = vec![];
+    for k in [1, 3, 5] {
+        for method in [Method::Lasso, Method::Mcp, Method::Scad] {
+            for refit in [false, true] {
+                let mut pr = params(method).with_k(k);
+                pr["refit"] = json!(refit);
+                requests.push(pr);
+            }
+        }
+        for method in [Method::Olsth, Method::Fsa, Method::Iht, Method::Htp] {
+            requests.push(params(method).with_k(k));
+        }
+        requests.push(params(Method::Lasso).with_lambda(0.02 * k as f64));
+    }
+    requests.push(params(Method::Ols));
+    for pr in &requests {
+        let m = fit(&s, pr);
+        let d = &m.diagnostics;
+        let dups: Vec<(usize, usize)> = d
+            .excluded_duplicate
+            .iter()
+            .map(|d| (d.index, d.of))
+            .collect();
+        assert_eq!(dups, [(5, 1), (7, 4)], "{pr}");
+        assert!(d.excluded_constant.is_empty(), "{pr}");
+        assert!(d.singular_ridge.is_none(), "{pr}: {:?}", d.notes);
+        if let Some(k) = pr["k"].as_u64() {
+            assert_eq!((m.k, d.k_exact), (k as usize, Some(true)), "{pr}");
+        }
+        let want = fit(&reduced, pr);
+        let (got_b, want_b) = (m.dense(p), want.dense(kept.len()));
+        let scale = want_b.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+        for j in [5, 7] {
+            assert_eq!(got_b[j], 0.0, "{pr}: the copy {j} has a coefficient");
+        }
+        for (r, &j) in kept.iter().enumerate() {
+            assert!(
+                (got_b[j] - want_b[r]).abs() <= 1e-9 * scale,
+                "{pr}: coefficient {j} = {} without the copies {}",
+                got_b[j],
+                want_b[r]
+            );
+        }
+        assert!((m.intercept - want.intercept).abs() <= 1e-9 * want.intercept.abs().max(1.0));
+    }
+}
+
+/// Elastic net and ridge keep identical columns: their l2 part makes the solution unique and
+/// symmetric, the same coefficient on each copy in solver units (x7 = 3 - 2 x4 standardizes to
+/// -x4, so b7 = -b4 / 2 in original units). k-support keeps them too (its norm can prefer
+/// spreading weight; its solution need not be unique, so only the merge is checked).
+#[test]
+fn duplicate_columns_share_the_weight_under_an_l2_penalty() {
+    let (n, p) = (200, 8);
+    let (mut x, y) = design(21, n, p, &[(1, 1.5), (4, -1.0), (6, 0.8)], 0.5);
+    for i in 0..n {
+        x[i * p + 5] = x[i * p + 1];
+        x[i * p + 7] = 3.0 - 2.0 * x[i * p + 4];
+    }
+    let s = stats_of(&x, &y, p);
+    let mut ksupport = params(Method::KSupport).with_k(3);
+    ksupport["lambda"] = json!(0.05);
+    assert!(fit(&s, &ksupport).diagnostics.excluded_duplicate.is_empty());
+    for pr in [
+        params(Method::ElasticNet).with_lambda(0.05),
+        params(Method::Ridge).with_lambda(0.1),
+    ] {
+        let m = fit(&s, &pr);
+        assert!(m.diagnostics.excluded_duplicate.is_empty(), "{pr}");
+        let b = m.dense(p);
+        let tol = 1e-6 * b.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+        assert!(b[1] != 0.0 && (b[5] - b[1]).abs() <= tol, "{pr}: {b:?}");
+        assert!(
+            b[4] != 0.0 && (b[7] + b[4] / 2.0).abs() <= tol,
+            "{pr}: {b:?}"
+        );
+    }
+}
+
+/// Unstandardized, a rescaled copy is not the same column to an l1 penalty: the group keeps
+/// the column of the largest spread (weight moved to it needs the smallest coefficient), and
+/// the Lasso objective on the raw rows is no higher than with the other column kept.
+#[test]
+fn unstandardized_duplicates_keep_the_widest_column() {
+    let (n, p) = (200, 8);
+    let (mut x, y) = design(21, n, p, &[(1, 1.5), (4, -1.0), (6, 0.8)], 0.5);
+    for i in 0..n {
+        x[i * p + 7] = 3.0 - 2.0 * x[i * p + 4];
+    }
+    let s = stats_of(&x, &y, p);
+    let mut pr = params(Method::Lasso).with_lambda(0.05);
+    pr["standardize"] = json!(false);
+    let m = fit(&s, &pr);
+    let dups: Vec<(usize, usize)> = m
+        .diagnostics
+        .excluded_duplicate
+        .iter()
+        .map(|d| (d.index, d.of))
+        .collect();
+    assert_eq!(dups, [(4, 7)]);
+    // The Lasso objective on the raw rows, (1/2n)||y_c - X_c b||^2 + lambda ||b||_1.
+    let (q, c, yy) = centered(&x, &y, p);
+    let objective = |b: &[f64]| {
+        let mut f = 0.5 * yy;
+        for i in 0..p {
+            f -= c[i] * b[i];
+            for j in 0..p {
+                f += 0.5 * q[i][j] * b[i] * b[j];
+            }
+        }
+        f + 0.05 * b.iter().map(|v| v.abs()).sum::<f64>()
+    };
+    // The same Lasso with column 7 left out (its copy 4 carries the weight instead).
+    let narrow = stats_of(&without_columns(&x, p, &[7]), &y, p - 1);
+    let mut other = fit(&narrow, &pr).dense(p - 1);
+    other.push(0.0);
+    let (got, alt) = (objective(&m.dense(p)), objective(&other));
+    assert!(got < alt, "kept the wrong copy: objective {got} vs {alt}");
+}
+
+/// Issue 11 item 4: a k request refits OLS on the selected support by default (paper 003
+/// Alg. 3); `refit: false` gives the penalized estimate, which is the lambda request at the
+/// lambda the k search found. Lambda requests and the path are not refitted by default.
+#[test]
+fn k_requests_refit_by_default_and_keep_the_penalized_estimate() {
+    let p = 9;
+    let (x, y) = design(14, 150, p, &[(1, 1.0), (6, -1.0), (7, 0.5)], 0.5);
+    let s = stats_of(&x, &y, p);
+    let (q, c, _) = centered(&x, &y, p);
+    for method in [Method::Lasso, Method::ElasticNet, Method::Mcp, Method::Scad] {
+        let m = fit(&s, &params(method).with_k(3));
+        assert!(m.diagnostics.refit, "{method}");
+        let sub: Vec<usize> = m.coefficients.iter().map(|c| c.index).collect();
+        assert_eq!(sub.len(), 3);
+        let (_, beta) = subset_mse(&q, &c, 0.0, &sub);
+        for (cf, b) in m.coefficients.iter().zip(&beta) {
+            assert!((cf.value - b).abs() < 1e-9 * b.abs().max(1.0), "{method}");
+        }
+        let mut pr = params(method).with_k(3);
+        pr["refit"] = json!(false);
+        let pen = fit(&s, &pr);
+        assert!(!pen.diagnostics.refit);
+        let lambda = pen.lambda.expect("the k search reports its lambda");
+        let at = fit(&s, &params(method).with_lambda(lambda));
+        assert!(
+            !at.diagnostics.refit,
+            "{method}: lambda requests are not refitted"
+        );
+        let (a, b) = (pen.dense(p), at.dense(p));
+        for j in 0..p {
+            assert!(
+                (a[j] - b[j]).abs() <= 1e-9 * b[j].abs().max(1e-3),
+                "{method} {j}"
+            );
+        }
+        // The refit is OLS on the penalized estimate's support.
+        let pen_sup: Vec<usize> = pen.coefficients.iter().map(|c| c.index).collect();
+        assert_eq!(pen_sup, sub, "{method}");
+    }
+    let path = path(&Stats::from(s), &params(Method::Lasso)).unwrap();
+    assert!(path.points.iter().all(|m| !m.diagnostics.refit));
+}

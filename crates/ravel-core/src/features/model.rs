@@ -37,6 +37,7 @@ pub(crate) fn build(inp: ModelInput<'_>) -> Model {
     let sm = &inp.summary;
     let mut notes = vec![];
     let mut refit_done = false;
+    let mut singular_ridge = None;
     if inp.refit && !cols.is_empty() {
         let columns: Vec<&[f64]> = cols.iter().map(|c| c.2).collect();
         match loss {
@@ -63,6 +64,7 @@ pub(crate) fn build(inp: ModelInput<'_>) -> Model {
                     );
                 } else {
                     if sol.jitter > 0.0 {
+                        singular_ridge = Some(sol.jitter);
                         notes.push(format!(
                             "refit: selected columns are collinear; added ridge {:.3e}",
                             sol.jitter
@@ -230,6 +232,8 @@ pub(crate) fn build(inp: ModelInput<'_>) -> Model {
             standardize: true,
             refit: refit_done,
             excluded_constant: vec![],
+            excluded_duplicate: vec![],
+            singular_ridge,
             notes,
             elapsed_ms: start.elapsed().as_secs_f64() * 1e3,
         },

@@ -12,9 +12,51 @@ use crate::linalg::{axpy, dot};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
-/// Below this variance relative to E[x^2] a column counts as constant (the rule of
-/// `gram`): it carries no information and cannot be standardized.
-pub const CONSTANT_TOL: f64 = 1e-12;
+/// Whether a column is constant: it carries no information and cannot be standardized. The
+/// selection holds the whole column, so the test is exact: every value equal (or a variance
+/// that underflows to 0). The former rule, variance below 1e-12 E[x^2], called every column
+/// with |mean| / sd above 1e6 constant (timestamps, prices in cents; issue 11 item 3); a column
+/// whose values are not all equal has a two-pass variance above 0 however large its mean, and
+/// standardizes to a column of the data's own spread.
+pub fn is_constant(x: &[f64]) -> bool {
+    let Some(&first) = x.first() else {
+        return true;
+    };
+    x.iter().all(|&v| v == first) || Centring::of(x).var <= 0.0
+}
+
+/// The mean of a column as hi + lo, and its population variance, by the corrected two-pass
+/// algorithm (Chan, Golub and LeVeque): hi is the plain mean, lo = mean(x - hi) what it
+/// missed. A value near hi minus hi is exact (Sterbenz), so `centre` gives the deviations to
+/// the data's own spread even when |mean| / sd is 1e9: a single rounded mean is off by up to
+/// half an ulp of the mean (1e-7 at 1e9), a constant error in every deviation.
+struct Centring {
+    hi: f64,
+    lo: f64,
+    var: f64,
+}
+
+impl Centring {
+    fn of(x: &[f64]) -> Centring {
+        let nf = x.len().max(1) as f64;
+        let hi = x.iter().sum::<f64>() / nf;
+        let (mut s1, mut s2) = (0.0, 0.0);
+        for &v in x {
+            let d = v - hi;
+            s1 += d;
+            s2 += d * d;
+        }
+        let lo = s1 / nf;
+        Centring {
+            hi,
+            lo,
+            var: ((s2 - s1 * lo) / nf).max(0.0),
+        }
+    }
+    fn centre(&self, v: f64) -> f64 {
+        (v - self.hi) - self.lo
+    }
+}
 
 /// Reductions of eta tried on one step before the step is skipped (not reached in practice:
 /// each one lowers eta below 1 / the curvature met, or halves it).
@@ -219,22 +261,16 @@ impl Selector {
         // hence a feature's values, are fixed in this setting).
         let mut standardization = (0.0, 1.0);
         if existing.is_none() {
-            let mean = x.iter().sum::<f64>() / nf;
-            let (mut var, mut sq) = (0.0, 0.0);
-            for &v in x {
-                var += (v - mean) * (v - mean);
-                sq += v * v;
-            }
-            var /= nf;
-            if var <= CONSTANT_TOL * (sq / nf).max(f64::MIN_POSITIVE) {
+            if is_constant(x) {
                 self.counters.constant += 1;
                 return Outcome::Constant;
             }
-            let scale = var.sqrt();
+            let centring = Centring::of(x);
+            let scale = centring.var.sqrt();
             for (o, &v) in self.xs.iter_mut().zip(x) {
-                *o = (v - mean) / scale;
+                *o = centring.centre(v) / scale;
             }
-            standardization = (mean, scale);
+            standardization = (centring.hi + centring.lo, scale);
         }
         // g = dL/du (000 eqs. (4)-(5)), then the partial gradient X_{S+j}^T g.
         self.loss.gradient(u, y, &mut self.g);

@@ -14,6 +14,7 @@
 
 pub mod linear;
 
+pub use crate::model::Duplicate;
 pub use linear::{LsSolution, largest_eigenvalue, solve_subset};
 
 /// The running averages a Gram problem is built from (`stats::RunningStats` implements it),
@@ -154,6 +155,12 @@ pub enum ProblemError {
 /// has a ratio near 1 when the shift is near its mean. 1e-10 is far from both.
 const CONSTANT_TOL: f64 = 1e-10;
 
+/// Below this 1 - correlation^2 two columns count as duplicates (`Problem::without_duplicates`):
+/// the same column twice gives 1 - rho^2 of a few eps (rounding of the moments); a pair the data
+/// can tell apart in double precision at all sits far above (a least-squares solve on the pair
+/// already counts 1e-10 as singular, `linear::RCOND_TOL`).
+pub const DUPLICATE_TOL: f64 = 1e-12;
+
 impl Problem {
     /// The regression problem of a stream.
     pub fn regression(stats: &impl Moments, standardize: bool) -> Result<Problem, ProblemError> {
@@ -282,6 +289,84 @@ impl Problem {
             intercept_slope: mbar.iter().map(|v| v / wt).collect(),
             standardized: standardize,
         })
+    }
+
+    /// The problem without duplicate columns, and which were left out (original indices).
+    /// Columns a and b are duplicates when Q_ab^2 >= (1 - `DUPLICATE_TOL`) Q_aa Q_bb: their
+    /// correlation is +-1 to rounding, so in solver units one is the other times a constant,
+    /// x_b = t x_a. The group keeps its column with the largest Q_aa (the lowest index among
+    /// equals: with standardized columns, the first): any model that puts weight on the others
+    /// fits exactly as well with that weight moved to it (w_a + t w_b, |t| <= 1), and the move
+    /// never raises an l1, MCP or SCAD penalty or a count of nonzeros. O(m^2).
+    pub fn without_duplicates(&self) -> (Problem, Vec<Duplicate>) {
+        let g = &self.gram;
+        let m = g.m;
+        let mut group: Vec<Option<usize>> = vec![None; m];
+        let mut found = false;
+        for a in 0..m {
+            let qa = g.at(a, a);
+            if group[a].is_some() || qa <= 0.0 {
+                continue;
+            }
+            let col = g.col(a);
+            for b in a + 1..m {
+                let qb = g.at(b, b);
+                if group[b].is_none()
+                    && qb > 0.0
+                    && col[b] * col[b] >= (1.0 - DUPLICATE_TOL) * qa * qb
+                {
+                    group[b] = Some(a);
+                    group[a] = Some(a);
+                    found = true;
+                }
+            }
+        }
+        if !found {
+            return (self.clone(), Vec::new());
+        }
+        // The representative of each group: the largest diagonal, then the lowest index.
+        let mut keeper: Vec<usize> = (0..m).collect();
+        for (b, of) in group.iter().enumerate() {
+            if let Some(a) = *of {
+                let k = keeper[a];
+                if g.at(b, b) > g.at(k, k) {
+                    keeper[a] = b;
+                }
+            }
+        }
+        let mut kept = Vec::with_capacity(m);
+        let mut dropped = Vec::new();
+        for (b, of) in group.iter().enumerate() {
+            let rep = of.map_or(b, |a| keeper[a]);
+            if rep == b {
+                kept.push(b);
+            } else {
+                dropped.push(Duplicate {
+                    index: self.active[b],
+                    of: self.active[rep],
+                });
+            }
+        }
+        let k = kept.len();
+        let mut q = vec![0.0; k * k];
+        for (j, &b) in kept.iter().enumerate() {
+            for (i, &a) in kept.iter().enumerate() {
+                q[i + j * k] = g.at(a, b);
+            }
+        }
+        let reduced = Problem {
+            gram: Gram {
+                m: k,
+                q,
+                c: kept.iter().map(|&a| g.c[a]).collect(),
+                yy: g.yy,
+            },
+            active: kept.iter().map(|&a| self.active[a]).collect(),
+            scale: kept.iter().map(|&a| self.scale[a]).collect(),
+            ..self.clone()
+        };
+        dropped.sort_by_key(|d| d.index);
+        (reduced, dropped)
     }
 
     /// Coefficients in original units (length p) and the intercept, from a solution in

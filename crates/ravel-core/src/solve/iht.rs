@@ -365,6 +365,13 @@ impl HardThresholding {
         }
     }
 
+    /// Without the ridge the l0 problem does not care how weight is split among identical
+    /// columns (and a duplicate would only take a slot); with it, the certificate speaks of
+    /// every k-subset of the columns as given, so all of them stay.
+    fn merges_duplicates(&self) -> bool {
+        self.lambda.unwrap_or(0.0) == 0.0
+    }
+
     fn check(&self, p: usize, path: bool, method: Method) -> Result<(), ParamError> {
         check::k(self.k, p)?;
         check::nonneg("lambda", self.lambda)?;
@@ -397,7 +404,7 @@ impl HardThresholding {
             warmup: self.warmup.unwrap_or(d.warmup),
         };
         let sol = hard_threshold(g, k, method, &opt);
-        jitter_note(sol.jitter, &mut notes);
+        let singular_ridge = jitter_note(sol.jitter, &mut notes);
         if sol.improved_by_dual {
             notes.push(
                 "the dual ascent (DIHT) found a better support than the primal method".into(),
@@ -423,6 +430,7 @@ impl HardThresholding {
             k_exact: Some(sol.support.len() == k),
             refit: true,
             certificate: sol.certificate,
+            singular_ridge,
             notes,
             ..Fit::default()
         }
@@ -436,6 +444,9 @@ impl Solver for Iht {
     fn fit(&self, problem: &Problem) -> Fit {
         self.0.fit(problem, HardThreshold::Iht)
     }
+    fn merges_duplicates(&self) -> bool {
+        self.0.merges_duplicates()
+    }
 }
 
 impl Solver for Htp {
@@ -444,6 +455,9 @@ impl Solver for Htp {
     }
     fn fit(&self, problem: &Problem) -> Fit {
         self.0.fit(problem, HardThreshold::Htp)
+    }
+    fn merges_duplicates(&self) -> bool {
+        self.0.merges_duplicates()
     }
 }
 

@@ -369,6 +369,11 @@ impl Solver for KSupport {
             ..Fit::default()
         }
     }
+    /// The k-support norm can be lower with weight spread over identical columns than with it
+    /// on one (k = p is the l2 norm): all of them stay.
+    fn merges_duplicates(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

@@ -39,13 +39,17 @@ impl Solver for Ridge {
     fn fit(&self, problem: &Problem) -> Fit {
         dense(&problem.gram, self.lambda, Some(self.lambda))
     }
+    /// Ridge splits weight evenly among identical columns: all of them stay.
+    fn merges_duplicates(&self) -> bool {
+        false
+    }
 }
 
 fn dense(g: &Gram, ridge: f64, lambda: Option<f64>) -> Fit {
     let all: Vec<usize> = (0..g.m).collect();
     let sol = linear::solve_subset(g, &all, ridge);
     let mut notes = Vec::new();
-    jitter_note(sol.jitter, &mut notes);
+    let singular_ridge = jitter_note(sol.jitter, &mut notes);
     let measure = grad_norm(g, &sol.b, ridge);
     Fit {
         b: sol.b,
@@ -53,6 +57,7 @@ fn dense(g: &Gram, ridge: f64, lambda: Option<f64>) -> Fit {
         iterations: 1,
         convergence: Some(measure),
         converged: sol.jitter.is_finite(),
+        singular_ridge,
         notes,
         ..Fit::default()
     }

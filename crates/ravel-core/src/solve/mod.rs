@@ -28,7 +28,9 @@ pub mod penalized;
 pub mod threshold;
 
 pub use crate::gram::{Gram, Problem, ProblemError, linear};
-pub use crate::model::{Certificate, Coefficient, Diagnostics, Method, Model, PathModel};
+pub use crate::model::{
+    Certificate, Coefficient, Diagnostics, Duplicate, Method, Model, PathModel,
+};
 use crate::stats::Stats;
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
@@ -160,6 +162,8 @@ pub struct Fit {
     pub k_exact: Option<bool>,
     pub refit: bool,
     pub certificate: Option<Certificate>,
+    /// The ridge a singular least-squares system needed (`jitter_note`).
+    pub singular_ridge: Option<f64>,
     pub notes: Vec<String>,
 }
 
@@ -174,6 +178,14 @@ pub trait Solver {
     /// others).
     fn path(&self, _problem: &Problem) -> Vec<Fit> {
         Vec::new()
+    }
+    /// Whether the method solves on the problem without duplicate columns
+    /// (`Problem::without_duplicates`): true where moving weight between identical columns
+    /// changes neither the fit nor the objective's value (least squares, l1, MCP, SCAD, l0).
+    /// False where the penalty can prefer weight spread over the copies (ridge, elastic net,
+    /// k-support, the l0-constrained ridge of IHT / HTP with lambda > 0).
+    fn merges_duplicates(&self) -> bool {
+        true
     }
 }
 
@@ -371,8 +383,26 @@ pub fn extract(
 ) -> Result<Model, ParamError> {
     req.same_p(problem)?;
     let start = Instant::now();
-    let fit = req.request.estimator.solver().fit(problem);
-    Ok(to_model(problem, &req.request, fit, names, start))
+    let solver = req.request.estimator.solver();
+    let (reduced, duplicates) = for_solver(problem, solver);
+    let fit = solver.fit(&reduced);
+    Ok(to_model(
+        &reduced,
+        &req.request,
+        fit,
+        &duplicates,
+        names,
+        start,
+    ))
+}
+
+/// The problem `solver` works on: without duplicate columns when it merges them.
+fn for_solver(problem: &Problem, solver: &dyn Solver) -> (Problem, Vec<Duplicate>) {
+    if solver.merges_duplicates() {
+        problem.without_duplicates()
+    } else {
+        (problem.clone(), Vec::new())
+    }
 }
 
 /// The whole warm-started path of a method that has one.
@@ -384,13 +414,21 @@ pub fn extract_path(
     let req = &req.0;
     req.same_p(problem)?;
     let start = Instant::now();
-    let points = req
-        .request
-        .estimator
-        .solver()
-        .path(problem)
+    let solver = req.request.estimator.solver();
+    let (reduced, duplicates) = for_solver(problem, solver);
+    let points = solver
+        .path(&reduced)
         .into_iter()
-        .map(|fit| to_model(problem, &req.request, fit, names, Instant::now()))
+        .map(|fit| {
+            to_model(
+                &reduced,
+                &req.request,
+                fit,
+                &duplicates,
+                names,
+                Instant::now(),
+            )
+        })
         .collect();
     Ok(PathModel {
         method: req.method(),
@@ -400,11 +438,13 @@ pub fn extract_path(
     })
 }
 
-/// k clamped to the columns that are not constant, with a note when it had to be.
+/// k clamped to the columns left in the problem (neither constant nor duplicates), with a
+/// note when it had to be.
 pub(crate) fn usable_k(k: usize, g: &Gram, notes: &mut Vec<String>) -> usize {
     if k > g.m {
         notes.push(format!(
-            "k = {k} but only {} columns are not constant; returning {} nonzeros",
+            "k = {k} but only {} columns are neither constant nor duplicates; returning {} \
+             nonzeros",
             g.m, g.m
         ));
         return g.m;
@@ -412,16 +452,21 @@ pub(crate) fn usable_k(k: usize, g: &Gram, notes: &mut Vec<String>) -> usize {
     k
 }
 
-/// The note a least-squares solve's jitter deserves (see `linear::solve_subset`).
-pub(crate) fn jitter_note(jitter: f64, notes: &mut Vec<String>) {
+/// The note a least-squares solve's jitter deserves (see `linear::solve_subset`), and the ridge
+/// for `Diagnostics::singular_ridge` (the largest of a fit's solves).
+pub(crate) fn jitter_note(jitter: f64, notes: &mut Vec<String>) -> Option<f64> {
     if jitter == f64::INFINITY {
         notes.push(
             "the least-squares system is singular even with jitter; coefficients set to 0".into(),
         );
+        None
     } else if jitter > 0.0 {
         notes.push(format!(
             "the least-squares system is singular (p > n or collinear columns); added ridge {jitter:.3e}"
         ));
+        Some(jitter)
+    } else {
+        None
     }
 }
 
@@ -429,6 +474,7 @@ fn to_model(
     problem: &Problem,
     req: &Request,
     fit: Fit,
+    duplicates: &[Duplicate],
     names: Option<&[String]>,
     start: Instant,
 ) -> Model {
@@ -451,6 +497,7 @@ fn to_model(
     let nonzeros = coefficients.len();
     let excluded_constant = (0..problem.p)
         .filter(|j| problem.active.binary_search(j).is_err())
+        .filter(|j| duplicates.iter().all(|d| d.index != *j))
         .collect();
     let method = req.method();
     Model {
@@ -479,6 +526,8 @@ fn to_model(
             standardize: problem.standardized,
             refit: fit.refit,
             excluded_constant,
+            excluded_duplicate: duplicates.to_vec(),
+            singular_ridge: fit.singular_ridge,
             notes: fit.notes,
             elapsed_ms: start.elapsed().as_secs_f64() * 1e3,
         },

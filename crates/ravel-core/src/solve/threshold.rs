@@ -218,7 +218,7 @@ impl Solver for Fsa {
 }
 
 fn l0_fit(sol: L0Solution, k: usize, lambda: Option<f64>, mut notes: Vec<String>) -> Fit {
-    jitter_note(sol.jitter, &mut notes);
+    let singular_ridge = jitter_note(sol.jitter, &mut notes);
     Fit {
         b: sol.b,
         lambda,
@@ -228,6 +228,7 @@ fn l0_fit(sol: L0Solution, k: usize, lambda: Option<f64>, mut notes: Vec<String>
         requested_k: Some(k),
         k_exact: Some(true),
         refit: true,
+        singular_ridge,
         notes,
         ..Fit::default()
     }
