@@ -65,6 +65,7 @@ pub async fn run(
             None => Snapshot {
                 stats: Stats::new(sc.task, sc.p(), sc.schedule()?),
                 last_update: None,
+                as_of_ms: None,
             },
         };
         metrics.declare_stream(&sc.name);
@@ -79,6 +80,12 @@ pub async fn run(
             .stream_alpha
             .with_label_values(&[&sc.name])
             .set(snap.stats.current_alpha());
+        if let Some(ms) = snap.as_of_ms {
+            metrics
+                .stream_as_of
+                .with_label_values(&[&sc.name])
+                .set(ms as f64 / 1000.0);
+        }
         handles.push(StreamHandle::new(sc.clone(), snap)?);
     }
     let streams = Arc::new(Streams::new(handles));

@@ -20,6 +20,10 @@ pub struct Snapshot {
     /// When the last batch was folded in (None: no row yet since the service started and no
     /// checkpoint said otherwise).
     pub last_update: Option<SystemTime>,
+    /// Kafka timestamp (Unix ms) of the newest message whose rows are in `stats`, never later
+    /// than the fold that took it in (None: no timestamped message yet; checkpoints written
+    /// before it was kept).
+    pub as_of_ms: Option<u64>,
 }
 
 /// One declared stream: its configuration and its current snapshot.

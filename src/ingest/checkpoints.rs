@@ -27,6 +27,7 @@ pub fn assemble(s: &StreamIngest, cluster_id: Option<String>, positions: &Positi
             .last_update
             .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
             .map(|d| d.as_millis() as u64),
+        as_of_ms: s.as_of_ms,
         stats: s.stats.clone(),
     }
 }
@@ -105,6 +106,7 @@ pub fn load_checkpoints(dir: &Path, configs: &[StreamConfig]) -> anyhow::Result<
             Snapshot {
                 stats: cp.stats,
                 last_update,
+                as_of_ms: cp.as_of_ms,
             },
         );
     }

@@ -2,6 +2,11 @@
 //! stream's pending rows as it is read, and the rows gathered in one batch are folded into the
 //! working statistics with one `update_batch`, after which the stream publishes its snapshot
 //! and its gauges. Kept apart from the Kafka loop because this is where rows become statistics.
+//!
+//! Freshness is measured here too, because this is where rows become visible: each message's
+//! Kafka timestamp is kept with its pending rows; the newest becomes the snapshot's `as_of`,
+//! and once the snapshot is published each message's age is observed in
+//! `ravel_ingest_freshness_seconds` (`age`: what clock skew does to it).
 
 use super::dlq::DeadLetters;
 use super::format::{self, Schema};
@@ -20,6 +25,10 @@ pub struct StreamIngest {
     x: Vec<f64>,
     y: Vec<f64>,
     pub last_update: Option<SystemTime>,
+    /// Kafka timestamps (Unix ms) of the pending messages that carry rows.
+    stamps: Vec<i64>,
+    /// The published `as_of`: the newest folded message's timestamp (Unix ms).
+    pub as_of_ms: Option<u64>,
     /// Changed (rows or positions) since the last checkpoint.
     pub dirty: bool,
     warnings: Warnings,
@@ -34,6 +43,8 @@ impl StreamIngest {
             x: Vec::new(),
             y: Vec::new(),
             last_update: snap.last_update,
+            stamps: Vec::new(),
+            as_of_ms: snap.as_of_ms,
             dirty: false,
             warnings: Warnings::default(),
             handle,
@@ -61,7 +72,13 @@ impl StreamIngest {
         };
         self.dirty = true;
         match result {
-            Ok(n) => Some(n),
+            Ok(n) => {
+                // Messages without a timestamp (message format v0) have no age.
+                if let Some(ts) = msg.timestamp().to_millis().filter(|&ts| n > 0 && ts >= 0) {
+                    self.stamps.push(ts);
+                }
+                Some(n)
+            }
             Err(rej) => {
                 if self.warnings.reject(name, metrics, dead_letters, msg, &rej) {
                     None
@@ -119,10 +136,20 @@ impl StreamIngest {
                     .set(drift.effective_sample_size);
                 let now = SystemTime::now();
                 self.last_update = Some(now);
+                // The newest message, never later than now: a timestamp ahead of this clock
+                // (skew, or a producer's own timestamps) must not make the answers look
+                // fresher than they can be, nor hold `as_of` in the future.
+                let now_ms = unix_ms(now);
+                if let Some(&newest) = self.stamps.iter().max() {
+                    let newest = newest.min(now_ms) as u64;
+                    self.as_of_ms = Some(self.as_of_ms.map_or(newest, |a| a.max(newest)));
+                }
                 self.handle.publish(Snapshot {
                     stats: self.stats.clone(),
                     last_update: self.last_update,
+                    as_of_ms: self.as_of_ms,
                 });
+                self.observe_freshness(metrics, &name);
                 metrics
                     .observations_applied
                     .with_label_values(&[&name])
@@ -148,6 +175,12 @@ impl StreamIngest {
                         .map(|d| d.as_secs_f64())
                         .unwrap_or(0.0),
                 );
+                if let Some(ms) = self.as_of_ms {
+                    metrics
+                        .stream_as_of
+                        .with_label_values(&[&name])
+                        .set(ms as f64 / 1000.0);
+                }
             }
             // Every message was validated on its own, so this is a bug; the statistics
             // are untouched (update_batch checks before it changes anything).
@@ -157,5 +190,74 @@ impl StreamIngest {
         }
         self.x.clear();
         self.y.clear();
+        self.stamps.clear();
+    }
+
+    /// Observes the age of every message of the batch just published, now that its rows are
+    /// visible.
+    fn observe_freshness(&self, metrics: &Metrics, name: &str) {
+        let visible = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs_f64() * 1000.0)
+            .unwrap_or(0.0);
+        let histogram = metrics.ingest_freshness.with_label_values(&[name]);
+        let mut future = 0;
+        for &ts in &self.stamps {
+            match age(visible, ts) {
+                Some(seconds) => histogram.observe(seconds),
+                None => future += 1,
+            }
+        }
+        if future > 0 {
+            metrics
+                .ingest_future_timestamps
+                .with_label_values(&[name])
+                .inc_by(future);
+        }
+    }
+}
+
+/// How far ahead of the service's clock a message's timestamp may be and still count as just
+/// produced (age 0): clocks of different hosts disagree by milliseconds even under NTP.
+pub const SKEW_ALLOWANCE_MS: i64 = 1000;
+
+/// The age in seconds of a message timestamped `ts` (Unix ms) whose rows became visible at
+/// `visible` (Unix ms, fractional). A timestamp ahead of `visible` by up to
+/// `SKEW_ALLOWANCE_MS` is clock skew: age 0. Further ahead the age is unknown (the clocks
+/// disagree by more than skew explains, or the producer set its own timestamps): None, so
+/// that it is counted apart instead of being observed as a made-up value.
+pub fn age(visible: f64, ts: i64) -> Option<f64> {
+    let ms = visible - ts as f64;
+    if ms >= 0.0 {
+        Some(ms / 1000.0)
+    } else if ms >= -(SKEW_ALLOWANCE_MS as f64) {
+        Some(0.0)
+    } else {
+        None
+    }
+}
+
+fn unix_ms(t: SystemTime) -> i64 {
+    t.duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ages_are_never_negative_and_skew_beyond_the_allowance_is_not_an_age() {
+        let t = 1_700_000_000_000.0;
+        assert_eq!(age(t + 1.5, 1_700_000_000_000), Some(0.0015));
+        assert_eq!(age(t, 1_700_000_000_000), Some(0.0));
+        assert_eq!(age(t + 60_000.0, 1_700_000_000_000), Some(60.0));
+        // Ahead of the service's clock: within the allowance it is skew, age 0...
+        assert_eq!(age(t, 1_700_000_000_000 + 5), Some(0.0));
+        assert_eq!(age(t, 1_700_000_000_000 + SKEW_ALLOWANCE_MS), Some(0.0));
+        // ... beyond it, no age.
+        assert_eq!(age(t, 1_700_000_000_000 + SKEW_ALLOWANCE_MS + 1), None);
+        assert_eq!(age(t, 1_700_000_000_000 + 3_600_000), None);
     }
 }
