@@ -31,6 +31,10 @@ pub struct Checkpoint {
     pub offsets: BTreeMap<i32, i64>,
     /// Unix time of the last folded batch, in milliseconds.
     pub last_update_ms: Option<u64>,
+    /// Kafka timestamp (Unix ms) of the newest message in `stats` (the streams' `as_of`);
+    /// absent from checkpoints written before it was kept, which load with None.
+    #[serde(default)]
+    pub as_of_ms: Option<u64>,
     pub stats: Stats,
 }
 
@@ -189,6 +193,7 @@ mod tests {
             cluster_id: Some("c".into()),
             offsets: [(0, 17), (3, 4)].into(),
             last_update_ms: Some(1),
+            as_of_ms: Some(2),
             stats,
         };
         write(dir.path(), &cp).unwrap();
@@ -234,5 +239,36 @@ mod tests {
             .unwrap();
         fs::write(&p, b"{ truncated").unwrap();
         assert!(load(dir.path(), "s").is_err());
+    }
+
+    /// Checkpoints written before `as_of_ms` was kept load, with no `as_of`.
+    #[test]
+    fn a_checkpoint_without_as_of_loads() {
+        let dir = tempfile::tempdir().unwrap();
+        let cp = Checkpoint {
+            version: VERSION,
+            stream: "s".into(),
+            topic: "t".into(),
+            cluster_id: None,
+            offsets: [(0, 3)].into(),
+            last_update_ms: Some(1),
+            as_of_ms: Some(2),
+            stats: Stats::new(Task::Regression, 2, ravel_core::stats::AlphaSchedule::Plain),
+        };
+        write(dir.path(), &cp).unwrap();
+        let p = path(dir.path(), "s");
+        let mut json: serde_json::Value = serde_json::from_slice(&fs::read(&p).unwrap()).unwrap();
+        assert_eq!(json["as_of_ms"], 2);
+        json.as_object_mut().unwrap().remove("as_of_ms");
+        fs::write(&p, serde_json::to_vec(&json).unwrap()).unwrap();
+        let back = load(dir.path(), "s").unwrap().unwrap();
+        assert_eq!(back.as_of_ms, None);
+        assert_eq!(
+            back,
+            Checkpoint {
+                as_of_ms: None,
+                ..cp
+            }
+        );
     }
 }

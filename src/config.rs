@@ -263,7 +263,9 @@ pub struct IngestConfig {
     /// Rows gathered before they are folded into the statistics in one update (a feature-stream
     /// message counts as one; feature streams publish their snapshot after each batch).
     pub max_batch_rows: usize,
-    /// Longest wait for more rows before a partial batch is folded, in milliseconds.
+    /// Longest a batch gathers messages after its first, in milliseconds. A batch is folded
+    /// as soon as the consumer has nothing more buffered, so this only caps it under a steady
+    /// flow.
     pub max_batch_wait_ms: u64,
     /// Forward bad messages to `<topic>.dlq`.
     pub dead_letter: bool,

@@ -33,6 +33,12 @@ pub struct Metrics {
     pub ingest_batch_seconds: HistogramVec,
     /// Rows per folded batch.
     pub ingest_batch_rows: HistogramVec,
+    /// Per message: from its Kafka timestamp to its rows visible to readers (README
+    /// "Freshness").
+    pub ingest_freshness: HistogramVec,
+    /// Messages whose timestamp was ahead of the service's clock by more than the skew
+    /// allowance (`ingest::fold::SKEW_ALLOWANCE_MS`): not observed in `ingest_freshness`.
+    pub ingest_future_timestamps: IntCounterVec,
     /// Time of one model / path extraction (includes building the Gram problem).
     pub extraction_seconds: HistogramVec,
     /// Extractions not answered: `busy` (queue full), `timeout` (deadline), `cancelled`
@@ -51,6 +57,8 @@ pub struct Metrics {
     pub last_drift_alarm_row: IntGaugeVec,
     pub stream_observations: IntGaugeVec,
     pub stream_last_update: GaugeVec,
+    /// The snapshot's `as_of`: Kafka timestamp of the newest message in the statistics.
+    pub stream_as_of: GaugeVec,
     /// Feature streams: features applied to the selection, substitutions made, and the state
     /// after the last batch (labels received, loss L(u), features selected, passes,
     /// Asy-OS staleness per worker).
@@ -75,6 +83,15 @@ pub struct Metrics {
     pub extractions_waiting: IntGauge,
     /// Version labels (value 1); whether the service is up is Prometheus's own `up`.
     pub build_info: GaugeVec,
+}
+
+/// 1 ms .. 10 min: a fresh stream sits in the first buckets, one catching up (after a restart,
+/// or behind a burst) in the last.
+fn freshness_buckets() -> Vec<f64> {
+    vec![
+        0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+        120.0, 300.0, 600.0,
+    ]
 }
 
 fn latency_buckets() -> Vec<f64> {
@@ -172,6 +189,17 @@ impl Metrics {
                 &["stream"],
                 prometheus::exponential_buckets(1.0, 4.0, 9).expect("valid buckets"),
             ),
+            ingest_freshness: histogram(
+                "ravel_ingest_freshness_seconds",
+                "Time from a message's Kafka timestamp (CreateTime or LogAppendTime) to its rows visible to readers",
+                &["stream"],
+                freshness_buckets(),
+            ),
+            ingest_future_timestamps: counter(
+                "ravel_ingest_future_timestamps_total",
+                "Messages timestamped ahead of the service's clock by more than the skew allowance (1 s): not in ravel_ingest_freshness_seconds",
+                &["stream"],
+            ),
             extraction_seconds: histogram(
                 "ravel_extraction_seconds",
                 "Time of one model extraction from the statistics",
@@ -221,6 +249,11 @@ impl Metrics {
             stream_last_update: gauge(
                 "ravel_stream_last_update_timestamp_seconds",
                 "Unix time of the last folded batch",
+                &["stream"],
+            ),
+            stream_as_of: gauge(
+                "ravel_stream_as_of_timestamp_seconds",
+                "Kafka timestamp of the newest message in the statistics (the API's as_of)",
                 &["stream"],
             ),
             features_processed: counter(
@@ -359,6 +392,8 @@ impl Metrics {
         self.stream_observations.with_label_values(&[stream]);
         self.drift_alarms.with_label_values(&[stream]);
         self.last_drift_alarm_row.with_label_values(&[stream]);
+        self.ingest_freshness.with_label_values(&[stream]);
+        self.ingest_future_timestamps.with_label_values(&[stream]);
     }
 
     /// Creates a stream's checkpoint counters at zero (only when checkpoints are on, so that

@@ -63,7 +63,7 @@ pub async fn run(
     for sc in &config.streams {
         let snap = match snapshots.remove(&sc.name) {
             Some(s) => s,
-            None => Snapshot::whole(Stats::new(sc.task, sc.p(), sc.schedule()?), None),
+            None => Snapshot::whole(Stats::new(sc.task, sc.p(), sc.schedule()?), None, None),
         };
         metrics.declare_stream(&sc.name);
         if config.state.dir().is_some() || config.state.store == StoreKind::Kafka {
@@ -77,6 +77,12 @@ pub async fn run(
             .stream_alpha
             .with_label_values(&[&sc.name])
             .set(snap.stats.current_alpha());
+        if let Some(ms) = snap.as_of_ms {
+            metrics
+                .stream_as_of
+                .with_label_values(&[&sc.name])
+                .set(ms as f64 / 1000.0);
+        }
         handles.push(StreamHandle::new(sc.clone(), snap)?);
     }
     let streams = Arc::new(Streams::new(handles));

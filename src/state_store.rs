@@ -64,6 +64,9 @@ pub struct PartitionState {
     pub next_offset: i64,
     /// Unix time of the last folded batch, in milliseconds.
     pub last_update_ms: Option<u64>,
+    /// Kafka timestamp (Unix ms) of the newest message in `stats`.
+    #[serde(default)]
+    pub as_of_ms: Option<u64>,
     /// The instance that wrote it (`host/pid`), for the operator.
     pub writer: String,
     pub stats: Stats,
@@ -686,6 +689,7 @@ mod tests {
             partition,
             next_offset: 42,
             last_update_ms: Some(7),
+            as_of_ms: Some(5),
             writer: "h/1".into(),
             stats,
         }

@@ -20,16 +20,21 @@ pub struct Snapshot {
     /// When the last batch was folded in (None: no row yet since the service started and no
     /// checkpoint said otherwise).
     pub last_update: Option<SystemTime>,
+    /// Kafka timestamp (Unix ms) of the newest message whose rows are in `stats`, never later
+    /// than the fold that took it in (None: no timestamped message yet; checkpoints written
+    /// before it was kept).
+    pub as_of_ms: Option<u64>,
     /// With the `kafka` state store, the partitions merged into `stats` (empty otherwise).
     pub parts: Vec<PartInfo>,
 }
 
 impl Snapshot {
     /// A snapshot of statistics that are not split by partition.
-    pub fn whole(stats: Stats, last_update: Option<SystemTime>) -> Snapshot {
+    pub fn whole(stats: Stats, last_update: Option<SystemTime>, as_of_ms: Option<u64>) -> Snapshot {
         Snapshot {
             stats,
             last_update,
+            as_of_ms,
             parts: Vec::new(),
         }
     }
@@ -44,6 +49,8 @@ pub struct PartInfo {
     /// `live`: folded here; `changelog`: the latest state another replica published.
     pub source: &'static str,
     pub last_update: Option<SystemTime>,
+    /// The newest message's Kafka timestamp in this partition's statistics (Unix ms).
+    pub as_of_ms: Option<u64>,
     /// Who wrote the state (`changelog` parts).
     pub writer: Option<String>,
 }

@@ -42,6 +42,7 @@ fn a_checkpoint_with_malformed_statistics_stops_the_start_naming_the_file() {
         cluster_id: None,
         offsets: [(0, 0)].into(),
         last_update_ms: None,
+        as_of_ms: None,
         stats,
     };
     let file = checkpoint::path(state.path(), "bad");

@@ -982,6 +982,7 @@ fn checkpoints_that_do_not_match_stop_the_service_with_a_clear_error() {
         // The topic is empty: a checkpoint at offset 50 belongs to another incarnation of it.
         offsets: [(0, 50)].into(),
         last_update_ms: None,
+        as_of_ms: None,
         stats,
     };
     checkpoint::write(state.path(), &cp).unwrap();

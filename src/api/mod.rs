@@ -392,6 +392,11 @@ pub struct StreamSummary {
     drift: DriftStatus,
     /// Unix time of the last folded batch, in milliseconds.
     last_update_ms: Option<u64>,
+    /// Kafka timestamp (Unix ms; CreateTime or LogAppendTime, as the topic says) of the newest
+    /// message in the statistics, never later than `last_update_ms`: how old the answers are.
+    /// Null before the first timestamped message.
+    #[schema(examples(1_700_000_000_000_u64))]
+    as_of: Option<u64>,
     /// Partitions waiting at a rejected message until its dead-letter copy is delivered.
     held_partitions: Vec<crate::health::HeldPartition>,
     /// Partitions of the topic assigned to this instance, and in all: with the `dir` store the
@@ -414,6 +419,8 @@ pub struct PartitionStateSummary {
     source: String,
     /// Unix time of the partition's last folded batch, in milliseconds.
     last_update_ms: Option<u64>,
+    /// Kafka timestamp (Unix ms) of the partition's newest message in the statistics.
+    as_of: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     writer: Option<String>,
 }
@@ -442,6 +449,7 @@ fn summary(h: &StreamHandle, health: &crate::health::Health) -> StreamSummary {
         schedule: snap.stats.schedule().to_string(),
         drift: snap.stats.drift_status(),
         last_update_ms: unix_ms(snap.last_update),
+        as_of: snap.as_of_ms,
         held_partitions,
         partitions,
         partition_states: snap
@@ -452,6 +460,7 @@ fn summary(h: &StreamHandle, health: &crate::health::Health) -> StreamSummary {
                 n: p.n,
                 source: p.source.to_string(),
                 last_update_ms: unix_ms(p.last_update),
+                as_of: p.as_of_ms,
                 writer: p.writer.clone(),
             })
             .collect(),
@@ -608,7 +617,31 @@ fn parse_params(mut v: Value) -> Result<ModelRequest, ApiError> {
     })
 }
 
-/// A model at one sparsity level or penalty, the same JSON (and numbers) as `ravel fit`.
+/// A model extracted from a stream: the model JSON of `ravel fit`, and the stream's `as_of`.
+#[derive(Serialize, ToSchema)]
+pub struct StreamModel {
+    #[serde(flatten)]
+    pub model: Model,
+    /// Kafka timestamp (Unix ms) of the newest message in the statistics the model was
+    /// extracted from (the stream summary's `as_of`); null before the first timestamped
+    /// message.
+    #[schema(examples(1_700_000_000_000_u64))]
+    pub as_of: Option<u64>,
+}
+
+/// A path extracted from a stream: the path JSON of `ravel fit`, and the stream's `as_of`.
+#[derive(Serialize, ToSchema)]
+pub struct StreamPath {
+    #[serde(flatten)]
+    pub path: PathModel,
+    /// Kafka timestamp (Unix ms) of the newest message in the statistics the path was
+    /// extracted from; null before the first timestamped message.
+    #[schema(examples(1_700_000_000_000_u64))]
+    pub as_of: Option<u64>,
+}
+
+/// A model at one sparsity level or penalty, the same JSON (and numbers) as `ravel fit`, with
+/// the `as_of` of the statistics it was extracted from.
 #[utoipa::path(post, path = "/v1/streams/{name}/model", tag = "streams",
     params(("name" = String, Path, description = "The stream's name")),
     request_body(content = ModelRequest, description = "An estimator (`method` and its \
@@ -619,7 +652,7 @@ fn parse_params(mut v: Value) -> Result<ModelRequest, ApiError> {
             ("iht" = (value = json!({"method": "iht", "k": 2, "lambda": 0.001}))),
         )),
     responses(
-        (status = 200, description = "The model", body = Model),
+        (status = 200, description = "The model", body = StreamModel),
         (status = 400, description = "`unknown_method`, `k_too_large`, `invalid_params`, \
             `invalid_body`, `malformed_json`", body = error::ErrorBody),
         (status = 404, description = "`unknown_stream`", body = error::ErrorBody),
@@ -632,19 +665,20 @@ async fn model(
     State(st): State<AppState>,
     Path(name): Path<String>,
     body: Result<Json<Value>, JsonRejection>,
-) -> Result<Json<Model>, ApiError> {
+) -> Result<Json<StreamModel>, ApiError> {
     let h = st.stream(&name)?;
     let Json(body) = body?;
     let params = parse_params(body)?.check(h.p())?;
     let snap = h.snapshot();
+    let as_of = snap.as_of_ms;
     let method = params.method();
     let hh = h.clone();
-    let m = st
+    let model = st
         .extract(&name, "model", method.name(), move || {
             Ok(model_from_stats(&snap.stats, &params, hh.names())?)
         })
         .await?;
-    Ok(Json(m))
+    Ok(Json(StreamModel { model, as_of }))
 }
 
 /// Query values as JSON scalars (`k=10` -> 10, `refit=true` -> true), so that the path takes
@@ -678,7 +712,7 @@ fn query_to_json(q: HashMap<String, String>) -> Value {
             example = json!({"method": "lasso", "path_points": 20})),
     ),
     responses(
-        (status = 200, description = "One model per point, largest penalty first", body = PathModel),
+        (status = 200, description = "One model per point, largest penalty first", body = StreamPath),
         (status = 400, description = "`unknown_method`, `invalid_params`, `invalid_body`, `invalid_query`",
             body = error::ErrorBody),
         (status = 404, description = "`unknown_stream`", body = error::ErrorBody),
@@ -689,7 +723,7 @@ async fn path(
     State(st): State<AppState>,
     Path(name): Path<String>,
     query: Result<Query<HashMap<String, String>>, QueryRejection>,
-) -> Result<Json<PathModel>, ApiError> {
+) -> Result<Json<StreamPath>, ApiError> {
     let Query(q) = query?;
     path_of(st, name, query_to_json(q)).await
 }
@@ -700,7 +734,7 @@ async fn path(
     request_body(content = ModelRequest, description = "The body of `/model` without k, lambda or delta",
         examples(("lasso_path" = (value = json!({"method": "lasso", "path_points": 20}))))),
     responses(
-        (status = 200, description = "One model per point, largest penalty first", body = PathModel),
+        (status = 200, description = "One model per point, largest penalty first", body = StreamPath),
         (status = 400, description = "`unknown_method`, `invalid_params`, `invalid_body`, `malformed_json`",
             body = error::ErrorBody),
         (status = 404, description = "`unknown_stream`", body = error::ErrorBody),
@@ -713,23 +747,24 @@ async fn path_post(
     State(st): State<AppState>,
     Path(name): Path<String>,
     body: Result<Json<Value>, JsonRejection>,
-) -> Result<Json<PathModel>, ApiError> {
+) -> Result<Json<StreamPath>, ApiError> {
     let Json(body) = body?;
     path_of(st, name, body).await
 }
 
-async fn path_of(st: AppState, name: String, body: Value) -> Result<Json<PathModel>, ApiError> {
+async fn path_of(st: AppState, name: String, body: Value) -> Result<Json<StreamPath>, ApiError> {
     let h = st.stream(&name)?;
     let params = parse_params(body)?.check_path(h.p())?;
     let snap = h.snapshot();
+    let as_of = snap.as_of_ms;
     let method = params.method();
     let hh = h.clone();
-    let p = st
+    let path = st
         .extract(&name, "path", method.name(), move || {
             Ok(path_from_stats(&snap.stats, &params, hh.names())?)
         })
         .await?;
-    Ok(Json(p))
+    Ok(Json(StreamPath { path, as_of }))
 }
 
 /// The body of `POST .../predict`: a model request and rows, as arrays or named.
@@ -756,6 +791,10 @@ pub struct PredictResponse {
     #[serde(skip_serializing_if = "Option::is_none")]
     labels: Option<Vec<f64>>,
     model: Model,
+    /// Kafka timestamp (Unix ms) of the newest message in the statistics the model was
+    /// extracted from; null before the first timestamped message.
+    #[schema(examples(1_700_000_000_000_u64))]
+    as_of: Option<u64>,
 }
 
 /// The rows of a predict request as dense vectors of p features.
@@ -847,6 +886,7 @@ async fn predict(
     let params = parse_params(req.model.clone())?.check(h.p())?;
     let rows = predict_rows(req, &h)?;
     let snap = h.snapshot();
+    let as_of = snap.as_of_ms;
     let method = params.method();
     let hh = h.clone();
     let model = st
@@ -865,5 +905,6 @@ async fn predict(
         predictions,
         labels,
         model,
+        as_of,
     }))
 }

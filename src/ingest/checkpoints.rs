@@ -32,6 +32,7 @@ pub fn assemble(
             .last_update
             .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
             .map(|d| d.as_millis() as u64),
+        as_of_ms: whole.as_of_ms,
         stats: whole.stats.clone(),
     }
 }
@@ -106,7 +107,10 @@ pub fn load_checkpoints(dir: &Path, configs: &[StreamConfig]) -> anyhow::Result<
             .map(|ms| UNIX_EPOCH + Duration::from_millis(ms));
         positions.insert(cp.topic.clone(), cp.offsets.clone());
         clusters.insert(c.name.clone(), cp.cluster_id.clone());
-        snaps.insert(c.name.clone(), Snapshot::whole(cp.stats, last_update));
+        snaps.insert(
+            c.name.clone(),
+            Snapshot::whole(cp.stats, last_update, cp.as_of_ms),
+        );
     }
     Ok((snaps, positions, clusters))
 }

@@ -50,6 +50,9 @@ pub fn redacted(config: &ClientConfig) -> std::collections::BTreeMap<String, Str
         .collect()
 }
 
+/// The consumer's `fetch.wait.max.ms` (README "Freshness"); `kafka.options` may override it.
+pub const FETCH_WAIT_MAX_MS: u64 = 5;
+
 /// The service's Kafka clients.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Client {
@@ -152,6 +155,13 @@ impl KafkaClients {
                 // starved the loop for most of the time (bench: binary rows/s several times
                 // lower).
                 ("fetch.queue.backoff.ms", "10".into()),
+                // Freshness: a fetch that finds no new message waits at most this long. A Kafka
+                // broker answers a waiting fetch as soon as a message arrives (fetch.min.bytes
+                // = 1), so there this only bounds how often an idle consumer asks (200 fetches
+                // a second per broker); the embedded broker answers only when the wait is
+                // over, so there it is the delay of every row of a quiet stream (librdkafka's
+                // default of 500 ms: ~450 ms from the producer's ack to the snapshot).
+                ("fetch.wait.max.ms", FETCH_WAIT_MAX_MS.to_string()),
                 ("statistics.interval.ms", lag_interval_ms.to_string()),
             ],
         )
@@ -194,6 +204,18 @@ mod tests {
             .insert("security_protocol".into(), "SASL_SSL".into());
         kafka.options.insert("linger.ms".into(), "7".into());
         KafkaClients::new(&kafka, "b:9092")
+    }
+
+    #[test]
+    fn the_consumer_fetches_with_a_short_wait_unless_the_user_says_otherwise() {
+        let k = clients();
+        assert_eq!(k.consumer(100).get("fetch.wait.max.ms"), Some("5"));
+        let mut kafka = KafkaConfig::default();
+        kafka
+            .options
+            .insert("fetch.wait.max.ms".into(), "500".into());
+        let k = KafkaClients::new(&kafka, "b:9092");
+        assert_eq!(k.consumer(100).get("fetch.wait.max.ms"), Some("500"));
     }
 
     #[test]

@@ -12,6 +12,11 @@
 //! computes the same view from the same states). For plain averages the merge is exact
 //! (count-weighted); with forgetting each partition forgets over its own rows and the view
 //! weighs the partitions by the rows they have seen.
+//!
+//! Freshness is measured here too, because this is where rows become visible: each message's
+//! Kafka timestamp is kept with its pending rows; the newest becomes the snapshot's `as_of`,
+//! and once the snapshot is published each message's age is observed in
+//! `ravel_ingest_freshness_seconds` (`age`: what clock skew does to it).
 
 use super::dlq::DeadLetters;
 use super::format::{self, Schema};
@@ -34,17 +39,23 @@ pub struct Part {
     x: Vec<f64>,
     y: Vec<f64>,
     pub last_update: Option<SystemTime>,
+    /// Kafka timestamps (Unix ms) of the pending messages that carry rows.
+    stamps: Vec<i64>,
+    /// The newest folded message's timestamp (Unix ms).
+    pub as_of_ms: Option<u64>,
     /// Changed (rows or positions) since the last checkpoint.
     pub dirty: bool,
 }
 
 impl Part {
-    pub fn new(stats: Stats, last_update: Option<SystemTime>) -> Part {
+    pub fn new(stats: Stats, last_update: Option<SystemTime>, as_of_ms: Option<u64>) -> Part {
         Part {
             stats,
             x: Vec::new(),
             y: Vec::new(),
             last_update,
+            stamps: Vec::new(),
+            as_of_ms,
             dirty: false,
         }
     }
@@ -73,7 +84,10 @@ impl StreamIngest {
         let empty = Stats::new(handle.task(), handle.p(), snap.stats.schedule().clone());
         let mut parts = BTreeMap::new();
         if !per_partition {
-            parts.insert(ALL, Part::new(snap.stats.clone(), snap.last_update));
+            parts.insert(
+                ALL,
+                Part::new(snap.stats.clone(), snap.last_update, snap.as_of_ms),
+            );
         }
         StreamIngest {
             parts,
@@ -95,7 +109,7 @@ impl StreamIngest {
         let empty = &self.empty;
         self.parts
             .entry(key)
-            .or_insert_with(|| Part::new(empty.clone(), None))
+            .or_insert_with(|| Part::new(empty.clone(), None, None))
     }
 
     /// Marks the part of `partition` as changed (its position moved).
@@ -107,8 +121,8 @@ impl StreamIngest {
     /// store, or empty.
     pub fn install(&mut self, partition: i32, state: Option<&PartitionState>) {
         let part = match state {
-            Some(s) => Part::new(s.stats.clone(), s.last_update()),
-            None => Part::new(self.empty.clone(), None),
+            Some(s) => Part::new(s.stats.clone(), s.last_update(), s.as_of_ms),
+            None => Part::new(self.empty.clone(), None, None),
         };
         self.parts.insert(partition, part);
     }
@@ -161,7 +175,13 @@ impl StreamIngest {
         };
         part.dirty = true;
         match result {
-            Ok(n) => Some(n),
+            Ok(n) => {
+                // Messages without a timestamp (message format v0) have no age.
+                if let Some(ts) = msg.timestamp().to_millis().filter(|&ts| n > 0 && ts >= 0) {
+                    part.stamps.push(ts);
+                }
+                Some(n)
+            }
             Err(rej) => {
                 if self.warnings.reject(name, metrics, dead_letters, msg, &rej) {
                     None
@@ -179,8 +199,11 @@ impl StreamIngest {
         let start = Instant::now();
         let (mut rows, mut new_alarms) = (0usize, 0u64);
         let mut last_alarm_row = None;
+        // The timestamps of the messages whose rows become visible with this view.
+        let mut stamps: Vec<i64> = Vec::new();
         for (&key, part) in self.parts.iter_mut() {
             if part.y.is_empty() {
+                part.stamps.clear();
                 continue;
             }
             let batch = part.y.len();
@@ -218,7 +241,16 @@ impl StreamIngest {
                             "drift detected: the averages now forget faster"
                         );
                     }
-                    part.last_update = Some(SystemTime::now());
+                    let now = SystemTime::now();
+                    part.last_update = Some(now);
+                    // The newest message, never later than now: a timestamp ahead of this
+                    // clock (skew, or a producer's own timestamps) must not make the answers
+                    // look fresher than they can be, nor hold `as_of` in the future.
+                    if let Some(&newest) = part.stamps.iter().max() {
+                        let newest = newest.min(unix_ms(now)) as u64;
+                        part.as_of_ms = Some(part.as_of_ms.map_or(newest, |a| a.max(newest)));
+                    }
+                    stamps.append(&mut part.stamps);
                     rows += batch;
                 }
                 // Every message was validated on its own, so this is a bug; the statistics
@@ -229,6 +261,7 @@ impl StreamIngest {
             }
             part.x.clear();
             part.y.clear();
+            part.stamps.clear();
         }
         let remote_changed = remote.is_some_and(|r| r.version() != self.remote_version);
         if rows == 0 && !remote_changed {
@@ -268,7 +301,15 @@ impl StreamIngest {
                     .unwrap_or(0.0),
             );
         }
+        let as_of_ms = snap.as_of_ms;
         self.handle.publish(snap);
+        observe_freshness(metrics, &name, &stamps);
+        if let Some(ms) = as_of_ms {
+            metrics
+                .stream_as_of
+                .with_label_values(&[&name])
+                .set(ms as f64 / 1000.0);
+        }
         if rows > 0 {
             metrics
                 .observations_applied
@@ -289,11 +330,7 @@ impl StreamIngest {
     /// here and the latest states of the others in `remote`, in partition order.
     pub fn view(&self, remote: Option<&StateReader>) -> Snapshot {
         if let Some(all) = self.parts.get(&ALL) {
-            return Snapshot {
-                stats: all.stats.clone(),
-                last_update: all.last_update,
-                parts: Vec::new(),
-            };
+            return Snapshot::whole(all.stats.clone(), all.last_update, all.as_of_ms);
         }
         let name = self.handle.name();
         let mut pieces: BTreeMap<i32, (PartInfo, std::borrow::Cow<'_, Stats>)> = BTreeMap::new();
@@ -303,6 +340,7 @@ impl StreamIngest {
                 n: part.stats.n(),
                 source: "live",
                 last_update: part.last_update,
+                as_of_ms: part.as_of_ms,
                 writer: None,
             };
             pieces.insert(p, (info, std::borrow::Cow::Borrowed(&part.stats)));
@@ -328,6 +366,7 @@ impl StreamIngest {
                 n: s.stats.n(),
                 source: "changelog",
                 last_update: s.last_update(),
+                as_of_ms: s.as_of_ms,
                 writer: Some(s.writer.clone()),
             };
             pieces.insert(s.partition, (info, std::borrow::Cow::Borrowed(&s.stats)));
@@ -343,8 +382,77 @@ impl StreamIngest {
         }
         Snapshot {
             last_update: parts.iter().filter_map(|p| p.last_update).max(),
+            as_of_ms: parts.iter().filter_map(|p| p.as_of_ms).max(),
             stats,
             parts,
         }
+    }
+}
+
+/// Observes the age of every message of the batch just published, now that its rows are
+/// visible.
+fn observe_freshness(metrics: &Metrics, name: &str, stamps: &[i64]) {
+    let visible = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64() * 1000.0)
+        .unwrap_or(0.0);
+    let histogram = metrics.ingest_freshness.with_label_values(&[name]);
+    let mut future = 0;
+    for &ts in stamps {
+        match age(visible, ts) {
+            Some(seconds) => histogram.observe(seconds),
+            None => future += 1,
+        }
+    }
+    if future > 0 {
+        metrics
+            .ingest_future_timestamps
+            .with_label_values(&[name])
+            .inc_by(future);
+    }
+}
+
+/// How far ahead of the service's clock a message's timestamp may be and still count as just
+/// produced (age 0): clocks of different hosts disagree by milliseconds even under NTP.
+pub const SKEW_ALLOWANCE_MS: i64 = 1000;
+
+/// The age in seconds of a message timestamped `ts` (Unix ms) whose rows became visible at
+/// `visible` (Unix ms, fractional). A timestamp ahead of `visible` by up to
+/// `SKEW_ALLOWANCE_MS` is clock skew: age 0. Further ahead the age is unknown (the clocks
+/// disagree by more than skew explains, or the producer set its own timestamps): None, so
+/// that it is counted apart instead of being observed as a made-up value.
+pub fn age(visible: f64, ts: i64) -> Option<f64> {
+    let ms = visible - ts as f64;
+    if ms >= 0.0 {
+        Some(ms / 1000.0)
+    } else if ms >= -(SKEW_ALLOWANCE_MS as f64) {
+        Some(0.0)
+    } else {
+        None
+    }
+}
+
+fn unix_ms(t: SystemTime) -> i64 {
+    t.duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ages_are_never_negative_and_skew_beyond_the_allowance_is_not_an_age() {
+        let t = 1_700_000_000_000.0;
+        assert_eq!(age(t + 1.5, 1_700_000_000_000), Some(0.0015));
+        assert_eq!(age(t, 1_700_000_000_000), Some(0.0));
+        assert_eq!(age(t + 60_000.0, 1_700_000_000_000), Some(60.0));
+        // Ahead of the service's clock: within the allowance it is skew, age 0...
+        assert_eq!(age(t, 1_700_000_000_000 + 5), Some(0.0));
+        assert_eq!(age(t, 1_700_000_000_000 + SKEW_ALLOWANCE_MS), Some(0.0));
+        // ... beyond it, no age.
+        assert_eq!(age(t, 1_700_000_000_000 + SKEW_ALLOWANCE_MS + 1), None);
+        assert_eq!(age(t, 1_700_000_000_000 + 3_600_000), None);
     }
 }

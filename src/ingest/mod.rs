@@ -3,8 +3,9 @@
 //!
 //! One consumer (one consumer group per service) reads every stream's topic on a dedicated
 //! thread: folding a batch is CPU-bound, so it stays off the async runtime that serves HTTP.
-//! The loop gathers up to `ingest.max_batch_rows` rows (or waits `ingest.max_batch_wait_ms`),
-//! folds each stream's rows with one `update_batch`, publishes the new snapshot, and every
+//! The loop gathers a batch (what the consumer has buffered once a first message arrived, up
+//! to `ingest.max_batch_rows` rows or `ingest.max_batch_wait_ms`: `gather`), folds each
+//! stream's rows with one `update_batch`, publishes the new snapshot, and every
 //! `state.checkpoint_interval_ms` writes checkpoints and then commits their offsets.
 //!
 //! Positions (`positions`): per partition, the next offset whose row is not yet in the
@@ -381,9 +382,13 @@ impl Ingest {
         Ok(())
     }
 
-    /// Reads messages until `max_rows` rows (or feature-stream messages) are gathered,
-    /// `max_wait` passed since the first, or (with nothing gathered) 100 ms passed, so
-    /// shutdown, checkpoints and snapshots are never late.
+    /// Reads one batch: waits up to 100 ms for a first message (so shutdown, checkpoints and
+    /// snapshots are never late), then takes what the consumer has already buffered without
+    /// waiting, and ends the batch as soon as nothing more is: a row of a quiet stream is
+    /// folded at once instead of waiting for a batch that will not fill, and under load the
+    /// batch grows by itself (messages keep arriving while the previous batch folds).
+    /// `max_rows` rows (or feature-stream messages) and `max_wait` since the first message
+    /// cap it. Returns the rows gathered.
     fn gather(&mut self) -> usize {
         let mut rows = 0;
         let mut deadline: Option<Instant> = None;
@@ -391,7 +396,7 @@ impl Ingest {
         loop {
             let timeout = match deadline {
                 None => Duration::from_millis(100),
-                Some(d) => d.saturating_duration_since(Instant::now()),
+                Some(_) => Duration::ZERO,
             };
             let polled = consumer.poll(timeout);
             self.apply_changes();
@@ -628,6 +633,7 @@ fn write_states(
                     .last_update
                     .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
                     .map(|d| d.as_millis() as u64),
+                as_of_ms: part.as_of_ms,
                 writer: writer_name.to_string(),
                 stats: part.stats.clone(),
             });
