@@ -16,77 +16,11 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const PARTITIONS: i32 = 3;
 const P: usize = 3;
-
-/// A child process killed (SIGKILL) on drop if still running.
-struct Proc {
-    child: Child,
-}
-
-impl Proc {
-    /// Starts `ravel ARGS` (stderr to `log`) and returns it with its first line of stdout.
-    fn start(args: &[&str], env: &[(&str, &str)], log: &Path) -> (Proc, String) {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_ravel"));
-        cmd.args(args)
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(log).unwrap());
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let mut child = cmd.spawn().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = BufReader::new(stdout).read_line(&mut line);
-            let _ = tx.send(line);
-        });
-        let line = rx.recv_timeout(Duration::from_secs(60)).unwrap_or_default();
-        assert!(
-            !line.is_empty(),
-            "ravel {args:?} printed nothing; log: {}",
-            std::fs::read_to_string(log).unwrap_or_default()
-        );
-        (Proc { child }, line.trim().to_string())
-    }
-
-    fn kill(mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-
-    fn terminate(mut self) -> bool {
-        let ok = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok);
-        let start = Instant::now();
-        loop {
-            if let Some(s) = self.child.try_wait().unwrap() {
-                return s.success();
-            }
-            assert!(start.elapsed() < DEADLINE, "ravel serve did not exit");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        if self.child.try_wait().ok().flatten().is_none() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
-}
 
 /// `dir/ravel.toml`: stream "r" on `topic`, clients that never create topics, fast retries.
 fn write_config(dir: &Path, topic: &str, group: &str, on_failure: &str, create_topics: bool) {
@@ -132,6 +66,7 @@ fn serve(dir: &Path, brokers: &str, run: usize) -> (Proc, String, std::path::Pat
     let log = dir.join(format!("serve{run}.log"));
     let cfg = dir.join("ravel.toml");
     let (p, line) = Proc::start(
+        "ravel serve",
         &["serve", "--config", cfg.to_str().unwrap()],
         &[("RAVEL_KAFKA__BROKERS", brokers), ("RUST_LOG", "info")],
         &log,
@@ -305,6 +240,7 @@ fn a_dead_letter_that_cannot_be_written_holds_its_partition_across_a_crash_until
     write_csv(&all, &names(P), &x, &y);
     let topic_arg = format!("{TOPIC}:{PARTITIONS}");
     let (broker, brokers) = Proc::start(
+        "ravel broker",
         &["broker", "--topic", &topic_arg],
         &[],
         &dir.path().join("broker.log"),
@@ -356,7 +292,8 @@ fn a_dead_letter_that_cannot_be_written_holds_its_partition_across_a_crash_until
     assert!(text.contains("dead-letter copy not delivered"), "{text}");
 
     // SIGKILL and restart: the partition is still not committed past the bad message.
-    svc.kill();
+    svc.signal("-KILL");
+    drop(svc);
     let cp = ravel::checkpoint::load(&dir.path().join("state"), "r")
         .unwrap()
         .unwrap();
@@ -365,7 +302,7 @@ fn a_dead_letter_that_cannot_be_written_holds_its_partition_across_a_crash_until
         Some(&bad_offset),
         "checkpoint holds at the bad message"
     );
-    let (svc, base, log) = serve(dir.path(), &brokers, 2);
+    let (mut svc, base, log) = serve(dir.path(), &brokers, 2);
     wait_for(
         "the restarted service holds partition 1 again",
         &log,
@@ -411,7 +348,8 @@ fn a_dead_letter_that_cannot_be_written_holds_its_partition_across_a_crash_until
         "the copy exactly once"
     );
     ols_equals_fit(&base, &all, n);
-    assert!(svc.terminate());
+    svc.signal("-TERM");
+    assert!(svc.wait());
     drop(broker);
 }
 
@@ -426,12 +364,13 @@ fn skip_mode_moves_on_and_counts_and_logs_every_skipped_message() {
     write_csv(&all, &names(P), &x, &y);
     let topic_arg = format!("{TOPIC}:{PARTITIONS}");
     let (broker, brokers) = Proc::start(
+        "ravel broker",
         &["broker", "--topic", &topic_arg],
         &[],
         &dir.path().join("broker.log"),
     );
     write_config(dir.path(), TOPIC, GROUP, "skip", false);
-    let (svc, base, log) = serve(dir.path(), &brokers, 1);
+    let (mut svc, base, log) = serve(dir.path(), &brokers, 1);
     let bad = stream_rows(&brokers, TOPIC, &x, &y, &[(0, 100), (1, 700), (2, 1200)]);
     let high = high_watermarks(&brokers, TOPIC);
     wait_for(
@@ -462,7 +401,8 @@ fn skip_mode_moves_on_and_counts_and_logs_every_skipped_message() {
         );
     }
     ols_equals_fit(&base, &all, n);
-    assert!(svc.terminate());
+    svc.signal("-TERM");
+    assert!(svc.wait());
     drop(broker);
 }
 
@@ -472,6 +412,7 @@ fn secrets_in_kafka_options_are_never_logged_or_served() {
     const TOPIC: &str = "t.secret";
     let dir = tempfile::tempdir().unwrap();
     let (broker, brokers) = Proc::start(
+        "ravel broker",
         &[
             "broker",
             "--topic",
@@ -495,7 +436,8 @@ fn secrets_in_kafka_options_are_never_logged_or_served() {
     let secrets = ["s3cret-env-2"];
     let log = dir.path().join("serve.log");
     let cfg = dir.path().join("ravel.toml");
-    let (svc, line) = Proc::start(
+    let (mut svc, line) = Proc::start(
+        "ravel serve",
         &["serve", "--config", cfg.to_str().unwrap()],
         &[
             ("RAVEL_KAFKA__BROKERS", brokers.as_str()),
@@ -546,7 +488,8 @@ fn secrets_in_kafka_options_are_never_logged_or_served() {
                 .unwrap(),
         );
     }
-    assert!(svc.terminate());
+    svc.signal("-TERM");
+    assert!(svc.wait());
     let text = std::fs::read_to_string(&log).unwrap();
     let effective: Vec<&str> = text
         .lines()

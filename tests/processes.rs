@@ -426,45 +426,18 @@ fn sigkill_between_checkpoints_during_a_stream_loses_and_double_counts_nothing()
     let (x, y) = synthetic(p, 2, total, 33);
     let all = dir.path().join("all.csv");
     write_csv(&all, &names, &x, &y);
-    let chunk_files: Vec<_> = (0..chunks)
-        .map(|c| {
-            let path = dir.path().join(format!("chunk{c}.csv"));
-            let (a, b) = (c * chunk_rows, (c + 1) * chunk_rows);
-            write_csv(&path, &names, &x[a * p..b * p], &y[a..b]);
-            path
-        })
-        .collect();
+    let chunk_files = write_chunks(dir.path(), &names, &x, &y, chunk_rows);
 
     let (mut broker, brokers, state) =
         broker_and_config(dir.path(), CRASH_TOPIC, 6, "crash-group", &names, 1500);
 
     // The producer streams the chunks while the service is killed and restarted.
-    let producer = {
-        let brokers = brokers.clone();
-        std::thread::spawn(move || {
-            for file in chunk_files {
-                ravel(&[
-                    "produce",
-                    "--brokers",
-                    &brokers,
-                    "--topic",
-                    CRASH_TOPIC,
-                    "--input",
-                    file.to_str().unwrap(),
-                    "--wire-format",
-                    "binary",
-                    "--batch-rows",
-                    "100",
-                    // Random partitions: the sticky partitioner can put far more than a
-                    // sixth of the rows in one partition (the broker keeps 5 MB of each).
-                    "-X",
-                    "sticky.partitioning.linger.ms=0",
-                    "--quiet",
-                ]);
-                std::thread::sleep(Duration::from_millis(400));
-            }
-        })
-    };
+    let producer = produce_in_background(
+        &brokers,
+        CRASH_TOPIC,
+        chunk_files,
+        Duration::from_millis(400),
+    );
 
     let checkpointed = || {
         ravel::checkpoint::load(&state, "r")

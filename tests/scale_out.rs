@@ -181,14 +181,7 @@ fn replicas_share_partitions_and_each_answers_for_every_row_through_kills_and_re
     let (x, y) = synthetic(p, 2, total, 12);
     let all = dir.path().join("all.csv");
     write_csv(&all, &names, &x, &y);
-    let chunk_files: Vec<_> = (0..chunks)
-        .map(|c| {
-            let path = dir.path().join(format!("chunk{c}.csv"));
-            let (a, b) = (c * chunk_rows, (c + 1) * chunk_rows);
-            write_csv(&path, &names, &x[a * p..b * p], &y[a..b]);
-            path
-        })
-        .collect();
+    let chunk_files = write_chunks(dir.path(), &names, &x, &y, chunk_rows);
     let (mut broker, brokers) = Proc::start(
         "ravel broker",
         &[
@@ -210,33 +203,7 @@ fn replicas_share_partitions_and_each_answers_for_every_row_through_kills_and_re
         let (p, base) = serve(dir.path(), &brokers, run);
         replicas.push((p, base, run));
     }
-    let producer = {
-        let brokers = brokers.clone();
-        std::thread::spawn(move || {
-            for file in chunk_files {
-                ravel(&[
-                    "produce",
-                    "--brokers",
-                    &brokers,
-                    "--topic",
-                    TOPIC,
-                    "--input",
-                    file.to_str().unwrap(),
-                    "--wire-format",
-                    "binary",
-                    "--batch-rows",
-                    "100",
-                    // Each message to a random partition: librdkafka's sticky partitioner
-                    // sent up to 40% of the rows to one partition, past the embedded
-                    // broker's 5 MB, which then deleted rows before they were read.
-                    "-X",
-                    "sticky.partitioning.linger.ms=0",
-                    "--quiet",
-                ]);
-                std::thread::sleep(Duration::from_millis(300));
-            }
-        })
-    };
+    let producer = produce_in_background(&brokers, TOPIC, chunk_files, Duration::from_millis(300));
     // Mid-stream: SIGKILL a replica that holds rows, and start another.
     let start = Instant::now();
     while n_of(&replicas[0].1).unwrap_or(0) < total as u64 / 4 {

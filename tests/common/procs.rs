@@ -1,9 +1,9 @@
 //! Child processes of the `ravel` binary (`ravel broker`, `ravel serve`), stopped with real
 //! signals, for the tests that restart, kill or run several instances.
 
-use super::DEADLINE;
+use super::{DEADLINE, ravel, write_csv};
 use std::io::{BufRead, BufReader};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -74,4 +74,60 @@ impl Drop for Proc {
             let _ = self.child.wait();
         }
     }
+}
+
+/// Writes rows `x` (p columns) and `y` to `dir/chunk<c>.csv`, `chunk_rows` rows each, for
+/// producing a stream a piece at a time.
+pub fn write_chunks(
+    dir: &Path,
+    names: &[String],
+    x: &[f64],
+    y: &[f64],
+    chunk_rows: usize,
+) -> Vec<PathBuf> {
+    let p = names.len();
+    (0..y.len().div_ceil(chunk_rows))
+        .map(|c| {
+            let path = dir.join(format!("chunk{c}.csv"));
+            let (a, b) = (c * chunk_rows, ((c + 1) * chunk_rows).min(y.len()));
+            write_csv(&path, names, &x[a * p..b * p], &y[a..b]);
+            path
+        })
+        .collect()
+}
+
+/// Produces `files` to `topic` on a thread, one `ravel produce` per file (binary messages of
+/// 100 rows, each to a random partition) with `pause` between them: a stream that keeps
+/// arriving while a test kills and restarts services.
+pub fn produce_in_background(
+    brokers: &str,
+    topic: &str,
+    files: Vec<PathBuf>,
+    pause: Duration,
+) -> std::thread::JoinHandle<()> {
+    let (brokers, topic) = (brokers.to_string(), topic.to_string());
+    std::thread::spawn(move || {
+        for file in files {
+            ravel(&[
+                "produce",
+                "--brokers",
+                &brokers,
+                "--topic",
+                &topic,
+                "--input",
+                file.to_str().unwrap(),
+                "--wire-format",
+                "binary",
+                "--batch-rows",
+                "100",
+                // Each message to a random partition: librdkafka's sticky partitioner can put
+                // far more than a fair share of the rows in one partition, past the embedded
+                // broker's 5 MB per partition, which then deletes rows before they are read.
+                "-X",
+                "sticky.partitioning.linger.ms=0",
+                "--quiet",
+            ]);
+            std::thread::sleep(pause);
+        }
+    })
 }
