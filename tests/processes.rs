@@ -50,23 +50,6 @@ fn wait_rows_stable(base: &str, n: u64, log: &Path) {
     );
 }
 
-fn serve(dir: &Path, brokers: &str, run: usize) -> (Proc, String) {
-    let cfg = dir.join("ravel.toml");
-    let log = dir.join(format!("serve{run}.log"));
-    let (p, line) = Proc::start(
-        "ravel serve",
-        &["serve", "--config", cfg.to_str().unwrap()],
-        // The broker comes from the environment layer of the configuration.
-        &[("RAVEL_KAFKA__BROKERS", brokers), ("RUST_LOG", "info")],
-        &log,
-    );
-    let base = line
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .to_string();
-    (p, base)
-}
-
 /// A client of the service's group. The mock broker makes the next join wait for the session
 /// timeout of the last member that left (minus 1 s), so every member here uses 6 s, as the
 /// service does in this test.

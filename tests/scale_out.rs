@@ -48,22 +48,6 @@ features = [{}]
     .unwrap();
 }
 
-/// Starts replica number `run`; returns it with its base URL.
-fn serve(dir: &Path, brokers: &str, run: usize) -> (Proc, String) {
-    let cfg = dir.join("ravel.toml");
-    let (p, line) = Proc::start(
-        "ravel serve",
-        &["serve", "--config", cfg.to_str().unwrap()],
-        &[("RAVEL_KAFKA__BROKERS", brokers), ("RUST_LOG", "info")],
-        &dir.join(format!("serve{run}.log")),
-    );
-    let base = line
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .to_string();
-    (p, base)
-}
-
 fn detail(base: &str) -> Option<Value> {
     let r = client().get(format!("{base}/v1/streams/r")).send().ok()?;
     r.json::<Value>().ok()

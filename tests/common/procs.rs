@@ -76,6 +76,23 @@ impl Drop for Proc {
     }
 }
 
+/// Starts `ravel serve --config dir/ravel.toml` on `brokers` (given through the configuration's
+/// environment layer), its log in `dir/serve<run>.log`; returns it with its base URL.
+pub fn serve(dir: &Path, brokers: &str, run: usize) -> (Proc, String) {
+    let cfg = dir.join("ravel.toml");
+    let (p, line) = Proc::start(
+        "ravel serve",
+        &["serve", "--config", cfg.to_str().unwrap()],
+        &[("RAVEL_KAFKA__BROKERS", brokers), ("RUST_LOG", "info")],
+        &dir.join(format!("serve{run}.log")),
+    );
+    let base = line
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_string();
+    (p, base)
+}
+
 /// Writes rows `x` (p columns) and `y` to `dir/chunk<c>.csv`, `chunk_rows` rows each, for
 /// producing a stream a piece at a time.
 pub fn write_chunks(
