@@ -18,14 +18,18 @@
 //! - [`reason`]: why a message was refused (`Reason`, `Rejection`), below metrics and ingest.
 //! - [`published`]: `Published<S>` (a snapshot swapped after every batch, readers clone an
 //!   `Arc`) and `Registry<H>` (handles by name), shared by both stream kinds.
-//! - [`ingest`]: the consumer loop (`mod.rs`), one file per concern: `client` (the one
-//!   librdkafka configuration), `rebalance`, `positions`, `lag`, `fold`, `checkpoints`,
+//! - [`kafka`]: the one librdkafka client configuration (consumer, dead-letter, labels and
+//!   state-store producers, admin), below ingest, topics and the state store.
+//! - [`ingest`]: the consumer loop (`mod.rs`), one file per concern: `rebalance`,
+//!   `positions`, `lag`, `fold`, `checkpoints`,
 //!   `commit` (which offsets may be committed), `features` (feature-stream dispatch: the
 //!   running OS / Asy-OS selection), `rejections`, `format`, `feature_format`, `dlq`.
 //! - [`streams`]: each stream's statistics snapshot, swapped after every batch for readers.
 //! - [`feature_streams`]: each feature stream's snapshot for readers (the selection, offsets
 //!   read, recent rejections); imports nothing of ingest.
 //! - [`checkpoint`]: statistics + next offsets persisted atomically, for exact restarts.
+//! - [`topics`]: every topic ravel reads or writes, checked (and created when asked) at start;
+//!   topic names (`dlq_of`).
 //! - [`state_store`]: the same per partition in a compacted Kafka topic, for replicas that
 //!   share a consumer group (`state.store = "kafka"`).
 //! - [`api`]: the axum router, handlers and the JSON error type.
@@ -46,6 +50,7 @@ pub mod fit;
 pub mod health;
 pub mod http;
 pub mod ingest;
+pub mod kafka;
 pub mod limits;
 pub mod metrics;
 pub mod produce;
@@ -57,3 +62,9 @@ pub mod shutdown;
 pub mod state_store;
 pub mod streams;
 pub mod topics;
+
+/// Locks a mutex whether or not a thread panicked while holding it: the data behind every
+/// lock of this crate stays consistent at each unlock, so a poisoned lock is still usable.
+pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}

@@ -32,8 +32,7 @@
 //! 5 MB per partition: there the store suits tests and demos at small p; production uses a
 //! real, compacted topic.
 
-use crate::ingest::KafkaClients;
-use crate::ingest::client::Client;
+use crate::kafka::{Client, KafkaClients};
 use crate::shutdown::Shutdown;
 use crate::streams::Stats;
 use anyhow::{Context, bail};
@@ -304,13 +303,13 @@ impl ClientContext for WriteContext {}
 impl ProducerContext for WriteContext {
     type DeliveryOpaque = Box<usize>;
     fn delivery(&self, result: &DeliveryResult<'_>, index: Box<usize>) {
-        let mut acks = crate::ingest::lock(&self.acks);
+        let mut acks = crate::lock(&self.acks);
         let e = acks.entry(*index).or_default();
         match result {
             Ok(_) => e.0 += 1,
             Err((err, _)) => {
                 e.1 = true;
-                *crate::ingest::lock(&self.last_error) = Some(err.to_string());
+                *crate::lock(&self.last_error) = Some(err.to_string());
             }
         }
     }
@@ -375,7 +374,7 @@ impl StateWriter {
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
             .unwrap_or(0);
-        crate::ingest::lock(&self.producer.context().acks).clear();
+        crate::lock(&self.producer.context().acks).clear();
         let mut expected = vec![0usize; states.len()];
         let mut manifests = vec![None; states.len()];
         let mut ok = vec![true; states.len()];
@@ -407,7 +406,7 @@ impl StateWriter {
         };
         loop {
             self.producer.poll(Duration::from_millis(1));
-            if !outstanding(&crate::ingest::lock(&self.producer.context().acks)) {
+            if !outstanding(&crate::lock(&self.producer.context().acks)) {
                 break;
             }
             if start.elapsed() > self.timeout {
@@ -415,12 +414,12 @@ impl StateWriter {
                 break;
             }
         }
-        let acks = crate::ingest::lock(&self.producer.context().acks).clone();
+        let acks = crate::lock(&self.producer.context().acks).clone();
         for (i, s) in states.iter().enumerate() {
             let (n, failed) = acks.get(&i).copied().unwrap_or((0, false));
             ok[i] = ok[i] && !failed && n == expected[i];
             if !ok[i] {
-                let err = crate::ingest::lock(&self.producer.context().last_error).clone();
+                let err = crate::lock(&self.producer.context().last_error).clone();
                 tracing::error!(stream = %s.stream, partition = s.partition, error = ?err, "state not written; offsets not committed");
                 continue;
             }
@@ -579,7 +578,7 @@ impl StateReader {
         let start = Instant::now();
         let mut ends = HashMap::new();
         {
-            let c = crate::ingest::lock(&self.watermarks);
+            let c = crate::lock(&self.watermarks);
             for p in 0..self.partitions {
                 let (_, high) = c
                     .fetch_watermarks(&self.topic, p, timeout)
@@ -587,7 +586,7 @@ impl StateReader {
                 ends.insert(p, high);
             }
         }
-        let mut latest = crate::ingest::lock(&self.shared.latest);
+        let mut latest = crate::lock(&self.shared.latest);
         loop {
             let behind: Vec<i32> = ends
                 .iter()
@@ -615,7 +614,7 @@ impl StateReader {
 
     /// The latest state of a stream's partition.
     pub fn get(&self, stream: &str, partition: i32) -> Option<Arc<PartitionState>> {
-        crate::ingest::lock(&self.shared.latest)
+        crate::lock(&self.shared.latest)
             .states
             .get(&(stream.to_string(), partition))
             .cloned()
@@ -623,7 +622,7 @@ impl StateReader {
 
     /// The latest state of every partition of `stream`.
     pub fn of_stream(&self, stream: &str) -> Vec<Arc<PartitionState>> {
-        crate::ingest::lock(&self.shared.latest)
+        crate::lock(&self.shared.latest)
             .states
             .range((stream.to_string(), i32::MIN)..=(stream.to_string(), i32::MAX))
             .map(|(_, s)| s.clone())
@@ -666,7 +665,7 @@ fn tail(consumer: BaseConsumer, shared: Arc<Shared>, shutdown: Shutdown) {
                         m.offset()
                     )),
                 };
-                let mut latest = crate::ingest::lock(&shared.latest);
+                let mut latest = crate::lock(&shared.latest);
                 match done {
                     Ok(Some(s)) => {
                         latest

@@ -18,7 +18,7 @@
 
 use crate::config::Config;
 use crate::health::{Denied, Health, MissingTopic};
-use crate::ingest::{KafkaClients, dlq};
+use crate::kafka::{Client, KafkaClients};
 use crate::metrics::Metrics;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
@@ -26,6 +26,11 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::Producer;
 use std::time::Duration;
+
+/// The name of a topic's dead-letter topic.
+pub fn dlq_of(topic: &str) -> String {
+    format!("{topic}.dlq")
+}
 
 /// A topic ravel needs, and how it would create it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,7 +65,7 @@ pub fn needed(config: &Config) -> Vec<Needed> {
         });
         if config.ingest.dead_letter {
             out.push(Needed {
-                topic: dlq::topic_of(&s.topic()),
+                topic: dlq_of(&s.topic()),
                 role: "dead_letters",
                 partitions: parts,
             });
@@ -74,7 +79,7 @@ pub fn needed(config: &Config) -> Vec<Needed> {
         });
         if config.ingest.dead_letter {
             out.push(Needed {
-                topic: dlq::topic_of(&f.topic()),
+                topic: dlq_of(&f.topic()),
                 role: "dead_letters",
                 partitions: 1,
             });
@@ -131,9 +136,7 @@ impl TopicCheck {
     /// missing or denied. Returns the number still missing.
     pub fn run(&self, health: &Health, metrics: &Metrics) -> usize {
         // A metadata request that never creates a topic, whatever the user's options say.
-        let mut cfg = self
-            .clients
-            .config(crate::ingest::client::Client::Admin, &[]);
+        let mut cfg = self.clients.config(Client::Admin, &[]);
         cfg.set("allow.auto.create.topics", "false");
         let probe: BaseConsumer = match cfg.create() {
             Ok(c) => c,
@@ -204,7 +207,7 @@ impl TopicCheck {
     fn create_topics(&self, probe: &BaseConsumer, missing: &[&Needed], replication: i16) {
         let admin: AdminClient<DefaultClientContext> = match self
             .clients
-            .config(crate::ingest::client::Client::Admin, &[])
+            .config(Client::Admin, &[])
             .create()
         {
             Ok(a) => a,
@@ -258,9 +261,7 @@ impl TopicCheck {
             topics = ?unsupported,
             "the broker did not serve CreateTopics (the embedded broker does not support it); creating the topics through metadata requests that allow automatic creation"
         );
-        let mut cfg = self
-            .clients
-            .config(crate::ingest::client::Client::Admin, &[]);
+        let mut cfg = self.clients.config(Client::Admin, &[]);
         cfg.set("allow.auto.create.topics", "true");
         let Ok(auto): Result<rdkafka::producer::BaseProducer, _> = cfg.create() else {
             return;

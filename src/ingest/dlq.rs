@@ -28,11 +28,6 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// The name of a topic's dead-letter topic.
-pub fn topic_of(topic: &str) -> String {
-    format!("{topic}.dlq")
-}
-
 /// One rejected message to copy, owned (it may be sent several times).
 #[derive(Debug, Clone)]
 pub struct Copy {
@@ -258,7 +253,7 @@ impl Worker {
 
     /// Queues one attempt; a failure to queue counts as a failed attempt.
     fn submit(&mut self, attempt: Attempt) {
-        let dlq = topic_of(&attempt.copy.topic);
+        let dlq = crate::topics::dlq_of(&attempt.copy.topic);
         let c = &attempt.copy;
         let (key, payload) = (c.key.clone(), c.payload.clone());
         let (partition, offset) = (c.partition.to_string(), c.offset.to_string());
@@ -346,7 +341,7 @@ impl Worker {
             .dead_letter_failures
             .with_label_values(&[c.stream.as_str()])
             .inc();
-        let dlq = topic_of(&c.topic);
+        let dlq = crate::topics::dlq_of(&c.topic);
         let retry_in = match self.mode {
             OnFailure::Block => {
                 let doubling = 2u32.saturating_pow(attempt.failed.saturating_sub(1).min(20));
@@ -399,7 +394,7 @@ impl Worker {
         self.retries = wait;
         let mut refreshed: Vec<String> = Vec::new();
         for (_, attempt) in due {
-            let dlq = topic_of(&attempt.copy.topic);
+            let dlq = crate::topics::dlq_of(&attempt.copy.topic);
             if !refreshed.contains(&dlq) {
                 let _ = self
                     .producer

@@ -123,11 +123,11 @@ impl Held {
                 reason: match &h.last_error {
                     Some(e) => format!(
                         "the dead-letter copy to {} failed ({e}); retrying",
-                        super::dlq::topic_of(topic)
+                        crate::topics::dlq_of(topic)
                     ),
                     None => format!(
                         "waiting for the dead-letter copy to {} to be delivered",
-                        super::dlq::topic_of(topic)
+                        crate::topics::dlq_of(topic)
                     ),
                 },
                 failed_attempts: h.failed_attempts,

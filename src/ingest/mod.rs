@@ -22,7 +22,7 @@
 //! (and, after a rebalance within one run, where this process stopped reading them).
 //!
 //! This file is the loop itself (set-up, gather, the order of fold / publish / checkpoint /
-//! commit). The rest, by concern: `client` (librdkafka configurations), `rebalance`
+//! commit); its clients come from `crate::kafka`. The rest, by concern: `rebalance`
 //! (assignment), `positions`, `lag`, `fold` (rows into statistics), `checkpoints` (assembly,
 //! loading), `commit` (which offsets may be committed), `features` (feature-stream dispatch),
 //! `rejections` (counted, logged, dead-lettered), `format` and `feature_format` (message
@@ -34,7 +34,6 @@
 //! the message, so no checkpoint or commit passes it) until the copy is delivered.
 
 pub mod checkpoints;
-pub mod client;
 pub mod commit;
 pub mod dlq;
 pub mod feature_format;
@@ -47,8 +46,9 @@ pub mod positions;
 pub mod rebalance;
 pub mod rejections;
 
+pub use crate::kafka::{KafkaClients, client_config};
+pub(crate) use crate::lock;
 pub use checkpoints::{Restored, load_checkpoints};
-pub use client::{KafkaClients, client_config};
 pub use positions::Positions;
 
 use crate::config::{DlqConfig, IngestConfig, OnFailure, StateConfig};
@@ -71,7 +71,7 @@ use rebalance::{Change, IngestContext, Restore};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Everything the ingest thread needs.
@@ -123,10 +123,6 @@ pub fn spawn(setup: IngestSetup) -> anyhow::Result<std::thread::JoinHandle<anyho
             r
         })
         .context("cannot start the ingest thread")
-}
-
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Where a topic's messages go.
@@ -745,7 +741,7 @@ impl Ingest {
                     &self.metrics,
                     crate::health::Denied {
                         resource_type: "topic",
-                        resource: dlq::topic_of(topic),
+                        resource: crate::topics::dlq_of(topic),
                         operation: "write",
                         error: error.clone(),
                     },
