@@ -784,6 +784,90 @@ fn dockerfile_matches_readme_and_its_command_serves_until_sigterm() {
     );
 }
 
+/// The Debian package that holds `path` (`dpkg -S`), without its architecture. With merged
+/// /usr the loader names /lib paths that dpkg knows under /usr/lib (or by the file the link
+/// points to).
+fn package_of(path: &str) -> String {
+    let real = std::fs::canonicalize(path).unwrap();
+    let candidates = [
+        path.to_string(),
+        format!("/usr{path}"),
+        real.display().to_string(),
+    ];
+    for c in &candidates {
+        let out = std::process::Command::new("dpkg")
+            .args(["-S", c])
+            .output()
+            .unwrap();
+        if out.status.success() {
+            let text = String::from_utf8(out.stdout).unwrap();
+            return text
+                .lines()
+                .next()
+                .unwrap()
+                .split(':')
+                .next()
+                .unwrap()
+                .to_string();
+        }
+    }
+    panic!("no package holds {candidates:?}");
+}
+
+#[test]
+fn the_runtime_image_installs_every_library_the_binary_links() {
+    // The shared libraries the binary asks for (its NEEDED entries, not their dependencies,
+    // which apt pulls in), resolved to files by the loader and to packages by dpkg.
+    let bin = env!("CARGO_BIN_EXE_ravel");
+    let run = |cmd: &str, args: &[&str]| {
+        let out = std::process::Command::new(cmd).args(args).output().unwrap();
+        assert!(out.status.success(), "{cmd} {args:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let needed: Vec<String> = run("readelf", &["-d", bin])
+        .lines()
+        .filter(|l| l.contains("(NEEDED)"))
+        .map(|l| l[l.find('[').unwrap() + 1..l.find(']').unwrap()].to_string())
+        .collect();
+    let ldd = run("ldd", &[bin]);
+    let (ins, _) = dockerfile();
+    let runtime_stage = ins
+        .iter()
+        .skip_while(|(i, r)| !(i == "FROM" && r.contains("AS runtime")))
+        .collect::<Vec<_>>();
+    assert!(!runtime_stage.is_empty(), "a stage named runtime");
+    let installed: BTreeSet<&str> = runtime_stage
+        .iter()
+        .filter(|(i, _)| i == "RUN")
+        .flat_map(|(_, r)| r.split("&&"))
+        .filter_map(|c| c.trim().strip_prefix("apt-get install"))
+        .flat_map(str::split_whitespace)
+        .filter(|w| !w.starts_with('-'))
+        .collect();
+    // debian:bookworm-slim's essential set.
+    let base = ["libc6", "libgcc-s1"];
+    let mut packages = BTreeSet::new();
+    for so in needed.iter().filter(|so| !so.starts_with("ld-linux")) {
+        let path = ldd
+            .lines()
+            .find_map(|l| {
+                let (name, rest) = l.trim().split_once(" => ")?;
+                (name == so).then(|| rest.split_whitespace().next().unwrap().to_string())
+            })
+            .unwrap_or_else(|| panic!("ldd does not resolve {so}:\n{ldd}"));
+        let pkg = package_of(&path);
+        assert!(
+            base.contains(&pkg.as_str()) || installed.contains(pkg.as_str()),
+            "the binary links {so} ({path}, package {pkg}) but the runtime stage installs only {installed:?}"
+        );
+        packages.insert(pkg);
+    }
+    // TLS, SASL/SCRAM and OIDC (README "TLS and SASL") need OpenSSL and libcurl in the image.
+    for lib in ["libssl3", "libcurl4"] {
+        assert!(packages.contains(lib), "{lib} not linked: {packages:?}");
+    }
+}
+
 #[test]
 fn compose_parses_references_existing_files_and_its_producer_runs() {
     let compose = yaml("deploy/compose.yaml");
