@@ -39,6 +39,9 @@ pub struct Metrics {
     /// Messages whose timestamp was ahead of the service's clock by more than the skew
     /// allowance (`ingest::fold::SKEW_ALLOWANCE_MS`): not observed in `ingest_freshness`.
     pub ingest_future_timestamps: IntCounterVec,
+    /// Messages deleted from a partition (retention) between the position ravel had reached
+    /// and the first message it read after them.
+    pub ingest_lost_messages: IntCounterVec,
     /// Time of one model / path extraction (includes building the Gram problem).
     pub extraction_seconds: HistogramVec,
     /// Extractions not answered: `busy` (queue full), `timeout` (deadline), `cancelled`
@@ -198,6 +201,11 @@ impl Metrics {
             ingest_future_timestamps: counter(
                 "ravel_ingest_future_timestamps_total",
                 "Messages timestamped ahead of the service's clock by more than the skew allowance (1 s): not in ravel_ingest_freshness_seconds",
+                &["stream"],
+            ),
+            ingest_lost_messages: counter(
+                "ravel_ingest_lost_messages_total",
+                "Messages the broker deleted (retention) before ravel read them: from the partition's position to its log start",
                 &["stream"],
             ),
             extraction_seconds: histogram(
@@ -394,6 +402,7 @@ impl Metrics {
         self.last_drift_alarm_row.with_label_values(&[stream]);
         self.ingest_freshness.with_label_values(&[stream]);
         self.ingest_future_timestamps.with_label_values(&[stream]);
+        self.ingest_lost_messages.with_label_values(&[stream]);
     }
 
     /// Creates a stream's checkpoint counters at zero (only when checkpoints are on, so that

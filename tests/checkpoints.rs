@@ -46,11 +46,13 @@ fn a_checkpoint_with_malformed_statistics_stops_the_start_naming_the_file() {
         stats,
     };
     let file = checkpoint::path(state.path(), "bad");
-    // Each edit leaves valid JSON of the right shape with statistics that do not hold together.
+    // Each edit leaves a checkpoint of the right shape, written as a sound file (header and
+    // checksum right, as a broken build would write it), with statistics that do not hold
+    // together.
     type Edit = fn(&mut Value);
     let edits: [(&str, Edit); 4] = [
         ("sxx", |v| {
-            v["stats"]["sxx"].as_array_mut().unwrap().pop();
+            v["stats"]["sxx_lower"].as_array_mut().unwrap().pop();
         }),
         ("mean_x", |v| {
             v["stats"]["mean_x"] = serde_json::json!([1.0])
@@ -59,10 +61,10 @@ fn a_checkpoint_with_malformed_statistics_stops_the_start_naming_the_file() {
         ("offset", |v| v["offsets"] = serde_json::json!({"0": -5})),
     ];
     for (what, edit) in edits {
-        checkpoint::write(state.path(), &cp).unwrap();
-        let mut v: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+        let mut v: Value = serde_json::to_value(&cp).unwrap();
         edit(&mut v);
-        std::fs::write(&file, serde_json::to_vec(&v).unwrap()).unwrap();
+        let bad: Checkpoint = serde_json::from_value(v).unwrap();
+        checkpoint::write(state.path(), &bad).unwrap();
         let err = TestService::start(cfg(), broker.bootstrap_servers())
             .join()
             .unwrap_err();

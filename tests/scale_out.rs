@@ -131,6 +131,11 @@ fn check_models(bases: &[(String, usize)], all: &Path, total: u64) {
         let api: Value = r.json().unwrap();
         assert_eq!(api["n"], total);
         assert_same_model(&api, &fit, 1e-9, &format!("ols on replica {run}"));
+        // The model says which partitions it was extracted from, and their rows add up.
+        let merged = api["partition_states"].as_array().unwrap();
+        assert_eq!(merged.len(), 6, "replica {run}: {merged:?}");
+        let sum: u64 = merged.iter().map(|p| p["n"].as_u64().unwrap()).sum();
+        assert_eq!(sum, total, "replica {run}: {merged:?}");
         let d = detail(base).unwrap();
         let parts = d["partition_states"].as_array().unwrap().clone();
         assert_eq!(parts.len(), 6, "replica {run}: {parts:?}");

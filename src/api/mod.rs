@@ -452,19 +452,23 @@ fn summary(h: &StreamHandle, health: &crate::health::Health) -> StreamSummary {
         as_of: snap.as_of_ms,
         held_partitions,
         partitions,
-        partition_states: snap
-            .parts
-            .iter()
-            .map(|p| PartitionStateSummary {
-                partition: p.partition,
-                n: p.n,
-                source: p.source.to_string(),
-                last_update_ms: unix_ms(p.last_update),
-                as_of: p.as_of_ms,
-                writer: p.writer.clone(),
-            })
-            .collect(),
+        partition_states: partition_states(&snap),
     }
+}
+
+/// The partitions merged into a snapshot (`state.store = "kafka"`; empty otherwise).
+fn partition_states(snap: &crate::streams::Snapshot) -> Vec<PartitionStateSummary> {
+    snap.parts
+        .iter()
+        .map(|p| PartitionStateSummary {
+            partition: p.partition,
+            n: p.n,
+            source: p.source.to_string(),
+            last_update_ms: unix_ms(p.last_update),
+            as_of: p.as_of_ms,
+            writer: p.writer.clone(),
+        })
+        .collect()
 }
 
 /// The body of `GET /v1/streams`.
@@ -627,6 +631,10 @@ pub struct StreamModel {
     /// message.
     #[schema(examples(1_700_000_000_000_u64))]
     pub as_of: Option<u64>,
+    /// With `state.store = "kafka"`: the partitions merged into the statistics the model was
+    /// extracted from, each with its n and freshness (as in the stream summary).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub partition_states: Vec<PartitionStateSummary>,
 }
 
 /// A path extracted from a stream: the path JSON of `ravel fit`, and the stream's `as_of`.
@@ -638,6 +646,10 @@ pub struct StreamPath {
     /// extracted from; null before the first timestamped message.
     #[schema(examples(1_700_000_000_000_u64))]
     pub as_of: Option<u64>,
+    /// With `state.store = "kafka"`: the partitions merged into the statistics, as in the
+    /// model.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub partition_states: Vec<PartitionStateSummary>,
 }
 
 /// A model at one sparsity level or penalty, the same JSON (and numbers) as `ravel fit`, with
@@ -671,6 +683,7 @@ async fn model(
     let params = parse_params(body)?.check(h.p())?;
     let snap = h.snapshot();
     let as_of = snap.as_of_ms;
+    let partition_states = partition_states(&snap);
     let method = params.method();
     let hh = h.clone();
     let model = st
@@ -678,7 +691,11 @@ async fn model(
             Ok(model_from_stats(&snap.stats, &params, hh.names())?)
         })
         .await?;
-    Ok(Json(StreamModel { model, as_of }))
+    Ok(Json(StreamModel {
+        model,
+        as_of,
+        partition_states,
+    }))
 }
 
 /// Query values as JSON scalars (`k=10` -> 10, `refit=true` -> true), so that the path takes
@@ -757,6 +774,7 @@ async fn path_of(st: AppState, name: String, body: Value) -> Result<Json<StreamP
     let params = parse_params(body)?.check_path(h.p())?;
     let snap = h.snapshot();
     let as_of = snap.as_of_ms;
+    let partition_states = partition_states(&snap);
     let method = params.method();
     let hh = h.clone();
     let path = st
@@ -764,7 +782,11 @@ async fn path_of(st: AppState, name: String, body: Value) -> Result<Json<StreamP
             Ok(path_from_stats(&snap.stats, &params, hh.names())?)
         })
         .await?;
-    Ok(Json(StreamPath { path, as_of }))
+    Ok(Json(StreamPath {
+        path,
+        as_of,
+        partition_states,
+    }))
 }
 
 /// The body of `POST .../predict`: a model request and rows, as arrays or named.

@@ -1,8 +1,15 @@
 //! Checkpoint assembly on the ingest side: what a stream's checkpoint holds (its working
-//! statistics and the positions of its topic, which they cover exactly), writing those that
-//! changed, and, at start, loading them back into snapshots and positions. The file format and
-//! atomic write are `crate::checkpoint`'s; which offsets may be committed afterwards is
-//! `commit`'s.
+//! statistics and the positions of its topic, which they cover exactly), the writer thread
+//! that saves those that changed, and, at start, loading them back into snapshots and
+//! positions. The file format and atomic write are `crate::checkpoint`'s; which offsets may be
+//! committed afterwards is `commit`'s.
+//!
+//! The ingest thread only copies a changed stream's statistics and positions into a job
+//! (a memory copy: about 4 ms at p = 1000); `CheckpointWriter`'s thread encodes, writes and
+//! syncs it while the ingest thread goes on folding. The offsets a job holds become
+//! committable when its file is durable, so Kafka's committed offsets still trail the last
+//! durable checkpoint; a stream has at most one job in flight (a newer one waits for the next
+//! interval), and a failed write leaves the stream changed, to be written again.
 
 use super::fold::{ALL, Part, StreamIngest};
 use super::positions::Positions;
@@ -10,8 +17,11 @@ use crate::checkpoint::{self, Checkpoint};
 use crate::config::StreamConfig;
 use crate::metrics::Metrics;
 use crate::streams::Snapshot;
-use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
 /// The checkpoint of one stream now: its statistics and the positions of its topic.
@@ -37,50 +47,145 @@ pub fn assemble(
     }
 }
 
-/// Writes the checkpoint of every stream that changed; returns the topics whose positions are
-/// durable now (so their offsets may be committed). Without a state directory every topic
-/// counts as durable (the commits are then informational: a restart re-reads the topics from
-/// the beginning).
-pub fn write_changed(
-    streams: &mut [StreamIngest],
-    state_dir: Option<&Path>,
-    cluster_id: &Option<String>,
-    positions: &Positions,
-    metrics: &Metrics,
-) -> Vec<String> {
-    let mut durable: Vec<String> = Vec::new();
-    for s in streams {
-        let topic = s.handle.topic.clone();
-        let Some(dir) = state_dir else {
-            durable.push(topic);
-            continue;
-        };
-        let Some(whole) = s.whole().filter(|w| w.dirty) else {
-            durable.push(topic);
-            continue;
-        };
-        let cp = assemble(s, whole, cluster_id.clone(), positions);
-        let handle = s.handle.clone();
-        let name = handle.name();
-        let start = Instant::now();
-        match checkpoint::write(dir, &cp) {
-            Ok(()) => {
-                s.mark_saved(ALL);
-                durable.push(topic);
-                metrics.checkpoints.with_label_values(&[name]).inc();
-                metrics
-                    .checkpoint_seconds
-                    .with_label_values(&[name])
-                    .observe(start.elapsed().as_secs_f64());
-                tracing::debug!(stream = %name, n = cp.stats.n(), "checkpoint written");
+/// What the writer thread says of one job.
+struct Report {
+    stream: String,
+    topic: String,
+    offsets: BTreeMap<i32, i64>,
+    written: bool,
+}
+
+/// The `dir` store's writer (see the module header).
+pub struct CheckpointWriter {
+    jobs: Option<Sender<Checkpoint>>,
+    reports: Receiver<Report>,
+    thread: Option<JoinHandle<()>>,
+    /// Streams with a job not reported yet.
+    in_flight: HashSet<String>,
+    /// Topic -> the offsets of its last durable checkpoint (or, with nothing unsaved, its
+    /// positions): what may be committed.
+    durable: Positions,
+}
+
+impl CheckpointWriter {
+    /// Starts the writer thread on `dir`.
+    pub fn start(dir: PathBuf, metrics: Arc<Metrics>) -> anyhow::Result<CheckpointWriter> {
+        let (jobs, rx) = channel::<Checkpoint>();
+        let (tx, reports) = channel();
+        let thread = std::thread::Builder::new()
+            .name("ravel-checkpoints".into())
+            .spawn(move || {
+                for cp in rx {
+                    let name = cp.stream.as_str();
+                    let start = Instant::now();
+                    let written = match checkpoint::write(&dir, &cp) {
+                        Ok(()) => {
+                            metrics.checkpoints.with_label_values(&[name]).inc();
+                            metrics
+                                .checkpoint_seconds
+                                .with_label_values(&[name])
+                                .observe(start.elapsed().as_secs_f64());
+                            tracing::debug!(stream = %name, n = cp.stats.n(), "checkpoint written");
+                            true
+                        }
+                        Err(e) => {
+                            metrics.checkpoint_failures.with_label_values(&[name]).inc();
+                            tracing::error!(stream = %name, error = %format!("{e:#}"), "checkpoint failed; offsets not committed");
+                            false
+                        }
+                    };
+                    let report = Report {
+                        stream: cp.stream,
+                        topic: cp.topic,
+                        offsets: cp.offsets,
+                        written,
+                    };
+                    if tx.send(report).is_err() {
+                        break;
+                    }
+                }
+            })
+            .map_err(|e| anyhow::anyhow!("cannot start the checkpoint writer: {e}"))?;
+        Ok(CheckpointWriter {
+            jobs: Some(jobs),
+            reports,
+            thread: Some(thread),
+            in_flight: HashSet::new(),
+            durable: Positions::new(),
+        })
+    }
+
+    /// Hands the checkpoint of every changed stream without a job in flight to the writer
+    /// thread; a stream with nothing unsaved and nothing in flight is durable where it stands.
+    pub fn submit(
+        &mut self,
+        streams: &mut [StreamIngest],
+        cluster_id: &Option<String>,
+        positions: &Positions,
+    ) {
+        self.collect(streams);
+        for s in streams.iter_mut() {
+            let name = s.handle.name().to_string();
+            if self.in_flight.contains(&name) {
+                continue;
             }
-            Err(e) => {
-                metrics.checkpoint_failures.with_label_values(&[name]).inc();
-                tracing::error!(stream = %name, error = %format!("{e:#}"), "checkpoint failed; offsets not committed");
+            let topic = s.handle.topic.clone();
+            let Some(whole) = s.whole().filter(|w| w.dirty) else {
+                let at = positions.get(&topic).cloned().unwrap_or_default();
+                self.durable.insert(topic, at);
+                continue;
+            };
+            let cp = assemble(s, whole, cluster_id.clone(), positions);
+            let sent = self.jobs.as_ref().is_some_and(|j| j.send(cp).is_ok());
+            if sent {
+                s.mark_saved(ALL);
+                self.in_flight.insert(name);
+            } else {
+                tracing::error!(stream = %name, "the checkpoint writer has stopped; offsets not committed");
             }
         }
     }
-    durable
+
+    /// Takes the writer's reports: written jobs make their offsets committable, failed ones
+    /// leave their stream changed.
+    fn collect(&mut self, streams: &mut [StreamIngest]) {
+        while let Ok(r) = self.reports.try_recv() {
+            self.report(r, streams);
+        }
+    }
+
+    fn report(&mut self, r: Report, streams: &mut [StreamIngest]) {
+        self.in_flight.remove(&r.stream);
+        if r.written {
+            self.durable.insert(r.topic, r.offsets);
+        } else if let Some(s) = streams.iter_mut().find(|s| s.handle.name() == r.stream) {
+            s.touch(ALL);
+        }
+    }
+
+    /// Waits until every job in flight is written (or failed): the last checkpoint at shutdown.
+    pub fn flush(&mut self, streams: &mut [StreamIngest]) {
+        while !self.in_flight.is_empty() {
+            match self.reports.recv() {
+                Ok(r) => self.report(r, streams),
+                Err(_) => break,
+            }
+        }
+    }
+
+    /// Each stream topic's committable offsets (absent: nothing durable yet).
+    pub fn durable(&self) -> &Positions {
+        &self.durable
+    }
+}
+
+impl Drop for CheckpointWriter {
+    fn drop(&mut self) {
+        self.jobs.take();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 /// What the checkpoints restore: stream -> initial snapshot, positions, stream -> cluster id.

@@ -48,6 +48,28 @@ pub mod rejections;
 
 pub use crate::kafka::{KafkaClients, client_config};
 pub(crate) use crate::lock;
+
+/// Asks the cluster with short timeouts until it answers, 10 s pass or shutdown is triggered:
+/// the start-up requests (cluster id, watermarks, partition counts) to an unreachable cluster
+/// must not hold a SIGTERM for their whole timeout each (it took 27 s with one stream).
+fn patiently<T>(shutdown: &Shutdown, mut ask: impl FnMut(Duration) -> Option<T>) -> Option<T> {
+    const TOTAL: Duration = Duration::from_secs(10);
+    let start = Instant::now();
+    loop {
+        let attempt = Instant::now();
+        let left = TOTAL.saturating_sub(start.elapsed());
+        if let Some(v) = ask(left.min(Duration::from_millis(500))) {
+            return Some(v);
+        }
+        if shutdown.is_triggered() || start.elapsed() >= TOTAL {
+            return None;
+        }
+        // A refused connection fails at once: do not spin.
+        if attempt.elapsed() < Duration::from_millis(100) {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
 pub use checkpoints::{Restored, load_checkpoints};
 pub use positions::Positions;
 
@@ -69,7 +91,6 @@ use rdkafka::message::{BorrowedMessage, Message};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use rebalance::{Change, IngestContext, Restore};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -101,8 +122,8 @@ pub struct IngestSetup {
 enum Store {
     /// Nothing: the offsets are committed as they are.
     None,
-    /// `state.dir`: one checkpoint per stream.
-    Dir(PathBuf),
+    /// `state.dir`: one checkpoint per stream, written on the writer's thread.
+    Dir(checkpoints::CheckpointWriter),
     /// The state topic: one record per partition.
     Kafka {
         writer: StateWriter,
@@ -193,7 +214,8 @@ impl Ingest {
                 )
             })?;
 
-        let cluster_id = consumer.client().fetch_cluster_id(Duration::from_secs(10));
+        let shutdown = &setup.shutdown;
+        let cluster_id = patiently(shutdown, |t| consumer.client().fetch_cluster_id(t));
         match &cluster_id {
             Some(id) => {
                 tracing::info!(cluster_id = %id, brokers = %brokers, "connected to Kafka")
@@ -217,7 +239,9 @@ impl Ingest {
             let positions = lock(&positions);
             for (topic, parts) in positions.iter() {
                 for (&p, &next) in parts {
-                    match consumer.fetch_watermarks(topic, p, Duration::from_secs(10)) {
+                    let watermarks =
+                        patiently(shutdown, |t| consumer.fetch_watermarks(topic, p, t).ok());
+                    match watermarks.ok_or("no answer from the cluster") {
                         Ok((low, high)) => match positions::check(next, low, high) {
                             Checked::PastEnd => bail!(
                                 "checkpoint says partition {topic}/{p} was read up to offset {next}, but the topic ends at {high}: \
@@ -257,7 +281,7 @@ impl Ingest {
         // How many partitions each topic has: ready needs all of them (rebalance.rs).
         let mut totals = std::collections::BTreeMap::new();
         for topic in &topics {
-            if let Ok(md) = consumer.fetch_metadata(Some(topic), Duration::from_secs(10))
+            if let Some(md) = patiently(shutdown, |t| consumer.fetch_metadata(Some(topic), t).ok())
                 && let Some(t) = md.topics().first()
                 && !t.partitions().is_empty()
             {
@@ -299,7 +323,10 @@ impl Ingest {
                     reader: reader.clone(),
                 }
             }
-            (None, Some(dir)) => Store::Dir(dir),
+            (None, Some(dir)) => Store::Dir(checkpoints::CheckpointWriter::start(
+                dir,
+                setup.metrics.clone(),
+            )?),
             (None, None) => Store::None,
         };
         let mut streams = Vec::new();
@@ -506,7 +533,7 @@ impl Ingest {
     /// cover. Without a state directory the offsets are committed as they are (informational:
     /// a restart then re-reads the topics from the beginning).
     fn checkpoint_and_commit(&mut self, mode: CommitMode) {
-        let positions = lock(&self.positions).clone();
+        let mut positions = lock(&self.positions).clone();
         let (durable, saved_partitions) = match &mut self.store {
             Store::Kafka { writer, .. } => {
                 let saved = write_states(
@@ -523,24 +550,34 @@ impl Ingest {
                     .collect();
                 (topics, Some(saved))
             }
-            Store::Dir(dir) => (
-                checkpoints::write_changed(
-                    &mut self.streams,
-                    Some(dir),
-                    &self.cluster_id,
-                    &positions,
-                    &self.metrics,
-                ),
-                None,
-            ),
+            Store::Dir(writer) => {
+                writer.submit(&mut self.streams, &self.cluster_id, &positions);
+                if matches!(mode, CommitMode::Sync) {
+                    writer.flush(&mut self.streams);
+                }
+                // A stream topic is committed up to its last durable checkpoint's offsets.
+                let mut topics = Vec::new();
+                for s in &self.streams {
+                    let topic = &s.handle.topic;
+                    match writer.durable().get(topic) {
+                        Some(at) => {
+                            positions.insert(topic.clone(), at.clone());
+                            topics.push(topic.clone());
+                        }
+                        None => {
+                            positions.remove(topic);
+                        }
+                    }
+                }
+                (topics, None)
+            }
+            // Without saved state the offsets are committed as read (informational: a
+            // restart re-reads the topics from the beginning).
             Store::None => (
-                checkpoints::write_changed(
-                    &mut self.streams,
-                    None,
-                    &self.cluster_id,
-                    &positions,
-                    &self.metrics,
-                ),
+                self.streams
+                    .iter()
+                    .map(|s| s.handle.topic.clone())
+                    .collect(),
                 None,
             ),
         };
@@ -677,8 +714,14 @@ impl Ingest {
             self.pause(topic, partition);
             return 0;
         }
-        if positions::next(&lock(&self.positions), topic, partition).is_some_and(|n| offset < n) {
+        let next = positions::next(&lock(&self.positions), topic, partition);
+        if next.is_some_and(|n| offset < n) {
             return 0;
+        }
+        if let Some(n) = next
+            && offset > n
+        {
+            self.check_deleted(target, topic, partition, n, offset);
         }
         let dead_letters = self.dead_letters.as_ref();
         let rows = match target {
@@ -708,6 +751,55 @@ impl Ingest {
         };
         positions::read(&mut lock(&self.positions), topic, partition, offset);
         rows
+    }
+
+    /// A message past the partition's position: the offsets between are either not messages
+    /// (transaction markers, compacted records) or were deleted by retention before they were
+    /// read. The partition's log start (cached from the fetch that brought this message) tells
+    /// them apart; deleted messages are logged as an error and counted.
+    fn check_deleted(&self, target: Target, topic: &str, partition: i32, next: i64, offset: i64) {
+        let Some(low) = self.cached_log_start(topic, partition) else {
+            return;
+        };
+        if low <= next {
+            return;
+        }
+        let lost = low.min(offset) - next;
+        let stream = match target {
+            Target::Rows(i) => self.streams[i].handle.name().to_string(),
+            Target::Features(i) => self.features[i].live.handle.name().to_string(),
+        };
+        self.metrics
+            .ingest_lost_messages
+            .with_label_values(&[&stream])
+            .inc_by(lost as u64);
+        tracing::error!(
+            stream = %stream, topic = %topic, partition, position = next, log_start = low, lost,
+            "{lost} messages of {topic}/{partition} were deleted before they were read (retention): \
+             the partition was read up to offset {next} and its log now starts at {low}; \
+             their rows are not in the statistics"
+        );
+    }
+
+    /// The partition's log start as librdkafka last heard it (every fetch response carries
+    /// it). rdkafka's safe API has only `fetch_watermarks`, a broker round trip per call.
+    fn cached_log_start(&self, topic: &str, partition: i32) -> Option<i64> {
+        use rdkafka::bindings::{rd_kafka_get_watermark_offsets, rd_kafka_resp_err_t};
+        let topic = std::ffi::CString::new(topic).ok()?;
+        let (mut low, mut high) = (-1_i64, -1_i64);
+        // SAFETY: the client handle is valid while `self.consumer` is borrowed, the topic is a
+        // NUL-terminated string that outlives the call, and librdkafka only reads its cached
+        // watermarks (under the partition's lock) into the two out parameters.
+        let err = unsafe {
+            rd_kafka_get_watermark_offsets(
+                self.consumer.client().native_ptr(),
+                topic.as_ptr(),
+                partition,
+                &mut low,
+                &mut high,
+            )
+        };
+        (err == rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR && low >= 0).then_some(low)
     }
 
     fn pause(&self, topic: &str, partition: i32) {

@@ -297,3 +297,51 @@ fn huge_values_are_refused_as_overflow_and_change_nothing() {
         assert!(stats.is_finite() && stats.sxx_at(0, 0).is_finite(), "{s}");
     }
 }
+
+/// E[x x^T] is stored as its lower triangle: every schedule, row by row and in batches large
+/// enough for the parallel kernel, and a merge, load back bit for bit (so the fold never
+/// leaves anything in the upper triangle); the full matrix of older checkpoints still loads.
+#[test]
+fn serialized_statistics_hold_the_lower_triangle_and_load_back_exactly() {
+    let p = 40;
+    let (x, y) = rows(9, 3000, p);
+    for s in SCHEDULES {
+        let sched: AlphaSchedule = s.parse().unwrap();
+        let mut st = RunningStats::new(p, sched.clone());
+        for i in 0..5 {
+            st.update(&x[i * p..(i + 1) * p], y[i]).unwrap();
+        }
+        st.update_batch(&x[5 * p..], &y[5..]).unwrap();
+        if sched == AlphaSchedule::Plain {
+            let mut other = RunningStats::new(p, sched.clone());
+            other.update_batch(&x[..100 * p], &y[..100]).unwrap();
+            st.merge(&other).unwrap();
+        }
+        let json = serde_json::to_value(&st).unwrap();
+        let packed = json["sxx_lower"].as_array().unwrap();
+        assert_eq!(packed.len(), p * (p + 1) / 2, "{s}");
+        assert!(json.get("sxx").is_none(), "{s}");
+        let back: RunningStats = serde_json::from_value(json.clone()).unwrap();
+        assert_eq!(back, st, "{s}");
+        // The same statistics in the earlier form: the full column-major matrix.
+        let mut full = vec![0.0; p * p];
+        let mut at = 0;
+        for j in 0..p {
+            for i in j..p {
+                full[j * p + i] = packed[at].as_f64().unwrap();
+                at += 1;
+            }
+        }
+        let mut old = json.clone();
+        let obj = old.as_object_mut().unwrap();
+        obj.remove("sxx_lower");
+        obj.insert("sxx".into(), serde_json::json!(full));
+        let back: RunningStats = serde_json::from_value(old).unwrap();
+        assert_eq!(back, st, "{s}");
+        // A triangle of the wrong length is refused by validate, not unpacked.
+        let mut short = json;
+        short["sxx_lower"].as_array_mut().unwrap().pop();
+        let bad: RunningStats = serde_json::from_value(short).unwrap();
+        assert!(bad.validate().is_err(), "{s}");
+    }
+}

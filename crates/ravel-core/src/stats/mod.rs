@@ -71,7 +71,10 @@ pub const MAX_ABS_VALUE: f64 = 1e150;
 /// The running averages of one stream, around the shift (s, t) (see the module header). The
 /// serialized names of the moments are those of the raw moments they were before the shift
 /// existed: a checkpoint written then loads with s = 0 and t = 0, which is what it holds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// E\[x x^T\] is serialized as its lower triangle, column by column (`sxx_lower`, p(p+1)/2
+/// values: half the bytes of a checkpoint or state record); the full matrix (`sxx`) of
+/// earlier checkpoints still loads.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(from = "StoredStats")]
 pub struct RunningStats {
     p: usize,
@@ -100,7 +103,8 @@ pub struct RunningStats {
     shift_y: f64,
 }
 
-/// `RunningStats` as stored; checkpoints written before the shift existed have none.
+/// `RunningStats` as stored; checkpoints written before the shift existed have none, and
+/// those written before the packed triangle hold the full `sxx`.
 #[derive(Deserialize)]
 struct StoredStats {
     p: usize,
@@ -108,7 +112,10 @@ struct StoredStats {
     weight: f64,
     mean_x: Vec<f64>,
     mean_y: f64,
+    #[serde(default)]
     sxx: Vec<f64>,
+    #[serde(default)]
+    sxx_lower: Option<Vec<f64>>,
     sxy: Vec<f64>,
     syy: f64,
     schedule: AlphaSchedule,
@@ -131,12 +138,65 @@ impl From<StoredStats> for RunningStats {
             weight: s.weight,
             dx: s.mean_x,
             dy: s.mean_y,
-            dxx: s.sxx,
+            dxx: match s.sxx_lower {
+                Some(lower) => unpack_lower(lower, s.p),
+                None => s.sxx,
+            },
             dxy: s.sxy,
             dyy: s.syy,
             schedule: s.schedule,
             shift_y: s.shift_y,
         }
+    }
+}
+
+/// The lower triangle of a column-major p x p matrix, column by column.
+struct LowerTriangle<'a>(&'a [f64], usize);
+
+impl Serialize for LowerTriangle<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let (m, p) = (self.0, self.1);
+        if m.len() != p * p {
+            // Not a p x p matrix (statistics that fail `validate`): written as they are, so
+            // that they are refused again when read, not cut here.
+            return s.collect_seq(m);
+        }
+        s.collect_seq((0..p).flat_map(|j| m[j * p + j..(j + 1) * p].iter()))
+    }
+}
+
+/// The full column-major matrix (upper triangle zero, as the fold leaves it) of a packed lower
+/// triangle; a triangle of the wrong length is kept as it is, for `validate` to refuse.
+fn unpack_lower(lower: Vec<f64>, p: usize) -> Vec<f64> {
+    if lower.len() != p * (p + 1) / 2 {
+        return lower;
+    }
+    let mut m = vec![0.0; p * p];
+    let mut at = 0;
+    for j in 0..p {
+        let len = p - j;
+        m[j * p + j..(j + 1) * p].copy_from_slice(&lower[at..at + len]);
+        at += len;
+    }
+    m
+}
+
+impl Serialize for RunningStats {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("RunningStats", 11)?;
+        st.serialize_field("p", &self.p)?;
+        st.serialize_field("n", &self.n)?;
+        st.serialize_field("weight", &self.weight)?;
+        st.serialize_field("mean_x", &self.dx)?;
+        st.serialize_field("mean_y", &self.dy)?;
+        st.serialize_field("sxx_lower", &LowerTriangle(&self.dxx, self.p))?;
+        st.serialize_field("sxy", &self.dxy)?;
+        st.serialize_field("syy", &self.dyy)?;
+        st.serialize_field("schedule", &self.schedule)?;
+        st.serialize_field("shift_x", &self.shift_x)?;
+        st.serialize_field("shift_y", &self.shift_y)?;
+        st.end()
     }
 }
 

@@ -1,0 +1,142 @@
+//! Issue 10: rows deleted by the broker's retention before ravel read them are not lost
+//! silently. ravel reads a stream, stops (checkpoint), the topic grows past what its partition
+//! keeps (the embedded broker keeps 5 MB per partition), and the restarted service finds its
+//! checkpoint's offset below the partition's log start: it logs the gap and counts it in
+//! `ravel_ingest_lost_messages_total`, and the rows it folds plus the lost ones are all the
+//! rows produced.
+
+mod common;
+
+use common::{DEADLINE, Proc, client, ravel, sample, serve};
+use serde_json::Value;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+const TOPIC: &str = "t.retention";
+const P: usize = 50;
+
+fn produce(brokers: &str, n: usize, seed: u64) {
+    let design = format!("p={P},k=5,n={n},seed={seed}");
+    ravel(&[
+        "produce",
+        "--brokers",
+        brokers,
+        "--topic",
+        TOPIC,
+        "--synthetic",
+        &design,
+        "--wire-format",
+        "json",
+        "--batch-rows",
+        "1",
+        "--quiet",
+    ]);
+}
+
+fn rows(base: &str) -> u64 {
+    let v: Value = client()
+        .get(format!("{base}/v1/streams/r"))
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    v["n"].as_u64().unwrap_or(0)
+}
+
+fn wait_rows(base: &str, want: impl Fn(u64) -> bool) -> u64 {
+    let start = Instant::now();
+    loop {
+        let n = rows(base);
+        if want(n) {
+            return n;
+        }
+        assert!(start.elapsed() < DEADLINE, "stream stuck at n = {n}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn metric(base: &str, name: &str) -> f64 {
+    let text = client()
+        .get(format!("{base}/metrics"))
+        .send()
+        .unwrap()
+        .text()
+        .unwrap();
+    sample(&text, name).unwrap_or_else(|| panic!("no {name} in /metrics"))
+}
+
+fn write_config(dir: &Path) {
+    let config = format!(
+        r#"
+[http]
+addr = "127.0.0.1:0"
+[kafka]
+group_id = "retention"
+[state]
+dir = "{}/state"
+checkpoint_interval_ms = 200
+[demo]
+enabled = false
+[[streams]]
+name = "r"
+topic = "{TOPIC}"
+features = {P}
+"#,
+        dir.display()
+    );
+    std::fs::write(dir.join("ravel.toml"), config).unwrap();
+}
+
+#[test]
+fn messages_deleted_before_they_were_read_are_logged_and_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let topic = format!("{TOPIC}:1");
+    let (_broker, brokers) = Proc::start(
+        "ravel broker",
+        &["broker", "--topic", &topic],
+        &[],
+        &dir.path().join("broker.log"),
+    );
+    write_config(dir.path());
+
+    // 200 rows read and checkpointed, then the service stops.
+    produce(&brokers, 200, 1);
+    let (mut first, base) = serve(dir.path(), &brokers, 0);
+    wait_rows(&base, |n| n == 200);
+    assert_eq!(
+        metric(&base, "ravel_ingest_lost_messages_total{stream=\"r\"}"),
+        0.0
+    );
+    first.signal("-TERM");
+    assert!(first.wait());
+
+    // About 9 MB of JSON rows (one per message) while it is down: the partition keeps 5 MB,
+    // so the oldest messages, the 200 read ones and some never read, are deleted.
+    let later = 9000;
+    produce(&brokers, later, 2);
+    let produced = 200 + later as u64;
+
+    let (mut second, base) = serve(dir.path(), &brokers, 1);
+    // Every message still on the partition is read: the position reaches the end.
+    let start = Instant::now();
+    let (n, lost) = loop {
+        let n = rows(&base);
+        let lost = metric(&base, "ravel_ingest_lost_messages_total{stream=\"r\"}") as u64;
+        if lost > 0 && n + lost == produced {
+            break (n, lost);
+        }
+        assert!(
+            start.elapsed() < DEADLINE,
+            "n = {n}, lost = {lost}, produced = {produced}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(n > 200 && n < produced, "n = {n}");
+    second.signal("-TERM");
+    assert!(second.wait());
+    let log = std::fs::read_to_string(dir.path().join("serve1.log")).unwrap();
+    assert!(
+        log.contains("deleted before they were read") && log.contains(&format!("{lost}")),
+        "{log}"
+    );
+}
