@@ -194,7 +194,12 @@ impl StreamIngest {
 
     /// Folds each part's pending rows in one batch update, then publishes the view when it
     /// changed (rows folded, or newer states of other replicas' partitions in `remote`).
-    pub fn fold(&mut self, metrics: &Metrics, remote: Option<&StateReader>) {
+    ///
+    /// An error when the statistics refuse a batch whose every message was validated (a bug:
+    /// nothing a producer sends gets there): the positions have already moved past those
+    /// rows, so the ingest stops rather than go on without them; the statistics stay the last
+    /// good ones and nothing after them is checkpointed, so a restart reads the rows again.
+    pub fn fold(&mut self, metrics: &Metrics, remote: Option<&StateReader>) -> anyhow::Result<()> {
         let name = self.handle.name().to_string();
         let start = Instant::now();
         let (mut rows, mut new_alarms) = (0usize, 0u64);
@@ -216,16 +221,14 @@ impl StreamIngest {
                 // rather than published and saved (a checkpoint would hold `null` and not
                 // load): the working statistics go back to the last good ones.
                 Ok(()) if !part.stats.is_finite() => {
-                    tracing::error!(
-                        stream = %name,
-                        partition = key,
-                        rows = batch,
-                        "a validated batch made the statistics non-finite; batch refused"
-                    );
                     part.stats = match before {
                         Some(b) => b,
                         None => self.handle.snapshot().stats.clone(),
                     };
+                    anyhow::bail!(
+                        "stream '{name}' (partition {key}): a validated batch of {batch} rows made the statistics non-finite; \
+                         ingest stops so that no row is skipped (the last checkpoint holds the statistics before it)"
+                    );
                 }
                 Ok(()) => {
                     let drift = part.stats.drift_status();
@@ -255,9 +258,10 @@ impl StreamIngest {
                 }
                 // Every message was validated on its own, so this is a bug; the statistics
                 // are untouched (update_batch checks before it changes anything).
-                Err(e) => {
-                    tracing::error!(stream = %name, rows = batch, error = %e, "validated batch refused by the statistics")
-                }
+                Err(e) => anyhow::bail!(
+                    "stream '{name}' (partition {key}): a validated batch of {batch} rows was refused by the statistics ({e}); \
+                     ingest stops so that no row is skipped (the last checkpoint holds the statistics before it)"
+                ),
             }
             part.x.clear();
             part.y.clear();
@@ -265,7 +269,7 @@ impl StreamIngest {
         }
         let remote_changed = remote.is_some_and(|r| r.version() != self.remote_version);
         if rows == 0 && !remote_changed {
-            return;
+            return Ok(());
         }
         if let Some(r) = remote {
             self.remote_version = r.version();
@@ -324,6 +328,7 @@ impl StreamIngest {
                 .with_label_values(&[&name])
                 .observe(start.elapsed().as_secs_f64());
         }
+        Ok(())
     }
 
     /// The stream as readers see it: the `dir` store's one part, or the merge of the parts
@@ -441,6 +446,38 @@ fn unix_ms(t: SystemTime) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::StreamConfig;
+
+    /// Issue 10 item 5: rows that reach the fold without passing validation (a bug, never a
+    /// producer's message) stop the ingest with an error instead of being dropped after the
+    /// positions moved past them, and the statistics stay the last good ones.
+    #[test]
+    fn a_batch_the_statistics_refuse_stops_the_fold_and_changes_nothing() {
+        let config: StreamConfig =
+            toml::from_str("name = \"s\"\ntopic = \"t\"\nfeatures = 2\n").unwrap();
+        let empty = Stats::new(config.task, 2, ravel_core::stats::AlphaSchedule::Plain);
+        let handle =
+            Arc::new(StreamHandle::new(config, Snapshot::whole(empty, None, None)).unwrap());
+        let metrics = Metrics::new();
+        let mut s = StreamIngest::new(handle.clone(), false);
+        let part = s.parts.get_mut(&ALL).unwrap();
+        part.x.extend([1.0, 2.0, 3.0, 4.0]);
+        part.y.extend([1.0, 2.0]);
+        s.fold(&metrics, None).unwrap();
+        assert_eq!(handle.snapshot().stats.n(), 2);
+        for bad in [f64::NAN, 1e200] {
+            let part = s.parts.get_mut(&ALL).unwrap();
+            part.x.extend([5.0, bad]);
+            part.y.push(3.0);
+            let e = s.fold(&metrics, None).unwrap_err().to_string();
+            assert!(e.contains("ingest stops") && e.contains("'s'"), "{e}");
+            assert_eq!(s.whole().unwrap().stats.n(), 2);
+            assert_eq!(handle.snapshot().stats.n(), 2);
+            let part = s.parts.get_mut(&ALL).unwrap();
+            part.x.clear();
+            part.y.clear();
+        }
+    }
 
     #[test]
     fn ages_are_never_negative_and_skew_beyond_the_allowance_is_not_an_age() {

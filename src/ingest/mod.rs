@@ -335,7 +335,7 @@ impl Ingest {
             by_topic.insert(handle.topic.clone(), Target::Rows(streams.len()));
             let mut s = StreamIngest::new(handle.clone(), setup.state_reader.is_some());
             if let Some(r) = &setup.state_reader {
-                s.fold(&setup.metrics, Some(r));
+                s.fold(&setup.metrics, Some(r))?;
             }
             streams.push(s);
         }
@@ -375,7 +375,7 @@ impl Ingest {
         while !self.shutdown.is_triggered() {
             if self.gather() > 0 || matches!(self.store, Store::Kafka { .. }) {
                 // With the kafka store, also when only the others' states changed.
-                self.fold();
+                self.fold()?;
             }
             self.publish_features()?;
             self.dead_letter_outcomes();
@@ -386,7 +386,7 @@ impl Ingest {
         }
         // Stop consuming: nothing is gathered any more; save what was applied and commit it.
         tracing::info!("ingest stopping: last checkpoint and commit");
-        self.fold();
+        self.fold()?;
         self.checkpoint_and_commit(CommitMode::Sync);
         Ok(())
     }
@@ -495,14 +495,15 @@ impl Ingest {
 
     /// Folds each stream's pending rows in one batch update and publishes the view (also
     /// when only the others' states changed).
-    fn fold(&mut self) {
+    fn fold(&mut self) -> anyhow::Result<()> {
         let remote = match &self.store {
             Store::Kafka { reader, .. } => Some(reader.as_ref()),
             _ => None,
         };
         for s in &mut self.streams {
-            s.fold(&self.metrics, remote);
+            s.fold(&self.metrics, remote)?;
         }
+        Ok(())
     }
 
     /// Applies the partitions that came or went in a rebalance (`kafka` store) to the
