@@ -25,6 +25,8 @@
 //! - [`streams`]: each stream's statistics snapshot, swapped after every batch for readers.
 //! - [`feature_streams`]: each feature stream's snapshot for readers (the selection, offsets
 //!   read, recent rejections); imports nothing of ingest.
+//! - [`history`]: each stream's default model, alpha, effective sample size and drift
+//!   alarms over time, in a bounded ring (`GET /v1/streams/{name}/history`).
 //! - [`checkpoint`]: statistics + next offsets persisted atomically, for exact restarts.
 //! - [`state_store`]: the same per partition in a compacted Kafka topic, for replicas that
 //!   share a consumer group (`state.store = "kafka"`).
@@ -44,6 +46,7 @@ pub mod demo;
 pub mod feature_streams;
 pub mod fit;
 pub mod health;
+pub mod history;
 pub mod http;
 pub mod ingest;
 pub mod limits;
