@@ -11,6 +11,7 @@
 //! `/openapi.json` (see `openapi`) are built from the same list; responses are typed structs.
 
 pub mod auth;
+mod console;
 pub mod error;
 mod features;
 pub mod openapi;
@@ -201,6 +202,7 @@ pub fn router_and_openapi(
     let spec =
         Arc::new(serde_json::to_string_pretty(&api).expect("the OpenAPI document serializes"));
     let router = router
+        .merge(console::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::Extension(openapi::Spec(spec)))
