@@ -930,8 +930,8 @@ impl Config {
                 bail!(
                     "stream '{}': features = {} sets p = {}, so two copies of its {} statistics \
                      (ingest's and the readers' snapshot, each a p x p matrix of second moments \
-                     per class), one extraction and a batch of ingest.max_batch_rows = {} rows \
-                     would need an estimated {est}, over limits.max_memory = {} ({}). {advice}",
+                     per class), one extraction, a batch of ingest.max_batch_rows = {} rows and \
+                     its model history ([history]) would need an estimated {est}, over limits.max_memory = {} ({}). {advice}",
                     s.name,
                     match &s.features {
                         FeatureSchema::Count(p) => p.to_string(),
@@ -1450,5 +1450,22 @@ mod tests {
         }
         let e = load(&many, &[]).unwrap_err();
         assert!(e.contains("the 4 streams together"), "{e}");
+        // The model history counts: p = 1000 fits in 100 MB, but not with a full history of
+        // 100 000 points of 1000 coefficients (about 1.2 GB); bad history settings name the
+        // stream and the field.
+        let one = format!(
+            "{base}[limits]\nmax_memory = \"100MB\"\n[[streams]]\nname = \"h\"\nfeatures = 1000\n"
+        );
+        assert!(load(&one, &[]).is_ok());
+        let e = load(
+            &format!("{one}history = {{ length = 100000, k = 1000 }}\n"),
+            &[],
+        )
+        .unwrap_err();
+        assert!(e.contains("stream 'h'") && e.contains("history"), "{e}");
+        let e = load(&format!("{one}history = {{ interval_ms = 5 }}\n"), &[]).unwrap_err();
+        assert!(e.contains("stream 'h': history: interval_ms"), "{e}");
+        let e = load(&format!("{one}[history]\nlength = 0\n"), &[]).unwrap_err();
+        assert!(e.contains("history: length"), "{e}");
     }
 }

@@ -31,6 +31,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// The service's bearer token (http.token): the page writes only with it.
+const TOKEN: &str = "console-test-token-0123456789";
+
 /// Phases of the test: errors are allowed only where the test provokes them.
 const NORMAL: usize = 0;
 /// Bad inputs: the API's 4xx answers are logged by Chromium as failed loads.
@@ -254,6 +257,7 @@ fn the_console_in_a_real_browser() {
             r#"
 [http]
 addr = "127.0.0.1:{port}"
+token = "{TOKEN}"
 [demo]
 rows_per_second = 400
 features_per_second = 40
@@ -593,6 +597,39 @@ alpha = "adaptive"
     wait_for("the unknown stream message", DEADLINE, || {
         let t = text(&tab, "[data-error=\"unknown_stream\"]");
         (t.contains("nope") && text(&tab, "main").contains("demo-features")).then_some(())
+    });
+    // Read-only without the token: no labels form; with a wrong token the write is refused
+    // with the API's message.
+    tab.navigate_to(&format!("{base}/#/feature-streams/demo-features"))
+        .unwrap();
+    wait_for("the read-only labels section", DEADLINE, || {
+        (text(&tab, "#labels-box").contains("Read-only") && count(&tab, "#labels-input") == 0)
+            .then_some(())
+    });
+    let send_labels = |token: &str| {
+        js(&tab, "document.getElementById('token').focus()");
+        tab.type_str(token).unwrap().press_key("Enter").unwrap();
+        wait_for("the labels form", DEADLINE, || {
+            (count(&tab, "#labels-input") == 1).then_some(())
+        });
+        // 200 labels: set, not typed key by key (that takes minutes over the protocol).
+        js(
+            &tab,
+            "(() => { const t = document.getElementById('labels-input'); t.focus(); \
+             t.value = JSON.stringify(Array(200).fill(1)); \
+             document.querySelector('#labels-box button[type=submit]').click(); return 1; })()",
+        );
+    };
+    send_labels("not-the-token-at-all");
+    wait_for("the unauthorized message", DEADLINE, || {
+        (count(&tab, "#labels-box [data-error=\"unauthorized\"]") == 1).then_some(())
+    });
+    // With the token the write gets past authorization to the handler, which refuses new
+    // labels once features were selected with the old ones, saying why.
+    send_labels(TOKEN);
+    wait_for("the labels conflict message", DEADLINE, || {
+        let t = text(&tab, "#labels-box [data-error=\"labels_conflict\"]");
+        t.contains("cannot change").then_some(())
     });
     tab.navigate_to(&format!("{base}/#/elsewhere")).unwrap();
     wait_for("the unknown page message", DEADLINE, || {

@@ -158,7 +158,8 @@ function route() {
   app.generation += 1;
   clearTimeout(app.timer);
   const main = $('#view');
-  main.replaceChildren();
+  // Until a view has its first answer: never an empty page.
+  main.replaceChildren(h('p', { class: 'muted', id: 'loading' }, 'Loading…'));
   const parts = location.hash.replace(/^#\/?/, '').split('/').filter(Boolean).map(decodeURIComponent);
   let view;
   if (parts.length === 0) view = streamsView(main);
@@ -167,6 +168,7 @@ function route() {
   else if (parts[0] === 'feature-streams' && parts.length === 2) view = featureView(main, parts[1]);
   else {
     view = null;
+    loaded();
     main.append(h('h1', {}, 'Unknown page'),
       errorBox({ code: 'unknown_page', message: 'The console has no page "' + location.hash + '".' }),
       h('p', {}, h('a', { href: '#/' }, 'Back to the streams')));
@@ -217,7 +219,13 @@ function rate(name, n) {
   return r.rate;
 }
 
+function loaded() {
+  const l = $('#loading');
+  if (l) l.remove();
+}
+
 function streamsView(main) {
+  loaded();
   main.append(h('h1', {}, 'Streams'));
   const obs = h('div', { class: 'scroll' });
   const feat = h('div', { class: 'scroll' });
@@ -330,6 +338,7 @@ function highlight(svg, name) {
 // ---- one stream: path and model ---------------------------------------------------------
 
 function streamHeader(main, st, active) {
+  loaded();
   const base = '#/streams/' + enc(st.name);
   main.append(h('h1', {}, st.name, h('span', { class: 'muted' }, ' · ' + st.task + ', p = ' + st.p)),
     h('div', { class: 'cards', id: 'stream-cards' }),
@@ -608,6 +617,7 @@ function featureView(main, name) {
     },
   };
   function build(f) {
+    loaded();
     main.append(h('h1', {}, f.name, h('span', { class: 'muted' }, ' · feature stream, ' + f.method + ', loss ' + f.loss_name)),
       h('div', { class: 'cards', id: 'feature-cards' }),
       h('div', { class: 'grid2' },
