@@ -656,6 +656,24 @@ alpha = "adaptive"
         (hidden == json!(true) && count(&tab, "#view h1") == 1).then_some(())
     });
 
+    // The page and its assets are served with their types; an unknown asset is a JSON 404.
+    for (path, ctype) in [
+        ("/", "text/html"),
+        ("/ui/app.js", "text/javascript"),
+        ("/ui/app.css", "text/css"),
+    ] {
+        let r = client().get(format!("{base}{path}")).send().unwrap();
+        assert_eq!(r.status().as_u16(), 200, "{path}");
+        let got = r.headers()["content-type"].to_str().unwrap().to_string();
+        assert!(got.starts_with(ctype), "{path}: {got}");
+    }
+    let (status, body) = get(&base, "/ui/nope.js");
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (404, Some("not_found")),
+        "{body}"
+    );
+
     // Every request of the page: the page, its assets, or a documented route.
     let (_, doc) = get(&base, "/openapi.json");
     let ops: Vec<(String, String)> = doc["paths"]
