@@ -30,7 +30,8 @@
 //! - [`checkpoint`]: statistics + next offsets persisted atomically, for exact restarts.
 //! - [`state_store`]: the same per partition in a compacted Kafka topic, for replicas that
 //!   share a consumer group (`state.store = "kafka"`).
-//! - [`api`]: the axum router, handlers and the JSON error type.
+//! - [`api`]: the axum router, handlers and the JSON error type; the web console (the page at
+//!   `/` and its assets, embedded).
 //! - [`metrics`]: every Prometheus metric, in one place.
 //! - [`server`]: `run(config, brokers, listener, shutdown)` and the `serve` command.
 //! - [`shutdown`]: the shutdown signal passed down to ingest and HTTP.
