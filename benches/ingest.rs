@@ -204,6 +204,7 @@ fn stream(name: &str, topic: &str, p: usize) -> StreamConfig {
         features: FeatureSchema::Count(p),
         task: Task::Regression,
         alpha: ravel_core::stats::AlphaSpec::Plain,
+        history: None,
     }
 }
 

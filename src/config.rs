@@ -33,6 +33,7 @@ pub struct Config {
     pub demo: DemoConfig,
     pub log: LogConfig,
     pub limits: LimitsConfig,
+    pub history: crate::history::HistoryConfig,
     pub streams: Vec<StreamConfig>,
     pub feature_streams: Vec<FeatureStreamConfig>,
 }
@@ -467,11 +468,16 @@ impl LimitsConfig {
 
 /// What ingest and the API keep for a stream, estimated from its configuration: two copies
 /// of the statistics (the one ingest folds into and the snapshot readers extract from), one
-/// extraction, and a batch of `max_batch_rows` rows.
-pub fn stream_memory(s: &StreamConfig, max_batch_rows: usize) -> Estimate {
+/// extraction, a batch of `max_batch_rows` rows, and the model history when full.
+pub fn stream_memory(
+    s: &StreamConfig,
+    max_batch_rows: usize,
+    history: &crate::history::HistorySpec,
+) -> Estimate {
     memory_estimate(s.p(), s.task)
         .with_copies(2)
         .with_batch(max_batch_rows as u64, s.p())
+        .with_history(history.memory_bytes())
 }
 
 /// What a feature stream keeps: its selection of s columns of n samples, and the columns
@@ -503,6 +509,9 @@ pub struct StreamConfig {
     /// shorthand `plain`, `fixed:A`, `floor:A`, `adaptive[:key=value,...]`.
     #[serde(default, deserialize_with = "string_or_table")]
     pub alpha: AlphaSpec,
+    /// This stream's model history settings, each replacing `[history]`'s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<crate::history::HistoryOverride>,
 }
 
 fn regression() -> Task {
@@ -526,6 +535,15 @@ impl StreamConfig {
             FeatureSchema::Count(_) => None,
             FeatureSchema::Names(n) => Some(n),
         }
+    }
+    /// The model history settings: `[history]` with this stream's own.
+    pub fn history(
+        &self,
+        defaults: &crate::history::HistoryConfig,
+    ) -> anyhow::Result<crate::history::HistorySpec> {
+        defaults
+            .resolve(self.history.as_ref(), self.p())
+            .map_err(|e| anyhow::anyhow!("stream '{}': history: {e}", self.name))
     }
     pub fn schedule(&self) -> anyhow::Result<AlphaSchedule> {
         self.alpha
@@ -721,6 +739,7 @@ impl Config {
                 features: FeatureSchema::Count(spec.p),
                 task: spec.task,
                 alpha: AlphaSpec::Plain,
+                history: None,
             });
         }
         if let Some(spec) = self.demo_feature_spec()?
@@ -906,13 +925,13 @@ impl Config {
                       or raise limits.max_memory.";
         let mut total = Estimate::default();
         for s in &self.streams {
-            let est = stream_memory(s, self.ingest.max_batch_rows);
+            let est = stream_memory(s, self.ingest.max_batch_rows, &s.history(&self.history)?);
             if over(&est) {
                 bail!(
                     "stream '{}': features = {} sets p = {}, so two copies of its {} statistics \
                      (ingest's and the readers' snapshot, each a p x p matrix of second moments \
-                     per class), one extraction and a batch of ingest.max_batch_rows = {} rows \
-                     would need an estimated {est}, over limits.max_memory = {} ({}). {advice}",
+                     per class), one extraction, a batch of ingest.max_batch_rows = {} rows and \
+                     its model history ([history]) would need an estimated {est}, over limits.max_memory = {} ({}). {advice}",
                     s.name,
                     match &s.features {
                         FeatureSchema::Count(p) => p.to_string(),
@@ -1431,5 +1450,22 @@ mod tests {
         }
         let e = load(&many, &[]).unwrap_err();
         assert!(e.contains("the 4 streams together"), "{e}");
+        // The model history counts: p = 1000 fits in 100 MB, but not with a full history of
+        // 100 000 points of 1000 coefficients (about 1.2 GB); bad history settings name the
+        // stream and the field.
+        let one = format!(
+            "{base}[limits]\nmax_memory = \"100MB\"\n[[streams]]\nname = \"h\"\nfeatures = 1000\n"
+        );
+        assert!(load(&one, &[]).is_ok());
+        let e = load(
+            &format!("{one}history = {{ length = 100000, k = 1000 }}\n"),
+            &[],
+        )
+        .unwrap_err();
+        assert!(e.contains("stream 'h'") && e.contains("history"), "{e}");
+        let e = load(&format!("{one}history = {{ interval_ms = 5 }}\n"), &[]).unwrap_err();
+        assert!(e.contains("stream 'h': history: interval_ms"), "{e}");
+        let e = load(&format!("{one}[history]\nlength = 0\n"), &[]).unwrap_err();
+        assert!(e.contains("history: length"), "{e}");
     }
 }

@@ -27,12 +27,15 @@
 //! - [`streams`]: each stream's statistics snapshot, swapped after every batch for readers.
 //! - [`feature_streams`]: each feature stream's snapshot for readers (the selection, offsets
 //!   read, recent rejections); imports nothing of ingest.
+//! - [`history`]: each stream's default model, alpha, effective sample size and drift
+//!   alarms over time, in a bounded ring (`GET /v1/streams/{name}/history`).
 //! - [`checkpoint`]: statistics + next offsets persisted atomically, for exact restarts.
 //! - [`topics`]: every topic ravel reads or writes, checked (and created when asked) at start;
 //!   topic names (`dlq_of`).
 //! - [`state_store`]: the same per partition in a compacted Kafka topic, for replicas that
 //!   share a consumer group (`state.store = "kafka"`).
-//! - [`api`]: the axum router, handlers and the JSON error type.
+//! - [`api`]: the axum router, handlers and the JSON error type; the web console (the page at
+//!   `/` and its assets, embedded).
 //! - [`metrics`]: every Prometheus metric, in one place.
 //! - [`server`]: `run(config, brokers, listener, shutdown)` and the `serve` command.
 //! - [`shutdown`]: the shutdown signal passed down to ingest and HTTP.
@@ -48,6 +51,7 @@ pub mod demo;
 pub mod feature_streams;
 pub mod fit;
 pub mod health;
+pub mod history;
 pub mod http;
 pub mod ingest;
 pub mod kafka;

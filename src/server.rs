@@ -83,7 +83,8 @@ pub async fn run(
                 .with_label_values(&[&sc.name])
                 .set(ms as f64 / 1000.0);
         }
-        handles.push(StreamHandle::new(sc.clone(), snap)?);
+        let history = sc.history(&config.history)?;
+        handles.push(StreamHandle::new(sc.clone(), snap, history)?);
     }
     let streams = Arc::new(Streams::new(handles));
     for f in &config.feature_streams {
@@ -176,6 +177,15 @@ pub async fn run(
             flag.store(true, std::sync::atomic::Ordering::SeqCst);
         });
     }
+    let extractions = api::Extractions::new(
+        permits,
+        config.http.max_queued_extractions,
+        Some(Duration::from_millis(config.http.extraction_timeout_ms)),
+        stopping,
+    );
+    // The history's extractions take the API's permits: together they use at most
+    // http.max_concurrent_extractions cores.
+    crate::history::spawn_recorders(&streams, extractions.running.clone(), shutdown.clone());
     let state = AppState {
         streams,
         feature_streams,
@@ -183,12 +193,7 @@ pub async fn run(
         metrics,
         ready,
         health,
-        extractions: api::Extractions::new(
-            permits,
-            config.http.max_queued_extractions,
-            Some(Duration::from_millis(config.http.extraction_timeout_ms)),
-            stopping,
-        ),
+        extractions,
     };
     let open_connections = state.metrics.http_open_connections.clone();
     let mut app = api::router(state, config.http.body_limit_bytes);

@@ -63,10 +63,16 @@ pub struct StreamHandle {
     /// Feature name -> column, for JSON named rows.
     pub index: Option<HashMap<String, usize>>,
     snapshot: Published<Snapshot>,
+    /// Snapshots of the default model over time (`history`).
+    pub history: crate::history::History,
 }
 
 impl StreamHandle {
-    pub fn new(config: StreamConfig, initial: Snapshot) -> anyhow::Result<Self> {
+    pub fn new(
+        config: StreamConfig,
+        initial: Snapshot,
+        history: crate::history::HistorySpec,
+    ) -> anyhow::Result<Self> {
         let index = config
             .names()
             .map(|n| n.iter().enumerate().map(|(i, s)| (s.clone(), i)).collect());
@@ -75,6 +81,7 @@ impl StreamHandle {
             index,
             config,
             snapshot: Published::new(initial),
+            history: crate::history::History::new(history),
         })
     }
     pub fn name(&self) -> &str {

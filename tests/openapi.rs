@@ -318,6 +318,20 @@ fn every_route_is_described_and_every_answer_matches_its_schema() {
         call("get", "/v1/streams/{name}", "/v1/streams/cls", None, 200),
         call("get", "/v1/streams/{name}", "/v1/streams/nope", None, 404),
         call(
+            "get",
+            "/v1/streams/{name}/history",
+            "/v1/streams/reg/history",
+            None,
+            200,
+        ),
+        call(
+            "get",
+            "/v1/streams/{name}/history",
+            "/v1/streams/nope/history",
+            None,
+            404,
+        ),
+        call(
             "post",
             "/v1/streams/{name}/model",
             "/v1/streams/reg/model",

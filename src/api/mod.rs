@@ -11,6 +11,7 @@
 //! `/openapi.json` (see `openapi`) are built from the same list; responses are typed structs.
 
 pub mod auth;
+mod console;
 pub mod error;
 mod features;
 pub mod openapi;
@@ -201,6 +202,7 @@ pub fn router_and_openapi(
     let spec =
         Arc::new(serde_json::to_string_pretty(&api).expect("the OpenAPI document serializes"));
     let router = router
+        .merge(console::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::Extension(openapi::Spec(spec)))
@@ -219,6 +221,7 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(openapi::serve))
         .routes(routes!(list_streams))
         .routes(routes!(get_stream))
+        .routes(routes!(history))
         .routes(routes!(model))
         .routes(routes!(path, path_post))
         .routes(routes!(predict))
@@ -547,10 +550,7 @@ async fn get_stream(
 ) -> Result<Json<StreamDetail>, ApiError> {
     let h = st.stream(&name)?;
     let snap = h.snapshot();
-    let features: Vec<String> = match h.names() {
-        Some(n) => n.to_vec(),
-        None => (0..h.p()).map(|j| j.to_string()).collect(),
-    };
+    let features = feature_names(&h);
     let mut detail = StreamDetail {
         summary: summary(&h, &st.health),
         features,
@@ -576,6 +576,58 @@ async fn get_stream(
         }
     }
     Ok(Json(detail))
+}
+
+/// The body of `GET /v1/streams/{name}/history`: the stream's default model, alpha, effective
+/// sample size and drift alarms over time.
+#[derive(Serialize, ToSchema)]
+pub struct StreamHistory {
+    name: String,
+    /// The default model: lasso with `k` nonzeros (`history.k`, capped at p).
+    #[schema(examples("lasso"))]
+    method: &'static str,
+    k: usize,
+    /// Time between two points, and the most points kept (the oldest go first).
+    interval_ms: u64,
+    length: usize,
+    /// Feature names (the column index as text where the stream declares none): the points'
+    /// `support` indexes this list.
+    features: Vec<String>,
+    /// Oldest first; a tick whose statistics did not change adds no point. Kept in memory
+    /// only: empty after a restart.
+    points: Vec<crate::history::HistoryPoint>,
+}
+
+/// Periodic snapshots of a stream's default model (support and coefficients), alpha,
+/// effective sample size and drift alarms, oldest first (`[history]` in the configuration).
+#[utoipa::path(get, path = "/v1/streams/{name}/history", tag = "streams",
+    params(("name" = String, Path, description = "The stream's name")),
+    responses(
+        (status = 200, description = "The stream's history", body = StreamHistory),
+        (status = 404, description = "`unknown_stream`", body = error::ErrorBody),
+    ))]
+async fn history(
+    State(st): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<Json<StreamHistory>, ApiError> {
+    let h = st.stream(&name)?;
+    let spec = h.history.spec;
+    Ok(Json(StreamHistory {
+        name: h.name().to_string(),
+        method: "lasso",
+        k: spec.k,
+        interval_ms: spec.interval.as_millis() as u64,
+        length: spec.length,
+        features: feature_names(&h),
+        points: h.history.points(),
+    }))
+}
+
+fn feature_names(h: &StreamHandle) -> Vec<String> {
+    match h.names() {
+        Some(n) => n.to_vec(),
+        None => (0..h.p()).map(|j| j.to_string()).collect(),
+    }
 }
 
 /// A JSON body or query turned into a model request: the method is checked first so that an

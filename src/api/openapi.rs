@@ -5,6 +5,10 @@
 //! and `api::router_and_openapi` registers every route through `utoipa_axum::routes!`, so a
 //! route cannot be served without being described. This module holds what is not per route:
 //! the document's info and the handler that serves the document built at start-up.
+//!
+//! The web console (`/` and `/ui/{file}`, `api::console`) is a page for people, not an API
+//! operation: it is served beside the document's routes and is not in it; the browser test
+//! (`tests/console.rs`) checks that every request the page makes is an operation here.
 
 use axum::Extension;
 use axum::http::header;

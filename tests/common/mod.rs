@@ -212,6 +212,7 @@ pub fn stream(name: &str, topic: &str, features: FeatureSchema, task: Task) -> S
         features,
         task,
         alpha: ravel_core::stats::AlphaSpec::Plain,
+        history: None,
     }
 }
 

@@ -49,6 +49,9 @@ pub struct Estimate {
     /// standardized copies, the labels, scores and residuals (4 n), and the s x s refit system
     /// and its factor.
     pub selection: u64,
+    /// The service's model history (`GET /v1/streams/{name}/history`): a bounded ring of
+    /// snapshots of the stream's default model, each a few numbers and up to k coefficients.
+    pub history: u64,
 }
 
 /// The statistics of one p-feature stream of this task and one extraction from them (the
@@ -93,6 +96,11 @@ impl Estimate {
         self.rows = self.rows.saturating_add(bytes(d));
         self
     }
+    /// Adds `bytes` of model history.
+    pub fn with_history(mut self, bytes: u64) -> Estimate {
+        self.history = self.history.saturating_add(bytes);
+        self
+    }
     /// The sum of another estimate's parts and this one's (several streams).
     pub fn plus(self, other: Estimate) -> Estimate {
         Estimate {
@@ -100,6 +108,7 @@ impl Estimate {
             extraction: self.extraction.saturating_add(other.extraction),
             rows: self.rows.saturating_add(other.rows),
             selection: self.selection.saturating_add(other.selection),
+            history: self.history.saturating_add(other.history),
         }
     }
     /// All parts, in bytes (saturating at u64::MAX).
@@ -108,6 +117,7 @@ impl Estimate {
             .saturating_add(self.extraction)
             .saturating_add(self.rows)
             .saturating_add(self.selection)
+            .saturating_add(self.history)
     }
 }
 
@@ -121,6 +131,7 @@ impl fmt::Display for Estimate {
             ("extraction", self.extraction),
             ("rows", self.rows),
             ("selection", self.selection),
+            ("history", self.history),
         ];
         let shown: Vec<String> = parts
             .iter()

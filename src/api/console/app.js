@@ -1,0 +1,700 @@
+// ravel console: reads the service's documented API (GET /v1/streams, /v1/feature-streams,
+// /v1/streams/{name}, .../path, POST .../model, .../history, /metrics) every 2 s and draws
+// what a person wants to see: streams, the coefficient path and the model at a point, the
+// model over time with drift alarms, and feature streams. Charts are SVG drawn here; nothing
+// is loaded from elsewhere. Writes (feature-stream labels) need the bearer token typed in.
+'use strict';
+
+const SVG_NS = 'http://www.w3.org/2000/svg';
+const POLL_MS = 2000;
+const PATH_METHODS = ['lasso', 'elastic-net', 'mcp', 'scad'];
+
+const app = {
+  token: sessionStorage.getItem('ravel.token') || '',
+  view: null,          // the current view: {update(), dispose?()}
+  timer: null,
+  generation: 0,       // bumps on navigation; stale responses are dropped
+  lastOk: null,        // time of the last successful poll
+  rates: {},           // stream -> {n, t, rate} for rows/s
+};
+
+// ---- API --------------------------------------------------------------------------------
+
+class ApiError extends Error {
+  constructor(status, code, message) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+  // The service is away (stopped, restarting, draining): keep the page, say so, retry.
+  get away() {
+    return this.status === 0 || this.code === 'shutting_down' || this.status === 502 || this.status === 504;
+  }
+}
+
+async function call(method, path, body, text) {
+  const headers = {};
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  if (app.token && method !== 'GET') headers.Authorization = 'Bearer ' + app.token;
+  let r;
+  try {
+    r = await fetch(path, {
+      method, headers, cache: 'no-store',
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch (e) {
+    throw new ApiError(0, 'unreachable', 'The service is not answering.');
+  }
+  const raw = await r.text();
+  if (r.ok && text) return raw;
+  let json = null;
+  try { json = raw ? JSON.parse(raw) : null; } catch (e) { json = null; }
+  if (!r.ok) {
+    const e = json && json.error;
+    throw new ApiError(r.status, e ? e.code : 'http_' + r.status,
+      e ? e.message : method + ' ' + path + ' answered HTTP ' + r.status);
+  }
+  return json;
+}
+const get = (path) => call('GET', path);
+const enc = encodeURIComponent;
+
+// ---- DOM helpers ------------------------------------------------------------------------
+
+function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else if (k === 'text') el.textContent = v;
+    else el.setAttribute(k, v === true ? '' : v);
+  }
+  for (const c of children.flat()) {
+    if (c === null || c === undefined || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+function s(tag, attrs, ...children) {
+  const el = document.createElementNS(SVG_NS, tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null) continue;
+    if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else el.setAttribute(k, v);
+  }
+  for (const c of children.flat()) if (c) el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return el;
+}
+const $ = (sel, root) => (root || document).querySelector(sel);
+
+function fmt(v, digits) {
+  if (v === null || v === undefined || Number.isNaN(v)) return '—';
+  if (typeof v !== 'number') return String(v);
+  if (Number.isInteger(v) && Math.abs(v) < 1e15) return v.toLocaleString('en-US');
+  const a = Math.abs(v);
+  if (a !== 0 && (a < 1e-3 || a >= 1e6)) return v.toExponential(digits || 3);
+  return v.toPrecision(digits || 4);
+}
+function age(ms) {
+  if (!ms) return 'never';
+  const sec = Math.max(0, (Date.now() - ms) / 1000);
+  if (sec < 60) return sec.toFixed(0) + ' s ago';
+  if (sec < 3600) return (sec / 60).toFixed(0) + ' min ago';
+  return new Date(ms).toLocaleString();
+}
+function card(k, v, attrs) {
+  return h('div', Object.assign({ class: 'card' }, attrs || {}), h('div', { class: 'k' }, k), h('div', { class: 'v' }, v));
+}
+function errorBox(e, extra) {
+  return h('div', { class: 'error', role: 'alert', 'data-error': e.code || 'error' },
+    h('strong', {}, 'Error '), e.code ? h('code', {}, e.code) : null, ': ', e.message, extra ? h('div', {}, extra) : null);
+}
+function colour(i) {
+  // Distinct hues, stable per feature index.
+  return 'hsl(' + ((i * 137.508) % 360).toFixed(1) + ' 65% 48%)';
+}
+
+// ---- banner and polling -----------------------------------------------------------------
+
+function banner(text) {
+  const b = $('#banner');
+  if (text) { b.textContent = text; b.hidden = false; } else { b.textContent = ''; b.hidden = true; }
+}
+
+async function poll() {
+  const gen = app.generation;
+  if (!app.view) return;
+  try {
+    await app.view.update();
+    if (gen !== app.generation) return;
+    app.lastOk = new Date();
+    banner('');
+    $('#updated').textContent = 'Last update ' + app.lastOk.toLocaleTimeString() + '.';
+  } catch (e) {
+    if (gen !== app.generation) return;
+    if (e instanceof ApiError && e.away) {
+      const since = app.lastOk ? ' The data below is from ' + app.lastOk.toLocaleTimeString() + '.' : '';
+      banner('The service is not answering (it may be restarting): retrying every ' + POLL_MS / 1000 + ' s.' + since);
+    } else if (app.view.fail) {
+      app.view.fail(e);
+    } else {
+      banner('Error: ' + (e.message || e));
+    }
+  }
+}
+
+function schedule() {
+  clearTimeout(app.timer);
+  const gen = app.generation;
+  app.timer = setTimeout(async () => {
+    await poll();
+    if (gen === app.generation) schedule();
+  }, POLL_MS);
+}
+
+// ---- routing ----------------------------------------------------------------------------
+
+function route() {
+  app.generation += 1;
+  clearTimeout(app.timer);
+  const main = $('#view');
+  // Until a view has its first answer: never an empty page.
+  main.replaceChildren(h('p', { class: 'muted', id: 'loading' }, 'Loading…'));
+  const parts = location.hash.replace(/^#\/?/, '').split('/').filter(Boolean).map(decodeURIComponent);
+  let view;
+  if (parts.length === 0) view = streamsView(main);
+  else if (parts[0] === 'streams' && parts.length === 2) view = streamView(main, parts[1]);
+  else if (parts[0] === 'streams' && parts.length === 3 && parts[2] === 'history') view = historyView(main, parts[1]);
+  else if (parts[0] === 'feature-streams' && parts.length === 2) view = featureView(main, parts[1]);
+  else {
+    view = null;
+    loaded();
+    main.append(h('h1', {}, 'Unknown page'),
+      errorBox({ code: 'unknown_page', message: 'The console has no page "' + location.hash + '".' }),
+      h('p', {}, h('a', { href: '#/' }, 'Back to the streams')));
+  }
+  app.view = view;
+  if (view) {
+    main.setAttribute('data-view', view.name);
+    poll().then(schedule);
+  } else {
+    main.setAttribute('data-view', 'unknown');
+  }
+}
+
+// A stream the service does not have: say so, list the ones it has.
+async function unknownStream(main, kind, name) {
+  main.replaceChildren(h('h1', {}, name));
+  let list = '';
+  try {
+    const [a, b] = await Promise.all([get('/v1/streams'), get('/v1/feature-streams')]);
+    list = a.streams.map((x) => x.name).concat(b.feature_streams.map((x) => x.name)).join(', ');
+  } catch (e) { list = ''; }
+  main.append(errorBox({ code: 'unknown_stream', message: 'This service has no ' + kind + ' named "' + name + '".' }),
+    h('p', {}, list ? 'Its streams: ' + list + '. ' : '', h('a', { href: '#/' }, 'Back to the streams')));
+}
+
+// ---- streams ----------------------------------------------------------------------------
+
+function parseLag(metrics) {
+  const lag = {};
+  for (const line of metrics.split('\n')) {
+    const m = /^ravel_consumer_lag\{([^}]*)\}\s+(\S+)/.exec(line);
+    if (!m) continue;
+    const t = /topic="([^"]*)"/.exec(m[1]);
+    if (!t) continue;
+    lag[t[1]] = (lag[t[1]] || 0) + Number(m[2]);
+  }
+  return lag;
+}
+
+function rate(name, n) {
+  const now = Date.now();
+  const r = app.rates[name];
+  if (!r || n < r.n) { app.rates[name] = { n, t: now, rate: null }; return null; }
+  if (now - r.t >= 1500) {
+    r.rate = (n - r.n) / ((now - r.t) / 1000);
+    r.n = n; r.t = now;
+  }
+  return r.rate;
+}
+
+function loaded() {
+  const l = $('#loading');
+  if (l) l.remove();
+}
+
+function streamsView(main) {
+  loaded();
+  main.append(h('h1', {}, 'Streams'));
+  const obs = h('div', { class: 'scroll' });
+  const feat = h('div', { class: 'scroll' });
+  main.append(h('h2', {}, 'Observation streams'), obs, h('h2', {}, 'Feature streams'), feat);
+  return {
+    name: 'streams',
+    async update() {
+      const [list, flist, metrics] = await Promise.all([
+        get('/v1/streams'), get('/v1/feature-streams'), call('GET', '/metrics', undefined, true)]);
+      const lag = parseLag(metrics);
+      const th = (t, title) => h('th', { scope: 'col', title }, t);
+      const rows = list.streams.map((st) => {
+        const r = rate(st.name, st.n);
+        const alarms = st.drift.alarms;
+        return h('tr', { 'data-stream': st.name },
+          h('td', {}, h('a', { href: '#/streams/' + enc(st.name) }, st.name)),
+          h('td', { 'data-col': 'n' }, fmt(st.n)),
+          h('td', { 'data-col': 'rate' }, r === null ? '—' : fmt(Math.round(r))),
+          h('td', { 'data-col': 'lag' }, st.topic in lag ? fmt(lag[st.topic]) : '—'),
+          h('td', { 'data-col': 'last_update' }, age(st.last_update_ms)),
+          h('td', { 'data-col': 'alpha' }, fmt(st.alpha)),
+          h('td', { 'data-col': 'ess' }, fmt(Math.round(st.drift.effective_sample_size))),
+          h('td', { 'data-col': 'alarms', class: alarms ? 'alarm' : '' }, fmt(alarms)),
+          h('td', { 'data-col': 'partitions' }, st.partitions.assigned + ' / ' + st.partitions.total),
+          h('td', {}, h('a', { href: '#/streams/' + enc(st.name) + '/history' }, 'history')));
+      });
+      obs.replaceChildren(list.streams.length === 0 ? h('p', { class: 'muted' }, 'No observation streams declared.') :
+        h('table', { id: 'streams-table' },
+          h('caption', { class: 'muted' }, 'rows/s from the change of n between refreshes; lag: messages not yet read'),
+          h('thead', {}, h('tr', {}, th('Stream'), th('n', 'rows in the statistics'), th('rows/s'), th('lag'),
+            th('last update'), th('alpha', 'weight of the next row'), th('ESS', 'effective sample size'),
+            th('drift alarms'), th('partitions', 'assigned / total'), th('over time'))),
+          h('tbody', {}, rows)));
+      const frows = flist.feature_streams.map((f) => {
+        const r = rate('features:' + f.name, f.features_seen);
+        return h('tr', { 'data-stream': f.name },
+          h('td', {}, h('a', { href: '#/feature-streams/' + enc(f.name) }, f.name)),
+          h('td', { 'data-col': 'n' }, fmt(f.features_seen)),
+          h('td', { 'data-col': 'rate' }, r === null ? '—' : fmt(Math.round(r))),
+          h('td', { 'data-col': 'lag' }, f.topic in lag ? fmt(lag[f.topic]) : '—'),
+          h('td', {}, age(f.last_update_ms)),
+          h('td', {}, f.method + (f.workers > 1 ? ' (' + f.workers + ' workers)' : '')),
+          h('td', {}, f.labels ? 'received' : 'waiting'),
+          h('td', {}, f.selected_count + ' / ' + f.s),
+          h('td', {}, fmt(f.passes)),
+          h('td', {}, fmt(f.loss)));
+      });
+      feat.replaceChildren(flist.feature_streams.length === 0 ? h('p', { class: 'muted' }, 'No feature streams declared.') :
+        h('table', { id: 'feature-streams-table' },
+          h('thead', {}, h('tr', {}, th('Feature stream'), th('features seen'), th('features/s'), th('lag'),
+            th('last update'), th('method'), th('labels'), th('selected / s'), th('passes'), th('loss'))),
+          h('tbody', {}, frows)));
+    },
+  };
+}
+
+// ---- charts -----------------------------------------------------------------------------
+
+// A line chart: series [{name, colour, points: [[x, y], ...], attrs}], vertical marks
+// [{x, cls, label, attrs}]; x may be reversed. Returns the SVG element.
+function lineChart(opts) {
+  const W = opts.width || 720, H = opts.height || 280, L = 56, R = 12, T = 12, B = 34;
+  let xs = [], ys = [];
+  for (const se of opts.series) for (const [x, y] of se.points) { xs.push(x); ys.push(y); }
+  for (const m of opts.marks || []) xs.push(m.x);
+  const svg = s('svg', { class: 'chart', viewBox: '0 0 ' + W + ' ' + H, role: 'img', 'aria-label': opts.label });
+  if (xs.length === 0) {
+    svg.append(s('text', { x: W / 2, y: H / 2, 'text-anchor': 'middle' }, opts.empty || 'no data yet'));
+    return svg;
+  }
+  let [x0, x1] = [Math.min(...xs), Math.max(...xs)];
+  let [y0, y1] = [Math.min(...ys, opts.yZero ? 0 : Infinity), Math.max(...ys, opts.yZero ? 0 : -Infinity)];
+  if (!Number.isFinite(y0)) { y0 = 0; y1 = 1; }
+  if (x0 === x1) { x0 -= 1; x1 += 1; }
+  if (y0 === y1) { y0 -= 1; y1 += 1; }
+  const pad = (y1 - y0) * 0.05; y0 -= pad; y1 += pad;
+  const X = (x) => { const f = (x - x0) / (x1 - x0); return L + (opts.xReverse ? 1 - f : f) * (W - L - R); };
+  const Y = (y) => T + (1 - (y - y0) / (y1 - y0)) * (H - T - B);
+  svg.append(s('line', { class: 'axis', x1: L, y1: H - B, x2: W - R, y2: H - B }),
+    s('line', { class: 'axis', x1: L, y1: T, x2: L, y2: H - B }));
+  for (let i = 0; i <= 4; i++) {
+    const yv = y0 + (y1 - y0) * i / 4, xv = x0 + (x1 - x0) * i / 4;
+    svg.append(s('text', { x: L - 4, y: Y(yv) + 4, 'text-anchor': 'end' }, (opts.yFmt || fmt)(yv, 2)),
+      s('text', { x: X(xv), y: H - B + 14, 'text-anchor': 'middle' }, (opts.xFmt || fmt)(xv, 2)));
+  }
+  svg.append(s('text', { x: (L + W - R) / 2, y: H - 4, 'text-anchor': 'middle' }, opts.xLabel || ''));
+  if (opts.zeroLine && y0 < 0 && y1 > 0) svg.append(s('line', { class: 'axis', x1: L, x2: W - R, y1: Y(0), y2: Y(0) }));
+  for (const m of opts.marks || []) {
+    svg.append(s('line', Object.assign({ class: m.cls || 'mark', x1: X(m.x), x2: X(m.x), y1: T, y2: H - B }, m.attrs || {}),
+      s('title', {}, m.label || '')));
+  }
+  for (const se of opts.series) {
+    if (se.points.length === 0) continue;
+    const d = se.points.map(([x, y], i) => (i ? 'L' : 'M') + X(x).toFixed(1) + ' ' + Y(y).toFixed(1)).join('');
+    const path = s('path', Object.assign({ class: 'series', d, stroke: se.colour }, se.attrs || {}), s('title', {}, se.name));
+    if (opts.onHover) {
+      path.addEventListener('mouseenter', () => opts.onHover(se.name, svg));
+      path.addEventListener('mouseleave', () => opts.onHover(null, svg));
+    }
+    svg.append(path);
+  }
+  return svg;
+}
+
+function highlight(svg, name) {
+  svg.classList.toggle('dim', !!name);
+  for (const p of svg.querySelectorAll('.series')) p.classList.toggle('hot', p.getAttribute('data-feature') === name);
+}
+
+// ---- one stream: path and model ---------------------------------------------------------
+
+function streamHeader(main, st, active) {
+  loaded();
+  const base = '#/streams/' + enc(st.name);
+  main.append(h('h1', {}, st.name, h('span', { class: 'muted' }, ' · ' + st.task + ', p = ' + st.p)),
+    h('div', { class: 'cards', id: 'stream-cards' }),
+    h('nav', { class: 'tabs', 'aria-label': 'Stream views' },
+      h('a', { href: base, 'aria-current': active === 'model' ? 'page' : null }, 'Path and model'),
+      h('a', { href: base + '/history', 'aria-current': active === 'history' ? 'page' : null }, 'Change over time')));
+}
+function fillCards(st) {
+  $('#stream-cards').replaceChildren(card('n', fmt(st.n), { 'data-col': 'n' }), card('alpha', fmt(st.alpha)),
+    card('effective sample size', fmt(Math.round(st.drift.effective_sample_size))),
+    card('drift alarms', fmt(st.drift.alarms), { class: 'card' + (st.drift.alarms ? ' alarm' : '') }),
+    card('schedule', st.schedule.split(':')[0], { title: st.schedule }), card('last update', age(st.last_update_ms)));
+}
+
+function streamView(main, name) {
+  let st = null, built = false, lastPathAt = 0, busy = false;
+  const req = { method: 'lasso', by: 'k', k: null, lambda: null };
+  const sort = { key: 'abs', desc: true };
+  let model = null, path = null, modelError = null;
+  const view = {
+    name: 'stream',
+    async update() {
+      try {
+        st = await get('/v1/streams/' + enc(name));
+      } catch (e) {
+        if (e.code === 'unknown_stream') { app.view = null; clearTimeout(app.timer); await unknownStream(main, 'stream', name); return; }
+        throw e;
+      }
+      if (!built) { build(); built = true; }
+      fillCards(st);
+      // The path and the model: at first, then every 10 s while the stream grows.
+      if (Date.now() - lastPathAt > 10000 && st.n > 0) await refresh();
+      else if (st.n === 0) $('#path-box').replaceChildren(h('p', { class: 'muted' }, 'No rows yet: the path appears with the first rows.'));
+    },
+  };
+  function build() {
+    streamHeader(main, st, 'model');
+    if (req.k === null) req.k = Math.min(5, st.p);
+    const method = h('select', { id: 'method', name: 'method' }, PATH_METHODS.map((m) => h('option', { value: m, selected: m === req.method }, m)));
+    const byK = h('input', { type: 'radio', name: 'by', value: 'k', id: 'by-k', checked: req.by === 'k' });
+    const byL = h('input', { type: 'radio', name: 'by', value: 'lambda', id: 'by-lambda', checked: req.by === 'lambda' });
+    const k = h('input', { id: 'k', name: 'k', type: 'number', min: 1, step: 1, value: req.k, inputmode: 'numeric' });
+    const lam = h('input', { id: 'lambda', name: 'lambda', type: 'text', inputmode: 'decimal', placeholder: 'e.g. 0.01' });
+    const form = h('form', { class: 'controls', id: 'model-form', 'aria-label': 'Model at a point of the path' },
+      h('label', { for: 'method' }, 'method', method),
+      h('fieldset', { class: 'muted', style: 'border:0;padding:0;margin:0' }, h('legend', {}, 'choose by'),
+        h('label', { for: 'by-k', style: 'flex-direction:row;gap:4px' }, byK, 'k (nonzeros)'),
+        h('label', { for: 'by-lambda', style: 'flex-direction:row;gap:4px' }, byL, 'lambda')),
+      h('label', { for: 'k' }, 'k', k),
+      h('label', { for: 'lambda' }, 'lambda', lam),
+      h('button', { type: 'submit', class: 'primary', id: 'show-model' }, 'Show model'));
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      req.method = method.value;
+      req.by = byL.checked ? 'lambda' : 'k';
+      req.k = k.value.trim();
+      req.lambda = lam.value.trim();
+      lastPathAt = 0;
+      await refresh();
+    });
+    main.append(form,
+      h('div', { id: 'model-error' }),
+      h('h2', {}, 'Coefficient path'),
+      h('p', { class: 'muted', id: 'hover', 'aria-live': 'polite' }, 'Hover a line (or focus a name below) to see its feature.'),
+      h('div', { id: 'path-box' }),
+      h('section', { id: 'selection-curve', class: 'placeholder', 'aria-label': 'Model selection' },
+        // MODEL SELECTION: the CV / EBIC curve with the chosen point goes here once the
+        // service offers model selection (a separate issue); nothing here calls it yet.
+        h('h2', {}, 'Model selection (CV / EBIC)'),
+        h('p', { class: 'muted' }, 'The cross-validation / EBIC curve with its chosen point will appear here once the service offers model selection.')),
+      h('h2', {}, 'Model at the chosen point'),
+      h('div', { id: 'model-box' }));
+  }
+  async function refresh() {
+    if (busy) return;
+    busy = true;
+    try {
+      const body = { method: req.method };
+      modelError = null;
+      if (req.by === 'k') {
+        const kv = Number(req.k);
+        if (!/^\d+$/.test(String(req.k)) || kv < 1) modelError = { code: 'invalid_k', message: 'k must be a whole number of at least 1 (the stream has p = ' + st.p + ' features).' };
+        else body.k = kv;
+      } else {
+        const lv = Number(req.lambda);
+        if (req.lambda === '' || !Number.isFinite(lv) || lv < 0) modelError = { code: 'invalid_lambda', message: 'lambda must be a number of at least 0, e.g. 0.01.' };
+        else body.lambda = lv;
+      }
+      const pathReq = get('/v1/streams/' + enc(name) + '/path?method=' + enc(req.method) + '&path_points=40');
+      if (!modelError) {
+        try { model = await call('POST', '/v1/streams/' + enc(name) + '/model', body); }
+        catch (e) { if (e.away) throw e; modelError = e; model = null; }
+      } else {
+        model = null;
+      }
+      try { path = await pathReq; } catch (e) { if (e.away) throw e; path = null; if (!modelError) modelError = e; }
+      lastPathAt = Date.now();
+      $('#model-error').replaceChildren(modelError ? errorBox(modelError) : '');
+      drawPath();
+      drawModel();
+    } finally {
+      busy = false;
+    }
+  }
+  function drawPath() {
+    const box = $('#path-box');
+    if (!path) { box.replaceChildren(h('p', { class: 'muted' }, 'No path.')); return; }
+    // One series per feature that is ever nonzero on the path.
+    const byFeature = new Map();
+    path.points.forEach((pt) => {
+      for (const c of pt.coefficients) if (c.value !== 0 && !byFeature.has(c.feature)) byFeature.set(c.feature, c.index);
+    });
+    const xOf = (pt) => Math.log10(pt.lambda);
+    const series = [...byFeature.entries()].map(([feat, idx]) => ({
+      name: feat, colour: colour(idx), attrs: { 'data-feature': feat },
+      points: path.points.filter((pt) => pt.lambda > 0).map((pt) => {
+        const c = pt.coefficients.find((c) => c.index === idx);
+        return [xOf(pt), c ? c.value : 0];
+      }),
+    }));
+    const marks = model && model.lambda > 0 ? [{ x: Math.log10(model.lambda), label: 'the model below (lambda = ' + fmt(model.lambda) + ')' }] : [];
+    const hover = $('#hover');
+    const chart = lineChart({
+      series, marks, xReverse: true, zeroLine: true, label: 'Coefficient path of ' + name,
+      xLabel: 'log10 lambda (smaller to the right: more features)', xFmt: (v) => v.toFixed(1),
+      onHover: (f, svg) => { highlight(svg, f); hover.textContent = f ? 'Feature ' + f : 'Hover a line (or focus a name below) to see its feature.'; },
+    });
+    chart.id = 'path-chart';
+    const legend = h('ul', { class: 'legend', 'aria-label': 'Features on the path' },
+      series.map((se) => h('li', {}, h('button', {
+        type: 'button', 'data-feature': se.name,
+        onmouseenter: () => { highlight(chart, se.name); hover.textContent = 'Feature ' + se.name; },
+        onfocus: () => { highlight(chart, se.name); hover.textContent = 'Feature ' + se.name; },
+        onblur: () => highlight(chart, null), onmouseleave: () => highlight(chart, null),
+      }, h('i', { style: 'background:' + se.colour }), se.name))));
+    box.replaceChildren(chart, legend);
+  }
+  function drawModel() {
+    const box = $('#model-box');
+    if (!model) { box.replaceChildren(h('p', { class: 'muted' }, 'No model: see the message above.')); return; }
+    const rows = model.coefficients.slice();
+    const key = { name: (c) => c.feature, value: (c) => c.value, abs: (c) => Math.abs(c.value) }[sort.key];
+    rows.sort((a, b) => { const x = key(a), y = key(b); const r = x < y ? -1 : x > y ? 1 : 0; return sort.desc ? -r : r; });
+    const head = (label, k) => h('th', { scope: 'col', 'aria-sort': sort.key === k ? (sort.desc ? 'descending' : 'ascending') : 'none' },
+      h('button', { type: 'button', 'data-sort': k, onclick: () => { if (sort.key === k) sort.desc = !sort.desc; else { sort.key = k; sort.desc = k !== 'name'; } drawModel(); } },
+        label + (sort.key === k ? (sort.desc ? ' ▼' : ' ▲') : '')));
+    const d = model.diagnostics;
+    box.replaceChildren(
+      h('div', { class: 'cards', id: 'model-cards' },
+        card('method', model.method), card('nonzeros k', fmt(model.k), { 'data-col': 'k' }),
+        card('lambda', fmt(model.lambda)), card('R²', fmt(d.r2), { 'data-col': 'r2' }),
+        card('n', fmt(model.n)), card('intercept', fmt(model.intercept))),
+      h('div', { class: 'scroll' }, h('table', { id: 'model-table' },
+        h('caption', { class: 'muted' }, 'Coefficients in original units; the API gives no standard errors for these estimators.'),
+        h('thead', {}, h('tr', {}, head('Feature', 'name'), head('Coefficient', 'value'), head('|Coefficient|', 'abs'))),
+        h('tbody', {}, rows.map((c) => h('tr', { 'data-feature': c.feature },
+          h('td', {}, c.feature), h('td', { 'data-value': String(c.value) }, fmt(c.value, 6)), h('td', {}, fmt(Math.abs(c.value), 6))))))));
+  }
+  view.fail = (e) => { $('#model-error') ? $('#model-error').replaceChildren(errorBox(e)) : main.append(errorBox(e)); };
+  return view;
+}
+
+// ---- one stream: change over time -------------------------------------------------------
+
+function historyView(main, name) {
+  let built = false;
+  const view = {
+    name: 'history',
+    async update() {
+      let st, hist;
+      try {
+        [st, hist] = await Promise.all([get('/v1/streams/' + enc(name)), get('/v1/streams/' + enc(name) + '/history')]);
+      } catch (e) {
+        if (e.code === 'unknown_stream') { app.view = null; clearTimeout(app.timer); await unknownStream(main, 'stream', name); return; }
+        throw e;
+      }
+      if (!built) {
+        streamHeader(main, st, 'history');
+        main.append(h('p', { class: 'muted' }, 'The default model (' + hist.method + ', k = ' + hist.k + ') every ' + hist.interval_ms / 1000 +
+          ' s, the last ' + hist.length + ' points (kept in memory: empty after a restart).'),
+        h('div', { id: 'alarm-summary' }),
+        h('h2', {}, 'Support and coefficients'), h('div', { id: 'heat-box' }),
+        h('div', { class: 'grid2' },
+          h('div', {}, h('h2', {}, 'alpha'), h('div', { id: 'alpha-box' })),
+          h('div', {}, h('h2', {}, 'Effective sample size'), h('div', { id: 'ess-box' }))));
+        built = true;
+      }
+      fillCards(st);
+      draw(hist, st);
+    },
+  };
+  function draw(hist, st) {
+    const pts = hist.points;
+    const alarms = [];
+    pts.forEach((p, i) => {
+      const before = i === 0 ? (p.alarms > 0 ? p.alarms - 1 : 0) : pts[i - 1].alarms;
+      if (p.alarms > before) alarms.push(p);
+    });
+    $('#alarm-summary').replaceChildren(st.drift.alarms > 0 ?
+      h('p', { class: 'alarm', id: 'alarm-text' }, st.drift.alarms + ' drift alarm' + (st.drift.alarms > 1 ? 's' : '') +
+        (st.drift.last_alarm_row ? ', the last at row ' + fmt(st.drift.last_alarm_row) : '') + ' (dashed red lines below).') :
+      h('p', { class: 'muted' }, st.schedule.startsWith('adaptive') ? 'No drift alarm so far.' : 'Drift alarms need the adaptive alpha schedule (this stream: ' + st.schedule + ').'));
+    const marks = alarms.map((p) => ({
+      x: p.time_ms / 1000, cls: 'alarm-mark', label: 'drift alarm (by row ' + fmt(p.last_alarm_row) + ')',
+      attrs: { 'data-alarm': String(p.last_alarm_row), 'stroke-dasharray': '6 3' },
+    }));
+    const tfmt = (v) => new Date(v * 1000).toLocaleTimeString();
+    $('#alpha-box').replaceChildren(lineChart({
+      label: 'alpha over time', series: [{ name: 'alpha', colour: 'var(--accent)', points: pts.map((p) => [p.time_ms / 1000, p.alpha]) }],
+      marks, xFmt: tfmt, xLabel: 'time', height: 220, empty: 'no history point yet',
+    }));
+    $('#ess-box').replaceChildren(lineChart({
+      label: 'effective sample size over time', series: [{ name: 'effective sample size', colour: 'var(--pos)', points: pts.map((p) => [p.time_ms / 1000, p.effective_sample_size]) }],
+      marks, xFmt: tfmt, xLabel: 'time', height: 220, yZero: true, empty: 'no history point yet',
+    }));
+    heat(hist, alarms);
+  }
+  function heat(hist, alarms) {
+    const box = $('#heat-box');
+    // At most 240 columns: the newest points, thinned evenly.
+    const all = hist.points;
+    const step = Math.max(1, Math.ceil(all.length / 240));
+    const pts = all.filter((_, i) => (all.length - 1 - i) % step === 0);
+    const order = [];
+    const seen = new Set();
+    for (const p of pts) for (const j of p.support) if (!seen.has(j)) { seen.add(j); order.push(j); }
+    if (pts.length === 0) { box.replaceChildren(h('p', { class: 'muted' }, 'No history point yet: the first comes within ' + hist.interval_ms / 1000 + ' s of the first rows.')); return; }
+    let max = 0;
+    for (const p of pts) for (const c of p.coefficients) max = Math.max(max, Math.abs(c));
+    const L = 90, cw = Math.max(3, Math.min(24, 620 / pts.length)), rh = 14;
+    const W = L + cw * pts.length + 8, H = rh * order.length + 24;
+    // Drawn at its own size (a few points stay narrow), shrunk to fit a narrow screen.
+    const svg = s('svg', { class: 'chart', id: 'heat-strip', viewBox: '0 0 ' + W + ' ' + H, role: 'img',
+      style: 'width:' + W + 'px;max-width:100%',
+      'aria-label': 'Support and coefficients of the default model over time: one row per feature, one column per point' });
+    order.forEach((j, r) => {
+      svg.append(s('text', { x: L - 4, y: r * rh + 11, 'text-anchor': 'end' }, hist.features[j]));
+    });
+    pts.forEach((p, c) => {
+      const val = new Map(p.support.map((j, i) => [j, p.coefficients[i]]));
+      order.forEach((j, r) => {
+        const v = val.get(j) || 0;
+        const a = max > 0 ? Math.abs(v) / max : 0;
+        const fill = v === 0 ? 'transparent' : (v > 0 ? 'rgba(217,72,15,' : 'rgba(28,100,209,') + (0.15 + 0.85 * a).toFixed(3) + ')';
+        svg.append(s('rect', { x: L + c * cw, y: r * rh, width: cw - 0.5, height: rh - 1, fill },
+          s('title', {}, hist.features[j] + ' at n = ' + p.n + ': ' + fmt(v))));
+      });
+    });
+    const t0 = pts[0].time_ms, t1 = pts[pts.length - 1].time_ms;
+    for (const a of alarms) {
+      const c = pts.findIndex((p) => p.time_ms >= a.time_ms);
+      if (c >= 0) svg.append(s('line', { class: 'alarm-mark', x1: L + c * cw, x2: L + c * cw, y1: 0, y2: H - 20, 'stroke-dasharray': '6 3' }));
+    }
+    svg.append(s('text', { x: L, y: H - 6 }, new Date(t0).toLocaleTimeString()),
+      s('text', { x: W - 8, y: H - 6, 'text-anchor': 'end' }, new Date(t1).toLocaleTimeString()));
+    box.replaceChildren(svg, h('p', { class: 'muted' }, 'Orange: positive, blue: negative; darker is larger. Hover a cell for its value.'));
+  }
+  return view;
+}
+
+// ---- a feature stream -------------------------------------------------------------------
+
+function featureView(main, name) {
+  let built = false;
+  const view = {
+    name: 'feature',
+    async update() {
+      let f;
+      try { f = await get('/v1/feature-streams/' + enc(name)); }
+      catch (e) {
+        if (e.code === 'unknown_stream') { app.view = null; clearTimeout(app.timer); await unknownStream(main, 'feature stream', name); return; }
+        throw e;
+      }
+      if (!built) { build(f); built = true; }
+      draw(f);
+    },
+  };
+  function build(f) {
+    loaded();
+    main.append(h('h1', {}, f.name, h('span', { class: 'muted' }, ' · feature stream, ' + f.method + ', loss ' + f.loss_name)),
+      h('div', { class: 'cards', id: 'feature-cards' }),
+      h('div', { class: 'grid2' },
+        h('div', {}, h('h2', {}, 'Selected features'), h('div', { id: 'weights-box' })),
+        h('div', {}, h('h2', {}, 'Loss per pass'), h('div', { id: 'loss-box' }))),
+      h('h2', {}, 'Asy-OS workers'), h('div', { id: 'workers-box' }),
+      h('h2', {}, 'Labels'), h('div', { id: 'labels-box' }));
+  }
+  function draw(f) {
+    $('#feature-cards').replaceChildren(card('labels', f.labels ? 'received (n = ' + f.n + ')' : 'waiting for labels', { 'data-col': 'labels' }),
+      card('features seen', fmt(f.features_seen), { 'data-col': 'n' }), card('passes', fmt(f.passes)),
+      card('selected / s', f.selected_count + ' / ' + f.s), card('loss L(u)', fmt(f.loss)), card('step size eta', fmt(f.eta)),
+      card('last update', age(f.last_update_ms)));
+    const sel = f.selected || [];
+    const W = 420, rh = 18, L = 90, H = Math.max(40, sel.length * rh + 8);
+    const max = Math.max(1e-12, ...sel.map((x) => Math.abs(x.weight)));
+    const mid = L + (W - L - 10) / 2;
+    const bars = s('svg', { class: 'chart', id: 'weights-chart', viewBox: '0 0 ' + W + ' ' + H, role: 'img', 'aria-label': 'Weights of the selected features' },
+      s('line', { class: 'axis', x1: mid, x2: mid, y1: 0, y2: H }),
+      sel.map((x, i) => {
+        const w = (Math.abs(x.weight) / max) * (W - L - 10) / 2;
+        return s('g', {}, s('text', { x: L - 4, y: i * rh + 14, 'text-anchor': 'end' }, x.name),
+          s('rect', { x: x.weight >= 0 ? mid : mid - w, y: i * rh + 3, width: Math.max(1, w), height: rh - 6, fill: x.weight >= 0 ? 'var(--pos)' : 'var(--neg)' },
+            s('title', {}, x.name + ': weight ' + fmt(x.weight) + ', coefficient ' + fmt(x.coefficient))));
+      }));
+    $('#weights-box').replaceChildren(sel.length ? bars : h('p', { class: 'muted' }, f.labels ? 'Nothing selected yet.' : 'Nothing is selected before the labels arrive.'),
+      sel.length ? h('div', { class: 'scroll' }, h('table', { id: 'selected-table' },
+        h('thead', {}, h('tr', {}, h('th', {}, 'Feature'), h('th', {}, 'weight (standardized)'), h('th', {}, 'coefficient'), h('th', {}, 'worker'))),
+        h('tbody', {}, sel.map((x) => h('tr', { 'data-feature': x.name }, h('td', {}, x.name), h('td', {}, fmt(x.weight)), h('td', {}, fmt(x.coefficient)), h('td', {}, x.worker)))))) : '');
+    $('#loss-box').replaceChildren(lineChart({
+      label: 'loss at the end of each pass', series: [{ name: 'loss', colour: 'var(--accent)', points: f.loss_per_pass.map((v, i) => [i + 1, v]) }],
+      xLabel: 'pass', xFmt: (v) => v.toFixed(1), height: 220, empty: 'no pass completed yet',
+    }));
+    $('#workers-box').replaceChildren(f.workers > 1 ? h('div', { class: 'scroll' }, h('table', { id: 'workers-table' },
+      h('thead', {}, h('tr', {}, h('th', {}, 'worker'), h('th', {}, 'steps'), h('th', {}, 'mean staleness'), h('th', {}, 'max staleness'))),
+      h('tbody', {}, f.staleness.map((w) => h('tr', {}, h('td', {}, w.worker), h('td', {}, fmt(w.steps)), h('td', {}, fmt(w.mean)), h('td', {}, fmt(w.max)))))))
+      : h('p', { class: 'muted' }, 'One worker: online substitution (OS) without threads; Asy-OS runs with workers > 1.'));
+    labels(f);
+  }
+  function labels(f) {
+    const box = $('#labels-box');
+    if (box.contains(document.activeElement)) return; // do not redraw under a person typing
+    const state = h('p', {}, f.labels ? 'Labels received for n = ' + f.n + ' samples.' : 'Waiting for the labels (n = ' + f.n + ' values).');
+    if (!app.token) { box.replaceChildren(state, h('p', { class: 'muted' }, 'Read-only: enter the service\'s token above to replace the labels.')); return; }
+    const ta = h('textarea', { id: 'labels-input', rows: 3, cols: 40, placeholder: 'JSON array of ' + f.n + ' numbers' });
+    const out = h('div', { 'aria-live': 'polite' });
+    const form = h('form', { class: 'controls' }, h('label', { for: 'labels-input' }, 'new labels', ta),
+      h('button', { type: 'submit', class: 'primary' }, 'Send labels'));
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      let labels;
+      try { labels = JSON.parse(ta.value); } catch (e) { out.replaceChildren(errorBox({ code: 'invalid_json', message: 'The labels must be a JSON array of numbers.' })); return; }
+      try {
+        const r = await call('PUT', '/v1/feature-streams/' + enc(f.name) + '/labels', { labels });
+        out.replaceChildren(h('p', {}, 'Labels ' + r.status + '.'));
+      } catch (e) { out.replaceChildren(errorBox(e)); }
+    });
+    box.replaceChildren(state, form, out);
+  }
+  return view;
+}
+
+// ---- start ------------------------------------------------------------------------------
+
+function tokenState() {
+  $('#token-state').textContent = app.token ? 'writes allowed with this token' : 'read-only';
+}
+document.addEventListener('DOMContentLoaded', () => {
+  $('#token-form').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    app.token = $('#token').value.trim();
+    if (app.token) sessionStorage.setItem('ravel.token', app.token); else sessionStorage.removeItem('ravel.token');
+    $('#token').value = '';
+    tokenState();
+    route();
+  });
+  tokenState();
+  window.addEventListener('hashchange', route);
+  route();
+});

@@ -1,0 +1,743 @@
+//! The web console in a real browser: `ravel serve` (the binary, on its embedded broker, with
+//! the demo) and headless Chromium driven over the DevTools protocol (`headless_chrome`).
+//!
+//! Checks: no console errors or exceptions on the normal views; the streams table lists
+//! `demo` and `demo-features` with their counts growing; the path plot has one series per
+//! feature that is ever nonzero on the path the API returns; choosing k = 10 with the
+//! keyboard shows exactly the model `POST .../model {"method":"lasso","k":10}` returns; after
+//! the test streams an abrupt change into an adaptive stream, the history view marks the
+//! drift alarm the API reports; a screenshot of each view is not blank; every request the
+//! page makes is a route of `/openapi.json` (or the page and its two assets); an unknown
+//! stream, k > p and the service restarting under the page give messages, never a blank page;
+//! no horizontal scrolling at phone width.
+//!
+//! (Not `RAVEL_...` variables: the service reads those as configuration.)
+//! `CONSOLE_SCREENSHOTS=DIR` keeps the screenshots in DIR (`scripts/screenshots` writes the
+//! README's, `docs/console/`). Chromium is `chromium` on the PATH (`scripts/test` installs
+//! Debian's) or `CHROMIUM_PATH`; without it the test fails, it does not skip.
+
+mod common;
+
+use common::*;
+use headless_chrome::browser::tab::Tab;
+use headless_chrome::protocol::cdp::Page::CaptureScreenshotFormatOption;
+use headless_chrome::protocol::cdp::types::Event;
+use headless_chrome::{Browser, LaunchOptions};
+use ravel_core::scenarios::{Drift, DriftingStream};
+use serde_json::{Value, json};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The service's bearer token (http.token): the page writes only with it.
+const TOKEN: &str = "console-test-token-0123456789";
+
+/// Phases of the test: errors are allowed only where the test provokes them.
+const NORMAL: usize = 0;
+/// Bad inputs: the API's 4xx answers are logged by Chromium as failed loads.
+const BAD_INPUT: usize = 1;
+/// The service is down: failed connections are logged too.
+const RESTART: usize = 2;
+
+/// What the page did, as the DevTools protocol reported it.
+#[derive(Default)]
+struct Seen {
+    /// (phase, description) of console errors, exceptions and error log entries.
+    errors: Vec<(usize, String, String)>,
+    /// (method, URL) of every request.
+    requests: Vec<(String, String)>,
+}
+
+fn chromium() -> PathBuf {
+    if let Ok(p) = std::env::var("CHROMIUM_PATH") {
+        return p.into();
+    }
+    for dir in std::env::var("PATH").unwrap_or_default().split(':') {
+        for name in ["chromium", "chromium-browser", "google-chrome"] {
+            let p = Path::new(dir).join(name);
+            if p.is_file() {
+                return p;
+            }
+        }
+    }
+    panic!(
+        "no chromium on the PATH: install it (scripts/test does: apt-get install chromium) or set CHROMIUM_PATH"
+    );
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn get(base: &str, path: &str) -> (u16, Value) {
+    let r = client().get(format!("{base}{path}")).send().expect("GET");
+    (r.status().as_u16(), r.json().unwrap_or(Value::Null))
+}
+
+fn post(base: &str, path: &str, body: &Value) -> (u16, Value) {
+    let r = client()
+        .post(format!("{base}{path}"))
+        .json(body)
+        .send()
+        .expect("POST");
+    (r.status().as_u16(), r.json().unwrap_or(Value::Null))
+}
+
+/// Polls `f` until it returns Some, or panics with `what` after `limit`.
+fn wait_for<T>(what: &str, limit: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(start.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The value of a JavaScript expression (JSON-encoded by the page, decoded here).
+fn js(tab: &Tab, expr: &str) -> Value {
+    let r = tab
+        .evaluate(&format!("JSON.stringify(({expr}))"), false)
+        .unwrap_or_else(|e| panic!("evaluate {expr}: {e}"));
+    match r.value {
+        Some(Value::String(s)) => serde_json::from_str(&s).unwrap(),
+        _ => Value::Null,
+    }
+}
+
+fn text(tab: &Tab, selector: &str) -> String {
+    js(
+        tab,
+        &format!(
+            "(document.querySelector({s}) || {{}}).textContent || ''",
+            s = json!(selector)
+        ),
+    )
+    .as_str()
+    .unwrap_or_default()
+    .to_string()
+}
+
+fn count(tab: &Tab, selector: &str) -> usize {
+    js(
+        tab,
+        &format!("document.querySelectorAll({}).length", json!(selector)),
+    )
+    .as_u64()
+    .unwrap_or(0) as usize
+}
+
+fn number(s: &str) -> u64 {
+    s.replace(',', "").trim().parse().unwrap_or(0)
+}
+
+/// Takes a screenshot, checks it is not blank (a good share of pixels differ from the
+/// background and many colours appear), keeps it in `dir`.
+fn screenshot(tab: &Tab, dir: &Path, name: &str) {
+    js(
+        tab,
+        "(() => { if (document.activeElement) document.activeElement.blur(); window.scrollTo(0, 0); return 1; })()",
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let png = tab
+        .capture_screenshot(CaptureScreenshotFormatOption::Png, None, None, true)
+        .unwrap();
+    let decoder = png::Decoder::new(std::io::Cursor::new(&png[..]));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let channels = info.color_type.samples();
+    let pixels: Vec<&[u8]> = buf[..info.buffer_size()]
+        .chunks(channels)
+        .map(|c| &c[..3])
+        .collect();
+    let background = pixels[pixels.len() - 1];
+    let differing = pixels.iter().filter(|p| **p != background).count();
+    let colours: BTreeSet<&[u8]> = pixels.iter().step_by(7).copied().collect();
+    let share = differing as f64 / pixels.len() as f64;
+    assert!(
+        share > 0.02 && colours.len() > 20,
+        "screenshot {name} looks blank: {:.1}% of pixels differ from the background, {} colours",
+        100.0 * share,
+        colours.len()
+    );
+    std::fs::write(dir.join(format!("{name}.png")), &png).unwrap();
+}
+
+/// Whether `path` matches an OpenAPI path template (`{name}` matches one segment).
+fn matches(template: &str, path: &str) -> bool {
+    let (t, p): (Vec<&str>, Vec<&str>) = (template.split('/').collect(), path.split('/').collect());
+    t.len() == p.len()
+        && t.iter()
+            .zip(&p)
+            .all(|(a, b)| a == b || (a.starts_with('{') && !b.is_empty()))
+}
+
+fn start(dir: &Path) -> (Proc, String, String) {
+    let (proc_, line) = Proc::start(
+        "ravel serve",
+        &[
+            "serve",
+            "--config",
+            dir.join("ravel.toml").to_str().unwrap(),
+        ],
+        &[("RUST_LOG", "info")],
+        &dir.join("serve.log"),
+    );
+    let base = line
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_string();
+    // The embedded broker's address, from the start-up log line.
+    let brokers = wait_for("the broker address in the log", DEADLINE, || {
+        let log = std::fs::read_to_string(dir.join("serve.log")).unwrap_or_default();
+        log.split_whitespace()
+            .find_map(|w| w.strip_prefix("brokers="))
+            .map(|b| b.trim_matches('"').to_string())
+    });
+    (proc_, base, brokers)
+}
+
+fn produce(brokers: &str, topic: &str, file: &Path) {
+    ravel(&[
+        "produce",
+        "--brokers",
+        brokers,
+        "--topic",
+        topic,
+        "--input",
+        file.to_str().unwrap(),
+        "--wire-format",
+        "binary",
+        "--batch-rows",
+        "200",
+        "--quiet",
+    ]);
+}
+
+/// Waits until the stream's history has a point at n rows.
+fn wait_point(base: &str, stream: &str, n: u64) {
+    wait_for(
+        &format!("a history point of {stream} at n = {n}"),
+        DEADLINE,
+        || {
+            let (s, v) = get(base, &format!("/v1/streams/{stream}/history"));
+            let points = v["points"].as_array()?;
+            (s == 200 && points.iter().any(|pt| pt["n"].as_u64() == Some(n))).then_some(())
+        },
+    );
+}
+
+#[test]
+fn the_console_in_a_real_browser() {
+    let started = Instant::now();
+    let dir = tempfile::tempdir().unwrap();
+    let shots = match std::env::var("CONSOLE_SCREENSHOTS") {
+        Ok(d) => PathBuf::from(d),
+        Err(_) => dir.path().join("screenshots"),
+    };
+    std::fs::create_dir_all(&shots).unwrap();
+
+    // An adaptive stream beside the demo: the test streams a change into it, and it holds
+    // still between the test's writes, so that the page's model and the test's are of the
+    // same statistics.
+    let (p, first, second) = (12usize, 8000u64, 6000u64);
+    let names = names(p);
+    let port = free_port();
+    std::fs::write(
+        dir.path().join("ravel.toml"),
+        format!(
+            r#"
+[http]
+addr = "127.0.0.1:{port}"
+token = "{TOKEN}"
+[demo]
+rows_per_second = 400
+features_per_second = 40
+[history]
+interval_ms = 400
+length = 500
+[[streams]]
+name = "shift"
+features = {names:?}
+alpha = "adaptive"
+"#
+        ),
+    )
+    .unwrap();
+    let mut source = DriftingStream::new(p, 3, Drift::Abrupt { at: first }, first + second, 7);
+    let (mut x, mut y) = (vec![], vec![]);
+    while source.fill(5000, &mut x, &mut y) > 0 {}
+    // Four pieces before the change and three after: the history gets a point for each.
+    let piece = 2000;
+    let before = write_chunks(
+        dir.path(),
+        &names,
+        &x[..first as usize * p],
+        &y[..first as usize],
+        piece,
+    );
+    let after_dir = dir.path().join("after");
+    std::fs::create_dir(&after_dir).unwrap();
+    let after = write_chunks(
+        &after_dir,
+        &names,
+        &x[first as usize * p..],
+        &y[first as usize..],
+        piece,
+    );
+
+    let (mut svc, base, brokers) = start(dir.path());
+    let mut n = 0;
+    for file in &before {
+        produce(&brokers, "ravel.shift", file);
+        n += piece as u64;
+        wait_point(&base, "shift", n);
+    }
+
+    let browser = Browser::new(
+        LaunchOptions::default_builder()
+            .path(Some(chromium()))
+            .sandbox(false)
+            .window_size(Some((1280, 900)))
+            .idle_browser_timeout(Duration::from_secs(120))
+            .build()
+            .unwrap(),
+    )
+    .expect("chromium starts");
+    let tab = browser.new_tab().unwrap();
+    tab.set_default_timeout(Duration::from_secs(30));
+    let phase = Arc::new(AtomicUsize::new(NORMAL));
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    {
+        let (phase, seen) = (phase.clone(), seen.clone());
+        tab.add_event_listener(Arc::new(move |e: &Event| {
+            let now = phase.load(Ordering::SeqCst);
+            let mut s = seen.lock().unwrap();
+            match e {
+                Event::RuntimeExceptionThrown(t) => s.errors.push((
+                    now,
+                    "exception".into(),
+                    format!("{:?}", t.params.exception_details),
+                )),
+                Event::RuntimeConsoleAPICalled(c)
+                    if format!("{:?}", c.params.Type)
+                        .to_lowercase()
+                        .contains("error") =>
+                {
+                    s.errors
+                        .push((now, "console.error".into(), format!("{:?}", c.params.args)))
+                }
+                Event::LogEntryAdded(l)
+                    if format!("{:?}", l.params.entry.level).to_lowercase() == "error" =>
+                {
+                    s.errors.push((
+                        now,
+                        format!("{:?}", l.params.entry.source).to_lowercase(),
+                        l.params.entry.text.clone(),
+                    ))
+                }
+                Event::NetworkRequestWillBeSent(r) => s.requests.push((
+                    r.params.request.method.clone(),
+                    r.params.request.url.clone(),
+                )),
+                _ => {}
+            }
+        }))
+        .unwrap();
+    }
+    tab.enable_runtime().unwrap();
+    tab.enable_log().unwrap();
+    tab.call_method(
+        serde_json::from_value::<headless_chrome::protocol::cdp::Network::Enable>(json!({}))
+            .unwrap(),
+    )
+    .unwrap();
+
+    // Streams: demo and demo-features listed, their counts growing.
+    tab.navigate_to(&format!("{base}/")).unwrap();
+    tab.wait_until_navigated().unwrap();
+    let row = |name: &str| format!("tr[data-stream=\"{name}\"] [data-col=\"n\"]");
+    let demo0 = wait_for("demo rows in the table", DEADLINE, || {
+        let n = number(&text(&tab, &row("demo")));
+        (n > 0).then_some(n)
+    });
+    let feat0 = wait_for("demo-features in the table", DEADLINE, || {
+        let n = number(&text(
+            &tab,
+            &format!("#feature-streams-table {}", row("demo-features")),
+        ));
+        (n > 0).then_some(n)
+    });
+    wait_for("demo and demo-features to grow", DEADLINE, || {
+        let d = number(&text(&tab, &row("demo")));
+        let f = number(&text(
+            &tab,
+            &format!("#feature-streams-table {}", row("demo-features")),
+        ));
+        (d > demo0 && f > feat0).then_some(())
+    });
+    assert!(text(&tab, "tr[data-stream=\"shift\"]").contains("shift"));
+    screenshot(&tab, &shots, "streams");
+
+    // A stream: one series per feature that is ever nonzero on the API's path.
+    tab.navigate_to(&format!("{base}/#/streams/shift")).unwrap();
+    wait_for("the path chart and the first model", DEADLINE, || {
+        (count(&tab, "#path-chart path.series") > 0 && count(&tab, "#model-table tbody tr") > 0)
+            .then_some(())
+    });
+    let (status, path) = get(&base, "/v1/streams/shift/path?method=lasso&path_points=40");
+    assert_eq!(status, 200, "{path}");
+    let entered: BTreeSet<String> = path["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|pt| pt["coefficients"].as_array().unwrap().iter())
+        .filter(|c| c["value"].as_f64() != Some(0.0))
+        .map(|c| c["feature"].as_str().unwrap().to_string())
+        .collect();
+    let series: Vec<String> = serde_json::from_value(js(
+        &tab,
+        "[...document.querySelectorAll('#path-chart path.series')].map(p => p.getAttribute('data-feature'))",
+    ))
+    .unwrap();
+    assert_eq!(
+        series.len(),
+        entered.len(),
+        "one series per feature: {series:?}"
+    );
+    assert_eq!(series.into_iter().collect::<BTreeSet<_>>(), entered);
+
+    // k = 10, typed and submitted with the keyboard: exactly the API's model.
+    js(
+        &tab,
+        "(() => { const k = document.getElementById('k'); k.focus(); k.select(); return 1; })()",
+    );
+    tab.type_str("10").unwrap().press_key("Enter").unwrap();
+    wait_for("the model at k = 10", DEADLINE, || {
+        (text(&tab, "#model-cards [data-col=\"k\"] .v") == "10").then_some(())
+    });
+    let (status, model) = post(
+        &base,
+        "/v1/streams/shift/model",
+        &json!({"method": "lasso", "k": 10}),
+    );
+    assert_eq!(status, 200, "{model}");
+    let mut expect: Vec<(String, f64)> = model["coefficients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["feature"].as_str().unwrap().to_string(),
+                c["value"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    let shown: Vec<(String, String)> = serde_json::from_value(js(
+        &tab,
+        "[...document.querySelectorAll('#model-table tbody tr')].map(r => [r.getAttribute('data-feature'), r.children[1].getAttribute('data-value')])",
+    ))
+    .unwrap();
+    let mut shown: Vec<(String, f64)> = shown
+        .into_iter()
+        .map(|(f, v)| (f, v.parse().unwrap()))
+        .collect();
+    expect.sort_by(|a, b| a.0.cmp(&b.0));
+    shown.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(expect.len(), 10);
+    assert_eq!(shown, expect, "the page's model is the API's");
+    // The history's point at this n is the same default model (lasso, history.k = 10).
+    let (_, hist) = get(&base, "/v1/streams/shift/history");
+    assert_eq!(
+        (hist["method"].as_str(), hist["k"].as_u64()),
+        (Some("lasso"), Some(10))
+    );
+    let point = hist["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|pt| pt["n"].as_u64() == Some(first))
+        .unwrap_or_else(|| panic!("no history point at n = {first}: {hist}"))
+        .clone();
+    let support: Vec<usize> = model["coefficients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["index"].as_u64().unwrap() as usize)
+        .collect();
+    let values: Vec<f64> = model["coefficients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["value"].as_f64().unwrap())
+        .collect();
+    assert_eq!(point["support"], json!(support), "{point}");
+    assert_eq!(point["coefficients"], json!(values), "{point}");
+    assert_eq!(point["r2"], model["diagnostics"]["r2"]);
+    assert_eq!(point["alarms"], json!(0), "no alarm before the change");
+    let r2 = model["diagnostics"]["r2"].as_f64().unwrap();
+    let shown_r2: f64 = text(&tab, "#model-cards [data-col=\"r2\"] .v")
+        .parse()
+        .unwrap();
+    assert!(
+        (shown_r2 - r2).abs() <= 1e-3 * r2.abs().max(1e-3),
+        "R^2 {shown_r2} vs {r2}"
+    );
+    // Sortable: by name, ascending, with the keyboard.
+    js(
+        &tab,
+        "document.querySelector('[data-sort=\"name\"]').focus()",
+    );
+    tab.press_key("Enter").unwrap();
+    let order: Vec<String> = serde_json::from_value(js(
+        &tab,
+        "[...document.querySelectorAll('#model-table tbody tr')].map(r => r.getAttribute('data-feature'))",
+    ))
+    .unwrap();
+    let mut sorted = order.clone();
+    sorted.sort();
+    assert_eq!(order, sorted, "sorted by name");
+    screenshot(&tab, &shots, "stream");
+
+    // Change over time: stream the change, wait for the API's alarm and a history point
+    // with it, then the page marks it.
+    for file in &after {
+        produce(&brokers, "ravel.shift", file);
+        n += piece as u64;
+        wait_point(&base, "shift", n);
+    }
+    assert_eq!(n, first + second);
+    let alarms = wait_for("a drift alarm in the history", DEADLINE, || {
+        let (_, h) = get(&base, "/v1/streams/shift/history");
+        let last = h["points"].as_array()?.last()?.clone();
+        (last["n"].as_u64() == Some(first + second) && last["alarms"].as_u64()? >= 1)
+            .then(|| last["alarms"].as_u64().unwrap())
+    });
+    tab.navigate_to(&format!("{base}/#/streams/shift/history"))
+        .unwrap();
+    wait_for("the alarm on the page", DEADLINE, || {
+        (count(&tab, "#alpha-box [data-alarm]") >= 1 && count(&tab, "#heat-strip rect") > 0)
+            .then_some(())
+    });
+    assert!(
+        text(&tab, "#alarm-text").starts_with(&format!("{alarms} drift alarm")),
+        "{}",
+        text(&tab, "#alarm-text")
+    );
+    screenshot(&tab, &shots, "history");
+
+    // A feature stream: selected features, loss per pass.
+    tab.navigate_to(&format!("{base}/#/feature-streams/demo-features"))
+        .unwrap();
+    wait_for("selected features", DEADLINE, || {
+        (count(&tab, "#selected-table tr[data-feature]") > 0).then_some(())
+    });
+    assert!(text(&tab, "[data-col=\"labels\"]").contains("received"));
+    screenshot(&tab, &shots, "features");
+
+    // Phone width: no horizontal scrolling (wide tables scroll inside their box).
+    tab.set_bounds(headless_chrome::types::Bounds::Normal {
+        left: None,
+        top: None,
+        width: Some(390.0),
+        height: Some(844.0),
+    })
+    .unwrap();
+    tab.navigate_to(&format!("{base}/#/streams/shift")).unwrap();
+    wait_for("the stream page at phone width", DEADLINE, || {
+        (count(&tab, "#model-table tbody tr") > 0).then_some(())
+    });
+    let (scroll, inner) = (
+        js(&tab, "document.documentElement.scrollWidth")
+            .as_u64()
+            .unwrap(),
+        js(&tab, "window.innerWidth").as_u64().unwrap(),
+    );
+    assert!(
+        scroll <= inner,
+        "page wider than the phone: {scroll} > {inner}"
+    );
+    screenshot(&tab, &shots, "phone");
+    tab.set_bounds(headless_chrome::types::Bounds::Normal {
+        left: None,
+        top: None,
+        width: Some(1280.0),
+        height: Some(900.0),
+    })
+    .unwrap();
+    {
+        let s = seen.lock().unwrap();
+        let errors: Vec<_> = s.errors.iter().filter(|e| e.0 == NORMAL).collect();
+        assert!(errors.is_empty(), "console errors: {errors:?}");
+    }
+
+    // Bad inputs: k > p, an unknown stream, an unknown page.
+    phase.store(BAD_INPUT, Ordering::SeqCst);
+    js(
+        &tab,
+        "(() => { const k = document.getElementById('k'); k.focus(); k.select(); return 1; })()",
+    );
+    tab.type_str(&(p + 1).to_string())
+        .unwrap()
+        .press_key("Enter")
+        .unwrap();
+    wait_for("the k > p message", DEADLINE, || {
+        (count(&tab, "#model-error [data-error=\"k_too_large\"]") == 1).then_some(())
+    });
+    assert!(count(&tab, "#path-chart path.series") > 0, "the path stays");
+    tab.navigate_to(&format!("{base}/#/streams/nope")).unwrap();
+    wait_for("the unknown stream message", DEADLINE, || {
+        let t = text(&tab, "[data-error=\"unknown_stream\"]");
+        (t.contains("nope") && text(&tab, "main").contains("demo-features")).then_some(())
+    });
+    // Read-only without the token: no labels form; with a wrong token the write is refused
+    // with the API's message.
+    tab.navigate_to(&format!("{base}/#/feature-streams/demo-features"))
+        .unwrap();
+    wait_for("the read-only labels section", DEADLINE, || {
+        (text(&tab, "#labels-box").contains("Read-only") && count(&tab, "#labels-input") == 0)
+            .then_some(())
+    });
+    let send_labels = |token: &str| {
+        js(&tab, "document.getElementById('token').focus()");
+        tab.type_str(token).unwrap().press_key("Enter").unwrap();
+        wait_for("the labels form", DEADLINE, || {
+            (count(&tab, "#labels-input") == 1).then_some(())
+        });
+        // 200 labels: set, not typed key by key (that takes minutes over the protocol).
+        js(
+            &tab,
+            "(() => { const t = document.getElementById('labels-input'); t.focus(); \
+             t.value = JSON.stringify(Array(200).fill(1)); \
+             document.querySelector('#labels-box button[type=submit]').click(); return 1; })()",
+        );
+    };
+    send_labels("not-the-token-at-all");
+    wait_for("the unauthorized message", DEADLINE, || {
+        (count(&tab, "#labels-box [data-error=\"unauthorized\"]") == 1).then_some(())
+    });
+    // With the token the write gets past authorization to the handler, which refuses new
+    // labels once features were selected with the old ones, saying why.
+    send_labels(TOKEN);
+    wait_for("the labels conflict message", DEADLINE, || {
+        let t = text(&tab, "#labels-box [data-error=\"labels_conflict\"]");
+        t.contains("cannot change").then_some(())
+    });
+    tab.navigate_to(&format!("{base}/#/elsewhere")).unwrap();
+    wait_for("the unknown page message", DEADLINE, || {
+        (count(&tab, "[data-error=\"unknown_page\"]") == 1).then_some(())
+    });
+
+    // The service restarting under the page: a message over the last data, then back.
+    phase.store(RESTART, Ordering::SeqCst);
+    tab.navigate_to(&format!("{base}/#/streams/shift/history"))
+        .unwrap();
+    wait_for("the history page", DEADLINE, || {
+        (count(&tab, "#heat-strip") == 1).then_some(())
+    });
+    svc.signal("-TERM");
+    assert!(svc.wait(), "the service stops cleanly");
+    wait_for("the restarting message", DEADLINE, || {
+        let b = text(&tab, "#banner");
+        (b.contains("not answering") && count(&tab, "#heat-strip") == 1).then_some(())
+    });
+    let (svc2, base2, _) = start(dir.path());
+    assert_eq!(base2, base, "same address after the restart");
+    wait_for("the message to clear", DEADLINE, || {
+        let hidden = js(&tab, "document.getElementById('banner').hidden");
+        (hidden == json!(true) && count(&tab, "#view h1") == 1).then_some(())
+    });
+
+    // The page and its assets are served with their types; an unknown asset is a JSON 404.
+    for (path, ctype) in [
+        ("/", "text/html"),
+        ("/ui/app.js", "text/javascript"),
+        ("/ui/app.css", "text/css"),
+    ] {
+        let r = client().get(format!("{base}{path}")).send().unwrap();
+        assert_eq!(r.status().as_u16(), 200, "{path}");
+        let got = r.headers()["content-type"].to_str().unwrap().to_string();
+        assert!(got.starts_with(ctype), "{path}: {got}");
+    }
+    let (status, body) = get(&base, "/ui/nope.js");
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (404, Some("not_found")),
+        "{body}"
+    );
+
+    // Every request of the page: the page, its assets, or a documented route.
+    let (_, doc) = get(&base, "/openapi.json");
+    let ops: Vec<(String, String)> = doc["paths"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .flat_map(|(t, item)| {
+            item.as_object()
+                .unwrap()
+                .keys()
+                .map(move |m| (m.to_uppercase(), t.clone()))
+        })
+        .collect();
+    let s = seen.lock().unwrap();
+    let mut api_calls = BTreeSet::new();
+    for (method, url) in &s.requests {
+        let Some(rest) = url.strip_prefix(&base) else {
+            assert!(
+                url.starts_with("data:"),
+                "a request outside the service: {url}"
+            );
+            continue;
+        };
+        let path = rest.split(['?', '#']).next().unwrap();
+        let path = if path.is_empty() { "/" } else { path };
+        if method == "GET" && ["/", "/ui/app.js", "/ui/app.css"].contains(&path) {
+            continue;
+        }
+        let op = ops.iter().find(|(m, t)| m == method && matches(t, path));
+        assert!(
+            op.is_some(),
+            "{method} {url} is not a route of /openapi.json"
+        );
+        api_calls.insert(op.unwrap().clone());
+    }
+    for want in [
+        ("GET", "/v1/streams"),
+        ("GET", "/v1/feature-streams"),
+        ("GET", "/v1/streams/{name}/path"),
+        ("POST", "/v1/streams/{name}/model"),
+        ("GET", "/v1/streams/{name}/history"),
+        ("GET", "/v1/feature-streams/{name}"),
+    ] {
+        assert!(
+            api_calls.contains(&(want.0.to_string(), want.1.to_string())),
+            "the page never called {want:?}"
+        );
+    }
+    // The listener sees errors: the provoked 4xx answers were logged.
+    assert!(
+        s.errors
+            .iter()
+            .any(|e| e.0 == BAD_INPUT && e.1 == "network"),
+        "the provoked 4xx answers were not seen: {:?}",
+        s.errors
+    );
+    // Errors only where provoked: 4xx answers while bad inputs were tried, failed
+    // connections while the service was down; never an exception.
+    for (at, source, text) in &s.errors {
+        assert!(
+            *at != NORMAL && source == "network",
+            "unexpected console error ({source}): {text}"
+        );
+    }
+    drop(svc2);
+    eprintln!("browser test took {:?}", started.elapsed());
+}
