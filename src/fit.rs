@@ -336,9 +336,18 @@ pub fn run(args: &FitArgs) -> anyhow::Result<String> {
     }
     // The statistics' memory is estimated from the file's dimensions and checked against
     // --max-memory before any row is read (issue 21).
-    let plan = Plan::Stats {
-        task: args.task,
-        batch_rows: args.batch.max(1),
+    let cv = params.select.is_some_and(|c| c.is_cv());
+    let plan = if cv {
+        Plan::Folds {
+            task: args.task,
+            batch_rows: args.batch.max(1),
+            folds: args.folds.unwrap_or(5).clamp(2, solve::select::MAX_FOLDS),
+        }
+    } else {
+        Plan::Stats {
+            task: args.task,
+            batch_rows: args.batch.max(1),
+        }
     };
     let opts = OpenOptions {
         target: args.target.as_deref(),
@@ -351,7 +360,7 @@ pub fn run(args: &FitArgs) -> anyhow::Result<String> {
     if let Some(window) = args.prequential {
         return prequential(reader, args, schedule, &params, window);
     }
-    if params.select.is_some_and(|c| c.is_cv()) {
+    if cv {
         return cross_validate(reader, args, schedule, &params);
     }
     if args.folds.is_some() {

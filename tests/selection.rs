@@ -392,3 +392,105 @@ fn impossible_selections_are_refused_by_name() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
 }
+
+/// The same requests over HTTP on a stream fed through the real broker: `select` on
+/// `POST .../model`, `GET` and `POST .../path`, and `inference`, equal `ravel fit` on the same
+/// rows; a cv request on a stream without fold statistics is a clear 400.
+#[test]
+fn select_and_inference_over_http_equal_ravel_fit() {
+    use ravel::broker::EmbeddedBroker;
+    use ravel::config::FeatureSchema;
+    use ravel::produce::{self, ProduceArgs, WireFormat};
+    use ravel_core::Task;
+    use serde_json::json;
+
+    let dir = tempfile::tempdir().unwrap();
+    let (p, n) = (15, 800);
+    let (file, _) = data(dir.path(), p, 4, n, 11);
+    let broker = EmbeddedBroker::start(1).unwrap();
+    broker.create_topic("t.sel", 1).unwrap();
+    broker.create_topic("t.sel.dlq", 1).unwrap();
+    let sent = produce::run(&ProduceArgs {
+        brokers: broker.bootstrap_servers().into(),
+        topic: "t.sel".into(),
+        input: Some(file.clone()),
+        target: None,
+        file_format: None,
+        synthetic: None,
+        wire_format: WireFormat::Binary,
+        batch_rows: 50,
+        options: vec![],
+        quiet: true,
+        memory: Default::default(),
+    })
+    .unwrap()
+    .rows;
+    assert_eq!(sent, n as u64);
+    let state = tempfile::tempdir().unwrap();
+    let cfg = config(
+        vec![stream("sel", "t.sel", FeatureSchema::Names(names(p)), Task::Regression)],
+        Some(state.path()),
+    );
+    let svc = TestService::start(cfg, broker.bootstrap_servers());
+    svc.wait_rows("sel", n as u64);
+    let f = file.to_str().unwrap();
+
+    let (status, model) = svc.post(
+        "/v1/streams/sel/model",
+        &json!({"method": "lasso", "select": "ebic", "path_points": 20}),
+    );
+    assert_eq!(status, 200, "{model}");
+    let want = fit_json(&[f, "--method", "lasso", "--select", "ebic", "--path-points", "20"]);
+    assert_same_model(&model, &want, 1e-8, "lasso ebic");
+    assert_eq!(model["selection"]["chosen"], want["selection"]["chosen"]);
+    assert_eq!(model["selection"]["curve"].as_array().unwrap().len(), 20);
+    for (a, b) in model["selection"]["curve"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(want["selection"]["curve"].as_array().unwrap())
+    {
+        assert!(close(f64_of(&a["value"]), f64_of(&b["value"]), 1e-9), "curve {a} vs {b}");
+    }
+
+    let (status, path) = svc.get("/v1/streams/sel/path?method=olsth&k=6&select=bic");
+    assert_eq!(status, 200, "{path}");
+    let want = fit_json(&[f, "--method", "olsth", "--k", "6", "--select", "bic", "--path"]);
+    assert_eq!(path["points"].as_array().unwrap().len(), 6);
+    assert_eq!(path["selection"]["chosen"], want["selection"]["chosen"]);
+    for (a, b) in path["points"].as_array().unwrap().iter().zip(want["points"].as_array().unwrap()) {
+        assert_same_model(a, b, 1e-8, "olsth k-path");
+    }
+
+    let (status, path) = svc.post("/v1/streams/sel/path", &json!({"method": "mcp", "select": "aic", "path_points": 15}));
+    assert_eq!(status, 200, "{path}");
+    assert_eq!(path["selection"]["criterion"], "aic");
+    assert!(path["points"][0]["diagnostics"]["criteria"]["aic"].is_number());
+
+    let (status, ols) = svc.post("/v1/streams/sel/model", &json!({"method": "ols", "inference": true}));
+    assert_eq!(status, 200, "{ols}");
+    let want = fit_json(&[f, "--method", "ols", "--inference"]);
+    let (a, b) = (&ols["inference"], &want["inference"]);
+    for (x, y) in a["coefficients"].as_array().unwrap().iter().zip(b["coefficients"].as_array().unwrap()) {
+        for key in ["se", "t"] {
+            assert!(close(f64_of(&x[key]), f64_of(&y[key]), 1e-8), "{key}: {x} vs {y}");
+        }
+    }
+
+    for (body, says) in [
+        (json!({"method": "lasso", "select": "cv"}), "cv.folds"),
+        (json!({"method": "lasso", "select": "bic", "k": 3}), "drop k"),
+        (json!({"method": "ridge", "lambda": 1.0, "select": "aic"}), "no path"),
+        (json!({"method": "lasso", "select": "best"}), "expected one of `aic`"),
+        (json!({"method": "lasso", "lambda": 0.1, "inference": true}), "inference is for"),
+    ] {
+        let (status, err) = svc.post("/v1/streams/sel/model", &body);
+        assert_eq!(status, 400, "{body}: {err}");
+        assert!(err.to_string().contains(says), "{body}: {err}");
+    }
+    svc.stop().unwrap();
+}
+
+fn f64_of(v: &Value) -> f64 {
+    v.as_f64().unwrap()
+}
