@@ -48,12 +48,12 @@ impl Rows {
     fn mse(&self, model: &Value, w: &[f64]) -> f64 {
         let b0 = f(&model["intercept"]);
         let mut num = 0.0;
-        for i in 0..self.n() {
+        for (i, (wi, yi)) in w.iter().zip(&self.y).enumerate() {
             let mut fitted = b0;
             for c in model["coefficients"].as_array().unwrap() {
                 fitted += f(&c["value"]) * self.row(i)[c["index"].as_u64().unwrap() as usize];
             }
-            num += w[i] * (self.y[i] - fitted).powi(2);
+            num += wi * (yi - fitted).powi(2);
         }
         num / w.iter().sum::<f64>()
     }
@@ -73,7 +73,11 @@ impl Rows {
             })
             .collect();
         let g: Vec<Vec<f64>> = (0..s)
-            .map(|a| (0..s).map(|b| z[a].iter().zip(&z[b]).map(|(u, v)| u * v).sum()).collect())
+            .map(|a| {
+                (0..s)
+                    .map(|b| z[a].iter().zip(&z[b]).map(|(u, v)| u * v).sum())
+                    .collect()
+            })
             .collect();
         // Solve (G + n mu I) X = G; df = tr(X).
         let mut a: Vec<Vec<f64>> = (0..s)
@@ -184,9 +188,16 @@ fn check_path(rows: &Rows, file: &Path, args: &[&str], criterion: &str, weights:
         .unwrap();
     let sel = &path["selection"];
     assert_eq!(sel["criterion"], criterion, "{what}");
-    assert_eq!(sel["chosen"].as_u64().unwrap() as usize, best, "{what}: chosen");
+    assert_eq!(
+        sel["chosen"].as_u64().unwrap() as usize,
+        best,
+        "{what}: chosen"
+    );
     for (c, v) in sel["curve"].as_array().unwrap().iter().zip(&values) {
-        assert!((f(&c["value"]) - v).abs() <= 1e-9 * v.abs().max(n), "{what}: curve");
+        assert!(
+            (f(&c["value"]) - v).abs() <= 1e-9 * v.abs().max(n),
+            "{what}: curve"
+        );
     }
     // The model request returns that point with the curve.
     let model = fit_json(&all);
@@ -299,18 +310,32 @@ fn cross_validation_equals_scikit_learn_on_the_same_folds() {
             let lambda = f(&cv["lambdas"][i]);
             assert!(close(f(&c["lambda"]), lambda, 1e-12), "lambda {i}");
             let (m, se) = (f(&cv["cv_mean"][i]), f(&cv["cv_se"][i]));
-            assert!(close(f(&c["value"]), m, 1e-6), "{criterion} point {i}: mean {} vs {m}", c["value"]);
-            assert!(close(f(&c["se"].clone()), se, 1e-6), "{criterion} point {i}: se {} vs {se}", c["se"]);
+            assert!(
+                close(f(&c["value"]), m, 1e-6),
+                "{criterion} point {i}: mean {} vs {m}",
+                c["value"]
+            );
+            assert!(
+                close(f(&c["se"].clone()), se, 1e-6),
+                "{criterion} point {i}: se {} vs {se}",
+                c["se"]
+            );
             for j in 0..5 {
                 let (got, want) = (f(&c["fold_errors"][j]), f(&cv["fold_errors"][i][j]));
-                assert!(close(got, want, 1e-6), "point {i} fold {j}: {got} vs {want}");
+                assert!(
+                    close(got, want, 1e-6),
+                    "point {i} fold {j}: {got} vs {want}"
+                );
             }
         }
         let want = cv[want_key].as_u64().unwrap();
         assert_eq!(sel["chosen"].as_u64().unwrap(), want, "{criterion}");
         if criterion == "cv_1se" {
             assert_eq!(sel["minimum"], cv["chosen_min"]);
-            assert!(want < cv["chosen_min"].as_u64().unwrap(), "the 1-SE rule picks a sparser model here");
+            assert!(
+                want < cv["chosen_min"].as_u64().unwrap(),
+                "the 1-SE rule picks a sparser model here"
+            );
         }
         // Without --path: the full-data model at the chosen lambda, with the curve.
         let model = fit_json(&args);
@@ -322,15 +347,30 @@ fn cross_validation_equals_scikit_learn_on_the_same_folds() {
 fn check_inference(got: &Value, want: &Value, what: &str) {
     let mut est = vec![got["intercept"].clone()];
     est.extend(got["coefficients"].as_array().unwrap().iter().cloned());
-    assert_eq!(est.len(), want["se"].as_array().unwrap().len(), "{what}: size");
+    assert_eq!(
+        est.len(),
+        want["se"].as_array().unwrap().len(),
+        "{what}: size"
+    );
     for (i, e) in est.iter().enumerate() {
-        for (key, wkey) in [("value", "values"), ("se", "se"), ("t", "t"), ("p_value", "p")] {
+        for (key, wkey) in [
+            ("value", "values"),
+            ("se", "se"),
+            ("t", "t"),
+            ("p_value", "p"),
+        ] {
             let (g, w) = (f(&e[key]), f(&want[wkey][i]));
             assert!(close(g, w, 1e-8), "{what}: estimate {i} {key} {g} vs {w}");
         }
     }
-    assert!(close(f(&got["sigma2"]), f(&want["sigma2"]), 1e-8), "{what}: sigma2");
-    assert!(close(f(&got["df_resid"]), f(&want["df_resid"]), 1e-12), "{what}: df_resid");
+    assert!(
+        close(f(&got["sigma2"]), f(&want["sigma2"]), 1e-8),
+        "{what}: sigma2"
+    );
+    assert!(
+        close(f(&got["df_resid"]), f(&want["df_resid"]), 1e-12),
+        "{what}: df_resid"
+    );
 }
 
 /// Standard errors, t and p-values of OLS and of OLSth's refit equal statsmodels' OLS on the
@@ -356,7 +396,11 @@ fn standard_errors_equal_statsmodels() {
     assert_eq!(th["inference"]["post_selection"], true);
     // The refitted Lasso at k = 3 has the same support, so the same numbers.
     let lasso = fit_json(&[file, "--method", "lasso", "--k", "3", "--inference"]);
-    check_inference(&lasso["inference"], &inf["olsth_k3"], "lasso k = 3 refitted");
+    check_inference(
+        &lasso["inference"],
+        &inf["olsth_k3"],
+        "lasso k = 3 refitted",
+    );
     let lam = f(&inf["ridge"]["lambda"]).to_string();
     let ridge = fit_json(&[file, "--method", "ridge", "--lambda", &lam, "--inference"]);
     check_inference(&ridge["inference"], &inf["ridge"], "ridge");
@@ -368,17 +412,64 @@ fn impossible_selections_are_refused_by_name() {
     let file = fixture("inference.csv");
     let file = file.to_str().unwrap();
     for (args, says) in [
-        (vec!["--method", "ols", "--select", "bic"], "no path to select"),
-        (vec!["--method", "lasso", "--k", "3", "--select", "bic"], "drop k"),
-        (vec!["--method", "lasso", "--select", "mdl"], "unknown criterion"),
-        (vec!["--method", "lasso", "--select", "cv", "--folds", "1"], "[2, 20]"),
-        (vec!["--method", "lasso", "--select", "cv", "--folds", "21"], "[2, 20]"),
-        (vec!["--method", "lasso", "--select", "cv", "--alpha", "fixed:0.1"], "plain"),
-        (vec!["--method", "lasso", "--folds", "5", "--lambda", "0.1"], "--folds is for"),
-        (vec!["--method", "fw-lasso", "--select", "cv"], "fw-lasso takes"),
-        (vec!["--method", "lasso", "--lambda", "0.1", "--inference"], "inference is for"),
-        (vec!["--method", "lasso", "--select", "ebic", "--ebic-gamma", "2"], "ebic_gamma"),
-        (vec!["--method", "lasso", "--ebic-gamma", "0.5", "--lambda", "0.1"], "ebic_gamma"),
+        (
+            vec!["--method", "ols", "--select", "bic"],
+            "no path to select",
+        ),
+        (
+            vec!["--method", "lasso", "--k", "3", "--select", "bic"],
+            "drop k",
+        ),
+        (
+            vec!["--method", "lasso", "--select", "mdl"],
+            "unknown criterion",
+        ),
+        (
+            vec!["--method", "lasso", "--select", "cv", "--folds", "1"],
+            "[2, 20]",
+        ),
+        (
+            vec!["--method", "lasso", "--select", "cv", "--folds", "21"],
+            "[2, 20]",
+        ),
+        (
+            vec![
+                "--method",
+                "lasso",
+                "--select",
+                "cv",
+                "--alpha",
+                "fixed:0.1",
+            ],
+            "plain",
+        ),
+        (
+            vec!["--method", "lasso", "--folds", "5", "--lambda", "0.1"],
+            "--folds is for",
+        ),
+        (
+            vec!["--method", "fw-lasso", "--select", "cv"],
+            "fw-lasso takes",
+        ),
+        (
+            vec!["--method", "lasso", "--lambda", "0.1", "--inference"],
+            "inference is for",
+        ),
+        (
+            vec!["--method", "lasso", "--select", "ebic", "--ebic-gamma", "2"],
+            "ebic_gamma",
+        ),
+        (
+            vec![
+                "--method",
+                "lasso",
+                "--ebic-gamma",
+                "0.5",
+                "--lambda",
+                "0.1",
+            ],
+            "ebic_gamma",
+        ),
     ] {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_ravel"))
             .arg("fit")
@@ -428,7 +519,12 @@ fn select_and_inference_over_http_equal_ravel_fit() {
     assert_eq!(sent, n as u64);
     let state = tempfile::tempdir().unwrap();
     let cfg = config(
-        vec![stream("sel", "t.sel", FeatureSchema::Names(names(p)), Task::Regression)],
+        vec![stream(
+            "sel",
+            "t.sel",
+            FeatureSchema::Names(names(p)),
+            Task::Regression,
+        )],
         Some(state.path()),
     );
     let svc = TestService::start(cfg, broker.bootstrap_servers());
@@ -440,7 +536,15 @@ fn select_and_inference_over_http_equal_ravel_fit() {
         &json!({"method": "lasso", "select": "ebic", "path_points": 20}),
     );
     assert_eq!(status, 200, "{model}");
-    let want = fit_json(&[f, "--method", "lasso", "--select", "ebic", "--path-points", "20"]);
+    let want = fit_json(&[
+        f,
+        "--method",
+        "lasso",
+        "--select",
+        "ebic",
+        "--path-points",
+        "20",
+    ]);
     assert_same_model(&model, &want, 1e-8, "lasso ebic");
     assert_eq!(model["selection"]["chosen"], want["selection"]["chosen"]);
     assert_eq!(model["selection"]["curve"].as_array().unwrap().len(), 20);
@@ -450,39 +554,75 @@ fn select_and_inference_over_http_equal_ravel_fit() {
         .iter()
         .zip(want["selection"]["curve"].as_array().unwrap())
     {
-        assert!(close(f64_of(&a["value"]), f64_of(&b["value"]), 1e-9), "curve {a} vs {b}");
+        assert!(
+            close(f64_of(&a["value"]), f64_of(&b["value"]), 1e-9),
+            "curve {a} vs {b}"
+        );
     }
 
     let (status, path) = svc.get("/v1/streams/sel/path?method=olsth&k=6&select=bic");
     assert_eq!(status, 200, "{path}");
-    let want = fit_json(&[f, "--method", "olsth", "--k", "6", "--select", "bic", "--path"]);
+    let want = fit_json(&[
+        f, "--method", "olsth", "--k", "6", "--select", "bic", "--path",
+    ]);
     assert_eq!(path["points"].as_array().unwrap().len(), 6);
     assert_eq!(path["selection"]["chosen"], want["selection"]["chosen"]);
-    for (a, b) in path["points"].as_array().unwrap().iter().zip(want["points"].as_array().unwrap()) {
+    for (a, b) in path["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(want["points"].as_array().unwrap())
+    {
         assert_same_model(a, b, 1e-8, "olsth k-path");
     }
 
-    let (status, path) = svc.post("/v1/streams/sel/path", &json!({"method": "mcp", "select": "aic", "path_points": 15}));
+    let (status, path) = svc.post(
+        "/v1/streams/sel/path",
+        &json!({"method": "mcp", "select": "aic", "path_points": 15}),
+    );
     assert_eq!(status, 200, "{path}");
     assert_eq!(path["selection"]["criterion"], "aic");
     assert!(path["points"][0]["diagnostics"]["criteria"]["aic"].is_number());
 
-    let (status, ols) = svc.post("/v1/streams/sel/model", &json!({"method": "ols", "inference": true}));
+    let (status, ols) = svc.post(
+        "/v1/streams/sel/model",
+        &json!({"method": "ols", "inference": true}),
+    );
     assert_eq!(status, 200, "{ols}");
     let want = fit_json(&[f, "--method", "ols", "--inference"]);
     let (a, b) = (&ols["inference"], &want["inference"]);
-    for (x, y) in a["coefficients"].as_array().unwrap().iter().zip(b["coefficients"].as_array().unwrap()) {
+    for (x, y) in a["coefficients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(b["coefficients"].as_array().unwrap())
+    {
         for key in ["se", "t"] {
-            assert!(close(f64_of(&x[key]), f64_of(&y[key]), 1e-8), "{key}: {x} vs {y}");
+            assert!(
+                close(f64_of(&x[key]), f64_of(&y[key]), 1e-8),
+                "{key}: {x} vs {y}"
+            );
         }
     }
 
     for (body, says) in [
         (json!({"method": "lasso", "select": "cv"}), "cv.folds"),
-        (json!({"method": "lasso", "select": "bic", "k": 3}), "drop k"),
-        (json!({"method": "ridge", "lambda": 1.0, "select": "aic"}), "no path"),
-        (json!({"method": "lasso", "select": "best"}), "expected one of `aic`"),
-        (json!({"method": "lasso", "lambda": 0.1, "inference": true}), "inference is for"),
+        (
+            json!({"method": "lasso", "select": "bic", "k": 3}),
+            "drop k",
+        ),
+        (
+            json!({"method": "ridge", "lambda": 1.0, "select": "aic"}),
+            "no path",
+        ),
+        (
+            json!({"method": "lasso", "select": "best"}),
+            "expected one of `aic`",
+        ),
+        (
+            json!({"method": "lasso", "lambda": 0.1, "inference": true}),
+            "inference is for",
+        ),
     ] {
         let (status, err) = svc.post("/v1/streams/sel/model", &body);
         assert_eq!(status, 400, "{body}: {err}");

@@ -283,7 +283,10 @@ mod tests {
         // df = 1 (Cauchy): P(|T| >= t) = 1 - 2 atan(t) / pi.
         for t in [0.1f64, 1.0, 3.0, 50.0] {
             let want = 1.0 - 2.0 * f64::atan(t) / std::f64::consts::PI;
-            assert!((t_two_sided(t, 1.0) - want).abs() < 1e-14 * want.max(1e-3), "{t}");
+            assert!(
+                (t_two_sided(t, 1.0) - want).abs() < 1e-14 * want.max(1e-3),
+                "{t}"
+            );
         }
         // df = 2: P(|T| >= t) = 1 - t / sqrt(2 + t^2), written without the cancellation.
         for t in [0.1f64, 1.0, 3.0, 50.0] {

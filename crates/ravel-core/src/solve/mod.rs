@@ -14,7 +14,9 @@
 //! (constrained Lasso, paper 004), `iht` (IHT / HTP with the sparse duality certificate, paper
 //! 002 ch. 3), `ksupport` (k-support-norm regression by k-FCFW, paper 002 ch. 2). Adding a
 //! solver is one such file and one line in the `estimators!` list below (plus its name in
-//! `model::Method`); README "Adding a solver".
+//! `model::Method`); README "Adding a solver". Beside the families: `select` (which point of
+//! a path: information criteria and exact K-fold cross-validation, a request's `select`) and
+//! `inference` (standard errors of least-squares models, a request's `inference`).
 
 pub mod cholesky;
 pub mod frank_wolfe;
@@ -34,8 +36,8 @@ pub use crate::model::{
     Certificate, Coefficient, Criteria, CurvePoint, Diagnostics, Duplicate, Estimate, Inference,
     Method, Model, PathModel, Selection,
 };
-pub use select::Criterion;
 use crate::stats::Stats;
+pub use select::Criterion;
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
@@ -550,7 +552,14 @@ fn to_model(
             .ebic_gamma
             .unwrap_or_else(|| select::default_ebic_gamma(n, problem.p));
         let nonzeros = fit.b.iter().filter(|v| **v != 0.0).count();
-        select::criteria(n, problem.p, select::df_of(problem, req, &fit), nonzeros, mse, gamma)
+        select::criteria(
+            n,
+            problem.p,
+            select::df_of(problem, req, &fit),
+            nonzeros,
+            mse,
+            gamma,
+        )
     });
     let inference = if req.inference {
         match inference::inference(problem, req, &fit, mse, names) {

@@ -26,7 +26,7 @@
 //! model at each point of the full data's lambda grid is fitted on them (standardized by the
 //! training folds' own sd, as glmnet and a StandardScaler fitted on the training rows do), and
 //! its held-out error is exact from fold j's moments:
-//! E_j[(y - b0 - x b)^2] = Var_j(y - x b) + (E_j[y] - b0 - E_j[x] b)^2. The mean and standard
+//! E_j[(y - b0 - x b)^2] = Var_j(y - x b) + (E_j\[y\] - b0 - E_j\[x\] b)^2. The mean and standard
 //! error over folds are cv.glmnet's: cvm = sum_j n_j e_j / sum_j n_j and
 //! cvse = sqrt(sum_j n_j (e_j - cvm)^2 / sum_j n_j / (K - 1)); `cv` takes the minimum,
 //! `cv_1se` the sparsest point within one standard error of it. Classification: the
@@ -116,9 +116,7 @@ pub fn default_ebic_gamma(n: f64, p: usize) -> f64 {
 /// ln C(p, s), summed term by term (exact to rounding; s <= p).
 pub fn ln_choose(p: usize, s: usize) -> f64 {
     let s = s.min(p - s.min(p));
-    (1..=s)
-        .map(|i| ((p - s + i) as f64 / i as f64).ln())
-        .sum()
+    (1..=s).map(|i| ((p - s + i) as f64 / i as f64).ln()).sum()
 }
 
 /// The criteria of a model with residual mean square `mse` over `n` (effective) rows.
@@ -289,7 +287,11 @@ fn fits_on_grid(problem: &Problem, req: &Request, grid: &Grid) -> Vec<Fit> {
     match (grid, &req.estimator) {
         (Grid::Ks(ks), est) => ks
             .iter()
-            .map(|&k| at_k(est, k.min(problem.gram.m).max(1)).solver().fit(problem))
+            .map(|&k| {
+                at_k(est, k.min(problem.gram.m).max(1))
+                    .solver()
+                    .fit(problem)
+            })
             .collect(),
         (Grid::Lambdas(l), Estimator::Lasso(e)) => e.path_at(problem, l),
         (Grid::Lambdas(l), Estimator::ElasticNet(e)) => e.path_at(problem, l),
@@ -300,7 +302,11 @@ fn fits_on_grid(problem: &Problem, req: &Request, grid: &Grid) -> Vec<Fit> {
 }
 
 /// The criterion's curve over `points` (each with its `criteria`) and the chosen index.
-pub(crate) fn select_by_criterion(points: &[Model], req: &Request, criterion: Criterion) -> Selection {
+pub(crate) fn select_by_criterion(
+    points: &[Model],
+    req: &Request,
+    criterion: Criterion,
+) -> Selection {
     let curve: Vec<CurvePoint> = points
         .iter()
         .map(|m| {
@@ -441,9 +447,19 @@ pub fn cross_validate(
     }
     let mut full = super::path_of_problem(&problem_of(total, req)?, req, names)?;
     let grid = if is_k_family(&req.estimator) {
-        Grid::Ks(full.points.iter().map(|m| m.diagnostics.requested_k.unwrap_or(m.k)).collect())
+        Grid::Ks(
+            full.points
+                .iter()
+                .map(|m| m.diagnostics.requested_k.unwrap_or(m.k))
+                .collect(),
+        )
     } else {
-        Grid::Lambdas(full.points.iter().map(|m| m.lambda.unwrap_or(0.0)).collect())
+        Grid::Lambdas(
+            full.points
+                .iter()
+                .map(|m| m.lambda.unwrap_or(0.0))
+                .collect(),
+        )
     };
     let (w_pos, w_neg) = (req.w_pos.unwrap_or(1.0), req.w_neg.unwrap_or(1.0));
     let points = full.points.len();
