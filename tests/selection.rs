@@ -406,6 +406,58 @@ fn standard_errors_equal_statsmodels() {
     check_inference(&ridge["inference"], &inf["ridge"], "ridge");
 }
 
+/// `select` with `inference`: standard errors for the chosen model only (not every point of
+/// the path), equal to those of the same model asked for directly.
+#[test]
+fn a_selected_model_carries_its_standard_errors() {
+    let file = fixture("inference.csv");
+    let file = file.to_str().unwrap();
+    let path = fit_json(&[
+        file,
+        "--method",
+        "olsth",
+        "--k",
+        "5",
+        "--select",
+        "bic",
+        "--inference",
+        "--path",
+    ]);
+    let chosen = path["selection"]["chosen"].as_u64().unwrap() as usize;
+    for (i, m) in path["points"].as_array().unwrap().iter().enumerate() {
+        assert_eq!(m["inference"].is_object(), i == chosen, "point {i}");
+    }
+    let k = path["points"][chosen]["k"].to_string();
+    let direct = fit_json(&[file, "--method", "olsth", "--k", &k, "--inference"]);
+    let (a, b) = (&path["points"][chosen]["inference"], &direct["inference"]);
+    assert_eq!(a["post_selection"], true);
+    for (x, y) in a["coefficients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(b["coefficients"].as_array().unwrap())
+    {
+        assert_eq!(x["index"], y["index"]);
+        assert!(close(f(&x["se"]), f(&y["se"]), 1e-12), "{x} vs {y}");
+    }
+    // Cross-validation too: the full-data model at the chosen lambda, refitted, with its SEs.
+    let cv = fit_json(&[
+        fixture("cv.csv").to_str().unwrap(),
+        "--method",
+        "lasso",
+        "--refit",
+        "--select",
+        "cv",
+        "--inference",
+    ]);
+    let inf = &cv["inference"];
+    assert_eq!(
+        inf["coefficients"].as_array().unwrap().len(),
+        cv["k"].as_u64().unwrap() as usize
+    );
+    assert!(f(&inf["intercept"]["se"]) > 0.0);
+}
+
 /// Requests `select` and `inference` cannot serve are refused with a message, not a panic.
 #[test]
 fn impossible_selections_are_refused_by_name() {

@@ -356,12 +356,14 @@ impl Request {
         if self.select.is_none() {
             self.estimator.solver().check(p, true)?;
         }
-        if self.inference {
+        if self.inference && self.select.is_none() {
             return Err(ParamError::Invalid(
-                "inference is for one model: ask POST .../model (or ravel fit without --path)"
+                "inference is for one model: ask POST .../model (or ravel fit without --path), \
+                 or select one point of the path (select)"
                     .into(),
             ));
         }
+        inference::check(self)?;
         Ok(CheckedPath(Checked {
             request: self.clone(),
             p,
@@ -475,6 +477,22 @@ pub(crate) fn path_of_problem(
     req: &Request,
     names: Option<&[String]>,
 ) -> Result<PathModel, ParamError> {
+    path_choosing(problem, req, names, |points| {
+        Ok(match req.select {
+            Some(c) if !c.is_cv() => Some(select::select_by_criterion(points, req, c)),
+            _ => None,
+        })
+    })
+}
+
+/// The path with the selection `choose` makes from its points. Standard errors (`inference`)
+/// are computed for the chosen point only, not for every point of the path.
+pub(crate) fn path_choosing(
+    problem: &Problem,
+    req: &Request,
+    names: Option<&[String]>,
+    choose: impl FnOnce(&[Model]) -> Result<Option<Selection>, ParamError>,
+) -> Result<PathModel, ParamError> {
     let start = Instant::now();
     let solver = req.estimator.solver();
     let (reduced, duplicates) = for_solver(problem, solver);
@@ -483,14 +501,24 @@ pub(crate) fn path_of_problem(
     } else {
         solver.path(&reduced)
     };
-    let points: Vec<Model> = fits
-        .into_iter()
-        .map(|fit| to_model(&reduced, req, fit, &duplicates, names, Instant::now(), true))
-        .collect();
-    let selection = match req.select {
-        Some(c) if !c.is_cv() => Some(select::select_by_criterion(&points, req, c)),
-        _ => None,
+    let plain = Request {
+        inference: false,
+        ..req.clone()
     };
+    let mut points: Vec<Model> = fits
+        .iter()
+        .map(|fit| {
+            let at = Instant::now();
+            to_model(&reduced, &plain, fit.clone(), &duplicates, names, at, true)
+        })
+        .collect();
+    let selection = choose(&points)?;
+    if let (true, Some(sel)) = (req.inference, &selection)
+        && let Some(fit) = fits.get(sel.chosen)
+    {
+        let at = Instant::now();
+        points[sel.chosen] = to_model(&reduced, req, fit.clone(), &duplicates, names, at, true);
+    }
     Ok(PathModel {
         method: req.method(),
         n: problem.n,

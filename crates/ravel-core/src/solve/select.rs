@@ -445,25 +445,39 @@ pub fn cross_validate(
             "fold {j} of {k} has no rows yet: cross-validation needs rows in every fold"
         )));
     }
-    let mut full = super::path_of_problem(&problem_of(total, req)?, req, names)?;
+    let problem = problem_of(total, req)?;
+    let mut full = super::path_choosing(&problem, req, names, |points| {
+        cv_selection(points, folds, req, criterion).map(Some)
+    })?;
+    full.elapsed_ms = start.elapsed().as_secs_f64() * 1e3;
+    Ok(full)
+}
+
+/// The CV curve over the full path's `points` (module header) and the choice.
+fn cv_selection(
+    points: &[Model],
+    folds: &[Stats],
+    req: &Request,
+    criterion: Criterion,
+) -> Result<Selection, ParamError> {
+    let k = folds.len();
+    // Fold models need no standard errors.
+    let plain = Request {
+        inference: false,
+        ..req.clone()
+    };
     let grid = if is_k_family(&req.estimator) {
         Grid::Ks(
-            full.points
+            points
                 .iter()
                 .map(|m| m.diagnostics.requested_k.unwrap_or(m.k))
                 .collect(),
         )
     } else {
-        Grid::Lambdas(
-            full.points
-                .iter()
-                .map(|m| m.lambda.unwrap_or(0.0))
-                .collect(),
-        )
+        Grid::Lambdas(points.iter().map(|m| m.lambda.unwrap_or(0.0)).collect())
     };
     let (w_pos, w_neg) = (req.w_pos.unwrap_or(1.0), req.w_neg.unwrap_or(1.0));
-    let points = full.points.len();
-    let mut errors = vec![vec![0.0; k]; points];
+    let mut errors = vec![vec![0.0; k]; points.len()];
     for (j, held) in folds.iter().enumerate() {
         let mut train: Option<Stats> = None;
         for (i, f) in folds.iter().enumerate() {
@@ -480,15 +494,22 @@ pub fn cross_validate(
         let (reduced, duplicates) = for_solver(&problem, solver);
         let fits = fits_on_grid(&reduced, req, &grid);
         for (pt, fit) in fits.into_iter().enumerate() {
-            let model = to_model(&reduced, req, fit, &duplicates, None, Instant::now(), false);
+            let model = to_model(
+                &reduced,
+                &plain,
+                fit,
+                &duplicates,
+                None,
+                Instant::now(),
+                false,
+            );
             let b = model.dense(problem.p);
             errors[pt][j] = held_out_error(held, &b, model.intercept, w_pos, w_neg);
         }
     }
     let weights: Vec<f64> = folds.iter().map(fold_weight).collect();
     let wsum: f64 = weights.iter().sum();
-    let curve: Vec<CurvePoint> = full
-        .points
+    let curve: Vec<CurvePoint> = points
         .iter()
         .zip(&errors)
         .map(|(m, e)| {
@@ -519,7 +540,7 @@ pub fn cross_validate(
         }
         _ => minimum,
     };
-    full.selection = Some(Selection {
+    Ok(Selection {
         criterion: criterion.name().into(),
         chosen,
         minimum: (criterion == Criterion::Cv1se).then_some(minimum),
@@ -527,9 +548,7 @@ pub fn cross_validate(
         fold_sizes: Some(folds.iter().map(Stats::n).collect()),
         df_rule: df_rule(req).into(),
         notes: Vec::new(),
-    });
-    full.elapsed_ms = start.elapsed().as_secs_f64() * 1e3;
-    Ok(full)
+    })
 }
 
 /// The chosen model of a selected path, with the selection attached.
