@@ -42,6 +42,10 @@ pub struct FitArgs {
     /// With --prequential: re-extract the model every R rows (default max(1, p/4)).
     #[arg(long, value_name = "R", requires = "prequential")]
     pub refit_every: Option<u64>,
+    /// Folds of --select cv / cv_1se (2..=20, default 5). Row i (0-based, file order) goes to
+    /// fold splitmix64(i) mod K (`solve::select::fold_of`); plain averages only.
+    #[arg(long, value_name = "K")]
+    pub folds: Option<usize>,
     /// Rows per mini-batch while reading.
     #[arg(long, default_value_t = 1024)]
     pub batch: usize,
@@ -127,6 +131,18 @@ pub struct ExtractArgs {
     /// fw-lasso path: delta_min / delta_max (default 0.01).
     #[arg(long)]
     pub delta_min_ratio: Option<f64>,
+    /// Choose the model along the path: aic, bic, ebic (information criteria from the
+    /// statistics), cv or cv_1se (exact K-fold cross-validation, --folds). Replaces --k /
+    /// --lambda for lasso, elastic-net, mcp, scad, fw-lasso; for olsth, fsa, iht, htp --k is
+    /// the largest k tried (k = 1..=k). With --path: the whole path and the selection.
+    #[arg(long, value_name = "CRITERION")]
+    pub select: Option<String>,
+    /// EBIC's gamma in [0, 1] (default 1 - ln n / (2 ln p), clipped).
+    #[arg(long, allow_negative_numbers = true)]
+    pub ebic_gamma: Option<f64>,
+    /// Standard errors, t statistics and p-values (ols, ridge, refitted models).
+    #[arg(long)]
+    pub inference: bool,
     /// fw-lasso, iht/htp, k-support: the most iterations.
     #[arg(long)]
     pub max_iterations: Option<usize>,
@@ -175,6 +191,12 @@ impl ExtractArgs {
         put("max_iterations", self.max_iterations.map(|v| json!(v)));
         put("warmup", self.warmup.map(|v| json!(v)));
         put("dual_iterations", self.dual_iterations.map(|v| json!(v)));
+        if let Some(c) = &self.select {
+            let c: solve::Criterion = c.parse().map_err(anyhow::Error::msg)?;
+            put("select", Some(json!(c.name())));
+        }
+        put("ebic_gamma", self.ebic_gamma.map(|v| json!(v)));
+        put("inference", self.inference.then_some(json!(true)));
         serde_json::from_value(serde_json::Value::Object(obj)).map_err(|e| {
             // serde names the JSON field; the user typed the flag.
             let msg = flag_names(&e.to_string());
@@ -220,14 +242,31 @@ fn flag_names(msg: &str) -> String {
 /// while this one folds the current, with two batches in flight and their buffers recycled,
 /// so the memory stays a few batches whatever the file's length.
 pub fn read_stats(
-    mut reader: RowReader,
+    reader: RowReader,
     task: Task,
     schedule: AlphaSchedule,
     batch: usize,
 ) -> anyhow::Result<(Stats, Option<Vec<String>>)> {
+    let (mut stats, names) = read_folds(reader, task, schedule, batch, 1)?;
+    Ok((stats.pop().expect("one fold"), names))
+}
+
+/// Streams a file into `folds` statistics, row i (0-based) into fold
+/// `select::fold_of(i, folds)` (all rows into the one when `folds` is 1).
+pub fn read_folds(
+    mut reader: RowReader,
+    task: Task,
+    schedule: AlphaSchedule,
+    batch: usize,
+    folds: usize,
+) -> anyhow::Result<(Vec<Stats>, Option<Vec<String>>)> {
     let file = reader.path.clone();
     let names = reader.names.clone();
-    let mut stats = Stats::new(task, reader.p, schedule);
+    let p = reader.p;
+    let mut stats: Vec<Stats> = (0..folds.max(1))
+        .map(|_| Stats::new(task, p, schedule.clone()))
+        .collect();
+    let (mut fx, mut fy) = (vec![Vec::new(); folds], vec![Vec::new(); folds]);
     type Batch = (Vec<f64>, Vec<f64>, u64);
     let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<Result<Batch, DataError>>(2);
     let (free_tx, free_rx) = std::sync::mpsc::channel::<(Vec<f64>, Vec<f64>)>();
@@ -255,9 +294,24 @@ pub fn read_stats(
         // Dropping the receiver on an error stops the reader at its next batch.
         for msg in full_rx {
             let (x, y, first) = msg?;
-            stats
-                .update_batch(&x, &y)
-                .map_err(|e| rows_error(&file, first, y.len(), e))?;
+            if folds <= 1 {
+                stats[0]
+                    .update_batch(&x, &y)
+                    .map_err(|e| rows_error(&file, first, y.len(), e))?;
+            } else {
+                for (i, (row, &v)) in x.chunks_exact(p.max(1)).zip(&y).enumerate() {
+                    let f = solve::select::fold_of(first + i as u64, folds);
+                    fx[f].extend_from_slice(row);
+                    fy[f].push(v);
+                }
+                for f in 0..folds {
+                    stats[f]
+                        .update_batch(&fx[f], &fy[f])
+                        .map_err(|e| rows_error(&file, first, y.len(), e))?;
+                    fx[f].clear();
+                    fy[f].clear();
+                }
+            }
             let _ = free_tx.send((x, y));
         }
         Ok(())
@@ -282,9 +336,18 @@ pub fn run(args: &FitArgs) -> anyhow::Result<String> {
     }
     // The statistics' memory is estimated from the file's dimensions and checked against
     // --max-memory before any row is read (issue 21).
-    let plan = Plan::Stats {
-        task: args.task,
-        batch_rows: args.batch.max(1),
+    let cv = params.select.is_some_and(|c| c.is_cv());
+    let plan = if cv {
+        Plan::Folds {
+            task: args.task,
+            batch_rows: args.batch.max(1),
+            folds: args.folds.unwrap_or(5).clamp(2, solve::select::MAX_FOLDS),
+        }
+    } else {
+        Plan::Stats {
+            task: args.task,
+            batch_rows: args.batch.max(1),
+        }
     };
     let opts = OpenOptions {
         target: args.target.as_deref(),
@@ -296,6 +359,12 @@ pub fn run(args: &FitArgs) -> anyhow::Result<String> {
     // Check the request before reading a large file.
     if let Some(window) = args.prequential {
         return prequential(reader, args, schedule, &params, window);
+    }
+    if cv {
+        return cross_validate(reader, args, schedule, &params);
+    }
+    if args.folds.is_some() {
+        anyhow::bail!("--folds is for --select cv or cv_1se");
     }
     let json = if args.path {
         let checked = params.check_path(reader.p).map_err(flag_error)?;
@@ -311,6 +380,40 @@ pub fn run(args: &FitArgs) -> anyhow::Result<String> {
         )?)?
     };
     Ok(json)
+}
+
+/// `--select cv | cv_1se`: rows into K folds by index, the CV curve from their statistics.
+fn cross_validate(
+    reader: RowReader,
+    args: &FitArgs,
+    schedule: AlphaSchedule,
+    params: &Request,
+) -> anyhow::Result<String> {
+    let folds = args.folds.unwrap_or(5);
+    if !(2..=solve::select::MAX_FOLDS).contains(&folds) {
+        anyhow::bail!(
+            "--folds {folds}: it must lie in [2, {}]",
+            solve::select::MAX_FOLDS
+        );
+    }
+    if !matches!(schedule, AlphaSchedule::Plain) {
+        anyhow::bail!(
+            "--select cv on a file uses plain averages (each fold is a sample of the file); drop              --alpha"
+        );
+    }
+    let checked = params.check_path(reader.p).map_err(flag_error)?;
+    let (stats, names) = read_folds(reader, args.task, schedule, args.batch, folds)?;
+    let mut total = stats[0].clone();
+    for f in &stats[1..] {
+        total.merge(f)?;
+    }
+    let path = solve::select::cross_validate(&total, &stats, &checked, names.as_deref())
+        .map_err(flag_error)?;
+    Ok(if args.path {
+        serde_json::to_string(&path)?
+    } else {
+        serde_json::to_string(&solve::select::chosen_model(path).map_err(flag_error)?)?
+    })
 }
 
 /// `--prequential N`: the test-then-train trace, one JSON line per window.

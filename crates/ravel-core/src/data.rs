@@ -89,6 +89,13 @@ pub enum Plan {
     /// Running statistics of this task, folded `batch_rows` rows at a time, and one extraction
     /// from them (`ravel fit`).
     Stats { task: Task, batch_rows: usize },
+    /// K-fold cross-validation (`ravel fit --select cv --folds K`): the statistics of each
+    /// fold, their merge (the totals) and one training merge at a time: K + 2 copies.
+    Folds {
+        task: Task,
+        batch_rows: usize,
+        folds: usize,
+    },
     /// The whole file in memory and a selection of `s` of its columns (`ravel select`; s = 0:
     /// the file only, `read_all`).
     Select { s: usize },
@@ -103,6 +110,13 @@ impl Plan {
             Plan::Stats { task, batch_rows } => {
                 memory_estimate(p, task).with_batch(batch_rows as u64, p)
             }
+            Plan::Folds {
+                task,
+                batch_rows,
+                folds,
+            } => memory_estimate(p, task)
+                .with_copies(folds as u64 + 2)
+                .with_batch(batch_rows as u64, p),
             Plan::Select { s } => {
                 let n = n.unwrap_or(0);
                 selection_estimate(n, s).with_file(n, p)
@@ -124,6 +138,11 @@ impl Plan {
             } => "the classification statistics (two p x p matrices of second moments, one per \
                   class) and an extraction from them"
                 .into(),
+            Plan::Folds { folds, .. } => format!(
+                "{folds}-fold cross-validation: the statistics of each fold, their totals and one \
+                 training merge ({} copies of the p x p second moments) and an extraction",
+                folds + 2
+            ),
             Plan::Select { s: 0 } => "holding the file in memory (n x p)".into(),
             Plan::Select { s } => {
                 format!("holding the file in memory (n x p) and a selection of s = {s}")

@@ -25,7 +25,9 @@
 //!   `stats::adaptive`, the drift-adaptive schedule (CUSUM on test-then-train errors).
 //! - [`solve`]: typed estimators (`Estimator`, one variant per method; `Request` adds how the
 //!   problem is built), checked once into `Checked` before `extract` / `model_from_stats`
-//!   return a `Model`; one solver family per file.
+//!   return a `Model`; one solver family per file. `solve::select` chooses along a path
+//!   (AIC / BIC / EBIC from the exact RSS, K-fold CV from fold statistics), `solve::inference`
+//!   gives standard errors of least-squares models.
 //! - [`features`]: feature streams (paper 000): online substitution (OS) and asynchronous
 //!   parallel OS (Asy-OS) keep the best s of a stream of columns in O(n s) memory; one API
 //!   for both (`features::Substitution`).

@@ -190,8 +190,109 @@ pub struct Diagnostics {
     pub singular_ridge: Option<f64>,
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub notes: Vec<String>,
+    /// Information criteria of the model (paths and `select` requests; `solve::select`).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub criteria: Option<Criteria>,
     /// Time the extraction alone took.
     pub elapsed_ms: f64,
+}
+
+/// AIC, BIC and extended BIC of one model, from its residual sum of squares, which is exact
+/// from the moments (`solve::select`). With n the (effective) sample size and s the nonzeros:
+/// AIC = n ln(RSS/n) + 2 df, BIC = n ln(RSS/n) + df ln n, EBIC = BIC + 2 gamma ln C(p, s)
+/// (Chen & Chen 2008).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Criteria {
+    /// Degrees of freedom (README "Choosing k": nonzeros, or the elastic net's trace).
+    pub df: f64,
+    /// Residual sum of squares n * train_mse (classification: the class-weighted loss).
+    pub rss: f64,
+    /// The sample size the criteria use: rows, or the effective sample size of a forgetting
+    /// schedule.
+    pub n_eff: f64,
+    pub aic: f64,
+    pub bic: f64,
+    pub ebic: f64,
+    /// The EBIC's gamma.
+    pub ebic_gamma: f64,
+}
+
+/// How a `select` request chose its model: the criterion per path point and the choice.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Selection {
+    /// aic, bic, ebic, cv or cv_1se.
+    pub criterion: String,
+    /// Index into `curve` of the chosen point.
+    pub chosen: usize,
+    /// For cv_1se: the index of the CV minimum.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub minimum: Option<usize>,
+    /// One entry per path point, from the sparsest (largest lambda, or k = 1) on.
+    pub curve: Vec<CurvePoint>,
+    /// Cross-validation: rows per fold.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub fold_sizes: Option<Vec<u64>>,
+    /// The degrees of freedom used, in words.
+    pub df_rule: String,
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub notes: Vec<String>,
+}
+
+/// The criterion at one path point.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CurvePoint {
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub lambda: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub delta: Option<f64>,
+    /// Nonzeros of the model at this point (on all rows).
+    pub k: usize,
+    /// Degrees of freedom of that model.
+    pub df: f64,
+    /// The criterion's value (for cv and cv_1se: the mean held-out error).
+    pub value: f64,
+    /// cv and cv_1se: the standard error of the mean held-out error.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub se: Option<f64>,
+    /// cv and cv_1se: the held-out mean squared error of each fold.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub fold_errors: Option<Vec<f64>>,
+}
+
+/// Standard errors, t statistics and p-values of a least-squares model (`solve::inference`).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Inference {
+    /// The residual variance estimate RSS / df_resid.
+    pub sigma2: f64,
+    /// Residual degrees of freedom: n - df - 1.
+    pub df_resid: f64,
+    /// The support was chosen from the same data (a refitted k-model): the standard errors
+    /// ignore the selection, so they are too small and the p-values too optimistic.
+    pub post_selection: bool,
+    pub intercept: Estimate,
+    /// One per nonzero coefficient, in the order of `coefficients`.
+    pub coefficients: Vec<Estimate>,
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub notes: Vec<String>,
+}
+
+/// One estimate with its standard error, t statistic and two-sided p-value (Student t with
+/// df_resid degrees of freedom).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Estimate {
+    pub feature: String,
+    /// Column index (absent for the intercept).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub index: Option<usize>,
+    pub value: f64,
+    pub se: f64,
+    pub t: f64,
+    pub p_value: f64,
 }
 
 /// The model JSON of `ravel fit` and of the HTTP API.
@@ -206,6 +307,12 @@ pub struct Model {
     pub coefficients: Vec<Coefficient>,
     pub n: u64,
     pub diagnostics: Diagnostics,
+    /// A `select` request: the criterion curve and the chosen point (this model).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub selection: Option<Box<Selection>>,
+    /// An `inference` request: standard errors, t and p-values.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub inference: Option<Box<Inference>>,
 }
 
 impl Model {
@@ -235,5 +342,8 @@ pub struct PathModel {
     pub method: Method,
     pub n: u64,
     pub points: Vec<Model>,
+    /// A `select` request: the criterion curve and the chosen point (an index into `points`).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub selection: Option<Selection>,
     pub elapsed_ms: f64,
 }

@@ -235,8 +235,11 @@ pub(crate) fn build(inp: ModelInput<'_>) -> Model {
             excluded_duplicate: vec![],
             singular_ridge,
             notes,
+            criteria: None,
             elapsed_ms: start.elapsed().as_secs_f64() * 1e3,
         },
+        selection: None,
+        inference: None,
     }
 }
 

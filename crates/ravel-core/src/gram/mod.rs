@@ -39,6 +39,11 @@ pub trait Moments {
     /// E[(y - t)^2].
     fn dyy(&self) -> f64;
 
+    /// The sample size the information criteria and standard errors use: the rows, or fewer
+    /// when a forgetting schedule weights old rows down (`RunningStats` overrides it).
+    fn effective_n(&self) -> f64 {
+        self.n() as f64
+    }
     /// E\[x\].
     fn mean_x(&self) -> Vec<f64> {
         self.shift_x()
@@ -134,6 +139,10 @@ pub struct Problem {
     pub p: usize,
     /// Rows seen.
     pub n: u64,
+    /// The sample size of the criteria and standard errors (`Moments::effective_n`).
+    pub n_eff: f64,
+    /// The class-weighted classification problem (no standard errors there).
+    pub classification: bool,
     /// intercept = intercept_base - sum_j intercept_slope[j] * beta_j (original indices).
     intercept_base: f64,
     intercept_slope: Vec<f64>,
@@ -202,6 +211,8 @@ impl Problem {
             scale,
             p,
             n: stats.n(),
+            n_eff: stats.effective_n(),
+            classification: false,
             intercept_base: my,
             intercept_slope: mx,
             standardized: standardize,
@@ -285,6 +296,8 @@ impl Problem {
             scale,
             p,
             n: sp.n() + sn.n(),
+            n_eff: sp.effective_n() + sn.effective_n(),
+            classification: true,
             intercept_base: dw / wt,
             intercept_slope: mbar.iter().map(|v| v / wt).collect(),
             standardized: standardize,
@@ -367,6 +380,12 @@ impl Problem {
         };
         dropped.sort_by_key(|d| d.index);
         (reduced, dropped)
+    }
+
+    /// E\[x\] of every feature (regression; the weighted class mean for classification): how
+    /// the intercept moves with the coefficients.
+    pub fn mean_x(&self) -> &[f64] {
+        &self.intercept_slope
     }
 
     /// Coefficients in original units (length p) and the intercept, from a solution in

@@ -14,24 +14,30 @@
 //! (constrained Lasso, paper 004), `iht` (IHT / HTP with the sparse duality certificate, paper
 //! 002 ch. 3), `ksupport` (k-support-norm regression by k-FCFW, paper 002 ch. 2). Adding a
 //! solver is one such file and one line in the `estimators!` list below (plus its name in
-//! `model::Method`); README "Adding a solver".
+//! `model::Method`); README "Adding a solver". Beside the families: `select` (which point of
+//! a path: information criteria and exact K-fold cross-validation, a request's `select`) and
+//! `inference` (standard errors of least-squares models, a request's `inference`).
 
 pub mod cholesky;
 pub mod frank_wolfe;
 pub mod iht;
+pub mod inference;
 pub mod interrupt;
 pub mod ksupport;
 pub mod least_squares;
 #[cfg(feature = "openapi")]
 mod openapi;
 pub mod penalized;
+pub mod select;
 pub mod threshold;
 
 pub use crate::gram::{Gram, Problem, ProblemError, linear};
 pub use crate::model::{
-    Certificate, Coefficient, Diagnostics, Duplicate, Method, Model, PathModel,
+    Certificate, Coefficient, Criteria, CurvePoint, Diagnostics, Duplicate, Estimate, Inference,
+    Method, Model, PathModel, Selection,
 };
 use crate::stats::Stats;
+pub use select::Criterion;
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
@@ -267,6 +273,16 @@ pub struct Request {
     /// Classification: weight of the negative class (default 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub w_neg: Option<f64>,
+    /// Choose the model along the path instead of giving k or lambda: aic, bic, ebic, or
+    /// (with fold statistics) cv, cv_1se (`select`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub select: Option<Criterion>,
+    /// EBIC's gamma in [0, 1] (default 1 - ln n / (2 ln p), clipped; `select`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ebic_gamma: Option<f64>,
+    /// Standard errors, t statistics and p-values (OLS, ridge, refitted models; `inference`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub inference: bool,
 }
 
 impl From<Estimator> for Request {
@@ -276,6 +292,9 @@ impl From<Estimator> for Request {
             standardize: true,
             w_pos: None,
             w_neg: None,
+            select: None,
+            ebic_gamma: None,
+            inference: false,
         }
     }
 }
@@ -319,7 +338,11 @@ impl Request {
     /// Validates the request for one model on a stream with p features.
     pub fn check(&self, p: usize) -> Result<Checked, ParamError> {
         self.check_common()?;
-        self.estimator.solver().check(p, false)?;
+        select::check_select(self, p)?;
+        if self.select.is_none() {
+            self.estimator.solver().check(p, false)?;
+        }
+        inference::check(self)?;
         Ok(Checked {
             request: self.clone(),
             p,
@@ -329,7 +352,18 @@ impl Request {
     /// Validates the request for the whole path on a stream with p features.
     pub fn check_path(&self, p: usize) -> Result<CheckedPath, ParamError> {
         self.check_common()?;
-        self.estimator.solver().check(p, true)?;
+        select::check_select(self, p)?;
+        if self.select.is_none() {
+            self.estimator.solver().check(p, true)?;
+        }
+        if self.inference && self.select.is_none() {
+            return Err(ParamError::Invalid(
+                "inference is for one model: ask POST .../model (or ravel fit without --path), \
+                 or select one point of the path (select)"
+                    .into(),
+            ));
+        }
+        inference::check(self)?;
         Ok(CheckedPath(Checked {
             request: self.clone(),
             p,
@@ -383,6 +417,14 @@ pub fn extract(
 ) -> Result<Model, ParamError> {
     req.same_p(problem)?;
     let start = Instant::now();
+    if let Some(criterion) = req.request.select {
+        if criterion.is_cv() {
+            return Err(no_folds());
+        }
+        let mut model = select::chosen_model(path_of_problem(problem, &req.request, names)?)?;
+        model.diagnostics.elapsed_ms = start.elapsed().as_secs_f64() * 1e3;
+        return Ok(model);
+    }
     let solver = req.request.estimator.solver();
     let (reduced, duplicates) = for_solver(problem, solver);
     let fit = solver.fit(&reduced);
@@ -393,7 +435,16 @@ pub fn extract(
         &duplicates,
         names,
         start,
+        false,
     ))
+}
+
+/// The error of a cv request where no fold statistics exist.
+fn no_folds() -> ParamError {
+    ParamError::Invalid(
+        "select = cv needs fold statistics: set cv.folds = K on the stream (ravel fit: --folds K)"
+            .into(),
+    )
 }
 
 /// The problem `solver` works on: without duplicate columns when it merges them.
@@ -413,27 +464,66 @@ pub fn extract_path(
 ) -> Result<PathModel, ParamError> {
     let req = &req.0;
     req.same_p(problem)?;
+    if req.request.select.is_some_and(|c| c.is_cv()) {
+        return Err(no_folds());
+    }
+    path_of_problem(problem, &req.request, names)
+}
+
+/// The path (the k-path of an l0 family asked to select), each point with its information
+/// criteria, and the selection of an aic / bic / ebic request.
+pub(crate) fn path_of_problem(
+    problem: &Problem,
+    req: &Request,
+    names: Option<&[String]>,
+) -> Result<PathModel, ParamError> {
+    path_choosing(problem, req, names, |points| {
+        Ok(match req.select {
+            Some(c) if !c.is_cv() => Some(select::select_by_criterion(points, req, c)),
+            _ => None,
+        })
+    })
+}
+
+/// The path with the selection `choose` makes from its points. Standard errors (`inference`)
+/// are computed for the chosen point only, not for every point of the path.
+pub(crate) fn path_choosing(
+    problem: &Problem,
+    req: &Request,
+    names: Option<&[String]>,
+    choose: impl FnOnce(&[Model]) -> Result<Option<Selection>, ParamError>,
+) -> Result<PathModel, ParamError> {
     let start = Instant::now();
-    let solver = req.request.estimator.solver();
+    let solver = req.estimator.solver();
     let (reduced, duplicates) = for_solver(problem, solver);
-    let points = solver
-        .path(&reduced)
-        .into_iter()
+    let fits = if req.select.is_some() {
+        select::path_fits(&reduced, req)
+    } else {
+        solver.path(&reduced)
+    };
+    let plain = Request {
+        inference: false,
+        ..req.clone()
+    };
+    let mut points: Vec<Model> = fits
+        .iter()
         .map(|fit| {
-            to_model(
-                &reduced,
-                &req.request,
-                fit,
-                &duplicates,
-                names,
-                Instant::now(),
-            )
+            let at = Instant::now();
+            to_model(&reduced, &plain, fit.clone(), &duplicates, names, at, true)
         })
         .collect();
+    let selection = choose(&points)?;
+    if let (true, Some(sel)) = (req.inference, &selection)
+        && let Some(fit) = fits.get(sel.chosen)
+    {
+        let at = Instant::now();
+        points[sel.chosen] = to_model(&reduced, req, fit.clone(), &duplicates, names, at, true);
+    }
     Ok(PathModel {
         method: req.method(),
         n: problem.n,
         points,
+        selection,
         elapsed_ms: start.elapsed().as_secs_f64() * 1e3,
     })
 }
@@ -470,16 +560,46 @@ pub(crate) fn jitter_note(jitter: f64, notes: &mut Vec<String>) -> Option<f64> {
     }
 }
 
+/// A fit as the `Model` users see: original units, names, diagnostics; with `criteria` the
+/// information criteria of `select`, and the standard errors when the request asks.
+#[allow(clippy::too_many_arguments)]
 fn to_model(
     problem: &Problem,
     req: &Request,
-    fit: Fit,
+    mut fit: Fit,
     duplicates: &[Duplicate],
     names: Option<&[String]>,
     start: Instant,
+    criteria: bool,
 ) -> Model {
     let g = &problem.gram;
     let mse = (2.0 * g.loss(&fit.b)).max(0.0);
+    let criteria = criteria.then(|| {
+        let n = problem.n_eff;
+        let gamma = req
+            .ebic_gamma
+            .unwrap_or_else(|| select::default_ebic_gamma(n, problem.p));
+        let nonzeros = fit.b.iter().filter(|v| **v != 0.0).count();
+        select::criteria(
+            n,
+            problem.p,
+            select::df_of(problem, req, &fit),
+            nonzeros,
+            mse,
+            gamma,
+        )
+    });
+    let inference = if req.inference {
+        match inference::inference(problem, req, &fit, mse, names) {
+            Ok(inf) => Some(Box::new(inf)),
+            Err(why) => {
+                fit.notes.push(format!("no inference: {why}"));
+                None
+            }
+        }
+    } else {
+        None
+    };
     let r2 = if g.yy > 0.0 { 1.0 - mse / g.yy } else { 0.0 };
     let (beta, intercept) = problem.to_original(&fit.b);
     let coefficients: Vec<Coefficient> = beta
@@ -529,8 +649,11 @@ fn to_model(
             excluded_duplicate: duplicates.to_vec(),
             singular_ridge: fit.singular_ridge,
             notes: fit.notes,
+            criteria,
             elapsed_ms: start.elapsed().as_secs_f64() * 1e3,
         },
+        selection: None,
+        inference,
     }
 }
 

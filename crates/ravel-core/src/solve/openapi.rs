@@ -104,6 +104,22 @@ fn request_properties() -> Map<String, Value> {
         "w_neg": {
             "type": ["number", "null"],
             "description": "Classification: weight of the negative class (default 1)."
+        },
+        "select": {
+            "type": ["string", "null"],
+            "enum": ["aic", "bic", "ebic", "cv", "cv_1se", null],
+            "description": "Choose the model along the path instead of giving k or lambda (lasso, elastic-net, mcp, scad, fw-lasso: their path; olsth, fsa, iht, htp: k = 1..=k). cv and cv_1se need fold statistics (the stream's cv.folds). The answer carries `selection`: the criterion per point and the chosen one."
+        },
+        "ebic_gamma": {
+            "type": ["number", "null"],
+            "minimum": 0,
+            "maximum": 1,
+            "description": "EBIC's gamma (default 1 - ln n / (2 ln p), clipped to [0, 1])."
+        },
+        "inference": {
+            "type": "boolean",
+            "default": false,
+            "description": "Standard errors, t statistics and p-values (ols, ridge, and models refitted on a selected support, marked post_selection)."
         }
     }) else {
         unreachable!("an object literal")

@@ -1025,6 +1025,18 @@ impl<P: PenaltyParams> Solver for Penalized<P> {
     }
 }
 
+impl<P: PenaltyParams> Penalized<P> {
+    /// The path at given lambdas (decreasing), warm-started: a cross-validation fold follows
+    /// the full data's grid (`select`).
+    pub fn path_at(&self, problem: &Problem, lambdas: &[f64]) -> Vec<Fit> {
+        let g = &problem.gram;
+        path(g, &self.penalty.penalty(), lambdas, &self.options())
+            .into_iter()
+            .map(|pt| self.point_fit(g, pt, None))
+            .collect()
+    }
+}
+
 impl<P> Penalized<P> {
     /// Whether the answer is refitted by OLS on its support: as asked, else for a k request
     /// only (see `refit`). Why the default follows the paper: on 003's Table 2 design at

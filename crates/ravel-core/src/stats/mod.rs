@@ -746,6 +746,11 @@ impl crate::gram::Moments for RunningStats {
     fn n(&self) -> u64 {
         self.n
     }
+    /// n for plain averages; for a forgetting schedule the rows the averages effectively span
+    /// (`effective_sample_size`, about 1/alpha for a fixed alpha), when that is fewer.
+    fn effective_n(&self) -> f64 {
+        (self.n as f64).min(self.effective_sample_size())
+    }
     fn p(&self) -> usize {
         self.p
     }

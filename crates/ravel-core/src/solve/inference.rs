@@ -1,0 +1,299 @@
+//! Standard errors, t statistics and p-values of least-squares models, from the moments alone
+//! (issue 17 item 3).
+//!
+//! For OLS on a support S with an intercept, Cov(beta_S) = sigma^2 (X_c^T X_c)^-1 with X_c the
+//! centred columns; X_c^T X_c = n Q_SS (Q the covariance the Gram problem holds), so in solver
+//! units Cov(b_S) = (sigma^2 / n) Q_SS^-1 and Var(b0) = sigma^2 / n + mu_S^T Cov(beta_S) mu_S
+//! (the mean of y is uncorrelated with the centred-design slopes). sigma^2 = RSS / (n - df - 1)
+//! with RSS = n train_mse, exact from the moments. Ridge (lambda > 0, intercept unpenalized):
+//! b_S = A^-1 c_S with A = Q_SS + lambda I, so Cov(b_S) = (sigma^2 / n) A^-1 Q_SS A^-1 and
+//! df = tr(Q_SS A^-1) (Hoerl & Kennard's sandwich; the estimate is biased, the standard error
+//! is of its spread around its own mean). Standardized columns map back by 1 / sd.
+//! p-values are two-sided, from Student's t with n - df - 1 degrees of freedom (the regularized
+//! incomplete beta function below). For refitted k-models (OLSth, FSA, IHT / HTP at lambda 0,
+//! a refitted Lasso / elastic net / MCP / SCAD) the support was chosen on the same rows:
+//! `post_selection` says so, and those standard errors are too small. With a forgetting
+//! schedule n is the effective sample size. This reproduces statsmodels' OLS (`tests/inference.rs`).
+
+use super::{Estimator, Fit, ParamError, Problem, Request};
+use crate::model::{Estimate, Inference};
+use faer::Mat;
+use faer::linalg::solvers::Solve;
+
+/// Whether the method allows inference (checked with the request).
+pub(crate) fn check(req: &Request) -> Result<(), ParamError> {
+    if !req.inference {
+        return Ok(());
+    }
+    let ok = match &req.estimator {
+        Estimator::Ols(_) | Estimator::Ridge(_) | Estimator::Olsth(_) | Estimator::Fsa(_) => true,
+        Estimator::Iht(e) => e.0.lambda.unwrap_or(0.0) == 0.0,
+        Estimator::Htp(e) => e.0.lambda.unwrap_or(0.0) == 0.0,
+        Estimator::Lasso(e) => e.refits(),
+        Estimator::ElasticNet(e) => e.refits(),
+        Estimator::Mcp(e) => e.refits(),
+        Estimator::Scad(e) => e.refits(),
+        Estimator::FwLasso(_) | Estimator::KSupport(_) => false,
+    };
+    if !ok {
+        return Err(ParamError::Invalid(format!(
+            "inference is for least-squares fits: ols, ridge, olsth, fsa, iht / htp at lambda 0, \
+             and lasso, elastic-net, mcp, scad refitted on their support (k, or refit: true); \
+             not {}",
+            req.method()
+        )));
+    }
+    Ok(())
+}
+
+/// The inference of one fit (`mse` its residual mean square), or why there is none.
+pub(crate) fn inference(
+    problem: &Problem,
+    req: &Request,
+    fit: &Fit,
+    mse: f64,
+    names: Option<&[String]>,
+) -> Result<Inference, String> {
+    if problem.classification {
+        return Err("standard errors are for regression".into());
+    }
+    if fit.singular_ridge.is_some() {
+        return Err("the least-squares system is singular (p >= n or collinear columns)".into());
+    }
+    let g = &problem.gram;
+    let (support, ridge, post_selection): (Vec<usize>, f64, bool) = match &req.estimator {
+        Estimator::Ols(_) => ((0..g.m).collect(), 0.0, false),
+        Estimator::Ridge(r) => ((0..g.m).collect(), r.lambda, false),
+        _ => ((0..g.m).filter(|&j| fit.b[j] != 0.0).collect(), 0.0, true),
+    };
+    let s = support.len();
+    let n = problem.n_eff;
+    let q = Mat::from_fn(s, s, |i, j| g.at(support[i], support[j]));
+    let a = Mat::from_fn(s, s, |i, j| q[(i, j)] + if i == j { ridge } else { 0.0 });
+    let ainv = if s == 0 {
+        Mat::zeros(0, 0)
+    } else {
+        let llt = a
+            .llt(faer::Side::Lower)
+            .map_err(|_| "the least-squares system does not factor".to_string())?;
+        llt.solve(Mat::<f64>::identity(s, s))
+    };
+    // Cov(b_S) n / sigma^2 and the model's degrees of freedom.
+    let (cov_unit, df) = if ridge == 0.0 {
+        (ainv.clone(), s as f64)
+    } else {
+        let qa = &q * &ainv;
+        let df = (0..s).map(|i| qa[(i, i)]).sum::<f64>();
+        (&ainv * &qa, df)
+    };
+    let df_resid = n - df - 1.0;
+    if df_resid <= 0.0 {
+        return Err(format!(
+            "no residual degrees of freedom (n = {n}, model df = {df:.1})"
+        ));
+    }
+    let sigma2 = n * mse / df_resid;
+    let (beta, intercept) = problem.to_original(&fit.b);
+    let mean = problem.mean_x();
+    // Cov(beta_S) in original units: D^-1 Cov(b_S) D^-1.
+    let cov = |i: usize, j: usize| {
+        sigma2 / n * cov_unit[(i, j)] / (problem.scale[support[i]] * problem.scale[support[j]])
+    };
+    let orig: Vec<usize> = support.iter().map(|&a| problem.active[a]).collect();
+    let mut var0 = sigma2 / n;
+    for i in 0..s {
+        for j in 0..s {
+            var0 += mean[orig[i]] * cov(i, j) * mean[orig[j]];
+        }
+    }
+    let estimate = |feature: String, index: Option<usize>, value: f64, var: f64| {
+        let se = var.max(0.0).sqrt();
+        let t = value / se;
+        Estimate {
+            feature,
+            index,
+            value,
+            se,
+            t,
+            p_value: t_two_sided(t, df_resid),
+        }
+    };
+    // Coefficients in index order, as `Model::coefficients` lists the nonzeros.
+    let mut order: Vec<usize> = (0..s).collect();
+    order.sort_by_key(|&i| orig[i]);
+    let coefficients = order
+        .into_iter()
+        .filter(|&i| beta[orig[i]] != 0.0)
+        .map(|i| {
+            let j = orig[i];
+            let name = names
+                .and_then(|n| n.get(j).cloned())
+                .unwrap_or_else(|| j.to_string());
+            estimate(name, Some(j), beta[j], cov(i, i))
+        })
+        .collect();
+    let mut notes = Vec::new();
+    if post_selection {
+        notes.push(
+            "the support was selected on the same rows: these standard errors ignore the \
+             selection, so they are too small and the p-values too optimistic"
+                .into(),
+        );
+    }
+    if ridge > 0.0 {
+        notes.push(
+            "ridge: standard errors of the (biased) estimate's spread, Cov = sigma^2 A^-1 Q A^-1 / n \
+             with A = Q + lambda I; df = tr(Q A^-1)"
+                .into(),
+        );
+    }
+    if n < problem.n as f64 {
+        notes.push(format!(
+            "forgetting schedule: n is the effective sample size {n:.1}, not the {} rows",
+            problem.n
+        ));
+    }
+    Ok(Inference {
+        sigma2,
+        df_resid,
+        post_selection,
+        intercept: estimate("intercept".into(), None, intercept, var0),
+        coefficients,
+        notes,
+    })
+}
+
+/// Two-sided p-value of t under Student's t with `df` degrees of freedom:
+/// P(|T| >= |t|) = I_{df / (df + t^2)}(df / 2, 1 / 2).
+pub fn t_two_sided(t: f64, df: f64) -> f64 {
+    if t.is_nan() {
+        return f64::NAN;
+    }
+    if t.is_infinite() {
+        return 0.0;
+    }
+    beta_inc(df / 2.0, 0.5, df / (df + t * t))
+}
+
+/// ln Gamma(x) for x > 0: Lanczos (g = 7, 9 terms; relative error near 1e-15).
+pub fn ln_gamma(x: f64) -> f64 {
+    const G: f64 = 7.0;
+    const C: [f64; 9] = [
+        0.999_999_999_999_809_9,
+        676.520_368_121_885_1,
+        -1_259.139_216_722_402_8,
+        771.323_428_777_653_1,
+        -176.615_029_162_140_6,
+        12.507_343_278_686_905,
+        -0.138_571_095_265_720_12,
+        9.984_369_578_019_572e-6,
+        1.505_632_735_149_311_6e-7,
+    ];
+    if x < 0.5 {
+        // Reflection.
+        let pi = std::f64::consts::PI;
+        return (pi / (pi * x).sin()).ln() - ln_gamma(1.0 - x);
+    }
+    let x = x - 1.0;
+    let mut a = C[0];
+    let t = x + G + 0.5;
+    for (i, c) in C.iter().enumerate().skip(1) {
+        a += c / (x + i as f64);
+    }
+    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + a.ln()
+}
+
+/// The regularized incomplete beta function I_x(a, b), by its continued fraction (Lentz),
+/// on the side where it converges fast (Numerical Recipes section 6.4).
+pub fn beta_inc(a: f64, b: f64, x: f64) -> f64 {
+    if x <= 0.0 {
+        return 0.0;
+    }
+    if x >= 1.0 {
+        return 1.0;
+    }
+    let ln_front = ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * x.ln() + b * (1.0 - x).ln();
+    if x < (a + 1.0) / (a + b + 2.0) {
+        (ln_front.exp() * beta_cf(a, b, x)) / a
+    } else {
+        1.0 - (ln_front.exp() * beta_cf(b, a, 1.0 - x)) / b
+    }
+}
+
+fn beta_cf(a: f64, b: f64, x: f64) -> f64 {
+    const TINY: f64 = 1e-300;
+    let (qab, qap, qam) = (a + b, a + 1.0, a - 1.0);
+    let mut c = 1.0;
+    let mut d = 1.0 - qab * x / qap;
+    if d.abs() < TINY {
+        d = TINY;
+    }
+    d = 1.0 / d;
+    let mut h = d;
+    for m in 1..10_000 {
+        let m = m as f64;
+        let m2 = 2.0 * m;
+        let aa = m * (b - m) * x / ((qam + m2) * (a + m2));
+        d = 1.0 + aa * d;
+        if d.abs() < TINY {
+            d = TINY;
+        }
+        c = 1.0 + aa / c;
+        if c.abs() < TINY {
+            c = TINY;
+        }
+        d = 1.0 / d;
+        h *= d * c;
+        let aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
+        d = 1.0 + aa * d;
+        if d.abs() < TINY {
+            d = TINY;
+        }
+        c = 1.0 + aa / c;
+        if c.abs() < TINY {
+            c = TINY;
+        }
+        d = 1.0 / d;
+        let del = d * c;
+        h *= del;
+        if (del - 1.0).abs() < 1e-16 {
+            break;
+        }
+    }
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ln_gamma_at_integers_and_a_half() {
+        let mut f = 1.0f64;
+        for k in 1..30 {
+            // Gamma(k) = (k - 1)!
+            assert!((ln_gamma(k as f64) - f.ln()).abs() < 1e-12 * f.ln().abs().max(1.0));
+            f *= k as f64;
+        }
+        assert!((ln_gamma(0.5) - std::f64::consts::PI.sqrt().ln()).abs() < 1e-14_f64);
+    }
+
+    #[test]
+    fn t_p_values_in_closed_form() {
+        // df = 1 (Cauchy): P(|T| >= t) = 1 - 2 atan(t) / pi.
+        for t in [0.1f64, 1.0, 3.0, 50.0] {
+            let want = 1.0 - 2.0 * f64::atan(t) / std::f64::consts::PI;
+            assert!(
+                (t_two_sided(t, 1.0) - want).abs() < 1e-14 * want.max(1e-3),
+                "{t}"
+            );
+        }
+        // df = 2: P(|T| >= t) = 1 - t / sqrt(2 + t^2), written without the cancellation.
+        for t in [0.1f64, 1.0, 3.0, 50.0] {
+            let r = (2.0 + t * t).sqrt();
+            let want = 2.0 / (r * (r + t));
+            assert!((t_two_sided(t, 2.0) - want).abs() < 1e-13 * want, "{t}");
+        }
+        assert_eq!(t_two_sided(0.0, 5.0), 1.0);
+    }
+}

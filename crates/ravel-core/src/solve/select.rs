@@ -1,0 +1,607 @@
+//! Which model? Information criteria along a path and exact K-fold cross-validation, both from
+//! the running statistics alone (issue 17).
+//!
+//! Every model's residual sum of squares is exact from the moments: with the intercept profiled
+//! out, RSS/n = E[(y - b0 - x b)^2] = 2 x (the Gram loss) (gram/mod.rs), which is
+//! `Diagnostics::train_mse`. The criteria (n the effective sample size, s the nonzeros):
+//!
+//! - AIC  = n ln(RSS/n) + 2 df
+//! - BIC  = n ln(RSS/n) + df ln n
+//! - EBIC = BIC + 2 gamma ln C(p, s)  (Chen & Chen 2008, eq. (2); p the stream's features)
+//!
+//! Degrees of freedom: the nonzeros for Lasso (Zou, Hastie & Tibshirani 2007, unbiased),
+//! for MCP and SCAD (the convention of ncvreg), for Frank-Wolfe and for every refitted or l0
+//! model (OLSth, FSA, IHT, HTP, a refit: the size of the support, which ignores the search and
+//! so favours larger models); for the elastic net tr(Q_A (Q_A + lambda (1 - l1_ratio) I)^-1)
+//! on its active set A (Zou & Hastie 2005, section 3.4). The EBIC's default gamma is
+//! 1 - ln n / (2 ln p) clipped to [0, 1]: Chen & Chen's bound for consistency when p = n^kappa
+//! (gamma > 1 - 1/(2 kappa)), which is BIC when p <= sqrt(n) and grows towards 1 as p
+//! outgrows n; `ebic_gamma` sets it.
+//!
+//! Paths: the penalized families' lambda path (fw-lasso: delta), and for the l0 families
+//! (OLSth, FSA, IHT, HTP) the k-path k = 1..=k, each point its own fit.
+//!
+//! Cross-validation: K fold statistics (`Stats` each) beside nothing else; the training
+//! statistics of fold j are the merge of the other folds (the exact merge of scale-out), the
+//! model at each point of the full data's lambda grid is fitted on them (standardized by the
+//! training folds' own sd, as glmnet and a StandardScaler fitted on the training rows do), and
+//! its held-out error is exact from fold j's moments:
+//! E_j[(y - b0 - x b)^2] = Var_j(y - x b) + (E_j\[y\] - b0 - E_j\[x\] b)^2. The mean and standard
+//! error over folds are cv.glmnet's: cvm = sum_j n_j e_j / sum_j n_j and
+//! cvse = sqrt(sum_j n_j (e_j - cvm)^2 / sum_j n_j / (K - 1)); `cv` takes the minimum,
+//! `cv_1se` the sparsest point within one standard error of it. Classification: the
+//! class-weighted squared loss of paper 003 section 3.6 as the held-out error.
+
+use super::{
+    Estimator, Fit, ParamError, Problem, Request, check, for_solver, limits, problem_of, to_model,
+};
+use crate::gram::Moments;
+use crate::model::{Criteria, CurvePoint, Method, Model, PathModel, Selection};
+use crate::stats::Stats;
+use serde::{Deserialize, Serialize};
+use std::time::Instant;
+
+/// The most folds a cross-validation may have.
+pub const MAX_FOLDS: usize = 20;
+
+/// How `select` chooses a point of the path.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Criterion {
+    Aic,
+    Bic,
+    Ebic,
+    /// The minimum of the K-fold cross-validation error.
+    Cv,
+    /// The sparsest point within one standard error of the CV minimum (glmnet's rule).
+    #[serde(rename = "cv_1se")]
+    Cv1se,
+}
+
+impl Criterion {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Criterion::Aic => "aic",
+            Criterion::Bic => "bic",
+            Criterion::Ebic => "ebic",
+            Criterion::Cv => "cv",
+            Criterion::Cv1se => "cv_1se",
+        }
+    }
+    pub fn is_cv(&self) -> bool {
+        matches!(self, Criterion::Cv | Criterion::Cv1se)
+    }
+}
+
+impl std::str::FromStr for Criterion {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim().to_ascii_lowercase().replace('-', "_").as_str() {
+            "aic" => Ok(Criterion::Aic),
+            "bic" => Ok(Criterion::Bic),
+            "ebic" => Ok(Criterion::Ebic),
+            "cv" => Ok(Criterion::Cv),
+            "cv_1se" | "cv1se" => Ok(Criterion::Cv1se),
+            other => Err(format!(
+                "unknown criterion '{other}': expected aic, bic, ebic, cv or cv_1se"
+            )),
+        }
+    }
+}
+
+/// The fold of row `index` among `k`: a stable hash (splitmix64's finalizer) of the index, so
+/// the same row always lands in the same fold and a periodic file order does not line up with
+/// the folds. `ravel fit --folds K` numbers rows from 0 in file order.
+pub fn fold_of(index: u64, k: usize) -> usize {
+    (splitmix64(index) % k.max(1) as u64) as usize
+}
+
+/// splitmix64's output function (Steele, Lea & Flood 2014) of `x`.
+pub fn splitmix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// EBIC's default gamma for n rows and p features (module header).
+pub fn default_ebic_gamma(n: f64, p: usize) -> f64 {
+    if p < 2 || n <= 1.0 {
+        return 0.0;
+    }
+    (1.0 - n.ln() / (2.0 * (p as f64).ln())).clamp(0.0, 1.0)
+}
+
+/// ln C(p, s), summed term by term (exact to rounding; s <= p).
+pub fn ln_choose(p: usize, s: usize) -> f64 {
+    let s = s.min(p - s.min(p));
+    (1..=s).map(|i| ((p - s + i) as f64 / i as f64).ln()).sum()
+}
+
+/// The criteria of a model with residual mean square `mse` over `n` (effective) rows.
+pub fn criteria(n: f64, p: usize, df: f64, nonzeros: usize, mse: f64, gamma: f64) -> Criteria {
+    // A perfect fit has RSS 0; the smallest positive double keeps the logarithm finite.
+    let fit = n * mse.max(f64::MIN_POSITIVE).ln();
+    let bic = fit + df * n.ln();
+    Criteria {
+        df,
+        rss: n * mse,
+        n_eff: n,
+        aic: fit + 2.0 * df,
+        bic,
+        ebic: bic + 2.0 * gamma * ln_choose(p, nonzeros.min(p)),
+        ebic_gamma: gamma,
+    }
+}
+
+/// The degrees of freedom rule of a method, in words (`Selection::df_rule`).
+pub fn df_rule(req: &Request) -> &'static str {
+    match &req.estimator {
+        Estimator::ElasticNet(e) if !e.refits() => {
+            "tr(Q_A (Q_A + lambda (1 - l1_ratio) I)^-1) over the active set (Zou & Hastie 2005)"
+        }
+        Estimator::Lasso(e) if !e.refits() => "nonzeros (Zou, Hastie & Tibshirani 2007)",
+        Estimator::Mcp(_) | Estimator::Scad(_) if !refits(req) => "nonzeros (as ncvreg)",
+        Estimator::FwLasso(_) => "nonzeros",
+        _ => {
+            "support size of a least-squares fit on a selected support; it ignores the search, \
+             so it favours larger models"
+        }
+    }
+}
+
+fn refits(req: &Request) -> bool {
+    match &req.estimator {
+        Estimator::Lasso(e) => e.refits(),
+        Estimator::ElasticNet(e) => e.refits(),
+        Estimator::Mcp(e) => e.refits(),
+        Estimator::Scad(e) => e.refits(),
+        _ => true,
+    }
+}
+
+/// Degrees of freedom of one fit on `problem` (module header).
+pub(crate) fn df_of(problem: &Problem, req: &Request, fit: &Fit) -> f64 {
+    let g = &problem.gram;
+    let support: Vec<usize> = (0..g.m).filter(|&j| fit.b[j] != 0.0).collect();
+    if let Estimator::ElasticNet(e) = &req.estimator
+        && !e.refits()
+        && !support.is_empty()
+    {
+        let l2 = fit.lambda.unwrap_or(0.0) * (1.0 - fit.l1_ratio.unwrap_or(0.5));
+        return ridge_trace(g, &support, l2);
+    }
+    support.len() as f64
+}
+
+/// tr(Q_SS (Q_SS + mu I)^-1) = sum_i ev_i / (ev_i + mu) over the eigenvalues of Q_SS.
+pub(crate) fn ridge_trace(g: &crate::gram::Gram, support: &[usize], mu: f64) -> f64 {
+    let s = support.len();
+    if mu == 0.0 {
+        return s as f64;
+    }
+    let a = faer::Mat::from_fn(s, s, |i, j| g.at(support[i], support[j]));
+    match a.self_adjoint_eigenvalues(faer::Side::Lower) {
+        Ok(ev) => ev.iter().map(|&e| e.max(0.0) / (e.max(0.0) + mu)).sum(),
+        Err(_) => s as f64,
+    }
+}
+
+/// Whether the estimator's path is a k-path (one fit per k = 1..=k).
+pub(crate) fn is_k_family(est: &Estimator) -> bool {
+    matches!(
+        est,
+        Estimator::Olsth(_) | Estimator::Fsa(_) | Estimator::Iht(_) | Estimator::Htp(_)
+    )
+}
+
+/// The largest k of a k-family request.
+fn k_max(est: &Estimator) -> usize {
+    match est {
+        Estimator::Olsth(e) => e.k,
+        Estimator::Fsa(e) => e.k,
+        Estimator::Iht(e) => e.0.k,
+        Estimator::Htp(e) => e.0.k,
+        _ => 0,
+    }
+}
+
+/// The same estimator at another k.
+fn at_k(est: &Estimator, k: usize) -> Estimator {
+    let mut e = est.clone();
+    match &mut e {
+        Estimator::Olsth(s) => s.k = k,
+        Estimator::Fsa(s) => s.k = k,
+        Estimator::Iht(s) => s.0.k = k,
+        Estimator::Htp(s) => s.0.k = k,
+        _ => {}
+    }
+    e
+}
+
+/// Checks what `select` adds to a request: a method with a path or a k-path, and gamma's range.
+pub(crate) fn check_select(req: &Request, p: usize) -> Result<(), ParamError> {
+    check::within("ebic_gamma", req.ebic_gamma, 0.0, 1.0)?;
+    let Some(criterion) = req.select else {
+        if req.ebic_gamma.is_some() {
+            return Err(ParamError::Invalid(
+                "ebic_gamma applies to a select request (select = ebic)".into(),
+            ));
+        }
+        return Ok(());
+    };
+    let est = &req.estimator;
+    if is_k_family(est) {
+        if k_max(est) > limits::MAX_PATH_POINTS {
+            return Err(ParamError::OutOfBounds {
+                name: "k",
+                value: k_max(est).to_string(),
+                bound: format!(
+                    "with select, k is the largest k tried (k = 1..=k): at most {}",
+                    limits::MAX_PATH_POINTS
+                ),
+            });
+        }
+        return est.solver().check(p, false);
+    }
+    match est {
+        Estimator::Lasso(_) | Estimator::ElasticNet(_) | Estimator::Mcp(_) | Estimator::Scad(_) => {
+            est.solver().check(p, true)
+        }
+        Estimator::FwLasso(_) if !criterion.is_cv() => est.solver().check(p, true),
+        Estimator::FwLasso(_) => Err(ParamError::Invalid(
+            "select = cv is for lasso, elastic-net, mcp, scad (over lambda) and olsth, fsa, iht, \
+             htp (over k); fw-lasso takes aic, bic or ebic"
+                .into(),
+        )),
+        other => Err(ParamError::Invalid(format!(
+            "{} has no path to select from: select applies to lasso, elastic-net, mcp, scad, \
+             fw-lasso (their path, without k or lambda) and to olsth, fsa, iht, htp (k = 1..=k)",
+            other.method()
+        ))),
+    }
+}
+
+/// The fits of a select request on `problem` (already without duplicates when the solver
+/// merges them): the penalized path, or the k-path.
+pub(crate) fn path_fits(problem: &Problem, req: &Request) -> Vec<Fit> {
+    let est = &req.estimator;
+    if is_k_family(est) {
+        let top = k_max(est).min(problem.gram.m);
+        (1..=top)
+            .map(|k| at_k(est, k).solver().fit(problem))
+            .collect()
+    } else {
+        est.solver().path(problem)
+    }
+}
+
+/// The grid a CV fold follows: the full data's lambdas, or its ks.
+enum Grid {
+    Lambdas(Vec<f64>),
+    Ks(Vec<usize>),
+}
+
+fn fits_on_grid(problem: &Problem, req: &Request, grid: &Grid) -> Vec<Fit> {
+    match (grid, &req.estimator) {
+        (Grid::Ks(ks), est) => ks
+            .iter()
+            .map(|&k| {
+                at_k(est, k.min(problem.gram.m).max(1))
+                    .solver()
+                    .fit(problem)
+            })
+            .collect(),
+        (Grid::Lambdas(l), Estimator::Lasso(e)) => e.path_at(problem, l),
+        (Grid::Lambdas(l), Estimator::ElasticNet(e)) => e.path_at(problem, l),
+        (Grid::Lambdas(l), Estimator::Mcp(e)) => e.path_at(problem, l),
+        (Grid::Lambdas(l), Estimator::Scad(e)) => e.path_at(problem, l),
+        _ => Vec::new(),
+    }
+}
+
+/// The criterion's curve over `points` (each with its `criteria`) and the chosen index.
+pub(crate) fn select_by_criterion(
+    points: &[Model],
+    req: &Request,
+    criterion: Criterion,
+) -> Selection {
+    let curve: Vec<CurvePoint> = points
+        .iter()
+        .map(|m| {
+            let c = m.diagnostics.criteria.expect("path points carry criteria");
+            CurvePoint {
+                lambda: m.diagnostics.lambda,
+                delta: m.diagnostics.delta,
+                k: m.k,
+                df: c.df,
+                value: match criterion {
+                    Criterion::Aic => c.aic,
+                    Criterion::Bic => c.bic,
+                    _ => c.ebic,
+                },
+                se: None,
+                fold_errors: None,
+            }
+        })
+        .collect();
+    let chosen = argmin(curve.iter().map(|c| c.value));
+    Selection {
+        criterion: criterion.name().into(),
+        chosen,
+        minimum: None,
+        curve,
+        fold_sizes: None,
+        df_rule: df_rule(req).into(),
+        notes: Vec::new(),
+    }
+}
+
+/// The first index of the smallest value (the sparsest among ties: paths run sparse first).
+fn argmin(values: impl Iterator<Item = f64>) -> usize {
+    let mut best = (0, f64::INFINITY);
+    for (i, v) in values.enumerate() {
+        if v < best.1 {
+            best = (i, v);
+        }
+    }
+    best.0
+}
+
+/// The held-out mean squared error of the model (`b` dense, original units) on one fold's
+/// statistics: exact from its moments (module header). Classification: the class-weighted
+/// loss w_p E_p[(x b + b0 - 1)^2] + w_n E_n[(x b + b0 + 1)^2].
+fn held_out_error(fold: &Stats, b: &[f64], b0: f64, w_pos: f64, w_neg: f64) -> f64 {
+    let support: Vec<usize> = (0..b.len()).filter(|&j| b[j] != 0.0).collect();
+    // E[(t - b0 - x b)^2] about a fixed target t (None: y) for one set of moments.
+    let part = |m: &dyn MomentsDyn, target: Option<f64>| -> f64 {
+        let mut quad = 0.0;
+        for &i in &support {
+            for &j in &support {
+                quad += b[i] * b[j] * m.cov(i, j);
+            }
+        }
+        let mean_x = m.mean_x();
+        let fitted: f64 = b0 + support.iter().map(|&j| b[j] * mean_x[j]).sum::<f64>();
+        match target {
+            None => {
+                let cross: f64 = support.iter().map(|&j| b[j] * m.cov_y(j)).sum();
+                let bias = m.mean_y() - fitted;
+                (m.var_y() - 2.0 * cross + quad).max(0.0) + bias * bias
+            }
+            Some(t) => quad.max(0.0) + (t - fitted) * (t - fitted),
+        }
+    };
+    match fold {
+        Stats::Regression(s) => part(s, None),
+        Stats::Classification(c) => {
+            w_pos * part(&c.pos, Some(1.0)) + w_neg * part(&c.neg, Some(-1.0))
+        }
+    }
+}
+
+/// The moment reads `held_out_error` needs, object-safe.
+trait MomentsDyn {
+    fn cov(&self, i: usize, j: usize) -> f64;
+    fn cov_y(&self, j: usize) -> f64;
+    fn var_y(&self) -> f64;
+    fn mean_x(&self) -> Vec<f64>;
+    fn mean_y(&self) -> f64;
+}
+
+impl<M: Moments> MomentsDyn for M {
+    fn cov(&self, i: usize, j: usize) -> f64 {
+        Moments::cov_at(self, i.max(j), i.min(j))
+    }
+    fn cov_y(&self, j: usize) -> f64 {
+        Moments::cov_xy(self, j)
+    }
+    fn var_y(&self) -> f64 {
+        Moments::var_y(self)
+    }
+    fn mean_x(&self) -> Vec<f64> {
+        Moments::mean_x(self)
+    }
+    fn mean_y(&self) -> f64 {
+        Moments::mean_y(self)
+    }
+}
+
+/// The weight of a fold in the CV mean: its (effective) rows.
+fn fold_weight(s: &Stats) -> f64 {
+    match s {
+        Stats::Regression(r) => r.effective_n(),
+        Stats::Classification(c) => c.pos.effective_n() + c.neg.effective_n(),
+    }
+}
+
+/// K-fold cross-validation of a checked select request (criterion cv or cv_1se) over fold
+/// statistics: the full path on `total` (the merge of the folds), each fold's path at the same
+/// lambdas (or ks) on the merge of the others, the held-out error of each from the fold's own
+/// moments. Returns the full path with the selection.
+pub fn cross_validate(
+    total: &Stats,
+    folds: &[Stats],
+    req: &super::CheckedPath,
+    names: Option<&[String]>,
+) -> Result<PathModel, ParamError> {
+    let start = Instant::now();
+    let req = req.request();
+    let criterion = req
+        .select
+        .filter(|c| c.is_cv())
+        .ok_or_else(|| ParamError::Invalid("cross_validate needs select = cv or cv_1se".into()))?;
+    let k = folds.len();
+    if !(2..=MAX_FOLDS).contains(&k) {
+        return Err(ParamError::OutOfBounds {
+            name: "folds",
+            value: k.to_string(),
+            bound: format!("it must lie in [2, {MAX_FOLDS}]"),
+        });
+    }
+    if let Some(j) = folds.iter().position(|f| f.n() == 0) {
+        return Err(ParamError::Invalid(format!(
+            "fold {j} of {k} has no rows yet: cross-validation needs rows in every fold"
+        )));
+    }
+    let problem = problem_of(total, req)?;
+    let mut full = super::path_choosing(&problem, req, names, |points| {
+        cv_selection(points, folds, req, criterion).map(Some)
+    })?;
+    full.elapsed_ms = start.elapsed().as_secs_f64() * 1e3;
+    Ok(full)
+}
+
+/// The CV curve over the full path's `points` (module header) and the choice.
+fn cv_selection(
+    points: &[Model],
+    folds: &[Stats],
+    req: &Request,
+    criterion: Criterion,
+) -> Result<Selection, ParamError> {
+    let k = folds.len();
+    // Fold models need no standard errors.
+    let plain = Request {
+        inference: false,
+        ..req.clone()
+    };
+    let grid = if is_k_family(&req.estimator) {
+        Grid::Ks(
+            points
+                .iter()
+                .map(|m| m.diagnostics.requested_k.unwrap_or(m.k))
+                .collect(),
+        )
+    } else {
+        Grid::Lambdas(points.iter().map(|m| m.lambda.unwrap_or(0.0)).collect())
+    };
+    let (w_pos, w_neg) = (req.w_pos.unwrap_or(1.0), req.w_neg.unwrap_or(1.0));
+    let mut errors = vec![vec![0.0; k]; points.len()];
+    for (j, held) in folds.iter().enumerate() {
+        let mut train: Option<Stats> = None;
+        for (i, f) in folds.iter().enumerate() {
+            if i != j {
+                match train.as_mut() {
+                    None => train = Some(f.clone()),
+                    Some(t) => t.merge(f).map_err(|e| ParamError::Invalid(e.to_string()))?,
+                }
+            }
+        }
+        let train = train.expect("at least two folds");
+        let problem = problem_of(&train, req)?;
+        let solver = req.estimator.solver();
+        let (reduced, duplicates) = for_solver(&problem, solver);
+        let fits = fits_on_grid(&reduced, req, &grid);
+        for (pt, fit) in fits.into_iter().enumerate() {
+            let model = to_model(
+                &reduced,
+                &plain,
+                fit,
+                &duplicates,
+                None,
+                Instant::now(),
+                false,
+            );
+            let b = model.dense(problem.p);
+            errors[pt][j] = held_out_error(held, &b, model.intercept, w_pos, w_neg);
+        }
+    }
+    let weights: Vec<f64> = folds.iter().map(fold_weight).collect();
+    let wsum: f64 = weights.iter().sum();
+    let curve: Vec<CurvePoint> = points
+        .iter()
+        .zip(&errors)
+        .map(|(m, e)| {
+            let mean = e.iter().zip(&weights).map(|(e, w)| e * w).sum::<f64>() / wsum;
+            let var = e
+                .iter()
+                .zip(&weights)
+                .map(|(e, w)| w * (e - mean) * (e - mean))
+                .sum::<f64>()
+                / wsum
+                / (k - 1) as f64;
+            CurvePoint {
+                lambda: m.lambda,
+                delta: None,
+                k: m.k,
+                df: m.diagnostics.criteria.map_or(m.k as f64, |c| c.df),
+                value: mean,
+                se: Some(var.sqrt()),
+                fold_errors: Some(e.clone()),
+            }
+        })
+        .collect();
+    let minimum = argmin(curve.iter().map(|c| c.value));
+    let chosen = match criterion {
+        Criterion::Cv1se => {
+            let bar = curve[minimum].value + curve[minimum].se.unwrap_or(0.0);
+            curve.iter().position(|c| c.value <= bar).unwrap_or(minimum)
+        }
+        _ => minimum,
+    };
+    Ok(Selection {
+        criterion: criterion.name().into(),
+        chosen,
+        minimum: (criterion == Criterion::Cv1se).then_some(minimum),
+        curve,
+        fold_sizes: Some(folds.iter().map(Stats::n).collect()),
+        df_rule: df_rule(req).into(),
+        notes: Vec::new(),
+    })
+}
+
+/// The chosen model of a selected path, with the selection attached.
+pub fn chosen_model(path: PathModel) -> Result<Model, ParamError> {
+    let Some(selection) = path.selection else {
+        return Err(ParamError::Invalid("the path has no selection".into()));
+    };
+    let mut model = path
+        .points
+        .into_iter()
+        .nth(selection.chosen)
+        .ok_or_else(|| ParamError::Invalid("the path is empty: nothing to select".into()))?;
+    model.selection = Some(Box::new(selection));
+    Ok(model)
+}
+
+#[allow(unused)]
+fn _method_is_used(_: Method) {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ln_choose_matches_products() {
+        assert_eq!(ln_choose(10, 0), 0.0);
+        assert!((ln_choose(10, 3) - 120f64.ln()).abs() < 1e-12);
+        assert!((ln_choose(10, 7) - 120f64.ln()).abs() < 1e-12);
+        assert!((ln_choose(5, 5)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn default_gamma_is_chen_and_chens_bound() {
+        // p = n^2: kappa = 2, gamma = 1 - 1/4.
+        assert!((default_ebic_gamma(100.0, 10_000) - 0.75).abs() < 1e-12);
+        // p <= sqrt(n): BIC.
+        assert_eq!(default_ebic_gamma(10_000.0, 50), 0.0);
+        assert_eq!(default_ebic_gamma(10.0, 1), 0.0);
+    }
+
+    #[test]
+    fn criteria_parse_by_name() {
+        for c in [
+            Criterion::Aic,
+            Criterion::Bic,
+            Criterion::Ebic,
+            Criterion::Cv,
+            Criterion::Cv1se,
+        ] {
+            assert_eq!(c.name().parse::<Criterion>().unwrap(), c);
+            let json = serde_json::to_string(&c).unwrap();
+            assert_eq!(json, format!("\"{}\"", c.name()));
+        }
+        assert!("mdl".parse::<Criterion>().is_err());
+    }
+}
