@@ -100,9 +100,11 @@ pub struct ExtractArgs {
     /// Convergence tolerance (penalized, fw-lasso, iht/htp, k-support).
     #[arg(long, allow_negative_numbers = true)]
     pub tol: Option<f64>,
-    /// FSA iterations (default 300) and annealing parameter mu (default 100).
+    /// FSA iterations T (default 1000) and annealing parameter mu (default 10): the columns
+    /// kept after step t are k + (p - k) max(0, (T - t) / (t mu + T)).
     #[arg(long)]
     pub fsa_iterations: Option<usize>,
+    /// FSA annealing parameter mu (default 10; larger prunes sooner).
     #[arg(long, allow_negative_numbers = true)]
     pub fsa_mu: Option<f64>,
     /// Classification: weight of the positive and negative class (default 1 each).
