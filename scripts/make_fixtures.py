@@ -28,6 +28,11 @@ Mappings from ravel's problems to the reference estimators (n rows, W = w_pos + 
   scale 1 and is all zeros after centring, so its coefficient is 0 as in ravel, which drops it),
   the same estimator on the scaled rows, then b = coef_ / scale_ and
   b0 = intercept_ - mean_ . b (the intercept of a model on raw rows).
+  Elastic net standardizes y as well, as glmnet does (its support must not depend on y's
+  units): ravel minimizes f(b) + lambda (r |b|_1 + (1 - r) / (2 s_y) |b|^2) with s_y the
+  population sd of y, which is s_y^2 times the elastic net on y / s_y at lambda / s_y in
+  b / s_y. Reference: ElasticNet(alpha=lambda / s_y) on (StandardScaler rows, y / s_y), then
+  coef_ and intercept_ times s_y, then as above.
 - Classification (`--task classification`, labels +1/-1), ravel minimizes
       w_p E_pos[(x b + b0 - 1)^2]/2 + w_n E_neg[(x b + b0 + 1)^2]/2 + P(b)        (003 eqs. 4-5)
   sklearn's Lasso / ElasticNet with sample_weight s rescale s to sum to n_samples
@@ -323,6 +328,14 @@ def nice(v):
     return float(f"{v:.6g}")
 
 
+class YScaled:
+    """A model fitted on y / s, mapped back to y's units (coefficients and intercept times s)."""
+
+    def __init__(self, model, s):
+        self.coef_ = np.asarray(model.coef_, dtype=float) * s
+        self.intercept_ = float(model.intercept_) * s
+
+
 class Cases:
     def __init__(self):
         self.cases = []
@@ -374,11 +387,16 @@ def regression_cases(cases, ds, x, y, with_nonconvex=False):
                       certificate_rel_dev=dev)
         for r, frac in ((0.3, 0.05), (0.7, 0.2)):
             lam = nice(frac * lmax / r)
-            m = ElasticNet(alpha=lam, l1_ratio=r, tol=TOL, max_iter=MAX_ITER).fit(xf, y)
-            dev = certify(f"{ds}/enet", xf, y, m.coef_, "enet", lam, l1_ratio=r)
+            # Standardized: y / sd(y) too, as glmnet (module docstring).
+            sy = float(np.std(y)) if std else 1.0
+            m = ElasticNet(alpha=lam / sy, l1_ratio=r, tol=TOL, max_iter=MAX_ITER).fit(xf, y / sy)
+            dev = certify(f"{ds}/enet", xf, y / sy, m.coef_, "enet", lam / sy, l1_ratio=r)
+            m = YScaled(m, sy)
             cases.add(f"{ds}/{tag}/elastic-net/{lam}/{r}", ds, "elastic-net", m, scale, shift, standardize=std,
                       l1_ratio=r, **{"lambda": lam},
-                      reference=f"sklearn ElasticNet(alpha={lam}, l1_ratio={r})" + (" on StandardScaler rows" if std else ""),
+                      reference=(f"sklearn ElasticNet(alpha=lambda/sd(y)={lam / sy}, l1_ratio={r}) on StandardScaler "
+                                 "rows and y / sd(y), coefficients times sd(y)") if std
+                      else f"sklearn ElasticNet(alpha={lam}, l1_ratio={r})",
                       certificate_rel_dev=dev)
         for lam in (0.01, 1.0):
             m = Ridge(alpha=n * lam, tol=TOL).fit(xf, y)
