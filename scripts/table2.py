@@ -7,9 +7,10 @@ of ravel's own generator), written to an NPY file, and every method is asked for
 with k = 100 nonzeros by a whole `ravel fit FILE --method M --k 100` process (release build),
 with the defaults a user gets. Detection rate (DR) = the share of the 100 true features among
 the selected ones; RMSE = root mean squared error of the model's predictions on 2000 fresh rows
-of the same design. The paper averages 100 runs, this script `--seeds` (default 5).
+of the same design. The paper averages 100 runs, this script `--seeds` (default 5). `--weak`
+runs the weak-signal rows (beta = 0.01; n = 500, 1000, 10000 by default, 1e5 on request).
 
-Run: cargo build --release && python3 scripts/table2.py [--seeds 5] [--n 300,500,...]
+Run: cargo build --release && python3 scripts/table2.py [--seeds 5] [--n 300,500,...] [--weak]
      [--methods olsth,fsa,lasso,mcp,elastic-net] [--extra 'fsa=--fsa-mu 10'] [--markdown FILE]
 It prints one row per n: the paper's DR, ravel's mean DR (and the range over seeds), the same
 for RMSE, and the wall time of the ravel processes; `--markdown` also writes the table
@@ -42,14 +43,33 @@ PAPER_RMSE = {
     "mcp": {300: 12.40, 500: 9.786, 1000: 6.282, 3000: 1.745, 10000: 1.003},
     "elastic-net": {300: 14.16, 500: 12.91, 1000: 11.61, 3000: 9.557, 10000: 6.042},
 }
+# The weak-signal half of Table 2 (beta = 0.01), n up to 1e5 (1e6 has no Lasso figure).
+PAPER_DR_WEAK = {
+    "lasso": {500: 11.77, 1000: 14.09, 10000: 31.58, 100000: 81.93},
+    "olsth": {500: 10.66, 1000: 10.53, 10000: 22.48, 100000: 80.55},
+    "fsa": {500: 11.18, 1000: 12.40, 10000: 32.47, 100000: 85.14},
+    "mcp": {500: 12.82, 1000: 15.55, 10000: 32.32, 100000: 84.86},
+    "elastic-net": {500: 11.70, 1000: 14.08, 10000: 31.54, 100000: 81.80},
+}
+PAPER_RMSE_WEAK = {
+    "lasso": {500: 1.219, 1000: 1.128, 10000: 1.009, 100000: 1.001},
+    "olsth": {500: 1.270, 1000: 1.075, 10000: 1.025, 100000: 1.003},
+    "fsa": {500: 1.248, 1000: 1.169, 10000: 1.006, 100000: 1.003},
+    "mcp": {500: 1.168, 1000: 1.049, 10000: 1.005, 100000: 1.003},
+    "elastic-net": {500: 1.217, 1000: 1.124, 10000: 1.006, 100000: 1.003},
+}
 TRUTH = np.arange(9, P, 10)
 
 
-def draw(n, rng):
+def draw(n, rng, beta):
     z = rng.standard_normal((n, 1))
     x = z + rng.standard_normal((n, P))
-    y = x[:, TRUTH].sum(axis=1) + rng.standard_normal(n)
+    y = beta * x[:, TRUTH].sum(axis=1) + rng.standard_normal(n)
     return x, y
+
+
+def fmt(v, spec):
+    return "-" if v is None else format(v, spec)
 
 
 def fit(ravel, path, method, extra):
@@ -62,7 +82,8 @@ def fit(ravel, path, method, extra):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=5)
-    ap.add_argument("--n", default="300,500,1000,3000,10000")
+    ap.add_argument("--n", default=None, help="default 300,500,1000,3000,10000 (weak: 500,1000,10000)")
+    ap.add_argument("--weak", action="store_true", help="the weak-signal rows (beta = 0.01)")
     ap.add_argument("--methods", default="olsth,fsa,lasso,mcp,elastic-net")
     ap.add_argument(
         "--extra",
@@ -74,7 +95,10 @@ def main():
     ap.add_argument("--dir", default=None, help="where the NPY files go (default: a temp dir)")
     ap.add_argument("--markdown", default=None)
     args = ap.parse_args()
-    ns = [int(v) for v in args.n.split(",")]
+    ns = [int(v) for v in (args.n or ("500,1000,10000" if args.weak else "300,500,1000,3000,10000")).split(",")]
+    beta = 0.01 if args.weak else 1.0
+    paper_dr = PAPER_DR_WEAK if args.weak else PAPER_DR
+    paper_rmse = PAPER_RMSE_WEAK if args.weak else PAPER_RMSE
     methods = args.methods.split(",")
     extra = {m: [] for m in methods}
     for e in args.extra:
@@ -91,8 +115,8 @@ def main():
     for n in ns:
         for seed in range(args.seeds):
             rng = np.random.default_rng([n, seed])
-            x, y = draw(n, rng)
-            xt, yt = draw(2000, rng)
+            x, y = draw(n, rng, beta)
+            xt, yt = draw(2000, rng, beta)
             path = os.path.join(work, f"table2-n{n}-s{seed}.npy")
             np.save(path, np.column_stack([x, y]))
             del x, y
@@ -113,7 +137,7 @@ def main():
     lines = []
     flags = ", ".join(f"{m}: `{' '.join(extra[m])}`" for m in methods if extra[m])
     lines.append(
-        f"Paper 003 Table 2 (p = 1000, k* = 100, correlation 0.5, beta = 1), `ravel fit --k 100`"
+        f"Paper 003 Table 2 (p = 1000, k* = 100, correlation 0.5, beta = {beta:g}), `ravel fit --k 100`"
         f" with the defaults{' except ' + flags if flags else ''}; {args.seeds} seeds "
         f"(paper: 100 runs). DR in %, mean [min, max] over seeds; RMSE on 2000 fresh rows."
     )
@@ -124,8 +148,8 @@ def main():
         for n in ns:
             d, r = np.array(dr[(m, n)]), np.array(rmse[(m, n)])
             lines.append(
-                f"| {m} | {n} | {PAPER_DR[m][n]:.2f} | {d.mean():.2f} [{d.min():.0f}, {d.max():.0f}]"
-                f" | {PAPER_RMSE[m][n]:.3g} | {r.mean():.3g} | {secs[(m, n)] / args.seeds:.2f} |"
+                f"| {m} | {n} | {fmt(paper_dr[m].get(n), '.2f')} | {d.mean():.2f} [{d.min():.0f}, {d.max():.0f}]"
+                f" | {fmt(paper_rmse[m].get(n), '.3g')} | {r.mean():.3g} | {secs[(m, n)] / args.seeds:.2f} |"
             )
     lines.append("")
     lines.append(
