@@ -74,7 +74,7 @@ pub struct ExtractArgs {
     /// of the first fit; iht/htp: the ridge of the certificate.
     #[arg(long, allow_negative_numbers = true)]
     pub lambda: Option<f64>,
-    /// Elastic-net mixing: 1 is Lasso, towards 0 is ridge (default 0.5).
+    /// Elastic-net mixing: 1 is Lasso, towards 0 is ridge (default 0.9).
     #[arg(long, allow_negative_numbers = true)]
     pub l1_ratio: Option<f64>,
     /// MCP / SCAD concavity (defaults 3 and 3.7).
