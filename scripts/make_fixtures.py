@@ -49,6 +49,10 @@ Mappings from ravel's problems to the reference estimators (n rows, W = w_pos + 
   ravel standardizes classification columns by the negatives' population sd (003 section 3.6);
   the reference scales the raw columns by that sd and maps the coefficients back.
 
+Exact k (`lasso_paths`): the whole Lasso path by LARS for four regression data sets, raw and
+standardized (`lasso_lars_path`); the test takes the lambda* of each of ravel's k-models and
+checks the model against the path at lambda*.
+
 Every penalized reference is certified: from the reference solution's zero pattern and signs
 (and, for MCP / SCAD, which piece of the penalty each coefficient sits on) the stationarity
 conditions are linear; the script solves them exactly, checks the pattern is self-consistent
@@ -67,7 +71,7 @@ import sys
 
 import numpy as np
 import sklearn
-from sklearn.linear_model import ElasticNet, Lasso, LinearRegression, Ridge
+from sklearn.linear_model import ElasticNet, Lasso, LinearRegression, Ridge, lars_path
 from sklearn.preprocessing import StandardScaler
 
 try:
@@ -328,6 +332,44 @@ def nice(v):
     return float(f"{v:.6g}")
 
 
+def lasso_lars_path(ds, x, y, std):
+    """The exact Lasso path (LARS with the lasso modification) for the exact-k checks: ravel's
+    k-model sits at some lambda*; on the path, the model at lambda* is the linear interpolation
+    of the two breakpoints around it (the Lasso solution is piecewise linear in lambda), so the
+    test can check any lambda* ravel picks. lars_path has no intercept: it runs on centred
+    columns (scaled by the population sd when `std`) and centred y, whose objective is ravel's
+    (1/2n)||y - b0 - X b||^2 + lambda ||b||_1 with b0 profiled out. Breakpoint coefficients are
+    stored in raw units (b_j / sd_j; the map is linear, so interpolation commutes with it),
+    with the intercept mean(y) - mean(x) . b. Self-check: at the midpoint of every segment the
+    interpolation equals sklearn's coordinate-descent Lasso to 1e-8 relative."""
+    mean = x.mean(axis=0)
+    sd = x.std(axis=0) if std else np.ones(x.shape[1])
+    xs = (x - mean) / sd
+    yc = y - y.mean()
+    alphas, _, coefs = lars_path(xs, yc, method="lasso")
+    worst = 0.0
+    for i in range(len(alphas) - 1):
+        mid = 0.5 * (alphas[i] + alphas[i + 1])
+        if mid <= 0.0:
+            continue
+        interp = 0.5 * (coefs[:, i] + coefs[:, i + 1])
+        cd = Lasso(alpha=mid, tol=TOL, max_iter=MAX_ITER, fit_intercept=False).fit(xs, yc).coef_
+        dev = np.max(np.abs(cd - interp)) / max(np.max(np.abs(interp)), 1e-300)
+        worst = max(worst, dev)
+    assert worst < 1e-8, f"{ds}: LARS path and coordinate descent differ by {worst:.2e}"
+    raw = coefs / sd[:, None]
+    return {
+        "dataset": ds,
+        "standardize": std,
+        "alphas": [float(a) for a in alphas],
+        "coefficients": [[float(v) for v in raw[:, i]] for i in range(len(alphas))],
+        "intercepts": [float(y.mean() - mean @ raw[:, i]) for i in range(len(alphas))],
+        "reference": "sklearn lars_path(method='lasso') on centred"
+                     + (" StandardScaler" if std else "") + " rows and centred y",
+        "midpoint_check_rel_dev": float(worst),
+    }
+
+
 class YScaled:
     """A model fitted on y / s, mapped back to y's units (coefficients and intercept times s)."""
 
@@ -495,6 +537,7 @@ def main():
     }
     datasets = {}
     cases = Cases()
+    lars = []
     for name, make in makers.items():
         x, y = make(rng)
         p = x.shape[1]
@@ -510,6 +553,9 @@ def main():
             regression_cases(cases, name, x, y, with_nonconvex=(name == "wellcond"))
         if name == "formats":
             write_format_files(x, y)
+        if name in ("corr", "wide", "wellcond", "formats"):
+            for std in (False, True):
+                lars.append(lasso_lars_path(name, x, y, std))
 
     # The class-weight mapping against a direct minimization of ravel's objective, at
     # w_pos = 3, w_neg = 1 and a lambda with a sparse but non-empty model.
@@ -530,6 +576,7 @@ def main():
         "class_weight_mapping_check_rel_dev": mapping_dev,
         "datasets": datasets,
         "cases": cases.cases,
+        "lasso_paths": lars,
     }
     with open(os.path.join(OUT, "expected.json"), "w") as f:
         json.dump(expected, f, indent=1)
