@@ -13,8 +13,8 @@ runs the weak-signal rows (beta = 0.01; n = 500, 1000, 10000 by default, 1e5 on 
 Run: cargo build --release && python3 scripts/table2.py [--seeds 5] [--n 300,500,...] [--weak]
      [--methods olsth,fsa,lasso,mcp,elastic-net] [--extra 'fsa=--fsa-mu 10'] [--markdown FILE]
 It prints one row per n: the paper's DR, ravel's mean DR (and the range over seeds), the same
-for RMSE, and the wall time of the ravel processes; `--markdown` also writes the table
-(docs/table2.md is its output).
+for RMSE, and the wall time of the ravel processes; `--markdown FILE` also writes the table
+(docs/table2.md holds the strong and weak tables of one run each, with comments).
 """
 import argparse
 import json
