@@ -28,6 +28,11 @@ Mappings from ravel's problems to the reference estimators (n rows, W = w_pos + 
   scale 1 and is all zeros after centring, so its coefficient is 0 as in ravel, which drops it),
   the same estimator on the scaled rows, then b = coef_ / scale_ and
   b0 = intercept_ - mean_ . b (the intercept of a model on raw rows).
+  Elastic net standardizes y as well, as glmnet does (its support must not depend on y's
+  units): ravel minimizes f(b) + lambda (r |b|_1 + (1 - r) / (2 s_y) |b|^2) with s_y the
+  population sd of y, which is s_y^2 times the elastic net on y / s_y at lambda / s_y in
+  b / s_y. Reference: ElasticNet(alpha=lambda / s_y) on (StandardScaler rows, y / s_y), then
+  coef_ and intercept_ times s_y, then as above.
 - Classification (`--task classification`, labels +1/-1), ravel minimizes
       w_p E_pos[(x b + b0 - 1)^2]/2 + w_n E_neg[(x b + b0 + 1)^2]/2 + P(b)        (003 eqs. 4-5)
   sklearn's Lasso / ElasticNet with sample_weight s rescale s to sum to n_samples
@@ -43,6 +48,10 @@ Mappings from ravel's problems to the reference estimators (n rows, W = w_pos + 
   minimization of ravel's objective before any fixture is written.
   ravel standardizes classification columns by the negatives' population sd (003 section 3.6);
   the reference scales the raw columns by that sd and maps the coefficients back.
+
+Exact k (`lasso_paths`): the whole Lasso path by LARS for four regression data sets, raw and
+standardized (`lasso_lars_path`); the test takes the lambda* of each of ravel's k-models and
+checks the model against the path at lambda*.
 
 Every penalized reference is certified: from the reference solution's zero pattern and signs
 (and, for MCP / SCAD, which piece of the penalty each coefficient sits on) the stationarity
@@ -62,7 +71,7 @@ import sys
 
 import numpy as np
 import sklearn
-from sklearn.linear_model import ElasticNet, Lasso, LinearRegression, Ridge
+from sklearn.linear_model import ElasticNet, Lasso, LinearRegression, Ridge, lars_path
 from sklearn.preprocessing import StandardScaler
 
 try:
@@ -323,6 +332,52 @@ def nice(v):
     return float(f"{v:.6g}")
 
 
+def lasso_lars_path(ds, x, y, std):
+    """The exact Lasso path (LARS with the lasso modification) for the exact-k checks: ravel's
+    k-model sits at some lambda*; on the path, the model at lambda* is the linear interpolation
+    of the two breakpoints around it (the Lasso solution is piecewise linear in lambda), so the
+    test can check any lambda* ravel picks. lars_path has no intercept: it runs on centred
+    columns (scaled by the population sd when `std`) and centred y, whose objective is ravel's
+    (1/2n)||y - b0 - X b||^2 + lambda ||b||_1 with b0 profiled out. Breakpoint coefficients are
+    stored in raw units (b_j / sd_j; the map is linear, so interpolation commutes with it),
+    with the intercept mean(y) - mean(x) . b. Self-check: at the midpoint of every segment the
+    interpolation equals sklearn's coordinate-descent Lasso to 1e-8 relative."""
+    mean = x.mean(axis=0)
+    sd = x.std(axis=0) if std else np.ones(x.shape[1])
+    xs = (x - mean) / sd
+    yc = y - y.mean()
+    alphas, _, coefs = lars_path(xs, yc, method="lasso")
+    worst = 0.0
+    for i in range(len(alphas) - 1):
+        mid = 0.5 * (alphas[i] + alphas[i + 1])
+        if mid <= 0.0:
+            continue
+        interp = 0.5 * (coefs[:, i] + coefs[:, i + 1])
+        cd = Lasso(alpha=mid, tol=TOL, max_iter=MAX_ITER, fit_intercept=False).fit(xs, yc).coef_
+        dev = np.max(np.abs(cd - interp)) / max(np.max(np.abs(interp)), 1e-300)
+        worst = max(worst, dev)
+    assert worst < 1e-8, f"{ds}: LARS path and coordinate descent differ by {worst:.2e}"
+    raw = coefs / sd[:, None]
+    return {
+        "dataset": ds,
+        "standardize": std,
+        "alphas": [float(a) for a in alphas],
+        "coefficients": [[float(v) for v in raw[:, i]] for i in range(len(alphas))],
+        "intercepts": [float(y.mean() - mean @ raw[:, i]) for i in range(len(alphas))],
+        "reference": "sklearn lars_path(method='lasso') on centred"
+                     + (" StandardScaler" if std else "") + " rows and centred y",
+        "midpoint_check_rel_dev": float(worst),
+    }
+
+
+class YScaled:
+    """A model fitted on y / s, mapped back to y's units (coefficients and intercept times s)."""
+
+    def __init__(self, model, s):
+        self.coef_ = np.asarray(model.coef_, dtype=float) * s
+        self.intercept_ = float(model.intercept_) * s
+
+
 class Cases:
     def __init__(self):
         self.cases = []
@@ -374,11 +429,16 @@ def regression_cases(cases, ds, x, y, with_nonconvex=False):
                       certificate_rel_dev=dev)
         for r, frac in ((0.3, 0.05), (0.7, 0.2)):
             lam = nice(frac * lmax / r)
-            m = ElasticNet(alpha=lam, l1_ratio=r, tol=TOL, max_iter=MAX_ITER).fit(xf, y)
-            dev = certify(f"{ds}/enet", xf, y, m.coef_, "enet", lam, l1_ratio=r)
+            # Standardized: y / sd(y) too, as glmnet (module docstring).
+            sy = float(np.std(y)) if std else 1.0
+            m = ElasticNet(alpha=lam / sy, l1_ratio=r, tol=TOL, max_iter=MAX_ITER).fit(xf, y / sy)
+            dev = certify(f"{ds}/enet", xf, y / sy, m.coef_, "enet", lam / sy, l1_ratio=r)
+            m = YScaled(m, sy)
             cases.add(f"{ds}/{tag}/elastic-net/{lam}/{r}", ds, "elastic-net", m, scale, shift, standardize=std,
                       l1_ratio=r, **{"lambda": lam},
-                      reference=f"sklearn ElasticNet(alpha={lam}, l1_ratio={r})" + (" on StandardScaler rows" if std else ""),
+                      reference=(f"sklearn ElasticNet(alpha=lambda/sd(y)={lam / sy}, l1_ratio={r}) on StandardScaler "
+                                 "rows and y / sd(y), coefficients times sd(y)") if std
+                      else f"sklearn ElasticNet(alpha={lam}, l1_ratio={r})",
                       certificate_rel_dev=dev)
         for lam in (0.01, 1.0):
             m = Ridge(alpha=n * lam, tol=TOL).fit(xf, y)
@@ -477,6 +537,7 @@ def main():
     }
     datasets = {}
     cases = Cases()
+    lars = []
     for name, make in makers.items():
         x, y = make(rng)
         p = x.shape[1]
@@ -492,6 +553,9 @@ def main():
             regression_cases(cases, name, x, y, with_nonconvex=(name == "wellcond"))
         if name == "formats":
             write_format_files(x, y)
+        if name in ("corr", "wide", "wellcond", "formats"):
+            for std in (False, True):
+                lars.append(lasso_lars_path(name, x, y, std))
 
     # The class-weight mapping against a direct minimization of ravel's objective, at
     # w_pos = 3, w_neg = 1 and a lambda with a sparse but non-empty model.
@@ -512,6 +576,7 @@ def main():
         "class_weight_mapping_check_rel_dev": mapping_dev,
         "datasets": datasets,
         "cases": cases.cases,
+        "lasso_paths": lars,
     }
     with open(os.path.join(OUT, "expected.json"), "w") as f:
         json.dump(expected, f, indent=1)

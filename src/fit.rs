@@ -78,7 +78,7 @@ pub struct ExtractArgs {
     /// of the first fit; iht/htp: the ridge of the certificate.
     #[arg(long, allow_negative_numbers = true)]
     pub lambda: Option<f64>,
-    /// Elastic-net mixing: 1 is Lasso, towards 0 is ridge (default 0.5).
+    /// Elastic-net mixing: 1 is Lasso, towards 0 is ridge (default 0.9).
     #[arg(long, allow_negative_numbers = true)]
     pub l1_ratio: Option<f64>,
     /// MCP / SCAD concavity (defaults 3 and 3.7).
@@ -104,9 +104,11 @@ pub struct ExtractArgs {
     /// Convergence tolerance (penalized, fw-lasso, iht/htp, k-support).
     #[arg(long, allow_negative_numbers = true)]
     pub tol: Option<f64>,
-    /// FSA iterations (default 300) and annealing parameter mu (default 100).
+    /// FSA iterations T (default 1000) and annealing parameter mu (default 10): the columns
+    /// kept after step t are k + (p - k) max(0, (T - t) / (t mu + T)).
     #[arg(long)]
     pub fsa_iterations: Option<usize>,
+    /// FSA annealing parameter mu (default 10; larger prunes sooner).
     #[arg(long, allow_negative_numbers = true)]
     pub fsa_mu: Option<f64>,
     /// Classification: weight of the positive and negative class (default 1 each).

@@ -1,6 +1,6 @@
 //! Issue 11 through the `ravel fit` and `ravel select` binaries, on files: large feature
-//! offsets (item 3), OLSth at n = p (item 1), k-models refitted by default (item 4), and
-//! duplicate columns (item 6). The library-level checks, against brute force on the raw rows,
+//! offsets (item 3), OLSth at n = p (item 1), FSA's defaults at n < p (item 2), k-models
+//! refitted by default (item 4), and duplicate columns (item 6). The library-level checks, against brute force on the raw rows,
 //! are in crates/ravel-core/tests (offsets.rs, solvers.rs); here the same questions are asked of
 //! what a user runs.
 
@@ -170,6 +170,26 @@ fn ravel_select_on_large_feature_offsets_selects_as_on_the_centred_file() {
     }
 }
 
+/// Paper 003's Table 2 design (p = 1000, k* = 100, pairwise correlation 0.5, beta = 1) at n
+/// rows, as an NPY file; returns it with the true support.
+fn table2_file(dir: &Path, n: usize, seed: u64) -> (std::path::PathBuf, Vec<usize>) {
+    let spec: SyntheticSpec = format!("p=1000,k=100,n={n},seed={seed}").parse().unwrap();
+    let (mut x, mut y) = (vec![], vec![]);
+    spec.rows().fill(n, &mut x, &mut y);
+    let file = dir.join(format!("table2-{n}-{seed}.npy"));
+    write_npy(&file, &x, &y, 1000);
+    (file, spec.support())
+}
+
+/// The share of the true features among the model's nonzeros.
+fn detected(m: &Model, truth: &[usize]) -> f64 {
+    m.coefficients
+        .iter()
+        .filter(|c| truth.binary_search(&c.index).is_ok())
+        .count() as f64
+        / truth.len() as f64
+}
+
 /// Item 1: paper 003's Table 2 design at n = p = 1000 (the centred covariance has rank 999).
 /// OLSth finds the singular system, solves it with a data-scaled ridge and says so, in the notes
 /// and in `diagnostics.singular_ridge`; the paper's own remedy, a ridge first fit, goes through
@@ -177,19 +197,7 @@ fn ravel_select_on_large_feature_offsets_selects_as_on_the_centred_file() {
 #[test]
 fn olsth_at_n_equal_p_through_ravel_fit() {
     let dir = tempfile::tempdir().unwrap();
-    let spec: SyntheticSpec = "p=1000,k=100,n=1000,seed=3".parse().unwrap();
-    let (mut x, mut y) = (vec![], vec![]);
-    spec.rows().fill(1000, &mut x, &mut y);
-    let file = dir.path().join("square.npy");
-    write_npy(&file, &x, &y, 1000);
-    let truth = spec.support();
-    let detected = |m: &Model| {
-        m.coefficients
-            .iter()
-            .filter(|c| truth.binary_search(&c.index).is_ok())
-            .count() as f64
-            / truth.len() as f64
-    };
+    let (file, truth) = table2_file(dir.path(), 1000, 3);
     let plain = model("fit", &file, &["--method", "olsth", "--k", "100"]);
     assert_eq!(plain.k, 100);
     let ridge = plain
@@ -206,14 +214,45 @@ fn olsth_at_n_equal_p_through_ravel_fit() {
         "{:?}",
         plain.diagnostics.notes
     );
-    assert!(detected(&plain) >= 0.8, "detection {}", detected(&plain));
+    assert!(
+        detected(&plain, &truth) >= 0.9,
+        "detection {}",
+        detected(&plain, &truth)
+    );
     let remedy = model(
         "fit",
         &file,
         &["--method", "olsth", "--k", "100", "--lambda", "1e-3"],
     );
     assert_eq!(remedy.diagnostics.lambda, Some(1e-3));
-    assert!(detected(&remedy) >= 0.8, "detection {}", detected(&remedy));
+    assert!(
+        detected(&remedy, &truth) >= 0.9,
+        "detection {}",
+        detected(&remedy, &truth)
+    );
+}
+
+/// Item 2: FSA with its defaults at n < p on the Table 2 design, 3 seeds (scripts/table2.py
+/// runs 5 seeds and every n). Paper: 71.09% at n = 300, 94.05% at n = 500; the earlier defaults
+/// (T = 300, mu = 100) gave 58 and 85 in scripts/table2.py. The mean over the seeds must be within 3 points of
+/// the paper or above it.
+#[test]
+fn fsa_defaults_meet_the_paper_at_n_below_p() {
+    let dir = tempfile::tempdir().unwrap();
+    for (n, paper) in [(300, 0.7109), (500, 0.9405)] {
+        let mut rates = vec![];
+        for seed in 1..=3 {
+            let (file, truth) = table2_file(dir.path(), n, seed);
+            let m = model("fit", &file, &["--method", "fsa", "--k", "100"]);
+            assert_eq!(m.diagnostics.nonzeros, 100);
+            rates.push(detected(&m, &truth));
+        }
+        let mean = rates.iter().sum::<f64>() / rates.len() as f64;
+        assert!(
+            mean >= paper - 0.03,
+            "n = {n}: detection {rates:?}, paper {paper}"
+        );
+    }
 }
 
 /// Item 4: `--k` with a penalized method refits OLS on the support by default (paper 003
@@ -297,5 +336,95 @@ fn duplicate_columns_through_ravel_fit() {
             "{args:?}: {:?}",
             m.coefficients
         );
+    }
+}
+
+/// Item 5: elastic net standardizes y as glmnet does, so its selection does not depend on y's
+/// units: y / 100 gives the same support and coefficients / 100, at k and at lambda / 100.
+/// (Before, the l2 term acted on raw y and the lambda pair below selected different models.)
+/// The scikit-learn fixtures (tests/reference_sklearn.rs) check the objective itself.
+#[test]
+fn elastic_net_selection_does_not_depend_on_y_units() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = 20;
+    let (x, y) = quantized(300, 8);
+    let small: Vec<f64> = y.iter().map(|v| v * 0.01).collect();
+    let (a, b) = (dir.path().join("y.npy"), dir.path().join("y-small.npy"));
+    write_npy(&a, &x, &y, p);
+    write_npy(&b, &x, &small, p);
+    let support = |m: &Model| m.coefficients.iter().map(|c| c.index).collect::<Vec<_>>();
+    for (args_a, args_b) in [
+        (vec!["--k", "5"], vec!["--k", "5"]),
+        (
+            vec!["--k", "8", "--no-refit"],
+            vec!["--k", "8", "--no-refit"],
+        ),
+        (vec!["--lambda", "0.5"], vec!["--lambda", "0.005"]),
+        (
+            vec!["--lambda", "0.2", "--l1-ratio", "0.2"],
+            vec!["--lambda", "0.002", "--l1-ratio", "0.2"],
+        ),
+    ] {
+        let with = |file: &Path, extra: &[&str]| {
+            let mut args = vec!["--method", "elastic-net"];
+            args.extend_from_slice(extra);
+            model("fit", file, &args)
+        };
+        let (ma, mb) = (with(&a, &args_a), with(&b, &args_b));
+        assert!(!ma.coefficients.is_empty(), "{args_a:?}");
+        assert_eq!(support(&ma), support(&mb), "{args_a:?}");
+        let scaled: Vec<f64> = ma.dense(p).iter().map(|v| v * 0.01).collect();
+        let err = worst(&scaled, &mb.dense(p));
+        assert!(err < 1e-6, "{args_a:?}: coefficients differ by {err:e}");
+    }
+}
+
+/// Items 5 and 9: a model that explains almost none of y's variance says so. Paper 003's design
+/// (p = 20, k = 5) with Cauchy noise of scale 10 (least squares silently fails under it) and a
+/// target unrelated to x are warned about; the same design with normal noise is not.
+#[test]
+fn near_null_models_are_warned_about() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = 20;
+    let spec: SyntheticSpec = "p=20,k=5,n=2000,noise=0,seed=9".parse().unwrap();
+    let (mut x, mut clean) = (vec![], vec![]);
+    spec.rows().fill(2000, &mut x, &mut clean);
+    // Uniforms from a fixed 64-bit LCG; Cauchy by inversion.
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    let mut uniform = || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        ((state >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    };
+    let cauchy: Vec<f64> = clean
+        .iter()
+        .map(|v| v + 10.0 * (std::f64::consts::PI * (uniform() - 0.5)).tan())
+        .collect();
+    let normal = quantized(2000, 9);
+    let unrelated: Vec<f64> = (0..2000).map(|_| uniform() - 0.5).collect();
+    let warned = |m: &Model| m.diagnostics.notes.iter().any(|n| n.starts_with("R^2 = "));
+    for (name, x, y, want) in [
+        ("cauchy", &x, &cauchy, true),
+        ("unrelated", &x, &unrelated, true),
+        ("normal", &normal.0, &normal.1, false),
+    ] {
+        let file = dir.path().join(format!("{name}.npy"));
+        write_npy(&file, x, y, p);
+        for method in ["ols", "lasso", "elastic-net"] {
+            let mut args = vec!["--method", method];
+            if method != "ols" {
+                args.extend(["--k", "5"]);
+            }
+            let m = model("fit", &file, &args);
+            assert_eq!(
+                warned(&m),
+                want,
+                "{name} {method}: r2 {} notes {:?}",
+                m.diagnostics.r2,
+                m.diagnostics.notes
+            );
+            assert_eq!(m.diagnostics.r2 < ravel_core::solve::LOW_R2, want);
+        }
     }
 }

@@ -34,6 +34,57 @@ fn fixtures() -> PathBuf {
 struct Expected {
     datasets: BTreeMap<String, Dataset>,
     cases: Vec<Case>,
+    lasso_paths: Vec<LassoPath>,
+}
+
+/// The exact Lasso path of one data set by sklearn's LARS: breakpoints (decreasing alphas)
+/// with the coefficients (raw units) and intercept there; linear in between.
+#[derive(Debug, Deserialize)]
+struct LassoPath {
+    dataset: String,
+    standardize: bool,
+    alphas: Vec<f64>,
+    coefficients: Vec<Vec<f64>>,
+    intercepts: Vec<f64>,
+    reference: String,
+}
+
+impl LassoPath {
+    /// The path's model at `lambda` (coefficients, intercept), None outside it.
+    fn at(&self, lambda: f64) -> Option<(Vec<f64>, f64)> {
+        let i = self
+            .alphas
+            .windows(2)
+            .position(|w| w[0] >= lambda && lambda >= w[1])?;
+        let (hi, lo) = (self.alphas[i], self.alphas[i + 1]);
+        let t = if hi > lo {
+            (hi - lambda) / (hi - lo)
+        } else {
+            0.0
+        };
+        let mix = |a: f64, b: f64| (1.0 - t) * a + t * b;
+        let coef = self.coefficients[i]
+            .iter()
+            .zip(&self.coefficients[i + 1])
+            .map(|(&a, &b)| mix(a, b))
+            .collect();
+        Some((coef, mix(self.intercepts[i], self.intercepts[i + 1])))
+    }
+    /// Whether some lambda of the path has exactly k nonzeros (a segment's interior has the
+    /// support of its midpoint).
+    fn has_k(&self, k: usize) -> bool {
+        self.alphas.windows(2).any(|w| {
+            let (coef, _) = self.at(0.5 * (w[0] + w[1])).unwrap();
+            nonzeros(&coef) == k
+        })
+    }
+}
+
+/// Nonzeros of a reference vector: entries above 1e-12 of its largest (interpolation leaves
+/// rounding where a coefficient crosses 0 at a breakpoint).
+fn nonzeros(coef: &[f64]) -> usize {
+    let scale = coef.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    coef.iter().filter(|v| v.abs() > 1e-12 * scale).count()
 }
 
 #[derive(Debug, Deserialize)]
@@ -328,6 +379,73 @@ fn ravel_fit_matches_sklearn() {
         exp.cases.len(),
         bad.join("\n")
     );
+}
+
+/// Exact k against an independent reference (issue 11, "Checks"): every k-model of the Lasso
+/// (`--k K --no-refit`, k = 1..p) sits at some lambda* ravel found by its path search and
+/// bisection; sklearn's exact LARS path at lambda* must be the same model (coefficients and
+/// intercept to 1e-6 relative) with exactly K nonzeros. Where ravel says no lambda gives K
+/// (`k_exact: false`), the path must indeed have no K-sparse stretch. The default k request
+/// (refit) keeps the support.
+#[test]
+fn exact_k_models_match_the_lars_path_at_their_lambda() {
+    let exp = load_expected();
+    assert!(exp.lasso_paths.len() >= 8, "fixtures hold the LARS paths");
+    let mut bad = vec![];
+    let mut checked = 0;
+    for path in &exp.lasso_paths {
+        let data = &exp.datasets[&path.dataset];
+        let file = fixtures().join(&data.file).display().to_string();
+        for k in 1..=data.p {
+            let mut args: Vec<String> = [&file, "--target", "y", "--method", "lasso"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+            args.extend(["--k".to_string(), k.to_string()]);
+            if !path.standardize {
+                args.push("--no-standardize".into());
+            }
+            let refit = ravel_model(&args);
+            args.push("--no-refit".into());
+            let m = ravel_model(&args);
+            let what = format!("{} ({}) k = {k}", path.dataset, path.reference);
+            if m.diagnostics.k_exact != Some(true) {
+                if path.has_k(k) {
+                    bad.push(format!("{what}: ravel found no lambda, the path has one"));
+                }
+                continue;
+            }
+            let lambda = m.lambda.expect("a k-model reports its lambda");
+            let Some((want, b0)) = path.at(lambda) else {
+                bad.push(format!("{what}: lambda* = {lambda} is off the path"));
+                continue;
+            };
+            let got = m.dense(data.p);
+            let scale = want.iter().fold(b0.abs(), |a, v| a.max(v.abs()));
+            let err = want
+                .iter()
+                .zip(&got)
+                .map(|(a, b)| (a - b).abs())
+                .fold((b0 - m.intercept).abs(), f64::max)
+                / scale;
+            if err > RTOL || nonzeros(&want) != k || m.coefficients.len() != k {
+                bad.push(format!(
+                    "{what}: lambda* = {lambda}, {} reference nonzeros, {} in ravel, difference \
+                     {err:.2e}",
+                    nonzeros(&want),
+                    m.coefficients.len()
+                ));
+            }
+            let support = |m: &Model| m.coefficients.iter().map(|c| c.index).collect::<Vec<_>>();
+            if support(&refit) != support(&m) {
+                bad.push(format!("{what}: the refit changed the support"));
+            }
+            checked += 1;
+        }
+    }
+    println!("{checked} exact k-models checked against the LARS path");
+    assert!(checked >= 50, "only {checked} k-models were exact");
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 
 #[test]

@@ -202,11 +202,12 @@ fn os_equals_a_dense_implementation_of_algorithm_1() {
 
 #[test]
 fn regression_recall_is_within_5_points_of_iht_on_the_papers_design() {
-    // 000 section 5: s = 100, n = 1.2 s log2 p, noise sd 0.1, two passes.
+    // 000 section 5: s = 100, n = 1.2 s log2 p, noise sd 0.1. Two passes (the paper's) and
+    // three (ravel select's default, issue 11 item 7: two trail IHT by a few points).
     let s = 100;
     for p in [2000, 4000] {
         let n = paper_n(s, p);
-        let (mut r_os, mut r_iht) = (vec![], vec![]);
+        let (mut r_os2, mut r_os3, mut r_iht) = (vec![], vec![], vec![]);
         for seed in 0..3 {
             let d = design(n, p, s, false, seed);
             let os = os_on(&d.cols, &d.y, &OsParams::new(s, Loss::Squared), 2);
@@ -215,19 +216,29 @@ fn regression_recall_is_within_5_points_of_iht_on_the_papers_design() {
                 lp[1] <= lp[0],
                 "p={p} seed={seed}: loss went up between passes: {lp:?}"
             );
-            r_os.push(recall(&sorted_indices(&os.model(false)), &d.support));
+            r_os2.push(recall(&sorted_indices(&os.model(false)), &d.support));
+            let os = os_on(&d.cols, &d.y, &OsParams::new(s, Loss::Squared), 3);
+            r_os3.push(recall(&sorted_indices(&os.model(false)), &d.support));
             let reference = iht(&d.cols, &d.y, s, Loss::Squared, 500);
             r_iht.push(recall(&reference.support, &d.support));
         }
         eprintln!(
-            "p={p} n={n}: recall OS {r_os:?} (mean {:.3}), IHT {r_iht:?} (mean {:.3})",
-            mean(&r_os),
+            "p={p} n={n}: recall OS 2 passes {r_os2:?} (mean {:.3}), 3 passes {r_os3:?} (mean \
+             {:.3}), IHT {r_iht:?} (mean {:.3})",
+            mean(&r_os2),
+            mean(&r_os3),
             mean(&r_iht)
         );
         assert!(
-            mean(&r_os) >= mean(&r_iht) - 0.05,
+            mean(&r_os2) >= mean(&r_iht) - 0.05,
             "p={p}: OS recall {:.3} is more than 5 points below IHT's {:.3}",
-            mean(&r_os),
+            mean(&r_os2),
+            mean(&r_iht)
+        );
+        assert!(
+            mean(&r_os3) >= mean(&r_iht) - 0.01,
+            "p={p}: OS recall with 3 passes {:.3} is more than 1 point below IHT's {:.3}",
+            mean(&r_os3),
             mean(&r_iht)
         );
     }

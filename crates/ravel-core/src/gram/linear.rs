@@ -8,8 +8,11 @@
 //! inverse blows the solution up along the null direction. OLSth then ranks noise: paper 003's
 //! Table 2 design at n = p = 1000 detected 10-24% of the true features (the paper: 94.5%).
 //! Each pivot d_k = L_kk^2 of the factor is at least the smallest eigenvalue of the matrix,
-//! so a pivot below `RCOND_TOL` times the largest diagonal entry proves a condition number
-//! above 1 / `RCOND_TOL`: the solution is then meaningless in its weakest direction, and
+//! and so is 1 / ||A^-1 v|| for any unit v (inverse iteration with the factor tightens it to
+//! the smallest eigenvalue whatever the column order; the pivots alone can miss a dependency,
+//! see `smallest_eigenvalue_bound`). Either below `RCOND_TOL` times the largest diagonal entry
+//! proves a condition number above 1 / `RCOND_TOL`: the solution is then meaningless in its
+//! weakest direction, and
 //! the ridge `SINGULAR_RIDGE` times the mean diagonal (1e-3 on standardized columns, the ridge
 //! the paper's remedy uses) picks the well-determined part (measured: 100% detection there).
 
@@ -31,8 +34,9 @@ pub const SINGULAR_RIDGE: f64 = 1e-3;
 pub struct LsSolution {
     pub b: Vec<f64>,
     pub jitter: f64,
-    /// Smallest Cholesky pivot of the system as asked over its largest diagonal entry (at
-    /// least the reciprocal condition number; 0 when it did not factor). Below `RCOND_TOL` the
+    /// An upper bound on the smallest eigenvalue of the system as asked (the smallest Cholesky
+    /// pivot, or inverse iteration's bound when lower) over its largest diagonal entry (at least
+    /// the reciprocal condition number; 0 when it did not factor). Below `RCOND_TOL` the
     /// system counts as singular and `jitter` holds the ridge that was added.
     pub rcond: f64,
 }
@@ -63,7 +67,7 @@ pub fn solve_subset(g: &Gram, support: &[usize], ridge: f64) -> LsSolution {
             .map(|i| l[(i, i)] * l[(i, i)])
             .fold(f64::INFINITY, f64::min);
         let rcond = if max_diag > 0.0 {
-            min_pivot / max_diag
+            min_pivot.min(smallest_eigenvalue_bound(&llt, s, RCOND_TOL * max_diag)) / max_diag
         } else {
             0.0
         };
@@ -103,6 +107,43 @@ pub fn solve_subset(g: &Gram, support: &[usize], ridge: f64) -> LsSolution {
     }
 }
 
+/// An upper bound on the smallest eigenvalue of the factored matrix A = L L^T, by inverse
+/// iteration with the factor (two triangular solves a step, O(s^2), against the O(s^3)
+/// factorization): ||A^-1 v|| <= 1 / lambda_min for a unit v, so 1 / ||A^-1 v|| is at least
+/// lambda_min, and it falls towards it as v turns to the weakest direction. The Cholesky
+/// pivots bound lambda_min from above too, but only through the leading block where a
+/// near-dependency closes: when its last column carries a small weight w of the null vector
+/// that pivot is about lambda_min / w^2, so an exactly singular system can show pivots of 1e-8
+/// (tests below); this bound does not depend on the column order. Stops early once it is
+/// below `enough` (already singular) or moves by less than 1%.
+fn smallest_eigenvalue_bound(llt: &faer::linalg::solvers::Llt<f64>, s: usize, enough: f64) -> f64 {
+    // A start with a component along every direction: no fixed pattern of signs a data set
+    // could be orthogonal to by construction.
+    let mut v = Mat::from_fn(s, 1, |i, _| {
+        ((i as f64 + 1.0) * 0.618_033_988_749_895).fract() - 0.5
+    });
+    let mut estimate = f64::INFINITY;
+    for _ in 0..10 {
+        let norm = (0..s).map(|i| v[(i, 0)] * v[(i, 0)]).sum::<f64>().sqrt();
+        if !(norm > 0.0 && norm.is_finite()) {
+            return 0.0;
+        }
+        let w = llt.solve(&v);
+        let wnorm = (0..s).map(|i| w[(i, 0)] * w[(i, 0)]).sum::<f64>().sqrt();
+        if !wnorm.is_finite() {
+            return 0.0;
+        }
+        let next = norm / wnorm;
+        let settled = next > 0.99 * estimate;
+        estimate = estimate.min(next);
+        if estimate < enough || settled {
+            break;
+        }
+        v = w;
+    }
+    estimate
+}
+
 /// Largest eigenvalue of Q restricted to `support`, by power iteration (an estimate from
 /// below; callers leave a margin). `start` warm-starts the iteration.
 pub fn largest_eigenvalue(g: &Gram, support: &[usize], iters: usize) -> f64 {
@@ -130,4 +171,83 @@ pub fn largest_eigenvalue(g: &Gram, support: &[usize], iters: usize) -> f64 {
         lambda = next;
     }
     lambda
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Unit-diagonal Gram of columns a, b (correlation 1 - delta) and c = (b - a) / |b - a|:
+    /// rank 2 for every delta, null vector (1, -1, sqrt(2 delta)).
+    fn dependent(delta: f64) -> Gram {
+        let h = (delta / 2.0).sqrt();
+        #[rustfmt::skip]
+        let q = vec![
+            1.0, 1.0 - delta, -h,
+            1.0 - delta, 1.0, h,
+            -h, h, 1.0,
+        ];
+        Gram {
+            m: 3,
+            q,
+            c: vec![1.0, 0.5, 0.25],
+            yy: 2.0,
+        }
+    }
+
+    /// The dependency closes at c, which carries a weight of 1e-4 of the null vector: the
+    /// pivots in this column order are 1, 2e-8 and about 1e-8 (rounding / 1e-8), all above
+    /// `RCOND_TOL`, yet the system is singular. Inverse iteration finds it whatever the order.
+    #[test]
+    fn a_singular_system_with_no_small_pivot_is_found() {
+        let g = dependent(1e-8);
+        let llt = Mat::from_fn(3, 3, |i, j| g.at(i, j))
+            .llt(Side::Lower)
+            .expect("it factors");
+        let l = llt.L();
+        let min_pivot = (0..3).map(|i| l[(i, i)] * l[(i, i)]).fold(1.0, f64::min);
+        assert!(
+            min_pivot > RCOND_TOL,
+            "pivots alone would catch it: {min_pivot:e}"
+        );
+        let sol = solve_subset(&g, &[0, 1, 2], 0.0);
+        assert!(sol.rcond < RCOND_TOL, "rcond {:e}", sol.rcond);
+        assert!(sol.jitter > 0.0 && sol.jitter.is_finite());
+        // The solution of (Q + jitter I) b = c: its residual is rounding, and |b| is at most
+        // |c| / jitter (no 1e8-sized coefficients along the null direction).
+        for i in 0..3 {
+            let r: f64 =
+                (0..3).map(|j| g.at(i, j) * sol.b[j]).sum::<f64>() + sol.jitter * sol.b[i] - g.c[i];
+            assert!(r.abs() < 1e-10, "residual {r:e}");
+        }
+        let norm = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
+        assert!(
+            norm(&sol.b) <= norm(&g.c) / sol.jitter * 1.000001,
+            "{:?}",
+            sol.b
+        );
+        for order in [[2, 0, 1], [1, 2, 0]] {
+            assert!(solve_subset(&g, &order, 0.0).rcond < RCOND_TOL, "{order:?}");
+        }
+    }
+
+    /// Well-conditioned systems are solved as asked: no ridge, the exact solution, and an
+    /// rcond at the smallest eigenvalue over the largest diagonal entry (eigenvalues 0.5 and 1.5
+    /// of [[1, 0.5], [0.5, 1]]: 0.5).
+    #[test]
+    fn a_well_conditioned_system_is_solved_as_asked() {
+        let g = Gram {
+            m: 2,
+            q: vec![1.0, 0.5, 0.5, 1.0],
+            c: vec![1.0, 0.0],
+            yy: 2.0,
+        };
+        let sol = solve_subset(&g, &[0, 1], 0.0);
+        assert_eq!(sol.jitter, 0.0);
+        let want = [4.0 / 3.0, -2.0 / 3.0];
+        for (b, w) in sol.b.iter().zip(want) {
+            assert!((b - w).abs() < 1e-14, "{:?}", sol.b);
+        }
+        assert!((sol.rcond - 0.5).abs() < 0.01, "rcond {}", sol.rcond);
+    }
 }

@@ -147,6 +147,10 @@ pub struct Problem {
     intercept_base: f64,
     intercept_slope: Vec<f64>,
     pub standardized: bool,
+    /// The population sd of y when the problem is a standardized regression (elastic net's
+    /// l2 term is taken in units of it, as glmnet standardizes y: `Penalty::for_problem`),
+    /// else 1.
+    pub y_scale: f64,
 }
 
 /// Why a problem could not be built.
@@ -216,6 +220,11 @@ impl Problem {
             intercept_base: my,
             intercept_slope: mx,
             standardized: standardize,
+            y_scale: if standardize && yy > 0.0 {
+                yy.sqrt()
+            } else {
+                1.0
+            },
         })
     }
 
@@ -301,6 +310,8 @@ impl Problem {
             intercept_base: dw / wt,
             intercept_slope: mbar.iter().map(|v| v / wt).collect(),
             standardized: standardize,
+            // Labels are +1/-1 already; glmnet's binomial family does not rescale them either.
+            y_scale: 1.0,
         })
     }
 

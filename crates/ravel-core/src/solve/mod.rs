@@ -648,13 +648,33 @@ fn to_model(
             excluded_constant,
             excluded_duplicate: duplicates.to_vec(),
             singular_ridge: fit.singular_ridge,
-            notes: fit.notes,
+            notes: low_r2_note(r2, nonzeros, fit.notes),
             criteria,
             elapsed_ms: start.elapsed().as_secs_f64() * 1e3,
         },
         selection: None,
         inference,
     }
+}
+
+/// Below this R^2 a model with nonzeros gets a note (issue 11 items 5 and 9): elastic net at
+/// a k that leaves it a near-null model, or least squares under heavy-tailed noise (Cauchy
+/// noise on paper 003's design: R^2 about 0.03, 20% detection) answer without any other sign.
+pub const LOW_R2: f64 = 0.05;
+
+/// `notes` with the low-R^2 warning added when it applies. Why no tail test: the running
+/// statistics are moments up to the second (E[x x^T], E[x y], E[y^2]); a residual's kurtosis
+/// needs fourth moments of x and y, which are not kept.
+fn low_r2_note(r2: f64, nonzeros: usize, mut notes: Vec<String>) -> Vec<String> {
+    if nonzeros > 0 && r2 < LOW_R2 {
+        notes.push(format!(
+            "R^2 = {r2:.3}: the model explains almost none of the variance of y; heavy-tailed \
+             noise or outliers (least squares is not robust to them, and the statistics hold \
+             no fourth moments to test the tails), a target unrelated to the features, or a \
+             penalty that shrinks too much (elastic net: try l1_ratio near 1) can cause it"
+        ));
+    }
+    notes
 }
 
 /// The Gram problem `stats` define under `req` (standardization, class weights).
