@@ -456,8 +456,12 @@ mod tests {
         let config: StreamConfig =
             toml::from_str("name = \"s\"\ntopic = \"t\"\nfeatures = 2\n").unwrap();
         let empty = Stats::new(config.task, 2, ravel_core::stats::AlphaSchedule::Plain);
-        let handle =
-            Arc::new(StreamHandle::new(config, Snapshot::whole(empty, None, None)).unwrap());
+        let history = crate::history::HistoryConfig::default()
+            .resolve(None, 2)
+            .unwrap();
+        let handle = Arc::new(
+            StreamHandle::new(config, Snapshot::whole(empty, None, None), history).unwrap(),
+        );
         let metrics = Metrics::new();
         let mut s = StreamIngest::new(handle.clone(), false);
         let part = s.parts.get_mut(&ALL).unwrap();
