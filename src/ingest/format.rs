@@ -342,6 +342,25 @@ mod fast_json {
         Rows(usize),
     }
 
+    /// The value of the eight bytes at `i` when they are all ASCII digits (SWAR, as
+    /// fast-float does).
+    #[inline]
+    fn eight_digits(b: &[u8], i: usize) -> Option<u64> {
+        let v = u64::from_le_bytes(b.get(i..i + 8)?.try_into().ok()?);
+        let all_digits = (v & 0xF0F0_F0F0_F0F0_F0F0)
+            | (((v.wrapping_add(0x0606_0606_0606_0606)) & 0xF0F0_F0F0_F0F0_F0F0) >> 4)
+            == 0x3333_3333_3333_3333;
+        if !all_digits {
+            return None;
+        }
+        let v = v - 0x3030_3030_3030_3030;
+        let v = v.wrapping_mul(10).wrapping_add(v >> 8);
+        let v = ((v & 0x0000_00FF_0000_00FF).wrapping_mul(100 + (1_000_000 << 32)))
+            .wrapping_add(((v >> 16) & 0x0000_00FF_0000_00FF).wrapping_mul(1 + (10_000 << 32)))
+            >> 32;
+        Some(v)
+    }
+
     struct Parser<'a> {
         b: &'a [u8],
         i: usize,
@@ -384,21 +403,37 @@ mod fast_json {
         }
 
         /// A number by JSON's grammar (`-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`),
-        /// finite once rounded to f64.
+        /// finite once rounded to f64. One pass gathers the significant digits; when they fit
+        /// in 2^53 and the decimal exponent in +-22, both are exact doubles and one IEEE
+        /// multiplication or division rounds correctly (Clinger's fast path); otherwise
+        /// fast-float2 parses the number's bytes.
         #[inline]
         fn number(&mut self) -> Option<f64> {
             self.ws();
             let b = self.b;
             let start = self.i;
             let mut i = start;
-            if b.get(i) == Some(&b'-') {
-                i += 1;
-            }
+            let negative = b.get(i) == Some(&b'-');
+            i += negative as usize;
+            // Significant digits (saturating: past 19 digits `digits` says so) and the
+            // decimal exponent of the last one gathered.
+            let (mut mantissa, mut digits, mut exp10) = (0u64, 0u32, 0i64);
             match b.get(i) {
                 Some(b'0') => i += 1,
                 Some(b'1'..=b'9') => {
-                    i += 1;
-                    while let Some(b'0'..=b'9') = b.get(i) {
+                    while digits <= 11
+                        && let Some(v) = eight_digits(b, i)
+                    {
+                        (mantissa, digits, i) = (mantissa * 100_000_000 + v, digits + 8, i + 8);
+                    }
+                    while let Some(&c @ b'0'..=b'9') = b.get(i) {
+                        if digits < 19 {
+                            mantissa = mantissa * 10 + u64::from(c - b'0');
+                            digits += 1;
+                        } else {
+                            exp10 += 1;
+                            digits = 20;
+                        }
                         i += 1;
                     }
                 }
@@ -406,29 +441,64 @@ mod fast_json {
             }
             if b.get(i) == Some(&b'.') {
                 i += 1;
-                let digits = i;
-                while let Some(b'0'..=b'9') = b.get(i) {
+                let first = i;
+                // Eight digits at a time (leading zeros then count as digits: more numbers
+                // go to fast-float2, never a wrong one).
+                while digits <= 11
+                    && let Some(v) = eight_digits(b, i)
+                {
+                    mantissa = mantissa * 100_000_000 + v;
+                    (digits, exp10, i) = (digits + 8, exp10 - 8, i + 8);
+                }
+                while let Some(&c @ b'0'..=b'9') = b.get(i) {
+                    if digits < 19 {
+                        if mantissa != 0 || c != b'0' {
+                            mantissa = mantissa * 10 + u64::from(c - b'0');
+                            digits += 1;
+                        }
+                        exp10 -= 1;
+                    } else {
+                        digits = 20;
+                    }
                     i += 1;
                 }
-                if i == digits {
+                if i == first {
                     return None;
                 }
             }
             if let Some(b'e' | b'E') = b.get(i) {
                 i += 1;
+                let minus = b.get(i) == Some(&b'-');
                 if let Some(b'+' | b'-') = b.get(i) {
                     i += 1;
                 }
-                let digits = i;
-                while let Some(b'0'..=b'9') = b.get(i) {
+                let first = i;
+                let mut e = 0i64;
+                while let Some(&c @ b'0'..=b'9') = b.get(i) {
+                    e = (e * 10 + i64::from(c - b'0')).min(1 << 20);
                     i += 1;
                 }
-                if i == digits {
+                if i == first {
                     return None;
                 }
+                exp10 += if minus { -e } else { e };
             }
-            let v: f64 = fast_float2::parse(&b[start..i]).ok()?;
             self.i = i;
+            const POW10: [f64; 23] = [
+                1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14,
+                1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+            ];
+            let v = if digits <= 19 && mantissa <= 1 << 53 && exp10.abs() <= 22 {
+                let m = mantissa as f64;
+                let v = if exp10 < 0 {
+                    m / POW10[(-exp10) as usize]
+                } else {
+                    m * POW10[exp10 as usize]
+                };
+                if negative { -v } else { v }
+            } else {
+                fast_float2::parse(&b[start..i]).ok()?
+            };
             v.is_finite().then_some(v)
         }
 
