@@ -12,7 +12,8 @@ as whole processes, in interleaved rounds (ravel, peer, ravel, peer, ...), one t
    binary and JSON mini-batches at p = 100 and p = 1000. ravel's time runs from the process
    start to the first `GET /v1/streams/tput` showing every row (polled every 5 ms), the
    consumer's from its start to its exit after the last message; both include the group join.
-   The rate columns are rows over that whole-process time. With `--before BINARY` an older
+   The rate columns are rows over that whole-process time, and in brackets from the first
+   row (message) to the last, where the start and the join do not count. With `--before BINARY` an older
    ravel is measured in the same rounds (a third column).
 3. A feature stream at n = 10,000 samples (s = 50, JSON columns through `ravel broker`, the
    producer kept at most 20 columns ahead: one partition of 5 MB) next to `ravel select
@@ -22,7 +23,7 @@ as whole processes, in interleaved rounds (ravel, peer, ravel, peer, ...), one t
 
 Run: pip install numpy pandas confluent-kafka
      cargo build --release && cargo build --release --example bare_consumer
-     python3 scripts/bench_all.py [--rounds 3] [--only fit,ingest,features] [--before PATH]
+     python3 scripts/bench_all.py [--rounds 3] [--only fit,csv,ingest,features] [--before PATH]
 Prints the table (Markdown) on stdout, progress on stderr.
 """
 
@@ -40,7 +41,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_e2e  # noqa: E402
-from bench_freshness import Api, Procs, start_broker  # noqa: E402
+from bench_freshness import Api, Procs, cpu_seconds, start_broker  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -104,6 +105,8 @@ def bench_fit(args, workdir, rows):
         with open(path, "w") as f:
             f.write(text)
     for job, path, peer_name, n in fit_cases(workdir):
+        if ("csv" if path.endswith(".csv") else "fit") not in args.only:
+            continue
         peer = csv_peer if path.endswith(".csv") else npy_peer
         r, q = [], []
         for k in range(args.rounds):
@@ -112,7 +115,7 @@ def bench_fit(args, workdir, rows):
             q.append(timed([sys.executable, peer, path])[0])
         rows.append((job, f"{fmt_s(r)} ({n / statistics.median(r):,.0f} rows/s)", peer_name,
                      f"{fmt_s(q)} ({n / statistics.median(q):,.0f} rows/s)",
-                     statistics.median(q) / statistics.median(r)))
+                     statistics.median(q) / statistics.median(r), None))
 
 
 def fmt_s(values):
@@ -153,12 +156,15 @@ def fill(bootstrap, topic, partitions, msgs, count):
 
 
 def serve_once(ravel, bootstrap, p, total, workdir, logf, group):
-    """Seconds from process start to every row visible; rows/s from the first row to the last."""
+    """Seconds from process start to every row visible; rows/s from the first row to the last;
+    the process's CPU seconds by then (less sensitive than the times to other work on the
+    machine)."""
     cfg = os.path.join(workdir, f"{group}.toml")
     with open(cfg, "w") as f:
         f.write(f'[http]\naddr = "127.0.0.1:0"\n\n[kafka]\nbrokers = "{bootstrap}"\ngroup_id = "{group}"\n')
         f.write('[kafka.options]\n"session.timeout.ms" = "6000"\n\n')
-        f.write(f'[state]\ndir = "{os.path.join(workdir, group)}"\n\n[demo]\nenabled = false\n\n')
+        # A fresh state directory: every run starts from the beginning of the topic.
+        f.write(f'[state]\ndir = "{tempfile.mkdtemp(dir=workdir)}"\n\n[demo]\nenabled = false\n\n')
         f.write(f'[[streams]]\nname = "tput"\ntopic = "bench.tput"\nfeatures = {p}\n')
     procs = Procs()
     try:
@@ -176,7 +182,8 @@ def serve_once(ravel, bootstrap, p, total, workdir, logf, group):
             if n > 0 and first is None:
                 first = (n, now)
             if n >= total:
-                return now - start, (n - first[0]) / (now - first[1]) if now > first[1] else float("nan")
+                rate = (n - first[0]) / (now - first[1]) if now > first[1] else float("nan")
+                return now - start, rate, cpu_seconds(proc)
             if now > deadline:
                 sys.exit(f"only {n} of {total} rows applied (log: {logf.name})")
             time.sleep(0.005)
@@ -204,27 +211,32 @@ def bench_ingest(args, workdir, rows):
                 mb = sum(len(m) for m in msgs) / len(msgs) * count / 1e6
                 log(f"ingest {fmt} p = {p}: filling {count} messages ({mb:.0f} MB)")
                 fill(bootstrap, "bench.tput", 128, msgs, count)
-                r, q, b, rr, br = [], [], [], [], []
+                r, q, b, rr, br, qr, rc, bc = [], [], [], [], [], [], [], []
                 for k in range(args.rounds):
                     log(f"ingest {fmt} p = {p}: round {k + 1}")
-                    s, rate = serve_once(args.ravel, bootstrap, p, total, workdir, logf, f"r{k}-{fmt}{p}")
+                    s, rate, cpu = serve_once(args.ravel, bootstrap, p, total, workdir, logf, f"r{k}-{fmt}{p}")
                     r.append(s)
                     rr.append(rate)
+                    rc.append(cpu)
                     t, out = timed([bare, "--brokers", bootstrap, "--topic", "bench.tput", "--messages", str(count)])
                     q.append(t)
+                    qr.append(total / json.loads(out)["seconds"])
                     if args.before:
-                        s, rate = serve_once(args.before, bootstrap, p, total, workdir, logf, f"b{k}-{fmt}{p}")
+                        s, rate, cpu = serve_once(args.before, bootstrap, p, total, workdir, logf, f"b{k}-{fmt}{p}")
                         b.append(s)
                         br.append(rate)
+                        bc.append(cpu)
             finally:
                 procs.stop_all()
         job = f"serve, Kafka {fmt} p = {p}, {total // 1000}k rows ({mb:.0f} MB), {per} rows/message"
-        ravel_cell = f"{fmt_s(r)}: {total / statistics.median(r):,.0f} rows/s (first to last {statistics.median(rr):,.0f})"
+        ravel_cell = (f"{fmt_s(r)}: {total / statistics.median(r):,.0f} rows/s (first to last "
+                      f"{statistics.median(rr):,.0f}; {statistics.median(rc):.2f} CPU s)")
         if args.before:
-            ravel_cell += f"; before: {fmt_s(b)}: {total / statistics.median(b):,.0f} rows/s (first to last {statistics.median(br):,.0f})"
+            ravel_cell += (f"; before: {fmt_s(b)}: {total / statistics.median(b):,.0f} rows/s (first to last "
+                           f"{statistics.median(br):,.0f}; {statistics.median(bc):.2f} CPU s)")
         rows.append((job, ravel_cell, "bare rdkafka consumer",
-                     f"{fmt_s(q)}: {total / statistics.median(q):,.0f} rows/s",
-                     statistics.median(q) / statistics.median(r)))
+                     f"{fmt_s(q)}: {total / statistics.median(q):,.0f} rows/s (first to last {statistics.median(qr):,.0f})",
+                     statistics.median(q) / statistics.median(r), statistics.median(rr) / statistics.median(qr)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -256,7 +268,7 @@ def bench_features(args, workdir, rows):
                 cfg = os.path.join(workdir, f"features{k}.toml")
                 with open(cfg, "w") as f:
                     f.write(f'[http]\naddr = "127.0.0.1:0"\n\n[kafka]\nbrokers = "{bootstrap}"\ngroup_id = "f{k}"\n')
-                    f.write(f'[state]\ndir = "{os.path.join(workdir, f"fstate{k}")}"\n\n[demo]\nenabled = false\n\n')
+                    f.write(f'[state]\ndir = "{tempfile.mkdtemp(dir=workdir)}"\n\n[demo]\nenabled = false\n\n')
                     f.write(f'[[feature_streams]]\nname = "fbench"\ntopic = "bench.features"\nn = {n}\ns = {s}\n')
                 proc = procs.start([args.ravel, "serve", "--config", cfg], logf)
                 line = proc.stdout.readline().strip()
@@ -282,13 +294,14 @@ def bench_features(args, workdir, rows):
         q.append(p / t)
     rr, qq = statistics.median(r), statistics.median(q)
     rows.append((f"feature stream n = {n}, s = {s}, {p} JSON columns ({kb:.0f} kB each), OS",
-                 f"{rr:,.0f} features/s", "ravel select --passes 1 (NPY file)", f"{qq:,.0f} features/s", rr / qq))
+                 f"{rr:,.0f} features/s", "ravel select --passes 1 (NPY file)", f"{qq:,.0f} features/s", rr / qq, None))
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--only", default="fit,ingest,features")
+    ap.add_argument("--only", default="fit,csv,ingest,features",
+                    help="comma-separated parts: fit (NPY), csv, ingest, features")
     ap.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "ravel-bench"))
     ap.add_argument("--ravel", default=os.path.join(ROOT, "target", "release", "ravel"))
     ap.add_argument("--before", help="an older ravel binary, measured in the same ingest rounds")
@@ -297,8 +310,9 @@ def main():
         sys.exit("build the release binary first: cargo build --release")
     os.makedirs(args.dir, exist_ok=True)
     only = set(args.only.split(","))
+    args.only = only
     rows = []
-    if "fit" in only:
+    if only & {"fit", "csv"}:
         bench_fit(args, args.dir, rows)
     if "ingest" in only:
         bench_ingest(args, args.dir, rows)
@@ -309,8 +323,9 @@ def main():
           f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} on {os.cpu_count()} CPUs\n")
     print("| job | ravel | peer | peer figure | ravel vs peer (> 1: ravel faster) |")
     print("|---|---|---|---|---|")
-    for job, ravel, peer, peer_cell, ratio in rows:
-        print(f"| {job} | {ravel} | {peer} | {peer_cell} | {ratio:.2f} |")
+    for job, ravel, peer, peer_cell, ratio, inner in rows:
+        extra = f"; first to last {inner:.2f}" if inner is not None else ""
+        print(f"| {job} | {ravel} | {peer} | {peer_cell} | {ratio:.2f}{extra} |")
 
 
 if __name__ == "__main__":

@@ -195,10 +195,9 @@ impl StreamIngest {
         metrics.messages_consumed.with_label_values(&[name]).inc();
         let part = self.part(msg.partition());
         let result = match (ahead, msg.payload()) {
-            (Some(d), _) => d.result.map(|n| {
+            (Some(d), _) => d.result.inspect(|_| {
                 part.x.extend_from_slice(&d.x);
                 part.y.extend_from_slice(&d.y);
-                n
             }),
             (None, None) => Err(no_payload()),
             (None, Some(payload)) => {
