@@ -323,7 +323,7 @@ fn decode_json_serde(
 /// The fast path of the JSON row and mini-batch shapes. It accepts a strict subset of what
 /// serde_json accepts, with the same values (both parsers round correctly); on anything else it
 /// appends nothing and answers `None`, and the caller's serde_json path decides.
-mod fast_json {
+pub(crate) mod fast_json {
     /// Decodes `{"x": [p numbers], "y": number}` or `{"rows": [[p numbers], ...], "y":
     /// [numbers]}` (keys in any order, JSON whitespace anywhere between tokens) and appends the
     /// rows; `None`, with nothing appended, for anything else.
@@ -335,6 +335,48 @@ mod fast_json {
             y.truncate(y0);
         }
         out
+    }
+
+    /// Decodes a dense feature-stream column `{"feature": "name", "values": [n numbers]}`
+    /// (keys in either order; a non-empty name without escapes or control characters);
+    /// `None` for anything else.
+    pub fn feature(payload: &[u8], n: usize) -> Option<(String, Vec<f64>)> {
+        let mut p = Parser { b: payload, i: 0 };
+        let (mut name, mut values) = (None, None);
+        p.eat(b'{')?;
+        loop {
+            let key = p.key()?;
+            p.eat(b':')?;
+            match key {
+                b"feature" if name.is_none() => {
+                    let raw = p.key()?;
+                    if raw.is_empty() || raw.iter().any(|&c| c < 0x20) {
+                        return None;
+                    }
+                    name = Some(std::str::from_utf8(raw).ok()?.to_string());
+                }
+                b"values" if values.is_none() => {
+                    let mut v = Vec::with_capacity(n);
+                    if p.numbers(&mut v)? != n {
+                        return None;
+                    }
+                    values = Some(v);
+                }
+                _ => return None,
+            }
+            p.ws();
+            match p.b.get(p.i) {
+                Some(b',') => p.i += 1,
+                Some(b'}') => {
+                    p.i += 1;
+                    break;
+                }
+                _ => return None,
+            }
+        }
+        p.ws();
+        (p.i == payload.len()).then_some(())?;
+        Some((name?, values?))
     }
 
     enum Shape {
