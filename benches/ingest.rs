@@ -21,7 +21,7 @@
 //!
 //! `RAVEL_BENCH_ROWS` sets the binary rows of part 2 (default 500000; JSON gets 30% of that);
 //! the mock broker keeps 5 MB per partition, so the topics have 128 partitions.
-//! `cargo bench --bench ingest -- features` runs part 4 alone.
+//! `cargo bench --bench ingest -- features` runs part 4 alone, `-- decode` part 1.
 
 use ravel::broker::EmbeddedBroker;
 use ravel::config::{Config, FeatureSchema, FeatureStreamConfig, StreamConfig};
@@ -108,6 +108,30 @@ fn decode_bench() {
         rates.push(rate);
         row(&format!("decode p=100, {label}"), rate, "rows/s");
     }
+    // The previous decoder of the same mini-batches: serde_json (float_roundtrip) into the
+    // message's shape, no validation (the fast path now takes these messages).
+    #[derive(serde::Deserialize)]
+    struct Batch {
+        rows: Vec<Vec<f64>>,
+        y: Vec<f64>,
+    }
+    let msgs = encode(&x, &y, p, 100, false);
+    let mut times = vec![];
+    for _ in 0..5 {
+        let t = Instant::now();
+        let mut got = 0;
+        for m in &msgs {
+            let b: Batch = serde_json::from_slice(m).unwrap();
+            got += b.rows.len() + b.y.len() - b.y.len();
+        }
+        assert_eq!(got, y.len());
+        times.push(t.elapsed().as_secs_f64());
+    }
+    row(
+        "decode p=100, JSON mini-batch by serde_json alone (the old decoder)",
+        y.len() as f64 / median(times),
+        "rows/s",
+    );
     println!(
         "{:<66} {:>12.1} {:>7}",
         "binary / JSON mini-batch decode speed",
@@ -523,6 +547,10 @@ fn main() {
     let broker = EmbeddedBroker::start(1).unwrap();
     if std::env::args().any(|a| a == "features") {
         feature_stream_bench(&broker);
+        return;
+    }
+    if std::env::args().any(|a| a == "decode") {
+        decode_bench();
         return;
     }
     decode_bench();

@@ -29,6 +29,34 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+/// A message's rows decoded ahead of `StreamIngest::accept`, on another thread (`decode`),
+/// or its rejection.
+pub struct Decoded {
+    x: Vec<f64>,
+    y: Vec<f64>,
+    result: Result<usize, format::Rejection>,
+}
+
+/// What a stream's messages must match.
+fn schema(handle: &StreamHandle) -> Schema<'_> {
+    Schema {
+        p: handle.p(),
+        index: handle.index.as_ref(),
+        classification: handle.task() == ravel_core::Task::Classification,
+    }
+}
+
+/// Decodes a message of `handle`'s stream as `StreamIngest::accept` would, into its own
+/// buffers: callable from any thread.
+pub fn decode(handle: &StreamHandle, payload: Option<&[u8]>) -> Decoded {
+    let (mut x, mut y) = (Vec::new(), Vec::new());
+    let result = match payload {
+        None => Err(no_payload()),
+        Some(payload) => format::decode(payload, &schema(handle), &mut x, &mut y),
+    };
+    Decoded { x, y, result }
+}
+
 /// The key of a stream's one part with the `dir` store: all its partitions.
 pub const ALL: i32 = -1;
 
@@ -152,26 +180,29 @@ impl StreamIngest {
         }
     }
 
-    /// Decodes one message into the pending rows, or rejects it. Returns the rows, or `None`
-    /// when the message was rejected and its copy sent to the dead-letter topic.
+    /// Decodes one message into the pending rows (or takes its rows decoded ahead, `ahead`), or
+    /// rejects it. Returns the rows, or `None` when the message was rejected and its copy sent
+    /// to the dead-letter topic.
     pub fn accept(
         &mut self,
         metrics: &Metrics,
         dead_letters: Option<&DeadLetters>,
         msg: &BorrowedMessage<'_>,
+        ahead: Option<Decoded>,
     ) -> Option<usize> {
         let handle = self.handle.clone();
         let name = handle.name();
         metrics.messages_consumed.with_label_values(&[name]).inc();
-        let schema = Schema {
-            p: handle.p(),
-            index: handle.index.as_ref(),
-            classification: handle.task() == ravel_core::Task::Classification,
-        };
         let part = self.part(msg.partition());
-        let result = match msg.payload() {
-            None => Err(no_payload()),
-            Some(payload) => format::decode(payload, &schema, &mut part.x, &mut part.y),
+        let result = match (ahead, msg.payload()) {
+            (Some(d), _) => d.result.inspect(|_| {
+                part.x.extend_from_slice(&d.x);
+                part.y.extend_from_slice(&d.y);
+            }),
+            (None, None) => Err(no_payload()),
+            (None, Some(payload)) => {
+                format::decode(payload, &schema(&handle), &mut part.x, &mut part.y)
+            }
         };
         part.dirty = true;
         match result {

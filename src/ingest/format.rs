@@ -9,6 +9,13 @@
 //!   bytes. Decoding is a bounds check and a copy, so it is many times faster than JSON
 //!   (`cargo bench --bench ingest` measures both).
 //!
+//! JSON mini-batches and rows (`{"rows", "y"}`, `{"x", "y"}`) take a fast path (`fast_json`):
+//! one pass over the bytes, the numbers checked against JSON's grammar and parsed by a
+//! correctly rounded parser (fast-float2, Eisel-Lemire), straight into the row buffer. Any
+//! other message, and any message the fast path does not accept whole (a shape, a key, an
+//! escape, a number out of range), goes to serde_json, which gives the same values for what it
+//! accepts and decides every rejection and its reason, so the fast path changes only speed.
+//!
 //! A message is validated whole before anything is appended: a bad message never reaches the
 //! statistics, and its `Rejection` names the reason (the label of the rejection metric and the
 //! `ravel-reason` header of the dead-letter copy).
@@ -198,6 +205,19 @@ fn decode_json(
     x: &mut Vec<f64>,
     y: &mut Vec<f64>,
 ) -> Result<usize, Rejection> {
+    match fast_json::decode(payload, schema.p, x, y) {
+        Some(rows) => Ok(rows),
+        None => decode_json_serde(payload, schema, x, y),
+    }
+}
+
+/// Every JSON shape, by serde_json: what the fast path does not take, and every rejection.
+fn decode_json_serde(
+    payload: &[u8],
+    schema: &Schema,
+    x: &mut Vec<f64>,
+    y: &mut Vec<f64>,
+) -> Result<usize, Rejection> {
     let msg: JsonMessage = match serde_json::from_slice(payload) {
         Ok(m) => m,
         Err(e) => return reject(Reason::Malformed, format!("not a ravel JSON message ({e})")),
@@ -297,6 +317,331 @@ fn decode_json(
             Reason::Malformed,
             "a message needs exactly one of \"x\", \"features\" or \"rows\"",
         ),
+    }
+}
+
+/// The fast path of the JSON row and mini-batch shapes. It accepts a strict subset of what
+/// serde_json accepts, with the same values (both parsers round correctly); on anything else it
+/// appends nothing and answers `None`, and the caller's serde_json path decides.
+pub(crate) mod fast_json {
+    /// Decodes `{"x": [p numbers], "y": number}` or `{"rows": [[p numbers], ...], "y":
+    /// [numbers]}` (keys in any order, JSON whitespace anywhere between tokens) and appends the
+    /// rows; `None`, with nothing appended, for anything else.
+    pub fn decode(payload: &[u8], p: usize, x: &mut Vec<f64>, y: &mut Vec<f64>) -> Option<usize> {
+        let (x0, y0) = (x.len(), y.len());
+        let out = Parser { b: payload, i: 0 }.message(p, x, y);
+        if out.is_none() {
+            x.truncate(x0);
+            y.truncate(y0);
+        }
+        out
+    }
+
+    /// Decodes a dense feature-stream column `{"feature": "name", "values": [n numbers]}`
+    /// (keys in either order; a non-empty name without escapes or control characters);
+    /// `None` for anything else.
+    pub fn feature(payload: &[u8], n: usize) -> Option<(String, Vec<f64>)> {
+        let mut p = Parser { b: payload, i: 0 };
+        let (mut name, mut values) = (None, None);
+        p.eat(b'{')?;
+        loop {
+            let key = p.key()?;
+            p.eat(b':')?;
+            match key {
+                b"feature" if name.is_none() => {
+                    let raw = p.key()?;
+                    if raw.is_empty() || raw.iter().any(|&c| c < 0x20) {
+                        return None;
+                    }
+                    name = Some(std::str::from_utf8(raw).ok()?.to_string());
+                }
+                b"values" if values.is_none() => {
+                    let mut v = Vec::with_capacity(n);
+                    if p.numbers(&mut v)? != n {
+                        return None;
+                    }
+                    values = Some(v);
+                }
+                _ => return None,
+            }
+            p.ws();
+            match p.b.get(p.i) {
+                Some(b',') => p.i += 1,
+                Some(b'}') => {
+                    p.i += 1;
+                    break;
+                }
+                _ => return None,
+            }
+        }
+        p.ws();
+        (p.i == payload.len()).then_some(())?;
+        Some((name?, values?))
+    }
+
+    enum Shape {
+        Row,
+        Rows(usize),
+    }
+
+    /// The value of the eight bytes at `i` when they are all ASCII digits (SWAR, as
+    /// fast-float does).
+    #[inline]
+    fn eight_digits(b: &[u8], i: usize) -> Option<u64> {
+        let v = u64::from_le_bytes(b.get(i..i + 8)?.try_into().ok()?);
+        let all_digits = (v & 0xF0F0_F0F0_F0F0_F0F0)
+            | (((v.wrapping_add(0x0606_0606_0606_0606)) & 0xF0F0_F0F0_F0F0_F0F0) >> 4)
+            == 0x3333_3333_3333_3333;
+        if !all_digits {
+            return None;
+        }
+        let v = v - 0x3030_3030_3030_3030;
+        let v = v.wrapping_mul(10).wrapping_add(v >> 8);
+        let v = ((v & 0x0000_00FF_0000_00FF).wrapping_mul(100 + (1_000_000 << 32)))
+            .wrapping_add(((v >> 16) & 0x0000_00FF_0000_00FF).wrapping_mul(1 + (10_000 << 32)))
+            >> 32;
+        Some(v)
+    }
+
+    struct Parser<'a> {
+        b: &'a [u8],
+        i: usize,
+    }
+
+    impl<'a> Parser<'a> {
+        #[inline]
+        fn ws(&mut self) {
+            while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.b.get(self.i) {
+                self.i += 1;
+            }
+        }
+
+        /// Skips whitespace and takes `c`.
+        #[inline]
+        fn eat(&mut self, c: u8) -> Option<()> {
+            self.ws();
+            (self.b.get(self.i) == Some(&c)).then(|| self.i += 1)
+        }
+
+        /// Skips whitespace and reports whether the next byte is `c` (not taken).
+        #[inline]
+        fn peek(&mut self, c: u8) -> bool {
+            self.ws();
+            self.b.get(self.i) == Some(&c)
+        }
+
+        /// A key without escapes.
+        fn key(&mut self) -> Option<&'a [u8]> {
+            self.eat(b'"')?;
+            let start = self.i;
+            let len = self.b[start..].iter().position(|&c| c == b'"')?;
+            let b: &'a [u8] = self.b;
+            let key = &b[start..start + len];
+            if key.contains(&b'\\') {
+                return None;
+            }
+            self.i = start + len + 1;
+            Some(key)
+        }
+
+        /// A number by JSON's grammar (`-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`),
+        /// finite once rounded to f64. One pass gathers the significant digits; when they fit
+        /// in 2^53 and the decimal exponent in +-22, both are exact doubles and one IEEE
+        /// multiplication or division rounds correctly (Clinger's fast path); otherwise
+        /// fast-float2 parses the number's bytes.
+        #[inline]
+        fn number(&mut self) -> Option<f64> {
+            self.ws();
+            let b = self.b;
+            let start = self.i;
+            let mut i = start;
+            let negative = b.get(i) == Some(&b'-');
+            i += negative as usize;
+            // Significant digits (saturating: past 19 digits `digits` says so) and the
+            // decimal exponent of the last one gathered.
+            let (mut mantissa, mut digits, mut exp10) = (0u64, 0u32, 0i64);
+            match b.get(i) {
+                Some(b'0') => i += 1,
+                Some(b'1'..=b'9') => {
+                    while digits <= 11
+                        && let Some(v) = eight_digits(b, i)
+                    {
+                        (mantissa, digits, i) = (mantissa * 100_000_000 + v, digits + 8, i + 8);
+                    }
+                    while let Some(&c @ b'0'..=b'9') = b.get(i) {
+                        if digits < 19 {
+                            mantissa = mantissa * 10 + u64::from(c - b'0');
+                            digits += 1;
+                        } else {
+                            exp10 += 1;
+                            digits = 20;
+                        }
+                        i += 1;
+                    }
+                }
+                _ => return None,
+            }
+            if b.get(i) == Some(&b'.') {
+                i += 1;
+                let first = i;
+                // Eight digits at a time (leading zeros then count as digits: more numbers
+                // go to fast-float2, never a wrong one).
+                while digits <= 11
+                    && let Some(v) = eight_digits(b, i)
+                {
+                    mantissa = mantissa * 100_000_000 + v;
+                    (digits, exp10, i) = (digits + 8, exp10 - 8, i + 8);
+                }
+                while let Some(&c @ b'0'..=b'9') = b.get(i) {
+                    if digits < 19 {
+                        if mantissa != 0 || c != b'0' {
+                            mantissa = mantissa * 10 + u64::from(c - b'0');
+                            digits += 1;
+                        }
+                        exp10 -= 1;
+                    } else {
+                        digits = 20;
+                    }
+                    i += 1;
+                }
+                if i == first {
+                    return None;
+                }
+            }
+            if let Some(b'e' | b'E') = b.get(i) {
+                i += 1;
+                let minus = b.get(i) == Some(&b'-');
+                if let Some(b'+' | b'-') = b.get(i) {
+                    i += 1;
+                }
+                let first = i;
+                let mut e = 0i64;
+                while let Some(&c @ b'0'..=b'9') = b.get(i) {
+                    e = (e * 10 + i64::from(c - b'0')).min(1 << 20);
+                    i += 1;
+                }
+                if i == first {
+                    return None;
+                }
+                exp10 += if minus { -e } else { e };
+            }
+            self.i = i;
+            const POW10: [f64; 23] = [
+                1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14,
+                1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+            ];
+            let v = if digits <= 19 && mantissa <= 1 << 53 && exp10.abs() <= 22 {
+                let m = mantissa as f64;
+                let v = if exp10 < 0 {
+                    m / POW10[(-exp10) as usize]
+                } else {
+                    m * POW10[exp10 as usize]
+                };
+                if negative { -v } else { v }
+            } else {
+                fast_float2::parse(&b[start..i]).ok()?
+            };
+            v.is_finite().then_some(v)
+        }
+
+        /// `[numbers]` appended to `out`; returns how many.
+        fn numbers(&mut self, out: &mut Vec<f64>) -> Option<usize> {
+            self.eat(b'[')?;
+            if self.peek(b']') {
+                self.i += 1;
+                return Some(0);
+            }
+            let mut n = 0;
+            loop {
+                out.push(self.number()?);
+                n += 1;
+                self.ws();
+                match self.b.get(self.i) {
+                    Some(b',') => self.i += 1,
+                    Some(b']') => {
+                        self.i += 1;
+                        return Some(n);
+                    }
+                    _ => return None,
+                }
+            }
+        }
+
+        /// `[[p numbers], ...]` appended to `x`; returns the rows.
+        fn rows(&mut self, p: usize, x: &mut Vec<f64>) -> Option<usize> {
+            self.eat(b'[')?;
+            if self.peek(b']') {
+                self.i += 1;
+                return Some(0);
+            }
+            let mut rows = 0;
+            loop {
+                if self.numbers(x)? != p {
+                    return None;
+                }
+                rows += 1;
+                self.ws();
+                match self.b.get(self.i) {
+                    Some(b',') => self.i += 1,
+                    Some(b']') => {
+                        self.i += 1;
+                        return Some(rows);
+                    }
+                    _ => return None,
+                }
+            }
+        }
+
+        fn message(mut self, p: usize, x: &mut Vec<f64>, y: &mut Vec<f64>) -> Option<usize> {
+            let y0 = y.len();
+            let mut shape = None;
+            let mut y_one = None;
+            let mut y_many = false;
+            self.eat(b'{')?;
+            loop {
+                let key = self.key()?;
+                self.eat(b':')?;
+                match key {
+                    b"x" if shape.is_none() => {
+                        if self.numbers(x)? != p {
+                            return None;
+                        }
+                        shape = Some(Shape::Row);
+                    }
+                    b"rows" if shape.is_none() => shape = Some(Shape::Rows(self.rows(p, x)?)),
+                    b"y" if y_one.is_none() && !y_many => {
+                        if self.peek(b'[') {
+                            self.numbers(y)?;
+                            y_many = true;
+                        } else {
+                            y_one = Some(self.number()?);
+                        }
+                    }
+                    _ => return None,
+                }
+                self.ws();
+                match self.b.get(self.i) {
+                    Some(b',') => self.i += 1,
+                    Some(b'}') => {
+                        self.i += 1;
+                        break;
+                    }
+                    _ => return None,
+                }
+            }
+            self.ws();
+            if self.i != self.b.len() {
+                return None;
+            }
+            match (shape?, y_one) {
+                (Shape::Row, Some(v)) => {
+                    y.push(v);
+                    Some(1)
+                }
+                (Shape::Rows(rows), None) if y_many && y.len() - y0 == rows => Some(rows),
+                _ => None,
+            }
+        }
     }
 }
 
@@ -522,6 +867,130 @@ mod tests {
             encode_binary(&x, &yb, 3, &mut buf);
             assert_eq!(dec(&buf, &schema(3)).unwrap_err().reason, Reason::NonFinite);
         }
+    }
+
+    /// The fast path against serde_json on the same messages: the same bits for every number
+    /// it takes (integers, long mantissas, subnormals, underflow, -0, exponents), and nothing
+    /// appended for any message it declines.
+    #[test]
+    fn fast_json_agrees_with_serde_json() {
+        let mut numbers: Vec<String> = [
+            "0",
+            "-0",
+            "0.0",
+            "-0.0",
+            "1",
+            "-1",
+            "9007199254740993",
+            "18446744073709551615",
+            "18446744073709551616",
+            "-9223372036854775808",
+            "-9223372036854775809",
+            "123456789012345678901234567890",
+            "0.1",
+            "2.2250738585072011e-308",
+            "2.2250738585072012e-308",
+            "4.9e-324",
+            "2.4e-324",
+            "2.5e-324",
+            "1e-400",
+            "-1e-400",
+            "1.7976931348623157e308",
+            "1.7976931348623158e308",
+            "1E5",
+            "1e+5",
+            "1e-5",
+            "1.5E-05",
+            "0.30000000000000004",
+            "9.999999999999999e22",
+            "3.14159265358979323846264338327950288419716939937510582097494459",
+            "0.000000000000000000000000000000000000000000000000000000000000000001",
+        ]
+        .map(String::from)
+        .to_vec();
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for _ in 0..20_000 {
+            let v = f64::from_bits(next());
+            if v.is_finite() {
+                numbers.push(format!("{v}"));
+                numbers.push(format!("{v:e}"));
+                numbers.push(format!("{v:.25e}"));
+            }
+            let u = (next() >> 11) as f64 / (1u64 << 53) as f64 - 0.5;
+            numbers.push(format!("{u}"));
+            numbers.push(format!("{}", next() >> (next() % 64)));
+        }
+        let s = schema(1);
+        for n in &numbers {
+            for msg in [
+                format!(r#"{{"x": [{n}], "y": {n}}}"#),
+                format!(r#"{{"y":[{n},{n}],"rows":[[{n}],[{n}]]}}"#),
+            ] {
+                let want =
+                    decode_json_serde(msg.as_bytes(), &s, &mut vec![], &mut vec![]).map(|_| ());
+                let (mut x, mut y) = (vec![], vec![]);
+                let fast = fast_json::decode(msg.as_bytes(), 1, &mut x, &mut y);
+                let (mut xs, mut ys) = (vec![], vec![]);
+                let slow = decode_json_serde(msg.as_bytes(), &s, &mut xs, &mut ys);
+                assert!(want.is_ok(), "{msg}: serde_json refuses it");
+                assert!(fast.is_some(), "{msg}: the fast path declines it");
+                let bits = |v: &[f64]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                assert_eq!((bits(&x), bits(&y)), (bits(&xs), bits(&ys)), "{msg}");
+                assert_eq!(fast, slow.ok());
+            }
+        }
+        // Declined: not JSON, not this grammar, or not these shapes; serde_json decides.
+        let s = schema(2);
+        for msg in [
+            r#"{"x": [01, 2], "y": 1}"#,
+            r#"{"x": [1., 2], "y": 1}"#,
+            r#"{"x": [.5, 2], "y": 1}"#,
+            r#"{"x": [+1, 2], "y": 1}"#,
+            r#"{"x": [1e, 2], "y": 1}"#,
+            r#"{"x": [NaN, 2], "y": 1}"#,
+            r#"{"x": [Infinity, 2], "y": 1}"#,
+            r#"{"x": [1, 2], "y": 1e999}"#,
+            r#"{"x": [1, 2], "y": 1} x"#,
+            r#"{"x": [1, 2], "y": 1,}"#,
+            r#"{"x": [1, 2], "y": 1, "y": 2}"#,
+            r#"{"x": [1, 2], "x": [1, 2], "y": 1}"#,
+            r#"{"\u0078": [1, 2], "y": 1}"#,
+            r#"{"x": [1, 2, 3], "y": 1}"#,
+            r#"{"x": [1, 2], "y": [1]}"#,
+            r#"{"rows": [[1, 2]], "y": 1}"#,
+            r#"{"rows": [[1, 2]], "y": [1, 2]}"#,
+            r#"{"rows": [[1, 2], [1]], "y": [1, 2]}"#,
+            r#"{"x": [1, 2]}"#,
+            r#"{"y": 1}"#,
+            r#"{"features": {"a": 1, "b": 2}, "y": 1}"#,
+            r#"[1, 2]"#,
+            "",
+        ] {
+            let (mut x, mut y) = (vec![7.0], vec![7.0]);
+            assert_eq!(
+                fast_json::decode(msg.as_bytes(), 2, &mut x, &mut y),
+                None,
+                "{msg}"
+            );
+            assert_eq!((x, y), (vec![7.0], vec![7.0]), "{msg}");
+        }
+        // Accepted by serde_json, declined by the fast path: decode still takes it.
+        assert_eq!(
+            dec(br#"{"\u0078": [1, 2], "y": 1}"#, &s).unwrap(),
+            (vec![1.0, 2.0], vec![1.0])
+        );
+        // Whitespace anywhere between tokens, keys in any order.
+        let mut x = vec![];
+        let mut y = vec![];
+        let msg = b" \t{ \"y\" :\r\n[ 3 , 4 ] , \"rows\": [ [1,2] ,[ -0.5 , 1e2 ] ] }\n";
+        assert_eq!(fast_json::decode(msg, 2, &mut x, &mut y), Some(2));
+        assert_eq!((x, y), (vec![1.0, 2.0, -0.5, 100.0], vec![3.0, 4.0]));
     }
 
     #[test]

@@ -146,6 +146,11 @@ pub fn spawn(setup: IngestSetup) -> anyhow::Result<std::thread::JoinHandle<anyho
         .context("cannot start the ingest thread")
 }
 
+/// Payload bytes read before a chunk of messages is accepted (`Ingest::gather`).
+const CHUNK_BYTES: usize = 256 << 10;
+/// JSON bytes in a chunk from which its rows are decoded on two threads.
+const PARALLEL_DECODE_BYTES: usize = 64 << 10;
+
 /// Where a topic's messages go.
 #[derive(Clone, Copy)]
 enum Target {
@@ -412,10 +417,16 @@ impl Ingest {
     /// batch grows by itself (messages keep arriving while the previous batch folds).
     /// `max_rows` rows (or feature-stream messages) and `max_wait` since the first message
     /// cap it. Returns the rows gathered.
+    ///
+    /// Messages are accepted in chunks of up to `CHUNK_BYTES` of payload, in the order read
+    /// (`accept_chunk`), so that a chunk's JSON can be decoded on both cores; the cap is checked
+    /// after each chunk, so a batch may pass `max_rows` by one chunk's rows.
     fn gather(&mut self) -> usize {
         let mut rows = 0;
         let mut deadline: Option<Instant> = None;
         let consumer = self.consumer.clone();
+        let mut chunk: Vec<BorrowedMessage<'_>> = Vec::new();
+        let mut chunk_bytes = 0;
         loop {
             let timeout = match deadline {
                 None => Duration::from_millis(100),
@@ -430,13 +441,73 @@ impl Ingest {
                     break;
                 }
                 Some(Ok(msg)) => {
-                    rows += self.accept(&msg);
+                    chunk_bytes += msg.payload_len();
+                    chunk.push(msg);
+                    if chunk_bytes >= CHUNK_BYTES {
+                        rows += self.accept_chunk(&mut chunk);
+                        chunk_bytes = 0;
+                    }
                     let due = *deadline.get_or_insert_with(|| Instant::now() + self.max_wait);
                     if rows >= self.max_rows || Instant::now() >= due {
                         break;
                     }
                 }
             }
+        }
+        rows + self.accept_chunk(&mut chunk)
+    }
+
+    /// Accepts the messages of a chunk in order (`accept`), their JSON rows decoded ahead on
+    /// two threads when there is enough of it to be worth a thread: parsing JSON numbers is
+    /// the cost of JSON ingest (binary messages are a copy, decoded in `accept`). Returns the
+    /// rows.
+    fn accept_chunk(&mut self, chunk: &mut Vec<BorrowedMessage<'_>>) -> usize {
+        let mut ahead: Vec<Option<fold::Decoded>> = chunk.iter().map(|_| None).collect();
+        let json: Vec<(usize, &fold::StreamIngest, &[u8])> = chunk
+            .iter()
+            .enumerate()
+            .filter_map(|(k, m)| match self.by_topic.get(m.topic()) {
+                Some(&Target::Rows(i)) => m
+                    .payload()
+                    .filter(|b| !b.starts_with(&format::BINARY_MAGIC))
+                    .map(|b| (k, &self.streams[i], b)),
+                _ => None,
+            })
+            .collect();
+        let bytes: usize = json.iter().map(|(_, _, b)| b.len()).sum();
+        if bytes >= PARALLEL_DECODE_BYTES {
+            // Two halves by bytes: the second on a scoped thread, the first here.
+            let mut acc = 0;
+            let split = json
+                .iter()
+                .position(|(_, _, b)| {
+                    acc += b.len();
+                    acc * 2 >= bytes
+                })
+                .map_or(json.len(), |k| k + 1);
+            let run =
+                |part: &[(usize, &fold::StreamIngest, &[u8])]| -> Vec<(usize, fold::Decoded)> {
+                    part.iter()
+                        .map(|&(k, s, b)| (k, fold::decode(&s.handle, Some(b))))
+                        .collect()
+                };
+            let (first, second) = json.split_at(split);
+            let (a, b) = std::thread::scope(|scope| {
+                let other = scope.spawn(|| run(second));
+                let here = run(first);
+                (
+                    here,
+                    other.join().expect("the decode thread does not panic"),
+                )
+            });
+            for (k, d) in a.into_iter().chain(b) {
+                ahead[k] = Some(d);
+            }
+        }
+        drop(json);
+        let mut rows = 0;
+        for (msg, d) in chunk.drain(..).zip(ahead) {
+            rows += self.accept(&msg, d);
         }
         rows
     }
@@ -704,7 +775,7 @@ impl Ingest {
     /// message's dead-letter copy. Messages of a waiting partition, and messages before a
     /// partition's position (already in the statistics), are dropped unread. Returns the rows
     /// (1 for a feature-stream message).
-    fn accept(&mut self, msg: &BorrowedMessage<'_>) -> usize {
+    fn accept(&mut self, msg: &BorrowedMessage<'_>, ahead: Option<fold::Decoded>) -> usize {
         let (topic, partition, offset) = (msg.topic(), msg.partition(), msg.offset());
         let Some(&target) = self.by_topic.get(topic) else {
             return 0;
@@ -726,25 +797,27 @@ impl Ingest {
         }
         let dead_letters = self.dead_letters.as_ref();
         let rows = match target {
-            Target::Rows(i) => match self.streams[i].accept(&self.metrics, dead_letters, msg) {
-                Some(n) => n,
-                None if self.block => {
-                    let stream = self.streams[i].handle.name().to_string();
-                    self.held.hold(&stream, topic, partition, offset);
-                    self.pause(topic, partition);
-                    self.metrics
-                        .blocked_partitions
-                        .with_label_values(&[&stream])
-                        .set(self.held.count(&stream) as i64);
-                    self.health.set_held(self.held.report());
-                    tracing::info!(
-                        stream = %stream, topic = %topic, partition, offset,
-                        "partition waits at a rejected message until its dead-letter copy is delivered"
-                    );
-                    return 0;
+            Target::Rows(i) => {
+                match self.streams[i].accept(&self.metrics, dead_letters, msg, ahead) {
+                    Some(n) => n,
+                    None if self.block => {
+                        let stream = self.streams[i].handle.name().to_string();
+                        self.held.hold(&stream, topic, partition, offset);
+                        self.pause(topic, partition);
+                        self.metrics
+                            .blocked_partitions
+                            .with_label_values(&[&stream])
+                            .set(self.held.count(&stream) as i64);
+                        self.health.set_held(self.held.report());
+                        tracing::info!(
+                            stream = %stream, topic = %topic, partition, offset,
+                            "partition waits at a rejected message until its dead-letter copy is delivered"
+                        );
+                        return 0;
+                    }
+                    None => 0,
                 }
-                None => 0,
-            },
+            }
             Target::Features(i) => {
                 self.features[i].accept(&self.metrics, dead_letters, msg);
                 1
