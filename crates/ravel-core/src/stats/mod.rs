@@ -140,7 +140,7 @@ impl From<StoredStats> for RunningStats {
             dy: s.mean_y,
             dxx: match s.sxx_lower {
                 Some(lower) => unpack_lower(lower, s.p),
-                None => s.sxx,
+                None => lower_only(s.sxx, s.p),
             },
             dxy: s.sxy,
             dyy: s.syy,
@@ -177,6 +177,19 @@ fn unpack_lower(lower: Vec<f64>, p: usize) -> Vec<f64> {
         let len = p - j;
         m[j * p + j..(j + 1) * p].copy_from_slice(&lower[at..at + len]);
         at += len;
+    }
+    m
+}
+
+/// A full matrix of an earlier checkpoint with its upper triangle zeroed: only the lower
+/// one is read or maintained, and zeros above it are what the fold leaves (so the statistics
+/// serialize as the lower triangle and load back equal). A matrix that is not p x p is kept
+/// for `validate` to refuse.
+fn lower_only(mut m: Vec<f64>, p: usize) -> Vec<f64> {
+    if m.len() == p * p {
+        for j in 1..p {
+            m[j * p..j * p + j].fill(0.0);
+        }
     }
     m
 }
