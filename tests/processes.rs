@@ -25,8 +25,7 @@ const GROUP: &str = "restart-group";
 const PARTITIONS: i32 = 3;
 
 fn n_of(base: &str) -> Option<u64> {
-    let r = client().get(format!("{base}/v1/streams/r")).send().ok()?;
-    r.json::<Value>().ok()?["n"].as_u64()
+    stream_n(base, "r")
 }
 
 /// Waits until the service at `base` holds `n` rows, then checks that it stays there (a

@@ -7,8 +7,7 @@
 
 mod common;
 
-use common::{DEADLINE, Proc, client, ravel, sample, serve};
-use serde_json::Value;
+use common::{DEADLINE, Proc, client, ravel, sample, serve, stream_n};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -34,13 +33,7 @@ fn produce(brokers: &str, n: usize, seed: u64) {
 }
 
 fn rows(base: &str) -> u64 {
-    let v: Value = client()
-        .get(format!("{base}/v1/streams/r"))
-        .send()
-        .unwrap()
-        .json()
-        .unwrap();
-    v["n"].as_u64().unwrap_or(0)
+    stream_n(base, "r").unwrap_or(0)
 }
 
 fn wait_rows(base: &str, want: impl Fn(u64) -> bool) -> u64 {

@@ -54,7 +54,7 @@ fn detail(base: &str) -> Option<Value> {
 }
 
 fn n_of(base: &str) -> Option<u64> {
-    detail(base)?["n"].as_u64()
+    stream_n(base, "r")
 }
 
 /// Waits until every replica holds `n` rows, then checks that they stay there.

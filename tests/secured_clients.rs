@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::{Proc, client};
+use common::{Proc, client, serve_with};
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -110,7 +110,7 @@ fn credentials(dir: &Path) {
 }
 
 /// `dir/ravel.toml`: the example's `[kafka.options]` with its paths moved into `creds`, and
-/// one stream; the brokers are a port where nothing listens.
+/// one stream (`start` gives the brokers: a port where nothing listens).
 fn write_config(dir: &Path, creds: &Path, example: &str) {
     let d = dir.display().to_string();
     let c = creds.display().to_string();
@@ -122,7 +122,6 @@ fn write_config(dir: &Path, creds: &Path, example: &str) {
 [http]
 addr = "127.0.0.1:0"
 [kafka]
-brokers = "127.0.0.1:1"
 {options}
 [state]
 dir = "{d}/state"
@@ -137,23 +136,18 @@ features = 3
     std::fs::write(dir.join("ravel.toml"), config).unwrap();
 }
 
-fn start(dir: &Path, log: &str) -> (Proc, String) {
-    let cfg = dir.join("ravel.toml");
-    let (p, line) = Proc::start(
-        "ravel serve",
-        &["serve", "--config", cfg.to_str().unwrap()],
+/// `ravel serve` on `dir/ravel.toml` with the secrets the examples read from the environment;
+/// its log in `dir/serve<run>.log`.
+fn start(dir: &Path, run: usize) -> (Proc, String) {
+    serve_with(
+        dir,
+        "127.0.0.1:1",
+        run,
         &[
             ("KAFKA_PASSWORD", SASL_PASSWORD),
             ("OIDC_CLIENT_SECRET", OIDC_SECRET),
-            ("RUST_LOG", "info"),
         ],
-        &dir.join(log),
-    );
-    let base = line
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .to_string();
-    (p, base)
+    )
 }
 
 #[test]
@@ -172,7 +166,7 @@ fn readme_tls_and_sasl_examples_start_the_service_with_their_secrets_hidden() {
         let dir = tempfile::tempdir().unwrap();
         write_config(dir.path(), creds.path(), example);
         let log = format!("serve{i}.log");
-        let (mut p, base) = start(dir.path(), &log);
+        let (mut p, base) = start(dir.path(), i);
         // Clients are created right after the listener: give them time to fail if they would.
         let start = Instant::now();
         while start.elapsed() < Duration::from_secs(3) {
@@ -239,9 +233,9 @@ fn a_wrong_key_password_stops_the_service_with_the_tls_error() {
         "not-the-key-pass-31\n",
     )
     .unwrap();
-    let (mut p, _) = start(dir.path(), "serve.log");
+    let (mut p, _) = start(dir.path(), 0);
     assert!(!p.wait(), "the service ran with a wrong key password");
-    let text = std::fs::read_to_string(dir.path().join("serve.log")).unwrap();
+    let text = std::fs::read_to_string(dir.path().join("serve0.log")).unwrap();
     assert!(text.contains("ssl.key"), "{text}");
     assert!(
         !text.contains(KEY_PASSWORD) && !text.contains("not-the-key-pass-31"),

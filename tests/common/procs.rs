@@ -79,11 +79,18 @@ impl Drop for Proc {
 /// Starts `ravel serve --config dir/ravel.toml` on `brokers` (given through the configuration's
 /// environment layer), its log in `dir/serve<run>.log`; returns it with its base URL.
 pub fn serve(dir: &Path, brokers: &str, run: usize) -> (Proc, String) {
+    serve_with(dir, brokers, run, &[])
+}
+
+/// `serve` with more environment variables (secrets a configuration reads with `${env:..}`).
+pub fn serve_with(dir: &Path, brokers: &str, run: usize, env: &[(&str, &str)]) -> (Proc, String) {
     let cfg = dir.join("ravel.toml");
+    let mut vars = vec![("RAVEL_KAFKA__BROKERS", brokers), ("RUST_LOG", "info")];
+    vars.extend_from_slice(env);
     let (p, line) = Proc::start(
         "ravel serve",
         &["serve", "--config", cfg.to_str().unwrap()],
-        &[("RAVEL_KAFKA__BROKERS", brokers), ("RUST_LOG", "info")],
+        &vars,
         &dir.join(format!("serve{run}.log")),
     );
     let base = line
@@ -91,6 +98,15 @@ pub fn serve(dir: &Path, brokers: &str, run: usize) -> (Proc, String) {
         .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
         .to_string();
     (p, base)
+}
+
+/// The rows of `stream` the service at `base` holds; None while it does not answer.
+pub fn stream_n(base: &str, stream: &str) -> Option<u64> {
+    let r = super::client()
+        .get(format!("{base}/v1/streams/{stream}"))
+        .send()
+        .ok()?;
+    r.json::<serde_json::Value>().ok()?["n"].as_u64()
 }
 
 /// Writes rows `x` (p columns) and `y` to `dir/chunk<c>.csv`, `chunk_rows` rows each, for
