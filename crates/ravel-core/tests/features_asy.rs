@@ -83,8 +83,9 @@ fn one_worker_is_os_exactly() {
     }
 }
 
-/// Best recall a split of the budget allows: worker t sees only the true features routed to
-/// it (index mod q) and keeps at most its budget of them.
+/// The recall an earlier routing could reach at best: feature j always went to worker
+/// j mod q, which kept at most its budget of the true features routed to it. The pool of
+/// Algorithm 3 has no such cap; the test prints both.
 fn split_bound(support: &[usize], s: usize, q: usize) -> f64 {
     (0..q)
         .map(|t| {
@@ -96,9 +97,11 @@ fn split_bound(support: &[usize], s: usize, q: usize) -> f64 {
 }
 
 #[test]
-fn recall_degrades_gracefully_with_more_workers() {
+fn recall_with_more_workers_stays_near_one_workers() {
     let s = 100;
     let workers = [1, 2, 3, 4];
+    // The passes a feature stream makes by default (issue 11: 3 passes match batch IHT).
+    let passes = ravel_core::synthetic::FeatureDesign::default().passes;
     for p in [2000, 4000] {
         let n = paper_n(s, p);
         let mut recalls = vec![vec![]; workers.len()];
@@ -111,7 +114,7 @@ fn recall_degrades_gracefully_with_more_workers() {
                 d.y.iter().map(|v| (v - ybar).powi(2)).sum::<f64>() / (2.0 * n as f64)
             };
             for (k, &q) in workers.iter().enumerate() {
-                let f = asy_on(&cols, &d.y, &OsParams::new(s, Loss::Squared), q, 2);
+                let f = asy_on(&cols, &d.y, &OsParams::new(s, Loss::Squared), q, passes);
                 let sm = f.summary();
                 assert_eq!(sm.selected.len(), s);
                 // Stale gradients did not make the objective diverge.
@@ -124,8 +127,8 @@ fn recall_degrades_gracefully_with_more_workers() {
                 bounds[k].push(split_bound(&d.support, s, q));
             }
         }
-        eprintln!("p = {p}, n = {n}, s = {s}, two passes, 3 seeds:");
-        eprintln!("  workers  recall (mean)  per seed            split bound (mean)");
+        eprintln!("p = {p}, n = {n}, s = {s}, {passes} passes (the default), 3 seeds:");
+        eprintln!("  workers  recall (mean)  per seed            j mod q routing's bound");
         for (k, &q) in workers.iter().enumerate() {
             eprintln!(
                 "  {q:>7}  {:>13.3}  {:<18}  {:>18.3}",
@@ -136,15 +139,12 @@ fn recall_degrades_gracefully_with_more_workers() {
         }
         let r1 = mean(&recalls[0]);
         for (k, &q) in workers.iter().enumerate().skip(1) {
-            // Graceful: a worker keeps only s/q features, so with q workers OS can at best reach
-            // its one-worker recall on the share the split allows (r1 x split bound); staleness
-            // may cost at most 5 points beyond that.
-            let target = r1 * mean(&bounds[k]);
+            // Workers drawing from one pool lose only what staleness costs: within 3 points of
+            // one worker (OS), where the j mod q routing stayed below r1 x its bound.
             assert!(
-                mean(&recalls[k]) >= target - 0.05,
-                "p={p}, {q} workers: recall {:.3}, expected about {target:.3} (one worker {r1:.3}, split bound {:.3})",
+                mean(&recalls[k]) >= r1 - 0.03,
+                "p={p}, {q} workers: recall {:.3}, one worker {r1:.3}",
                 mean(&recalls[k]),
-                mean(&bounds[k])
             );
         }
     }
@@ -167,7 +167,8 @@ fn staleness_is_measured_on_every_push_and_the_state_is_readable_while_running()
     // Mid-stream: the summary waits for the queued features, nothing more.
     let mid = asy.summary().unwrap();
     assert_eq!((mid.features_seen, mid.passes, mid.workers), (450, 1, q));
-    assert_eq!(mid.counters.steps, 450);
+    // Every feature pushed took its step, and so did every hand-off between workers.
+    assert_eq!(mid.counters.steps, 450 + mid.counters.handed_off);
     assert!(mid.selected.len() <= 30);
     assert_eq!(mid.staleness.len(), q);
     for pass in 0..2 {
@@ -192,17 +193,38 @@ fn staleness_is_measured_on_every_push_and_the_state_is_readable_while_running()
     // Memory: at most s columns held by the workers together, each within its budget.
     assert_eq!(f.retained_columns(), 30);
     assert!(f.column_capacity() <= 30 * 300);
+    // Disjoint sets, each within its budget of s/q.
     let mut per_worker = [0usize; 3];
+    let mut held: Vec<usize> = sm.selected.iter().map(|s| s.index).collect();
     for s in &sm.selected {
         per_worker[s.worker] += 1;
-        assert_eq!(
-            s.index % q,
-            s.worker,
-            "feature {} held by the wrong worker",
-            s.index
-        );
     }
+    held.sort_unstable();
+    held.dedup();
+    assert_eq!(held.len(), 30, "a feature is held by two workers");
     assert_eq!(per_worker, [10, 10, 10]);
+}
+
+#[test]
+fn a_stream_shorter_than_the_queues_keeps_the_sets_disjoint() {
+    // p = 8 features pushed 40 times over: the same feature is often queued twice at once,
+    // in the pool and in a worker's own queue, or handed over while it returns.
+    let d = design(60, 8, 4, false, 3);
+    let cols = columns(&d);
+    for q in [2, 4] {
+        let f = asy_on(&cols, &d.y, &OsParams::new(4, Loss::Squared), q, 40);
+        let sm = f.summary();
+        let mut held = sorted(&sm);
+        held.dedup();
+        assert_eq!(held.len(), sm.selected.len(), "q={q}: a feature held twice");
+        assert_eq!(sm.selected.len(), 4, "q={q}");
+        for t in 0..q {
+            let mine = sm.selected.iter().filter(|s| s.worker == t).count();
+            assert!(mine <= 4 / q, "q={q}: worker {t} holds {mine}");
+        }
+        assert_eq!(sm.features_seen, 320);
+        assert_eq!(sm.counters.steps, 320 + sm.counters.handed_off, "q={q}");
+    }
 }
 
 #[test]

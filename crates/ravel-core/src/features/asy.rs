@@ -1,11 +1,23 @@
 //! Asynchronous parallel online substitution (Asy-OS), 000 Algorithms 2-3, on threads.
 //!
 //! q workers, each with its own retained set S(t) of size s/q (`Selector`), and a central
-//! state u_C = b0 + X w summing every worker's contribution. A worker reads u_C (Algorithm 3
-//! line 4), takes the OS step on its own set with the gradient at that read (lines 5-11), and
-//! pushes the change of its contribution (line 12). Nothing else is shared and nothing waits:
-//! between a worker's read and its push other workers may push; that count is the staleness
-//! tau of Assumption 2, measured per step and reported.
+//! state u_C = b0 + X w summing every worker's contribution. A worker receives a feature,
+//! reads u_C (Algorithm 3 line 4), takes the OS step on its own set with the gradient at that
+//! read (lines 5-11), and pushes the change of its contribution (line 12). Nothing else is
+//! shared and nothing waits: between a worker's read and its push other workers may push;
+//! that count is the staleness tau of Assumption 2, measured per step and reported.
+//!
+//! Which worker gets a feature (Algorithm 3 line 3: "receive a feature from the pool"): a
+//! feature that no worker holds goes to a pool shared by all workers (a multi-consumer
+//! channel), and whichever worker is free takes it. A feature some worker holds (or is
+//! stepping on) goes to that worker's own queue, so the S(t) stay disjoint and a returning
+//! feature takes its full step where its weight lives. `Owners` records who holds what; a
+//! worker claims a feature in it before stepping and releases it when the step drops it. An
+//! earlier version routed feature j to worker j mod q, which capped recall: a worker whose
+//! residue class held more than s/q of the true features had to leave the rest out (recall
+//! about 0.92 at q = 2 against 0.95 for OS at 000's settings; `tests/features_asy.rs` prints
+//! both curves). With one worker everything goes through its own queue, in arrival order, so
+//! q = 1 is OS exactly.
 //!
 //! u_C without a lock: `Centre` keeps u_C as q per-worker partial sums c_t, each the running
 //! sum of worker t's pushed deltas, so u_C = sum_t c_t (Algorithm 2 with its accumulator split
@@ -17,23 +29,26 @@
 //! read-modify-writes per push instead. A read can mix entries from before and after a
 //! concurrent push: exactly the asynchrony the analysis allows, counted in the staleness.
 //!
-//! Boundary for workers as separate processes (Kafka consumers): the only two contacts a
-//! worker has with the rest are (1) the features it receives, routed by `worker_of(index)`,
-//! which is what a topic keyed by feature and consumed by a group gives (worker t = consumer
-//! of partition t: a feature always reaches the same worker, so the S(t) stay disjoint), and
-//! (2) the `CentralState` trait, `read` (pull u_C) and `push` (send the new contribution).
-//! `Centre` implements it in memory; a remote centre would implement the same two calls
-//! (for example pushes on a deltas topic keyed by worker, with the whole contribution and a
-//! sequence number so that a redelivered message is harmless, and reads from the centre's
-//! latest sum). `worker_loop` is the body such a consumer would run.
+//! Boundary for workers as separate processes (Kafka consumers): a worker's contacts with the
+//! rest are (1) the features it receives: the pool is a topic read by a consumer group, and
+//! the owners' queues are per-worker topics (or partitions) that the dispatcher writes a
+//! returning feature to after a look-up in `Owners`, which would then live with the
+//! dispatcher; and (2) the `CentralState` trait, `read` (pull u_C) and `push` (send the new
+//! contribution). `Centre` implements it in memory; a remote centre would implement the same
+//! two calls (for example pushes on a deltas topic keyed by worker, with the whole
+//! contribution and a sequence number so that a redelivered message is harmless, and reads
+//! from the centre's latest sum). `worker_loop` is the body such a consumer would run.
 
 use super::selector::{Counters, Outcome, Selector};
 use super::snapshot::{SelectionSnapshot, sum_counters};
 use super::{FeatureError, Labels, OsParams, PassLog, Selected, Staleness, Summary};
+use crossbeam_channel::{Receiver, Select, Sender, bounded};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc::{SyncSender, sync_channel};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 /// Features queued per worker before `push` blocks, by default. Deep enough that a worker
 /// never waits for the dispatcher on two cores (4 left the workers idle about 10% of the
@@ -97,10 +112,84 @@ impl CentralState for Centre {
     }
 }
 
-/// The worker a feature goes to: a stable function of its index, as a keyed topic's
-/// partitioner is, so a returning feature finds the set that may hold it.
-pub fn worker_of(index: usize, workers: usize) -> usize {
-    index % workers
+/// A poisoned lock still holds consistent data here (every critical section is one map or
+/// counter operation), so take it.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Who holds (or is stepping on) which feature: at most s entries plus the features in
+/// flight. A feature with no entry is in the pool.
+#[derive(Default)]
+struct Owners(Mutex<HashMap<usize, usize>>);
+
+impl Owners {
+    fn owner(&self, index: usize) -> Option<usize> {
+        lock(&self.0).get(&index).copied()
+    }
+
+    /// Worker `worker` takes `index` unless another worker holds it (possible only when the
+    /// same feature is queued twice at once, a stream shorter than the queues).
+    fn claim(&self, index: usize, worker: usize) -> bool {
+        *lock(&self.0).entry(index).or_insert(worker) == worker
+    }
+
+    /// `index` left `worker`'s set (or never entered it): back to the pool.
+    fn release(&self, index: usize, worker: usize) {
+        let mut map = lock(&self.0);
+        if map.get(&index) == Some(&worker) {
+            map.remove(&index);
+        }
+    }
+}
+
+/// Features queued (by the dispatcher, or handed from worker to worker) and not yet applied,
+/// so that a reader can wait for every feature sent before its question: with a pool, no
+/// single queue orders them. A hand-off is counted before the feature that caused it is
+/// done, so the count reaches 0 only when nothing is left anywhere.
+#[derive(Default)]
+struct Progress {
+    pending: Mutex<u64>,
+    changed: Condvar,
+}
+
+impl Progress {
+    fn queued(&self) {
+        *lock(&self.pending) += 1;
+    }
+
+    fn done(&self) {
+        let mut pending = lock(&self.pending);
+        *pending = pending.saturating_sub(1);
+        if *pending == 0 {
+            self.changed.notify_all();
+        }
+    }
+}
+
+/// What the workers share besides u_C.
+struct Shared {
+    owners: Owners,
+    progress: Progress,
+    /// Each worker's floor (`Selector::floor`, f64 bits): what a newcomer must beat there.
+    floors: Vec<AtomicU64>,
+    /// Each worker's hand-off queue, written by the other workers with `try_send` (a worker
+    /// never waits for another).
+    handoffs: Vec<Sender<Msg>>,
+}
+
+impl Shared {
+    /// The worker other than `worker` with the lowest floor, if `weight` beats it.
+    fn taker(&self, worker: usize, weight: f64) -> Option<usize> {
+        let (t, floor) = self
+            .floors
+            .iter()
+            .enumerate()
+            .filter(|&(t, _)| t != worker)
+            .map(|(t, f)| (t, f64::from_bits(f.load(Ordering::Relaxed))))
+            .min_by(|a, b| a.1.total_cmp(&b.1))?;
+        (weight > floor).then_some(t)
+    }
 }
 
 enum Msg {
@@ -108,6 +197,8 @@ enum Msg {
         index: usize,
         name: String,
         values: Arc<[f64]>,
+        /// Times it was handed from worker to worker (0 from the dispatcher).
+        hops: usize,
     },
     Report(SyncSender<WorkerReport>),
     /// A copy of the worker's set, after the features queued before the ask.
@@ -158,33 +249,118 @@ fn report(worker: usize, sel: &Selector, st: &StalenessAcc) -> WorkerReport {
     }
 }
 
-/// Algorithm 3 for worker `worker`: read u_C, step, push; until the feature channel closes.
+/// The queues a worker reads.
+struct Inbox {
+    /// Its own queue: the features it holds, and questions. Closed by the dispatcher.
+    own: Receiver<Msg>,
+    /// The pool (none with one worker). Closed by the dispatcher.
+    pool: Option<Receiver<Msg>>,
+    /// Features other workers dropped and hand over. Never closed (the workers hold its
+    /// senders); empty when the dispatcher closes the others after `settle`.
+    handoff: Receiver<Msg>,
+}
+
+impl Inbox {
+    /// The next message, or none once the dispatcher's queues are closed and drained.
+    fn next(&mut self, own_open: &mut bool) -> Option<Msg> {
+        loop {
+            let mut select = Select::new();
+            let own = own_open.then(|| select.recv(&self.own));
+            let pool = self.pool.as_ref().map(|p| select.recv(p));
+            if own.is_none() && pool.is_none() {
+                return self.handoff.try_recv().ok();
+            }
+            let handoff = select.recv(&self.handoff);
+            let op = select.select();
+            let i = op.index();
+            let got = if Some(i) == own {
+                op.recv(&self.own)
+            } else if Some(i) == pool {
+                op.recv(self.pool.as_ref().expect("selected"))
+            } else {
+                debug_assert_eq!(i, handoff);
+                op.recv(&self.handoff)
+            };
+            match got {
+                Ok(msg) => return Some(msg),
+                // Closed and drained: go on with the others.
+                Err(_) if Some(i) == own => *own_open = false,
+                Err(_) => self.pool = None,
+            }
+        }
+    }
+}
+
+/// Algorithm 3 for worker `worker`: take a feature (its own queue, the pool, or a hand-off),
+/// read u_C, step, push; until the dispatcher closes its queues.
 fn worker_loop(
     worker: usize,
     mut sel: Selector,
     labels: Arc<Labels>,
     centre: Arc<dyn CentralState>,
-    rx: Receiver<Msg>,
+    mut inbox: Inbox,
+    shared: Arc<Shared>,
 ) -> (Selector, Staleness) {
     let mut u = vec![0.0; labels.n()];
     let mut st = StalenessAcc::default();
-    while let Ok(msg) = rx.recv() {
+    let mut own_open = true;
+    let workers = shared.floors.len();
+    if workers > 1 {
+        sel.keep_dropped();
+    }
+    while let Some(msg) = inbox.next(&mut own_open) {
         match msg {
             Msg::Feature {
                 index,
                 name,
                 values,
+                hops,
             } => {
-                let read_at = centre.read(&mut u);
-                let outcome = sel.step(index, &name, &values, &u, labels.values());
-                if matches!(outcome, Outcome::Constant | Outcome::Skipped) {
-                    continue; // nothing moved: nothing to push
+                let owners = &shared.owners;
+                if sel.contains(index) || owners.claim(index, worker) {
+                    let read_at = centre.read(&mut u);
+                    let outcome = sel.step(index, &name, &values, &u, labels.values());
+                    match outcome {
+                        Outcome::Entered { evicted } => {
+                            if let Some(k) = evicted {
+                                owners.release(k, worker);
+                            }
+                        }
+                        Outcome::Updated => {}
+                        Outcome::Rejected | Outcome::Constant | Outcome::Skipped => {
+                            owners.release(index, worker)
+                        }
+                    }
+                    if !matches!(outcome, Outcome::Constant | Outcome::Skipped) {
+                        let pushed_at = centre.push(worker, sel.own());
+                        let tau = pushed_at - read_at;
+                        st.steps += 1;
+                        st.sum += tau;
+                        st.max = st.max.max(tau);
+                    }
+                    shared.floors[worker].store(sel.floor().to_bits(), Ordering::Relaxed);
+                    // The projection drops what this worker's s/q cannot keep. Algorithm 3
+                    // loses it until its next arrival; offering it to the worker whose set it
+                    // beats brings the per-worker projections closer to the projection onto
+                    // all s (at most q - 1 hops, never waiting on a full queue).
+                    if let Some(d) = sel.take_dropped()
+                        && hops + 1 < workers
+                        && let Some(t) = shared.taker(worker, d.weight)
+                    {
+                        shared.progress.queued();
+                        let handed = shared.handoffs[t].try_send(Msg::Feature {
+                            index: d.index,
+                            name: d.name,
+                            values: d.values,
+                            hops: hops + 1,
+                        });
+                        match handed {
+                            Ok(()) => sel.count_handoff(),
+                            Err(_) => shared.progress.done(),
+                        }
+                    }
                 }
-                let pushed_at = centre.push(worker, sel.own());
-                let tau = pushed_at - read_at;
-                st.steps += 1;
-                st.sum += tau;
-                st.max = st.max.max(tau);
+                shared.progress.done();
             }
             Msg::Report(reply) => {
                 let _ = reply.send(report(worker, &sel, &st));
@@ -204,14 +380,20 @@ pub struct AsyncSubstitution {
     params: OsParams,
     eta_start: f64,
     centre: Arc<Centre>,
-    senders: Vec<SyncSender<Msg>>,
+    /// Each worker's own queue: the features it holds, and questions.
+    senders: Vec<Sender<Msg>>,
+    /// The pool of features nobody holds; none with one worker (its own queue keeps the
+    /// arrival order, so one worker is OS exactly).
+    pool: Option<Sender<Msg>>,
+    shared: Arc<Shared>,
     handles: Vec<JoinHandle<(Selector, Staleness)>>,
     passes: Mutex<PassLog>,
 }
 
 impl AsyncSubstitution {
     /// Starts `workers` threads; worker t keeps s/q features (the first s mod q keep one
-    /// more), and worker 0 owns the intercept. Queues hold `DEFAULT_QUEUE` features.
+    /// more), and worker 0 owns the intercept. Queues hold `DEFAULT_QUEUE` features per
+    /// worker.
     pub fn start(
         labels: Labels,
         params: &OsParams,
@@ -220,7 +402,7 @@ impl AsyncSubstitution {
         Self::start_with_queue(labels, params, workers, DEFAULT_QUEUE)
     }
 
-    /// `start` with `queue` features queued per worker at most.
+    /// `start` with `queue` features queued per worker at most (the pool holds `queue * q`).
     pub fn start_with_queue(
         labels: Labels,
         params: &OsParams,
@@ -241,6 +423,20 @@ impl AsyncSubstitution {
         let b0 = labels.null_intercept();
         let labels = Arc::new(labels);
         let centre = Arc::new(Centre::new(n, workers, b0));
+        let (pool_tx, pool_rx) = if workers > 1 {
+            let (tx, rx) = bounded(queue.max(1) * workers);
+            (Some(tx), Some(rx))
+        } else {
+            (None, None)
+        };
+        let (handoffs, mut handoff_rxs): (Vec<_>, Vec<_>) =
+            (0..workers).map(|_| bounded(queue.max(1))).unzip();
+        let shared = Arc::new(Shared {
+            owners: Owners::default(),
+            progress: Progress::default(),
+            floors: (0..workers).map(|_| AtomicU64::new(0)).collect(),
+            handoffs,
+        });
         let (mut senders, mut handles) = (vec![], vec![]);
         for t in 0..workers {
             let budget = params.s / workers + usize::from(t < params.s % workers);
@@ -252,11 +448,17 @@ impl AsyncSubstitution {
                 params.m,
                 (t == 0).then_some(b0),
             );
-            let (tx, rx) = sync_channel(queue.max(1));
+            let (tx, rx) = bounded(queue.max(1));
             let (labels, centre) = (labels.clone(), centre.clone() as Arc<dyn CentralState>);
+            let inbox = Inbox {
+                own: rx,
+                pool: pool_rx.clone(),
+                handoff: handoff_rxs.remove(0),
+            };
+            let shared = shared.clone();
             let handle = std::thread::Builder::new()
                 .name(format!("asy-os-{t}"))
-                .spawn(move || worker_loop(t, sel, labels, centre, rx))
+                .spawn(move || worker_loop(t, sel, labels, centre, inbox, shared))
                 .map_err(|e| FeatureError::WorkerGone(format!("cannot start worker {t}: {e}")))?;
             senders.push(tx);
             handles.push(handle);
@@ -267,6 +469,8 @@ impl AsyncSubstitution {
             eta_start: eta,
             centre,
             senders,
+            pool: pool_tx,
+            shared,
             handles,
             passes: Mutex::new(PassLog::default()),
         })
@@ -280,22 +484,37 @@ impl AsyncSubstitution {
         &self.labels
     }
 
-    /// Feature `index` arrives; it is queued for its worker (blocking while that worker's
-    /// queue is full). Bad values are an error and change nothing.
+    /// Feature `index` arrives; it is queued for the worker that holds it, or in the pool
+    /// (blocking while that queue is full). Bad values are an error and change nothing.
     pub fn push(&self, index: usize, name: &str, values: Arc<[f64]>) -> Result<(), FeatureError> {
         self.labels.check_feature(name, &values)?;
         let mut passes = self.passes.lock().unwrap_or_else(|e| e.into_inner());
         if passes.starts_pass(index) {
             self.close_pass(&mut passes)?;
         }
-        let t = worker_of(index, self.workers());
-        self.senders[t]
-            .send(Msg::Feature {
-                index,
-                name: name.to_string(),
-                values,
-            })
-            .map_err(|_| FeatureError::WorkerGone(format!("worker {t} is gone")))?;
+        let msg = Msg::Feature {
+            index,
+            name: name.to_string(),
+            values,
+            hops: 0,
+        };
+        let progress = &self.shared.progress;
+        progress.queued();
+        let sent = match (&self.pool, self.shared.owners.owner(index)) {
+            (Some(pool), None) => pool
+                .send(msg)
+                .map_err(|_| FeatureError::WorkerGone("every worker is gone".into())),
+            (_, t) => {
+                let t = t.unwrap_or(0);
+                self.senders[t]
+                    .send(msg)
+                    .map_err(|_| FeatureError::WorkerGone(format!("worker {t} is gone")))
+            }
+        };
+        if sent.is_err() {
+            progress.done();
+        }
+        sent?;
         passes.record();
         Ok(())
     }
@@ -314,8 +533,27 @@ impl AsyncSubstitution {
         Ok(())
     }
 
-    /// Asks every worker for its state; each answers after the features queued before.
+    /// Waits until the workers have applied every feature queued so far, hand-offs included
+    /// (call with the `passes` lock held, so that none is added meanwhile).
+    fn settle(&self) -> Result<(), FeatureError> {
+        let progress = &self.shared.progress;
+        let mut pending = lock(&progress.pending);
+        while *pending > 0 {
+            if let Some(t) = self.handles.iter().position(|h| h.is_finished()) {
+                return Err(FeatureError::WorkerGone(format!("worker {t} stopped")));
+            }
+            pending = progress
+                .changed
+                .wait_timeout(pending, Duration::from_millis(100))
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        Ok(())
+    }
+
+    /// Asks every worker for its state, once every queued feature is applied.
     fn reports(&self) -> Result<Vec<WorkerReport>, FeatureError> {
+        self.settle()?;
         let mut rxs = vec![];
         for (t, tx) in self.senders.iter().enumerate() {
             let (rtx, rrx) = sync_channel(1);
@@ -378,7 +616,14 @@ impl AsyncSubstitution {
     /// Stops the workers once they have applied every queued feature, and returns the final
     /// state.
     pub fn finish(mut self) -> Result<AsyncFinished, FeatureError> {
+        // Every feature and hand-off applied first: then no worker hands anything over after
+        // its queues close.
+        {
+            let _passes = lock(&self.passes);
+            self.settle()?;
+        }
         self.senders.clear();
+        self.pool = None;
         let handles = std::mem::take(&mut self.handles);
         let mut selectors = vec![];
         let mut staleness = vec![];
@@ -419,6 +664,7 @@ impl AsyncSubstitution {
     /// Pushes wait meanwhile (the pass log is held), so u_C is read with every worker idle.
     pub fn snapshot(&self) -> Result<SelectionSnapshot, FeatureError> {
         let passes = self.passes.lock().unwrap_or_else(|e| e.into_inner());
+        self.settle()?;
         let mut rxs = vec![];
         for (t, tx) in self.senders.iter().enumerate() {
             let (rtx, rrx) = sync_channel(1);
@@ -442,6 +688,7 @@ impl Drop for AsyncSubstitution {
     /// Closing the channels stops the workers; wait for them so no thread outlives the state.
     fn drop(&mut self) {
         self.senders.clear();
+        self.pool = None;
         for h in self.handles.drain(..) {
             let _ = h.join();
         }

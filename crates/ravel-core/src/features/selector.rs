@@ -73,6 +73,17 @@ pub struct Retained {
     pub scale: f64,
 }
 
+/// The feature a step dropped (a rejected newcomer or an evicted member), with its raw values
+/// (an evicted column is de-standardized), for Asy-OS to offer to another worker.
+#[derive(Clone)]
+pub(crate) struct Dropped {
+    pub index: usize,
+    pub name: String,
+    /// |w| when it was dropped.
+    pub weight: f64,
+    pub values: std::sync::Arc<[f64]>,
+}
+
 /// What one arriving feature did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "outcome")]
@@ -106,6 +117,9 @@ pub struct Counters {
     pub skipped: u64,
     /// Times the curvature check lowered eta.
     pub eta_reductions: u64,
+    /// Asy-OS: features this worker dropped and offered to a worker whose set they beat.
+    #[serde(default)]
+    pub handed_off: u64,
 }
 
 /// Where the newcomer goes.
@@ -141,6 +155,9 @@ pub struct Selector {
     eta: f64,
     m: f64,
     counters: Counters,
+    /// Whether `step` records what it drops (Asy-OS with several workers).
+    keep_dropped: bool,
+    dropped: Option<Dropped>,
     // Scratch of length n (xs, g, next) and of length budget (grad, w_next).
     xs: Vec<f64>,
     g: Vec<f64>,
@@ -176,6 +193,8 @@ impl Selector {
             eta,
             m,
             counters: Counters::default(),
+            keep_dropped: false,
+            dropped: None,
             xs: vec![0.0; n],
             g: vec![0.0; n],
             next: vec![0.0; n],
@@ -186,6 +205,26 @@ impl Selector {
 
     pub fn budget(&self) -> usize {
         self.budget
+    }
+    /// From now on `step` records the feature it drops, for `take_dropped`.
+    pub(crate) fn keep_dropped(&mut self) {
+        self.keep_dropped = true;
+    }
+    /// The feature the last step dropped, if it dropped one (and `keep_dropped` is on).
+    pub(crate) fn take_dropped(&mut self) -> Option<Dropped> {
+        self.dropped.take()
+    }
+    /// Asy-OS handed the feature this selector dropped to another worker.
+    pub(crate) fn count_handoff(&mut self) {
+        self.counters.handed_off += 1;
+    }
+    /// The smallest |w| a newcomer must beat to enter: 0 while the set has room.
+    pub fn floor(&self) -> f64 {
+        if self.entries.len() < self.budget {
+            0.0
+        } else {
+            self.w.iter().fold(f64::INFINITY, |m, w| m.min(w.abs()))
+        }
     }
     pub fn eta(&self) -> f64 {
         self.eta
@@ -256,6 +295,7 @@ impl Selector {
         let n = self.n;
         let nf = n as f64;
         self.counters.steps += 1;
+        self.dropped = None;
         let existing = self.slot_of.get(&index).copied();
         // Standardize the newcomer (a retained feature keeps its stored column: the samples,
         // hence a feature's values, are fixed in this setting).
@@ -420,6 +460,20 @@ impl Selector {
                     Outcome::Entered { evicted: None }
                 }
                 Place::Replace(k) => {
+                    if self.keep_dropped {
+                        let e = &self.entries[k];
+                        let values = self.columns[k * n..(k + 1) * n]
+                            .iter()
+                            .map(|&v| v * e.scale + e.mean)
+                            .collect();
+                        self.dropped = Some(Dropped {
+                            index: e.index,
+                            name: e.name.clone(),
+                            // The step's weight (w and w_next were swapped at the commit).
+                            weight: self.w[k].abs(),
+                            values,
+                        });
+                    }
                     self.columns[k * n..(k + 1) * n].copy_from_slice(&self.xs);
                     let old = std::mem::replace(&mut self.entries[k], entry());
                     self.w[k] = v_new;
@@ -432,6 +486,14 @@ impl Selector {
                     }
                 }
                 Place::Reject => {
+                    if self.keep_dropped {
+                        self.dropped = Some(Dropped {
+                            index,
+                            name: name.to_string(),
+                            weight: v_new.abs(),
+                            values: x.into(),
+                        });
+                    }
                     self.counters.rejected += 1;
                     Outcome::Rejected
                 }

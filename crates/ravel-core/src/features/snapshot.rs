@@ -101,5 +101,6 @@ pub(crate) fn sum_counters(it: impl Iterator<Item = Counters>) -> Counters {
         constant: a.constant + c.constant,
         skipped: a.skipped + c.skipped,
         eta_reductions: a.eta_reductions + c.eta_reductions,
+        handed_off: a.handed_off + c.handed_off,
     })
 }
