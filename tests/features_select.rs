@@ -148,7 +148,8 @@ fn select_finds_the_true_features_of_a_csv_with_os_and_asy_os() {
         d.notes
     );
 
-    // Two workers split s = 4 into 2 + 2 by index parity: f3 and f11 share worker 1.
+    // Two workers keep 2 + 2 of s = 4, drawing features from one pool: the three true
+    // features are selected whichever worker takes them.
     let m = model(&[
         "select",
         file,
