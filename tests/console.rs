@@ -141,9 +141,20 @@ fn number(s: &str) -> u64 {
 /// Takes a screenshot, checks it is not blank (a good share of pixels differ from the
 /// background and many colours appear), keeps it in `dir`.
 fn screenshot(tab: &Tab, dir: &Path, name: &str) {
+    screenshot_at(tab, dir, name, None)
+}
+
+/// `screenshot` of the view scrolled to the element `anchor` (a CSS selector), or to the top.
+fn screenshot_at(tab: &Tab, dir: &Path, name: &str, anchor: Option<&str>) {
+    let scroll = match anchor {
+        Some(sel) => format!("document.querySelector({}).scrollIntoView()", json!(sel)),
+        None => "window.scrollTo(0, 0)".to_string(),
+    };
     js(
         tab,
-        "(() => { if (document.activeElement) document.activeElement.blur(); window.scrollTo(0, 0); return 1; })()",
+        &format!(
+            "(() => {{ if (document.activeElement) document.activeElement.blur(); {scroll}; return 1; }})()"
+        ),
     );
     std::thread::sleep(Duration::from_millis(300));
     let png = tab
@@ -415,6 +426,33 @@ alpha = "adaptive"
     );
     assert_eq!(series.into_iter().collect::<BTreeSet<_>>(), entered);
 
+    // The EBIC curve along the same path, with the point the API chooses.
+    let (status, sel) = get(
+        &base,
+        "/v1/streams/shift/path?method=lasso&path_points=40&select=ebic",
+    );
+    assert_eq!(status, 200, "{sel}");
+    let chosen = &sel["selection"]["curve"][sel["selection"]["chosen"].as_u64().unwrap() as usize];
+    wait_for("the EBIC curve", DEADLINE, || {
+        (count(&tab, "#selection-chart path[data-curve=\"ebic\"]") == 1).then_some(())
+    });
+    let shown_k = js(
+        &tab,
+        "document.getElementById('chosen-text').getAttribute('data-chosen-k')",
+    );
+    let shown_lambda = js(
+        &tab,
+        "document.getElementById('chosen-text').getAttribute('data-chosen-lambda')",
+    );
+    assert_eq!(shown_k.as_str(), Some(chosen["k"].to_string().as_str()));
+    assert_eq!(
+        shown_lambda.as_str().unwrap().parse::<f64>().unwrap(),
+        chosen["lambda"].as_f64().unwrap(),
+        "the page's chosen lambda is the API's"
+    );
+    screenshot_at(&tab, &shots, "selection", Some("#selection-curve"));
+    js(&tab, "(() => { window.scrollTo(0, 0); return 1; })()");
+
     // k = 10, typed and submitted with the keyboard: exactly the API's model.
     js(
         &tab,
@@ -579,8 +617,29 @@ alpha = "adaptive"
         assert!(errors.is_empty(), "console errors: {errors:?}");
     }
 
-    // Bad inputs: k > p, an unknown stream, an unknown page.
+    // Bad inputs: CV on a stream without fold statistics, k > p, an unknown stream, an
+    // unknown page.
     phase.store(BAD_INPUT, Ordering::SeqCst);
+    // CV needs the stream option cv.folds: the page says why and keeps the path.
+    js(
+        &tab,
+        "(() => { const c = document.getElementById('criterion'); c.value = 'cv'; c.dispatchEvent(new Event('change')); return 1; })()",
+    );
+    wait_for("the CV message", DEADLINE, || {
+        let t = text(&tab, "#selection-box");
+        (t.contains("Error") && t.to_lowercase().contains("fold")).then_some(())
+    });
+    assert!(
+        count(&tab, "#path-chart path.series") > 0,
+        "the path stays without CV"
+    );
+    js(
+        &tab,
+        "(() => { const c = document.getElementById('criterion'); c.value = 'ebic'; c.dispatchEvent(new Event('change')); return 1; })()",
+    );
+    wait_for("the EBIC curve again", DEADLINE, || {
+        (count(&tab, "#selection-chart path[data-curve=\"ebic\"]") == 1).then_some(())
+    });
     js(
         &tab,
         "(() => { const k = document.getElementById('k'); k.focus(); k.select(); return 1; })()",

@@ -1,13 +1,17 @@
 // ravel console: reads the service's documented API (GET /v1/streams, /v1/feature-streams,
 // /v1/streams/{name}, .../path, POST .../model, .../history, /metrics) every 2 s and draws
 // what a person wants to see: streams, the coefficient path and the model at a point, the
-// model over time with drift alarms, and feature streams. Charts are SVG drawn here; nothing
+// criterion curve along the path (EBIC / BIC / AIC, or CV on streams with fold statistics)
+// with the point it chooses, the model over time with drift alarms, and feature streams. Charts are SVG drawn here; nothing
 // is loaded from elsewhere. Writes (feature-stream labels) need the bearer token typed in.
 'use strict';
 
 const SVG_NS = 'http://www.w3.org/2000/svg';
 const POLL_MS = 2000;
 const PATH_METHODS = ['lasso', 'elastic-net', 'mcp', 'scad'];
+// Model selection along the path (GET .../path?select=...): information criteria always,
+// exact K-fold CV on streams that keep fold statistics (stream option cv.folds).
+const CRITERIA = ['ebic', 'bic', 'aic', 'cv', 'cv_1se'];
 
 const app = {
   token: sessionStorage.getItem('ravel.token') || '',
@@ -355,9 +359,9 @@ function fillCards(st) {
 
 function streamView(main, name) {
   let st = null, built = false, lastPathAt = 0, busy = false;
-  const req = { method: 'lasso', by: 'k', k: null, lambda: null };
+  const req = { method: 'lasso', by: 'k', k: null, lambda: null, criterion: 'ebic' };
   const sort = { key: 'abs', desc: true };
-  let model = null, path = null, modelError = null;
+  let model = null, path = null, modelError = null, selectError = null;
   const view = {
     name: 'stream',
     async update() {
@@ -404,11 +408,28 @@ function streamView(main, name) {
       h('h2', {}, 'Coefficient path'),
       h('p', { class: 'muted', id: 'hover', 'aria-live': 'polite' }, 'Hover a line (or focus a name below) to see its feature.'),
       h('div', { id: 'path-box' }),
-      h('section', { id: 'selection-curve', class: 'placeholder', 'aria-label': 'Model selection' },
-        // MODEL SELECTION: the CV / EBIC curve with the chosen point goes here once the
-        // service offers model selection (a separate issue); nothing here calls it yet.
-        h('h2', {}, 'Model selection (CV / EBIC)'),
-        h('p', { class: 'muted' }, 'The cross-validation / EBIC curve with its chosen point will appear here once the service offers model selection.')),
+      h('section', { id: 'selection-curve', 'aria-label': 'Model selection' },
+        h('h2', {}, 'Which lambda? Model selection along the path'),
+        h('form', { class: 'controls', id: 'criterion-form', 'aria-label': 'Selection criterion' },
+          h('label', { for: 'criterion' }, 'criterion',
+            h('select', {
+              id: 'criterion', name: 'criterion',
+              onchange: async (ev) => { req.criterion = ev.target.value; lastPathAt = 0; await refresh(); },
+            }, CRITERIA.map((c) => h('option', { value: c, selected: c === req.criterion }, c)))),
+          h('button', {
+            type: 'button', id: 'use-chosen', disabled: true,
+            onclick: async () => {
+              const pt = chosenPoint();
+              if (!pt) return;
+              req.by = 'lambda';
+              req.lambda = String(pt.lambda);
+              $('#by-lambda').checked = true;
+              $('#lambda').value = req.lambda;
+              lastPathAt = 0;
+              await refresh();
+            },
+          }, 'Show the chosen model')),
+        h('div', { id: 'selection-box' })),
       h('h2', {}, 'Model at the chosen point'),
       h('div', { id: 'model-box' }));
   }
@@ -427,7 +448,15 @@ function streamView(main, name) {
         if (req.lambda === '' || !Number.isFinite(lv) || lv < 0) modelError = { code: 'invalid_lambda', message: 'lambda must be a number of at least 0, e.g. 0.01.' };
         else body.lambda = lv;
       }
-      const pathReq = get('/v1/streams/' + enc(name) + '/path?method=' + enc(req.method) + '&path_points=40');
+      const pathUrl = '/v1/streams/' + enc(name) + '/path?method=' + enc(req.method) + '&path_points=40';
+      // The path with the criterion's curve; if the criterion cannot be computed here (CV on
+      // a stream without fold statistics), the plain path and the reason.
+      selectError = null;
+      const pathReq = get(pathUrl + '&select=' + enc(req.criterion)).catch((e) => {
+        if (e.away || e.status >= 500) throw e;
+        selectError = e;
+        return get(pathUrl);
+      });
       if (!modelError) {
         try { model = await call('POST', '/v1/streams/' + enc(name) + '/model', body); }
         catch (e) { if (e.away) throw e; modelError = e; model = null; }
@@ -438,6 +467,7 @@ function streamView(main, name) {
       lastPathAt = Date.now();
       $('#model-error').replaceChildren(modelError ? errorBox(modelError) : '');
       drawPath();
+      drawSelection();
       drawModel();
     } finally {
       busy = false;
@@ -475,6 +505,58 @@ function streamView(main, name) {
         onblur: () => highlight(chart, null), onmouseleave: () => highlight(chart, null),
       }, h('i', { style: 'background:' + se.colour }), se.name))));
     box.replaceChildren(chart, legend);
+  }
+  function chosenPoint() {
+    const sel = path && path.selection;
+    return sel ? sel.curve[sel.chosen] : null;
+  }
+  function drawSelection() {
+    const box = $('#selection-box');
+    const use = $('#use-chosen');
+    const sel = path && path.selection;
+    use.disabled = !sel;
+    if (!sel) {
+      box.replaceChildren(selectError ? errorBox(selectError) : h('p', { class: 'muted' }, 'No selection curve.'));
+      return;
+    }
+    const cv = sel.criterion.startsWith('cv');
+    const pts = sel.curve.filter((c) => c.lambda > 0);
+    const xOf = (c) => Math.log10(c.lambda);
+    // The sparsest models' values dwarf the region of the minimum: clip the curve above the
+    // upper half of the values spread from the minimum (a clipped stretch runs along the top).
+    const sortedValues = pts.map((c) => c.value).sort((a, b) => a - b);
+    const lo = sortedValues[0];
+    const mid = sortedValues[Math.floor(sortedValues.length / 2)];
+    const cap = mid > lo ? mid + 2 * (mid - lo) : Infinity;
+    const clipped = sortedValues.length > 0 && sortedValues[sortedValues.length - 1] > cap;
+    const y = (v) => Math.min(v, cap);
+    const series = [{ name: sel.criterion, colour: 'var(--accent)', attrs: { 'data-curve': sel.criterion }, points: pts.map((c) => [xOf(c), y(c.value)]) }];
+    if (cv) {
+      // One standard error either side of the mean held-out error.
+      for (const [nm, sign] of [['+1 SE', 1], ['-1 SE', -1]]) {
+        series.push({ name: nm, colour: 'var(--muted)', attrs: { 'stroke-dasharray': '4 3' }, points: pts.map((c) => [xOf(c), y(c.value + sign * (c.se || 0))]) });
+      }
+    }
+    const chosen = sel.curve[sel.chosen];
+    const marks = [];
+    if (chosen.lambda > 0) marks.push({ x: xOf(chosen), label: 'chosen: lambda = ' + fmt(chosen.lambda) + ', k = ' + chosen.k, attrs: { 'data-chosen': 'true' } });
+    if (sel.minimum !== undefined && sel.minimum !== null && sel.minimum !== sel.chosen && sel.curve[sel.minimum].lambda > 0) {
+      const m = sel.curve[sel.minimum];
+      marks.push({ x: xOf(m), cls: 'alarm-mark', label: 'CV minimum: lambda = ' + fmt(m.lambda) + ', k = ' + m.k, attrs: { 'stroke-dasharray': '6 3' } });
+    }
+    const chart = lineChart({
+      series, marks, xReverse: true, label: sel.criterion + ' along the path of ' + name,
+      xLabel: 'log10 lambda (smaller to the right: more features)', xFmt: (v) => v.toFixed(1),
+      empty: 'no point on the path',
+    });
+    chart.id = 'selection-chart';
+    const what = cv ? 'mean held-out error (' + (sel.fold_sizes ? sel.fold_sizes.length : '?') + ' folds; dashed: one standard error)' : sel.criterion.toUpperCase() + ' (smaller is better)';
+    box.replaceChildren(
+      h('p', { id: 'chosen-text', 'data-chosen-k': String(chosen.k), 'data-chosen-lambda': String(chosen.lambda) },
+        sel.criterion + ' chooses lambda = ' + fmt(chosen.lambda) + ' with k = ' + chosen.k + ' nonzeros (the vertical line). The curve: ' + what +
+        (clipped ? ', clipped above ' + fmt(cap) + ' to show its minimum' : '') + '; degrees of freedom: ' + sel.df_rule + '.'),
+      chart,
+      h('ul', { class: 'muted' }, (sel.notes || []).map((n) => h('li', {}, n))));
   }
   function drawModel() {
     const box = $('#model-box');
