@@ -604,12 +604,42 @@ pub fn path(g: &Gram, pen: &Penalty, lambdas: &[f64], opt: &CdOptions) -> Vec<Pa
 }
 
 /// The model with exactly k nonzeros, found along the path and by bisection between path
-/// points; `exact` is false when no lambda gives k (the closest below k is returned).
+/// points. `exact` is false when no lambda gives k: nonconvex penalties (MCP, SCAD) can jump
+/// past k as lambda falls. Then `point` is the closest model below k, and `above` the
+/// closest model above it (fewest nonzeros over k), when one was met.
 pub struct KSolution {
     pub point: PathPoint,
     pub exact: bool,
+    pub above: Option<PathPoint>,
     /// Lambdas solved on the way, for the diagnostics.
     pub solves: usize,
+}
+
+impl KSolution {
+    /// The k-model when no lambda gives exactly k: the k largest coefficients of the closest
+    /// model above k, measured as |b_j| sqrt(Q_jj) (the size of feature j's contribution,
+    /// whatever the scaling), ties to the lower index; the closest model below k when no
+    /// model above was met. Returns the point and the nonzeros of the model it came from.
+    pub fn truncated(self, g: &Gram, k: usize) -> (PathPoint, usize) {
+        let nonzeros = |b: &[f64]| b.iter().filter(|v| **v != 0.0).count();
+        match self.above {
+            Some(mut above) if !self.exact => {
+                let from = nonzeros(&above.b);
+                let mut order: Vec<usize> =
+                    (0..above.b.len()).filter(|&j| above.b[j] != 0.0).collect();
+                let size = |j: usize| above.b[j].abs() * g.at(j, j).max(0.0).sqrt();
+                order.sort_by(|&a, &b| size(b).total_cmp(&size(a)).then(a.cmp(&b)));
+                for &j in &order[k.min(order.len())..] {
+                    above.b[j] = 0.0;
+                }
+                (above, from)
+            }
+            _ => {
+                let from = nonzeros(&self.point.b);
+                (self.point, from)
+            }
+        }
+    }
 }
 
 pub fn solve_for_k(
@@ -636,6 +666,7 @@ pub fn solve_for_k(
         return KSolution {
             point: best_below,
             exact: k == 0,
+            above: None,
             solves,
         };
     }
@@ -656,6 +687,7 @@ pub fn solve_for_k(
                     info,
                 },
                 exact: true,
+                above: None,
                 solves,
             };
         }
@@ -669,6 +701,11 @@ pub fn solve_for_k(
             continue;
         }
         // Bisect (in log lambda) between best_below.lambda (< k) and lambda (> k).
+        let mut above = PathPoint {
+            lambda,
+            b: state.b.clone(),
+            info,
+        };
         let (mut hi, mut lo) = (best_below.lambda, lambda);
         for _ in 0..60 {
             if hi / lo - 1.0 < 1e-12 {
@@ -687,6 +724,7 @@ pub fn solve_for_k(
                         info,
                     },
                     exact: true,
+                    above: None,
                     solves,
                 };
             }
@@ -700,17 +738,26 @@ pub fn solve_for_k(
                 prev_state = trial;
             } else {
                 lo = mid;
+                if nnz <= above.b.iter().filter(|v| **v != 0.0).count() {
+                    above = PathPoint {
+                        lambda: mid,
+                        b: trial.b,
+                        info,
+                    };
+                }
             }
         }
         return KSolution {
             point: best_below,
             exact: false,
+            above: Some(above),
             solves,
         };
     }
     KSolution {
         point: best_below,
         exact: false,
+        above: None,
         solves,
     }
 }
@@ -1011,13 +1058,30 @@ impl<P: PenaltyParams> Solver for Penalized<P> {
                     self.path_points.unwrap_or(100),
                     &opt,
                 );
-                if !sol.exact {
-                    notes.push(format!(
-                        "no lambda gives exactly {k} nonzeros; returning the closest below ({})",
-                        sol.point.b.iter().filter(|v| **v != 0.0).count()
-                    ));
+                let exact = sol.exact;
+                let had_above = sol.above.is_some();
+                let (point, from) = sol.truncated(g, k);
+                if !exact {
+                    notes.push(if had_above {
+                        format!(
+                            "no lambda gives exactly {k} nonzeros (the path jumps from fewer to \
+                             {from}); returning the {k} largest of that {from}-feature model \
+                             (lambda = {:.4e}){}",
+                            point.lambda,
+                            if self.refits() {
+                                ", refitted on them"
+                            } else {
+                                ": its coefficients are not a penalized solution"
+                            }
+                        )
+                    } else {
+                        format!(
+                            "no lambda gives exactly {k} nonzeros; returning the closest below \
+                             ({from})"
+                        )
+                    });
                 }
-                self.point_fit(g, sol.point, Some(sol.exact))
+                self.point_fit(g, point, Some(exact))
             }
             Sparsity::Lambda(lambda) => {
                 let mut state = CdState::zeros(g);
@@ -1089,6 +1153,39 @@ impl<P> Penalized<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Two columns symmetric in Q and c enter at the same lambda: no lambda gives k = 1. The
+    /// k-model is then the larger of the two-feature model's coefficients (the lower index on
+    /// a tie), not the empty model below; k = 2 is exact.
+    #[test]
+    fn a_k_the_path_jumps_over_keeps_the_k_largest_of_the_model_above() {
+        let g = Gram {
+            m: 3,
+            q: vec![1.0, 0.6, 0.1, 0.6, 1.0, 0.1, 0.1, 0.1, 1.0],
+            c: vec![0.8, 0.8, 0.05],
+            yy: 2.0,
+        };
+        for pen in [Penalty::Lasso, Penalty::Mcp { gamma: 3.0 }] {
+            let opt = CdOptions::default();
+            let sol = solve_for_k(&g, &pen, 1, 1e-4, 100, &opt);
+            assert!(!sol.exact, "{pen:?}");
+            let below = sol.point.b.iter().filter(|v| **v != 0.0).count();
+            assert_eq!(below, 0, "{pen:?}: {:?}", sol.point.b);
+            let above = sol.above.as_ref().expect("a model above k").b.clone();
+            assert!(above[0] != 0.0 && above[1] != 0.0, "{pen:?}: {above:?}");
+            let (point, from) = sol.truncated(&g, 1);
+            assert_eq!(from, above.iter().filter(|v| **v != 0.0).count());
+            assert_eq!(point.b[0], above[0], "{pen:?}");
+            assert_eq!(&point.b[1..], &[0.0, 0.0], "{pen:?}: {:?}", point.b);
+            let two = solve_for_k(&g, &pen, 2, 1e-4, 100, &opt);
+            assert!(two.exact && two.above.is_none(), "{pen:?}");
+            let (point, from) = two.truncated(&g, 2);
+            assert_eq!(
+                (from, point.b.iter().filter(|v| **v != 0.0).count()),
+                (2, 2)
+            );
+        }
+    }
 
     /// Columns 0 and 2 are the same column (bitwise equal in Q and c), as a solver sees them
     /// when nothing merged them. Once column 0 is in, column 2's z equals lambda up to rounding;
