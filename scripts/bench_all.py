@@ -202,6 +202,8 @@ def bench_ingest(args, workdir, rows):
         ("json", 1000, 10, 1_500),
     ]
     for fmt, p, per, count in cases:
+        if args.cases and f"{fmt}{p}" not in args.cases:
+            continue
         total = per * count
         procs = Procs()
         with open(os.path.join(workdir, "ingest.log"), "a") as logf:
@@ -313,6 +315,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--only", default="fit,csv,ingest,features",
                     help="comma-separated parts: fit (NPY), csv, ingest, features")
+    ap.add_argument("--cases", help="comma-separated ingest cases to run (binary100, json100, binary1000, json1000); all by default")
     ap.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "ravel-bench"))
     ap.add_argument("--ravel", default=os.path.join(ROOT, "target", "release", "ravel"))
     ap.add_argument("--before", help="an older ravel binary, measured in the same ingest and feature rounds")
@@ -322,6 +325,7 @@ def main():
     os.makedirs(args.dir, exist_ok=True)
     only = set(args.only.split(","))
     args.only = only
+    args.cases = set(args.cases.split(",")) if args.cases else None
     rows = []
     if only & {"fit", "csv"}:
         bench_fit(args, args.dir, rows)
