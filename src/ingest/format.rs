@@ -500,7 +500,7 @@ pub(crate) mod fast_json {
             mantissa += mantissa & 1;
             mantissa >>= 1;
             power2 = (mantissa >= (1u64 << EXPLICIT)) as i32;
-            return Some(f64::from_bits(mantissa | (power2 as u64) << EXPLICIT));
+            return Some(f64::from_bits(mantissa | ((power2 as u64) << EXPLICIT)));
         }
         // A tie (the product exact and half-way): round to even.
         if lo <= 1 && (-4..=23).contains(&q) && mantissa & 3 == 1 && (mantissa << shift) == hi {
@@ -516,7 +516,7 @@ pub(crate) mod fast_json {
         if power2 >= 0x7FF {
             return None;
         }
-        Some(f64::from_bits(mantissa | (power2 as u64) << EXPLICIT))
+        Some(f64::from_bits(mantissa | ((power2 as u64) << EXPLICIT)))
     }
 
     struct Parser<'a> {
