@@ -202,6 +202,8 @@ def bench_ingest(args, workdir, rows):
         ("json", 1000, 10, 1_500),
     ]
     for fmt, p, per, count in cases:
+        if args.cases and f"{fmt}{p}" not in args.cases:
+            continue
         total = per * count
         procs = Procs()
         with open(os.path.join(workdir, "ingest.log"), "a") as logf:
@@ -244,8 +246,6 @@ def bench_ingest(args, workdir, rows):
 
 
 def bench_features(args, workdir, rows):
-    from confluent_kafka import Producer
-
     n, s, p = 10_000, 50, 2_000
     rng = np.random.default_rng(9)
     base = rng.standard_normal((n, 200))
@@ -258,43 +258,56 @@ def bench_features(args, workdir, rows):
     labels = json.dumps({"labels": y.tolist()}).encode()
     payloads = [json.dumps({"feature": f"f{j}", "values": base[:, j].tolist()}).encode() for j in range(200)]
     kb = len(payloads[0]) / 1e3
-    r, q = [], []
+    r, q, b = [], [], []
     for k in range(args.rounds):
         log(f"features n = {n}: round {k + 1}")
-        procs = Procs()
-        with open(os.path.join(workdir, "features.log"), "a") as logf:
-            try:
-                _, bootstrap = start_broker(procs, args.ravel, ["bench.features:1"], logf)
-                cfg = os.path.join(workdir, f"features{k}.toml")
-                with open(cfg, "w") as f:
-                    f.write(f'[http]\naddr = "127.0.0.1:0"\n\n[kafka]\nbrokers = "{bootstrap}"\ngroup_id = "f{k}"\n')
-                    f.write(f'[state]\ndir = "{tempfile.mkdtemp(dir=workdir)}"\n\n[demo]\nenabled = false\n\n')
-                    f.write(f'[[feature_streams]]\nname = "fbench"\ntopic = "bench.features"\nn = {n}\ns = {s}\n')
-                proc = procs.start([args.ravel, "serve", "--config", cfg], logf)
-                line = proc.stdout.readline().strip()
-                host, port = line.removeprefix("listening on http://").rsplit(":", 1)
-                api = Api(host, int(port))
-                producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 1, "message.max.bytes": 10_000_000})
-                producer.produce("bench.features", labels)
-                sent, seen, first = 0, 0, None
-                while seen < p:
-                    while sent < p and sent <= seen + 20:
-                        producer.produce("bench.features", payloads[sent % 200])
-                        sent += 1
-                    producer.flush(10)
-                    status, body = api.get("/v1/feature-streams/fbench")
-                    seen = json.loads(body).get("features_seen", 0) if status == 200 else 0
-                    if seen > 0 and first is None:
-                        first = (seen, time.perf_counter())
-                    time.sleep(0.001)
-                r.append((p - first[0]) / (time.perf_counter() - first[1]))
-            finally:
-                procs.stop_all()
+        r.append(serve_features(args.ravel, workdir, n, s, p, labels, payloads, f"f{k}"))
         t, _ = timed([args.ravel, "select", npy, "--s", str(s), "--passes", "1"])
         q.append(p / t)
+        if args.before:
+            b.append(serve_features(args.before, workdir, n, s, p, labels, payloads, f"fb{k}"))
     rr, qq = statistics.median(r), statistics.median(q)
+    cell = f"{rr:,.0f} features/s"
+    if args.before:
+        cell += f"; before: {statistics.median(b):,.0f} features/s"
     rows.append((f"feature stream n = {n}, s = {s}, {p} JSON columns ({kb:.0f} kB each), OS",
-                 f"{rr:,.0f} features/s", "ravel select --passes 1 (NPY file)", f"{qq:,.0f} features/s", rr / qq, None))
+                 cell, "ravel select --passes 1 (NPY file)", f"{qq:,.0f} features/s", rr / qq, None))
+
+
+def serve_features(ravel, workdir, n, s, p, labels, payloads, group):
+    """Features/s of `ravel serve` from the first feature applied to the last (the producer
+    kept at most 20 columns ahead of what the service shows)."""
+    from confluent_kafka import Producer
+
+    procs = Procs()
+    with open(os.path.join(workdir, "features.log"), "a") as logf:
+        try:
+            _, bootstrap = start_broker(procs, ravel, ["bench.features:1"], logf)
+            cfg = os.path.join(workdir, f"{group}.toml")
+            with open(cfg, "w") as f:
+                f.write(f'[http]\naddr = "127.0.0.1:0"\n\n[kafka]\nbrokers = "{bootstrap}"\ngroup_id = "{group}"\n')
+                f.write(f'[state]\ndir = "{tempfile.mkdtemp(dir=workdir)}"\n\n[demo]\nenabled = false\n\n')
+                f.write(f'[[feature_streams]]\nname = "fbench"\ntopic = "bench.features"\nn = {n}\ns = {s}\n')
+            proc = procs.start([ravel, "serve", "--config", cfg], logf)
+            line = proc.stdout.readline().strip()
+            host, port = line.removeprefix("listening on http://").rsplit(":", 1)
+            api = Api(host, int(port))
+            producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 1, "message.max.bytes": 10_000_000})
+            producer.produce("bench.features", labels)
+            sent, seen, first = 0, 0, None
+            while seen < p:
+                while sent < p and sent <= seen + 20:
+                    producer.produce("bench.features", payloads[sent % len(payloads)])
+                    sent += 1
+                producer.flush(10)
+                status, body = api.get("/v1/feature-streams/fbench")
+                seen = json.loads(body).get("features_seen", 0) if status == 200 else 0
+                if seen > 0 and first is None:
+                    first = (seen, time.perf_counter())
+                time.sleep(0.001)
+            return (p - first[0]) / (time.perf_counter() - first[1])
+        finally:
+            procs.stop_all()
 
 
 def main():
@@ -302,15 +315,17 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--only", default="fit,csv,ingest,features",
                     help="comma-separated parts: fit (NPY), csv, ingest, features")
+    ap.add_argument("--cases", help="comma-separated ingest cases to run (binary100, json100, binary1000, json1000); all by default")
     ap.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "ravel-bench"))
     ap.add_argument("--ravel", default=os.path.join(ROOT, "target", "release", "ravel"))
-    ap.add_argument("--before", help="an older ravel binary, measured in the same ingest rounds")
+    ap.add_argument("--before", help="an older ravel binary, measured in the same ingest and feature rounds")
     args = ap.parse_args()
     if not os.path.exists(args.ravel):
         sys.exit("build the release binary first: cargo build --release")
     os.makedirs(args.dir, exist_ok=True)
     only = set(args.only.split(","))
     args.only = only
+    args.cases = set(args.cases.split(",")) if args.cases else None
     rows = []
     if only & {"fit", "csv"}:
         bench_fit(args, args.dir, rows)

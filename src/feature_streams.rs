@@ -3,8 +3,8 @@
 //!
 //! Ingest owns the running selection (`ingest::features::LiveFeatureStream`: OS for
 //! `workers = 1`, one worker of Asy-OS being OS exactly without the thread, or Asy-OS on
-//! `workers` threads). It applies each decoded message in topic order and, after each batch,
-//! publishes an immutable `FeatureSnapshot` (a `SelectionSnapshot` plus the offsets read,
+//! `workers` threads). It applies each decoded message in topic order and, after each batch
+//! (and every `ingest::features::PUBLISH_EVERY` within a long one), publishes an immutable `FeatureSnapshot` (a `SelectionSnapshot` plus the offsets read,
 //! `published::Published`); readers summarize and refit from that copy for as long as they
 //! like, so a refit never blocks ingest and ingest never blocks a reader. This module holds
 //! only what readers see; it imports nothing of ingest.

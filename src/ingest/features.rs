@@ -1,7 +1,9 @@
 //! Feature-stream dispatch on the ingest thread: each feature-stream message is decoded
 //! (`feature_format`) and applied to the stream's running selection (`Substitution`: OS or
-//! Asy-OS) as it is read, since each is a whole column (O(n s) work); after each batch every
-//! changed stream publishes its `FeatureSnapshot` for readers (`crate::feature_streams`).
+//! Asy-OS) as it is read, since each is a whole column (O(n s) work); large columns are
+//! decoded ahead on another thread (`ingest::ahead`) while earlier ones are applied. After each
+//! batch, and every `PUBLISH_EVERY` within a long one, every changed stream publishes its
+//! `FeatureSnapshot` for readers (`crate::feature_streams`).
 //! This is the writer's side of a feature stream; the reader's side imports nothing of it.
 //!
 //! Features are identified by name: a name gets the next index the first time it arrives and
@@ -24,6 +26,12 @@ use rdkafka::message::{BorrowedMessage, Message};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::SystemTime;
+
+/// How often a changed feature stream publishes its snapshot while a batch goes on (ingest
+/// publishes after every batch too): readers see a column applied within about this long,
+/// and a snapshot (a copy of the s n retained values) costs at most 1/PUBLISH_EVERY copies a
+/// second, not one per column.
+pub const PUBLISH_EVERY: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// Rejections kept in the snapshot (the labels endpoint finds its own message's there).
 const RECENT_REJECTIONS: usize = 32;
@@ -249,22 +257,26 @@ impl FeatureIngest {
         }
     }
 
-    /// Decodes one message and applies it to the selection, or rejects it.
+    /// Decodes one message (unless `decoded` is its decoding, done ahead on another thread:
+    /// `ingest::ahead`) and applies it to the selection, or rejects it.
     pub fn accept(
         &mut self,
         metrics: &Metrics,
         dead_letters: Option<&DeadLetters>,
         msg: &BorrowedMessage<'_>,
+        decoded: Option<Result<FeatureMessage, Rejection>>,
     ) {
         let handle = self.live.handle.clone();
         let name = handle.name();
         metrics.messages_consumed.with_label_values(&[name]).inc();
-        let result = match msg.payload() {
-            None => Err(ApplyError::Rejected(no_payload())),
-            Some(payload) => feature_format::decode(payload, handle.config.n)
-                .map_err(ApplyError::Rejected)
-                .and_then(|m| self.live.apply(m)),
+        let decoded = match (decoded, msg.payload()) {
+            (Some(d), _) => d,
+            (None, None) => Err(no_payload()),
+            (None, Some(payload)) => feature_format::decode(payload, handle.config.n),
         };
+        let result = decoded
+            .map_err(ApplyError::Rejected)
+            .and_then(|m| self.live.apply(m));
         let rejection = match result {
             Ok(Applied::Feature) => {
                 metrics.features_processed.with_label_values(&[name]).inc();

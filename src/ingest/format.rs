@@ -403,6 +403,122 @@ pub(crate) mod fast_json {
         Some(v)
     }
 
+    /// Decimal exponents `eisel_lemire` takes: 5^q fits 128 bits for q <= 55, and 5^-q 64
+    /// bits for q >= -27 (the range where fast_float's product never needs its error path).
+    /// Seventeen significant digits with the point anywhere in them fall inside.
+    const EL_MIN: i64 = -27;
+    const EL_MAX: i64 = 55;
+
+    /// 5^q for q in `EL_MIN..=EL_MAX`, as fast_float tabulates it: the 128 most significant
+    /// bits (high word first) of 5^q, and of 2^b / 5^-q + 1 for negative q (b such that the
+    /// quotient has 128 bits). Computed at compile time (exact: u128 for 5^55, and 64-bit
+    /// long division by 5^27 < 2^63).
+    const POW5: [(u64, u64); (EL_MAX - EL_MIN + 1) as usize] = {
+        let mut table = [(0u64, 0u64); (EL_MAX - EL_MIN + 1) as usize];
+        let mut k = 0;
+        while k < table.len() {
+            let q = EL_MIN + k as i64;
+            let c: u128 = if q >= 0 {
+                let mut c = 1u128;
+                let mut j = 0;
+                while j < q {
+                    c *= 5;
+                    j += 1;
+                }
+                c << c.leading_zeros()
+            } else {
+                let mut d = 1u64;
+                let mut j = 0;
+                while j < -q {
+                    d *= 5;
+                    j += 1;
+                }
+                // z: the bits of d (5^-q is never a power of two), b = z + 127, so the
+                // quotient 2^b / d lies in [2^127, 2^128). Long division of the limbs of 2^b.
+                let z = 64 - d.leading_zeros();
+                let b = z + 127;
+                let mut limbs = [0u64; 3];
+                limbs[(b / 64) as usize] = 1 << (b % 64);
+                let (mut rem, mut quot) = (0u128, [0u64; 3]);
+                let mut l = 3;
+                while l > 0 {
+                    l -= 1;
+                    let cur = (rem << 64) | limbs[l] as u128;
+                    quot[l] = (cur / d as u128) as u64;
+                    rem = cur % d as u128;
+                }
+                let c = ((quot[1] as u128) << 64) | quot[0] as u128;
+                match c.checked_add(1) {
+                    Some(c) => c,
+                    None => 1 << 127,
+                }
+            };
+            table[k] = ((c >> 64) as u64, c as u64);
+            k += 1;
+        }
+        table
+    };
+
+    /// `w * 10^q` correctly rounded to f64 (w < 10^19, q in `EL_MIN..=EL_MAX`), by the
+    /// Eisel-Lemire algorithm as fast-float2's `compute_float` does it (the same table
+    /// entries and steps, for f64), from the digits the parser already gathered instead of a
+    /// second pass over the bytes. `None` outside that range.
+    #[inline]
+    fn eisel_lemire(w: u64, q: i64) -> Option<f64> {
+        const EXPLICIT: i32 = 52;
+        if !(EL_MIN..=EL_MAX).contains(&q) {
+            return None;
+        }
+        if w == 0 {
+            return Some(0.0);
+        }
+        let lz = w.leading_zeros() as i32;
+        let w = w << lz;
+        // The product's high 128 bits, as far as they matter for `EXPLICIT + 3` bits.
+        let (hi5, lo5) = POW5[(q - EL_MIN) as usize];
+        let full = (w as u128) * (hi5 as u128);
+        let (mut lo, mut hi) = (full as u64, (full >> 64) as u64);
+        let mask = u64::MAX >> (EXPLICIT + 3);
+        if hi & mask == mask {
+            let second_hi = (((w as u128) * (lo5 as u128)) >> 64) as u64;
+            lo = lo.wrapping_add(second_hi);
+            if second_hi > lo {
+                hi += 1;
+            }
+        }
+        let upperbit = (hi >> 63) as i32;
+        let shift = upperbit + 64 - EXPLICIT - 3;
+        let mut mantissa = hi >> shift;
+        let power = ((q as i32).wrapping_mul(152_170 + 65536) >> 16) + 63;
+        let mut power2 = power + upperbit - lz + 1023;
+        if power2 <= 0 {
+            // Subnormal: not reached for q >= -27, kept as fast_float has it.
+            if -power2 + 1 >= 64 {
+                return Some(0.0);
+            }
+            mantissa >>= -power2 + 1;
+            mantissa += mantissa & 1;
+            mantissa >>= 1;
+            power2 = (mantissa >= (1u64 << EXPLICIT)) as i32;
+            return Some(f64::from_bits(mantissa | ((power2 as u64) << EXPLICIT)));
+        }
+        // A tie (the product exact and half-way): round to even.
+        if lo <= 1 && (-4..=23).contains(&q) && mantissa & 3 == 1 && (mantissa << shift) == hi {
+            mantissa &= !1;
+        }
+        mantissa += mantissa & 1;
+        mantissa >>= 1;
+        if mantissa >= (2u64 << EXPLICIT) {
+            mantissa = 1u64 << EXPLICIT;
+            power2 += 1;
+        }
+        mantissa &= !(1u64 << EXPLICIT);
+        if power2 >= 0x7FF {
+            return None;
+        }
+        Some(f64::from_bits(mantissa | ((power2 as u64) << EXPLICIT)))
+    }
+
     struct Parser<'a> {
         b: &'a [u8],
         i: usize,
@@ -537,6 +653,10 @@ pub(crate) mod fast_json {
                 } else {
                     m * POW10[exp10 as usize]
                 };
+                if negative { -v } else { v }
+            } else if digits <= 19
+                && let Some(v) = eisel_lemire(mantissa, exp10)
+            {
                 if negative { -v } else { v }
             } else {
                 fast_float2::parse(&b[start..i]).ok()?
@@ -991,6 +1111,64 @@ mod tests {
         let msg = b" \t{ \"y\" :\r\n[ 3 , 4 ] , \"rows\": [ [1,2] ,[ -0.5 , 1e2 ] ] }\n";
         assert_eq!(fast_json::decode(msg, 2, &mut x, &mut y), Some(2));
         assert_eq!((x, y), (vec![1.0, 2.0, -0.5, 100.0], vec![3.0, 4.0]));
+    }
+
+    /// Eisel-Lemire on the gathered digits against Rust's own correctly rounded parser, over
+    /// every exponent it takes and 1 to 19 significant digits (ties, 2^53 +- 1, all nines),
+    /// written with the point at every place and with an exponent.
+    #[test]
+    fn fast_json_numbers_round_like_std() {
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut mantissas: Vec<u64> = vec![
+            1,
+            9_007_199_254_740_991,
+            9_007_199_254_740_992,
+            9_007_199_254_740_993,
+            9_999_999_999_999_999_999,
+            10_000_000_000_000_000_000 - 1,
+            12_345_678_901_234_567,
+            18_014_398_509_481_985,
+            4_503_599_627_370_497,
+        ];
+        for digits in 1..=19u32 {
+            for _ in 0..300 {
+                let lo = 10u64.pow(digits - 1);
+                mantissas.push(lo + next() % (lo * 9));
+            }
+        }
+        let mut checked = 0;
+        for &m in &mantissas {
+            for q in -40..=60i64 {
+                let text = m.to_string();
+                let mut forms = vec![format!("{m}e{q}"), format!("-{m}E{q}")];
+                // The same value with the point inside the digits.
+                let point = text.len() as i64 + q;
+                if q < 0 && point > 0 {
+                    let (a, b) = text.split_at(point as usize);
+                    forms.push(format!("{a}.{b}"));
+                } else if q < 0 && point > -5 {
+                    forms.push(format!("0.{}{text}", "0".repeat((-point) as usize)));
+                }
+                for t in forms {
+                    let want: f64 = t.parse().unwrap();
+                    let (mut x, mut y) = (vec![], vec![]);
+                    let msg = format!(r#"{{"x": [{t}], "y": 0}}"#);
+                    assert_eq!(
+                        fast_json::decode(msg.as_bytes(), 1, &mut x, &mut y),
+                        Some(1)
+                    );
+                    assert_eq!(x[0].to_bits(), want.to_bits(), "{t}");
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 1_000_000, "{checked}");
     }
 
     #[test]

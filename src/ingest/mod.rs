@@ -27,12 +27,14 @@
 //! loading), `commit` (which offsets may be committed), `features` (feature-stream dispatch),
 //! `rejections` (counted, logged, dead-lettered), `format` and `feature_format` (message
 //! formats), `dlq` (dead-letter producer, on its own thread), `held` (partitions waiting at a
-//! rejected message until its dead-letter copy is delivered).
+//! rejected message until its dead-letter copy is delivered), `ahead` (threads that decode JSON
+//! messages while the loop goes on).
 //!
 //! Dead letters never stall the loop: a rejected message's copy goes to the dead-letter thread
 //! and, with `dlq.on_failure = "block"`, only its own partition waits (paused, its position at
 //! the message, so no checkpoint or commit passes it) until the copy is delivered.
 
+pub mod ahead;
 pub mod checkpoints;
 pub mod commit;
 pub mod dlq;
@@ -90,7 +92,7 @@ use rdkafka::error::KafkaError;
 use rdkafka::message::{BorrowedMessage, Message};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use rebalance::{Change, IngestContext, Restore};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -146,10 +148,18 @@ pub fn spawn(setup: IngestSetup) -> anyhow::Result<std::thread::JoinHandle<anyho
         .context("cannot start the ingest thread")
 }
 
-/// Payload bytes read before a chunk of messages is accepted (`Ingest::gather`).
-const CHUNK_BYTES: usize = 256 << 10;
-/// JSON bytes in a chunk from which its rows are decoded on two threads.
-const PARALLEL_DECODE_BYTES: usize = 64 << 10;
+/// Payload bytes read ahead of the message being accepted (`Ingest::gather`): the JSON
+/// messages among them are being decoded on the `ahead` threads meanwhile.
+const WINDOW_BYTES: usize = 1 << 20;
+/// Smaller JSON messages are decoded on the ingest thread (handing one to another thread costs
+/// about as much as decoding it).
+const AHEAD_MIN_BYTES: usize = 1 << 10;
+
+/// A message decoded on an `ahead` thread.
+enum Early {
+    Rows(fold::Decoded),
+    Feature(Result<feature_format::FeatureMessage, format::Rejection>),
+}
 
 /// Where a topic's messages go.
 #[derive(Clone, Copy)]
@@ -184,6 +194,10 @@ struct Ingest {
     metrics: Arc<Metrics>,
     shutdown: Shutdown,
     last_poll_error: Option<Instant>,
+    /// Threads decoding JSON messages while the loop goes on.
+    ahead: ahead::Ahead<Early>,
+    /// When the feature streams last published.
+    features_published: Instant,
 }
 
 impl Ingest {
@@ -372,6 +386,11 @@ impl Ingest {
             metrics: setup.metrics,
             shutdown: setup.shutdown,
             last_poll_error: None,
+            ahead: ahead::Ahead::new(
+                "ravel-decode",
+                std::thread::available_parallelism().map_or(2, |n| n.get().clamp(1, 4)),
+            ),
+            features_published: Instant::now(),
         })
     }
 
@@ -399,6 +418,7 @@ impl Ingest {
     /// Publishes the snapshot of every feature stream that changed; an error if one cannot
     /// go on.
     fn publish_features(&mut self) -> anyhow::Result<()> {
+        self.features_published = Instant::now();
         for f in &mut self.features {
             if let Some(e) = &f.failed {
                 bail!("feature stream '{}' stopped: {e}", f.live.handle.name());
@@ -418,15 +438,16 @@ impl Ingest {
     /// `max_rows` rows (or feature-stream messages) and `max_wait` since the first message
     /// cap it. Returns the rows gathered.
     ///
-    /// Messages are accepted in chunks of up to `CHUNK_BYTES` of payload, in the order read
-    /// (`accept_chunk`), so that a chunk's JSON can be decoded on both cores; the cap is checked
-    /// after each chunk, so a batch may pass `max_rows` by one chunk's rows.
+    /// Messages are accepted in the order read, each once `WINDOW_BYTES` of payload were read
+    /// after it (or the batch ends): meanwhile the JSON ones are decoded on the `ahead`
+    /// threads, so parsing overlaps polling, accepting and applying feature columns, on every
+    /// core. Feature streams publish every `features::PUBLISH_EVERY` within a batch.
     fn gather(&mut self) -> usize {
         let mut rows = 0;
         let mut deadline: Option<Instant> = None;
         let consumer = self.consumer.clone();
-        let mut chunk: Vec<BorrowedMessage<'_>> = Vec::new();
-        let mut chunk_bytes = 0;
+        let mut window: VecDeque<(BorrowedMessage<'_>, bool)> = VecDeque::new();
+        let mut window_bytes = 0;
         loop {
             let timeout = match deadline {
                 None => Duration::from_millis(100),
@@ -441,12 +462,16 @@ impl Ingest {
                     break;
                 }
                 Some(Ok(msg)) => {
-                    chunk_bytes += msg.payload_len();
-                    chunk.push(msg);
-                    if chunk_bytes >= CHUNK_BYTES {
-                        rows += self.accept_chunk(&mut chunk);
-                        chunk_bytes = 0;
+                    let early = self.decode_ahead(&msg);
+                    window_bytes += msg.payload_len();
+                    window.push_back((msg, early));
+                    while window_bytes > WINDOW_BYTES
+                        && let Some((msg, early)) = window.pop_front()
+                    {
+                        window_bytes -= msg.payload_len();
+                        rows += self.accept_read(&msg, early);
                     }
+                    self.publish_features_due();
                     let due = *deadline.get_or_insert_with(|| Instant::now() + self.max_wait);
                     if rows >= self.max_rows || Instant::now() >= due {
                         break;
@@ -454,62 +479,62 @@ impl Ingest {
                 }
             }
         }
-        rows + self.accept_chunk(&mut chunk)
-    }
-
-    /// Accepts the messages of a chunk in order (`accept`), their JSON rows decoded ahead on
-    /// two threads when there is enough of it to be worth a thread: parsing JSON numbers is
-    /// the cost of JSON ingest (binary messages are a copy, decoded in `accept`). Returns the
-    /// rows.
-    fn accept_chunk(&mut self, chunk: &mut Vec<BorrowedMessage<'_>>) -> usize {
-        let mut ahead: Vec<Option<fold::Decoded>> = chunk.iter().map(|_| None).collect();
-        let json: Vec<(usize, &fold::StreamIngest, &[u8])> = chunk
-            .iter()
-            .enumerate()
-            .filter_map(|(k, m)| match self.by_topic.get(m.topic()) {
-                Some(&Target::Rows(i)) => m
-                    .payload()
-                    .filter(|b| !b.starts_with(&format::BINARY_MAGIC))
-                    .map(|b| (k, &self.streams[i], b)),
-                _ => None,
-            })
-            .collect();
-        let bytes: usize = json.iter().map(|(_, _, b)| b.len()).sum();
-        if bytes >= PARALLEL_DECODE_BYTES {
-            // Two halves by bytes: the second on a scoped thread, the first here.
-            let mut acc = 0;
-            let split = json
-                .iter()
-                .position(|(_, _, b)| {
-                    acc += b.len();
-                    acc * 2 >= bytes
-                })
-                .map_or(json.len(), |k| k + 1);
-            let run =
-                |part: &[(usize, &fold::StreamIngest, &[u8])]| -> Vec<(usize, fold::Decoded)> {
-                    part.iter()
-                        .map(|&(k, s, b)| (k, fold::decode(&s.handle, Some(b))))
-                        .collect()
-                };
-            let (first, second) = json.split_at(split);
-            let (a, b) = std::thread::scope(|scope| {
-                let other = scope.spawn(|| run(second));
-                let here = run(first);
-                (
-                    here,
-                    other.join().expect("the decode thread does not panic"),
-                )
-            });
-            for (k, d) in a.into_iter().chain(b) {
-                ahead[k] = Some(d);
-            }
-        }
-        drop(json);
-        let mut rows = 0;
-        for (msg, d) in chunk.drain(..).zip(ahead) {
-            rows += self.accept(&msg, d);
+        for (msg, early) in window.drain(..) {
+            rows += self.accept_read(&msg, early);
         }
         rows
+    }
+
+    /// Hands a JSON message of a stream or feature stream to the `ahead` threads (a copy of
+    /// its payload); whether it did. Binary messages are a copy to decode: never.
+    fn decode_ahead(&mut self, msg: &BorrowedMessage<'_>) -> bool {
+        let Some(payload) = msg.payload() else {
+            return false;
+        };
+        if payload.len() < AHEAD_MIN_BYTES || !self.ahead.available() {
+            return false;
+        }
+        match self.by_topic.get(msg.topic()) {
+            Some(&Target::Rows(i)) if !payload.starts_with(&format::BINARY_MAGIC) => {
+                let handle = self.streams[i].handle.clone();
+                let payload = payload.to_vec();
+                self.ahead
+                    .submit(move || Early::Rows(fold::decode(&handle, Some(&payload))));
+                true
+            }
+            Some(&Target::Features(i)) => {
+                let n = self.features[i].live.handle.config.n;
+                let payload = payload.to_vec();
+                self.ahead
+                    .submit(move || Early::Feature(feature_format::decode(&payload, n)));
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Accepts a message read in `gather`, with its decoding if it was handed to `ahead`
+    /// (taken even if the message is then dropped, so that results stay in step).
+    fn accept_read(&mut self, msg: &BorrowedMessage<'_>, early: bool) -> usize {
+        let early = if early { self.ahead.take() } else { None };
+        self.accept(msg, early)
+    }
+
+    /// Publishes the feature streams that changed if `features::PUBLISH_EVERY` passed since
+    /// they last did (within a batch; `run` publishes after each). A stream that cannot go on
+    /// is marked failed; `publish_features` then stops ingest.
+    fn publish_features_due(&mut self) {
+        if self.features.is_empty() || self.features_published.elapsed() < features::PUBLISH_EVERY {
+            return;
+        }
+        self.features_published = Instant::now();
+        for f in &mut self.features {
+            if f.failed.is_none()
+                && let Err(e) = f.live.publish(&self.metrics)
+            {
+                f.failed = Some(e.to_string());
+            }
+        }
     }
 
     fn poll_error(&mut self, e: KafkaError) {
@@ -775,7 +800,7 @@ impl Ingest {
     /// message's dead-letter copy. Messages of a waiting partition, and messages before a
     /// partition's position (already in the statistics), are dropped unread. Returns the rows
     /// (1 for a feature-stream message).
-    fn accept(&mut self, msg: &BorrowedMessage<'_>, ahead: Option<fold::Decoded>) -> usize {
+    fn accept(&mut self, msg: &BorrowedMessage<'_>, early: Option<Early>) -> usize {
         let (topic, partition, offset) = (msg.topic(), msg.partition(), msg.offset());
         let Some(&target) = self.by_topic.get(topic) else {
             return 0;
@@ -798,7 +823,11 @@ impl Ingest {
         let dead_letters = self.dead_letters.as_ref();
         let rows = match target {
             Target::Rows(i) => {
-                match self.streams[i].accept(&self.metrics, dead_letters, msg, ahead) {
+                let early = match early {
+                    Some(Early::Rows(d)) => Some(d),
+                    _ => None,
+                };
+                match self.streams[i].accept(&self.metrics, dead_letters, msg, early) {
                     Some(n) => n,
                     None if self.block => {
                         let stream = self.streams[i].handle.name().to_string();
@@ -819,7 +848,11 @@ impl Ingest {
                 }
             }
             Target::Features(i) => {
-                self.features[i].accept(&self.metrics, dead_letters, msg);
+                let early = match early {
+                    Some(Early::Feature(d)) => Some(d),
+                    _ => None,
+                };
+                self.features[i].accept(&self.metrics, dead_letters, msg, early);
                 1
             }
         };
