@@ -35,6 +35,7 @@
 
 pub mod checkpoints;
 pub mod commit;
+pub mod cv;
 pub mod dlq;
 pub mod feature_format;
 pub mod features;
@@ -741,6 +742,10 @@ fn write_states(
                 as_of_ms: part.as_of_ms,
                 writer: writer_name.to_string(),
                 stats: part.stats.clone(),
+                folds: part.folds.clone().map(|folds| cv::SavedFolds {
+                    fold_by: s.handle.folds().1,
+                    folds,
+                }),
             });
         }
     }

@@ -337,16 +337,20 @@ impl FoldSet {
         }
         let e = |e: StatsError| e.to_string();
         match (self, other, ours, theirs) {
-            (FoldSet::Regression(a), FoldSet::Regression(b), Stats::Regression(s), Stats::Regression(t)) => {
-                a.merge(b, s.n() as f64, t.n() as f64).map_err(e)
-            }
+            (
+                FoldSet::Regression(a),
+                FoldSet::Regression(b),
+                Stats::Regression(s),
+                Stats::Regression(t),
+            ) => a.merge(b, s.n() as f64, t.n() as f64).map_err(e),
             (
                 FoldSet::Classification { pos, neg },
                 FoldSet::Classification { pos: op, neg: on },
                 Stats::Classification(s),
                 Stats::Classification(t),
             ) => {
-                pos.merge(op, s.pos.n() as f64, t.pos.n() as f64).map_err(e)?;
+                pos.merge(op, s.pos.n() as f64, t.pos.n() as f64)
+                    .map_err(e)?;
                 neg.merge(on, s.neg.n() as f64, t.neg.n() as f64).map_err(e)
             }
             _ => Err("cannot merge folds of another task".into()),
@@ -535,11 +539,7 @@ mod tests {
     fn ids_out_of_range_change_nothing() {
         let mut stats = Stats::new(Task::Regression, 2, AlphaSchedule::Plain);
         let mut folds = FoldSet::new(Task::Regression, 2, 3);
-        assert!(
-            folds
-                .update(&mut stats, &[1.0, 2.0], &[3.0], &[3])
-                .is_err()
-        );
+        assert!(folds.update(&mut stats, &[1.0, 2.0], &[3.0], &[3]).is_err());
         assert!(folds.update(&mut stats, &[1.0, 2.0], &[3.0], &[]).is_err());
         assert_eq!((stats.n(), folds.n()), (0, 0));
     }
