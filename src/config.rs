@@ -1528,10 +1528,20 @@ mod tests {
         // folds (6 copies, 48 MB), not with 20 (42 copies, 336 MB).
         assert!(load(&format!("{one}cv.folds = 2\n"), &[]).is_ok());
         let e = load(&format!("{one}cv.folds = 20\n"), &[]).unwrap_err();
-        assert!(e.contains("stream 'h'") && e.contains("cv.folds = 20"), "{e}");
+        assert!(
+            e.contains("stream 'h'") && e.contains("cv.folds = 20"),
+            "{e}"
+        );
         let e = load(&format!("{one}cv.folds = 21\n"), &[]).unwrap_err();
-        assert!(e.contains("stream 'h': cv.folds = 21: it must lie in 2..=20"), "{e}");
-        let e = load(&format!("{one}cv = {{ folds = 5, fold_by = \"row\" }}\n"), &[]).unwrap_err();
+        assert!(
+            e.contains("stream 'h': cv.folds = 21: it must lie in 2..=20"),
+            "{e}"
+        );
+        let e = load(
+            &format!("{one}cv = {{ folds = 5, fold_by = \"row\" }}\n"),
+            &[],
+        )
+        .unwrap_err();
         assert!(e.contains("fold_by") || e.contains("row"), "{e}");
     }
 }

@@ -13,6 +13,13 @@
 //! (count-weighted); with forgetting each partition forgets over its own rows and the view
 //! weighs the partitions by the rows they have seen.
 //!
+//! Cross-validation folds (`cv.folds = K`): a part keeps K fold statistics beside its own
+//! (`ravel_core::stats::FoldSet`); `accept` gives each decoded row its fold from its Kafka
+//! coordinates (`super::cv`), `fold` folds the batch into both with the same weights, and
+//! `view` merges the parts' folds as it merges their statistics. A part whose saved state has
+//! no usable folds starts them empty (logged), and CV answers then say the folds hold fewer
+//! rows than the stream.
+//!
 //! Freshness is measured here too, because this is where rows become visible: each message's
 //! Kafka timestamp is kept with its pending rows; the newest becomes the snapshot's `as_of`,
 //! and once the snapshot is published each message's age is observed in

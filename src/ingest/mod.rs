@@ -23,7 +23,8 @@
 //!
 //! This file is the loop itself (set-up, gather, the order of fold / publish / checkpoint /
 //! commit); its clients come from `crate::kafka`. The rest, by concern: `rebalance`
-//! (assignment), `positions`, `lag`, `fold` (rows into statistics), `checkpoints` (assembly,
+//! (assignment), `positions`, `lag`, `fold` (rows into statistics), `cv` (which
+//! cross-validation fold a row goes to, `cv.folds`), `checkpoints` (assembly,
 //! loading), `commit` (which offsets may be committed), `features` (feature-stream dispatch),
 //! `rejections` (counted, logged, dead-lettered), `format` and `feature_format` (message
 //! formats), `dlq` (dead-letter producer, on its own thread), `held` (partitions waiting at a
