@@ -691,6 +691,79 @@ fn _method_is_used(_: Method) {}
 mod tests {
     use super::*;
 
+    /// The one CV implementation, two weightings: under plain averages a stream's folds
+    /// (`FoldSet`, weighted by shares) give the same curve and choice as folds that each
+    /// average their own rows (`ravel fit --folds`, weighted by rows), for regression and for
+    /// the class-weighted loss of classification.
+    #[test]
+    fn stream_folds_give_the_file_folds_curve_under_plain_averages() {
+        use crate::stats::{AlphaSchedule, FoldSet};
+        use crate::task::Task;
+        let (p, n, k) = (6, 900, 4);
+        let mut state = 3u64;
+        let mut next = move || {
+            state = splitmix64(state);
+            (state >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+        };
+        let x: Vec<f64> = (0..n * p).map(|_| next() * 3.0 + 1.0).collect();
+        let noise: Vec<f64> = (0..n).map(|_| next()).collect();
+        for task in [Task::Regression, Task::Classification] {
+            let y: Vec<f64> = (0..n)
+                .map(|i| {
+                    let v = 1.5 * x[i * p] - x[i * p + 2] + 0.5 * x[i * p + 4] + 2.0 * noise[i];
+                    match task {
+                        Task::Regression => v,
+                        Task::Classification => (v - 1.0).signum(),
+                    }
+                })
+                .collect();
+            let ids: Vec<u8> = (0..n).map(|i| fold_of(i as u64, k) as u8).collect();
+            let mut stream = Stats::new(task, p, AlphaSchedule::Plain);
+            let mut folds = FoldSet::new(task, p, k);
+            for c in (0..n).step_by(128) {
+                let e = (c + 128).min(n);
+                folds
+                    .update(&mut stream, &x[c * p..e * p], &y[c..e], &ids[c..e])
+                    .unwrap();
+            }
+            let mut own: Vec<Stats> = (0..k)
+                .map(|_| Stats::new(task, p, AlphaSchedule::Plain))
+                .collect();
+            for i in 0..n {
+                own[ids[i] as usize]
+                    .update_batch(&x[i * p..(i + 1) * p], &y[i..i + 1])
+                    .unwrap();
+            }
+            let body = match task {
+                Task::Regression => {
+                    serde_json::json!({"method": "lasso", "select": "cv_1se", "path_points": 25})
+                }
+                Task::Classification => {
+                    serde_json::json!({"method": "lasso", "select": "cv", "path_points": 25, "w_pos": 2.0, "w_neg": 0.5})
+                }
+            };
+            let req = serde_json::from_value::<Request>(body)
+                .unwrap()
+                .check_path(p)
+                .unwrap();
+            let a = cross_validate_folds(&stream, &folds, &req, None).unwrap();
+            let b = cross_validate(&stream, &own, &req, None).unwrap();
+            let (sa, sb) = (a.selection.unwrap(), b.selection.unwrap());
+            assert_eq!(sa.fold_sizes, sb.fold_sizes);
+            assert_eq!((sa.chosen, sa.minimum), (sb.chosen, sb.minimum), "{task}");
+            assert!(sa.notes.is_empty());
+            for (i, (u, v)) in sa.curve.iter().zip(&sb.curve).enumerate() {
+                let rel = (u.value - v.value).abs() / v.value.abs();
+                assert!(rel < 1e-9, "{task} point {i}: {} vs {}", u.value, v.value);
+                let (su, sv) = (u.se.unwrap(), v.se.unwrap());
+                assert!(
+                    (su - sv).abs() <= 1e-9 * sv.abs().max(1e-12),
+                    "{task} se {i}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn ln_choose_matches_products() {
         assert_eq!(ln_choose(10, 0), 0.0);
