@@ -495,7 +495,7 @@ impl FoldWeights {
     fn training(&self, folds: &[Stats], held: usize) -> Result<Stats, ParamError> {
         let err = |e: crate::stats::StatsError| ParamError::Invalid(e.to_string());
         let mut train: Option<Stats> = None;
-        let mut acc = vec![0.0; 2];
+        let mut acc = [0.0; 2];
         for (i, f) in folds.iter().enumerate() {
             if i == held {
                 continue;
