@@ -233,8 +233,8 @@ impl FoldSet {
                 .collect(),
         }
     }
-    /// Each fold's share of the stream's weight: [share] (regression) or [positives',
-    /// negatives'] (classification).
+    /// Each fold's share of the stream's weight: one share (regression), or two, the
+    /// positives' and the negatives' (classification).
     pub fn shares(&self) -> Vec<Vec<f64>> {
         match self {
             FoldSet::Regression(f) => f.shares.iter().map(|&s| vec![s]).collect(),
