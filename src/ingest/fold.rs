@@ -212,6 +212,9 @@ impl StreamIngest {
     /// The folds of a partition's state, if they are this stream's.
     fn usable_folds(&self, s: &PartitionState) -> Result<FoldSet, String> {
         let (k, by) = self.handle.folds();
+        if k == 0 {
+            return Err("the stream keeps no folds".into());
+        }
         match s.folds.clone().map(|f| f.matching(k, by)) {
             Some(Ok(f)) => match f.validate(self.handle.task(), self.handle.p()) {
                 Ok(()) => Ok(f),
