@@ -83,6 +83,7 @@ fn main() {
             last_update_ms: Some(1),
             as_of_ms: Some(1),
             stats,
+            folds: None,
         };
         let binary = time(|| checkpoint::write(dir.path(), &cp).unwrap());
         let bytes = std::fs::metadata(checkpoint::path(dir.path(), "s"))

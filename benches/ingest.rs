@@ -229,6 +229,7 @@ fn stream(name: &str, topic: &str, p: usize) -> StreamConfig {
         task: Task::Regression,
         alpha: ravel_core::stats::AlphaSpec::Plain,
         history: None,
+        cv: None,
     }
 }
 

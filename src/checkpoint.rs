@@ -50,6 +50,10 @@ pub struct Checkpoint {
     #[serde(default)]
     pub as_of_ms: Option<u64>,
     pub stats: Stats,
+    /// The stream's cross-validation folds (`cv.folds`); absent from checkpoints written
+    /// without folds (or before they existed), which load with None.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub folds: Option<crate::ingest::cv::SavedFolds>,
 }
 
 impl Checkpoint {
@@ -275,6 +279,7 @@ mod tests {
             last_update_ms: Some(1),
             as_of_ms: Some(2),
             stats,
+            folds: None,
         };
         write(dir.path(), &cp).unwrap();
         let back = load(dir.path(), "s").unwrap().unwrap();
@@ -309,6 +314,7 @@ mod tests {
         let adaptive: AlphaSchedule = "adaptive:fa=0.001,refresh=40".parse().unwrap();
         let cp = Checkpoint {
             stats: Stats::new(Task::Regression, 3, adaptive),
+            folds: None,
             ..cp
         };
         write(dir.path(), &cp).unwrap();
@@ -337,6 +343,7 @@ mod tests {
             last_update_ms: Some(1),
             as_of_ms: Some(2),
             stats,
+            folds: None,
         }
     }
 
@@ -426,6 +433,7 @@ mod tests {
             last_update_ms: Some(1),
             as_of_ms: Some(2),
             stats: Stats::new(Task::Regression, 2, ravel_core::stats::AlphaSchedule::Plain),
+            folds: None,
         };
         let mut json = serde_json::to_value(&cp).unwrap();
         assert_eq!(json["as_of_ms"], 2);

@@ -467,15 +467,17 @@ impl LimitsConfig {
 }
 
 /// What ingest and the API keep for a stream, estimated from its configuration: two copies
-/// of the statistics (the one ingest folds into and the snapshot readers extract from), one
+/// of the statistics (the one ingest folds into and the snapshot readers extract from), each
+/// with its K fold statistics when `cv.folds = K` (1 + K statistics per copy), one
 /// extraction, a batch of `max_batch_rows` rows, and the model history when full.
 pub fn stream_memory(
     s: &StreamConfig,
     max_batch_rows: usize,
     history: &crate::history::HistorySpec,
 ) -> Estimate {
+    let folds = s.cv.as_ref().map_or(0, |c| c.folds as u64);
     memory_estimate(s.p(), s.task)
-        .with_copies(2)
+        .with_copies(2 * (1 + folds))
         .with_batch(max_batch_rows as u64, s.p())
         .with_history(history.memory_bytes())
 }
@@ -512,6 +514,41 @@ pub struct StreamConfig {
     /// This stream's model history settings, each replacing `[history]`'s.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history: Option<crate::history::HistoryOverride>,
+    /// Exact K-fold cross-validation (`cv.folds = K`): K fold statistics beside the totals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cv: Option<CvConfig>,
+}
+
+/// A stream's cross-validation folds (issue 17): how many, and what a row's fold is a
+/// function of (`crate::ingest::folds`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CvConfig {
+    /// K, in 2..=20.
+    pub folds: usize,
+    #[serde(default)]
+    pub fold_by: FoldBy,
+}
+
+/// What a row's fold is a hash of.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FoldBy {
+    /// Its Kafka coordinates: topic, partition, offset and the row's index in its message.
+    #[default]
+    Coordinates,
+    /// Its message's key (every row of a message, and of every message with that key, in one
+    /// fold); messages without a key fall back to their coordinates.
+    Key,
+}
+
+impl FoldBy {
+    pub fn name(&self) -> &'static str {
+        match self {
+            FoldBy::Coordinates => "coordinates",
+            FoldBy::Key => "key",
+        }
+    }
 }
 
 fn regression() -> Task {
@@ -544,6 +581,21 @@ impl StreamConfig {
         defaults
             .resolve(self.history.as_ref(), self.p())
             .map_err(|e| anyhow::anyhow!("stream '{}': history: {e}", self.name))
+    }
+    /// K of `cv.folds` (0: no folds), checked.
+    pub fn folds(&self) -> anyhow::Result<usize> {
+        let Some(cv) = &self.cv else {
+            return Ok(0);
+        };
+        let max = ravel_core::solve::select::MAX_FOLDS;
+        if !(2..=max).contains(&cv.folds) {
+            anyhow::bail!(
+                "stream '{}': cv.folds = {}: it must lie in 2..={max} (remove cv to keep no folds)",
+                self.name,
+                cv.folds
+            );
+        }
+        Ok(cv.folds)
     }
     pub fn schedule(&self) -> anyhow::Result<AlphaSchedule> {
         self.alpha
@@ -740,6 +792,7 @@ impl Config {
                 task: spec.task,
                 alpha: AlphaSpec::Plain,
                 history: None,
+                cv: None,
             });
         }
         if let Some(spec) = self.demo_feature_spec()?
@@ -912,6 +965,9 @@ impl Config {
                 "dlq.delivery_timeout_ms and dlq.retry_initial_ms must be positive, and dlq.retry_max_ms at least dlq.retry_initial_ms"
             );
         }
+        for s in &self.streams {
+            s.folds()?;
+        }
         self.check_memory()
     }
 
@@ -930,7 +986,7 @@ impl Config {
                 bail!(
                     "stream '{}': features = {} sets p = {}, so two copies of its {} statistics \
                      (ingest's and the readers' snapshot, each a p x p matrix of second moments \
-                     per class), one extraction, a batch of ingest.max_batch_rows = {} rows and \
+                     per class, and as many again per cross-validation fold, cv.folds = {}), one extraction, a batch of ingest.max_batch_rows = {} rows and \
                      its model history ([history]) would need an estimated {est}, over limits.max_memory = {} ({}). {advice}",
                     s.name,
                     match &s.features {
@@ -939,6 +995,7 @@ impl Config {
                     },
                     s.p(),
                     s.task,
+                    s.cv.as_ref().map_or(0, |c| c.folds),
                     self.ingest.max_batch_rows,
                     ByteSize(limit.bytes),
                     limit.source,
@@ -1467,5 +1524,24 @@ mod tests {
         assert!(e.contains("stream 'h': history: interval_ms"), "{e}");
         let e = load(&format!("{one}[history]\nlength = 0\n"), &[]).unwrap_err();
         assert!(e.contains("history: length"), "{e}");
+        // Cross-validation folds count: p = 1000 (two 8 MB copies) fits in 100 MB with 2
+        // folds (6 copies, 48 MB), not with 20 (42 copies, 336 MB).
+        assert!(load(&format!("{one}cv.folds = 2\n"), &[]).is_ok());
+        let e = load(&format!("{one}cv.folds = 20\n"), &[]).unwrap_err();
+        assert!(
+            e.contains("stream 'h'") && e.contains("cv.folds = 20"),
+            "{e}"
+        );
+        let e = load(&format!("{one}cv.folds = 21\n"), &[]).unwrap_err();
+        assert!(
+            e.contains("stream 'h': cv.folds = 21: it must lie in 2..=20"),
+            "{e}"
+        );
+        let e = load(
+            &format!("{one}cv = {{ folds = 5, fold_by = \"row\" }}\n"),
+            &[],
+        )
+        .unwrap_err();
+        assert!(e.contains("fold_by") || e.contains("row"), "{e}");
     }
 }

@@ -21,7 +21,7 @@
 //! - [`kafka`]: the one librdkafka client configuration (consumer, dead-letter, labels and
 //!   state-store producers, admin), below ingest, topics and the state store.
 //! - [`ingest`]: the consumer loop (`mod.rs`), one file per concern: `rebalance`,
-//!   `positions`, `lag`, `fold`, `checkpoints`,
+//!   `positions`, `lag`, `fold`, `cv` (a row's cross-validation fold), `checkpoints`,
 //!   `commit` (which offsets may be committed), `features` (feature-stream dispatch: the
 //!   running OS / Asy-OS selection), `rejections`, `format`, `feature_format`, `dlq`.
 //! - [`streams`]: each stream's statistics snapshot, swapped after every batch for readers.

@@ -69,6 +69,10 @@ pub struct PartitionState {
     /// The instance that wrote it (`host/pid`), for the operator.
     pub writer: String,
     pub stats: Stats,
+    /// The partition's cross-validation folds (`cv.folds`); absent from records written
+    /// without folds (or before they existed), whose partitions then start their folds empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub folds: Option<crate::ingest::cv::SavedFolds>,
 }
 
 impl PartitionState {
@@ -709,6 +713,7 @@ mod tests {
             as_of_ms: Some(5),
             writer: "h/1".into(),
             stats,
+            folds: None,
         }
     }
 

@@ -8,7 +8,7 @@
 use crate::config::StreamConfig;
 use crate::published::{Named, Published, Registry};
 use ravel_core::Task;
-pub use ravel_core::stats::Stats;
+pub use ravel_core::stats::{FoldSet, Stats};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -26,6 +26,8 @@ pub struct Snapshot {
     pub as_of_ms: Option<u64>,
     /// With the `kafka` state store, the partitions merged into `stats` (empty otherwise).
     pub parts: Vec<PartInfo>,
+    /// The cross-validation folds beside `stats` (`cv.folds`; None without).
+    pub folds: Option<FoldSet>,
 }
 
 impl Snapshot {
@@ -36,7 +38,13 @@ impl Snapshot {
             last_update,
             as_of_ms,
             parts: Vec::new(),
+            folds: None,
         }
+    }
+    /// This snapshot with the folds `folds`.
+    pub fn with_folds(mut self, folds: Option<FoldSet>) -> Snapshot {
+        self.folds = folds;
+        self
     }
 }
 
@@ -95,6 +103,14 @@ impl StreamHandle {
     }
     pub fn names(&self) -> Option<&[String]> {
         self.config.names()
+    }
+    /// K of `cv.folds` (0: none; checked at start) and how rows are assigned.
+    pub fn folds(&self) -> (usize, crate::config::FoldBy) {
+        let cv = self.config.cv.as_ref();
+        (
+            cv.map_or(0, |c| c.folds),
+            cv.map_or(Default::default(), |c| c.fold_by),
+        )
     }
     /// The current snapshot (a pointer copy under the lock).
     pub fn snapshot(&self) -> Arc<Snapshot> {

@@ -44,6 +44,7 @@ fn a_checkpoint_with_malformed_statistics_stops_the_start_naming_the_file() {
         last_update_ms: None,
         as_of_ms: None,
         stats,
+        folds: None,
     };
     let file = checkpoint::path(state.path(), "bad");
     // Each edit leaves a checkpoint of the right shape, written as a sound file (header and

@@ -984,6 +984,7 @@ fn checkpoints_that_do_not_match_stop_the_service_with_a_clear_error() {
         last_update_ms: None,
         as_of_ms: None,
         stats,
+        folds: None,
     };
     checkpoint::write(state.path(), &cp).unwrap();
     let err = TestService::start(cfg(), broker.bootstrap_servers())

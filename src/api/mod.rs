@@ -29,7 +29,7 @@ pub use error::ApiError;
 use ravel_core::Task;
 use ravel_core::solve::interrupt::{Interrupt, Interruption};
 use ravel_core::solve::{
-    Method, Model, PathModel, Request as ModelRequest, model_from_stats, path_from_stats,
+    Method, Model, PathModel, Request as ModelRequest, model_from_folds, path_from_folds,
 };
 use ravel_core::stats::{DriftStatus, RunningStats};
 use serde::Serialize;
@@ -740,7 +740,12 @@ async fn model(
     let hh = h.clone();
     let model = st
         .extract(&name, "model", method.name(), move || {
-            Ok(model_from_stats(&snap.stats, &params, hh.names())?)
+            Ok(model_from_folds(
+                &snap.stats,
+                snap.folds.as_ref(),
+                &params,
+                hh.names(),
+            )?)
         })
         .await?;
     Ok(Json(StreamModel {
@@ -831,7 +836,12 @@ async fn path_of(st: AppState, name: String, body: Value) -> Result<Json<StreamP
     let hh = h.clone();
     let path = st
         .extract(&name, "path", method.name(), move || {
-            Ok(path_from_stats(&snap.stats, &params, hh.names())?)
+            Ok(path_from_folds(
+                &snap.stats,
+                snap.folds.as_ref(),
+                &params,
+                hh.names(),
+            )?)
         })
         .await?;
     Ok(Json(StreamPath {
@@ -965,7 +975,12 @@ async fn predict(
     let hh = h.clone();
     let model = st
         .extract(&name, "predict", method.name(), move || {
-            Ok(model_from_stats(&snap.stats, &params, hh.names())?)
+            Ok(model_from_folds(
+                &snap.stats,
+                snap.folds.as_ref(),
+                &params,
+                hh.names(),
+            )?)
         })
         .await?;
     let predictions: Vec<f64> = rows.iter().map(|r| model.predict(r)).collect();

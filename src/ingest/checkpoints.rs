@@ -44,6 +44,10 @@ pub fn assemble(
             .map(|d| d.as_millis() as u64),
         as_of_ms: whole.as_of_ms,
         stats: whole.stats.clone(),
+        folds: whole.folds.clone().map(|folds| super::cv::SavedFolds {
+            fold_by: s.handle.folds().1,
+            folds,
+        }),
     }
 }
 
@@ -212,10 +216,51 @@ pub fn load_checkpoints(dir: &Path, configs: &[StreamConfig]) -> anyhow::Result<
             .map(|ms| UNIX_EPOCH + Duration::from_millis(ms));
         positions.insert(cp.topic.clone(), cp.offsets.clone());
         clusters.insert(c.name.clone(), cp.cluster_id.clone());
+        let folds = restore_folds(c, cp.folds, cp.stats.n(), &path)?;
         snaps.insert(
             c.name.clone(),
-            Snapshot::whole(cp.stats, last_update, cp.as_of_ms),
+            Snapshot::whole(cp.stats, last_update, cp.as_of_ms).with_folds(folds),
         );
     }
     Ok((snaps, positions, clusters))
+}
+
+/// The folds a checkpoint restores for stream `c`: its own when they are the ones the stream
+/// keeps now (K and fold_by; damaged folds stop the start like damaged statistics). When the
+/// stream keeps other folds or the checkpoint has none (cv.folds was set or changed since),
+/// the folds start empty and hold only the rows read from now on: a row's fold cannot be
+/// recovered from the totals. The log says so, and so does every CV answer (the folds hold
+/// fewer rows than the stream); to have every row in a fold, move the checkpoint away so the
+/// stream is read again from the beginning of its topic.
+fn restore_folds(
+    c: &StreamConfig,
+    saved: Option<super::cv::SavedFolds>,
+    rows: u64,
+    path: &Path,
+) -> anyhow::Result<Option<ravel_core::stats::FoldSet>> {
+    let k = c.folds()?;
+    if k == 0 {
+        return Ok(None);
+    }
+    let by = c.cv.as_ref().map(|cv| cv.fold_by).unwrap_or_default();
+    let why = match saved.map(|s| s.matching(k, by)) {
+        Some(Ok(folds)) => {
+            folds.validate(c.task, c.p()).map_err(|e| {
+                anyhow::anyhow!(
+                    "checkpoint {}: its fold statistics are damaged ({e}); move it away to start this stream from the beginning of its topic",
+                    path.display()
+                )
+            })?;
+            return Ok(Some(folds));
+        }
+        Some(Err(why)) => format!("its folds do not fit: {why}"),
+        None => "it has no fold statistics".into(),
+    };
+    tracing::warn!(
+        stream = %c.name, k, rows,
+        "checkpoint {}: {why}. The {k} folds start empty and hold only the rows read from now on; \
+         select = cv answers from those rows and says so. Move the checkpoint away to fold every row of the topic.",
+        path.display()
+    );
+    Ok(Some(ravel_core::stats::FoldSet::new(c.task, c.p(), k)))
 }

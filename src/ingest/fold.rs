@@ -13,6 +13,13 @@
 //! (count-weighted); with forgetting each partition forgets over its own rows and the view
 //! weighs the partitions by the rows they have seen.
 //!
+//! Cross-validation folds (`cv.folds = K`): a part keeps K fold statistics beside its own
+//! (`ravel_core::stats::FoldSet`); `accept` gives each decoded row its fold from its Kafka
+//! coordinates (`super::cv`), `fold` folds the batch into both with the same weights, and
+//! `view` merges the parts' folds as it merges their statistics. A part whose saved state has
+//! no usable folds starts them empty (logged), and CV answers then say the folds hold fewer
+//! rows than the stream.
+//!
 //! Freshness is measured here too, because this is where rows become visible: each message's
 //! Kafka timestamp is kept with its pending rows; the newest becomes the snapshot's `as_of`,
 //! and once the snapshot is published each message's age is observed in
@@ -23,7 +30,7 @@ use super::format::{self, Schema};
 use super::rejections::{Warnings, no_payload};
 use crate::metrics::Metrics;
 use crate::state_store::{PartitionState, StateReader};
-use crate::streams::{PartInfo, Snapshot, Stats, StreamHandle};
+use crate::streams::{FoldSet, PartInfo, Snapshot, Stats, StreamHandle};
 use rdkafka::message::{BorrowedMessage, Message};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -64,8 +71,12 @@ pub const ALL: i32 = -1;
 /// fold.
 pub struct Part {
     pub stats: Stats,
+    /// The cross-validation folds beside `stats` (`cv.folds`).
+    pub folds: Option<FoldSet>,
     x: Vec<f64>,
     y: Vec<f64>,
+    /// The fold of each pending row (with folds).
+    ids: Vec<u8>,
     pub last_update: Option<SystemTime>,
     /// Kafka timestamps (Unix ms) of the pending messages that carry rows.
     stamps: Vec<i64>,
@@ -76,11 +87,18 @@ pub struct Part {
 }
 
 impl Part {
-    pub fn new(stats: Stats, last_update: Option<SystemTime>, as_of_ms: Option<u64>) -> Part {
+    pub fn new(
+        stats: Stats,
+        folds: Option<FoldSet>,
+        last_update: Option<SystemTime>,
+        as_of_ms: Option<u64>,
+    ) -> Part {
         Part {
             stats,
+            folds,
             x: Vec::new(),
             y: Vec::new(),
+            ids: Vec::new(),
             last_update,
             stamps: Vec::new(),
             as_of_ms,
@@ -96,8 +114,9 @@ pub struct StreamIngest {
     /// Partition -> its part (`kafka` store), or the one part `ALL` (`dir` store).
     pub parts: BTreeMap<i32, Part>,
     per_partition: bool,
-    /// The statistics of a part with no row yet.
+    /// The statistics (and folds) of a part with no row yet.
     empty: Stats,
+    empty_folds: Option<FoldSet>,
     /// The reader's version last merged into the view.
     pub remote_version: u64,
     warnings: Warnings,
@@ -110,17 +129,27 @@ impl StreamIngest {
     pub fn new(handle: Arc<StreamHandle>, per_partition: bool) -> Self {
         let snap = handle.snapshot();
         let empty = Stats::new(handle.task(), handle.p(), snap.stats.schedule().clone());
+        let (k, _) = handle.folds();
+        let empty_folds = (k > 0).then(|| FoldSet::new(handle.task(), handle.p(), k));
         let mut parts = BTreeMap::new();
         if !per_partition {
+            // The snapshot's folds were checked against the configuration when it was
+            // restored (`checkpoints::load_checkpoints`).
+            let folds = if k > 0 {
+                snap.folds.clone().or_else(|| empty_folds.clone())
+            } else {
+                None
+            };
             parts.insert(
                 ALL,
-                Part::new(snap.stats.clone(), snap.last_update, snap.as_of_ms),
+                Part::new(snap.stats.clone(), folds, snap.last_update, snap.as_of_ms),
             );
         }
         StreamIngest {
             parts,
             per_partition,
             empty,
+            empty_folds,
             remote_version: u64::MAX,
             warnings: Warnings::default(),
             handle,
@@ -134,10 +163,10 @@ impl StreamIngest {
     /// The part of `partition` (a fresh one if it has none yet).
     fn part(&mut self, partition: i32) -> &mut Part {
         let key = self.key(partition);
-        let empty = &self.empty;
+        let (empty, folds) = (&self.empty, &self.empty_folds);
         self.parts
             .entry(key)
-            .or_insert_with(|| Part::new(empty.clone(), None, None))
+            .or_insert_with(|| Part::new(empty.clone(), folds.clone(), None, None))
     }
 
     /// Marks the part of `partition` as changed (its position moved).
@@ -149,10 +178,51 @@ impl StreamIngest {
     /// store, or empty.
     pub fn install(&mut self, partition: i32, state: Option<&PartitionState>) {
         let part = match state {
-            Some(s) => Part::new(s.stats.clone(), s.last_update(), s.as_of_ms),
-            None => Part::new(self.empty.clone(), None, None),
+            Some(s) => Part::new(
+                s.stats.clone(),
+                self.restored_folds(partition, s),
+                s.last_update(),
+                s.as_of_ms,
+            ),
+            None => Part::new(self.empty.clone(), self.empty_folds.clone(), None, None),
         };
         self.parts.insert(partition, part);
+    }
+
+    /// The folds of a partition's state if they are this stream's (K, fold_by, shape); else
+    /// empty folds, said in the log: they then hold only the rows read from now on, and CV
+    /// answers say so (`cross_validate_folds`).
+    fn restored_folds(&self, partition: i32, s: &PartitionState) -> Option<FoldSet> {
+        let (k, _) = self.handle.folds();
+        if k == 0 {
+            return None;
+        }
+        let name = self.handle.name();
+        let why = match self.usable_folds(s) {
+            Ok(f) => return Some(f),
+            Err(why) => why,
+        };
+        tracing::warn!(
+            stream = %name, partition, k,
+            "the partition's state has no usable fold statistics ({why}): its folds start empty and hold only the rows read from now on"
+        );
+        self.empty_folds.clone()
+    }
+
+    /// The folds of a partition's state, if they are this stream's.
+    fn usable_folds(&self, s: &PartitionState) -> Result<FoldSet, String> {
+        let (k, by) = self.handle.folds();
+        if k == 0 {
+            return Err("the stream keeps no folds".into());
+        }
+        match s.folds.clone().map(|f| f.matching(k, by)) {
+            Some(Ok(f)) => match f.validate(self.handle.task(), self.handle.p()) {
+                Ok(()) => Ok(f),
+                Err(e) => Err(format!("they do not fit the stream ({e})")),
+            },
+            Some(Err(e)) => Err(e),
+            None => Err("it has none".into()),
+        }
     }
 
     /// A partition revoked (`kafka` store): its statistics and pending rows go; its new owner
@@ -193,6 +263,7 @@ impl StreamIngest {
         let handle = self.handle.clone();
         let name = handle.name();
         metrics.messages_consumed.with_label_values(&[name]).inc();
+        let (k, by) = handle.folds();
         let part = self.part(msg.partition());
         let result = match (ahead, msg.payload()) {
             (Some(d), _) => d.result.inspect(|_| {
@@ -207,6 +278,15 @@ impl StreamIngest {
         part.dirty = true;
         match result {
             Ok(n) => {
+                if k > 0 {
+                    let at = super::cv::Coordinates {
+                        topic: msg.topic(),
+                        partition: msg.partition(),
+                        offset: msg.offset(),
+                        key: msg.key(),
+                    };
+                    super::cv::assign(&mut part.ids, k, by, &at, n);
+                }
                 // Messages without a timestamp (message format v0) have no age.
                 if let Some(ts) = msg.timestamp().to_millis().filter(|&ts| n > 0 && ts >= 0) {
                     part.stamps.push(ts);
@@ -245,16 +325,26 @@ impl StreamIngest {
             let batch = part.y.len();
             let alarms_before = part.stats.drift_status().alarms;
             // With several parts the view is not this part, so keep what to go back to.
-            let before = (key != ALL).then(|| part.stats.clone());
-            match part.stats.update_batch(&part.x, &part.y) {
+            let before = (key != ALL).then(|| (part.stats.clone(), part.folds.clone()));
+            let folded = match part.folds.as_mut() {
+                Some(folds) => folds.update(&mut part.stats, &part.x, &part.y, &part.ids),
+                None => part.stats.update_batch(&part.x, &part.y),
+            };
+            match folded {
                 // In depth: validation bounds every value (`Reason::Overflow`), so a fold
                 // cannot produce an infinite moment; if one ever did, the batch is refused
                 // rather than published and saved (a checkpoint would hold `null` and not
                 // load): the working statistics go back to the last good ones.
-                Ok(()) if !part.stats.is_finite() => {
-                    part.stats = match before {
+                Ok(())
+                    if !part.stats.is_finite()
+                        || !part.folds.as_ref().is_none_or(FoldSet::is_finite) =>
+                {
+                    (part.stats, part.folds) = match before {
                         Some(b) => b,
-                        None => self.handle.snapshot().stats.clone(),
+                        None => {
+                            let snap = self.handle.snapshot();
+                            (snap.stats.clone(), snap.folds.clone())
+                        }
                     };
                     anyhow::bail!(
                         "stream '{name}' (partition {key}): a validated batch of {batch} rows made the statistics non-finite; \
@@ -296,6 +386,7 @@ impl StreamIngest {
             }
             part.x.clear();
             part.y.clear();
+            part.ids.clear();
             part.stamps.clear();
         }
         let remote_changed = remote.is_some_and(|r| r.version() != self.remote_version);
@@ -366,10 +457,16 @@ impl StreamIngest {
     /// here and the latest states of the others in `remote`, in partition order.
     pub fn view(&self, remote: Option<&StateReader>) -> Snapshot {
         if let Some(all) = self.parts.get(&ALL) {
-            return Snapshot::whole(all.stats.clone(), all.last_update, all.as_of_ms);
+            return Snapshot::whole(all.stats.clone(), all.last_update, all.as_of_ms)
+                .with_folds(all.folds.clone());
         }
+        type Piece<'a> = (
+            PartInfo,
+            std::borrow::Cow<'a, Stats>,
+            Option<std::borrow::Cow<'a, FoldSet>>,
+        );
         let name = self.handle.name();
-        let mut pieces: BTreeMap<i32, (PartInfo, std::borrow::Cow<'_, Stats>)> = BTreeMap::new();
+        let mut pieces: BTreeMap<i32, Piece<'_>> = BTreeMap::new();
         for (&p, part) in &self.parts {
             let info = PartInfo {
                 partition: p,
@@ -379,7 +476,8 @@ impl StreamIngest {
                 as_of_ms: part.as_of_ms,
                 writer: None,
             };
-            pieces.insert(p, (info, std::borrow::Cow::Borrowed(&part.stats)));
+            let folds = part.folds.as_ref().map(std::borrow::Cow::Borrowed);
+            pieces.insert(p, (info, std::borrow::Cow::Borrowed(&part.stats), folds));
         }
         let remote_states = remote.map(|r| r.of_stream(name)).unwrap_or_default();
         for s in &remote_states {
@@ -405,11 +503,23 @@ impl StreamIngest {
                 as_of_ms: s.as_of_ms,
                 writer: Some(s.writer.clone()),
             };
-            pieces.insert(s.partition, (info, std::borrow::Cow::Borrowed(&s.stats)));
+            let folds = self.usable_folds(s).ok().map(std::borrow::Cow::Owned);
+            pieces.insert(
+                s.partition,
+                (info, std::borrow::Cow::Borrowed(&s.stats), folds),
+            );
         }
         let mut stats = self.empty.clone();
+        // A piece without usable folds leaves them out: the folds then hold fewer rows than
+        // the view, and a CV answer says so (`cross_validate_folds`).
+        let mut folds = self.empty_folds.clone();
         let mut parts = Vec::with_capacity(pieces.len());
-        for (_, (info, st)) in pieces {
+        for (_, (info, st, piece_folds)) in pieces {
+            if let (Some(f), Some(pf)) = (folds.as_mut(), piece_folds.as_deref())
+                && let Err(e) = f.merge(&stats, pf, &st)
+            {
+                tracing::error!(stream = %name, partition = info.partition, error = %e, "cannot merge a partition's folds");
+            }
             if let Err(e) = stats.merge(&st) {
                 tracing::error!(stream = %name, partition = info.partition, error = %e, "cannot merge a partition's statistics");
                 continue;
@@ -421,6 +531,7 @@ impl StreamIngest {
             as_of_ms: parts.iter().filter_map(|p| p.as_of_ms).max(),
             stats,
             parts,
+            folds,
         }
     }
 }

@@ -23,7 +23,8 @@
 //!
 //! This file is the loop itself (set-up, gather, the order of fold / publish / checkpoint /
 //! commit); its clients come from `crate::kafka`. The rest, by concern: `rebalance`
-//! (assignment), `positions`, `lag`, `fold` (rows into statistics), `checkpoints` (assembly,
+//! (assignment), `positions`, `lag`, `fold` (rows into statistics), `cv` (which
+//! cross-validation fold a row goes to, `cv.folds`), `checkpoints` (assembly,
 //! loading), `commit` (which offsets may be committed), `features` (feature-stream dispatch),
 //! `rejections` (counted, logged, dead-lettered), `format` and `feature_format` (message
 //! formats), `dlq` (dead-letter producer, on its own thread), `held` (partitions waiting at a
@@ -37,6 +38,7 @@
 pub mod ahead;
 pub mod checkpoints;
 pub mod commit;
+pub mod cv;
 pub mod dlq;
 pub mod feature_format;
 pub mod features;
@@ -766,6 +768,10 @@ fn write_states(
                 as_of_ms: part.as_of_ms,
                 writer: writer_name.to_string(),
                 stats: part.stats.clone(),
+                folds: part.folds.clone().map(|folds| cv::SavedFolds {
+                    fold_by: s.handle.folds().1,
+                    folds,
+                }),
             });
         }
     }

@@ -213,6 +213,7 @@ pub fn stream(name: &str, topic: &str, features: FeatureSchema, task: Task) -> S
         task,
         alpha: ravel_core::stats::AlphaSpec::Plain,
         history: None,
+        cv: None,
     }
 }
 

@@ -22,7 +22,8 @@
 //!   and the subset least-squares solve every method shares.
 //! - [`stats`]: `RunningStats`, `ClassStats`, the owning `Stats` enum, `AlphaSchedule`: the
 //!   state of an observation stream, batch updates (symmetric rank-B) and exact shard merges;
-//!   `stats::adaptive`, the drift-adaptive schedule (CUSUM on test-then-train errors).
+//!   `stats::adaptive`, the drift-adaptive schedule (CUSUM on test-then-train errors);
+//!   `stats::folds`, K cross-validation folds weighted as the stream weighs its rows.
 //! - [`solve`]: typed estimators (`Estimator`, one variant per method; `Request` adds how the
 //!   problem is built), checked once into `Checked` before `extract` / `model_from_stats`
 //!   return a `Model`; one solver family per file. `solve::select` chooses along a path

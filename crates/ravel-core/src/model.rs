@@ -231,11 +231,13 @@ pub struct Selection {
     pub minimum: Option<usize>,
     /// One entry per path point, from the sparsest (largest lambda, or k = 1) on.
     pub curve: Vec<CurvePoint>,
-    /// Cross-validation: rows per fold.
+    /// Cross-validation: rows per fold (a stream's: the rows its `cv.folds` hashed into each).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub fold_sizes: Option<Vec<u64>>,
     /// The degrees of freedom used, in words.
     pub df_rule: String,
+    /// What qualifies the answer (for a stream's CV: folds that hold fewer rows than the
+    /// stream, after cv.folds was set on a stream with a checkpoint without folds).
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub notes: Vec<String>,
 }

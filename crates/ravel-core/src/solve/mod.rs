@@ -699,6 +699,39 @@ pub fn model_from_stats(
     Ok(model)
 }
 
+/// `model_from_stats` for a stream that may keep cross-validation folds: with folds, a
+/// select = cv | cv_1se request is answered from them (`select::cross_validate_folds`);
+/// everything else as `model_from_stats`.
+pub fn model_from_folds(
+    stats: &Stats,
+    folds: Option<&crate::stats::FoldSet>,
+    req: &Checked,
+    names: Option<&[String]>,
+) -> Result<Model, ParamError> {
+    match folds {
+        Some(f) if req.request.select.is_some_and(|c| c.is_cv()) => {
+            let path = select::cross_validate_folds(stats, f, &CheckedPath(req.clone()), names)?;
+            select::chosen_model(path)
+        }
+        _ => model_from_stats(stats, req, names),
+    }
+}
+
+/// `path_from_stats` for a stream that may keep cross-validation folds (`model_from_folds`).
+pub fn path_from_folds(
+    stats: &Stats,
+    folds: Option<&crate::stats::FoldSet>,
+    req: &CheckedPath,
+    names: Option<&[String]>,
+) -> Result<PathModel, ParamError> {
+    match folds {
+        Some(f) if req.0.request.select.is_some_and(|c| c.is_cv()) => {
+            select::cross_validate_folds(stats, f, req, names)
+        }
+        _ => path_from_stats(stats, req, names),
+    }
+}
+
 /// Builds the problem and extracts the whole path; `elapsed_ms` covers both.
 pub fn path_from_stats(
     stats: &Stats,

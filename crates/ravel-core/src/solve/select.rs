@@ -29,7 +29,10 @@
 //! E_j[(y - b0 - x b)^2] = Var_j(y - x b) + (E_j\[y\] - b0 - E_j\[x\] b)^2. The mean and standard
 //! error over folds are cv.glmnet's: cvm = sum_j n_j e_j / sum_j n_j and
 //! cvse = sqrt(sum_j n_j (e_j - cvm)^2 / sum_j n_j / (K - 1)); `cv` takes the minimum,
-//! `cv_1se` the sparsest point within one standard error of it. Classification: the
+//! `cv_1se` the sparsest point within one standard error of it. A stream's folds
+//! (`stats::FoldSet`, `cross_validate_folds`) weigh by their shares of the stream's weight
+//! instead of their rows, in the training merges and in the mean (n_j = share_j x the
+//! stream's effective rows; the rows themselves for plain averages). Classification: the
 //! class-weighted squared loss of paper 003 section 3.6 as the held-out error.
 
 use super::{
@@ -426,6 +429,123 @@ pub fn cross_validate(
     req: &super::CheckedPath,
     names: Option<&[String]>,
 ) -> Result<PathModel, ParamError> {
+    cross_validate_weighted(total, folds, &FoldWeights::Rows, req, names, Vec::new())
+}
+
+/// K-fold cross-validation of a stream's fold statistics (`stats::FoldSet`), whose folds
+/// weigh by their shares of the stream's weight: the same curve as `cross_validate`, with the
+/// training statistics of fold j the share-weighted merge of the others and each fold's
+/// weight in the CV mean its share of the stream's effective rows (its rows, for plain
+/// averages). When the folds hold fewer rows than `total` (cv.folds was set after a
+/// checkpoint without folds), the full path is fitted on the merge of the folds, so that the
+/// curve and the chosen model describe the same rows, and the answer says so.
+pub fn cross_validate_folds(
+    total: &Stats,
+    folds: &crate::stats::FoldSet,
+    req: &super::CheckedPath,
+    names: Option<&[String]>,
+) -> Result<PathModel, ParamError> {
+    let shares = folds.shares();
+    let n_eff: Vec<f64> = match total {
+        Stats::Regression(s) => vec![s.effective_n()],
+        Stats::Classification(c) => vec![c.pos.effective_n(), c.neg.effective_n()],
+    };
+    let mut notes = Vec::new();
+    let merged;
+    let total = if folds.n() == total.n() {
+        total
+    } else {
+        notes.push(format!(
+            "the folds hold the last {} of the stream's {} rows (cv.folds was set after a \
+             checkpoint without folds): the path and the curve are those of these rows",
+            folds.n(),
+            total.n()
+        ));
+        merged = folds.merged();
+        &merged
+    };
+    let weights = FoldWeights::Shares { shares, n_eff };
+    cross_validate_weighted(total, &folds.stats(), &weights, req, names, notes)
+}
+
+/// How fold statistics combine (training sets) and weigh (the CV mean).
+enum FoldWeights {
+    /// By their rows (`ravel fit --folds`: each fold averages its own rows).
+    Rows,
+    /// By their shares of a stream's weight, per class, and the stream's effective rows per
+    /// class.
+    Shares {
+        shares: Vec<Vec<f64>>,
+        n_eff: Vec<f64>,
+    },
+}
+
+impl FoldWeights {
+    /// Fold `j`'s weight in the CV mean.
+    fn weight(&self, j: usize, fold: &Stats) -> f64 {
+        match self {
+            FoldWeights::Rows => fold_weight(fold),
+            FoldWeights::Shares { shares, n_eff } => {
+                shares[j].iter().zip(n_eff).map(|(s, n)| s * n).sum()
+            }
+        }
+    }
+
+    /// The training statistics of held-out fold `held`: the merge of the others.
+    fn training(&self, folds: &[Stats], held: usize) -> Result<Stats, ParamError> {
+        let err = |e: crate::stats::StatsError| ParamError::Invalid(e.to_string());
+        let mut train: Option<Stats> = None;
+        let mut acc = [0.0; 2];
+        for (i, f) in folds.iter().enumerate() {
+            if i == held {
+                continue;
+            }
+            let Some(t) = train.as_mut() else {
+                train = Some(f.clone());
+                if let FoldWeights::Shares { shares, .. } = self {
+                    acc[..shares[i].len()].copy_from_slice(&shares[i]);
+                }
+                continue;
+            };
+            match (self, t, f) {
+                (FoldWeights::Rows, t, f) => t.merge(f).map_err(err)?,
+                (
+                    FoldWeights::Shares { shares, .. },
+                    Stats::Regression(t),
+                    Stats::Regression(f),
+                ) => {
+                    t.merge_weighted(f, acc[0], shares[i][0]).map_err(err)?;
+                    acc[0] += shares[i][0];
+                }
+                (
+                    FoldWeights::Shares { shares, .. },
+                    Stats::Classification(t),
+                    Stats::Classification(f),
+                ) => {
+                    t.pos
+                        .merge_weighted(&f.pos, acc[0], shares[i][0])
+                        .map_err(err)?;
+                    t.neg
+                        .merge_weighted(&f.neg, acc[1], shares[i][1])
+                        .map_err(err)?;
+                    acc[0] += shares[i][0];
+                    acc[1] += shares[i][1];
+                }
+                _ => return Err(ParamError::Invalid("folds of different tasks".into())),
+            }
+        }
+        train.ok_or_else(|| ParamError::Invalid("cross-validation needs two folds".into()))
+    }
+}
+
+fn cross_validate_weighted(
+    total: &Stats,
+    folds: &[Stats],
+    weights: &FoldWeights,
+    req: &super::CheckedPath,
+    names: Option<&[String]>,
+    notes: Vec<String>,
+) -> Result<PathModel, ParamError> {
     let start = Instant::now();
     let req = req.request();
     let criterion = req
@@ -447,7 +567,10 @@ pub fn cross_validate(
     }
     let problem = problem_of(total, req)?;
     let mut full = super::path_choosing(&problem, req, names, |points| {
-        cv_selection(points, folds, req, criterion).map(Some)
+        cv_selection(points, folds, weights, req, criterion).map(|mut s| {
+            s.notes.extend(notes);
+            Some(s)
+        })
     })?;
     full.elapsed_ms = start.elapsed().as_secs_f64() * 1e3;
     Ok(full)
@@ -457,6 +580,7 @@ pub fn cross_validate(
 fn cv_selection(
     points: &[Model],
     folds: &[Stats],
+    weights: &FoldWeights,
     req: &Request,
     criterion: Criterion,
 ) -> Result<Selection, ParamError> {
@@ -479,16 +603,7 @@ fn cv_selection(
     let (w_pos, w_neg) = (req.w_pos.unwrap_or(1.0), req.w_neg.unwrap_or(1.0));
     let mut errors = vec![vec![0.0; k]; points.len()];
     for (j, held) in folds.iter().enumerate() {
-        let mut train: Option<Stats> = None;
-        for (i, f) in folds.iter().enumerate() {
-            if i != j {
-                match train.as_mut() {
-                    None => train = Some(f.clone()),
-                    Some(t) => t.merge(f).map_err(|e| ParamError::Invalid(e.to_string()))?,
-                }
-            }
-        }
-        let train = train.expect("at least two folds");
+        let train = weights.training(folds, j)?;
         let problem = problem_of(&train, req)?;
         let solver = req.estimator.solver();
         let (reduced, duplicates) = for_solver(&problem, solver);
@@ -507,7 +622,11 @@ fn cv_selection(
             errors[pt][j] = held_out_error(held, &b, model.intercept, w_pos, w_neg);
         }
     }
-    let weights: Vec<f64> = folds.iter().map(fold_weight).collect();
+    let weights: Vec<f64> = folds
+        .iter()
+        .enumerate()
+        .map(|(j, f)| weights.weight(j, f))
+        .collect();
     let wsum: f64 = weights.iter().sum();
     let curve: Vec<CurvePoint> = points
         .iter()
@@ -571,6 +690,79 @@ fn _method_is_used(_: Method) {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The one CV implementation, two weightings: under plain averages a stream's folds
+    /// (`FoldSet`, weighted by shares) give the same curve and choice as folds that each
+    /// average their own rows (`ravel fit --folds`, weighted by rows), for regression and for
+    /// the class-weighted loss of classification.
+    #[test]
+    fn stream_folds_give_the_file_folds_curve_under_plain_averages() {
+        use crate::stats::{AlphaSchedule, FoldSet};
+        use crate::task::Task;
+        let (p, n, k) = (6, 900, 4);
+        let mut state = 3u64;
+        let mut next = move || {
+            state = splitmix64(state);
+            (state >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+        };
+        let x: Vec<f64> = (0..n * p).map(|_| next() * 3.0 + 1.0).collect();
+        let noise: Vec<f64> = (0..n).map(|_| next()).collect();
+        for task in [Task::Regression, Task::Classification] {
+            let y: Vec<f64> = (0..n)
+                .map(|i| {
+                    let v = 1.5 * x[i * p] - x[i * p + 2] + 0.5 * x[i * p + 4] + 2.0 * noise[i];
+                    match task {
+                        Task::Regression => v,
+                        Task::Classification => (v - 1.0).signum(),
+                    }
+                })
+                .collect();
+            let ids: Vec<u8> = (0..n).map(|i| fold_of(i as u64, k) as u8).collect();
+            let mut stream = Stats::new(task, p, AlphaSchedule::Plain);
+            let mut folds = FoldSet::new(task, p, k);
+            for c in (0..n).step_by(128) {
+                let e = (c + 128).min(n);
+                folds
+                    .update(&mut stream, &x[c * p..e * p], &y[c..e], &ids[c..e])
+                    .unwrap();
+            }
+            let mut own: Vec<Stats> = (0..k)
+                .map(|_| Stats::new(task, p, AlphaSchedule::Plain))
+                .collect();
+            for i in 0..n {
+                own[ids[i] as usize]
+                    .update_batch(&x[i * p..(i + 1) * p], &y[i..i + 1])
+                    .unwrap();
+            }
+            let body = match task {
+                Task::Regression => {
+                    serde_json::json!({"method": "lasso", "select": "cv_1se", "path_points": 25})
+                }
+                Task::Classification => {
+                    serde_json::json!({"method": "lasso", "select": "cv", "path_points": 25, "w_pos": 2.0, "w_neg": 0.5})
+                }
+            };
+            let req = serde_json::from_value::<Request>(body)
+                .unwrap()
+                .check_path(p)
+                .unwrap();
+            let a = cross_validate_folds(&stream, &folds, &req, None).unwrap();
+            let b = cross_validate(&stream, &own, &req, None).unwrap();
+            let (sa, sb) = (a.selection.unwrap(), b.selection.unwrap());
+            assert_eq!(sa.fold_sizes, sb.fold_sizes);
+            assert_eq!((sa.chosen, sa.minimum), (sb.chosen, sb.minimum), "{task}");
+            assert!(sa.notes.is_empty());
+            for (i, (u, v)) in sa.curve.iter().zip(&sb.curve).enumerate() {
+                let rel = (u.value - v.value).abs() / v.value.abs();
+                assert!(rel < 1e-9, "{task} point {i}: {} vs {}", u.value, v.value);
+                let (su, sv) = (u.se.unwrap(), v.se.unwrap());
+                assert!(
+                    (su - sv).abs() <= 1e-9 * sv.abs().max(1e-12),
+                    "{task} se {i}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn ln_choose_matches_products() {

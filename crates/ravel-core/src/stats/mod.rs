@@ -28,10 +28,12 @@
 //! batches still equal row-by-row updates. `drift_status` reports what it sees.
 
 pub mod adaptive;
+pub mod folds;
 mod schedule;
 mod syrk;
 
 pub use adaptive::{AdaptiveConfig, Cusum};
+pub use folds::{FoldSet, Folds};
 pub use schedule::{AlphaSchedule, AlphaSpec};
 
 use crate::gram::{Problem, ProblemError};
@@ -371,6 +373,18 @@ impl RunningStats {
     /// Fold a mini-batch in: `x` is row-major, `y.len()` rows of p features. One symmetric
     /// rank-B update of E[x x^T]; the result equals B calls of `update` up to rounding.
     pub fn update_batch(&mut self, x: &[f64], y: &[f64]) -> Result<(), StatsError> {
+        self.update_batch_with(x, y, |_| {})
+    }
+
+    /// `update_batch`, telling `each` how every chunk of the batch was weighted once it is
+    /// folded (the decay of the old state and each row's weight): fold statistics follow the
+    /// stream's own weights with it (`folds`). A refused batch calls it for nothing.
+    pub fn update_batch_with(
+        &mut self,
+        x: &[f64],
+        y: &[f64],
+        mut each: impl FnMut(Chunk<'_>),
+    ) -> Result<(), StatsError> {
         // An adaptive schedule reads the rows before they are folded: check them first. The
         // others fold the whole batch at once, and the fold checks it on its way (`apply`).
         let adaptive = matches!(self.schedule, AlphaSchedule::Adaptive(_));
@@ -407,6 +421,12 @@ impl RunningStats {
                 }
                 return Err(first_non_finite(p, x, y));
             }
+            each(Chunk {
+                first_row: at,
+                decay,
+                omega: &omega,
+                shift: (&self.shift_x, self.shift_y),
+            });
             self.n += got as u64;
             at += got;
         }
@@ -647,6 +667,18 @@ impl RunningStats {
     }
 
     pub fn merge(&mut self, other: &RunningStats) -> Result<(), StatsError> {
+        let (ours, theirs) = (self.n as f64, other.n as f64);
+        self.merge_weighted(other, ours, theirs)
+    }
+
+    /// `merge` with the shards weighted `ours` : `theirs` instead of by their rows (fold
+    /// statistics weighted by their share of a forgetting stream's weight, `folds`).
+    pub fn merge_weighted(
+        &mut self,
+        other: &RunningStats,
+        ours: f64,
+        theirs: f64,
+    ) -> Result<(), StatsError> {
         if other.p != self.p {
             return Err(StatsError::MergeDimension {
                 this: self.p,
@@ -673,7 +705,11 @@ impl RunningStats {
             &moved
         };
         let n = self.n + other.n;
-        let f = other.n as f64 / n as f64;
+        let f = if ours + theirs > 0.0 {
+            theirs / (ours + theirs)
+        } else {
+            other.n as f64 / n as f64
+        };
         let g = 1.0 - f;
         let mix = |a: &mut f64, b: f64| *a = g * *a + f * b;
         mix(&mut self.weight, other.weight);
@@ -694,6 +730,16 @@ impl RunningStats {
         self.n = n;
         Ok(())
     }
+}
+
+/// How one chunk of a batch was folded (`RunningStats::update_batch_with`): the rows from
+/// `first_row` on, `omega.len()` of them, with state <- decay * state + sum_i omega_i row_i,
+/// around `shift`.
+pub struct Chunk<'a> {
+    pub first_row: usize,
+    pub decay: f64,
+    pub omega: &'a [f64],
+    pub shift: (&'a [f64], f64),
 }
 
 /// The weighting of a stream as the service reports it (GET /v1/streams/{name}, /metrics).
