@@ -155,7 +155,7 @@ def fill(bootstrap, topic, partitions, msgs, count):
         sys.exit("the topic could not be filled")
 
 
-def serve_once(ravel, bootstrap, p, total, workdir, logf, group):
+def serve_once(ravel, bootstrap, p, total, workdir, logf, group, folds=0, deadline_s=600):
     """Seconds from process start to every row visible; rows/s from the first row to the last;
     the process's CPU seconds by then (less sensitive than the times to other work on the
     machine)."""
@@ -166,6 +166,9 @@ def serve_once(ravel, bootstrap, p, total, workdir, logf, group):
         # A fresh state directory: every run starts from the beginning of the topic.
         f.write(f'[state]\ndir = "{tempfile.mkdtemp(dir=workdir)}"\n\n[demo]\nenabled = false\n\n')
         f.write(f'[[streams]]\nname = "tput"\ntopic = "bench.tput"\nfeatures = {p}\n')
+        if folds:
+            # Exact K-fold CV statistics beside the totals (scripts/bench_folds.py).
+            f.write(f"cv.folds = {folds}\n")
     procs = Procs()
     try:
         start = time.perf_counter()
@@ -176,7 +179,7 @@ def serve_once(ravel, bootstrap, p, total, workdir, logf, group):
         host, port = line.removeprefix("listening on http://").rsplit(":", 1)
         api = Api(host, int(port))
         first = None
-        deadline = start + 600
+        deadline = start + deadline_s
         while True:
             n, now = api.n("tput"), time.perf_counter()
             if n > 0 and first is None:

@@ -17,47 +17,12 @@ import os
 import statistics
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_all import fill, fmt_s, log, messages  # noqa: E402
-from bench_freshness import Api, Procs, cpu_seconds, start_broker  # noqa: E402
+from bench_all import fill, fmt_s, log, messages, serve_once  # noqa: E402
+from bench_freshness import Procs, start_broker  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def serve_once(ravel, bootstrap, p, folds, total, workdir, logf, group):
-    cfg = os.path.join(workdir, f"{group}.toml")
-    with open(cfg, "w") as f:
-        f.write(f'[http]\naddr = "127.0.0.1:0"\n\n[kafka]\nbrokers = "{bootstrap}"\ngroup_id = "{group}"\n')
-        f.write('[kafka.options]\n"session.timeout.ms" = "6000"\n\n')
-        f.write(f'[state]\ndir = "{tempfile.mkdtemp(dir=workdir)}"\n\n[demo]\nenabled = false\n\n')
-        f.write(f'[[streams]]\nname = "tput"\ntopic = "bench.tput"\nfeatures = {p}\n')
-        if folds:
-            f.write(f"cv.folds = {folds}\n")
-    procs = Procs()
-    try:
-        start = time.perf_counter()
-        proc = procs.start([ravel, "serve", "--config", cfg], logf)
-        line = proc.stdout.readline().strip()
-        if not line.startswith("listening on http://"):
-            sys.exit(f"ravel serve did not start: {line!r} (log: {logf.name})")
-        host, port = line.removeprefix("listening on http://").rsplit(":", 1)
-        api = Api(host, int(port))
-        first = None
-        deadline = start + 900
-        while True:
-            n, now = api.n("tput"), time.perf_counter()
-            if n > 0 and first is None:
-                first = (n, now)
-            if n >= total:
-                rate = (n - first[0]) / (now - first[1]) if now > first[1] else float("nan")
-                return now - start, rate, cpu_seconds(proc)
-            if now > deadline:
-                sys.exit(f"only {n} of {total} rows applied (log: {logf.name})")
-            time.sleep(0.005)
-    finally:
-        procs.stop_all()
 
 
 def main():
@@ -83,7 +48,7 @@ def main():
                 for r in range(args.rounds):
                     for k in (0, args.folds):
                         log(f"round {r + 1}: K = {k}")
-                        s, rate, cpu = serve_once(args.ravel, bootstrap, p, k, total, workdir, logf, f"g{r}k{k}")
+                        s, rate, cpu = serve_once(args.ravel, bootstrap, p, total, workdir, logf, f"g{r}k{k}", folds=k, deadline_s=900)
                         for acc, v in zip(results[k], (s, rate, cpu)):
                             acc.append(v)
             finally:
