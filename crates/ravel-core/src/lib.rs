@@ -11,6 +11,8 @@
 //! # Layout
 //! Modules are listed bottom-up; each imports only modules above it in this list.
 //! - [`linalg`]: the dense vector kernels (dot, axpy).
+//! - [`array`]: the ndarray boundary: `Observations` (rows as slices or `ArrayView2`, no copy
+//!   in standard layout), coefficients and predictions as arrays.
 //! - [`task`]: `Task`, regression or classification.
 //! - [`memory`]: the bytes the statistics, an extraction, the rows read or a selection need,
 //!   from dimensions alone (files and configured streams are refused before allocating), and
@@ -36,6 +38,7 @@
 //! - [`synthetic`]: the simulated design of paper 003 (demo stream, tests, benchmarks).
 //! - [`scenarios`]: the same design with drifting coefficients (drift checks and report).
 
+pub mod array;
 pub mod data;
 pub mod features;
 pub mod gram;
@@ -50,6 +53,7 @@ pub mod stats;
 pub mod synthetic;
 pub mod task;
 
+pub use array::Observations;
 pub use model::Model;
 pub use stats::{RunningStats, Stats};
 pub use task::Task;

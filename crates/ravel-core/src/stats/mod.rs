@@ -34,8 +34,12 @@ mod syrk;
 pub use adaptive::{AdaptiveConfig, Cusum};
 pub use schedule::{AlphaSchedule, AlphaSpec};
 
+use crate::array::Observations;
 use crate::gram::{Problem, ProblemError};
+use crate::model::Model;
+use crate::solve::{self, ParamError, Request};
 use crate::task::Task;
+use ndarray::{Array1, Array2};
 
 use faer::linalg::matmul::triangular::{BlockStructure, matmul};
 use faer::{Accum, MatMut, MatRef, Par};
@@ -363,9 +367,92 @@ impl RunningStats {
         crate::gram::Moments::variances(self)
     }
 
-    /// Fold one row in (a rank-1 update, O(p^2)).
-    pub fn update(&mut self, x: &[f64], y: f64) -> Result<(), StatsError> {
-        self.update_batch(x, std::slice::from_ref(&y))
+    /// Fold rows in: one row (`&[f64]` or `ArrayView1<f64>` with an `f64` target, a rank-1
+    /// update, O(p^2)) or a batch (`ArrayView2<f64>` with an `ArrayView1<f64>` of targets,
+    /// or `&Array2` with `&Array1`), folded as `update_batch` folds it. A standard-layout
+    /// batch is folded where it lies; other layouts are copied once (`array` module).
+    ///
+    /// ```
+    /// use ndarray::array;
+    /// use ravel_core::stats::{AlphaSchedule, RunningStats};
+    ///
+    /// let mut stats = RunningStats::new(2, AlphaSchedule::Plain);
+    /// stats.update(array![[1.0, 2.0], [3.0, 4.0]].view(), array![1.0, 0.0].view())?;
+    /// stats.update(&[5.0, 6.0][..], 2.0)?;
+    /// assert_eq!(stats.n(), 3);
+    /// assert_eq!(stats.mean_x(), vec![3.0, 4.0]);
+    /// # Ok::<(), ravel_core::stats::StatsError>(())
+    /// ```
+    pub fn update<X: Observations<Y>, Y>(&mut self, x: X, y: Y) -> Result<(), StatsError> {
+        x.with_rows(self.p, y, |x, y| self.update_batch(x, y))
+    }
+
+    /// Extracts the model `request` asks for from these statistics (checked against p first):
+    /// the library's one-call form of `solve::model_from_stats`.
+    ///
+    /// ```
+    /// use ndarray::array;
+    /// use ravel_core::solve::{Estimator, Request, penalized::Lasso};
+    /// use ravel_core::stats::{AlphaSchedule, RunningStats};
+    ///
+    /// let x = array![[1.0, 0.0, 0.3], [0.0, 1.0, 0.1], [1.0, 1.0, 0.7], [2.0, 1.0, 0.2], [0.5, 0.0, 0.9]];
+    /// let y = array![1.0, 2.0, 3.0, 4.0, 0.5];
+    /// let mut stats = RunningStats::new(3, AlphaSchedule::Plain);
+    /// stats.update(x.view(), y.view())?;
+    /// let lasso = Request::from(Estimator::Lasso(Lasso::k(2)));
+    /// let model = stats.extract(&lasso)?;
+    /// assert_eq!(model.k, 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn extract(&self, request: &Request) -> Result<Model, ParamError> {
+        let checked = request.check(self.p)?;
+        let start = std::time::Instant::now();
+        let problem = Problem::regression(self, request.standardize)?;
+        let mut model = solve::extract(&problem, &checked, None)?;
+        model.diagnostics.elapsed_ms = start.elapsed().as_secs_f64() * 1e3;
+        Ok(model)
+    }
+
+    /// E\[x\] as an array of length p.
+    pub fn mean_x_array(&self) -> Array1<f64> {
+        Array1::from(self.mean_x())
+    }
+
+    /// The population covariance matrix Cov(x) (p x p, symmetric), from the shifted moments.
+    ///
+    /// ```
+    /// use ndarray::array;
+    /// use ravel_core::stats::{AlphaSchedule, RunningStats};
+    ///
+    /// let mut stats = RunningStats::new(2, AlphaSchedule::Plain);
+    /// stats.update(array![[1.0, 2.0], [3.0, 6.0]].view(), array![0.0, 1.0].view())?;
+    /// assert_eq!(stats.covariance(), array![[1.0, 2.0], [2.0, 4.0]]);
+    /// assert_eq!(stats.cov_xy_array(), array![0.5, 1.0]);
+    /// # Ok::<(), ravel_core::stats::StatsError>(())
+    /// ```
+    pub fn covariance(&self) -> Array2<f64> {
+        let p = self.p;
+        let mut full = vec![0.0; p * p];
+        for j in 0..p {
+            for i in j..p {
+                let v = crate::gram::Moments::cov_at(self, i, j);
+                full[i + j * p] = v;
+                full[j + i * p] = v;
+            }
+        }
+        crate::array::square(p, full)
+    }
+
+    /// Cov(x_j, y) for every feature, as an array of length p.
+    pub fn cov_xy_array(&self) -> Array1<f64> {
+        (0..self.p)
+            .map(|j| crate::gram::Moments::cov_xy(self, j))
+            .collect()
+    }
+
+    /// E\[x x^T\] (p x p, symmetric) as an array: `sxx_full` in ndarray form.
+    pub fn sxx_array(&self) -> Array2<f64> {
+        crate::array::square(self.p, self.sxx_full())
     }
 
     /// Fold a mini-batch in: `x` is row-major, `y.len()` rows of p features. One symmetric
@@ -812,6 +899,12 @@ impl ClassStats {
         self.pos.n() + self.neg.n()
     }
 
+    /// Fold rows in, as `RunningStats::update` takes them (a row, or a batch as arrays);
+    /// labels as `update_batch` takes them.
+    pub fn update<X: Observations<Y>, Y>(&mut self, x: X, y: Y) -> Result<(), StatsError> {
+        x.with_rows(self.p(), y, |x, y| self.update_batch(x, y))
+    }
+
     /// Split the batch by label (+1 positive; -1 or 0 negative) and fold each part into its
     /// class. Nothing changes if any row is invalid.
     pub fn update_batch(&mut self, x: &[f64], y: &[f64]) -> Result<(), StatsError> {
@@ -931,6 +1024,28 @@ impl Stats {
             Stats::Regression(s) => s.update_batch(x, y),
             Stats::Classification(s) => s.update_batch(x, y),
         }
+    }
+    /// Fold rows in, as `RunningStats::update` takes them (a row, or a batch as arrays).
+    pub fn update<X: Observations<Y>, Y>(&mut self, x: X, y: Y) -> Result<(), StatsError> {
+        x.with_rows(self.p(), y, |x, y| self.update_batch(x, y))
+    }
+    /// Checks `request` against these statistics and extracts its model, whichever the task
+    /// (`Request::model` without feature names).
+    ///
+    /// ```
+    /// use ndarray::array;
+    /// use ravel_core::{Stats, Task};
+    /// use ravel_core::solve::Request;
+    /// use ravel_core::stats::AlphaSchedule;
+    ///
+    /// let mut stats = Stats::new(Task::Classification, 1, AlphaSchedule::Plain);
+    /// stats.update(array![[1.0], [2.0], [-1.0], [-2.0]].view(), array![1.0, 1.0, -1.0, 0.0].view())?;
+    /// let model = stats.extract(&Request::ols())?;
+    /// assert!(model.coefficients[0].value > 0.0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn extract(&self, request: &Request) -> Result<Model, ParamError> {
+        request.model(self, None)
     }
     /// `RunningStats::validate` for each part.
     pub fn validate(&self) -> Result<(), String> {
