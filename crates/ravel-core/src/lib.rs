@@ -1,3 +1,4 @@
+#![deny(missing_docs)]
 //! ravel-core: the mathematics of ravel, sparse linear models learned from streams.
 //!
 //! Rows (x, y) are folded into running-average statistics; any model (OLS, ridge, OLSth, FSA,
@@ -33,6 +34,8 @@
 //! - [`features`]: feature streams (paper 000): online substitution (OS) and asynchronous
 //!   parallel OS (Asy-OS) keep the best s of a stream of columns in O(n s) memory; one API
 //!   for both (`features::Substitution`).
+//! - `linfa_traits` (feature `linfa`): linfa's `Fit` for `Request` and `Estimator`,
+//!   `PredictInplace` for `Model`.
 //! - [`prequential`]: test-then-train replay, to compare weight schedules offline.
 //! - [`data`]: streaming readers for CSV, LIBSVM and NPY files.
 //! - [`synthetic`]: the simulated design of paper 003 (demo stream, tests, benchmarks).
@@ -43,6 +46,8 @@ pub mod data;
 pub mod features;
 pub mod gram;
 pub mod linalg;
+#[cfg(feature = "linfa")]
+pub mod linfa_traits;
 pub mod memory;
 pub mod model;
 pub mod prequential;

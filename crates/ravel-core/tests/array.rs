@@ -121,8 +121,11 @@ fn partitions_merge_to_the_whole_and_round_trip_through_serde() {
     whole.update(xa.view(), ya.view()).unwrap();
     let mut left = RunningStats::new(p, AlphaSchedule::Plain);
     let mut right = left.clone();
-    left.update(xa.slice(s![..150, ..]), ya.slice(s![..150])).unwrap();
-    right.update(xa.slice(s![150.., ..]), ya.slice(s![150..])).unwrap();
+    left.update(xa.slice(s![..150, ..]), ya.slice(s![..150]))
+        .unwrap();
+    right
+        .update(xa.slice(s![150.., ..]), ya.slice(s![150..]))
+        .unwrap();
     // Through JSON, as two workers would ship them.
     let json = serde_json::to_string(&right).unwrap();
     let shipped: RunningStats = serde_json::from_str(&json).unwrap();

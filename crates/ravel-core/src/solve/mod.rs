@@ -62,25 +62,45 @@ pub mod limits {
 /// A request that cannot be served; the message says what to change.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ParamError {
+    /// A method name no estimator has.
     #[error("{0}")]
     UnknownMethod(String),
+    /// k > p.
     #[error("k = {k} is larger than the number of features p = {p}")]
-    KTooLarge { k: usize, p: usize },
+    KTooLarge {
+        /// The k asked for.
+        k: usize,
+        /// Features p.
+        p: usize,
+    },
+    /// k = 0.
     #[error("k must be at least 1")]
     KZero,
+    /// A parameter that must be finite and >= 0 is not.
     #[error("{name} must be a finite number >= 0, got {value}")]
-    Negative { name: &'static str, value: f64 },
+    Negative {
+        /// The parameter.
+        name: &'static str,
+        /// Its value.
+        value: f64,
+    },
+    /// A parameter beyond its bound (`limits`).
     #[error("{name} = {value} is out of bounds: {bound}")]
     OutOfBounds {
+        /// The parameter.
         name: &'static str,
+        /// Its value.
         value: String,
+        /// The bound, in words.
         bound: String,
     },
+    /// Any other invalid combination, in words.
     #[error("{0}")]
     Invalid(String),
     /// A field no parameter of the method claims.
     #[error("{0}")]
     UnknownField(String),
+    /// The statistics cannot define a problem (no rows, one class).
     #[error(transparent)]
     Problem(#[from] ProblemError),
 }
@@ -148,28 +168,44 @@ pub(crate) mod check {
 /// What a sparse request fixes: exactly k nonzeros, or the penalty level.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Sparsity {
+    /// Exactly k nonzeros.
     K(usize),
+    /// The penalty level lambda.
     Lambda(f64),
 }
 
 /// Raw outcome of a solver, in solver (standardized) units, before it becomes a `Model`.
 #[derive(Debug, Clone, Default)]
 pub struct Fit {
+    /// The coefficients (solver units, active columns).
     pub b: Vec<f64>,
+    /// The penalty level.
     pub lambda: Option<f64>,
+    /// Frank-Wolfe's l1 radius.
     pub delta: Option<f64>,
+    /// Elastic net's mixing.
     pub l1_ratio: Option<f64>,
+    /// MCP's or SCAD's concavity.
     pub gamma: Option<f64>,
+    /// Iterations made.
     pub iterations: usize,
+    /// Duality gap (convex problems).
     pub gap: Option<f64>,
+    /// Convergence measure of the other solvers.
     pub convergence: Option<f64>,
+    /// Whether the solver met its tolerance.
     pub converged: bool,
+    /// The k asked for.
     pub requested_k: Option<usize>,
+    /// Whether exactly k nonzeros were reached.
     pub k_exact: Option<bool>,
+    /// Whether the support was refitted by least squares.
     pub refit: bool,
+    /// IHT / HTP's optimality certificate.
     pub certificate: Option<Certificate>,
     /// The ridge a singular least-squares system needed (`jitter_note`).
     pub singular_ridge: Option<f64>,
+    /// Anything the caller should know (in words).
     pub notes: Vec<String>,
 }
 
@@ -261,6 +297,7 @@ pub(crate) fn yes() -> bool {
 /// `POST .../model` and `.../path`: `{"method": "lasso", "k": 10, "standardize": true}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Request {
+    /// The method and its parameters.
     #[serde(flatten)]
     pub estimator: Estimator,
     /// Scale columns to unit variance before the fit (coefficients come back in original
@@ -319,7 +356,22 @@ impl Request {
     pub fn ridge(lambda: f64) -> Request {
         Estimator::Ridge(least_squares::Ridge { lambda }).into()
     }
+    /// The same request with or without standardized columns. Without, penalties apply to
+    /// the coefficients in the data's own units (scikit-learn's and linfa's convention);
+    /// with (the default), to the coefficients of unit-variance columns (glmnet's).
+    ///
+    /// ```
+    /// use ravel_core::solve::{Estimator, Request, penalized::Lasso};
+    ///
+    /// let raw = Request::from(Estimator::Lasso(Lasso::lambda(0.1))).with_standardize(false);
+    /// assert!(!raw.standardize);
+    /// ```
+    pub fn with_standardize(mut self, standardize: bool) -> Request {
+        self.standardize = standardize;
+        self
+    }
 
+    /// The method this request extracts.
     pub fn method(&self) -> Method {
         self.estimator.method()
     }
@@ -382,9 +434,11 @@ impl Request {
 }
 
 impl Checked {
+    /// The request that was checked.
     pub fn request(&self) -> &Request {
         &self.request
     }
+    /// Its method.
     pub fn method(&self) -> Method {
         self.request.method()
     }
@@ -400,9 +454,11 @@ impl Checked {
 }
 
 impl CheckedPath {
+    /// The request that was checked.
     pub fn request(&self) -> &Request {
         &self.0.request
     }
+    /// Its method.
     pub fn method(&self) -> Method {
         self.0.method()
     }

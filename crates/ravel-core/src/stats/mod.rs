@@ -48,20 +48,58 @@ use serde::{Deserialize, Serialize};
 /// Why a row or batch was refused; the statistics are untouched when this is returned.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum StatsError {
+    /// A row whose width is not p.
     #[error("row has {got} features, the stream has {expected}")]
-    Dimension { expected: usize, got: usize },
+    Dimension {
+        /// The statistics' p.
+        expected: usize,
+        /// The row's width.
+        got: usize,
+    },
+    /// x and y hold different numbers of rows.
     #[error("batch has {rows} rows of x but {ys} values of y")]
-    Length { rows: usize, ys: usize },
+    Length {
+        /// Rows of x.
+        rows: usize,
+        /// Values of y.
+        ys: usize,
+    },
+    /// A NaN or infinite value.
     #[error("non-finite value (NaN or Inf) in row {row}")]
-    NonFinite { row: usize },
+    NonFinite {
+        /// The first bad row of the batch.
+        row: usize,
+    },
+    /// A value beyond `MAX_ABS_VALUE`.
     #[error("value beyond +-1e150 in row {row}: its square would overflow the moments")]
-    Overflow { row: usize },
+    Overflow {
+        /// The first bad row of the batch.
+        row: usize,
+    },
+    /// A classification label other than +1, -1 or 0.
     #[error("classification labels must be +1 or -1 (0 counts as -1), got {value} in row {row}")]
-    Label { row: usize, value: f64 },
+    Label {
+        /// The first bad row of the batch.
+        row: usize,
+        /// Its label.
+        value: f64,
+    },
+    /// Statistics of different p.
     #[error("cannot merge statistics with {other} features into statistics with {this}")]
-    MergeDimension { this: usize, other: usize },
+    MergeDimension {
+        /// Our p.
+        this: usize,
+        /// Theirs.
+        other: usize,
+    },
+    /// Regression and classification statistics.
     #[error("cannot merge {theirs} statistics into {ours} statistics")]
-    TaskMismatch { ours: Task, theirs: Task },
+    TaskMismatch {
+        /// Our task.
+        ours: Task,
+        /// Theirs.
+        theirs: Task,
+    },
 }
 
 /// Largest |value| of x or y a row may have (`StatsError::Overflow` beyond), checked on the raw
@@ -218,6 +256,7 @@ impl Serialize for RunningStats {
 }
 
 impl RunningStats {
+    /// Empty statistics of p features under `schedule`.
     pub fn new(p: usize, schedule: AlphaSchedule) -> Self {
         RunningStats {
             p,
@@ -234,12 +273,15 @@ impl RunningStats {
         }
     }
 
+    /// Number of features p.
     pub fn p(&self) -> usize {
         self.p
     }
+    /// Rows folded in.
     pub fn n(&self) -> u64 {
         self.n
     }
+    /// The total weight W (1 for plain averages once a row is seen).
     pub fn total_weight(&self) -> f64 {
         self.weight
     }
@@ -259,6 +301,7 @@ impl RunningStats {
     pub fn shift_x(&self) -> &[f64] {
         &self.shift_x
     }
+    /// The shift t of y.
     pub fn shift_y(&self) -> f64 {
         self.shift_y
     }
@@ -289,9 +332,11 @@ impl RunningStats {
         let t = self.shift_y;
         self.dyy + 2.0 * t * self.dy + t * t
     }
+    /// The weight schedule.
     pub fn schedule(&self) -> &AlphaSchedule {
         &self.schedule
     }
+    /// The weight schedule, to change its settings.
     pub fn schedule_mut(&mut self) -> &mut AlphaSchedule {
         &mut self.schedule
     }
@@ -733,6 +778,30 @@ impl RunningStats {
         Ok(())
     }
 
+    /// Folds `other`'s rows in, exactly (up to rounding): the result equals statistics that saw
+    /// both shards' rows. Shards around different shifts are re-centred first. The scale-out
+    /// pattern: each worker folds its partition, ships its statistics (serde), and one merge
+    /// gives the model of all rows:
+    ///
+    /// ```
+    /// use ndarray::{Array1, Array2, s};
+    /// use ravel_core::solve::{Estimator, Request, penalized::Lasso};
+    /// use ravel_core::stats::{AlphaSchedule, RunningStats};
+    ///
+    /// let x = Array2::from_shape_fn((200, 4), |(i, j)| ((i * 7 + j * 13) % 17) as f64);
+    /// let y: Array1<f64> = x.column(0).to_owned() * 2.0 - x.column(2) + 1.0;
+    /// let fold = |rows: std::ops::Range<usize>| {
+    ///     let mut st = RunningStats::new(4, AlphaSchedule::Plain);
+    ///     st.update(x.slice(s![rows.clone(), ..]), y.slice(s![rows])).map(|_| st)
+    /// };
+    /// let (a, b) = (fold(0..120)?, fold(120..200)?);                 // two workers
+    /// let shipped: RunningStats = serde_json::from_str(&serde_json::to_string(&b)?)?;
+    /// let mut all = a.clone();
+    /// all.merge(&shipped)?;                                          // the reducer
+    /// let model = all.extract(&Request::from(Estimator::Lasso(Lasso::k(2))))?;
+    /// assert_eq!((all.n(), model.k), (200, 2));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn merge(&mut self, other: &RunningStats) -> Result<(), StatsError> {
         if other.p != self.p {
             return Err(StatsError::MergeDimension {
@@ -795,11 +864,14 @@ pub struct DriftStatus {
     pub effective_sample_size: f64,
     /// Drift alarms so far and the row that raised the last one (adaptive schedule only).
     pub alarms: u64,
+    /// 1-based row that raised the last alarm.
     pub last_alarm_row: Option<u64>,
     /// Adaptive only: whether the detector is armed (it rests after an alarm until the new
     /// regime has enough rows), its CUSUM statistic and the alarm threshold.
     pub detector_armed: Option<bool>,
+    /// The CUSUM statistic now (adaptive schedules).
     pub cusum: Option<f64>,
+    /// Its alarm threshold.
     pub cusum_threshold: Option<f64>,
 }
 
@@ -881,20 +953,25 @@ impl crate::gram::Moments for RunningStats {
 /// negatives are averaged separately so that each class can be weighted at extraction.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClassStats {
+    /// The positive class's statistics.
     pub pos: RunningStats,
+    /// The negative class's.
     pub neg: RunningStats,
 }
 
 impl ClassStats {
+    /// Empty statistics of p features, each class under `schedule`.
     pub fn new(p: usize, schedule: AlphaSchedule) -> Self {
         ClassStats {
             pos: RunningStats::new(p, schedule.clone()),
             neg: RunningStats::new(p, schedule),
         }
     }
+    /// Number of features p.
     pub fn p(&self) -> usize {
         self.pos.p()
     }
+    /// Rows of both classes.
     pub fn n(&self) -> u64 {
         self.pos.n() + self.neg.n()
     }
@@ -930,6 +1007,7 @@ impl ClassStats {
         Ok(())
     }
 
+    /// Merges class by class (`RunningStats::merge`).
     pub fn merge(&mut self, other: &ClassStats) -> Result<(), StatsError> {
         self.pos.merge(&other.pos)?;
         self.neg.merge(&other.neg)
@@ -944,7 +1022,9 @@ impl ClassStats {
 // RunningStats headers, their arrays are on the heap) costs nothing worth a Box.
 #[allow(clippy::large_enum_variant)]
 pub enum Stats {
+    /// A regression stream.
     Regression(RunningStats),
+    /// A classification stream.
     Classification(ClassStats),
 }
 
@@ -961,30 +1041,35 @@ impl From<ClassStats> for Stats {
 }
 
 impl Stats {
+    /// Empty statistics for `task`.
     pub fn new(task: Task, p: usize, schedule: AlphaSchedule) -> Self {
         match task {
             Task::Regression => Stats::Regression(RunningStats::new(p, schedule)),
             Task::Classification => Stats::Classification(ClassStats::new(p, schedule)),
         }
     }
+    /// The task.
     pub fn task(&self) -> Task {
         match self {
             Stats::Regression(_) => Task::Regression,
             Stats::Classification(_) => Task::Classification,
         }
     }
+    /// Number of features p.
     pub fn p(&self) -> usize {
         match self {
             Stats::Regression(s) => s.p(),
             Stats::Classification(s) => s.p(),
         }
     }
+    /// Rows folded in.
     pub fn n(&self) -> u64 {
         match self {
             Stats::Regression(s) => s.n(),
             Stats::Classification(s) => s.n(),
         }
     }
+    /// The weight schedule.
     pub fn schedule(&self) -> &AlphaSchedule {
         match self {
             Stats::Regression(s) => s.schedule(),
