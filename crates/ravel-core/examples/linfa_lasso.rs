@@ -60,7 +60,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .fit(&data)?;
         let ravel_ms = t.elapsed().as_secs_f64() * 1e3;
 
-        let diff = (&ours.coef(p) - theirs.hyperplane())
+        let diff = (&ours.coef() - theirs.hyperplane())
             .iter()
             .fold(0.0f64, |m, v| m.max(v.abs()));
         println!(

@@ -59,6 +59,11 @@ pub mod synthetic;
 pub mod task;
 
 pub use array::Observations;
+
+// The README's example runs as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctest;
 pub use model::Model;
 pub use stats::{RunningStats, Stats};
 pub use task::Task;

@@ -4,8 +4,10 @@
 //! `Request` and `Estimator` implement `linfa::traits::Fit` on a `DatasetBase` of an `f64`
 //! record matrix (any layout) with single targets: the rows are folded into `RunningStats`
 //! (one symmetric rank-n update) and the model is extracted from them. The fitted object is
-//! ravel's `Model` (coefficients, intercept and how they were obtained: duality gap, steps),
-//! which implements `PredictInplace`, so linfa's `predict` works on arrays and datasets.
+//! a [`Fitted`]: ravel's `Model` (coefficients, intercept and how they were obtained: duality
+//! gap, steps; reached through `Deref`) with `PredictInplace`, so `fitted.predict(&dataset)`
+//! is linfa's `predict` (on `Model` itself, whose inherent `predict` takes one row, call
+//! `Predict::predict(&model, &dataset)`).
 //! Regression only: a classification fit needs the task, which `Stats::new` takes.
 //!
 //! Penalty conventions: linfa-elasticnet minimizes 1/(2n) ||y - b0 - X b||^2 + penalty |b|_1
@@ -27,7 +29,7 @@
 //! let model = lasso.fit(&data)?;
 //! let fitted = model.predict(&data);
 //! assert_eq!(fitted.len(), 5);
-//! assert!(model.coef(2)[1] > 1.5);
+//! assert!(model.coef()[1] > 1.5);
 //! # Ok::<(), ravel_core::linfa_traits::FitError>(())
 //! ```
 
@@ -38,6 +40,7 @@ use ndarray::{Array1, ArrayBase, Data, Ix2};
 use crate::model::Model;
 use crate::solve::{Estimator, ParamError, Request};
 use crate::stats::{AlphaSchedule, RunningStats, StatsError};
+use std::ops::Deref;
 
 /// Why a linfa fit failed: the rows (non-finite values, shapes), the request, or linfa.
 #[derive(Debug, thiserror::Error)]
@@ -53,19 +56,47 @@ pub enum FitError {
     Linfa(#[from] linfa::Error),
 }
 
+/// A model fitted through linfa's `Fit`: ravel's [`Model`] (through `Deref`) and the number
+/// of features, with linfa's `PredictInplace`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fitted {
+    /// The model.
+    pub model: Model,
+    /// Features p of the records it was fitted on.
+    pub p: usize,
+}
+
+impl Fitted {
+    /// The dense coefficient vector (length p).
+    pub fn coef(&self) -> Array1<f64> {
+        self.model.coef(self.p)
+    }
+}
+
+impl Deref for Fitted {
+    type Target = Model;
+    fn deref(&self) -> &Model {
+        &self.model
+    }
+}
+
 impl<D, T> Fit<ArrayBase<D, Ix2>, T, FitError> for Request
 where
     D: Data<Elem = f64>,
     T: AsSingleTargets<Elem = f64>,
 {
-    type Object = Model;
+    type Object = Fitted;
 
     /// Folds the rows into plain running averages and extracts this request's model.
-    fn fit(&self, dataset: &DatasetBase<ArrayBase<D, Ix2>, T>) -> Result<Model, FitError> {
+    fn fit(&self, dataset: &DatasetBase<ArrayBase<D, Ix2>, T>) -> Result<Fitted, FitError> {
         let x = dataset.records().view();
-        let mut stats = RunningStats::new(x.ncols(), AlphaSchedule::Plain);
+        let p = x.ncols();
+        let mut stats = RunningStats::new(p, AlphaSchedule::Plain);
         stats.update(x, dataset.as_single_targets())?;
-        Ok(stats.extract(self)?)
+        Ok(Fitted {
+            model: stats.extract(self)?,
+            p,
+        })
     }
 }
 
@@ -74,10 +105,10 @@ where
     D: Data<Elem = f64>,
     T: AsSingleTargets<Elem = f64>,
 {
-    type Object = Model;
+    type Object = Fitted;
 
     /// As `Request::from(estimator).fit`: ravel's defaults (standardized columns).
-    fn fit(&self, dataset: &DatasetBase<ArrayBase<D, Ix2>, T>) -> Result<Model, FitError> {
+    fn fit(&self, dataset: &DatasetBase<ArrayBase<D, Ix2>, T>) -> Result<Fitted, FitError> {
         Request::from(self.clone()).fit(dataset)
     }
 }
@@ -91,6 +122,17 @@ impl<D: Data<Elem = f64>> PredictInplace<ArrayBase<D, Ix2>, Array1<f64>> for Mod
             "the number of rows must match the number of targets"
         );
         *y = self.predict_rows(x.view());
+    }
+
+    fn default_target(&self, x: &ArrayBase<D, Ix2>) -> Array1<f64> {
+        Array1::zeros(x.nrows())
+    }
+}
+
+impl<D: Data<Elem = f64>> PredictInplace<ArrayBase<D, Ix2>, Array1<f64>> for Fitted {
+    /// b0 + X b for every row of `x`.
+    fn predict_inplace(&self, x: &ArrayBase<D, Ix2>, y: &mut Array1<f64>) {
+        self.model.predict_inplace(x, y)
     }
 
     fn default_target(&self, x: &ArrayBase<D, Ix2>) -> Array1<f64> {

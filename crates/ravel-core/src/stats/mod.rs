@@ -450,10 +450,19 @@ impl RunningStats {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn extract(&self, request: &Request) -> Result<Model, ParamError> {
+        self.extract_named(request, None)
+    }
+
+    /// `extract`, with the coefficients labelled by `names` (one per feature; else by index).
+    pub fn extract_named(
+        &self,
+        request: &Request,
+        names: Option<&[String]>,
+    ) -> Result<Model, ParamError> {
         let checked = request.check(self.p)?;
         let start = std::time::Instant::now();
         let problem = Problem::regression(self, request.standardize)?;
-        let mut model = solve::extract(&problem, &checked, None)?;
+        let mut model = solve::extract(&problem, &checked, names)?;
         model.diagnostics.elapsed_ms = start.elapsed().as_secs_f64() * 1e3;
         Ok(model)
     }
