@@ -12,7 +12,7 @@
 //! # Layout
 //! Modules are listed bottom-up; each imports only modules above it in this list.
 //! - [`linalg`]: the dense vector kernels (dot, axpy).
-//! - [`array`]: the ndarray boundary: `Observations` (rows as slices or `ArrayView2`, no copy
+//! - [`array`](mod@array): the ndarray boundary: `Observations` (rows as slices or `ArrayView2`, no copy
 //!   in standard layout), coefficients and predictions as arrays.
 //! - [`task`]: `Task`, regression or classification.
 //! - [`memory`]: the bytes the statistics, an extraction, the rows read or a selection need,
