@@ -12,19 +12,19 @@
 //! # Layout
 //! Modules are listed bottom-up; each imports only modules above it in this list.
 //! - [`linalg`]: the dense vector kernels (dot, axpy).
-//! - [`array`](mod@array): the ndarray boundary: `Observations` (rows as slices or `ArrayView2`, no copy
-//!   in standard layout), coefficients and predictions as arrays.
 //! - [`task`]: `Task`, regression or classification.
 //! - [`memory`]: the bytes the statistics, an extraction, the rows read or a selection need,
 //!   from dimensions alone (files and configured streams are refused before allocating), and
 //!   `ByteSize`, the `4GiB` amounts limits are given in.
 //! - [`spec`]: settings given as a table or a `key=value,...` shorthand, one parser for both.
-//! - [`model`]: `Model`, `Coefficient`, `Diagnostics`, `PathModel`: what an extraction returns;
+//! - [`model`]: `Model`, `Coefficient`, `Diagnostics`, `PathModel`: what an extraction returns
+//!   (coefficients and predictions also as ndarray arrays: `coef`, `predict_rows`);
 //!   `Method`, the names of the methods a model can come from.
 //! - [`gram`]: the Gram-form problem (`Problem`, `Gram`) built from any [`gram::Moments`],
 //!   and the subset least-squares solve every method shares.
 //! - [`stats`]: `RunningStats`, `ClassStats`, the owning `Stats` enum, `AlphaSchedule`: the
 //!   state of an observation stream, batch updates (symmetric rank-B) and exact shard merges;
+//!   rows in as slices or ndarray views (`Observations`: no copy in standard layout);
 //!   `stats::adaptive`, the drift-adaptive schedule (CUSUM on test-then-train errors).
 //! - [`solve`]: typed estimators (`Estimator`, one variant per method; `Request` adds how the
 //!   problem is built), checked once into `Checked` before `extract` / `model_from_stats`
@@ -41,7 +41,6 @@
 //! - [`synthetic`]: the simulated design of paper 003 (demo stream, tests, benchmarks).
 //! - [`scenarios`]: the same design with drifting coefficients (drift checks and report).
 
-pub mod array;
 pub mod data;
 pub mod features;
 pub mod gram;
@@ -58,7 +57,7 @@ pub mod stats;
 pub mod synthetic;
 pub mod task;
 
-pub use array::Observations;
+pub use stats::Observations;
 
 // The README's example runs as a doctest.
 #[cfg(doctest)]

@@ -400,3 +400,48 @@ pub struct PathModel {
     /// Time the whole path took.
     pub elapsed_ms: f64,
 }
+
+impl Model {
+    /// The dense coefficient vector of length `p` as an array (zeros off the support).
+    ///
+    /// ```
+    /// use ndarray::array;
+    /// use ravel_core::{Model, RunningStats};
+    /// use ravel_core::solve::Request;
+    /// use ravel_core::stats::AlphaSchedule;
+    ///
+    /// let x = array![[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [2.0, 1.0]];
+    /// let y = array![1.0, 2.0, 3.0, 4.0];
+    /// let mut stats = RunningStats::new(2, AlphaSchedule::Plain);
+    /// stats.update(x.view(), y.view()).unwrap();
+    /// let model = stats.extract(&Request::ols()).unwrap();
+    /// let b = model.coef(2);
+    /// assert!((b[0] - 1.0).abs() < 1e-9 && (b[1] - 2.0).abs() < 1e-9);
+    /// ```
+    pub fn coef(&self, p: usize) -> ndarray::Array1<f64> {
+        ndarray::Array1::from(self.dense(p))
+    }
+
+    /// Predictions b0 + X b for every row of `x` (any layout).
+    ///
+    /// ```
+    /// use ndarray::array;
+    /// use ravel_core::RunningStats;
+    /// use ravel_core::solve::Request;
+    /// use ravel_core::stats::AlphaSchedule;
+    ///
+    /// let x = array![[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [2.0, 1.0]];
+    /// let y = array![1.0, 2.0, 3.0, 4.0];
+    /// let mut stats = RunningStats::new(2, AlphaSchedule::Plain);
+    /// stats.update(x.view(), y.view()).unwrap();
+    /// let fitted = stats.extract(&Request::ols()).unwrap().predict_rows(x.view());
+    /// assert!(fitted.iter().zip(&y).all(|(f, y)| (f - y).abs() < 1e-9));
+    /// ```
+    pub fn predict_rows(&self, x: ndarray::ArrayView2<'_, f64>) -> ndarray::Array1<f64> {
+        let mut out = ndarray::Array1::from_elem(x.nrows(), self.intercept);
+        for c in &self.coefficients {
+            out.scaled_add(c.value, &x.column(c.index));
+        }
+        out
+    }
+}

@@ -1,4 +1,4 @@
-//! The ndarray boundary (src/array.rs): every layout of the same rows folds to the same
+//! The ndarray boundary (src/stats/observations.rs): every layout of the same rows folds to the same
 //! statistics, bit for bit, as the slice entry point; merges of partitions fed as arrays equal
 //! the whole; statistics survive a serde round trip; bad shapes are refused.
 

@@ -36,7 +36,7 @@ pub use crate::model::{
     Certificate, Coefficient, Criteria, CurvePoint, Diagnostics, Duplicate, Estimate, Inference,
     Method, Model, PathModel, Selection,
 };
-use crate::stats::Stats;
+use crate::stats::{RunningStats, Stats};
 pub use select::Criterion;
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
@@ -766,6 +766,66 @@ pub fn path_from_stats(
     let mut path = extract_path(&problem, req, names)?;
     path.elapsed_ms = start.elapsed().as_secs_f64() * 1e3;
     Ok(path)
+}
+
+// The library's one-call forms, on the statistics types (stats sits below solve: the methods
+// live here).
+impl RunningStats {
+    /// Extracts the model `request` asks for from these statistics (checked against p first):
+    /// the library's one-call form of `solve::model_from_stats`.
+    ///
+    /// ```
+    /// use ndarray::array;
+    /// use ravel_core::solve::{Estimator, Request, penalized::Lasso};
+    /// use ravel_core::stats::{AlphaSchedule, RunningStats};
+    ///
+    /// let x = array![[1.0, 0.0, 0.3], [0.0, 1.0, 0.1], [1.0, 1.0, 0.7], [2.0, 1.0, 0.2], [0.5, 0.0, 0.9]];
+    /// let y = array![1.0, 2.0, 3.0, 4.0, 0.5];
+    /// let mut stats = RunningStats::new(3, AlphaSchedule::Plain);
+    /// stats.update(x.view(), y.view())?;
+    /// let lasso = Request::from(Estimator::Lasso(Lasso::k(2)));
+    /// let model = stats.extract(&lasso)?;
+    /// assert_eq!(model.k, 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn extract(&self, request: &Request) -> Result<Model, ParamError> {
+        self.extract_named(request, None)
+    }
+
+    /// `extract`, with the coefficients labelled by `names` (one per feature; else by index).
+    pub fn extract_named(
+        &self,
+        request: &Request,
+        names: Option<&[String]>,
+    ) -> Result<Model, ParamError> {
+        let checked = request.check(self.p())?;
+        let start = std::time::Instant::now();
+        let problem = Problem::regression(self, request.standardize)?;
+        let mut model = extract(&problem, &checked, names)?;
+        model.diagnostics.elapsed_ms = start.elapsed().as_secs_f64() * 1e3;
+        Ok(model)
+    }
+}
+
+impl Stats {
+    /// Checks `request` against these statistics and extracts its model, whichever the task
+    /// (`Request::model` without feature names).
+    ///
+    /// ```
+    /// use ndarray::array;
+    /// use ravel_core::{Stats, Task};
+    /// use ravel_core::solve::Request;
+    /// use ravel_core::stats::AlphaSchedule;
+    ///
+    /// let mut stats = Stats::new(Task::Classification, 1, AlphaSchedule::Plain);
+    /// stats.update(array![[1.0], [2.0], [-1.0], [-2.0]].view(), array![1.0, 1.0, -1.0, 0.0].view())?;
+    /// let model = stats.extract(&Request::ols())?;
+    /// assert!(model.coefficients[0].value > 0.0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn extract(&self, request: &Request) -> Result<Model, ParamError> {
+        request.model(self, None)
+    }
 }
 
 #[cfg(test)]

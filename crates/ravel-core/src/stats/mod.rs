@@ -28,16 +28,15 @@
 //! batches still equal row-by-row updates. `drift_status` reports what it sees.
 
 pub mod adaptive;
+mod observations;
 mod schedule;
 mod syrk;
 
 pub use adaptive::{AdaptiveConfig, Cusum};
+pub use observations::Observations;
 pub use schedule::{AlphaSchedule, AlphaSpec};
 
-use crate::array::Observations;
 use crate::gram::{Problem, ProblemError};
-use crate::model::Model;
-use crate::solve::{self, ParamError, Request};
 use crate::task::Task;
 use ndarray::{Array1, Array2};
 
@@ -415,7 +414,7 @@ impl RunningStats {
     /// Fold rows in: one row (`&[f64]` or `ArrayView1<f64>` with an `f64` target, a rank-1
     /// update, O(p^2)) or a batch (`ArrayView2<f64>` with an `ArrayView1<f64>` of targets,
     /// or `&Array2` with `&Array1`), folded as `update_batch` folds it. A standard-layout
-    /// batch is folded where it lies; other layouts are copied once (`array` module).
+    /// batch is folded where it lies; other layouts are copied once (`Observations`).
     ///
     /// ```
     /// use ndarray::array;
@@ -430,41 +429,6 @@ impl RunningStats {
     /// ```
     pub fn update<X: Observations<Y>, Y>(&mut self, x: X, y: Y) -> Result<(), StatsError> {
         x.with_rows(self.p, y, |x, y| self.update_batch(x, y))
-    }
-
-    /// Extracts the model `request` asks for from these statistics (checked against p first):
-    /// the library's one-call form of `solve::model_from_stats`.
-    ///
-    /// ```
-    /// use ndarray::array;
-    /// use ravel_core::solve::{Estimator, Request, penalized::Lasso};
-    /// use ravel_core::stats::{AlphaSchedule, RunningStats};
-    ///
-    /// let x = array![[1.0, 0.0, 0.3], [0.0, 1.0, 0.1], [1.0, 1.0, 0.7], [2.0, 1.0, 0.2], [0.5, 0.0, 0.9]];
-    /// let y = array![1.0, 2.0, 3.0, 4.0, 0.5];
-    /// let mut stats = RunningStats::new(3, AlphaSchedule::Plain);
-    /// stats.update(x.view(), y.view())?;
-    /// let lasso = Request::from(Estimator::Lasso(Lasso::k(2)));
-    /// let model = stats.extract(&lasso)?;
-    /// assert_eq!(model.k, 2);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn extract(&self, request: &Request) -> Result<Model, ParamError> {
-        self.extract_named(request, None)
-    }
-
-    /// `extract`, with the coefficients labelled by `names` (one per feature; else by index).
-    pub fn extract_named(
-        &self,
-        request: &Request,
-        names: Option<&[String]>,
-    ) -> Result<Model, ParamError> {
-        let checked = request.check(self.p)?;
-        let start = std::time::Instant::now();
-        let problem = Problem::regression(self, request.standardize)?;
-        let mut model = solve::extract(&problem, &checked, names)?;
-        model.diagnostics.elapsed_ms = start.elapsed().as_secs_f64() * 1e3;
-        Ok(model)
     }
 
     /// E\[x\] as an array of length p.
@@ -494,7 +458,7 @@ impl RunningStats {
                 full[j + i * p] = v;
             }
         }
-        crate::array::square(p, full)
+        observations::square(p, full)
     }
 
     /// Cov(x_j, y) for every feature, as an array of length p.
@@ -506,7 +470,7 @@ impl RunningStats {
 
     /// E\[x x^T\] (p x p, symmetric) as an array: `sxx_full` in ndarray form.
     pub fn sxx_array(&self) -> Array2<f64> {
-        crate::array::square(self.p, self.sxx_full())
+        observations::square(self.p, self.sxx_full())
     }
 
     /// Fold a mini-batch in: `x` is row-major, `y.len()` rows of p features. One symmetric
@@ -1122,24 +1086,6 @@ impl Stats {
     /// Fold rows in, as `RunningStats::update` takes them (a row, or a batch as arrays).
     pub fn update<X: Observations<Y>, Y>(&mut self, x: X, y: Y) -> Result<(), StatsError> {
         x.with_rows(self.p(), y, |x, y| self.update_batch(x, y))
-    }
-    /// Checks `request` against these statistics and extracts its model, whichever the task
-    /// (`Request::model` without feature names).
-    ///
-    /// ```
-    /// use ndarray::array;
-    /// use ravel_core::{Stats, Task};
-    /// use ravel_core::solve::Request;
-    /// use ravel_core::stats::AlphaSchedule;
-    ///
-    /// let mut stats = Stats::new(Task::Classification, 1, AlphaSchedule::Plain);
-    /// stats.update(array![[1.0], [2.0], [-1.0], [-2.0]].view(), array![1.0, 1.0, -1.0, 0.0].view())?;
-    /// let model = stats.extract(&Request::ols())?;
-    /// assert!(model.coefficients[0].value > 0.0);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn extract(&self, request: &Request) -> Result<Model, ParamError> {
-        request.model(self, None)
     }
     /// `RunningStats::validate` for each part.
     pub fn validate(&self) -> Result<(), String> {

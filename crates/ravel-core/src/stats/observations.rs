@@ -17,14 +17,16 @@
 //! row-major order and then folded the same way, so every layout of the same rows gives the
 //! same statistics, bit for bit.
 //!
+//! Coefficients and predictions as arrays are `Model::coef` and `Model::predict_rows`
+//! (model.rs).
+//!
 //! [`Observations`] is the one trait behind `RunningStats::update`, `ClassStats::update` and
 //! `Stats::update`: a row as a slice or an `ArrayView1` with its `f64` target, or a batch as
 //! an `ArrayView2` (or `&Array2`) with its targets as an `ArrayView1` (or `&Array1`).
 
-use ndarray::{Array1, Array2, ArrayBase, ArrayView1, ArrayView2, Data, Ix1, Ix2};
+use ndarray::{Array2, ArrayBase, ArrayView1, ArrayView2, Data, Ix1, Ix2};
 
-use crate::model::Model;
-use crate::stats::StatsError;
+use super::StatsError;
 
 /// Rows a statistics type can fold, paired with their targets `Y`: one row (`&[f64]`,
 /// `&Vec<f64>`, `ArrayView1<f64>`) with one `f64`, or a batch of rows (`ArrayView2<f64>`,
@@ -151,49 +153,4 @@ where
 /// where the order does not matter).
 pub(crate) fn square(p: usize, values: Vec<f64>) -> Array2<f64> {
     Array2::from_shape_vec((p, p), values).expect("p * p values")
-}
-
-impl Model {
-    /// The dense coefficient vector of length `p` as an array (zeros off the support).
-    ///
-    /// ```
-    /// use ndarray::array;
-    /// use ravel_core::{Model, RunningStats};
-    /// use ravel_core::solve::Request;
-    /// use ravel_core::stats::AlphaSchedule;
-    ///
-    /// let x = array![[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [2.0, 1.0]];
-    /// let y = array![1.0, 2.0, 3.0, 4.0];
-    /// let mut stats = RunningStats::new(2, AlphaSchedule::Plain);
-    /// stats.update(x.view(), y.view()).unwrap();
-    /// let model = stats.extract(&Request::ols()).unwrap();
-    /// let b = model.coef(2);
-    /// assert!((b[0] - 1.0).abs() < 1e-9 && (b[1] - 2.0).abs() < 1e-9);
-    /// ```
-    pub fn coef(&self, p: usize) -> Array1<f64> {
-        Array1::from(self.dense(p))
-    }
-
-    /// Predictions b0 + X b for every row of `x` (any layout).
-    ///
-    /// ```
-    /// use ndarray::array;
-    /// use ravel_core::RunningStats;
-    /// use ravel_core::solve::Request;
-    /// use ravel_core::stats::AlphaSchedule;
-    ///
-    /// let x = array![[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [2.0, 1.0]];
-    /// let y = array![1.0, 2.0, 3.0, 4.0];
-    /// let mut stats = RunningStats::new(2, AlphaSchedule::Plain);
-    /// stats.update(x.view(), y.view()).unwrap();
-    /// let fitted = stats.extract(&Request::ols()).unwrap().predict_rows(x.view());
-    /// assert!(fitted.iter().zip(&y).all(|(f, y)| (f - y).abs() < 1e-9));
-    /// ```
-    pub fn predict_rows(&self, x: ArrayView2<'_, f64>) -> Array1<f64> {
-        let mut out = Array1::from_elem(x.nrows(), self.intercept);
-        for c in &self.coefficients {
-            out.scaled_add(c.value, &x.column(c.index));
-        }
-        out
-    }
 }
