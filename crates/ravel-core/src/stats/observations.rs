@@ -6,10 +6,11 @@
 //! the statistics stay flat `Vec<f64>` and the factorizations stay on faer and the dedicated
 //! kernel: the fold of a batch is one symmetric rank-B update by the AVX2 + FMA kernel of
 //! `stats/syrk.rs` (faster than numpy's OpenBLAS dsyrk on the same batches, and about twice
-//! faster than faer's triangular product; figures in `stats/mod.rs`), and the least-squares
-//! solves are faer's Cholesky / LU on small dense matrices (`gram::linear`). ndarray has no
-//! factorization of its own (ndarray-linalg needs a system LAPACK), so converting to it inside
-//! would add a dependency and a copy for no speed.
+//! faster than faer's triangular product; figures in `stats/mod.rs`), and the factorizations
+//! stay faer's: Cholesky in `gram::linear` and `solve::cholesky`, eigenvalues in
+//! `solve::select`. ndarray has no factorization of its own; ndarray-linalg needs a system
+//! LAPACK (not measured against faer here: it would add a C dependency to a crate that has
+//! none, and a copy into its layout per solve).
 //!
 //! A batch in standard (row-major, C) layout is handed to the kernel as the slice it already
 //! is: no copy (`benches/stats.rs` checks the rate against the slice entry point). Any other
