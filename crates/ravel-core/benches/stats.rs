@@ -2,7 +2,12 @@
 //! stats`): ingest rows/s of `RunningStats::update_batch` at p = 100 and p = 1000, and
 //! extraction times at p = 1000 (100-point Lasso path, Lasso at k = 100, OLSth and FSA at
 //! k = 100) on paper 003's design. Compare the ingest figures with `scripts/bench_numpy.py`.
+//! `cargo bench --bench stats -- array` times the ndarray entry point (`RunningStats::update`
+//! on an `ArrayView2`) against the slice one (`update_batch`) in interleaved rounds: a
+//! standard-layout view is folded without a copy, so the two rates agree; a Fortran-layout
+//! view pays one copy of the batch.
 
+use ndarray::{Array1, Array2, ShapeBuilder};
 use ravel_core::solve::{Estimator, Request, least_squares, penalized, threshold};
 use ravel_core::stats::{AlphaSchedule, RunningStats, Stats};
 use ravel_core::synthetic::SyntheticSpec;
@@ -69,6 +74,9 @@ fn main() {
             "rows/s"
         );
     }
+    if want("array") {
+        array_vs_slice();
+    }
     if !want("extract") {
         return;
     }
@@ -119,5 +127,62 @@ fn main() {
     ] {
         let ms = time(&|| params.model(st, None).unwrap().diagnostics.elapsed_ms);
         println!("{:<44} {:>14.1} {:>10}", name, ms, "ms");
+    }
+}
+
+/// Slice vs standard-layout `ArrayView2` vs Fortran-layout view, the same rows, in interleaved
+/// rounds (slice, standard, Fortran, slice, ...) so a busy machine slows all three alike; the
+/// median of 15 rounds of each.
+fn array_vs_slice() {
+    for (p, batch) in [(100, 1024), (1000, 1024)] {
+        let (x, y) = rows(p, batch, 3);
+        let xa = Array2::from_shape_vec((batch, p), x.clone()).unwrap();
+        let mut xf = Array2::zeros((batch, p).f());
+        xf.assign(&xa);
+        let ya = Array1::from(y.clone());
+        let reps = (1e10 / (p * p * batch) as f64).clamp(3.0, 1000.0) as usize;
+        let mut s = RunningStats::new(p, AlphaSchedule::Plain);
+        s.update_batch(&x, &y).unwrap();
+        let (mut slice, mut standard, mut fortran) = (vec![], vec![], vec![]);
+        for _ in 0..15 {
+            let t = Instant::now();
+            for _ in 0..reps {
+                s.update_batch(&x, &y).unwrap();
+            }
+            slice.push(t.elapsed().as_secs_f64() / reps as f64);
+            let t = Instant::now();
+            for _ in 0..reps {
+                s.update(xa.view(), ya.view()).unwrap();
+            }
+            standard.push(t.elapsed().as_secs_f64() / reps as f64);
+            let t = Instant::now();
+            for _ in 0..reps {
+                s.update(xf.view(), ya.view()).unwrap();
+            }
+            fortran.push(t.elapsed().as_secs_f64() / reps as f64);
+        }
+        let (a, b, c) = (
+            batch as f64 / median(slice),
+            batch as f64 / median(standard),
+            batch as f64 / median(fortran),
+        );
+        for (name, rate) in [
+            ("slice (update_batch)", a),
+            ("ArrayView2 standard", b),
+            ("ArrayView2 Fortran", c),
+        ] {
+            println!(
+                "{:<44} {:>14.0} {:>10}",
+                format!("{name} p={p} B={batch}"),
+                rate,
+                "rows/s"
+            );
+        }
+        println!(
+            "{:<44} {:>14.3} {:>10}",
+            format!("standard / slice p={p}"),
+            b / a,
+            "ratio"
+        );
     }
 }

@@ -20,35 +20,52 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
+/// Why a file could not be read; the message names the file (and the line).
 #[derive(Debug, thiserror::Error)]
 pub enum DataError {
     /// The I/O error is part of the message, not a `source()`: the CLI prints error chains
     /// (`{:#}`), which would repeat it.
     #[error("{path}: {error}")]
     Io {
+        /// The file.
         path: PathBuf,
+        /// What the operating system said.
         error: std::io::Error,
     },
+    /// A line that cannot be read as a row.
     #[error("{path}: line {line}: {msg}")]
     Line {
+        /// The file.
         path: PathBuf,
+        /// The line, from 1.
         line: u64,
+        /// What is wrong with it.
         msg: String,
     },
+    /// The file as a whole (dimensions, header, NPY type, memory budget).
     #[error("{path}: {msg}")]
-    File { path: PathBuf, msg: String },
+    File {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        msg: String,
+    },
 }
 
 /// File formats, chosen from the extension (`.csv`, `.npy`, anything else is LIBSVM when its
 /// first line looks like `label idx:value`, CSV otherwise) or named explicitly.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
+    /// Comma-separated values with a header row.
     Csv,
+    /// LIBSVM / SVMlight: `label idx:value ...`, sparse.
     Libsvm,
+    /// A numpy `.npy` array of n rows (features and the target column).
     Npy,
 }
 
 impl Format {
+    /// The format of `path`, from its extension or (no known extension) its first line.
     pub fn detect(path: &Path) -> Result<Format, DataError> {
         let ext = path
             .extension()
@@ -88,19 +105,33 @@ impl Format {
 pub enum Plan {
     /// Running statistics of this task, folded `batch_rows` rows at a time, and one extraction
     /// from them (`ravel fit`).
-    Stats { task: Task, batch_rows: usize },
+    Stats {
+        /// Regression or classification.
+        task: Task,
+        /// Rows folded at a time.
+        batch_rows: usize,
+    },
     /// K-fold cross-validation (`ravel fit --select cv --folds K`): the statistics of each
     /// fold, their merge (the totals) and one training merge at a time: K + 2 copies.
     Folds {
+        /// Regression or classification.
         task: Task,
+        /// Rows folded at a time.
         batch_rows: usize,
+        /// K, the number of folds.
         folds: usize,
     },
     /// The whole file in memory and a selection of `s` of its columns (`ravel select`; s = 0:
     /// the file only, `read_all`).
-    Select { s: usize },
+    Select {
+        /// Columns selected.
+        s: usize,
+    },
     /// Batches of `batch_rows` rows, nothing kept (`ravel produce`).
-    Rows { batch_rows: usize },
+    Rows {
+        /// Rows per batch.
+        batch_rows: usize,
+    },
 }
 
 impl Plan {
@@ -156,7 +187,9 @@ impl Plan {
 /// file whose dimensions need more than `max_bytes`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Budget {
+    /// What the caller builds from the rows.
     pub plan: Plan,
+    /// The bytes it may take (`u64::MAX`: no limit).
     pub max_bytes: u64,
     /// Where the limit comes from and how to raise it, for the error message (e.g.
     /// "--max-memory (default: half of this machine's 15.5 GiB)").
@@ -185,10 +218,12 @@ pub struct OpenOptions<'a> {
     /// j-th smallest index) instead of by the largest index; `names` are then the file's
     /// indices, so coefficients are reported under them.
     pub compact_features: bool,
+    /// The memory the caller may use (the file is refused beyond it).
     pub budget: Budget,
 }
 
 impl<'a> OpenOptions<'a> {
+    /// Options with the defaults (last column as target, format detected) and `budget`.
     pub fn new(budget: Budget) -> OpenOptions<'a> {
         OpenOptions {
             target: None,
@@ -201,10 +236,13 @@ impl<'a> OpenOptions<'a> {
 
 /// A row source: feature names, p, and batches of rows.
 pub struct RowReader {
+    /// The file read.
     pub path: PathBuf,
+    /// Its format.
     pub format: Format,
     /// Feature names (CSV header without the target) or None (columns are named by index).
     pub names: Option<Vec<String>>,
+    /// Number of features.
     pub p: usize,
     inner: Inner,
     rows_read: u64,
@@ -584,6 +622,7 @@ impl RowReader {
         })
     }
 
+    /// Rows returned so far.
     pub fn rows_read(&self) -> u64 {
         self.rows_read
     }

@@ -1,3 +1,4 @@
+#![deny(missing_docs)]
 //! ravel-core: the mathematics of ravel, sparse linear models learned from streams.
 //!
 //! Rows (x, y) are folded into running-average statistics; any model (OLS, ridge, OLSth, FSA,
@@ -16,12 +17,14 @@
 //!   from dimensions alone (files and configured streams are refused before allocating), and
 //!   `ByteSize`, the `4GiB` amounts limits are given in.
 //! - [`spec`]: settings given as a table or a `key=value,...` shorthand, one parser for both.
-//! - [`model`]: `Model`, `Coefficient`, `Diagnostics`, `PathModel`: what an extraction returns;
+//! - [`model`]: `Model`, `Coefficient`, `Diagnostics`, `PathModel`: what an extraction returns
+//!   (coefficients and predictions also as ndarray arrays: `coef`, `predict_rows`);
 //!   `Method`, the names of the methods a model can come from.
 //! - [`gram`]: the Gram-form problem (`Problem`, `Gram`) built from any [`gram::Moments`],
 //!   and the subset least-squares solve every method shares.
 //! - [`stats`]: `RunningStats`, `ClassStats`, the owning `Stats` enum, `AlphaSchedule`: the
 //!   state of an observation stream, batch updates (symmetric rank-B) and exact shard merges;
+//!   rows in as slices or ndarray views (`Observations`: no copy in standard layout);
 //!   `stats::adaptive`, the drift-adaptive schedule (CUSUM on test-then-train errors);
 //!   `stats::folds`, K cross-validation folds weighted as the stream weighs its rows.
 //! - [`solve`]: typed estimators (`Estimator`, one variant per method; `Request` adds how the
@@ -32,6 +35,8 @@
 //! - [`features`]: feature streams (paper 000): online substitution (OS) and asynchronous
 //!   parallel OS (Asy-OS) keep the best s of a stream of columns in O(n s) memory; one API
 //!   for both (`features::Substitution`).
+//! - `linfa_traits` (feature `linfa`): linfa's `Fit` for `Request` and `Estimator`,
+//!   `PredictInplace` for `Model`.
 //! - [`prequential`]: test-then-train replay, to compare weight schedules offline.
 //! - [`data`]: streaming readers for CSV, LIBSVM and NPY files.
 //! - [`synthetic`]: the simulated design of paper 003 (demo stream, tests, benchmarks).
@@ -41,6 +46,8 @@ pub mod data;
 pub mod features;
 pub mod gram;
 pub mod linalg;
+#[cfg(feature = "linfa")]
+pub mod linfa_traits;
 pub mod memory;
 pub mod model;
 pub mod prequential;
@@ -51,6 +58,12 @@ pub mod stats;
 pub mod synthetic;
 pub mod task;
 
+pub use stats::Observations;
+
+// The README's example runs as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctest;
 pub use model::Model;
 pub use stats::{RunningStats, Stats};
 pub use task::Task;

@@ -12,19 +12,33 @@ use std::str::FromStr;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Method {
+    /// Ordinary least squares.
     Ols,
+    /// Ridge regression.
     Ridge,
+    /// OLS with thresholding (003 Alg. 1).
     Olsth,
+    /// Feature selection with annealing (003 Alg. 2).
     Fsa,
+    /// Lasso.
     Lasso,
+    /// Elastic net.
     ElasticNet,
+    /// Minimax concave penalty.
     Mcp,
+    /// Smoothly clipped absolute deviation.
     Scad,
+    /// Frank-Wolfe for the l1-constrained Lasso (004).
     FwLasso,
+    /// Iterative hard thresholding (002).
     Iht,
+    /// Hard thresholding pursuit (002).
     Htp,
+    /// k-support-norm regression (002).
     KSupport,
+    /// Online substitution of a feature stream (000).
     Os,
+    /// Asynchronous parallel online substitution (000).
     AsyOs,
 }
 
@@ -122,12 +136,15 @@ pub struct Certificate {
 }
 
 /// One nonzero coefficient.
+/// One nonzero coefficient of a model.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Coefficient {
     /// Header name, or the column index as text.
     pub feature: String,
+    /// Column index.
     pub index: usize,
+    /// The coefficient, in the data's units.
     pub value: f64,
 }
 
@@ -145,10 +162,14 @@ pub struct Duplicate {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Diagnostics {
+    /// The method.
     pub method: Method,
+    /// The penalty level (penalized methods).
     pub lambda: Option<f64>,
+    /// Elastic net's mixing.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub l1_ratio: Option<f64>,
+    /// MCP's or SCAD's concavity.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gamma: Option<f64>,
     /// Frank-Wolfe: the l1 radius of the constraint ||b||_1 <= delta (standardized units).
@@ -157,12 +178,15 @@ pub struct Diagnostics {
     /// IHT / HTP with lambda > 0: the optimality certificate.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub certificate: Option<Certificate>,
+    /// Nonzero coefficients.
     pub nonzeros: usize,
     /// The k asked for, and whether exactly k nonzeros were reached.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub requested_k: Option<usize>,
+    /// Whether exactly `requested_k` nonzeros were reached.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub k_exact: Option<bool>,
+    /// Iterations (or sweeps) the solver made.
     pub iterations: usize,
     /// Duality gap of a convex problem (Lasso, elastic net, Frank-Wolfe, k-support).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -171,10 +195,15 @@ pub struct Diagnostics {
     /// gradient entry on the support after a refit).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub convergence: Option<f64>,
+    /// Whether the solver met its tolerance.
     pub converged: bool,
+    /// Mean squared error on the rows the statistics hold.
     pub train_mse: f64,
+    /// R^2 on those rows.
     pub r2: f64,
+    /// Whether the columns were standardized.
     pub standardize: bool,
+    /// Whether the support was refitted by least squares.
     pub refit: bool,
     /// Constant columns left out of the fit.
     pub excluded_constant: Vec<usize>,
@@ -188,6 +217,7 @@ pub struct Diagnostics {
     /// (`gram::linear::solve_subset`: n <= p, collinear columns); absent when none was needed.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub singular_ridge: Option<f64>,
+    /// Anything the caller should know (in words).
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub notes: Vec<String>,
     /// Information criteria of the model (paths and `select` requests; `solve::select`).
@@ -211,8 +241,11 @@ pub struct Criteria {
     /// The sample size the criteria use: rows, or the effective sample size of a forgetting
     /// schedule.
     pub n_eff: f64,
+    /// Akaike's criterion.
     pub aic: f64,
+    /// Bayesian (Schwarz) criterion.
     pub bic: f64,
+    /// Extended BIC (Chen and Chen).
     pub ebic: f64,
     /// The EBIC's gamma.
     pub ebic_gamma: f64,
@@ -246,8 +279,10 @@ pub struct Selection {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CurvePoint {
+    /// The point's penalty (lambda paths).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub lambda: Option<f64>,
+    /// The point's l1 radius (Frank-Wolfe paths).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub delta: Option<f64>,
     /// Nonzeros of the model at this point (on all rows).
@@ -275,9 +310,11 @@ pub struct Inference {
     /// The support was chosen from the same data (a refitted k-model): the standard errors
     /// ignore the selection, so they are too small and the p-values too optimistic.
     pub post_selection: bool,
+    /// The intercept's estimate.
     pub intercept: Estimate,
     /// One per nonzero coefficient, in the order of `coefficients`.
     pub coefficients: Vec<Estimate>,
+    /// Anything the caller should know (in words).
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub notes: Vec<String>,
 }
@@ -287,13 +324,18 @@ pub struct Inference {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Estimate {
+    /// Feature name (`intercept` for the intercept).
     pub feature: String,
     /// Column index (absent for the intercept).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub index: Option<usize>,
+    /// The estimate.
     pub value: f64,
+    /// Its standard error.
     pub se: f64,
+    /// value / se.
     pub t: f64,
+    /// Two-sided p-value.
     pub p_value: f64,
 }
 
@@ -301,13 +343,19 @@ pub struct Estimate {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Model {
+    /// The method.
     pub method: Method,
     /// Number of nonzero coefficients.
     pub k: usize,
+    /// The penalty level (penalized methods).
     pub lambda: Option<f64>,
+    /// The intercept b0.
     pub intercept: f64,
+    /// The nonzero coefficients, in the data's units.
     pub coefficients: Vec<Coefficient>,
+    /// Rows the statistics held.
     pub n: u64,
+    /// How the model was obtained.
     pub diagnostics: Diagnostics,
     /// A `select` request: the criterion curve and the chosen point (this model).
     #[serde(skip_serializing_if = "Option::is_none", default)]
@@ -341,11 +389,60 @@ impl Model {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PathModel {
+    /// The method.
     pub method: Method,
+    /// Rows the statistics held.
     pub n: u64,
+    /// One model per path point, sparsest first.
     pub points: Vec<Model>,
     /// A `select` request: the criterion curve and the chosen point (an index into `points`).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub selection: Option<Selection>,
+    /// Time the whole path took.
     pub elapsed_ms: f64,
+}
+
+impl Model {
+    /// The dense coefficient vector of length `p` as an array (zeros off the support).
+    ///
+    /// ```
+    /// use ndarray::array;
+    /// use ravel_core::{Model, RunningStats};
+    /// use ravel_core::solve::Request;
+    /// use ravel_core::stats::AlphaSchedule;
+    ///
+    /// let x = array![[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [2.0, 1.0]];
+    /// let y = array![1.0, 2.0, 3.0, 4.0];
+    /// let mut stats = RunningStats::new(2, AlphaSchedule::Plain);
+    /// stats.update(x.view(), y.view()).unwrap();
+    /// let model = stats.extract(&Request::ols()).unwrap();
+    /// let b = model.coef(2);
+    /// assert!((b[0] - 1.0).abs() < 1e-9 && (b[1] - 2.0).abs() < 1e-9);
+    /// ```
+    pub fn coef(&self, p: usize) -> ndarray::Array1<f64> {
+        ndarray::Array1::from(self.dense(p))
+    }
+
+    /// Predictions b0 + X b for every row of `x` (any layout).
+    ///
+    /// ```
+    /// use ndarray::array;
+    /// use ravel_core::RunningStats;
+    /// use ravel_core::solve::Request;
+    /// use ravel_core::stats::AlphaSchedule;
+    ///
+    /// let x = array![[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [2.0, 1.0]];
+    /// let y = array![1.0, 2.0, 3.0, 4.0];
+    /// let mut stats = RunningStats::new(2, AlphaSchedule::Plain);
+    /// stats.update(x.view(), y.view()).unwrap();
+    /// let fitted = stats.extract(&Request::ols()).unwrap().predict_rows(x.view());
+    /// assert!(fitted.iter().zip(&y).all(|(f, y)| (f - y).abs() < 1e-9));
+    /// ```
+    pub fn predict_rows(&self, x: ndarray::ArrayView2<'_, f64>) -> ndarray::Array1<f64> {
+        let mut out = ndarray::Array1::from_elem(x.nrows(), self.intercept);
+        for c in &self.coefficients {
+            out.scaled_add(c.value, &x.column(c.index));
+        }
+        out
+    }
 }

@@ -80,6 +80,7 @@ impl Prequential {
         })
     }
 
+    /// The statistics folded so far.
     pub fn stats(&self) -> &RunningStats {
         &self.stats
     }

@@ -21,17 +21,27 @@ use rand_distr::{Distribution, StandardNormal};
 /// How the true coefficients move with the row index.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Drift {
+    /// Fixed coefficients.
     None,
+    /// The coefficients jump to a new draw at row `at`.
     Abrupt {
+        /// The row of the jump.
         at: u64,
     },
+    /// The coefficient vector rotates steadily.
     Rotation {
+        /// Rows per full turn.
         period: f64,
     },
+    /// Each coefficient moves as a + b cos(2 pi step / period_steps), in steps of rows.
     Cosine {
+        /// The level a.
         a: f64,
+        /// The amplitude b.
         b: f64,
+        /// Steps per period.
         period_steps: f64,
+        /// Rows per step.
         rows_per_step: u64,
     },
 }
@@ -39,11 +49,17 @@ pub enum Drift {
 /// A drifting regression stream (regression only).
 #[derive(Debug, Clone)]
 pub struct DriftingStream {
+    /// Features p.
     pub p: usize,
+    /// True (nonzero) coefficients k.
     pub k: usize,
+    /// Pairwise correlation of the features.
     pub rho: f64,
+    /// Noise standard deviation.
     pub noise: f64,
+    /// Size of the true coefficients.
     pub signal: f64,
+    /// How the coefficients move.
     pub drift: Drift,
     /// Rows to generate.
     pub n: u64,

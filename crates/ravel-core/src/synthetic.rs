@@ -21,14 +21,20 @@ use crate::stats::{AlphaSchedule, RunningStats};
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SyntheticSpec {
+    /// Features p.
     pub p: usize,
+    /// True features k.
     pub k: usize,
     /// Rows to generate (None: endless).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub n: Option<u64>,
+    /// Size of the true coefficients.
     pub signal: f64,
+    /// Noise standard deviation.
     pub noise: f64,
+    /// Pairwise correlation of the features.
     pub rho: f64,
+    /// Random seed.
     pub seed: u64,
     /// Classification: y = sign(x^T beta* + noise) in {+1, -1}.
     pub task: Task,
@@ -108,6 +114,7 @@ impl SyntheticSpec {
         }
         s
     }
+    /// A generator of the rows.
     pub fn rows(&self) -> SyntheticRows {
         SyntheticRows {
             rng: StdRng::seed_from_u64(self.seed),
@@ -165,10 +172,15 @@ impl SyntheticRows {
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct FeatureDesign {
+    /// Samples n.
     pub n: usize,
+    /// Features p.
     pub p: usize,
+    /// True features s.
     pub s: usize,
+    /// Passes over the columns.
     pub passes: usize,
+    /// Random seed.
     pub seed: u64,
 }
 
@@ -221,6 +233,7 @@ impl FeatureDesign {
             .map(|_| StandardNormal.sample(&mut rng))
             .collect()
     }
+    /// The labels y of the n samples.
     pub fn labels(&self) -> Vec<f64> {
         let mut rng = StdRng::seed_from_u64(self.seed ^ 0x5EED_1AB3_1500_0000);
         let mut y: Vec<f64> = (0..self.n)

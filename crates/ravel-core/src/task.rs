@@ -10,13 +10,17 @@ use std::str::FromStr;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Task {
+    /// A real-valued target.
     #[default]
     Regression,
+    /// Labels +1 / -1.
     Classification,
 }
 
 impl Task {
+    /// Both tasks.
     pub const ALL: [Task; 2] = [Task::Regression, Task::Classification];
+    /// `regression` or `classification`.
     pub fn name(&self) -> &'static str {
         match self {
             Task::Regression => "regression",

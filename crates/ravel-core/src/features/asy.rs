@@ -476,10 +476,12 @@ impl AsyncSubstitution {
         })
     }
 
+    /// Number of worker threads q.
     pub fn workers(&self) -> usize {
         self.senders.len()
     }
 
+    /// The labels y.
     pub fn labels(&self) -> &Labels {
         &self.labels
     }

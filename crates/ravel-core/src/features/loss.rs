@@ -21,8 +21,10 @@ pub enum Loss {
 }
 
 impl Loss {
+    /// Every loss, in the order the API lists them.
     pub const ALL: [Loss; 3] = [Loss::Squared, Loss::SquaredHinge, Loss::Logistic];
 
+    /// The loss's name in the API and config (`squared`, `squared-hinge`, `logistic`).
     pub fn name(&self) -> &'static str {
         match self {
             Loss::Squared => "squared",

@@ -34,22 +34,33 @@ use serde::{Deserialize, Serialize};
 /// the state when a call returns one of these.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum FeatureError {
+    /// A column whose length is not n.
     #[error("feature '{name}' has {got} values but there are {expected} samples")]
     WrongLength {
+        /// The feature.
         name: String,
+        /// Samples n.
         expected: usize,
+        /// Values it has.
         got: usize,
     },
+    /// A column with a NaN or infinite value.
     #[error("feature '{name}': value {position} is {value}, not a finite number")]
     NotFinite {
+        /// The feature.
         name: String,
+        /// Index of the value.
         position: usize,
+        /// The value (NaN or infinite).
         value: f64,
     },
+    /// Labels the loss cannot take.
     #[error("labels: {0}")]
     Labels(String),
+    /// Parameters out of range.
     #[error("{0}")]
     Params(String),
+    /// An Asy-OS worker thread died.
     #[error("an Asy-OS worker stopped unexpectedly: {0}")]
     WorkerGone(String),
 }
@@ -63,6 +74,7 @@ pub struct Labels {
 }
 
 impl Labels {
+    /// Checks `y` for `loss` (see the type).
     pub fn new(y: Vec<f64>, loss: Loss) -> Result<Labels, FeatureError> {
         if y.len() < 2 {
             return Err(FeatureError::Labels(format!(
@@ -98,12 +110,15 @@ impl Labels {
         }
         Ok(Labels { y, loss })
     }
+    /// Number of samples n.
     pub fn n(&self) -> usize {
         self.y.len()
     }
+    /// The loss the labels were checked for.
     pub fn loss(&self) -> Loss {
         self.loss
     }
+    /// The labels (classification: +1 / -1).
     pub fn values(&self) -> &[f64] {
         &self.y
     }
@@ -150,6 +165,7 @@ impl Labels {
 pub struct OsParams {
     /// Budget: the number of features kept.
     pub s: usize,
+    /// The loss minimized.
     pub loss: Loss,
     /// Step size eta; default `default_eta`.
     #[serde(default)]
@@ -165,6 +181,7 @@ fn one() -> f64 {
 }
 
 impl OsParams {
+    /// Budget s and loss, default eta and m = 1.
     pub fn new(s: usize, loss: Loss) -> OsParams {
         OsParams {
             s,
@@ -173,6 +190,7 @@ impl OsParams {
             m: 1.0,
         }
     }
+    /// The same parameters with the step size `eta`.
     pub fn with_eta(mut self, eta: f64) -> OsParams {
         self.eta = Some(eta);
         self
@@ -191,6 +209,7 @@ impl OsParams {
         Ok(())
     }
 
+    /// Checks the ranges: s >= 1, eta finite > 0, m finite >= 1.
     pub fn check(&self) -> Result<(), FeatureError> {
         if self.s == 0 {
             return Err(FeatureError::Params(
@@ -224,6 +243,7 @@ impl OsParams {
         1.0 / self.loss.curvature()
     }
 
+    /// The step size used: `eta`, else `default_eta`.
     pub fn eta_for(&self) -> f64 {
         self.eta.unwrap_or_else(|| self.default_eta())
     }
@@ -291,7 +311,9 @@ impl PassLog {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Selected {
+    /// Column index in the stream.
     pub index: usize,
+    /// Column name.
     pub name: String,
     /// Weight on the standardized column (the quantity OS ranks by).
     pub weight: f64,
@@ -306,19 +328,28 @@ pub struct Selected {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Staleness {
+    /// The worker.
     pub worker: usize,
+    /// Pushes it made.
     pub steps: u64,
+    /// Mean staleness of its pushes.
     pub mean: f64,
+    /// Largest staleness.
     pub max: u64,
 }
 
 /// The state of a feature stream at one moment: what a service answers at any time.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
+    /// `os` or `asy-os`.
     pub method: String,
+    /// The loss minimized.
     pub loss_name: Loss,
+    /// The budget.
     pub s: usize,
+    /// Worker threads (1 for OS).
     pub workers: usize,
+    /// Samples n.
     pub n: usize,
     /// Selected features, largest |weight| first.
     pub selected: Vec<Selected>,
@@ -327,14 +358,21 @@ pub struct Summary {
     /// Current objective L(u) and its value at the end of each pass (the last one is the
     /// current value while a pass is open).
     pub loss: f64,
+    /// The objective at the end of each pass over the columns.
     pub loss_per_pass: Vec<f64>,
+    /// Passes begun.
     pub passes: usize,
+    /// Columns received.
     pub features_seen: u64,
+    /// What happened to the columns (entered, rejected ...).
     pub counters: Counters,
     /// The step size now (lower than the starting one if the curvature check lowered it).
     pub eta: f64,
+    /// The starting step size.
     pub eta_start: f64,
+    /// The retained weights' step divisor m.
     pub m: f64,
+    /// Asy-OS: each worker's staleness.
     pub staleness: Vec<Staleness>,
 }
 

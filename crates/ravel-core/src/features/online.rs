@@ -21,6 +21,7 @@ pub struct OnlineSubstitution {
 }
 
 impl OnlineSubstitution {
+    /// A selection with nothing retained yet, for `labels` under `params` (checked).
     pub fn new(labels: Labels, params: &OsParams) -> Result<OnlineSubstitution, FeatureError> {
         params.check_for(&labels)?;
         let n = labels.n();
@@ -76,6 +77,7 @@ impl OnlineSubstitution {
         &self.u
     }
 
+    /// The labels y.
     pub fn labels(&self) -> &Labels {
         &self.labels
     }
@@ -90,6 +92,7 @@ impl OnlineSubstitution {
         self.selector.column_capacity()
     }
 
+    /// The state now: selected features, objective, counters.
     pub fn summary(&self) -> Summary {
         let loss = self.loss();
         Summary {

@@ -65,11 +65,14 @@ const MAX_RETRIES: u32 = 60;
 /// A retained feature: who it is and how its column was standardized.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Retained {
+    /// Column index in the stream.
     pub index: usize,
+    /// Column name.
     pub name: String,
     /// Mean and population standard deviation of the raw column: the model in original units
     /// is w / scale, with intercept b0 - sum w mean / scale.
     pub mean: f64,
+    /// See `mean`.
     pub scale: f64,
 }
 
@@ -90,7 +93,10 @@ pub(crate) struct Dropped {
 pub enum Outcome {
     /// The newcomer joined S; `evicted` is the feature it substituted (none while S was not
     /// full).
-    Entered { evicted: Option<usize> },
+    Entered {
+        /// The feature substituted, if any.
+        evicted: Option<usize>,
+    },
     /// The newcomer's weight was the smallest of S + {j}: it was dropped at once (the retained
     /// weights still took their step).
     Rejected,
@@ -108,12 +114,17 @@ pub enum Outcome {
 pub struct Counters {
     /// Features that reached `step` (constant ones included).
     pub steps: u64,
+    /// Features that joined S.
     pub entered: u64,
     /// Entries that evicted a retained feature.
     pub substitutions: u64,
+    /// Newcomers dropped at once.
     pub rejected: u64,
+    /// Features already in S that took a step in place.
     pub updated: u64,
+    /// Constant columns (nothing done).
     pub constant: u64,
+    /// Steps skipped (no step size passed the curvature check).
     pub skipped: u64,
     /// Times the curvature check lowered eta.
     pub eta_reductions: u64,
@@ -203,6 +214,7 @@ impl Selector {
         }
     }
 
+    /// The budget of this selector.
     pub fn budget(&self) -> usize {
         self.budget
     }
@@ -226,9 +238,11 @@ impl Selector {
             self.w.iter().fold(f64::INFINITY, |m, w| m.min(w.abs()))
         }
     }
+    /// The step size now.
     pub fn eta(&self) -> f64 {
         self.eta
     }
+    /// Its counters.
     pub fn counters(&self) -> Counters {
         self.counters
     }
@@ -256,6 +270,7 @@ impl Selector {
             .enumerate()
             .map(|(k, (e, &w))| (e, w, &self.columns[k * self.n..(k + 1) * self.n]))
     }
+    /// Whether feature `index` is retained.
     pub fn contains(&self, index: usize) -> bool {
         self.slot_of.contains_key(&index)
     }

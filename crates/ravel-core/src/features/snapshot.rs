@@ -28,9 +28,11 @@ pub struct SelectionSnapshot {
 }
 
 impl SelectionSnapshot {
+    /// The labels y.
     pub fn labels(&self) -> &Labels {
         &self.labels
     }
+    /// The objective L(u) at the snapshot.
     pub fn loss(&self) -> f64 {
         self.labels.loss().mean(&self.u, self.labels.values())
     }
@@ -52,6 +54,7 @@ impl SelectionSnapshot {
             .find_map(|s| s.intercept())
             .unwrap_or(0.0)
     }
+    /// The state at the snapshot: selected features, objective, counters.
     pub fn summary(&self) -> Summary {
         let loss = self.loss();
         Summary {

@@ -13,7 +13,9 @@ use std::sync::Arc;
 /// A running OS or Asy-OS selection (OS boxed: its state is inline, Asy-OS's is behind its
 /// threads).
 pub enum Substitution {
+    /// Online substitution (one thread).
     Os(Box<OnlineSubstitution>),
+    /// Asynchronous parallel OS (q worker threads).
     Asy(AsyncSubstitution),
 }
 
@@ -58,6 +60,7 @@ impl Substitution {
         }
     }
 
+    /// Worker threads (1 for OS).
     pub fn workers(&self) -> usize {
         match self {
             Substitution::Os(_) => 1,
@@ -65,6 +68,7 @@ impl Substitution {
         }
     }
 
+    /// The labels y.
     pub fn labels(&self) -> &Labels {
         match self {
             Substitution::Os(os) => os.labels(),

@@ -32,7 +32,9 @@ pub const SINGULAR_RIDGE: f64 = 1e-3;
 /// was added to the one asked for (0 when the system was well-conditioned as asked; INFINITY
 /// when nothing could be solved, b is then 0), and the conditioning test's result.
 pub struct LsSolution {
+    /// The solution (length m).
     pub b: Vec<f64>,
+    /// The ridge added (see the type).
     pub jitter: f64,
     /// An upper bound on the smallest eigenvalue of the system as asked (the smallest Cholesky
     /// pivot, or inverse iteration's bound when lower) over its largest diagonal entry (at least

@@ -25,12 +25,15 @@ pub use linear::{LsSolution, largest_eigenvalue, solve_subset};
 pub trait Moments {
     /// Rows seen.
     fn n(&self) -> u64;
+    /// Number of features p.
     fn p(&self) -> usize;
-    /// The shift s of x and t of y.
+    /// The shift s of x.
     fn shift_x(&self) -> &[f64];
+    /// The shift t of y.
     fn shift_y(&self) -> f64;
-    /// E[x - s], E[y - t].
+    /// E[x - s].
     fn dx(&self) -> &[f64];
+    /// E[y - t].
     fn dy(&self) -> f64;
     /// E[(x_i - s_i)(x_j - s_j)].
     fn dxx_at(&self, i: usize, j: usize) -> f64;
@@ -84,18 +87,23 @@ pub trait Moments {
 /// 1/2 b^T q b - c^T b + yy/2 over the m active (non-constant) columns, in solver units.
 #[derive(Debug, Clone)]
 pub struct Gram {
+    /// Active columns m.
     pub m: usize,
     /// Full symmetric m x m, column-major.
     pub q: Vec<f64>,
+    /// The linear term c (length m): the covariances of x with y in solver units.
     pub c: Vec<f64>,
+    /// The constant: Var(y) in solver units.
     pub yy: f64,
 }
 
 impl Gram {
+    /// Column j of q.
     #[inline]
     pub fn col(&self, j: usize) -> &[f64] {
         &self.q[j * self.m..(j + 1) * self.m]
     }
+    /// q_ij.
     #[inline]
     pub fn at(&self, i: usize, j: usize) -> f64 {
         self.q[i + j * self.m]
@@ -130,6 +138,7 @@ impl Gram {
 /// A Gram problem plus what is needed to map a solution back to the user's features.
 #[derive(Debug, Clone)]
 pub struct Problem {
+    /// The quadratic over the active columns.
     pub gram: Gram,
     /// Original index of each active column.
     pub active: Vec<usize>,
@@ -146,6 +155,7 @@ pub struct Problem {
     /// intercept = intercept_base - sum_j intercept_slope[j] * beta_j (original indices).
     intercept_base: f64,
     intercept_slope: Vec<f64>,
+    /// Whether the columns were scaled to unit variance.
     pub standardized: bool,
     /// The population sd of y when the problem is a standardized regression (elastic net's
     /// l2 term is taken in units of it, as glmnet standardizes y: `Penalty::for_problem`),
@@ -156,10 +166,17 @@ pub struct Problem {
 /// Why a problem could not be built.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ProblemError {
+    /// No row was folded yet.
     #[error("the stream has no observations yet")]
     Empty,
+    /// A classification stream with one class only.
     #[error("classification needs both classes; positives: {pos}, negatives: {neg}")]
-    OneClass { pos: u64, neg: u64 },
+    OneClass {
+        /// Rows of the positive class.
+        pos: u64,
+        /// Rows of the negative class.
+        neg: u64,
+    },
 }
 
 /// Below this variance relative to the shifted second moment a column counts as constant: a

@@ -29,10 +29,12 @@ pub struct ColumnCholesky {
 }
 
 impl ColumnCholesky {
+    /// Columns in the factor.
     pub fn len(&self) -> usize {
         self.cols.len()
     }
 
+    /// Whether the factor holds no column.
     pub fn is_empty(&self) -> bool {
         self.cols.is_empty()
     }
@@ -42,6 +44,7 @@ impl ColumnCholesky {
         &self.cols
     }
 
+    /// Drops every column.
     pub fn clear(&mut self) {
         self.l.clear();
         self.cols.clear();

@@ -37,17 +37,24 @@ pub enum FwVariant {
     Deterministic,
     /// argmax over `kappa` coordinates sampled uniformly (with replacement) each iteration
     /// (004 eq. 9); `seed` makes runs reproducible.
-    Randomized { kappa: usize, seed: u64 },
+    Randomized {
+        /// Coordinates sampled per iteration.
+        kappa: usize,
+        /// Random seed.
+        seed: u64,
+    },
 }
 
 /// Solver settings.
 #[derive(Debug, Clone, Copy)]
 pub struct FwOptions {
+    /// Deterministic or randomized coordinate choice.
     pub variant: FwVariant,
     /// Take away steps when they promise more descent than the FW step.
     pub away_steps: bool,
     /// Stop when the duality gap is <= tol * yy (yy: the loss at b = 0, times 2).
     pub tol: f64,
+    /// Iteration cap.
     pub max_iterations: usize,
     /// Record (objective, gap) at every iteration (tests and diagnostics).
     pub trace: bool,
@@ -68,15 +75,20 @@ impl Default for FwOptions {
 /// One iterate's objective and its duality gap (a bound on objective - optimum).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct FwTracePoint {
+    /// 1/2 b^T Q b - c^T b + yy/2.
     pub objective: f64,
+    /// The duality gap.
     pub gap: f64,
 }
 
 /// The answer at one delta.
 #[derive(Debug, Clone)]
 pub struct FwSolution {
+    /// The solution (solver units).
     pub b: Vec<f64>,
+    /// The l1 radius.
     pub delta: f64,
+    /// Iterations made.
     pub iterations: usize,
     /// Of which away steps (drop steps included).
     pub away_iterations: usize,
@@ -84,7 +96,9 @@ pub struct FwSolution {
     pub objective: f64,
     /// Duality gap at b, recomputed from an exact gradient at the end.
     pub gap: f64,
+    /// Whether the gap met the tolerance.
     pub converged: bool,
+    /// Per iteration, when `FwOptions::trace`.
     pub trace: Vec<FwTracePoint>,
 }
 
@@ -491,8 +505,10 @@ mod tests {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum VariantName {
+    /// argmax over every coordinate.
     #[default]
     Deterministic,
+    /// argmax over sampled coordinates.
     Randomized,
 }
 

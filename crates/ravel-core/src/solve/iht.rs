@@ -39,7 +39,9 @@ use serde::{Deserialize, Serialize};
 /// Which primal method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HardThreshold {
+    /// Iterative hard thresholding.
     Iht,
+    /// Hard thresholding pursuit (a least-squares solve on each support).
     Htp,
 }
 
@@ -49,6 +51,7 @@ pub struct IhtOptions {
     /// The ridge lambda of P (>= 0). The certificate needs lambda > 0; larger lambda makes it
     /// hold more often (002 Fig. 3.4.1).
     pub lambda: f64,
+    /// Iteration cap.
     pub max_iterations: usize,
     /// Stop when the support is unchanged and P decreased by at most tol * yy.
     pub tol: f64,
@@ -78,11 +81,16 @@ impl Default for IhtOptions {
 /// The sparse primal-dual gap at the returned w (the `Model`'s diagnostics carry it).
 pub use crate::model::Certificate;
 
+/// The answer of IHT / HTP.
 #[derive(Debug, Clone)]
 pub struct IhtSolution {
+    /// The solution (solver units).
     pub b: Vec<f64>,
+    /// Its support.
     pub support: Vec<usize>,
+    /// Iterations made.
     pub iterations: usize,
+    /// Whether it stopped on the tolerance.
     pub converged: bool,
     /// None when lambda = 0 (the dual bound is -infinity then).
     pub certificate: Option<Certificate>,

@@ -87,13 +87,18 @@ impl Default for KsupportOptions {
     }
 }
 
+/// The answer of k-FCFW.
 #[derive(Debug, Clone)]
 pub struct KsupportSolution {
+    /// The solution (solver units).
     pub b: Vec<f64>,
+    /// Iterations made.
     pub iterations: usize,
     /// F(w) = f(w) + lambda (||w||_k^sp)^2.
     pub objective: f64,
+    /// The duality gap at the end.
     pub gap: f64,
+    /// Whether the gap met the tolerance.
     pub converged: bool,
     /// Atoms with positive weight at the end (the origin included when it has weight).
     pub atoms: usize,

@@ -36,7 +36,7 @@ pub use crate::model::{
     Certificate, Coefficient, Criteria, CurvePoint, Diagnostics, Duplicate, Estimate, Inference,
     Method, Model, PathModel, Selection,
 };
-use crate::stats::Stats;
+use crate::stats::{RunningStats, Stats};
 pub use select::Criterion;
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
@@ -62,25 +62,45 @@ pub mod limits {
 /// A request that cannot be served; the message says what to change.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ParamError {
+    /// A method name no estimator has.
     #[error("{0}")]
     UnknownMethod(String),
+    /// k > p.
     #[error("k = {k} is larger than the number of features p = {p}")]
-    KTooLarge { k: usize, p: usize },
+    KTooLarge {
+        /// The k asked for.
+        k: usize,
+        /// Features p.
+        p: usize,
+    },
+    /// k = 0.
     #[error("k must be at least 1")]
     KZero,
+    /// A parameter that must be finite and >= 0 is not.
     #[error("{name} must be a finite number >= 0, got {value}")]
-    Negative { name: &'static str, value: f64 },
+    Negative {
+        /// The parameter.
+        name: &'static str,
+        /// Its value.
+        value: f64,
+    },
+    /// A parameter beyond its bound (`limits`).
     #[error("{name} = {value} is out of bounds: {bound}")]
     OutOfBounds {
+        /// The parameter.
         name: &'static str,
+        /// Its value.
         value: String,
+        /// The bound, in words.
         bound: String,
     },
+    /// Any other invalid combination, in words.
     #[error("{0}")]
     Invalid(String),
     /// A field no parameter of the method claims.
     #[error("{0}")]
     UnknownField(String),
+    /// The statistics cannot define a problem (no rows, one class).
     #[error(transparent)]
     Problem(#[from] ProblemError),
 }
@@ -148,28 +168,44 @@ pub(crate) mod check {
 /// What a sparse request fixes: exactly k nonzeros, or the penalty level.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Sparsity {
+    /// Exactly k nonzeros.
     K(usize),
+    /// The penalty level lambda.
     Lambda(f64),
 }
 
 /// Raw outcome of a solver, in solver (standardized) units, before it becomes a `Model`.
 #[derive(Debug, Clone, Default)]
 pub struct Fit {
+    /// The coefficients (solver units, active columns).
     pub b: Vec<f64>,
+    /// The penalty level.
     pub lambda: Option<f64>,
+    /// Frank-Wolfe's l1 radius.
     pub delta: Option<f64>,
+    /// Elastic net's mixing.
     pub l1_ratio: Option<f64>,
+    /// MCP's or SCAD's concavity.
     pub gamma: Option<f64>,
+    /// Iterations made.
     pub iterations: usize,
+    /// Duality gap (convex problems).
     pub gap: Option<f64>,
+    /// Convergence measure of the other solvers.
     pub convergence: Option<f64>,
+    /// Whether the solver met its tolerance.
     pub converged: bool,
+    /// The k asked for.
     pub requested_k: Option<usize>,
+    /// Whether exactly k nonzeros were reached.
     pub k_exact: Option<bool>,
+    /// Whether the support was refitted by least squares.
     pub refit: bool,
+    /// IHT / HTP's optimality certificate.
     pub certificate: Option<Certificate>,
     /// The ridge a singular least-squares system needed (`jitter_note`).
     pub singular_ridge: Option<f64>,
+    /// Anything the caller should know (in words).
     pub notes: Vec<String>,
 }
 
@@ -261,6 +297,7 @@ pub(crate) fn yes() -> bool {
 /// `POST .../model` and `.../path`: `{"method": "lasso", "k": 10, "standardize": true}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Request {
+    /// The method and its parameters.
     #[serde(flatten)]
     pub estimator: Estimator,
     /// Scale columns to unit variance before the fit (coefficients come back in original
@@ -319,7 +356,22 @@ impl Request {
     pub fn ridge(lambda: f64) -> Request {
         Estimator::Ridge(least_squares::Ridge { lambda }).into()
     }
+    /// The same request with or without standardized columns. Without, penalties apply to
+    /// the coefficients in the data's own units (scikit-learn's and linfa's convention);
+    /// with (the default), to the coefficients of unit-variance columns (glmnet's).
+    ///
+    /// ```
+    /// use ravel_core::solve::{Estimator, Request, penalized::Lasso};
+    ///
+    /// let raw = Request::from(Estimator::Lasso(Lasso::lambda(0.1))).with_standardize(false);
+    /// assert!(!raw.standardize);
+    /// ```
+    pub fn with_standardize(mut self, standardize: bool) -> Request {
+        self.standardize = standardize;
+        self
+    }
 
+    /// The method this request extracts.
     pub fn method(&self) -> Method {
         self.estimator.method()
     }
@@ -382,9 +434,11 @@ impl Request {
 }
 
 impl Checked {
+    /// The request that was checked.
     pub fn request(&self) -> &Request {
         &self.request
     }
+    /// Its method.
     pub fn method(&self) -> Method {
         self.request.method()
     }
@@ -400,9 +454,11 @@ impl Checked {
 }
 
 impl CheckedPath {
+    /// The request that was checked.
     pub fn request(&self) -> &Request {
         &self.0.request
     }
+    /// Its method.
     pub fn method(&self) -> Method {
         self.0.method()
     }
@@ -743,6 +799,66 @@ pub fn path_from_stats(
     let mut path = extract_path(&problem, req, names)?;
     path.elapsed_ms = start.elapsed().as_secs_f64() * 1e3;
     Ok(path)
+}
+
+// The library's one-call forms, on the statistics types (stats sits below solve: the methods
+// live here).
+impl RunningStats {
+    /// Extracts the model `request` asks for from these statistics (checked against p first):
+    /// the library's one-call form of `solve::model_from_stats`.
+    ///
+    /// ```
+    /// use ndarray::array;
+    /// use ravel_core::solve::{Estimator, Request, penalized::Lasso};
+    /// use ravel_core::stats::{AlphaSchedule, RunningStats};
+    ///
+    /// let x = array![[1.0, 0.0, 0.3], [0.0, 1.0, 0.1], [1.0, 1.0, 0.7], [2.0, 1.0, 0.2], [0.5, 0.0, 0.9]];
+    /// let y = array![1.0, 2.0, 3.0, 4.0, 0.5];
+    /// let mut stats = RunningStats::new(3, AlphaSchedule::Plain);
+    /// stats.update(x.view(), y.view())?;
+    /// let lasso = Request::from(Estimator::Lasso(Lasso::k(2)));
+    /// let model = stats.extract(&lasso)?;
+    /// assert_eq!(model.k, 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn extract(&self, request: &Request) -> Result<Model, ParamError> {
+        self.extract_named(request, None)
+    }
+
+    /// `extract`, with the coefficients labelled by `names` (one per feature; else by index).
+    pub fn extract_named(
+        &self,
+        request: &Request,
+        names: Option<&[String]>,
+    ) -> Result<Model, ParamError> {
+        let checked = request.check(self.p())?;
+        let start = std::time::Instant::now();
+        let problem = Problem::regression(self, request.standardize)?;
+        let mut model = extract(&problem, &checked, names)?;
+        model.diagnostics.elapsed_ms = start.elapsed().as_secs_f64() * 1e3;
+        Ok(model)
+    }
+}
+
+impl Stats {
+    /// Checks `request` against these statistics and extracts its model, whichever the task
+    /// (`Request::model` without feature names).
+    ///
+    /// ```
+    /// use ndarray::array;
+    /// use ravel_core::{Stats, Task};
+    /// use ravel_core::solve::Request;
+    /// use ravel_core::stats::AlphaSchedule;
+    ///
+    /// let mut stats = Stats::new(Task::Classification, 1, AlphaSchedule::Plain);
+    /// stats.update(array![[1.0], [2.0], [-1.0], [-2.0]].view(), array![1.0, 1.0, -1.0, 0.0].view())?;
+    /// let model = stats.extract(&Request::ols())?;
+    /// assert!(model.coefficients[0].value > 0.0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn extract(&self, request: &Request) -> Result<Model, ParamError> {
+        request.model(self, None)
+    }
 }
 
 #[cfg(test)]

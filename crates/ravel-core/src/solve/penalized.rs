@@ -30,11 +30,22 @@ pub enum Penalty {
     /// (glmnet solves on y / sd(y) and reports lambda in y's units, which is this penalty), so
     /// the support does not depend on y's units; 1 on raw ones (then scikit-learn's
     /// ElasticNet). `for_problem` sets it.
-    ElasticNet { l1_ratio: f64, y_scale: f64 },
+    ElasticNet {
+        /// The l1 share r in (0, 1].
+        l1_ratio: f64,
+        /// y's sd on standardized problems, else 1.
+        y_scale: f64,
+    },
     /// Minimax concave penalty with concavity gamma > 1.
-    Mcp { gamma: f64 },
+    Mcp {
+        /// The concavity.
+        gamma: f64,
+    },
     /// Smoothly clipped absolute deviation with gamma > 2.
-    Scad { gamma: f64 },
+    Scad {
+        /// The concavity.
+        gamma: f64,
+    },
 }
 
 impl Penalty {
@@ -173,6 +184,7 @@ impl Penalty {
         }
     }
 
+    /// Whether the penalty is convex (Lasso, elastic net): then the duality gap certifies the answer.
     pub fn is_convex(&self) -> bool {
         matches!(self, Penalty::Lasso | Penalty::ElasticNet { .. })
     }
@@ -220,7 +232,9 @@ const NOISE: f64 = 1e-13;
 /// active-set step. A state belongs to one Gram form.
 #[derive(Debug, Clone)]
 pub struct CdState {
+    /// The coefficients.
     pub b: Vec<f64>,
+    /// r = c - Q b.
     pub r: Vec<f64>,
     factor: ColumnCholesky,
 }
@@ -232,10 +246,12 @@ pub struct CdInfo {
     pub iterations: usize,
     /// Duality gap (Lasso/EN) or the final coefficient change (MCP/SCAD).
     pub measure: f64,
+    /// Whether the tolerance was met.
     pub converged: bool,
 }
 
 impl CdState {
+    /// The state at b = 0.
     pub fn zeros(g: &Gram) -> Self {
         CdState {
             b: vec![0.0; g.m],
@@ -244,6 +260,7 @@ impl CdState {
         }
     }
 
+    /// Nonzero coefficients.
     pub fn nonzeros(&self) -> usize {
         self.b.iter().filter(|v| **v != 0.0).count()
     }
@@ -582,8 +599,11 @@ pub fn lambda_grid(lambda_max: f64, ratio: f64, points: usize) -> Vec<f64> {
 /// A solution at one lambda.
 #[derive(Debug, Clone)]
 pub struct PathPoint {
+    /// The penalty level.
     pub lambda: f64,
+    /// The coefficients.
     pub b: Vec<f64>,
+    /// How the solve went.
     pub info: CdInfo,
 }
 
@@ -608,8 +628,11 @@ pub fn path(g: &Gram, pen: &Penalty, lambdas: &[f64], opt: &CdOptions) -> Vec<Pa
 /// past k as lambda falls. Then `point` is the closest model below k, and `above` the
 /// closest model above it (fewest nonzeros over k), when one was met.
 pub struct KSolution {
+    /// The solution.
     pub point: PathPoint,
+    /// Whether it has exactly k nonzeros.
     pub exact: bool,
+    /// When not exact: the closest model above k, if one was met.
     pub above: Option<PathPoint>,
     /// Lambdas solved on the way, for the diagnostics.
     pub solves: usize,
@@ -642,6 +665,8 @@ impl KSolution {
     }
 }
 
+/// The penalized solution with k nonzeros: along a path of `points` lambdas down to `ratio` lambda_max,
+/// then bisection between the points around k.
 pub fn solve_for_k(
     g: &Gram,
     pen: &Penalty,
@@ -790,6 +815,7 @@ pub struct Penalized<P> {
     /// Convergence tolerance (default 1e-10; see `CdOptions::tol`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tol: Option<f64>,
+    /// The penalty's own parameters (flattened into the same JSON object).
     #[serde(flatten)]
     pub penalty: P,
     /// Fields no parameter claims (refused by `check`: serde cannot deny unknown fields
@@ -837,11 +863,14 @@ impl<P: Default> Penalized<P> {
 
 /// A penalty's own parameters.
 pub trait PenaltyParams {
+    /// The method these parameters are for.
     const METHOD: Method;
     /// Whether the penalty is indifferent to how weight is split among identical columns
     /// (`Solver::merges_duplicates`): not elastic net, whose l2 part splits it evenly.
     const MERGES_DUPLICATES: bool = true;
+    /// Checks the penalty's own parameters.
     fn check(&self) -> Result<(), ParamError>;
+    /// The penalty they define.
     fn penalty(&self) -> Penalty;
 }
 
@@ -886,9 +915,13 @@ pub struct ScadParams {
     pub gamma: Option<f64>,
 }
 
+/// Lasso: `{"method": "lasso", "k": 10}` or `{"method": "lasso", "lambda": 0.1}`.
 pub type Lasso = Penalized<LassoParams>;
+/// Elastic net, with `l1_ratio`.
 pub type ElasticNet = Penalized<ElasticNetParams>;
+/// MCP, with `gamma`.
 pub type Mcp = Penalized<McpParams>;
+/// SCAD, with `gamma`.
 pub type Scad = Penalized<ScadParams>;
 
 impl PenaltyParams for LassoParams {

@@ -52,8 +52,11 @@ pub const MAX_FOLDS: usize = 20;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Criterion {
+    /// Akaike's information criterion.
     Aic,
+    /// Bayesian information criterion.
     Bic,
+    /// Extended BIC (for p large against n).
     Ebic,
     /// The minimum of the K-fold cross-validation error.
     Cv,
@@ -63,6 +66,7 @@ pub enum Criterion {
 }
 
 impl Criterion {
+    /// The name in a request (`aic`, `bic`, `ebic`, `cv`, `cv_1se`).
     pub fn name(&self) -> &'static str {
         match self {
             Criterion::Aic => "aic",
@@ -72,6 +76,7 @@ impl Criterion {
             Criterion::Cv1se => "cv_1se",
         }
     }
+    /// Whether the criterion needs fold statistics.
     pub fn is_cv(&self) -> bool {
         matches!(self, Criterion::Cv | Criterion::Cv1se)
     }

@@ -21,9 +21,13 @@ pub fn top_k(b: &[f64], candidates: &[usize], k: usize) -> Vec<usize> {
     idx
 }
 
+/// The answer of OLSth or FSA.
 pub struct L0Solution {
+    /// The coefficients (solver units).
     pub b: Vec<f64>,
+    /// Their support.
     pub support: Vec<usize>,
+    /// Iterations made.
     pub iterations: usize,
     /// Largest |gradient| on the support after the refit (0 up to rounding for an exact refit).
     pub measure: f64,
@@ -50,7 +54,9 @@ pub fn olsth(g: &Gram, k: usize, ridge: f64) -> L0Solution {
 /// FSA settings (003 Alg. 2): T iterations, annealing parameter mu, and warm-up steps.
 #[derive(Debug, Clone, Copy)]
 pub struct FsaOptions {
+    /// Annealing iterations T.
     pub iterations: usize,
+    /// Annealing parameter mu.
     pub mu: f64,
     /// Gradient steps on all columns before the first pruning. Not in 003 Alg. 2, which prunes
     /// after the first step: there |b| = eta |c| ranks columns by marginal correlation, and on
@@ -69,6 +75,7 @@ pub struct FsaOptions {
 /// steps to rank the columns before they are dropped; T = 1000, mu = 10 costs about 4 times
 /// the earlier default's work (sum of (M_t / p)^2 over t: 87 full-size steps against 22).
 pub const FSA_ITERATIONS: usize = 1000;
+/// Default mu (see `FSA_ITERATIONS`).
 pub const FSA_MU: f64 = 10.0;
 
 impl Default for FsaOptions {

@@ -74,6 +74,7 @@ impl Cusum {
             threshold: -false_alarm_rate.ln(),
         }
     }
+    /// The alarm threshold h = -ln(false alarm rate).
     pub fn threshold(&self) -> f64 {
         self.threshold
     }
@@ -186,6 +187,7 @@ impl AdaptiveConfig {
             4 * (p as u64 + 1)
         }
     }
+    /// A CUSUM with these settings, at 0.
     pub fn cusum(&self) -> Cusum {
         Cusum::new(self.shift, self.clip, self.false_alarm_rate)
     }
@@ -258,12 +260,15 @@ impl Default for DriftState {
 /// The drift-adaptive schedule: settings plus state.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Adaptive {
+    /// The settings.
     pub config: AdaptiveConfig,
+    /// The detector's state (alarms, reference model, statistic).
     #[serde(default)]
     pub state: DriftState,
 }
 
 impl Adaptive {
+    /// The schedule at the start of a stream.
     pub fn new(config: AdaptiveConfig) -> Adaptive {
         Adaptive {
             config,
@@ -282,6 +287,7 @@ impl Adaptive {
         (1.0 / (m + 1.0)).max(self.config.floor)
     }
 
+    /// Alarms raised so far.
     pub fn alarms(&self) -> u64 {
         self.state.alarms
     }
@@ -290,9 +296,11 @@ impl Adaptive {
     pub fn last_alarm_row(&self) -> Option<u64> {
         self.state.last_alarm.map(|a| a + 1)
     }
+    /// Whether a reference model exists yet (the detector watches only then).
     pub fn armed(&self) -> bool {
         self.state.reference.is_some()
     }
+    /// The CUSUM statistic now.
     pub fn cusum_statistic(&self) -> f64 {
         self.state.cusum
     }

@@ -42,6 +42,7 @@ pub struct Folds {
 }
 
 impl Folds {
+    /// K empty folds over p features.
     pub fn new(p: usize, k: usize) -> Folds {
         Folds {
             folds: (0..k)
@@ -50,12 +51,15 @@ impl Folds {
             shares: vec![0.0; k],
         }
     }
+    /// The number of folds.
     pub fn k(&self) -> usize {
         self.folds.len()
     }
+    /// Each fold's rows as their own normalized averages.
     pub fn folds(&self) -> &[RunningStats] {
         &self.folds
     }
+    /// Each fold's share of the stream's normalized weight (they sum to 1 once rows came).
     pub fn shares(&self) -> &[f64] {
         &self.shares
     }
@@ -194,11 +198,19 @@ impl Folds {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "task", rename_all = "lowercase")]
 pub enum FoldSet {
+    /// The folds of a regression stream's statistics.
     Regression(Folds),
-    Classification { pos: Folds, neg: Folds },
+    /// The folds of each class of a classification stream.
+    Classification {
+        /// Class +1.
+        pos: Folds,
+        /// Class -1.
+        neg: Folds,
+    },
 }
 
 impl FoldSet {
+    /// K empty folds for a stream of `task` over p features.
     pub fn new(task: Task, p: usize, k: usize) -> FoldSet {
         match task {
             Task::Regression => FoldSet::Regression(Folds::new(p, k)),
@@ -208,12 +220,14 @@ impl FoldSet {
             },
         }
     }
+    /// The task these folds serve.
     pub fn task(&self) -> Task {
         match self {
             FoldSet::Regression(_) => Task::Regression,
             FoldSet::Classification { .. } => Task::Classification,
         }
     }
+    /// The number of folds.
     pub fn k(&self) -> usize {
         match self {
             FoldSet::Regression(f) => f.k(),

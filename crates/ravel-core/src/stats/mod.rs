@@ -29,15 +29,18 @@
 
 pub mod adaptive;
 pub mod folds;
+mod observations;
 mod schedule;
 mod syrk;
 
 pub use adaptive::{AdaptiveConfig, Cusum};
 pub use folds::{FoldSet, Folds};
+pub use observations::Observations;
 pub use schedule::{AlphaSchedule, AlphaSpec};
 
 use crate::gram::{Problem, ProblemError};
 use crate::task::Task;
+use ndarray::{Array1, Array2};
 
 use faer::linalg::matmul::triangular::{BlockStructure, matmul};
 use faer::{Accum, MatMut, MatRef, Par};
@@ -46,20 +49,58 @@ use serde::{Deserialize, Serialize};
 /// Why a row or batch was refused; the statistics are untouched when this is returned.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum StatsError {
+    /// A row whose width is not p.
     #[error("row has {got} features, the stream has {expected}")]
-    Dimension { expected: usize, got: usize },
+    Dimension {
+        /// The statistics' p.
+        expected: usize,
+        /// The row's width.
+        got: usize,
+    },
+    /// x and y hold different numbers of rows.
     #[error("batch has {rows} rows of x but {ys} values of y")]
-    Length { rows: usize, ys: usize },
+    Length {
+        /// Rows of x.
+        rows: usize,
+        /// Values of y.
+        ys: usize,
+    },
+    /// A NaN or infinite value.
     #[error("non-finite value (NaN or Inf) in row {row}")]
-    NonFinite { row: usize },
+    NonFinite {
+        /// The first bad row of the batch.
+        row: usize,
+    },
+    /// A value beyond `MAX_ABS_VALUE`.
     #[error("value beyond +-1e150 in row {row}: its square would overflow the moments")]
-    Overflow { row: usize },
+    Overflow {
+        /// The first bad row of the batch.
+        row: usize,
+    },
+    /// A classification label other than +1, -1 or 0.
     #[error("classification labels must be +1 or -1 (0 counts as -1), got {value} in row {row}")]
-    Label { row: usize, value: f64 },
+    Label {
+        /// The first bad row of the batch.
+        row: usize,
+        /// Its label.
+        value: f64,
+    },
+    /// Statistics of different p.
     #[error("cannot merge statistics with {other} features into statistics with {this}")]
-    MergeDimension { this: usize, other: usize },
+    MergeDimension {
+        /// Our p.
+        this: usize,
+        /// Theirs.
+        other: usize,
+    },
+    /// Regression and classification statistics.
     #[error("cannot merge {theirs} statistics into {ours} statistics")]
-    TaskMismatch { ours: Task, theirs: Task },
+    TaskMismatch {
+        /// Our task.
+        ours: Task,
+        /// Theirs.
+        theirs: Task,
+    },
 }
 
 /// Largest |value| of x or y a row may have (`StatsError::Overflow` beyond), checked on the raw
@@ -216,6 +257,7 @@ impl Serialize for RunningStats {
 }
 
 impl RunningStats {
+    /// Empty statistics of p features under `schedule`.
     pub fn new(p: usize, schedule: AlphaSchedule) -> Self {
         RunningStats {
             p,
@@ -232,12 +274,15 @@ impl RunningStats {
         }
     }
 
+    /// Number of features p.
     pub fn p(&self) -> usize {
         self.p
     }
+    /// Rows folded in.
     pub fn n(&self) -> u64 {
         self.n
     }
+    /// The total weight W (1 for plain averages once a row is seen).
     pub fn total_weight(&self) -> f64 {
         self.weight
     }
@@ -257,6 +302,7 @@ impl RunningStats {
     pub fn shift_x(&self) -> &[f64] {
         &self.shift_x
     }
+    /// The shift t of y.
     pub fn shift_y(&self) -> f64 {
         self.shift_y
     }
@@ -287,9 +333,11 @@ impl RunningStats {
         let t = self.shift_y;
         self.dyy + 2.0 * t * self.dy + t * t
     }
+    /// The weight schedule.
     pub fn schedule(&self) -> &AlphaSchedule {
         &self.schedule
     }
+    /// The weight schedule, to change its settings.
     pub fn schedule_mut(&mut self) -> &mut AlphaSchedule {
         &mut self.schedule
     }
@@ -365,9 +413,66 @@ impl RunningStats {
         crate::gram::Moments::variances(self)
     }
 
-    /// Fold one row in (a rank-1 update, O(p^2)).
-    pub fn update(&mut self, x: &[f64], y: f64) -> Result<(), StatsError> {
-        self.update_batch(x, std::slice::from_ref(&y))
+    /// Fold rows in: one row (`&[f64]` or `ArrayView1<f64>` with an `f64` target, a rank-1
+    /// update, O(p^2)) or a batch (`ArrayView2<f64>` with an `ArrayView1<f64>` of targets,
+    /// or `&Array2` with `&Array1`), folded as `update_batch` folds it. A standard-layout
+    /// batch is folded where it lies; other layouts are copied once (`Observations`).
+    ///
+    /// ```
+    /// use ndarray::array;
+    /// use ravel_core::stats::{AlphaSchedule, RunningStats};
+    ///
+    /// let mut stats = RunningStats::new(2, AlphaSchedule::Plain);
+    /// stats.update(array![[1.0, 2.0], [3.0, 4.0]].view(), array![1.0, 0.0].view())?;
+    /// stats.update(&[5.0, 6.0][..], 2.0)?;
+    /// assert_eq!(stats.n(), 3);
+    /// assert_eq!(stats.mean_x(), vec![3.0, 4.0]);
+    /// # Ok::<(), ravel_core::stats::StatsError>(())
+    /// ```
+    pub fn update<X: Observations<Y>, Y>(&mut self, x: X, y: Y) -> Result<(), StatsError> {
+        x.with_rows(self.p, y, |x, y| self.update_batch(x, y))
+    }
+
+    /// E\[x\] as an array of length p.
+    pub fn mean_x_array(&self) -> Array1<f64> {
+        Array1::from(self.mean_x())
+    }
+
+    /// The population covariance matrix Cov(x) (p x p, symmetric), from the shifted moments.
+    ///
+    /// ```
+    /// use ndarray::array;
+    /// use ravel_core::stats::{AlphaSchedule, RunningStats};
+    ///
+    /// let mut stats = RunningStats::new(2, AlphaSchedule::Plain);
+    /// stats.update(array![[1.0, 2.0], [3.0, 6.0]].view(), array![0.0, 1.0].view())?;
+    /// assert_eq!(stats.covariance(), array![[1.0, 2.0], [2.0, 4.0]]);
+    /// assert_eq!(stats.cov_xy_array(), array![0.5, 1.0]);
+    /// # Ok::<(), ravel_core::stats::StatsError>(())
+    /// ```
+    pub fn covariance(&self) -> Array2<f64> {
+        let p = self.p;
+        let mut full = vec![0.0; p * p];
+        for j in 0..p {
+            for i in j..p {
+                let v = crate::gram::Moments::cov_at(self, i, j);
+                full[i + j * p] = v;
+                full[j + i * p] = v;
+            }
+        }
+        observations::square(p, full)
+    }
+
+    /// Cov(x_j, y) for every feature, as an array of length p.
+    pub fn cov_xy_array(&self) -> Array1<f64> {
+        (0..self.p)
+            .map(|j| crate::gram::Moments::cov_xy(self, j))
+            .collect()
+    }
+
+    /// E\[x x^T\] (p x p, symmetric) as an array: `sxx_full` in ndarray form.
+    pub fn sxx_array(&self) -> Array2<f64> {
+        observations::square(self.p, self.sxx_full())
     }
 
     /// Fold a mini-batch in: `x` is row-major, `y.len()` rows of p features. One symmetric
@@ -666,6 +771,30 @@ impl RunningStats {
         Ok(())
     }
 
+    /// Folds `other`'s rows in, exactly (up to rounding): the result equals statistics that saw
+    /// both shards' rows. Shards around different shifts are re-centred first. The scale-out
+    /// pattern: each worker folds its partition, ships its statistics (serde), and one merge
+    /// gives the model of all rows:
+    ///
+    /// ```
+    /// use ndarray::{Array1, Array2, s};
+    /// use ravel_core::solve::{Estimator, Request, penalized::Lasso};
+    /// use ravel_core::stats::{AlphaSchedule, RunningStats};
+    ///
+    /// let x = Array2::from_shape_fn((200, 4), |(i, j)| ((i * 7 + j * 13) % 17) as f64);
+    /// let y: Array1<f64> = x.column(0).to_owned() * 2.0 - x.column(2) + 1.0;
+    /// let fold = |rows: std::ops::Range<usize>| {
+    ///     let mut st = RunningStats::new(4, AlphaSchedule::Plain);
+    ///     st.update(x.slice(s![rows.clone(), ..]), y.slice(s![rows])).map(|_| st)
+    /// };
+    /// let (a, b) = (fold(0..120)?, fold(120..200)?);                 // two workers
+    /// let shipped: RunningStats = serde_json::from_str(&serde_json::to_string(&b)?)?;
+    /// let mut all = a.clone();
+    /// all.merge(&shipped)?;                                          // the reducer
+    /// let model = all.extract(&Request::from(Estimator::Lasso(Lasso::k(2))))?;
+    /// assert_eq!((all.n(), model.k), (200, 2));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn merge(&mut self, other: &RunningStats) -> Result<(), StatsError> {
         let (ours, theirs) = (self.n as f64, other.n as f64);
         self.merge_weighted(other, ours, theirs)
@@ -736,9 +865,13 @@ impl RunningStats {
 /// `first_row` on, `omega.len()` of them, with state <- decay * state + sum_i omega_i row_i,
 /// around `shift`.
 pub struct Chunk<'a> {
+    /// Index in the batch of the chunk's first row.
     pub first_row: usize,
+    /// What the state was multiplied by before the chunk's rows were added.
     pub decay: f64,
+    /// Each row's weight.
     pub omega: &'a [f64],
+    /// The shift the rows were taken around: (x's, y's).
     pub shift: (&'a [f64], f64),
 }
 
@@ -754,11 +887,14 @@ pub struct DriftStatus {
     pub effective_sample_size: f64,
     /// Drift alarms so far and the row that raised the last one (adaptive schedule only).
     pub alarms: u64,
+    /// 1-based row that raised the last alarm.
     pub last_alarm_row: Option<u64>,
     /// Adaptive only: whether the detector is armed (it rests after an alarm until the new
     /// regime has enough rows), its CUSUM statistic and the alarm threshold.
     pub detector_armed: Option<bool>,
+    /// The CUSUM statistic now (adaptive schedules).
     pub cusum: Option<f64>,
+    /// Its alarm threshold.
     pub cusum_threshold: Option<f64>,
 }
 
@@ -840,22 +976,33 @@ impl crate::gram::Moments for RunningStats {
 /// negatives are averaged separately so that each class can be weighted at extraction.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClassStats {
+    /// The positive class's statistics.
     pub pos: RunningStats,
+    /// The negative class's.
     pub neg: RunningStats,
 }
 
 impl ClassStats {
+    /// Empty statistics of p features, each class under `schedule`.
     pub fn new(p: usize, schedule: AlphaSchedule) -> Self {
         ClassStats {
             pos: RunningStats::new(p, schedule.clone()),
             neg: RunningStats::new(p, schedule),
         }
     }
+    /// Number of features p.
     pub fn p(&self) -> usize {
         self.pos.p()
     }
+    /// Rows of both classes.
     pub fn n(&self) -> u64 {
         self.pos.n() + self.neg.n()
+    }
+
+    /// Fold rows in, as `RunningStats::update` takes them (a row, or a batch as arrays);
+    /// labels as `update_batch` takes them.
+    pub fn update<X: Observations<Y>, Y>(&mut self, x: X, y: Y) -> Result<(), StatsError> {
+        x.with_rows(self.p(), y, |x, y| self.update_batch(x, y))
     }
 
     /// Split the batch by label (+1 positive; -1 or 0 negative) and fold each part into its
@@ -883,6 +1030,7 @@ impl ClassStats {
         Ok(())
     }
 
+    /// Merges class by class (`RunningStats::merge`).
     pub fn merge(&mut self, other: &ClassStats) -> Result<(), StatsError> {
         self.pos.merge(&other.pos)?;
         self.neg.merge(&other.neg)
@@ -897,7 +1045,9 @@ impl ClassStats {
 // RunningStats headers, their arrays are on the heap) costs nothing worth a Box.
 #[allow(clippy::large_enum_variant)]
 pub enum Stats {
+    /// A regression stream.
     Regression(RunningStats),
+    /// A classification stream.
     Classification(ClassStats),
 }
 
@@ -914,30 +1064,35 @@ impl From<ClassStats> for Stats {
 }
 
 impl Stats {
+    /// Empty statistics for `task`.
     pub fn new(task: Task, p: usize, schedule: AlphaSchedule) -> Self {
         match task {
             Task::Regression => Stats::Regression(RunningStats::new(p, schedule)),
             Task::Classification => Stats::Classification(ClassStats::new(p, schedule)),
         }
     }
+    /// The task.
     pub fn task(&self) -> Task {
         match self {
             Stats::Regression(_) => Task::Regression,
             Stats::Classification(_) => Task::Classification,
         }
     }
+    /// Number of features p.
     pub fn p(&self) -> usize {
         match self {
             Stats::Regression(s) => s.p(),
             Stats::Classification(s) => s.p(),
         }
     }
+    /// Rows folded in.
     pub fn n(&self) -> u64 {
         match self {
             Stats::Regression(s) => s.n(),
             Stats::Classification(s) => s.n(),
         }
     }
+    /// The weight schedule.
     pub fn schedule(&self) -> &AlphaSchedule {
         match self {
             Stats::Regression(s) => s.schedule(),
@@ -977,6 +1132,10 @@ impl Stats {
             Stats::Regression(s) => s.update_batch(x, y),
             Stats::Classification(s) => s.update_batch(x, y),
         }
+    }
+    /// Fold rows in, as `RunningStats::update` takes them (a row, or a batch as arrays).
+    pub fn update<X: Observations<Y>, Y>(&mut self, x: X, y: Y) -> Result<(), StatsError> {
+        x.with_rows(self.p(), y, |x, y| self.update_batch(x, y))
     }
     /// `RunningStats::validate` for each part.
     pub fn validate(&self) -> Result<(), String> {

@@ -23,9 +23,15 @@ pub enum AlphaSchedule {
     #[default]
     Plain,
     /// A fixed alpha in (0, 1]: geometric forgetting with memory about 1/alpha rows.
-    Fixed { alpha: f64 },
+    Fixed {
+        /// The alpha.
+        alpha: f64,
+    },
     /// alpha_n = max(1/(n+1), alpha_min): plain averaging until n = 1/alpha_min, then forgetting.
-    Floor { alpha_min: f64 },
+    Floor {
+        /// The floor.
+        alpha_min: f64,
+    },
     /// Plain averaging until a change detector fires on the prediction errors, then a jump to
     /// forgetting that relaxes back (stats/adaptive.rs).
     Adaptive(Adaptive),
@@ -136,14 +142,20 @@ impl FromStr for AlphaSchedule {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
 pub enum AlphaSpec {
+    /// `AlphaSchedule::Plain`.
     #[default]
     Plain,
+    /// `AlphaSchedule::Fixed`.
     Fixed {
+        /// The alpha in (0, 1].
         alpha: f64,
     },
+    /// `AlphaSchedule::Floor`.
     Floor {
+        /// The floor in (0, 1].
         alpha_min: f64,
     },
+    /// `AlphaSchedule::Adaptive` with these settings.
     Adaptive(AdaptiveConfig),
 }
 
