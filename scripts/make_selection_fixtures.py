@@ -70,6 +70,20 @@ def cv_case():
     write_csv(os.path.join(OUT, "cv.csv"), x, y)
     K, points, ratio = 5, 30, 1e-3
     fold = np.array([splitmix64(i) % K for i in range(n)])
+    return {
+        "file": "cv.csv",
+        "folds": K,
+        "path_points": points,
+        "lambda_min_ratio": ratio,
+        **lasso_cv(x, y, fold, K, points, ratio),
+    }
+
+
+def lasso_cv(x, y, fold, K, points, ratio):
+    """The CV curve of the module comment on rows (x, y) with fold ids `fold`: fold sizes,
+    ravel's lambda grid, the mean and standard error per lambda, each fold's error, and the
+    minimum and one-standard-error choices (also `make_stream_cv_fixtures.py`'s)."""
+    n = len(y)
     xc = x - x.mean(0)
     sd = x.std(0)
     lmax = np.max(np.abs(xc.T @ (y - y.mean()) / n / sd))
@@ -90,10 +104,6 @@ def cv_case():
     imin = int(np.argmin(cvm))
     i1se = int(np.nonzero(cvm <= cvm[imin] + cvse[imin])[0][0])
     return {
-        "file": "cv.csv",
-        "folds": K,
-        "path_points": points,
-        "lambda_min_ratio": ratio,
         "fold_sizes": sizes.tolist(),
         "lambdas": lambdas,
         "cv_mean": cvm.tolist(),

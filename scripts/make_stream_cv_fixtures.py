@@ -15,7 +15,7 @@ them in that order into a fresh topic). A row's fold is the service's documented
 (i32 big-endian), the offset (i64 big-endian) and the row's index in its message (u32
 big-endian), then splitmix64 of that, mod K.
 
-The CV itself is `make_selection_fixtures.py`'s (same lambda grid, StandardScaler on the
+The CV itself is `make_selection_fixtures.py`'s `lasso_cv` (same lambda grid, StandardScaler on the
 training rows, sklearn's Lasso, cv.glmnet's mean and standard error weighted by fold sizes,
 the minimum and the one-standard-error rule).
 """
@@ -25,21 +25,14 @@ import struct
 
 import numpy as np
 import sklearn
-from sklearn.linear_model import Lasso
-from sklearn.preprocessing import StandardScaler
+
+from make_selection_fixtures import lasso_cv, splitmix64
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 OUT = os.path.join(ROOT, "tests", "fixtures", "stream_cv")
 M64 = (1 << 64) - 1
 TOPIC, PARTITIONS, N, P, R, K = "t.cv", 3, 1200, 10, 20, 5
 POINTS, RATIO = 30, 1e-3
-
-
-def splitmix64(x):
-    z = (x + 0x9E3779B97F4A7C15) & M64
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
-    return z ^ (z >> 31)
 
 
 def fnv1a64(data, h=0xCBF29CE484222325):
@@ -70,26 +63,7 @@ def main():
     fold = np.array(
         [fold_of(TOPIC, (i // R) % PARTITIONS, (i // R) // PARTITIONS, i % R) for i in range(N)]
     )
-    n = N
-    xc = x - x.mean(0)
-    sd = x.std(0)
-    lmax = np.max(np.abs(xc.T @ (y - y.mean()) / n / sd))
-    lambdas = [lmax * RATIO ** (i / (POINTS - 1)) for i in range(POINTS)]
-    errors = np.zeros((POINTS, K))
-    for j in range(K):
-        tr, te = fold != j, fold == j
-        sc = StandardScaler().fit(x[tr])
-        zt = sc.transform(x[tr])
-        for i, lam in enumerate(lambdas):
-            m = Lasso(alpha=lam, tol=1e-13, max_iter=1_000_000).fit(zt, y[tr])
-            w = m.coef_ / sc.scale_
-            b0 = m.intercept_ - sc.mean_ @ w
-            errors[i, j] = np.mean((y[te] - b0 - x[te] @ w) ** 2)
-    sizes = np.array([np.sum(fold == j) for j in range(K)])
-    cvm = errors @ sizes / n
-    cvse = np.sqrt(((errors - cvm[:, None]) ** 2) @ sizes / n / (K - 1))
-    imin = int(np.argmin(cvm))
-    i1se = int(np.nonzero(cvm <= cvm[imin] + cvse[imin])[0][0])
+    cv = lasso_cv(x, y, fold, K, POINTS, RATIO)
     expected = {
         "generator": f"scripts/make_stream_cv_fixtures.py (numpy {np.__version__}, scikit-learn {sklearn.__version__})",
         "topic": TOPIC,
@@ -99,17 +73,11 @@ def main():
         "path_points": POINTS,
         "lambda_min_ratio": RATIO,
         "fold_of_row": fold.tolist(),
-        "fold_sizes": sizes.tolist(),
-        "lambdas": lambdas,
-        "cv_mean": cvm.tolist(),
-        "cv_se": cvse.tolist(),
-        "fold_errors": errors.tolist(),
-        "chosen_min": imin,
-        "chosen_1se": i1se,
+        **cv,
     }
     with open(os.path.join(OUT, "expected.json"), "w") as f:
         json.dump(expected, f, indent=1)
-    print(f"fold sizes {sizes.tolist()}, chosen min {imin}, 1se {i1se}")
+    print(f"fold sizes {cv['fold_sizes']}, chosen min {cv['chosen_min']}, 1se {cv['chosen_1se']}")
 
 
 if __name__ == "__main__":
