@@ -405,13 +405,7 @@ mod tests {
     use crate::stats::AdaptiveConfig;
 
     fn rows(p: usize, n: usize, seed: u64, labels: bool) -> (Vec<f64>, Vec<f64>) {
-        let mut state = seed;
-        let mut next = move || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((state >> 11) as f64 / (1u64 << 53) as f64) * 4.0 - 1.0
-        };
+        let mut next = crate::stats::uniform(seed);
         let mut x: Vec<f64> = (0..p * n).map(|_| next() + 3.0).collect();
         // A drift halfway, so the adaptive schedule alarms and cuts chunks.
         for v in &mut x[p * n / 2..] {

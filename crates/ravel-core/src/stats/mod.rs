@@ -1193,18 +1193,25 @@ fn portable_forced() -> bool {
     false
 }
 
+/// Test data: a linear congruential generator of values uniform in [-1, 3), reproducible
+/// from `seed` (this module's tests and `folds`').
+#[cfg(test)]
+pub(crate) fn uniform(seed: u64) -> impl FnMut() -> f64 {
+    let mut state = seed;
+    move || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((state >> 11) as f64 / (1u64 << 53) as f64) * 4.0 - 1.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn batch(p: usize, rows: usize, seed: u64) -> (Vec<f64>, Vec<f64>) {
-        let mut state = seed;
-        let mut next = move || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((state >> 11) as f64 / (1u64 << 53) as f64) * 4.0 - 1.0
-        };
+        let mut next = uniform(seed);
         let x = (0..p * rows).map(|_| next()).collect();
         let y = (0..rows).map(|_| next()).collect();
         (x, y)

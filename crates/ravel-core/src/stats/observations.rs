@@ -83,11 +83,11 @@ impl Observations<f64> for &[f64] {
 impl Observations<f64> for &Vec<f64> {
     fn with_rows<R>(
         self,
-        _p: usize,
+        p: usize,
         y: f64,
         fold: impl FnOnce(&[f64], &[f64]) -> Result<R, StatsError>,
     ) -> Result<R, StatsError> {
-        fold(self, std::slice::from_ref(&y))
+        self.as_slice().with_rows(p, y, fold)
     }
 }
 
