@@ -351,7 +351,7 @@ fn worker_loop(
                         let handed = shared.handoffs[t].try_send(Msg::Feature {
                             index: d.index,
                             name: d.name,
-                            values: d.values,
+                            values: d.values.unwrap_or_else(|| values.clone()),
                             hops: hops + 1,
                         });
                         match handed {

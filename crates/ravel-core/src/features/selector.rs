@@ -76,15 +76,18 @@ pub struct Retained {
     pub scale: f64,
 }
 
-/// The feature a step dropped (a rejected newcomer or an evicted member), with its raw values
-/// (an evicted column is de-standardized), for Asy-OS to offer to another worker.
+/// The feature a step dropped (a rejected newcomer or an evicted member), for Asy-OS to offer
+/// to another worker.
 #[derive(Clone)]
 pub(crate) struct Dropped {
     pub index: usize,
     pub name: String,
     /// |w| when it was dropped.
     pub weight: f64,
-    pub values: std::sync::Arc<[f64]>,
+    /// An evicted member's raw values (its column de-standardized); none for a rejected
+    /// newcomer, whose values the caller passed in and still holds (no copy on the common
+    /// outcome).
+    pub values: Option<std::sync::Arc<[f64]>>,
 }
 
 /// What one arriving feature did.
@@ -486,7 +489,7 @@ impl Selector {
                             name: e.name.clone(),
                             // The step's weight (w and w_next were swapped at the commit).
                             weight: self.w[k].abs(),
-                            values,
+                            values: Some(values),
                         });
                     }
                     self.columns[k * n..(k + 1) * n].copy_from_slice(&self.xs);
@@ -506,7 +509,7 @@ impl Selector {
                             index,
                             name: name.to_string(),
                             weight: v_new.abs(),
-                            values: x.into(),
+                            values: None,
                         });
                     }
                     self.counters.rejected += 1;
