@@ -67,14 +67,6 @@ fn chromium() -> PathBuf {
     );
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn get(base: &str, path: &str) -> (u16, Value) {
     let r = client().get(format!("{base}{path}")).send().expect("GET");
     (r.status().as_u16(), r.json().unwrap_or(Value::Null))
@@ -261,13 +253,14 @@ fn the_console_in_a_real_browser() {
     // same statistics.
     let (p, first, second) = (12usize, 8000u64, 6000u64);
     let names = names(p);
-    let port = free_port();
+    // Port 0: the service binds a free port and prints it (no window in which another process
+    // can take a port chosen here); the restart below pins the one it got.
     std::fs::write(
         dir.path().join("ravel.toml"),
         format!(
             r#"
 [http]
-addr = "127.0.0.1:{port}"
+addr = "127.0.0.1:0"
 token = "{TOKEN}"
 [demo]
 rows_per_second = 400
@@ -704,6 +697,13 @@ alpha = "adaptive"
     });
     svc.signal("-TERM");
     assert!(svc.wait(), "the service stops cleanly");
+    // The restart must come back at the address the page uses.
+    let config = dir.path().join("ravel.toml");
+    let pinned = std::fs::read_to_string(&config).unwrap().replace(
+        "127.0.0.1:0",
+        base.strip_prefix("http://").expect("an http:// address"),
+    );
+    std::fs::write(&config, pinned).unwrap();
     wait_for("the restarting message", DEADLINE, || {
         let b = text(&tab, "#banner");
         (b.contains("not answering") && count(&tab, "#heat-strip") == 1).then_some(())
