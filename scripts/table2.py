@@ -9,9 +9,12 @@ with the defaults a user gets. Detection rate (DR) = the share of the 100 true f
 the selected ones; RMSE = root mean squared error of the model's predictions on 2000 fresh rows
 of the same design. The paper averages 100 runs, this script `--seeds` (default 5). `--weak`
 runs the weak-signal rows (beta = 0.01; n = 500, 1000, 10000 by default, 1e5 on request).
+`--classification` runs Table 3 instead (y = sign(x^T beta + N(0, 1)), `--task classification`,
+test AUC in place of RMSE; n = 1000, 10000, 30000 by default; FSA, OLSth, Lasso, MCP).
 
 Run: cargo build --release && python3 scripts/table2.py [--seeds 5] [--n 300,500,...] [--weak]
-     [--methods olsth,fsa,lasso,mcp,elastic-net] [--extra 'fsa=--fsa-mu 10'] [--markdown FILE]
+     [--classification] [--methods olsth,fsa,lasso,mcp,elastic-net] [--extra 'fsa=--fsa-mu 10']
+     [--markdown FILE]
 It prints one row per n: the paper's DR, ravel's mean DR (and the range over seeds), the same
 for RMSE, and the wall time of the ravel processes; `--markdown FILE` also writes the table
 (docs/table2.md holds the strong and weak tables of one run each, with comments).
@@ -58,14 +61,58 @@ PAPER_RMSE_WEAK = {
     "mcp": {500: 1.168, 1000: 1.049, 10000: 1.005, 100000: 1.003},
     "elastic-net": {500: 1.217, 1000: 1.124, 10000: 1.006, 100000: 1.003},
 }
+# Table 3: classification, y = sign(x^T beta + N(0, 1)), the same x; detection rate (%) and test
+# AUC. The paper's columns OFSA, OLSth, OLasso, OMCP.
+PAPER_DR_CLASS = {
+    "fsa": {1000: 14.44, 10000: 38.89, 30000: 67.67, 100000: 94.95},
+    "olsth": {1000: 9.90, 10000: 30.30, 30000: 59.32, 100000: 93.21},
+    "lasso": {1000: 16.58, 10000: 34.70, 30000: 56.18, 100000: 86.90},
+    "mcp": {1000: 18.57, 10000: 41.54, 30000: 67.52, 100000: 94.77},
+}
+PAPER_AUC_CLASS = {
+    "fsa": {1000: 0.973, 10000: 0.995, 30000: 0.998, 100000: 1.000},
+    "olsth": {1000: 0.975, 10000: 0.990, 30000: 0.996, 100000: 1.000},
+    "lasso": {1000: 0.986, 10000: 0.996, 30000: 0.997, 100000: 0.999},
+    "mcp": {1000: 0.992, 10000: 0.996, 30000: 0.998, 100000: 1.000},
+}
+PAPER_DR_CLASS_WEAK = {
+    "fsa": {1000: 10.57, 10000: 19.41, 30000: 34.46, 100000: 64.84},
+    "olsth": {1000: 9.98, 10000: 15.93, 30000: 27.35, 100000: 56.42},
+    "lasso": {1000: 12.94, 10000: 22.55, 30000: 35.14, 100000: 61.07},
+    "mcp": {1000: 12.47, 10000: 23.81, 30000: 37.70, 100000: 64.95},
+}
+PAPER_AUC_CLASS_WEAK = {
+    "fsa": {1000: 0.783, 10000: 0.824, 30000: 0.831, 100000: 0.834},
+    "olsth": {1000: 0.797, 10000: 0.815, 30000: 0.827, 100000: 0.833},
+    "lasso": {1000: 0.823, 10000: 0.829, 30000: 0.832, 100000: 0.834},
+    "mcp": {1000: 0.773, 10000: 0.830, 30000: 0.832, 100000: 0.834},
+}
+
 TRUTH = np.arange(9, P, 10)
 
 
-def draw(n, rng, beta):
+def draw(n, rng, beta, classification=False):
     z = rng.standard_normal((n, 1))
     x = z + rng.standard_normal((n, P))
     y = beta * x[:, TRUTH].sum(axis=1) + rng.standard_normal(n)
-    return x, y
+    return x, (np.where(y > 0, 1.0, -1.0) if classification else y)
+
+
+def auc(score, label):
+    """Area under the ROC curve: the chance a positive scores above a negative (ties half)."""
+    order = np.argsort(score, kind="mergesort")
+    ranks = np.empty(len(score))
+    s = score[order]
+    i = 0
+    while i < len(s):  # average ranks over ties
+        j = i
+        while j + 1 < len(s) and s[j + 1] == s[i]:
+            j += 1
+        ranks[order[i:j + 1]] = (i + j) / 2.0 + 1.0
+        i = j + 1
+    pos = label > 0
+    n_pos, n_neg = pos.sum(), (~pos).sum()
+    return (ranks[pos].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg)
 
 
 def fmt(v, spec):
@@ -84,6 +131,9 @@ def main():
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--n", default=None, help="default 300,500,1000,3000,10000 (weak: 500,1000,10000)")
     ap.add_argument("--weak", action="store_true", help="the weak-signal rows (beta = 0.01)")
+    ap.add_argument("--classification", action="store_true",
+                    help="Table 3: y = sign(x^T beta + noise), `--task classification`, AUC "
+                         "instead of RMSE; n = 1000,10000,30000 by default; methods fsa, olsth, lasso, mcp")
     ap.add_argument("--methods", default="olsth,fsa,lasso,mcp,elastic-net")
     ap.add_argument(
         "--extra",
@@ -95,10 +145,19 @@ def main():
     ap.add_argument("--dir", default=None, help="where the NPY files go (default: a temp dir)")
     ap.add_argument("--markdown", default=None)
     args = ap.parse_args()
-    ns = [int(v) for v in (args.n or ("500,1000,10000" if args.weak else "300,500,1000,3000,10000")).split(",")]
+    cls = args.classification
+    default_n = "1000,10000,30000" if cls else ("500,1000,10000" if args.weak else "300,500,1000,3000,10000")
+    ns = [int(v) for v in (args.n or default_n).split(",")]
     beta = 0.01 if args.weak else 1.0
-    paper_dr = PAPER_DR_WEAK if args.weak else PAPER_DR
-    paper_rmse = PAPER_RMSE_WEAK if args.weak else PAPER_RMSE
+    if cls:
+        paper_dr = PAPER_DR_CLASS_WEAK if args.weak else PAPER_DR_CLASS
+        paper_rmse = PAPER_AUC_CLASS_WEAK if args.weak else PAPER_AUC_CLASS
+        if args.methods == ap.get_default("methods"):
+            args.methods = "fsa,olsth,lasso,mcp"
+    else:
+        paper_dr = PAPER_DR_WEAK if args.weak else PAPER_DR
+        paper_rmse = PAPER_RMSE_WEAK if args.weak else PAPER_RMSE
+    task = ["--task", "classification"] if cls else []
     methods = args.methods.split(",")
     extra = {m: [] for m in methods}
     for e in args.extra:
@@ -115,19 +174,22 @@ def main():
     for n in ns:
         for seed in range(args.seeds):
             rng = np.random.default_rng([n, seed])
-            x, y = draw(n, rng, beta)
-            xt, yt = draw(2000, rng, beta)
+            x, y = draw(n, rng, beta, cls)
+            xt, yt = draw(2000, rng, beta, cls)
             path = os.path.join(work, f"table2-n{n}-s{seed}.npy")
             np.save(path, np.column_stack([x, y]))
             del x, y
             for m in methods:
-                model, dt = fit(args.ravel, path, m, extra[m])
+                model, dt = fit(args.ravel, path, m, task + extra[m])
                 secs[(m, n)] += dt
                 idx = np.array([c["index"] for c in model["coefficients"]], dtype=int)
                 val = np.array([c["value"] for c in model["coefficients"]])
                 dr[(m, n)].append(100.0 * np.isin(TRUTH, idx).sum() / K)
                 pred = model["intercept"] + (xt[:, idx] @ val if len(idx) else 0.0)
-                rmse[(m, n)].append(float(np.sqrt(np.mean((yt - pred) ** 2))))
+                if cls:
+                    rmse[(m, n)].append(float(auc(np.broadcast_to(pred, yt.shape), yt)))
+                else:
+                    rmse[(m, n)].append(float(np.sqrt(np.mean((yt - pred) ** 2))))
                 for note in model["diagnostics"].get("notes", []):
                     notes.setdefault((m, n), set()).add(note.split(";")[0])
             os.remove(path)
@@ -136,13 +198,15 @@ def main():
 
     lines = []
     flags = ", ".join(f"{m}: `{' '.join(extra[m])}`" for m in methods if extra[m])
+    score = "AUC" if cls else "RMSE"
     lines.append(
-        f"Paper 003 Table 2 (p = 1000, k* = 100, correlation 0.5, beta = {beta:g}), `ravel fit --k 100`"
+        f"Paper 003 Table {3 if cls else 2} (p = 1000, k* = 100, correlation 0.5, beta = {beta:g}"
+        f"{', y = sign(x^T beta + noise)' if cls else ''}), `ravel fit --k 100{' --task classification' if cls else ''}`"
         f" with the defaults{' except ' + flags if flags else ''}; {args.seeds} seeds "
-        f"(paper: 100 runs). DR in %, mean [min, max] over seeds; RMSE on 2000 fresh rows."
+        f"(paper: 100 runs). DR in %, mean [min, max] over seeds; {score} on 2000 fresh rows."
     )
     lines.append("")
-    lines.append("| method | n | paper DR | ravel DR | paper RMSE | ravel RMSE | ravel s/fit |")
+    lines.append(f"| method | n | paper DR | ravel DR | paper {score} | ravel {score} | ravel s/fit |")
     lines.append("|---|---:|---:|---:|---:|---:|---:|")
     for m in methods:
         for n in ns:
