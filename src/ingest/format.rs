@@ -605,9 +605,12 @@ mod tests {
         }
         let s = schema(1);
         for n in &numbers {
+            // Also with room after each number for the word-at-a-time paths (`PAD`).
             for msg in [
                 format!(r#"{{"x": [{n}], "y": {n}}}"#),
                 format!(r#"{{"y":[{n},{n}],"rows":[[{n}],[{n}]]}}"#),
+                format!(r#"{{"x": [{n}], "y": {n}}}{PAD}"#),
+                format!(r#"{{"y":[{n},{n}],"rows":[[{n}],[{n}]]}}{PAD}"#),
             ] {
                 let want =
                     decode_json_serde(msg.as_bytes(), &s, &mut vec![], &mut vec![]).map(|_| ());
@@ -670,6 +673,106 @@ mod tests {
         assert_eq!((x, y), (vec![1.0, 2.0, -0.5, 100.0], vec![3.0, 4.0]));
     }
 
+    /// Whitespace after a message, so that every number in it has the bytes the fast
+    /// paths read ahead (`fast_json` falls back to its byte-at-a-time path near the end).
+    const PAD: &str = "                                                                ";
+
+    /// Each path of the number parser and the boundaries between them, against Rust's own
+    /// correctly rounded parser and serde_json, at every distance from the end of the
+    /// message (so on both sides of where the word-at-a-time paths stop): one integer digit
+    /// and 0 to 25 fraction digits (the common shape is 15 to 18), leading zeros in the
+    /// fraction, 2 to 9 integer digits, exponents after every length, -0, and numbers whose
+    /// words hold the next token.
+    #[test]
+    fn fast_json_paths_agree_near_every_boundary() {
+        let mut state = 0x853C_49E6_748F_EA9Bu64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let digits = |n: usize, next: &mut dyn FnMut() -> u64| -> String {
+            (0..n).map(|_| char::from(b'0' + (next() % 10) as u8)).collect()
+        };
+        let mut numbers: Vec<String> = vec![
+            "0.000000000000000".into(),
+            "0.0000000000000000".into(),
+            "0.00000000000000000".into(),
+            "0.000000000000000000".into(),
+            "9.999999999999999999".into(),
+            "9.9999999999999999999".into(),
+            "0.9999999999999999999".into(),
+            "1.8446744073709551615".into(),
+            "9.007199254740993".into(),
+            "9.0071992547409935".into(),
+            "0.30000000000000004".into(),
+            "1.000000000000000e5".into(),
+            "1.0000000000000000E-5".into(),
+            "5.000000000000000000e-324".into(),
+            "1.797693134862315700e308".into(),
+        ];
+        for int in ["0", "1", "9", "12", "1234567", "12345678", "123456789"] {
+            for fraction in 0..=25 {
+                for exp in ["", "e5", "E-7", "e+22", "e-300", "e0123"] {
+                    for _ in 0..2 {
+                        let mut t = int.to_string();
+                        if fraction > 0 {
+                            t += ".";
+                            // Sometimes leading zeros, as small magnitudes have them.
+                            let zeros = (next() % 4) as usize * (next() % 2) as usize;
+                            t += &"0".repeat(zeros.min(fraction - 1));
+                            t += &digits(fraction - zeros.min(fraction - 1), &mut next);
+                        }
+                        t += exp;
+                        numbers.push(t);
+                    }
+                }
+            }
+        }
+        let s = schema(3);
+        let bits = |v: &[f64]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+        let mut checked = 0;
+        for n in &numbers {
+            for t in [n.clone(), format!("-{n}")] {
+                let want: f64 = t.parse().unwrap();
+                if !want.is_finite() {
+                    continue;
+                }
+                // The number first, in the middle and last of the row, and as y; what follows
+                // it in the same word varies.
+                for pad in 0..=PAD.len() {
+                    let msg = format!(
+                        r#"{{"rows": [[{t},{t}, {t}]], "y": [{t}]}}{}"#,
+                        &PAD[..pad]
+                    );
+                    let (mut x, mut y) = (vec![], vec![]);
+                    assert_eq!(
+                        fast_json::decode(msg.as_bytes(), 3, &mut x, &mut y),
+                        Some(1),
+                        "{msg}"
+                    );
+                    assert_eq!(bits(&x), vec![want.to_bits(); 3], "{msg}");
+                    assert_eq!(bits(&y), vec![want.to_bits()], "{msg}");
+                    let (mut xs, mut ys) = (vec![], vec![]);
+                    decode_json_serde(msg.as_bytes(), &s, &mut xs, &mut ys).unwrap();
+                    assert_eq!((bits(&xs), bits(&ys)), (bits(&x), bits(&y)), "{msg}");
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 200_000, "{checked}");
+        // Not JSON numbers, however much room follows them: declined.
+        for bad in [
+            "01.5", "-01.5", "1.", "-.5", ".5", "1.e5", "1.5e", "1.5e+", "1.5.5", "1.5e5.5",
+            "1.234567890123456.", "1.2345678901234567-", "--1.5", "1.23456789012345678x",
+        ] {
+            let msg = format!(r#"{{"x": [{bad}, 1, 2], "y": 0}}{PAD}"#);
+            let (mut x, mut y) = (vec![], vec![]);
+            assert_eq!(fast_json::decode(msg.as_bytes(), 3, &mut x, &mut y), None, "{bad}");
+        }
+    }
+
     /// Eisel-Lemire on the gathered digits against Rust's own correctly rounded parser, over
     /// every exponent it takes and 1 to 19 significant digits (ties, 2^53 +- 1, all nines),
     /// written with the point at every place and with an exponent.
@@ -714,18 +817,21 @@ mod tests {
                 }
                 for t in forms {
                     let want: f64 = t.parse().unwrap();
-                    let (mut x, mut y) = (vec![], vec![]);
-                    let msg = format!(r#"{{"x": [{t}], "y": 0}}"#);
-                    assert_eq!(
-                        fast_json::decode(msg.as_bytes(), 1, &mut x, &mut y),
-                        Some(1)
-                    );
-                    assert_eq!(x[0].to_bits(), want.to_bits(), "{t}");
-                    checked += 1;
+                    // At the end of the message (byte at a time) and with room after it.
+                    for pad in ["", PAD] {
+                        let (mut x, mut y) = (vec![], vec![]);
+                        let msg = format!(r#"{{"x": [{t}], "y": 0}}{pad}"#);
+                        assert_eq!(
+                            fast_json::decode(msg.as_bytes(), 1, &mut x, &mut y),
+                            Some(1)
+                        );
+                        assert_eq!(x[0].to_bits(), want.to_bits(), "{t}");
+                        checked += 1;
+                    }
                 }
             }
         }
-        assert!(checked > 1_000_000, "{checked}");
+        assert!(checked > 2_000_000, "{checked}");
     }
 
     #[test]
