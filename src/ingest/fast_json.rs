@@ -124,6 +124,13 @@ fn run_value(t: u64, n: u32) -> u64 {
     eight_value(((t as u128) << (64 - 8 * n)) as u64)
 }
 
+/// Whether the eight bytes of `w` are all ASCII digits (as fast-float tests it).
+#[inline(always)]
+fn all_digits(w: u64) -> bool {
+    (w & 0xF0F0_F0F0_F0F0_F0F0) | (((w.wrapping_add(0x0606_0606_0606_0606)) & 0xF0F0_F0F0_F0F0_F0F0) >> 4)
+        == 0x3333_3333_3333_3333
+}
+
 /// The value of the eight bytes at `i` when they are all ASCII digits (SWAR, as
 /// fast-float does).
 #[inline]
@@ -324,12 +331,13 @@ impl<'a> Parser<'a> {
         let i = negative as usize;
         let point = word(c, i + 1);
         if point as u8 == b'.' {
-            let (t1, n1) = digit_run((point & !0xFF) | u64::from(c[i]));
-            let (t2, n2) = digit_run(word(c, i + 9));
+            let w1 = (point & !0xFF) | u64::from(c[i]);
+            let w2 = word(c, i + 9);
             let (t3, n3) = digit_run(word(c, i + 17));
             let end = i + 17 + (n3 as usize & 3);
-            if n1 + n2 == 16 && n3 <= 3 && c[end] | 0x20 != b'e' {
-                let mantissa = (eight_value(t1) * 100_000_000 + eight_value(t2))
+            if all_digits(w1) & all_digits(w2) && n3 <= 3 && c[end] | 0x20 != b'e' {
+                const ZEROS: u64 = 0x3030_3030_3030_3030;
+                let mantissa = (eight_value(w1 - ZEROS) * 100_000_000 + eight_value(w2 - ZEROS))
                     * POW10_U64[n3 as usize & 3]
                     + few_value(t3, n3);
                 if let Some(v) = eisel_lemire(mantissa, -15 - i64::from(n3)) {
@@ -517,6 +525,11 @@ impl<'a> Parser<'a> {
         loop {
             out.push(self.number()?);
             n += 1;
+            // A comma right after the number (`number` skips the whitespace after it).
+            if self.b.get(self.i) == Some(&b',') {
+                self.i += 1;
+                continue;
+            }
             self.ws();
             match self.b.get(self.i) {
                 Some(b',') => self.i += 1,
