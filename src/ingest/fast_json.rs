@@ -1,6 +1,14 @@
-//! The fast path of the JSON row and mini-batch shapes. It accepts a strict subset of what
-//! serde_json accepts, with the same values (both parsers round correctly); on anything else it
-//! appends nothing and answers `None`, and the caller's serde_json path decides.
+//! The fast path of the JSON row and mini-batch shapes (and of feature-stream columns). It
+//! accepts a strict subset of what serde_json accepts, with the same values (both parsers
+//! round correctly); on anything else it appends nothing and answers `None`, and the caller's
+//! serde_json path decides.
+//!
+//! Numbers are most of the bytes and of the time, so they have three paths, fastest first:
+//! the shape shortest round-trip writers give most doubles (`-0.24836162209524854`: one
+//! integer digit and 15 to 18 fraction digits) as three eight-byte words with no branch on
+//! their length; any number of up to 19 digits a word at a time; and a byte at a time, for
+//! the rest and for the last `AHEAD` bytes of a message. Each rounds correctly (Eisel-Lemire
+//! on the digits gathered, or fast-float2 beyond its range).
 
 /// Decodes `{"x": [p numbers], "y": number}` or `{"rows": [[p numbers], ...], "y":
 /// [numbers]}` (keys in any order, JSON whitespace anywhere between tokens) and appends the
@@ -127,7 +135,8 @@ fn run_value(t: u64, n: u32) -> u64 {
 /// Whether the eight bytes of `w` are all ASCII digits (as fast-float tests it).
 #[inline(always)]
 fn all_digits(w: u64) -> bool {
-    (w & 0xF0F0_F0F0_F0F0_F0F0) | (((w.wrapping_add(0x0606_0606_0606_0606)) & 0xF0F0_F0F0_F0F0_F0F0) >> 4)
+    (w & 0xF0F0_F0F0_F0F0_F0F0)
+        | (((w.wrapping_add(0x0606_0606_0606_0606)) & 0xF0F0_F0F0_F0F0_F0F0) >> 4)
         == 0x3333_3333_3333_3333
 }
 
@@ -493,8 +502,8 @@ impl<'a> Parser<'a> {
         }
         self.i = i;
         const POW10: [f64; 23] = [
-            1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14,
-            1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+            1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+            1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
         ];
         let v = if digits <= 19 && mantissa <= 1 << 53 && exp10.abs() <= 22 {
             let m = mantissa as f64;

@@ -9,9 +9,10 @@
 //!   bytes. Decoding is a bounds check and a copy, so it is many times faster than JSON
 //!   (`cargo bench --bench ingest` measures both).
 //!
-//! JSON mini-batches and rows (`{"rows", "y"}`, `{"x", "y"}`) take a fast path (`fast_json`):
-//! one pass over the bytes, the numbers checked against JSON's grammar and parsed by a
-//! correctly rounded parser (fast-float2, Eisel-Lemire), straight into the row buffer. Any
+//! JSON mini-batches and rows (`{"rows", "y"}`, `{"x", "y"}`) take a fast path
+//! (`super::fast_json`): one pass over the bytes, the numbers checked against JSON's grammar,
+//! read a word at a time and correctly rounded (Eisel-Lemire, fast-float2 beyond its range),
+//! straight into the row buffer. Any
 //! other message, and any message the fast path does not accept whole (a shape, a key, an
 //! escape, a number out of range), goes to serde_json, which gives the same values for what it
 //! accepts and decides every rejection and its reason, so the fast path changes only speed.
@@ -693,7 +694,9 @@ mod tests {
             state
         };
         let digits = |n: usize, next: &mut dyn FnMut() -> u64| -> String {
-            (0..n).map(|_| char::from(b'0' + (next() % 10) as u8)).collect()
+            (0..n)
+                .map(|_| char::from(b'0' + (next() % 10) as u8))
+                .collect()
         };
         let mut numbers: Vec<String> = vec![
             "0.000000000000000".into(),
@@ -742,10 +745,7 @@ mod tests {
                 // The number first, in the middle and last of the row, and as y; what follows
                 // it in the same word varies.
                 for pad in 0..=PAD.len() {
-                    let msg = format!(
-                        r#"{{"rows": [[{t},{t}, {t}]], "y": [{t}]}}{}"#,
-                        &PAD[..pad]
-                    );
+                    let msg = format!(r#"{{"rows": [[{t},{t}, {t}]], "y": [{t}]}}{}"#, &PAD[..pad]);
                     let (mut x, mut y) = (vec![], vec![]);
                     assert_eq!(
                         fast_json::decode(msg.as_bytes(), 3, &mut x, &mut y),
@@ -764,12 +764,28 @@ mod tests {
         assert!(checked > 200_000, "{checked}");
         // Not JSON numbers, however much room follows them: declined.
         for bad in [
-            "01.5", "-01.5", "1.", "-.5", ".5", "1.e5", "1.5e", "1.5e+", "1.5.5", "1.5e5.5",
-            "1.234567890123456.", "1.2345678901234567-", "--1.5", "1.23456789012345678x",
+            "01.5",
+            "-01.5",
+            "1.",
+            "-.5",
+            ".5",
+            "1.e5",
+            "1.5e",
+            "1.5e+",
+            "1.5.5",
+            "1.5e5.5",
+            "1.234567890123456.",
+            "1.2345678901234567-",
+            "--1.5",
+            "1.23456789012345678x",
         ] {
             let msg = format!(r#"{{"x": [{bad}, 1, 2], "y": 0}}{PAD}"#);
             let (mut x, mut y) = (vec![], vec![]);
-            assert_eq!(fast_json::decode(msg.as_bytes(), 3, &mut x, &mut y), None, "{bad}");
+            assert_eq!(
+                fast_json::decode(msg.as_bytes(), 3, &mut x, &mut y),
+                None,
+                "{bad}"
+            );
         }
     }
 
