@@ -31,7 +31,7 @@ CASES = {"binary100": ("binary", 100, 100, 5_000), "json100": ("json", 100, 100,
 
 
 def threads_cpu(pid):
-    """{thread name with digits as '*': CPU seconds} of a process."""
+    """{thread id: (name with digits as '*', CPU seconds)} of a process."""
     out = {}
     tck = os.sysconf("SC_CLK_TCK")
     try:
@@ -46,16 +46,24 @@ def threads_cpu(pid):
             continue
         name = re.sub(r"\d+", "*", text[text.index("(") + 1:text.rindex(")")])
         fields = text.rsplit(")", 1)[1].split()
-        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / tck
+        out[tid] = (name, (int(fields[11]) + int(fields[12])) / tck)
     return out
 
 
 class Sampler(threading.Thread):
-    """The per-thread CPU of the `ravel serve` child of this process, last seen."""
+    """The CPU of each thread of the `ravel serve` child of this process, as last seen alive
+    (threads that end while the process stops keep their last figure)."""
 
     def __init__(self, ravel):
         super().__init__(daemon=True)
-        self.ravel, self.last, self.stop = ravel, {}, threading.Event()
+        self.ravel, self.seen, self.stop = ravel, {}, threading.Event()
+
+    @property
+    def last(self):
+        out = {}
+        for name, cpu in self.seen.values():
+            out[name] = out.get(name, 0.0) + cpu
+        return out
 
     def serve_pid(self):
         for pid in os.listdir("/proc"):
@@ -77,9 +85,7 @@ class Sampler(threading.Thread):
         while not self.stop.is_set():
             pid = pid or self.serve_pid()
             if pid:
-                got = threads_cpu(pid)
-                if got:
-                    self.last = got
+                self.seen.update(threads_cpu(pid))
             time.sleep(0.02)
 
 
@@ -98,10 +104,11 @@ def main():
     ap.add_argument("--case", default="json100", choices=sorted(CASES))
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--ravel", default=os.path.join(ROOT, "target", "release", "ravel"))
+    ap.add_argument("--bare", help="the bare_consumer example (by default beside --ravel)")
     ap.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "ravel-cpu-split"))
     args = ap.parse_args()
     args.ravel = os.path.abspath(args.ravel)
-    bare = os.path.join(os.path.dirname(args.ravel), "examples", "bare_consumer")
+    bare = args.bare or os.path.join(os.path.dirname(args.ravel), "examples", "bare_consumer")
     fmt, p, per, count = CASES[args.case]
     total = per * count
     os.makedirs(args.dir, exist_ok=True)
@@ -124,7 +131,7 @@ def main():
                 t, out = B.timed([bare, "--brokers", bootstrap, "--topic", "bench.tput", "--messages", str(count)])
                 c1, b2 = children_cpu(), cpu_seconds(broker)
                 rows.append({"rate": rate, "serve": cpu, "threads": sampler.last, "broker": b1 - b0,
-                             "script": o1 - o0, "bare": c1 - c0 - 0.0, "bare_broker": b2 - b1,
+                             "script": o1 - o0, "bare": c1 - c0, "bare_broker": b2 - b1,
                              "bare_rate": total / json.loads(out)["seconds"]})
         finally:
             procs.stop_all()
