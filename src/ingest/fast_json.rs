@@ -534,7 +534,7 @@ impl<'a> Parser<'a> {
         loop {
             out.push(self.number()?);
             n += 1;
-            // A comma right after the number (`number` skips the whitespace after it).
+            // Most often a comma follows at once (`number` skips whitespace before a number).
             if self.b.get(self.i) == Some(&b',') {
                 self.i += 1;
                 continue;
