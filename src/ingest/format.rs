@@ -9,9 +9,10 @@
 //!   bytes. Decoding is a bounds check and a copy, so it is many times faster than JSON
 //!   (`cargo bench --bench ingest` measures both).
 //!
-//! JSON mini-batches and rows (`{"rows", "y"}`, `{"x", "y"}`) take a fast path (`fast_json`):
-//! one pass over the bytes, the numbers checked against JSON's grammar and parsed by a
-//! correctly rounded parser (fast-float2, Eisel-Lemire), straight into the row buffer. Any
+//! JSON mini-batches and rows (`{"rows", "y"}`, `{"x", "y"}`) take a fast path
+//! (`super::fast_json`): one pass over the bytes, the numbers checked against JSON's grammar,
+//! read a word at a time and correctly rounded (Eisel-Lemire, fast-float2 beyond its range),
+//! straight into the row buffer. Any
 //! other message, and any message the fast path does not accept whole (a shape, a key, an
 //! escape, a number out of range), goes to serde_json, which gives the same values for what it
 //! accepts and decides every rejection and its reason, so the fast path changes only speed.
@@ -24,6 +25,8 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use std::collections::HashMap;
 use std::fmt;
+
+use super::fast_json;
 
 /// Magic bytes that open a binary message.
 pub const BINARY_MAGIC: [u8; 4] = *b"RVB1";
@@ -320,451 +323,6 @@ fn decode_json_serde(
     }
 }
 
-/// The fast path of the JSON row and mini-batch shapes. It accepts a strict subset of what
-/// serde_json accepts, with the same values (both parsers round correctly); on anything else it
-/// appends nothing and answers `None`, and the caller's serde_json path decides.
-pub(crate) mod fast_json {
-    /// Decodes `{"x": [p numbers], "y": number}` or `{"rows": [[p numbers], ...], "y":
-    /// [numbers]}` (keys in any order, JSON whitespace anywhere between tokens) and appends the
-    /// rows; `None`, with nothing appended, for anything else.
-    pub fn decode(payload: &[u8], p: usize, x: &mut Vec<f64>, y: &mut Vec<f64>) -> Option<usize> {
-        let (x0, y0) = (x.len(), y.len());
-        let out = Parser { b: payload, i: 0 }.message(p, x, y);
-        if out.is_none() {
-            x.truncate(x0);
-            y.truncate(y0);
-        }
-        out
-    }
-
-    /// Decodes a dense feature-stream column `{"feature": "name", "values": [n numbers]}`
-    /// (keys in either order; a non-empty name without escapes or control characters);
-    /// `None` for anything else.
-    pub fn feature(payload: &[u8], n: usize) -> Option<(String, Vec<f64>)> {
-        let mut p = Parser { b: payload, i: 0 };
-        let (mut name, mut values) = (None, None);
-        p.eat(b'{')?;
-        loop {
-            let key = p.key()?;
-            p.eat(b':')?;
-            match key {
-                b"feature" if name.is_none() => {
-                    let raw = p.key()?;
-                    if raw.is_empty() || raw.iter().any(|&c| c < 0x20) {
-                        return None;
-                    }
-                    name = Some(std::str::from_utf8(raw).ok()?.to_string());
-                }
-                b"values" if values.is_none() => {
-                    let mut v = Vec::with_capacity(n);
-                    if p.numbers(&mut v)? != n {
-                        return None;
-                    }
-                    values = Some(v);
-                }
-                _ => return None,
-            }
-            p.ws();
-            match p.b.get(p.i) {
-                Some(b',') => p.i += 1,
-                Some(b'}') => {
-                    p.i += 1;
-                    break;
-                }
-                _ => return None,
-            }
-        }
-        p.ws();
-        (p.i == payload.len()).then_some(())?;
-        Some((name?, values?))
-    }
-
-    enum Shape {
-        Row,
-        Rows(usize),
-    }
-
-    /// The value of the eight bytes at `i` when they are all ASCII digits (SWAR, as
-    /// fast-float does).
-    #[inline]
-    fn eight_digits(b: &[u8], i: usize) -> Option<u64> {
-        let v = u64::from_le_bytes(b.get(i..i + 8)?.try_into().ok()?);
-        let all_digits = (v & 0xF0F0_F0F0_F0F0_F0F0)
-            | (((v.wrapping_add(0x0606_0606_0606_0606)) & 0xF0F0_F0F0_F0F0_F0F0) >> 4)
-            == 0x3333_3333_3333_3333;
-        if !all_digits {
-            return None;
-        }
-        let v = v - 0x3030_3030_3030_3030;
-        let v = v.wrapping_mul(10).wrapping_add(v >> 8);
-        let v = ((v & 0x0000_00FF_0000_00FF).wrapping_mul(100 + (1_000_000 << 32)))
-            .wrapping_add(((v >> 16) & 0x0000_00FF_0000_00FF).wrapping_mul(1 + (10_000 << 32)))
-            >> 32;
-        Some(v)
-    }
-
-    /// Decimal exponents `eisel_lemire` takes: 5^q fits 128 bits for q <= 55, and 5^-q 64
-    /// bits for q >= -27 (the range where fast_float's product never needs its error path).
-    /// Seventeen significant digits with the point anywhere in them fall inside.
-    const EL_MIN: i64 = -27;
-    const EL_MAX: i64 = 55;
-
-    /// 5^q for q in `EL_MIN..=EL_MAX`, as fast_float tabulates it: the 128 most significant
-    /// bits (high word first) of 5^q, and of 2^b / 5^-q + 1 for negative q (b such that the
-    /// quotient has 128 bits). Computed at compile time (exact: u128 for 5^55, and 64-bit
-    /// long division by 5^27 < 2^63).
-    const POW5: [(u64, u64); (EL_MAX - EL_MIN + 1) as usize] = {
-        let mut table = [(0u64, 0u64); (EL_MAX - EL_MIN + 1) as usize];
-        let mut k = 0;
-        while k < table.len() {
-            let q = EL_MIN + k as i64;
-            let c: u128 = if q >= 0 {
-                let mut c = 1u128;
-                let mut j = 0;
-                while j < q {
-                    c *= 5;
-                    j += 1;
-                }
-                c << c.leading_zeros()
-            } else {
-                let mut d = 1u64;
-                let mut j = 0;
-                while j < -q {
-                    d *= 5;
-                    j += 1;
-                }
-                // z: the bits of d (5^-q is never a power of two), b = z + 127, so the
-                // quotient 2^b / d lies in [2^127, 2^128). Long division of the limbs of 2^b.
-                let z = 64 - d.leading_zeros();
-                let b = z + 127;
-                let mut limbs = [0u64; 3];
-                limbs[(b / 64) as usize] = 1 << (b % 64);
-                let (mut rem, mut quot) = (0u128, [0u64; 3]);
-                let mut l = 3;
-                while l > 0 {
-                    l -= 1;
-                    let cur = (rem << 64) | limbs[l] as u128;
-                    quot[l] = (cur / d as u128) as u64;
-                    rem = cur % d as u128;
-                }
-                let c = ((quot[1] as u128) << 64) | quot[0] as u128;
-                match c.checked_add(1) {
-                    Some(c) => c,
-                    None => 1 << 127,
-                }
-            };
-            table[k] = ((c >> 64) as u64, c as u64);
-            k += 1;
-        }
-        table
-    };
-
-    /// `w * 10^q` correctly rounded to f64 (w < 10^19, q in `EL_MIN..=EL_MAX`), by the
-    /// Eisel-Lemire algorithm as fast-float2's `compute_float` does it (the same table
-    /// entries and steps, for f64), from the digits the parser already gathered instead of a
-    /// second pass over the bytes. `None` outside that range.
-    #[inline]
-    fn eisel_lemire(w: u64, q: i64) -> Option<f64> {
-        const EXPLICIT: i32 = 52;
-        if !(EL_MIN..=EL_MAX).contains(&q) {
-            return None;
-        }
-        if w == 0 {
-            return Some(0.0);
-        }
-        let lz = w.leading_zeros() as i32;
-        let w = w << lz;
-        // The product's high 128 bits, as far as they matter for `EXPLICIT + 3` bits.
-        let (hi5, lo5) = POW5[(q - EL_MIN) as usize];
-        let full = (w as u128) * (hi5 as u128);
-        let (mut lo, mut hi) = (full as u64, (full >> 64) as u64);
-        let mask = u64::MAX >> (EXPLICIT + 3);
-        if hi & mask == mask {
-            let second_hi = (((w as u128) * (lo5 as u128)) >> 64) as u64;
-            lo = lo.wrapping_add(second_hi);
-            if second_hi > lo {
-                hi += 1;
-            }
-        }
-        let upperbit = (hi >> 63) as i32;
-        let shift = upperbit + 64 - EXPLICIT - 3;
-        let mut mantissa = hi >> shift;
-        let power = ((q as i32).wrapping_mul(152_170 + 65536) >> 16) + 63;
-        let mut power2 = power + upperbit - lz + 1023;
-        if power2 <= 0 {
-            // Subnormal: not reached for q >= -27, kept as fast_float has it.
-            if -power2 + 1 >= 64 {
-                return Some(0.0);
-            }
-            mantissa >>= -power2 + 1;
-            mantissa += mantissa & 1;
-            mantissa >>= 1;
-            power2 = (mantissa >= (1u64 << EXPLICIT)) as i32;
-            return Some(f64::from_bits(mantissa | ((power2 as u64) << EXPLICIT)));
-        }
-        // A tie (the product exact and half-way): round to even.
-        if lo <= 1 && (-4..=23).contains(&q) && mantissa & 3 == 1 && (mantissa << shift) == hi {
-            mantissa &= !1;
-        }
-        mantissa += mantissa & 1;
-        mantissa >>= 1;
-        if mantissa >= (2u64 << EXPLICIT) {
-            mantissa = 1u64 << EXPLICIT;
-            power2 += 1;
-        }
-        mantissa &= !(1u64 << EXPLICIT);
-        if power2 >= 0x7FF {
-            return None;
-        }
-        Some(f64::from_bits(mantissa | ((power2 as u64) << EXPLICIT)))
-    }
-
-    struct Parser<'a> {
-        b: &'a [u8],
-        i: usize,
-    }
-
-    impl<'a> Parser<'a> {
-        #[inline]
-        fn ws(&mut self) {
-            while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.b.get(self.i) {
-                self.i += 1;
-            }
-        }
-
-        /// Skips whitespace and takes `c`.
-        #[inline]
-        fn eat(&mut self, c: u8) -> Option<()> {
-            self.ws();
-            (self.b.get(self.i) == Some(&c)).then(|| self.i += 1)
-        }
-
-        /// Skips whitespace and reports whether the next byte is `c` (not taken).
-        #[inline]
-        fn peek(&mut self, c: u8) -> bool {
-            self.ws();
-            self.b.get(self.i) == Some(&c)
-        }
-
-        /// A key without escapes.
-        fn key(&mut self) -> Option<&'a [u8]> {
-            self.eat(b'"')?;
-            let start = self.i;
-            let len = self.b[start..].iter().position(|&c| c == b'"')?;
-            let b: &'a [u8] = self.b;
-            let key = &b[start..start + len];
-            if key.contains(&b'\\') {
-                return None;
-            }
-            self.i = start + len + 1;
-            Some(key)
-        }
-
-        /// A number by JSON's grammar (`-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`),
-        /// finite once rounded to f64. One pass gathers the significant digits; when they fit
-        /// in 2^53 and the decimal exponent in +-22, both are exact doubles and one IEEE
-        /// multiplication or division rounds correctly (Clinger's fast path); otherwise
-        /// fast-float2 parses the number's bytes.
-        #[inline]
-        fn number(&mut self) -> Option<f64> {
-            self.ws();
-            let b = self.b;
-            let start = self.i;
-            let mut i = start;
-            let negative = b.get(i) == Some(&b'-');
-            i += negative as usize;
-            // Significant digits (saturating: past 19 digits `digits` says so) and the
-            // decimal exponent of the last one gathered.
-            let (mut mantissa, mut digits, mut exp10) = (0u64, 0u32, 0i64);
-            match b.get(i) {
-                Some(b'0') => i += 1,
-                Some(b'1'..=b'9') => {
-                    while digits <= 11
-                        && let Some(v) = eight_digits(b, i)
-                    {
-                        (mantissa, digits, i) = (mantissa * 100_000_000 + v, digits + 8, i + 8);
-                    }
-                    while let Some(&c @ b'0'..=b'9') = b.get(i) {
-                        if digits < 19 {
-                            mantissa = mantissa * 10 + u64::from(c - b'0');
-                            digits += 1;
-                        } else {
-                            exp10 += 1;
-                            digits = 20;
-                        }
-                        i += 1;
-                    }
-                }
-                _ => return None,
-            }
-            if b.get(i) == Some(&b'.') {
-                i += 1;
-                let first = i;
-                // Eight digits at a time (leading zeros then count as digits: more numbers
-                // go to fast-float2, never a wrong one).
-                while digits <= 11
-                    && let Some(v) = eight_digits(b, i)
-                {
-                    mantissa = mantissa * 100_000_000 + v;
-                    (digits, exp10, i) = (digits + 8, exp10 - 8, i + 8);
-                }
-                while let Some(&c @ b'0'..=b'9') = b.get(i) {
-                    if digits < 19 {
-                        if mantissa != 0 || c != b'0' {
-                            mantissa = mantissa * 10 + u64::from(c - b'0');
-                            digits += 1;
-                        }
-                        exp10 -= 1;
-                    } else {
-                        digits = 20;
-                    }
-                    i += 1;
-                }
-                if i == first {
-                    return None;
-                }
-            }
-            if let Some(b'e' | b'E') = b.get(i) {
-                i += 1;
-                let minus = b.get(i) == Some(&b'-');
-                if let Some(b'+' | b'-') = b.get(i) {
-                    i += 1;
-                }
-                let first = i;
-                let mut e = 0i64;
-                while let Some(&c @ b'0'..=b'9') = b.get(i) {
-                    e = (e * 10 + i64::from(c - b'0')).min(1 << 20);
-                    i += 1;
-                }
-                if i == first {
-                    return None;
-                }
-                exp10 += if minus { -e } else { e };
-            }
-            self.i = i;
-            const POW10: [f64; 23] = [
-                1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14,
-                1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
-            ];
-            let v = if digits <= 19 && mantissa <= 1 << 53 && exp10.abs() <= 22 {
-                let m = mantissa as f64;
-                let v = if exp10 < 0 {
-                    m / POW10[(-exp10) as usize]
-                } else {
-                    m * POW10[exp10 as usize]
-                };
-                if negative { -v } else { v }
-            } else if digits <= 19
-                && let Some(v) = eisel_lemire(mantissa, exp10)
-            {
-                if negative { -v } else { v }
-            } else {
-                fast_float2::parse(&b[start..i]).ok()?
-            };
-            v.is_finite().then_some(v)
-        }
-
-        /// `[numbers]` appended to `out`; returns how many.
-        fn numbers(&mut self, out: &mut Vec<f64>) -> Option<usize> {
-            self.eat(b'[')?;
-            if self.peek(b']') {
-                self.i += 1;
-                return Some(0);
-            }
-            let mut n = 0;
-            loop {
-                out.push(self.number()?);
-                n += 1;
-                self.ws();
-                match self.b.get(self.i) {
-                    Some(b',') => self.i += 1,
-                    Some(b']') => {
-                        self.i += 1;
-                        return Some(n);
-                    }
-                    _ => return None,
-                }
-            }
-        }
-
-        /// `[[p numbers], ...]` appended to `x`; returns the rows.
-        fn rows(&mut self, p: usize, x: &mut Vec<f64>) -> Option<usize> {
-            self.eat(b'[')?;
-            if self.peek(b']') {
-                self.i += 1;
-                return Some(0);
-            }
-            let mut rows = 0;
-            loop {
-                if self.numbers(x)? != p {
-                    return None;
-                }
-                rows += 1;
-                self.ws();
-                match self.b.get(self.i) {
-                    Some(b',') => self.i += 1,
-                    Some(b']') => {
-                        self.i += 1;
-                        return Some(rows);
-                    }
-                    _ => return None,
-                }
-            }
-        }
-
-        fn message(mut self, p: usize, x: &mut Vec<f64>, y: &mut Vec<f64>) -> Option<usize> {
-            let y0 = y.len();
-            let mut shape = None;
-            let mut y_one = None;
-            let mut y_many = false;
-            self.eat(b'{')?;
-            loop {
-                let key = self.key()?;
-                self.eat(b':')?;
-                match key {
-                    b"x" if shape.is_none() => {
-                        if self.numbers(x)? != p {
-                            return None;
-                        }
-                        shape = Some(Shape::Row);
-                    }
-                    b"rows" if shape.is_none() => shape = Some(Shape::Rows(self.rows(p, x)?)),
-                    b"y" if y_one.is_none() && !y_many => {
-                        if self.peek(b'[') {
-                            self.numbers(y)?;
-                            y_many = true;
-                        } else {
-                            y_one = Some(self.number()?);
-                        }
-                    }
-                    _ => return None,
-                }
-                self.ws();
-                match self.b.get(self.i) {
-                    Some(b',') => self.i += 1,
-                    Some(b'}') => {
-                        self.i += 1;
-                        break;
-                    }
-                    _ => return None,
-                }
-            }
-            self.ws();
-            if self.i != self.b.len() {
-                return None;
-            }
-            match (shape?, y_one) {
-                (Shape::Row, Some(v)) => {
-                    y.push(v);
-                    Some(1)
-                }
-                (Shape::Rows(rows), None) if y_many && y.len() - y0 == rows => Some(rows),
-                _ => None,
-            }
-        }
-    }
-}
-
 /// Encodes rows (row-major `x`, p features) as one binary message.
 pub fn encode_binary(x: &[f64], y: &[f64], p: usize, out: &mut Vec<u8>) {
     debug_assert_eq!(x.len(), y.len() * p);
@@ -1048,9 +606,12 @@ mod tests {
         }
         let s = schema(1);
         for n in &numbers {
+            // Also with room after each number for the word-at-a-time paths (`PAD`).
             for msg in [
                 format!(r#"{{"x": [{n}], "y": {n}}}"#),
                 format!(r#"{{"y":[{n},{n}],"rows":[[{n}],[{n}]]}}"#),
+                format!(r#"{{"x": [{n}], "y": {n}}}{PAD}"#),
+                format!(r#"{{"y":[{n},{n}],"rows":[[{n}],[{n}]]}}{PAD}"#),
             ] {
                 let want =
                     decode_json_serde(msg.as_bytes(), &s, &mut vec![], &mut vec![]).map(|_| ());
@@ -1113,6 +674,121 @@ mod tests {
         assert_eq!((x, y), (vec![1.0, 2.0, -0.5, 100.0], vec![3.0, 4.0]));
     }
 
+    /// Whitespace after a message, so that every number in it has the bytes the fast
+    /// paths read ahead (`fast_json` falls back to its byte-at-a-time path near the end).
+    const PAD: &str = "                                                                ";
+
+    /// Each path of the number parser and the boundaries between them, against Rust's own
+    /// correctly rounded parser and serde_json, at every distance from the end of the
+    /// message (so on both sides of where the word-at-a-time paths stop): one integer digit
+    /// and 0 to 25 fraction digits (the common shape is 15 to 18), leading zeros in the
+    /// fraction, 2 to 9 integer digits, exponents after every length, -0, and numbers whose
+    /// words hold the next token.
+    #[test]
+    fn fast_json_paths_agree_near_every_boundary() {
+        let mut state = 0x853C_49E6_748F_EA9Bu64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let digits = |n: usize, next: &mut dyn FnMut() -> u64| -> String {
+            (0..n)
+                .map(|_| char::from(b'0' + (next() % 10) as u8))
+                .collect()
+        };
+        let mut numbers: Vec<String> = vec![
+            "0.000000000000000".into(),
+            "0.0000000000000000".into(),
+            "0.00000000000000000".into(),
+            "0.000000000000000000".into(),
+            "9.999999999999999999".into(),
+            "9.9999999999999999999".into(),
+            "0.9999999999999999999".into(),
+            "1.8446744073709551615".into(),
+            "9.007199254740993".into(),
+            "9.0071992547409935".into(),
+            "0.30000000000000004".into(),
+            "1.000000000000000e5".into(),
+            "1.0000000000000000E-5".into(),
+            "5.000000000000000000e-324".into(),
+            "1.797693134862315700e308".into(),
+        ];
+        for int in ["0", "1", "9", "12", "1234567", "12345678", "123456789"] {
+            for fraction in 0..=25 {
+                for exp in ["", "e5", "E-7", "e+22", "e-300", "e0123"] {
+                    for _ in 0..2 {
+                        let mut t = int.to_string();
+                        if fraction > 0 {
+                            t += ".";
+                            // Sometimes leading zeros, as small magnitudes have them.
+                            let zeros = (next() % 4) as usize * (next() % 2) as usize;
+                            t += &"0".repeat(zeros.min(fraction - 1));
+                            t += &digits(fraction - zeros.min(fraction - 1), &mut next);
+                        }
+                        t += exp;
+                        numbers.push(t);
+                    }
+                }
+            }
+        }
+        let s = schema(3);
+        let bits = |v: &[f64]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+        let mut checked = 0;
+        for n in &numbers {
+            for t in [n.clone(), format!("-{n}")] {
+                let want: f64 = t.parse().unwrap();
+                if !want.is_finite() {
+                    continue;
+                }
+                // The number first, in the middle and last of the row, and as y; what follows
+                // it in the same word varies.
+                for pad in 0..=PAD.len() {
+                    let msg = format!(r#"{{"rows": [[{t},{t}, {t}]], "y": [{t}]}}{}"#, &PAD[..pad]);
+                    let (mut x, mut y) = (vec![], vec![]);
+                    assert_eq!(
+                        fast_json::decode(msg.as_bytes(), 3, &mut x, &mut y),
+                        Some(1),
+                        "{msg}"
+                    );
+                    assert_eq!(bits(&x), vec![want.to_bits(); 3], "{msg}");
+                    assert_eq!(bits(&y), vec![want.to_bits()], "{msg}");
+                    let (mut xs, mut ys) = (vec![], vec![]);
+                    decode_json_serde(msg.as_bytes(), &s, &mut xs, &mut ys).unwrap();
+                    assert_eq!((bits(&xs), bits(&ys)), (bits(&x), bits(&y)), "{msg}");
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 200_000, "{checked}");
+        // Not JSON numbers, however much room follows them: declined.
+        for bad in [
+            "01.5",
+            "-01.5",
+            "1.",
+            "-.5",
+            ".5",
+            "1.e5",
+            "1.5e",
+            "1.5e+",
+            "1.5.5",
+            "1.5e5.5",
+            "1.234567890123456.",
+            "1.2345678901234567-",
+            "--1.5",
+            "1.23456789012345678x",
+        ] {
+            let msg = format!(r#"{{"x": [{bad}, 1, 2], "y": 0}}{PAD}"#);
+            let (mut x, mut y) = (vec![], vec![]);
+            assert_eq!(
+                fast_json::decode(msg.as_bytes(), 3, &mut x, &mut y),
+                None,
+                "{bad}"
+            );
+        }
+    }
+
     /// Eisel-Lemire on the gathered digits against Rust's own correctly rounded parser, over
     /// every exponent it takes and 1 to 19 significant digits (ties, 2^53 +- 1, all nines),
     /// written with the point at every place and with an exponent.
@@ -1157,18 +833,21 @@ mod tests {
                 }
                 for t in forms {
                     let want: f64 = t.parse().unwrap();
-                    let (mut x, mut y) = (vec![], vec![]);
-                    let msg = format!(r#"{{"x": [{t}], "y": 0}}"#);
-                    assert_eq!(
-                        fast_json::decode(msg.as_bytes(), 1, &mut x, &mut y),
-                        Some(1)
-                    );
-                    assert_eq!(x[0].to_bits(), want.to_bits(), "{t}");
-                    checked += 1;
+                    // At the end of the message (byte at a time) and with room after it.
+                    for pad in ["", PAD] {
+                        let (mut x, mut y) = (vec![], vec![]);
+                        let msg = format!(r#"{{"x": [{t}], "y": 0}}{pad}"#);
+                        assert_eq!(
+                            fast_json::decode(msg.as_bytes(), 1, &mut x, &mut y),
+                            Some(1)
+                        );
+                        assert_eq!(x[0].to_bits(), want.to_bits(), "{t}");
+                        checked += 1;
+                    }
                 }
             }
         }
-        assert!(checked > 1_000_000, "{checked}");
+        assert!(checked > 2_000_000, "{checked}");
     }
 
     #[test]

@@ -27,9 +27,9 @@
 //! cross-validation fold a row goes to, `cv.folds`), `checkpoints` (assembly,
 //! loading), `commit` (which offsets may be committed), `features` (feature-stream dispatch),
 //! `rejections` (counted, logged, dead-lettered), `format` and `feature_format` (message
-//! formats), `dlq` (dead-letter producer, on its own thread), `held` (partitions waiting at a
-//! rejected message until its dead-letter copy is delivered), `ahead` (threads that decode JSON
-//! messages while the loop goes on).
+//! formats; `fast_json` their JSON fast path), `dlq` (dead-letter producer, on its own
+//! thread), `held` (partitions waiting at a rejected message until its dead-letter copy is
+//! delivered), `ahead` (threads that decode JSON messages while the loop goes on).
 //!
 //! Dead letters never stall the loop: a rejected message's copy goes to the dead-letter thread
 //! and, with `dlq.on_failure = "block"`, only its own partition waits (paused, its position at
@@ -40,6 +40,7 @@ pub mod checkpoints;
 pub mod commit;
 pub mod cv;
 pub mod dlq;
+pub(crate) mod fast_json;
 pub mod feature_format;
 pub mod features;
 pub mod fold;
