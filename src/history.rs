@@ -17,7 +17,7 @@ use ravel_core::solve::{Checked, Request as ModelRequest, model_from_stats};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 use tokio::sync::Semaphore;
 use utoipa::ToSchema;
 
@@ -192,10 +192,7 @@ fn record(h: &StreamHandle, req: &Checked) {
             return;
         }
     };
-    let time_ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0);
+    let time_ms = crate::now_ms();
     h.history.push(HistoryPoint {
         time_ms,
         n,

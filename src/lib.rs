@@ -72,3 +72,15 @@ pub mod topics;
 pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
+
+/// Milliseconds since the Unix epoch of `t`; 0 for a time before it (a clock set before
+/// 1970). The one conversion for every `*_ms` field, log and checkpoint.
+pub(crate) fn unix_ms(t: std::time::SystemTime) -> u64 {
+    t.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// `unix_ms` of now.
+pub(crate) fn now_ms() -> u64 {
+    unix_ms(std::time::SystemTime::now())
+}

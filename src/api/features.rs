@@ -21,7 +21,7 @@ use rdkafka::producer::FutureRecord;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::sync::Arc;
-use std::time::{Duration, Instant, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 use utoipa::ToSchema;
 
 /// How long PUT /labels waits for ingest to read its message back before answering 202.
@@ -102,10 +102,7 @@ fn summary(h: &FeatureStreamHandle, snap: &FeatureSnapshot, detail: bool) -> Fea
         counters: sm.as_ref().map(|s| s.counters).unwrap_or_default(),
         eta: sm.as_ref().map(|s| s.eta),
         staleness: sm.map(|s| s.staleness).unwrap_or_default(),
-        last_update_ms: snap
-            .last_update
-            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-            .map(|d| d.as_millis() as u64),
+        last_update_ms: snap.last_update.map(crate::unix_ms),
         offsets: snap.offsets.clone(),
     }
 }

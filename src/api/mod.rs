@@ -37,7 +37,7 @@ use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::time::{Duration, Instant, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -428,11 +428,6 @@ pub struct PartitionStateSummary {
     writer: Option<String>,
 }
 
-fn unix_ms(t: Option<std::time::SystemTime>) -> Option<u64> {
-    t.and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-        .map(|d| d.as_millis() as u64)
-}
-
 fn summary(h: &StreamHandle, health: &crate::health::Health) -> StreamSummary {
     let snap = h.snapshot();
     let state = health.snapshot();
@@ -451,7 +446,7 @@ fn summary(h: &StreamHandle, health: &crate::health::Health) -> StreamSummary {
         alpha: snap.stats.current_alpha(),
         schedule: snap.stats.schedule().to_string(),
         drift: snap.stats.drift_status(),
-        last_update_ms: unix_ms(snap.last_update),
+        last_update_ms: snap.last_update.map(crate::unix_ms),
         as_of: snap.as_of_ms,
         held_partitions,
         partitions,
@@ -467,7 +462,7 @@ fn partition_states(snap: &crate::streams::Snapshot) -> Vec<PartitionStateSummar
             partition: p.partition,
             n: p.n,
             source: p.source.to_string(),
-            last_update_ms: unix_ms(p.last_update),
+            last_update_ms: p.last_update.map(crate::unix_ms),
             as_of: p.as_of_ms,
             writer: p.writer.clone(),
         })

@@ -38,10 +38,7 @@ pub fn assemble(
         topic: topic.clone(),
         cluster_id,
         offsets: positions.get(topic).cloned().unwrap_or_default(),
-        last_update_ms: whole
-            .last_update
-            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-            .map(|d| d.as_millis() as u64),
+        last_update_ms: whole.last_update.map(crate::unix_ms),
         as_of_ms: whole.as_of_ms,
         stats: whole.stats.clone(),
         folds: whole.folds.clone().map(|folds| super::cv::SavedFolds {

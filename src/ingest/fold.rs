@@ -380,7 +380,7 @@ impl StreamIngest {
                     // clock (skew, or a producer's own timestamps) must not make the answers
                     // look fresher than they can be, nor hold `as_of` in the future.
                     if let Some(&newest) = part.stamps.iter().max() {
-                        let newest = newest.min(unix_ms(now)) as u64;
+                        let newest = (newest as u64).min(crate::unix_ms(now));
                         part.as_of_ms = Some(part.as_of_ms.map_or(newest, |a| a.max(newest)));
                     }
                     stamps.append(&mut part.stamps);
@@ -586,12 +586,6 @@ pub fn age(visible: f64, ts: i64) -> Option<f64> {
     } else {
         None
     }
-}
-
-fn unix_ms(t: SystemTime) -> i64 {
-    t.duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 #[cfg(test)]

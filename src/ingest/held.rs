@@ -8,7 +8,6 @@
 use super::dlq::Outcome;
 use crate::health::HeldPartition;
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 #[derive(Debug, Clone)]
 struct Hold {
@@ -40,9 +39,7 @@ impl Held {
 
     /// Holds `topic`/`partition` at `offset`, whose copy was just sent.
     pub fn hold(&mut self, stream: &str, topic: &str, partition: i32, offset: i64) {
-        let since_ms = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64);
+        let since_ms = crate::now_ms();
         self.holds.insert(
             (topic.to_string(), partition),
             Hold {

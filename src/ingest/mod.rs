@@ -762,10 +762,7 @@ fn write_states(
                 topic: topic.clone(),
                 partition: p,
                 next_offset: next,
-                last_update_ms: part
-                    .last_update
-                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                    .map(|d| d.as_millis() as u64),
+                last_update_ms: part.last_update.map(crate::unix_ms),
                 as_of_ms: part.as_of_ms,
                 writer: writer_name.to_string(),
                 stats: part.stats.clone(),
