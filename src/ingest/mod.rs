@@ -156,9 +156,6 @@ const WINDOW_BYTES: usize = 1 << 20;
 /// Smaller JSON messages are decoded on the ingest thread (handing one to another thread costs
 /// about as much as decoding it).
 const AHEAD_MIN_BYTES: usize = 1 << 10;
-/// Larger ones go to the `ahead` threads in groups of at least this many bytes (`Grouped`): a
-/// stream of 2 kB messages (a row of 100 numbers each) pays one hand-over per 32 messages.
-const AHEAD_GROUP_BYTES: usize = 64 << 10;
 
 /// A message decoded on an `ahead` thread.
 enum Early {
@@ -200,7 +197,7 @@ struct Ingest {
     shutdown: Shutdown,
     last_poll_error: Option<Instant>,
     /// Threads decoding JSON messages while the loop goes on.
-    ahead: ahead::Grouped<Early>,
+    ahead: ahead::Ahead<Early>,
     /// When the feature streams last published.
     features_published: Instant,
 }
@@ -391,10 +388,9 @@ impl Ingest {
             metrics: setup.metrics,
             shutdown: setup.shutdown,
             last_poll_error: None,
-            ahead: ahead::Grouped::new(
+            ahead: ahead::Ahead::new(
                 "ravel-decode",
                 std::thread::available_parallelism().map_or(2, |n| n.get().clamp(1, 4)),
-                AHEAD_GROUP_BYTES,
             ),
             features_published: Instant::now(),
         })
@@ -492,7 +488,7 @@ impl Ingest {
     }
 
     /// Hands a JSON message of a stream or feature stream to the `ahead` threads (a copy of
-    /// its payload, in a group of small ones); whether it did. Binary messages are a copy to decode: never.
+    /// its payload); whether it did. Binary messages are a copy to decode: never.
     fn decode_ahead(&mut self, msg: &BorrowedMessage<'_>) -> bool {
         let Some(payload) = msg.payload() else {
             return false;
@@ -504,17 +500,15 @@ impl Ingest {
             Some(&Target::Rows(i)) if !payload.starts_with(&format::BINARY_MAGIC) => {
                 let handle = self.streams[i].handle.clone();
                 let payload = payload.to_vec();
-                self.ahead.submit(payload.len(), move || {
-                    Early::Rows(fold::decode(&handle, Some(&payload)))
-                });
+                self.ahead
+                    .submit(move || Early::Rows(fold::decode(&handle, Some(&payload))));
                 true
             }
             Some(&Target::Features(i)) => {
                 let n = self.features[i].live.handle.config.n;
                 let payload = payload.to_vec();
-                self.ahead.submit(payload.len(), move || {
-                    Early::Feature(feature_format::decode(&payload, n))
-                });
+                self.ahead
+                    .submit(move || Early::Feature(feature_format::decode(&payload, n)));
                 true
             }
             _ => false,
