@@ -2,8 +2,8 @@
 //! cluster, over TCP) are consumed by the real service (`server::run` on 127.0.0.1:0) and the
 //! models served over HTTP equal `ravel fit` (the real binary) on the same file; every error
 //! path answers its 4xx JSON; bad messages land in the dead-letter topic, are counted in
-//! /metrics and leave the statistics unchanged, also when they are decoded on other threads in
-//! groups of small messages.
+//! /metrics and leave the statistics unchanged, also when they are decoded on other threads
+//! (`ingest::ahead`).
 
 mod common;
 
@@ -1036,14 +1036,14 @@ fn checkpoints_that_do_not_match_stop_the_service_with_a_clear_error() {
     svc.stop().unwrap();
 }
 
-/// JSON messages of 1 kB and more are decoded on other threads, the small ones in groups of
-/// at least 64 kB (`ingest::ahead::Grouped`): a stream of 2 kB one-row messages with bad ones
-/// among them, and 80 kB messages that go alone, must come out exactly as if each were
-/// decoded in turn: every good row folded once, every bad message rejected for its own reason
-/// and dead-lettered with its own payload (a result paired with the wrong message would move a
-/// reason to another payload or fold a bad row).
+/// JSON messages of 1 kB and more are decoded on other threads (`ingest::ahead`), their
+/// results taken back in the order read: a stream of 2 kB one-row messages with bad ones
+/// among them, and 80 kB messages, must come out exactly as if each were decoded in turn:
+/// every good row folded once, every bad message rejected for its own reason and dead-lettered
+/// with its own payload (a result paired with the wrong message would move a reason to another
+/// payload or fold a bad row).
 #[test]
-fn grouped_json_decoding_keeps_each_message_with_its_own_result() {
+fn json_decoded_ahead_keeps_each_message_with_its_own_result() {
     const P: usize = 100;
     let broker = EmbeddedBroker::start(1).unwrap();
     let brokers = broker.bootstrap_servers().to_string();
