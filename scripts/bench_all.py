@@ -9,21 +9,24 @@ as whole processes, in interleaved rounds (ravel, peer, ravel, peer, ...), one t
 2. `ravel serve` reading a topic filled beforehand on `ravel broker` (128 partitions: the
    embedded broker keeps 5 MB a partition) next to a bare rdkafka consumer with the service's
    client settings that reads the same topic and only counts (`examples/bare_consumer.rs`):
-   binary and JSON mini-batches at p = 100 and p = 1000. ravel's time runs from the process
-   start to the first `GET /v1/streams/tput` showing every row (polled every 5 ms), the
+   binary and JSON mini-batches at p = 100 and p = 1000, and streams of tiny messages (one
+   row each, binary and JSON at p = 100: what costs per message rather than per row). ravel's
+   time runs from the process start to the first `GET /v1/streams` showing every row (polled
+   every 5 ms; the list, not the stream's own page, whose means would cost the service CPU), the
    consumer's from its start to its exit after the last message; both include the group join.
    The rate columns are rows over that whole-process time, and in brackets from the first
    row (message) to the last, where the start and the join do not count. With `--before BINARY` an older
    ravel is measured in the same rounds (a third column).
-3. A feature stream at n = 10,000 samples (s = 50, JSON columns through `ravel broker`, the
-   producer kept at most 20 columns ahead: one partition of 5 MB) next to `ravel select
-   --passes 1` (the library's own OS) on the same columns in an NPY file; ravel serve's
-   features/s from its first feature applied to the last, `ravel select`'s over its whole
-   process (reading the file included).
+3. A feature stream at n = 10,000 samples (s = 50, 2000 distinct JSON columns each sent once
+   through `ravel broker`, the producer kept at most 20 columns ahead: one partition of 5 MB)
+   next to `ravel select --passes 1` (the library's own OS, one pass) on the same 2000 columns
+   in an NPY file: the same job. ravel serve's features/s from its first feature applied to
+   the last, `ravel select`'s over its whole process (reading the file included).
 
 Run: pip install numpy pandas confluent-kafka
      cargo build --release && cargo build --release --example bare_consumer
      python3 scripts/bench_all.py [--rounds 3] [--only fit,csv,ingest,features] [--before PATH]
+         [--cases binary100,json100,binary1000,json1000,binary100x1,json100x1]
 Prints the table (Markdown) on stdout, progress on stderr.
 """
 
@@ -155,6 +158,16 @@ def fill(bootstrap, topic, partitions, msgs, count):
         sys.exit("the topic could not be filled")
 
 
+def rows_seen(api, stream):
+    """The stream's rows from `GET /v1/streams` (a summary of a few hundred bytes) rather than
+    `GET /v1/streams/{name}`, whose p names, means and deviations (about 40 kB at p = 1000),
+    serialized every 5 ms, took about a tenth of the service's CPU from the ingest."""
+    status, body = api.get("/v1/streams")
+    if status != 200:
+        return 0
+    return next((s["n"] for s in json.loads(body)["streams"] if s["name"] == stream), 0)
+
+
 def serve_once(ravel, bootstrap, p, total, workdir, logf, group, folds=0, deadline_s=600):
     """Seconds from process start to every row visible; rows/s from the first row to the last;
     the process's CPU seconds by then (less sensitive than the times to other work on the
@@ -181,7 +194,7 @@ def serve_once(ravel, bootstrap, p, total, workdir, logf, group, folds=0, deadli
         first = None
         deadline = start + deadline_s
         while True:
-            n, now = api.n("tput"), time.perf_counter()
+            n, now = rows_seen(api, "tput"), time.perf_counter()
             if n > 0 and first is None:
                 first = (n, now)
             if n >= total:
@@ -194,6 +207,11 @@ def serve_once(ravel, bootstrap, p, total, workdir, logf, group, folds=0, deadli
         procs.stop_all()
 
 
+def case_name(fmt, p, per):
+    """`--cases` names: binary100, json1000, ...; json100x1 for one row a message."""
+    return f"{fmt}{p}" + ("x1" if per == 1 else "")
+
+
 def bench_ingest(args, workdir, rows):
     bare = os.path.join(os.path.dirname(args.ravel), "examples", "bare_consumer")
     if not os.path.exists(bare):
@@ -203,9 +221,12 @@ def bench_ingest(args, workdir, rows):
         ("json", 100, 100, 1_500),
         ("binary", 1000, 10, 5_000),
         ("json", 1000, 10, 1_500),
+        # Tiny messages, one row each: what costs per message rather than per row.
+        ("binary", 100, 1, 150_000),
+        ("json", 100, 1, 150_000),
     ]
     for fmt, p, per, count in cases:
-        if args.cases and f"{fmt}{p}" not in args.cases:
+        if args.cases and case_name(fmt, p, per) not in args.cases:
             continue
         total = per * count
         procs = Procs()
@@ -233,7 +254,7 @@ def bench_ingest(args, workdir, rows):
                         bc.append(cpu)
             finally:
                 procs.stop_all()
-        job = f"serve, Kafka {fmt} p = {p}, {total // 1000}k rows ({mb:.0f} MB), {per} rows/message"
+        job = f"serve, Kafka {fmt} p = {p}, {total // 1000}k rows ({mb:.0f} MB), {per} row{'s' if per > 1 else ''}/message"
         ravel_cell = (f"{fmt_s(r)}: {total / statistics.median(r):,.0f} rows/s (first to last "
                       f"{statistics.median(rr):,.0f}; {statistics.median(rc):.2f} CPU s)")
         if args.before:
@@ -251,15 +272,17 @@ def bench_ingest(args, workdir, rows):
 def bench_features(args, workdir, rows):
     n, s, p = 10_000, 50, 2_000
     rng = np.random.default_rng(9)
-    base = rng.standard_normal((n, 200))
-    y = base[:, :10] @ np.arange(1, 11) + rng.standard_normal(n)
-    # p columns: the 200 distinct ones under p names, as a stream would bring new features.
-    cols = np.concatenate([base] * (p // 200), axis=1)
-    npy = os.path.join(workdir, f"features_n{n}_p{p}.npy")
+    # The same job on both sides: p distinct columns, each sent once (one pass).
+    cols = rng.standard_normal((n, p))
+    y = cols[:, :10] @ np.arange(1, 11) + rng.standard_normal(n)
+    npy = os.path.join(workdir, f"features_n{n}_p{p}_distinct.npy")
     if not os.path.exists(npy):
         np.save(npy, np.column_stack([cols, y]))
     labels = json.dumps({"labels": y.tolist()}).encode()
-    payloads = [json.dumps({"feature": f"f{j}", "values": base[:, j].tolist()}).encode() for j in range(200)]
+    log(f"features n = {n}: encoding {p} columns")
+    # Encoded once beforehand (about 400 MB): json.dumps takes about 6 ms a column, which would
+    # hold the producer under the service's rate.
+    payloads = [json.dumps({"feature": f"f{j}", "values": cols[:, j].tolist()}).encode() for j in range(p)]
     kb = len(payloads[0]) / 1e3
     r, q, b = [], [], []
     for k in range(args.rounds):
@@ -273,7 +296,7 @@ def bench_features(args, workdir, rows):
     cell = f"{rr:,.0f} features/s"
     if args.before:
         cell += f"; before: {statistics.median(b):,.0f} features/s"
-    rows.append((f"feature stream n = {n}, s = {s}, {p} JSON columns ({kb:.0f} kB each), OS",
+    rows.append((f"feature stream n = {n}, s = {s}, {p} distinct JSON columns ({kb:.0f} kB each), one pass, OS",
                  cell, "ravel select --passes 1 (NPY file)", f"{qq:,.0f} features/s", rr / qq, None))
 
 
@@ -300,7 +323,7 @@ def serve_features(ravel, workdir, n, s, p, labels, payloads, group):
             sent, seen, first = 0, 0, None
             while seen < p:
                 while sent < p and sent <= seen + 20:
-                    producer.produce("bench.features", payloads[sent % len(payloads)])
+                    producer.produce("bench.features", payloads[sent])
                     sent += 1
                 producer.flush(10)
                 status, body = api.get("/v1/feature-streams/fbench")
@@ -318,7 +341,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--only", default="fit,csv,ingest,features",
                     help="comma-separated parts: fit (NPY), csv, ingest, features")
-    ap.add_argument("--cases", help="comma-separated ingest cases to run (binary100, json100, binary1000, json1000); all by default")
+    ap.add_argument("--cases", help="comma-separated ingest cases to run (binary100, json100, binary1000, json1000, and one row a message: "
+                    "binary100x1, json100x1); all by default")
     ap.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "ravel-bench"))
     ap.add_argument("--ravel", default=os.path.join(ROOT, "target", "release", "ravel"))
     ap.add_argument("--before", help="an older ravel binary, measured in the same ingest and feature rounds")

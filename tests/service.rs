@@ -2,7 +2,8 @@
 //! cluster, over TCP) are consumed by the real service (`server::run` on 127.0.0.1:0) and the
 //! models served over HTTP equal `ravel fit` (the real binary) on the same file; every error
 //! path answers its 4xx JSON; bad messages land in the dead-letter topic, are counted in
-//! /metrics and leave the statistics unchanged.
+//! /metrics and leave the statistics unchanged, also when they are decoded on other threads
+//! (`ingest::ahead`).
 
 mod common;
 
@@ -1032,5 +1033,137 @@ fn checkpoints_that_do_not_match_stop_the_service_with_a_clear_error() {
     let svc = TestService::start(cfg(), broker.bootstrap_servers());
     let (_, v) = svc.get("/v1/streams/cp");
     assert_eq!(v["n"], 2);
+    svc.stop().unwrap();
+}
+
+/// JSON messages of 1 kB and more are decoded on other threads (`ingest::ahead`), their
+/// results taken back in the order read: a stream of 2 kB one-row messages with bad ones
+/// among them, and 80 kB messages, must come out exactly as if each were decoded in turn:
+/// every good row folded once, every bad message rejected for its own reason and dead-lettered
+/// with its own payload (a result paired with the wrong message would move a reason to another
+/// payload or fold a bad row).
+#[test]
+fn json_decoded_ahead_keeps_each_message_with_its_own_result() {
+    const P: usize = 100;
+    let broker = EmbeddedBroker::start(1).unwrap();
+    let brokers = broker.bootstrap_servers().to_string();
+    broker.create_topic("t.grp", 1).unwrap();
+    broker.create_topic("t.grp.dlq", 1).unwrap();
+
+    let (x, y) = synthetic(P, 10, 230, 21);
+    let row = |i: usize| &x[i * P..(i + 1) * P];
+    let one = |i: usize| serde_json::to_vec(&json!({"x": row(i), "y": y[i]})).unwrap();
+    let many = |from: usize, to: usize| {
+        let rows: Vec<&[f64]> = (from..to).map(row).collect();
+        serde_json::to_vec(&json!({"rows": rows, "y": &y[from..to]})).unwrap()
+    };
+    // Bad messages of about 2 kB, cycling through three reasons, and one of 80 kB.
+    let bad_one = |k: usize| -> (Vec<u8>, &'static str) {
+        match k % 3 {
+            0 => (
+                serde_json::to_vec(&json!({"x": &row(k)[..P - 1], "y": 1.0})).unwrap(),
+                "dimension",
+            ),
+            1 => {
+                let mut r = row(k).to_vec();
+                r[k % P] = 1e200;
+                (
+                    serde_json::to_vec(&json!({"x": r, "y": 1.0})).unwrap(),
+                    "overflow",
+                )
+            }
+            _ => {
+                let mut m = one(k);
+                m.truncate(m.len() - 5);
+                (m, "malformed")
+            }
+        }
+    };
+    let mut all: Vec<Vec<u8>> = vec![];
+    let mut bad: Vec<(Vec<u8>, &str)> = vec![];
+    // Good rows 0..150 one a message, 150..190 and 190..230 in two 80 kB messages (the second
+    // after the large bad one), a bad message after every 10th good one.
+    for i in 0..150 {
+        all.push(one(i));
+        if i % 10 == 9 {
+            let b = bad_one(i);
+            assert!(b.0.len() > 1024, "a bad message of {} bytes", b.0.len());
+            all.push(b.0.clone());
+            bad.push(b);
+        }
+        if i == 74 {
+            all.push(many(150, 190));
+            let mut rows: Vec<Vec<f64>> = (150..190).map(|i| row(i).to_vec()).collect();
+            rows[17].pop();
+            let large_bad = serde_json::to_vec(&json!({"rows": rows, "y": &y[150..190]})).unwrap();
+            all.push(large_bad.clone());
+            bad.push((large_bad, "dimension"));
+            all.push(many(190, 230));
+        }
+    }
+    assert!(all[0].len() > 1024 && all[0].len() < 4096);
+    assert!(many(150, 190).len() > 64 << 10);
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", &brokers)
+        .set("message.max.bytes", "1000000")
+        .create()
+        .unwrap();
+    for m in &all {
+        producer
+            .send(BaseRecord::<(), [u8]>::to("t.grp").payload(&m[..]))
+            .unwrap();
+    }
+    producer.flush(Duration::from_secs(30)).unwrap();
+
+    let cfg = config(
+        vec![stream(
+            "grp",
+            "t.grp",
+            FeatureSchema::Count(P),
+            Task::Regression,
+        )],
+        None,
+    );
+    let svc = TestService::start(cfg, &brokers);
+    let summary = svc.wait_rows("grp", 230);
+    let dlq = read_topic(&brokers, "t.grp.dlq", bad.len());
+    let m = svc.metrics();
+    let count = |reason: &str| {
+        sample(
+            &m,
+            &format!("ravel_messages_rejected_total{{reason=\"{reason}\",stream=\"grp\"}}"),
+        )
+        .unwrap_or(0.0)
+    };
+    for reason in ["dimension", "overflow", "malformed"] {
+        let want = bad.iter().filter(|(_, r)| *r == reason).count() as f64;
+        assert_eq!(count(reason), want, "{reason} rejections: {m}");
+    }
+    assert_eq!(
+        sample(&m, "ravel_observations_applied_total{stream=\"grp\"}"),
+        Some(230.0)
+    );
+    assert_eq!(summary["n"], 230);
+    for j in [0, 1, 57, P - 1] {
+        let mean = (0..230).map(|i| x[i * P + j]).sum::<f64>() / 230.0;
+        assert!(
+            close(summary["mean_x"][j].as_f64().unwrap(), mean, 1e-12),
+            "mean of feature {j}"
+        );
+    }
+    let mean_y = y.iter().sum::<f64>() / 230.0;
+    assert!(close(summary["mean_y"].as_f64().unwrap(), mean_y, 1e-12));
+    let mut got: Vec<(Vec<u8>, String)> = dlq
+        .iter()
+        .map(|(p, h)| (p.clone(), h["ravel-reason"].clone()))
+        .collect();
+    let mut want: Vec<(Vec<u8>, String)> = bad
+        .iter()
+        .map(|(b, r)| (b.clone(), r.to_string()))
+        .collect();
+    got.sort();
+    want.sort();
+    assert_eq!(got.len(), want.len());
+    assert!(got == want, "dead letters paired with other reasons");
     svc.stop().unwrap();
 }
