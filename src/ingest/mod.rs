@@ -439,7 +439,9 @@ impl Ingest {
     /// folded at once instead of waiting for a batch that will not fill, and under load the
     /// batch grows by itself (messages keep arriving while the previous batch folds).
     /// `max_rows` rows (or feature-stream messages) and `max_wait` since the first message
-    /// cap it. Returns the rows gathered.
+    /// end it; the messages still in the window (at most `WINDOW_BYTES` of payload) join it,
+    /// so a batch can pass `max_rows` by that much and by the last message's rows (a
+    /// message's rows are never split). Returns the rows gathered.
     ///
     /// Messages are accepted in the order read, each once `WINDOW_BYTES` of payload were read
     /// after it (or the batch ends): meanwhile the JSON ones are decoded on the `ahead`
