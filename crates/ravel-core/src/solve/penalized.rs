@@ -904,6 +904,21 @@ pub fn second_k(
     let up = nnz > k;
     let lmax = pen.lambda_max(g);
     let floor = lmax * limits::MIN_PATH_RATIO * 1e-6;
+    // Solves at a lambda warm from `start`: the point if it has exactly k nonzeros, else the
+    // state and its count (boxed: a state is large beside a point).
+    type Other = Box<(CdState, usize)>;
+    let solve = |start: &CdState, lambda: f64| -> Result<PathPoint, Other> {
+        let mut state = start.clone();
+        let info = state.solve(g, pen, lambda, opt);
+        match state.nonzeros() {
+            z if z == k => Ok(PathPoint {
+                lambda,
+                b: state.b,
+                info,
+            }),
+            z => Err(Box::new((state, z))),
+        }
+    };
     // `from`: the last solution on the starting side of k, warm start of the next ones.
     let (mut at, mut from) = (lambda, state);
     let mut step = 1.02f64;
@@ -913,16 +928,10 @@ pub fn second_k(
         } else {
             (at / step).max(floor)
         };
-        let mut trial = from.clone();
-        let info = trial.solve(g, pen, next, opt);
-        let z = trial.nonzeros();
-        if z == k {
-            return Some(PathPoint {
-                lambda: next,
-                b: trial.b,
-                info,
-            });
-        }
+        let (trial, z) = match solve(&from, next) {
+            Ok(point) => return Some(point),
+            Err(other) => *other,
+        };
         if (z > k) == up {
             if next == lmax || next == floor {
                 return None;
@@ -938,20 +947,10 @@ pub fn second_k(
                 break;
             }
             let mid = (at * across).sqrt();
-            let mut t = from.clone();
-            let info = t.solve(g, pen, mid, opt);
-            let z = t.nonzeros();
-            if z == k {
-                return Some(PathPoint {
-                    lambda: mid,
-                    b: t.b,
-                    info,
-                });
-            }
-            if (z > k) == up {
-                (at, from) = (mid, t);
-            } else {
-                across = mid;
+            match solve(&from, mid) {
+                Ok(point) => return Some(point),
+                Err(other) if (other.1 > k) == up => (at, from) = (mid, other.0),
+                Err(_) => across = mid,
             }
         }
         return None;
