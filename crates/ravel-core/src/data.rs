@@ -988,55 +988,67 @@ mod tests {
 
     #[test]
     fn npy_orders_and_byte_orders_give_the_same_rows_in_any_batch_size() {
-        // 5 rows of 4 columns, the target the second column.
-        let (rows, width) = (5usize, 4usize);
+        // 5 and 150 rows of 4 columns, the target the second column; batch sizes that divide
+        // the rows and that leave a partial last batch.
+        let width = 4usize;
         let cell = |r: usize, c: usize| (r * 10 + c) as f64 + 0.5;
-        let c_order: Vec<f64> = (0..rows * width)
-            .map(|k| cell(k / width, k % width))
-            .collect();
-        let f_order: Vec<f64> = (0..rows * width)
-            .map(|k| cell(k % rows, k / rows))
-            .collect();
-        let mut want_x = vec![];
-        let mut want_y = vec![];
-        for r in 0..rows {
-            for c in 0..width {
-                if c == 1 {
-                    want_y.push(cell(r, c))
-                } else {
-                    want_x.push(cell(r, c))
+        for rows in [5usize, 150] {
+            let shape = format!("({rows}, {width})");
+            let c_order: Vec<f64> = (0..rows * width)
+                .map(|k| cell(k / width, k % width))
+                .collect();
+            let f_order: Vec<f64> = (0..rows * width)
+                .map(|k| cell(k % rows, k / rows))
+                .collect();
+            let mut want_x = vec![];
+            let mut want_y = vec![];
+            for r in 0..rows {
+                for c in 0..width {
+                    if c == 1 {
+                        want_y.push(cell(r, c))
+                    } else {
+                        want_x.push(cell(r, c))
+                    }
+                }
+            }
+            let big = |fortran: bool, body: &[f64]| {
+                let mut b = npy(&shape, fortran, &[]);
+                let at = b.iter().position(|&c| c == b'<').unwrap();
+                b[at] = b'>';
+                for v in body {
+                    b.extend_from_slice(&v.to_be_bytes());
+                }
+                b
+            };
+            let files = [
+                ("c.npy", npy(&shape, false, &c_order)),
+                ("f.npy", npy(&shape, true, &f_order)),
+                ("cb.npy", big(false, &c_order)),
+                ("fb.npy", big(true, &f_order)),
+            ];
+            for (name, bytes) in files {
+                let f = TempFile::new(name, &bytes);
+                for batch in [1, 2, 3, 5, 8, 63, 64, 65, 100, 150, 1000] {
+                    let opts = OpenOptions {
+                        target: Some("1"),
+                        ..OpenOptions::new(fit_budget(GIB))
+                    };
+                    let mut r = RowReader::open(&f.0, &opts).unwrap();
+                    let (mut x, mut y) = (vec![], vec![]);
+                    while r.next_batch(batch, &mut x, &mut y).unwrap() > 0 {}
+                    assert_eq!(
+                        (&x, &y),
+                        (&want_x, &want_y),
+                        "{rows} rows, {name}, batches of {batch}"
+                    );
+                    assert_eq!(r.rows_read(), rows as u64);
                 }
             }
         }
-        let big = |fortran: bool, body: &[f64]| {
-            let mut b = npy("(5, 4)", fortran, &[]);
-            let at = b.iter().position(|&c| c == b'<').unwrap();
-            b[at] = b'>';
-            for v in body {
-                b.extend_from_slice(&v.to_be_bytes());
-            }
-            b
-        };
-        let files = [
-            ("c.npy", npy("(5, 4)", false, &c_order)),
-            ("f.npy", npy("(5, 4)", true, &f_order)),
-            ("cb.npy", big(false, &c_order)),
-            ("fb.npy", big(true, &f_order)),
-        ];
-        for (name, bytes) in files {
-            let f = TempFile::new(name, &bytes);
-            for batch in [1, 2, 3, 5, 8] {
-                let opts = OpenOptions {
-                    target: Some("1"),
-                    ..OpenOptions::new(fit_budget(GIB))
-                };
-                let mut r = RowReader::open(&f.0, &opts).unwrap();
-                let (mut x, mut y) = (vec![], vec![]);
-                while r.next_batch(batch, &mut x, &mut y).unwrap() > 0 {}
-                assert_eq!((&x, &y), (&want_x, &want_y), "{name}, batches of {batch}");
-                assert_eq!(r.rows_read(), 5);
-            }
-        }
+        let rows = 5;
+        let f_order: Vec<f64> = (0..rows * width)
+            .map(|k| cell(k % rows, k / rows))
+            .collect();
         // A NaN names its row and column, in either order.
         let mut bad = f_order.clone();
         bad[2 * rows + 3] = f64::NAN;
