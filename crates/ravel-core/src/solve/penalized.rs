@@ -870,7 +870,7 @@ pub fn solve_at(g: &Gram, pen: &Penalty, lambda: f64, opt: &CdOptions) -> PathPo
             state.objective(g, pen, lambda),
             other.objective(g, pen, lambda),
         );
-        if theirs < mine - 1e-12 * (mine.abs() + g.yy) {
+        if below_rounding(theirs, mine, g) {
             state = other;
             info = other_info;
         }
@@ -957,6 +957,12 @@ pub fn second_k(
         return None;
     }
     None
+}
+
+/// Whether the second start's value (an objective or a loss of `g`) is below the first's by
+/// more than rounding: otherwise the usual start's answer stays.
+fn below_rounding(theirs: f64, mine: f64, g: &Gram) -> bool {
+    theirs < mine - 1e-12 * (mine.abs() + g.yy)
 }
 
 /// Training loss (1/2 the mean squared error, `Gram::loss`) of the OLS refit on b's support:
@@ -1275,7 +1281,7 @@ impl<P: PenaltyParams> Solver for Penalized<P> {
                 let (mut point, from) = sol.truncated(g, k);
                 if let Some(other) = second_k(g, &pen, k, point.lambda, &opt) {
                     let (mine, theirs) = (refit_loss(g, &point.b), refit_loss(g, &other.b));
-                    if theirs < mine - 1e-12 * (mine.abs() + g.yy) {
+                    if below_rounding(theirs, mine, g) {
                         notes.push(format!(
                             "the {k} features come from the second start (003 Algorithm 3 \
                              from 0, then coordinate descent; lambda = {:.4e}): their least-squares \
