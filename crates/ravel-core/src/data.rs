@@ -260,11 +260,15 @@ enum Inner {
         line: u64,
         columns: LibsvmColumns,
     },
-    /// NPY float64, read in bulk: a batch of a C-order file is one read of its rows; a
-    /// Fortran-order (column-major) file is streamed too, one read per column and batch, so
-    /// neither order is ever held whole.
+    /// NPY float64, read in bulk: the file is memory-mapped when it is as long as its header
+    /// says, and a batch is converted from the mapped pages (no read into a buffer first); a
+    /// Fortran-order (column-major) batch is gathered from its columns' runs eight features
+    /// at a time, so each row of the batch is written a cache line at a time. Without a map
+    /// (a short file, or one the system would not map) a batch is one read of its rows, or
+    /// one read per column, into `buf`. Neither order is ever held whole in memory.
     Npy {
         file: File,
+        map: Option<memmap2::Mmap>,
         /// Byte offset of the first value.
         start: u64,
         fortran: bool,
@@ -596,11 +600,13 @@ impl RowReader {
                 let mut file = File::open(path).map_err(io)?;
                 npyz::NpyHeader::from_reader(&mut file).map_err(io)?;
                 let start = file.stream_position().map_err(io)?;
+                let map = map_values(&file, start, rows, width);
                 (
                     None,
                     width - 1,
                     Inner::Npy {
                         file,
+                        map,
                         start,
                         fortran,
                         big_endian,
@@ -708,6 +714,7 @@ impl RowReader {
             }
             Inner::Npy {
                 file,
+                map,
                 start,
                 fortran,
                 big_endian,
@@ -716,65 +723,88 @@ impl RowReader {
                 rows,
                 buf,
             } => {
-                let (width, target, rows) = (*width, *target, *rows);
+                let (width, target, rows, big_endian) = (*width, *target, *rows, *big_endian);
                 let n = (max_rows as u64).min(rows - self.rows_read) as usize;
                 if n == 0 {
                     return Ok(0);
                 }
-                let value = |b: &[u8]| {
-                    let b: [u8; 8] = b.try_into().expect("8 bytes");
-                    if *big_endian {
-                        f64::from_be_bytes(b)
-                    } else {
-                        f64::from_le_bytes(b)
-                    }
-                };
-                let not_finite = |row: u64, c: usize, v: f64| DataError::File {
-                    path: path.clone(),
-                    msg: format!("row {row}, column {c}: {v} is not finite"),
-                };
                 let first = self.rows_read;
-                if !*fortran {
-                    // Row-major: the batch's rows are one contiguous run of bytes.
-                    buf.resize(n * width * 8, 0);
-                    file.seek(SeekFrom::Start(*start + first * width as u64 * 8))
-                        .and_then(|_| file.read_exact(buf))
-                        .map_err(|e| npy_read_error(path.clone(), e))?;
-                    x.reserve(n * p);
-                    y.reserve(n);
-                    for (r, row) in buf.chunks_exact(width * 8).enumerate() {
-                        for (c, b) in row.chunks_exact(8).enumerate() {
-                            let v = value(b);
-                            if !v.is_finite() {
-                                return Err(not_finite(first + r as u64, c, v));
-                            }
-                            if c == target { y.push(v) } else { x.push(v) }
-                        }
-                    }
-                } else {
-                    // Column-major: each column's run of the batch's rows, scattered into the
-                    // row-major batch.
-                    let (x0, y0) = (x.len(), y.len());
+                let (x0, y0) = (x.len(), y.len());
+                // Grown only once the batch's bytes are there (a failed read appends nothing).
+                let grow = |x: &mut Vec<f64>, y: &mut Vec<f64>| {
                     x.resize(x0 + n * p, 0.0);
                     y.resize(y0 + n, 0.0);
-                    buf.resize(n * 8, 0);
-                    for c in 0..width {
-                        file.seek(SeekFrom::Start(*start + (c as u64 * rows + first) * 8))
-                            .and_then(|_| file.read_exact(buf))
-                            .map_err(|e| npy_read_error(path.clone(), e))?;
-                        let j = if c < target { c } else { c.wrapping_sub(1) };
-                        for (r, b) in buf.chunks_exact(8).enumerate() {
-                            let v = value(b);
-                            if !v.is_finite() {
-                                return Err(not_finite(first + r as u64, c, v));
-                            }
-                            if c == target {
-                                y[y0 + r] = v;
-                            } else {
-                                x[x0 + r * p + j] = v;
-                            }
+                };
+                if !*fortran {
+                    // Row-major: the batch's rows are one contiguous run of bytes.
+                    let at = *start + first * width as u64 * 8;
+                    let len = n * width * 8;
+                    let src: &[u8] = match map {
+                        Some(m) => &m[at as usize..][..len],
+                        None => {
+                            buf.resize(len, 0);
+                            file.seek(SeekFrom::Start(at))
+                                .and_then(|_| file.read_exact(buf))
+                                .map_err(|e| npy_read_error(path.clone(), e))?;
+                            buf
                         }
+                    };
+                    grow(x, y);
+                    let (xb, yb) = (&mut x[x0..], &mut y[y0..]);
+                    for (r, row) in src.chunks_exact(width * 8).enumerate() {
+                        let xr = &mut xb[r * p..(r + 1) * p];
+                        let (before, rest) = row.split_at(target * 8);
+                        let (t, after) = rest.split_at(8);
+                        convert(before, &mut xr[..target], big_endian);
+                        convert(after, &mut xr[target..], big_endian);
+                        convert(t, std::slice::from_mut(&mut yb[r]), big_endian);
                     }
+                } else {
+                    // Column-major: each column's run of the batch's rows, from the map or read
+                    // into `buf` one after another.
+                    let run = |c: usize| *start + (c as u64 * rows + first) * 8;
+                    let columns: Vec<&[u8]> = match map {
+                        Some(m) => (0..width).map(|c| &m[run(c) as usize..][..n * 8]).collect(),
+                        None => {
+                            buf.resize(n * width * 8, 0);
+                            for (c, dst) in buf.chunks_exact_mut(n * 8).enumerate() {
+                                file.seek(SeekFrom::Start(run(c)))
+                                    .and_then(|_| file.read_exact(dst))
+                                    .map_err(|e| npy_read_error(path.clone(), e))?;
+                            }
+                            buf.chunks_exact(n * 8).collect()
+                        }
+                    };
+                    grow(x, y);
+                    let (xb, yb) = (&mut x[x0..], &mut y[y0..]);
+                    convert(columns[target], yb, big_endian);
+                    let features: Vec<&[u8]> = (0..width)
+                        .filter(|&c| c != target)
+                        .map(|c| columns[c])
+                        .collect();
+                    gather_columns(&features, xb, n, big_endian);
+                }
+                // One branch-free pass over the batch; the error names the first bad value.
+                let (xb, yb) = (&x[x0..], &y[y0..]);
+                if !all_finite(xb) || !all_finite(yb) {
+                    let (r, c, v) = (0..n)
+                        .flat_map(|r| (0..width).map(move |c| (r, c)))
+                        .map(|(r, c)| {
+                            let v = match c.cmp(&target) {
+                                std::cmp::Ordering::Less => xb[r * p + c],
+                                std::cmp::Ordering::Equal => yb[r],
+                                std::cmp::Ordering::Greater => xb[r * p + c - 1],
+                            };
+                            (r, c, v)
+                        })
+                        .find(|(_, _, v)| !v.is_finite())
+                        .expect("a value that is not finite");
+                    x.truncate(x0);
+                    y.truncate(y0);
+                    return Err(DataError::File {
+                        path,
+                        msg: format!("row {}, column {c}: {v} is not finite", first + r as u64),
+                    });
                 }
                 got = n;
             }
@@ -794,6 +824,73 @@ fn npy_read_error(path: PathBuf, error: std::io::Error) -> DataError {
     } else {
         DataError::Io { path, error }
     }
+}
+
+/// The map of an NPY file's values, when the file is as long as its header says (a shorter
+/// one is read instead, and its batches report where it ends) and the system maps it.
+fn map_values(file: &File, start: u64, rows: u64, width: usize) -> Option<memmap2::Mmap> {
+    let end = rows
+        .checked_mul(width as u64)?
+        .checked_mul(8)?
+        .checked_add(start)?;
+    let len = file.metadata().ok()?.len();
+    if end == start || len < end || usize::try_from(len).is_err() {
+        return None;
+    }
+    // SAFETY: the map is only read, as bytes. What `Mmap::map` cannot rule out is another
+    // process changing the file while it is mapped: values written meanwhile are read as they
+    // are (as with reads), and a file truncated meanwhile ends the process with SIGBUS, as it
+    // would numpy's `np.load(mmap_mode="r")`. The readers are the command-line jobs on a file
+    // the user names, never the service.
+    unsafe { memmap2::Mmap::map(file) }.ok()
+}
+
+/// Little- or big-endian float64 bytes into `dst` (as many as it holds).
+fn convert(src: &[u8], dst: &mut [f64], big_endian: bool) {
+    let src = src
+        .chunks_exact(8)
+        .map(|b| <[u8; 8]>::try_from(b).expect("8 bytes"));
+    if big_endian {
+        dst.iter_mut()
+            .zip(src)
+            .for_each(|(d, b)| *d = f64::from_be_bytes(b));
+    } else {
+        dst.iter_mut()
+            .zip(src)
+            .for_each(|(d, b)| *d = f64::from_le_bytes(b));
+    }
+}
+
+/// The rows of a batch from its feature columns (each `n` values, in column order), into the
+/// row-major `x`: eight columns at a time, so each row's eight values land in one cache line
+/// while eight runs are read in order.
+fn gather_columns(columns: &[&[u8]], x: &mut [f64], n: usize, big_endian: bool) {
+    let p = columns.len();
+    let value = |b: &[u8], r: usize| {
+        let b: [u8; 8] = b[r * 8..r * 8 + 8].try_into().expect("8 bytes");
+        if big_endian {
+            f64::from_be_bytes(b)
+        } else {
+            f64::from_le_bytes(b)
+        }
+    };
+    for (g, group) in columns.chunks(8).enumerate() {
+        let j0 = g * 8;
+        for r in 0..n {
+            let row = &mut x[r * p + j0..r * p + j0 + group.len()];
+            for (d, c) in row.iter_mut().zip(group) {
+                *d = value(c, r);
+            }
+        }
+    }
+}
+
+/// Whether every value is finite, in one branch-free pass (it vectorizes).
+fn all_finite(v: &[f64]) -> bool {
+    const EXP: u64 = 0x7ff0_0000_0000_0000;
+    v.iter()
+        .fold(0u64, |bad, x| bad | ((x.to_bits() & EXP == EXP) as u64))
+        == 0
 }
 
 fn csv_msg(e: &csv::Error) -> String {
@@ -988,11 +1085,12 @@ mod tests {
 
     #[test]
     fn npy_orders_and_byte_orders_give_the_same_rows_in_any_batch_size() {
-        // 5 and 150 rows of 4 columns, the target the second column; batch sizes that divide
-        // the rows and that leave a partial last batch.
-        let width = 4usize;
-        let cell = |r: usize, c: usize| (r * 10 + c) as f64 + 0.5;
-        for rows in [5usize, 150] {
+        // 5 and 150 rows of 4 and 21 columns (two full groups of eight features and a
+        // partial one, where Fortran order is gathered eight columns at a time), the target
+        // the second column; batch sizes that divide the rows and that leave a partial last
+        // batch. Every cell holds a different value.
+        let cell = |r: usize, c: usize| (r * 100 + c) as f64 + 0.5;
+        for (rows, width) in [(5usize, 4usize), (150, 4), (5, 21), (150, 21)] {
             let shape = format!("({rows}, {width})");
             let c_order: Vec<f64> = (0..rows * width)
                 .map(|k| cell(k / width, k % width))
@@ -1039,26 +1137,83 @@ mod tests {
                     assert_eq!(
                         (&x, &y),
                         (&want_x, &want_y),
-                        "{rows} rows, {name}, batches of {batch}"
+                        "{rows} rows of {width}, {name}, batches of {batch}"
                     );
                     assert_eq!(r.rows_read(), rows as u64);
                 }
             }
         }
-        let rows = 5;
+        let (rows, width) = (5, 4);
         let f_order: Vec<f64> = (0..rows * width)
             .map(|k| cell(k % rows, k / rows))
             .collect();
-        // A NaN names its row and column, in either order.
-        let mut bad = f_order.clone();
-        bad[2 * rows + 3] = f64::NAN;
-        let f = TempFile::new("nan_f.npy", &npy("(5, 4)", true, &bad));
-        let mut r = open(&f.0, fit_budget(GIB), false).unwrap();
-        let e = r
-            .next_batch(8, &mut vec![], &mut vec![])
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("row 3, column 2"), "{e}");
+        let c_order: Vec<f64> = (0..rows * width)
+            .map(|k| cell(k / width, k % width))
+            .collect();
+        // A NaN names its row and column, in either order; the batch appends nothing.
+        let mut bad_f = f_order.clone();
+        bad_f[2 * rows + 3] = f64::NAN;
+        let mut bad_c = c_order.clone();
+        bad_c[3 * width + 2] = f64::INFINITY;
+        for (name, bytes) in [
+            ("nan_f.npy", npy("(5, 4)", true, &bad_f)),
+            ("inf_c.npy", npy("(5, 4)", false, &bad_c)),
+        ] {
+            let f = TempFile::new(name, &bytes);
+            let mut r = open(&f.0, fit_budget(GIB), false).unwrap();
+            let (mut x, mut y) = (vec![1.0], vec![2.0]);
+            let e = r.next_batch(8, &mut x, &mut y).unwrap_err().to_string();
+            assert!(e.contains("row 3, column 2"), "{name}: {e}");
+            assert_eq!((x, y), (vec![1.0], vec![2.0]), "{name}");
+        }
+    }
+
+    #[test]
+    fn a_short_npy_file_gives_its_rows_up_to_where_it_ends() {
+        // A file shorter than its header says is not mapped but read batch by batch: the
+        // batches before its end come out whole and right (in either order), the one that
+        // reaches past it fails and appends nothing.
+        let (rows, width) = (40usize, 11usize);
+        let cell = |r: usize, c: usize| (r * 100 + c) as f64 + 0.25;
+        let shape = format!("({rows}, {width})");
+        let c_order: Vec<f64> = (0..rows * width)
+            .map(|k| cell(k / width, k % width))
+            .collect();
+        let f_order: Vec<f64> = (0..rows * width)
+            .map(|k| cell(k % rows, k / rows))
+            .collect();
+        for (name, fortran, body, whole_batches) in [
+            // C order, the last row cut short: rows 0..32 in batches of 8.
+            ("short_c.npy", false, &c_order, 4),
+            // Fortran order, the last value of the last column missing: every batch but the
+            // one holding the last row.
+            ("short_f.npy", true, &f_order, 4),
+        ] {
+            let mut bytes = npy(&shape, fortran, body);
+            bytes.truncate(bytes.len() - 8);
+            let f = TempFile::new(name, &bytes);
+            let opts = OpenOptions {
+                target: Some("1"),
+                ..OpenOptions::new(fit_budget(GIB))
+            };
+            let mut r = RowReader::open(&f.0, &opts).unwrap();
+            let (mut x, mut y) = (vec![], vec![]);
+            let e = loop {
+                match r.next_batch(8, &mut x, &mut y) {
+                    Ok(0) => panic!("{name}: read to the end"),
+                    Ok(_) => {}
+                    Err(e) => break e.to_string(),
+                }
+            };
+            assert!(e.contains("shorter than its header says"), "{name}: {e}");
+            let got = whole_batches * 8;
+            assert_eq!(r.rows_read(), got as u64, "{name}");
+            let want_x: Vec<f64> = (0..got)
+                .flat_map(|r| (0..width).filter(|&c| c != 1).map(move |c| cell(r, c)))
+                .collect();
+            let want_y: Vec<f64> = (0..got).map(|r| cell(r, 1)).collect();
+            assert_eq!((x, y), (want_x, want_y), "{name}");
+        }
     }
 
     #[test]
