@@ -242,7 +242,9 @@ fn flag_names(msg: &str) -> String {
 ///
 /// Reading (parsing, decoding) and folding overlap: a reader thread fills the next batches
 /// while this one folds the current, with two batches in flight and their buffers recycled,
-/// so the memory stays a few batches whatever the file's length.
+/// so the memory stays a few batches whatever the file's length. A memory-mapped NPY file
+/// whose target is its first or last column needs neither: the fold reads its rows where they
+/// lie.
 pub fn read_stats(
     reader: RowReader,
     task: Task,
@@ -268,6 +270,21 @@ pub fn read_folds(
     let mut stats: Vec<Stats> = (0..folds.max(1))
         .map(|_| Stats::new(task, p, schedule.clone()))
         .collect();
+    if folds <= 1 && reader.maps_rows() {
+        // A memory-mapped NPY file: the fold packs the rows from the mapped pages, with no
+        // reader thread and no copy (`RowReader::next_mapped`).
+        loop {
+            let first = reader.rows_read();
+            let Some(rows) = reader.next_mapped(batch.max(1))? else {
+                break;
+            };
+            let got = rows.rows;
+            stats[0]
+                .update_strided(rows)
+                .map_err(|e| rows_error(&file, first, got, e))?;
+        }
+        return Ok((stats, names));
+    }
     let (mut fx, mut fy) = (vec![Vec::new(); folds], vec![Vec::new(); folds]);
     type Batch = (Vec<f64>, Vec<f64>, u64);
     let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<Result<Batch, DataError>>(2);

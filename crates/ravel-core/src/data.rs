@@ -14,6 +14,7 @@
 //! far apart can be renumbered to the distinct indices it uses (`compact_features`).
 
 use crate::memory::{ByteSize, Estimate, memory_estimate, selection_estimate};
+use crate::stats::StridedRows;
 use crate::task::Task;
 use std::collections::{BTreeSet, HashMap};
 use std::fs::File;
@@ -633,6 +634,66 @@ impl RowReader {
         self.rows_read
     }
 
+    /// Whether `next_mapped` hands out the rows where they lie: a memory-mapped little-endian
+    /// NPY file whose values are 8-byte aligned in the map and whose target is its first or
+    /// last column (so the features are evenly spaced in either order).
+    pub fn maps_rows(&self) -> bool {
+        mapped_values(&self.inner).is_some()
+    }
+
+    /// The next batch of up to `max_rows` rows where they lie in the mapped file (no copy),
+    /// each value checked finite as `next_batch` checks it; `None` at the end. Only when
+    /// `maps_rows` (panics otherwise); the rows count in `rows_read` as `next_batch`'s do.
+    pub fn next_mapped(&mut self, max_rows: usize) -> Result<Option<StridedRows<'_>>, DataError> {
+        let Inner::Npy {
+            fortran,
+            width,
+            rows,
+            ..
+        } = &self.inner
+        else {
+            panic!("next_mapped on a reader that does not map rows");
+        };
+        let (fortran, width, total) = (*fortran, *width, *rows as usize);
+        let first = self.rows_read as usize;
+        let n = max_rows.min(total - first);
+        if n == 0 {
+            return Ok(None);
+        }
+        let (values, x_at, y_at) = mapped_values(&self.inner).expect("maps_rows");
+        // Row-major: the batch is one run of values; column-major: one run per column.
+        let (rs, cs, base) = if fortran {
+            (1, total, first)
+        } else {
+            (width, 1, first * width)
+        };
+        let runs_finite = if fortran {
+            (0..width).all(|c| all_finite(&values[c * total + first..][..n]))
+        } else {
+            all_finite(&values[base..base + n * width])
+        };
+        if !runs_finite {
+            let at = |r: usize, c: usize| values[base + r * rs + c * cs];
+            let (r, c) = (0..n)
+                .flat_map(|r| (0..width).map(move |c| (r, c)))
+                .find(|&(r, c)| !at(r, c).is_finite())
+                .expect("a value that is not finite");
+            return Err(DataError::File {
+                path: self.path.clone(),
+                msg: format!("row {}, column {c}: {} is not finite", first + r, at(r, c)),
+            });
+        }
+        self.rows_read += n as u64;
+        Ok(Some(StridedRows {
+            x: &values[base + x_at..],
+            row_stride: rs,
+            col_stride: cs,
+            y: &values[base + y_at..],
+            y_stride: rs,
+            rows: n,
+        }))
+    }
+
     /// Appends up to `max_rows` rows to `x` (row-major) and `y`; returns how many (0 at end).
     pub fn next_batch(
         &mut self,
@@ -812,6 +873,39 @@ impl RowReader {
         self.rows_read += got as u64;
         Ok(got)
     }
+}
+
+/// The values of a reader's memory-mapped NPY file and where the first row's feature 0 and
+/// target lie among them, when it hands out rows where they lie (`RowReader::maps_rows`).
+fn mapped_values(inner: &Inner) -> Option<(&[f64], usize, usize)> {
+    let Inner::Npy {
+        map: Some(map),
+        start,
+        big_endian: false,
+        target,
+        width,
+        rows,
+        fortran,
+        ..
+    } = inner
+    else {
+        return None;
+    };
+    let (width, target) = (*width, *target);
+    if width < 2 || (target != 0 && target != width - 1) {
+        return None;
+    }
+    let start = usize::try_from(*start).ok()?;
+    let len = usize::try_from(*rows).ok()? * width * 8;
+    let values: &[f64] = bytemuck::try_cast_slice(map.get(start..start + len)?).ok()?;
+    // The next value of a feature and of the target: 1 along a row, `rows` down a column.
+    let step = if *fortran { values.len() / width } else { 1 };
+    let (x_at, y_at) = if target == 0 {
+        (step, 0)
+    } else {
+        (0, (width - 1) * step)
+    };
+    Some((values, x_at, y_at))
 }
 
 /// A failed read of NPY data: running out of bytes means the file is truncated.
@@ -1165,6 +1259,89 @@ mod tests {
             let e = r.next_batch(8, &mut x, &mut y).unwrap_err().to_string();
             assert!(e.contains("row 3, column 2"), "{name}: {e}");
             assert_eq!((x, y), (vec![1.0], vec![2.0]), "{name}");
+        }
+    }
+
+    #[test]
+    fn mapped_rows_are_the_rows_next_batch_gives() {
+        // 150 rows of 21 columns in either order, the target first or last: the strided rows
+        // `next_mapped` hands out are `next_batch`'s rows, in any batch size. A target in the
+        // middle, big-endian values and a short file are not mapped that way.
+        let (rows, width) = (150usize, 21usize);
+        let cell = |r: usize, c: usize| (r * 100 + c) as f64 + 0.5;
+        let shape = format!("({rows}, {width})");
+        let c_order: Vec<f64> = (0..rows * width)
+            .map(|k| cell(k / width, k % width))
+            .collect();
+        let f_order: Vec<f64> = (0..rows * width)
+            .map(|k| cell(k % rows, k / rows))
+            .collect();
+        let opts = |target| OpenOptions {
+            target: Some(target),
+            ..OpenOptions::new(fit_budget(GIB))
+        };
+        for (name, fortran, body) in [("m_c.npy", false, &c_order), ("m_f.npy", true, &f_order)] {
+            let f = TempFile::new(name, &npy(&shape, fortran, body));
+            for target in ["0", "20"] {
+                let mut want = RowReader::open(&f.0, &opts(target)).unwrap();
+                let (mut want_x, mut want_y) = (vec![], vec![]);
+                while want.next_batch(1000, &mut want_x, &mut want_y).unwrap() > 0 {}
+                for batch in [1, 7, 64, 150, 1000] {
+                    let mut r = RowReader::open(&f.0, &opts(target)).unwrap();
+                    assert!(r.maps_rows(), "{name}, target {target}");
+                    let (mut x, mut y) = (vec![], vec![]);
+                    while let Some(b) = r.next_mapped(batch).unwrap() {
+                        assert!(b.rows <= batch);
+                        for i in 0..b.rows {
+                            for j in 0..width - 1 {
+                                x.push(b.x[i * b.row_stride + j * b.col_stride]);
+                            }
+                            y.push(b.y[i * b.y_stride]);
+                        }
+                    }
+                    assert_eq!(r.rows_read(), rows as u64);
+                    assert_eq!(
+                        (&x, &y),
+                        (&want_x, &want_y),
+                        "{name}, target {target}, batches of {batch}"
+                    );
+                }
+                let middle = RowReader::open(&f.0, &opts("3")).unwrap();
+                assert!(!middle.maps_rows(), "{name}: target in the middle");
+            }
+            let mut short = npy(&shape, fortran, body);
+            short.truncate(short.len() - 8);
+            let f = TempFile::new(&format!("short_{name}"), &short);
+            assert!(!RowReader::open(&f.0, &opts("20")).unwrap().maps_rows());
+        }
+        let mut big = npy(&shape, false, &[]);
+        let at = big.iter().position(|&c| c == b'<').unwrap();
+        big[at] = b'>';
+        for v in &c_order {
+            big.extend_from_slice(&v.to_be_bytes());
+        }
+        let f = TempFile::new("m_big.npy", &big);
+        assert!(!RowReader::open(&f.0, &opts("20")).unwrap().maps_rows());
+        // A value that is not finite names its row and column; the batch is not counted.
+        for (name, fortran, at) in [
+            ("m_nan_c.npy", false, 70 * width + 4),
+            ("m_nan_f.npy", true, 4 * rows + 70),
+        ] {
+            let mut body = if fortran {
+                f_order.clone()
+            } else {
+                c_order.clone()
+            };
+            body[at] = f64::NEG_INFINITY;
+            let f = TempFile::new(name, &npy(&shape, fortran, &body));
+            let mut r = RowReader::open(&f.0, &opts("20")).unwrap();
+            assert!(r.next_mapped(64).unwrap().is_some());
+            let e = r.next_mapped(64).unwrap_err().to_string();
+            assert!(
+                e.contains("row 70, column 4: -inf is not finite"),
+                "{name}: {e}"
+            );
+            assert_eq!(r.rows_read(), 64, "{name}");
         }
     }
 

@@ -65,6 +65,22 @@ pub enum StatsError {
         /// Values of y.
         ys: usize,
     },
+    /// Strided rows (`StridedRows`) whose slices do not hold every value their strides
+    /// point to (or p = 0, or a column stride of 0).
+    #[error(
+        "{rows} rows with strides ({row_stride}, {col_stride}) and target stride {y_stride} \
+         reach past their slices"
+    )]
+    Strides {
+        /// Rows.
+        rows: usize,
+        /// From a row to the next.
+        row_stride: usize,
+        /// From a feature to the next.
+        col_stride: usize,
+        /// From a target to the next.
+        y_stride: usize,
+    },
     /// A NaN or infinite value.
     #[error("non-finite value (NaN or Inf) in row {row}")]
     NonFinite {
@@ -563,54 +579,13 @@ impl RunningStats {
     fn apply(&mut self, x: &[f64], y: &[f64], decay: f64, omega: &[f64], checked: bool) -> bool {
         let p = self.p;
         let rows = y.len();
-        // Equal row weights (plain averages: every omega_i = 1/(n+B) up to rounding) scale the
-        // product instead of the rows; otherwise the rows are scaled by sqrt(omega_i).
-        let (lo, hi) = omega
-            .iter()
-            .fold((f64::INFINITY, 0.0f64), |(l, h), &w| (l.min(w), h.max(w)));
-        let equal = hi - lo <= 1e-14 * hi;
-        if rows >= 2 && !portable_forced() {
-            // The dedicated AVX2 + FMA kernel (`syrk`): the lower triangle of E[x x^T] and, as two
-            // more rows of the same product, E[x], E[x y], E[y] and E[y^2], all around the
-            // shift, which the kernel subtracts as it packs the rows. Measured on the
-            // 2-core development machine (Zen 3, quiet), whole `update_batch` against numpy's
-            // X.T @ X (OpenBLAS dsyrk, 2 threads) on the same batches: p = 100, B = 1024:
-            // 5.4 M rows/s vs 5.0 M; p = 1000, B = 256 / 1024 / 4096: 85 / 86-87 / 85 k rows/s
-            // vs 73 / 83 / 84 k (`cargo bench --bench stats -- ingest`,
-            // `python3 scripts/bench_numpy.py`). faer's triangular `matmul` below, kept for
-            // other CPUs, ran at 2.6 M and 54-58 k.
-            let weights = if equal {
-                syrk::Weights::Equal(0.5 * (lo + hi))
-            } else {
-                syrk::Weights::Rows(omega)
-            };
-            let mut extra = vec![0.0; 2 * (p + 2)];
-            match syrk::fold(
-                &mut self.dxx,
-                &mut extra,
-                p,
-                x,
-                y,
-                weights,
-                (&self.shift_x, self.shift_y),
-                decay,
-                checked,
-                None,
-            ) {
-                syrk::Folded::Done => {
-                    let (sum_x, sum_xy) = extra.split_at(p + 2);
-                    for j in 0..p {
-                        self.dx[j] = decay * self.dx[j] + sum_x[j];
-                        self.dxy[j] = decay * self.dxy[j] + sum_xy[j];
-                    }
-                    self.dy = decay * self.dy + sum_xy[p];
-                    self.dyy = decay * self.dyy + sum_xy[p + 1];
-                    return true;
-                }
-                syrk::Folded::NotFinite => return false,
-                syrk::Folded::Unavailable => {}
-            }
+        if let Some(done) =
+            self.apply_kernel(syrk::Rows::contiguous(p, x, y), decay, omega, checked)
+        {
+            return done;
         }
+        let (lo, hi) = weight_range(omega);
+        let equal = hi - lo <= 1e-14 * hi;
         if !checked && !syrk::batch_finite(x, y) {
             return false;
         }
@@ -684,6 +659,133 @@ impl RunningStats {
             par,
         );
         true
+    }
+
+    /// The dedicated AVX2 + FMA kernel (`syrk`): the lower triangle of E[x x^T] and, as two
+    /// more rows of the same product, E[x], E[x y], E[y] and E[y^2], all around the shift,
+    /// which the kernel subtracts as it packs the rows (from wherever they lie: `syrk::Rows`).
+    /// Measured on the 2-core development machine (Zen 3, quiet), whole `update_batch` against
+    /// numpy's X.T @ X (OpenBLAS dsyrk, 2 threads) on the same batches: p = 100, B = 1024:
+    /// 5.4 M rows/s vs 5.0 M; p = 1000, B = 256 / 1024 / 4096: 85 / 86-87 / 85 k rows/s vs
+    /// 73 / 83 / 84 k (`cargo bench --bench stats -- ingest`, `python3 scripts/bench_numpy.py`).
+    /// faer's triangular `matmul` in `apply`, kept for other CPUs, ran at 2.6 M and 54-58 k.
+    ///
+    /// `Some(folded)` as `apply` answers; `None`, with nothing touched or checked, when the
+    /// kernel does not run (fewer than two rows, another CPU, or the portable path forced).
+    fn apply_kernel(
+        &mut self,
+        data: syrk::Rows,
+        decay: f64,
+        omega: &[f64],
+        checked: bool,
+    ) -> Option<bool> {
+        let p = self.p;
+        if data.rows < 2 || portable_forced() {
+            return None;
+        }
+        // Equal row weights (plain averages: every omega_i = 1/(n+B) up to rounding) scale the
+        // product instead of the rows; otherwise the rows are scaled by sqrt(omega_i).
+        let (lo, hi) = weight_range(omega);
+        let weights = if hi - lo <= 1e-14 * hi {
+            syrk::Weights::Equal(0.5 * (lo + hi))
+        } else {
+            syrk::Weights::Rows(omega)
+        };
+        let mut extra = vec![0.0; 2 * (p + 2)];
+        match syrk::fold(
+            &mut self.dxx,
+            &mut extra,
+            p,
+            data,
+            weights,
+            (&self.shift_x, self.shift_y),
+            decay,
+            checked,
+            None,
+        ) {
+            syrk::Folded::Done => {
+                let (sum_x, sum_xy) = extra.split_at(p + 2);
+                for j in 0..p {
+                    self.dx[j] = decay * self.dx[j] + sum_x[j];
+                    self.dxy[j] = decay * self.dxy[j] + sum_xy[j];
+                }
+                self.dy = decay * self.dy + sum_xy[p];
+                self.dyy = decay * self.dyy + sum_xy[p + 1];
+                Some(true)
+            }
+            syrk::Folded::NotFinite => Some(false),
+            syrk::Folded::Unavailable => None,
+        }
+    }
+
+    /// Folds a batch of rows wherever they lie in memory, without copying them: feature j of
+    /// row i at `x[i * row_stride + j * col_stride]`, its target at `y[i * y_stride]`. A
+    /// column-major (Fortran-order) block of `rows` rows has strides (1, rows); rows of a
+    /// wider table (a memory-mapped C-order file whose last column is the target) have
+    /// (width, 1), with `y` starting at the target column and `y_stride` = width. The result
+    /// is `update_batch` on the same rows, to the bit. The fold's kernel packs the rows from
+    /// there; an adaptive schedule (which reads the rows first), another CPU and single rows
+    /// take a row-major copy instead. Errors as `update_batch`'s, and `StatsError::Strides`
+    /// when the slices do not hold every value the strides point to.
+    ///
+    /// ```
+    /// use ravel_core::stats::{AlphaSchedule, RunningStats, StridedRows};
+    ///
+    /// // Three rows in column-major order: x = [[1, 4], [2, 5], [3, 6]], y = [7, 8, 9].
+    /// let table = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0];
+    /// let mut a = RunningStats::new(2, AlphaSchedule::Plain);
+    /// a.update_strided(StridedRows {
+    ///     x: &table[..6],
+    ///     row_stride: 1,
+    ///     col_stride: 3,
+    ///     y: &table[6..],
+    ///     y_stride: 1,
+    ///     rows: 3,
+    /// })?;
+    /// let mut b = RunningStats::new(2, AlphaSchedule::Plain);
+    /// b.update_batch(&[1.0, 4.0, 2.0, 5.0, 3.0, 6.0], &[7.0, 8.0, 9.0])?;
+    /// assert_eq!(a, b);
+    /// # Ok::<(), ravel_core::stats::StatsError>(())
+    /// ```
+    pub fn update_strided(&mut self, rows: StridedRows) -> Result<(), StatsError> {
+        let p = self.p;
+        let data = rows.checked(p)?;
+        let n = rows.rows;
+        if n < 2 || portable_forced() || matches!(self.schedule, AlphaSchedule::Adaptive(_)) {
+            let (x, y) = rows.to_row_major(p);
+            return self.update_batch(&x, &y);
+        }
+        // `update_batch_with` for a schedule that does not read the rows: one chunk.
+        let first = self.n == 0;
+        let old_shift = first.then(|| (self.shift_x.clone(), self.shift_y));
+        if first {
+            for (j, s) in self.shift_x.iter_mut().enumerate() {
+                *s = rows.x[j * rows.col_stride];
+            }
+            self.shift_y = rows.y[0];
+        }
+        let alphas = self.schedule.alphas_for_batch(self.n, n, &[], &[]);
+        let weight = self.weight;
+        let (decay, omega) = self.fold_weights(&alphas);
+        match self.apply_kernel(data, decay, &omega, false) {
+            Some(true) => {
+                self.n += n as u64;
+                Ok(())
+            }
+            folded => {
+                // Refused, or the kernel cannot run here: nothing was touched.
+                self.weight = weight;
+                if let Some((sx, sy)) = old_shift {
+                    self.shift_x = sx;
+                    self.shift_y = sy;
+                }
+                let (x, y) = rows.to_row_major(p);
+                match folded {
+                    None => self.update_batch(&x, &y),
+                    _ => Err(first_non_finite(p, &x, &y)),
+                }
+            }
+        }
     }
 
     /// Moves the shift to (`sx`, `sy`): with d = x - s and delta = s - sx, the moments around
@@ -900,6 +1002,63 @@ pub struct DriftStatus {
 
 /// Validates a batch before anything is changed: dimensions and, if `finite`, finiteness and
 /// the `MAX_ABS_VALUE` bound.
+/// The smallest and largest row weight.
+fn weight_range(omega: &[f64]) -> (f64, f64) {
+    omega
+        .iter()
+        .fold((f64::INFINITY, 0.0f64), |(l, h), &w| (l.min(w), h.max(w)))
+}
+
+/// A batch of rows wherever they lie in memory (`RunningStats::update_strided`): feature j of
+/// row i at `x[i * row_stride + j * col_stride]`, the target of row i at `y[i * y_stride]`.
+#[derive(Debug, Clone, Copy)]
+pub struct StridedRows<'a> {
+    /// The features' values (and whatever lies between them).
+    pub x: &'a [f64],
+    /// From a row to the next in `x`.
+    pub row_stride: usize,
+    /// From a feature to the next in `x` (at least 1).
+    pub col_stride: usize,
+    /// The targets (and whatever lies between them).
+    pub y: &'a [f64],
+    /// From a target to the next in `y`.
+    pub y_stride: usize,
+    /// How many rows.
+    pub rows: usize,
+}
+
+impl<'a> StridedRows<'a> {
+    /// The kernel's view of the rows, once the slices are known to hold every value.
+    fn checked(&self, p: usize) -> Result<syrk::Rows<'a>, StatsError> {
+        let data = syrk::Rows {
+            x: self.x,
+            rs: self.row_stride,
+            cs: self.col_stride,
+            y: self.y,
+            ys: self.y_stride,
+            rows: self.rows,
+        };
+        if p == 0 || !data.holds(p) {
+            return Err(StatsError::Strides {
+                rows: self.rows,
+                row_stride: self.row_stride,
+                col_stride: self.col_stride,
+                y_stride: self.y_stride,
+            });
+        }
+        Ok(data)
+    }
+
+    /// The rows as a row-major copy and their targets (the strides were checked).
+    fn to_row_major(self, p: usize) -> (Vec<f64>, Vec<f64>) {
+        let x = (0..self.rows)
+            .flat_map(|i| (0..p).map(move |j| self.x[i * self.row_stride + j * self.col_stride]))
+            .collect();
+        let y = (0..self.rows).map(|i| self.y[i * self.y_stride]).collect();
+        (x, y)
+    }
+}
+
 fn check_batch(p: usize, x: &[f64], y: &[f64], finite: bool) -> Result<usize, StatsError> {
     let rows = y.len();
     if p == 0 || x.len() != rows * p {
@@ -1133,6 +1292,19 @@ impl Stats {
             Stats::Classification(s) => s.update_batch(x, y),
         }
     }
+    /// Folds rows wherever they lie (`RunningStats::update_strided`); classification splits
+    /// a row-major copy by label.
+    pub fn update_strided(&mut self, rows: StridedRows) -> Result<(), StatsError> {
+        match self {
+            Stats::Regression(s) => s.update_strided(rows),
+            Stats::Classification(s) => {
+                let p = s.p();
+                rows.checked(p)?;
+                let (x, y) = rows.to_row_major(p);
+                s.update_batch(&x, &y)
+            }
+        }
+    }
     /// Fold rows in, as `RunningStats::update` takes them (a row, or a batch as arrays).
     pub fn update<X: Observations<Y>, Y>(&mut self, x: X, y: Y) -> Result<(), StatsError> {
         x.with_rows(self.p(), y, |x, y| self.update_batch(x, y))
@@ -1209,6 +1381,95 @@ pub(crate) fn uniform(seed: u64) -> impl FnMut() -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn strided_rows_fold_to_the_bits_of_their_row_major_copy() {
+        // Column-major blocks and the rows of C- and Fortran-order tables (the target their
+        // last column), under each schedule (the adaptive one takes the copy), at p where the
+        // kernel splits by rows and by columns; batches of 1, 2 and 150 rows.
+        let schedules = [
+            AlphaSchedule::Plain,
+            AlphaSchedule::Fixed { alpha: 0.01 },
+            AlphaSchedule::Floor { alpha_min: 0.05 },
+            AlphaSchedule::default(),
+        ];
+        for p in [3usize, 40, 400] {
+            let mut rnd = uniform(p as u64);
+            let total = 153;
+            let x: Vec<f64> = (0..total * p).map(|_| rnd()).collect();
+            let y: Vec<f64> = (0..total).map(|_| rnd()).collect();
+            for schedule in &schedules {
+                let mut want = RunningStats::new(p, schedule.clone());
+                let mut got = [(); 3].map(|_| RunningStats::new(p, schedule.clone()));
+                let mut at = 0;
+                for b in [1usize, 2, 150] {
+                    let (xs, ys) = (&x[at * p..(at + b) * p], &y[at..at + b]);
+                    want.update_batch(xs, ys).unwrap();
+                    let cm: Vec<f64> = (0..p)
+                        .flat_map(|j| (0..b).map(move |i| xs[i * p + j]))
+                        .chain(ys.iter().copied())
+                        .collect();
+                    let c: Vec<f64> = (0..b)
+                        .flat_map(|i| xs[i * p..(i + 1) * p].iter().chain([&ys[i]]).copied())
+                        .collect();
+                    let layouts = [
+                        (&cm[..b * p], 1, b, &cm[b * p..], 1),
+                        (&c[..], p + 1, 1, &c[p..], p + 1),
+                        (&cm[..], 1, b, &cm[b * p..], 1),
+                    ];
+                    for (k, (xv, rs, cs, yv, ys_)) in layouts.into_iter().enumerate() {
+                        got[k]
+                            .update_strided(StridedRows {
+                                x: xv,
+                                row_stride: rs,
+                                col_stride: cs,
+                                y: yv,
+                                y_stride: ys_,
+                                rows: b,
+                            })
+                            .unwrap();
+                    }
+                    at += b;
+                }
+                for (k, g) in got.iter().enumerate() {
+                    assert_eq!(g, &want, "p = {p}, {schedule:?}, layout {k}");
+                }
+            }
+            // A NaN: the error of the row-major batch, nothing folded.
+            let mut bad = x[..50 * p].to_vec();
+            bad[17 * p + p / 2] = f64::NAN;
+            let cm: Vec<f64> = (0..p)
+                .flat_map(|j| (0..50).map(|i| bad[i * p + j]).collect::<Vec<_>>())
+                .collect();
+            let mut a = RunningStats::new(p, AlphaSchedule::Plain);
+            a.update_batch(&x[..p], &y[..1]).unwrap();
+            let before = a.clone();
+            let e = a.update_strided(StridedRows {
+                x: &cm,
+                row_stride: 1,
+                col_stride: 50,
+                y: &y[..50],
+                y_stride: 1,
+                rows: 50,
+            });
+            let want = before.clone().update_batch(&bad, &y[..50]);
+            assert_eq!(e.unwrap_err().to_string(), want.unwrap_err().to_string());
+            assert_eq!(a, before);
+            // Slices that do not hold the rows: an error, nothing read past them.
+            for (xl, rows, cs) in [(50 * p - 1, 50, 50), (50 * p, 51, 50), (50 * p, 50, 0)] {
+                let e = a.update_strided(StridedRows {
+                    x: &cm[..xl],
+                    row_stride: 1,
+                    col_stride: cs,
+                    y: &y[..60],
+                    y_stride: 1,
+                    rows,
+                });
+                assert!(matches!(e, Err(StatsError::Strides { .. })), "{e:?}");
+            }
+            assert_eq!(a, before);
+        }
+    }
 
     fn batch(p: usize, rows: usize, seed: u64) -> (Vec<f64>, Vec<f64>) {
         let mut next = uniform(seed);

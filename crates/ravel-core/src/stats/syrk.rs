@@ -119,8 +119,7 @@ pub(super) fn fold(
     sxx: &mut [f64],
     extra: &mut [f64],
     p: usize,
-    x: &[f64],
-    y: &[f64],
+    data: Rows,
     weights: Weights,
     shift: (&[f64], f64),
     decay: f64,
@@ -130,9 +129,9 @@ pub(super) fn fold(
     if !available() {
         return Folded::Unavailable;
     }
-    let rows = y.len();
+    let rows = data.rows;
     let big = p + 2;
-    assert!(sxx.len() == p * p && extra.len() == 2 * big && x.len() == rows * p);
+    assert!(sxx.len() == p * p && extra.len() == 2 * big && data.holds(p));
     assert_eq!(shift.0.len(), p);
     if let Weights::Rows(w) = weights {
         assert_eq!(w.len(), rows);
@@ -142,13 +141,12 @@ pub(super) fn fold(
     {
         let batch = Batch {
             p,
-            x,
-            y,
+            data,
             weights,
             shift_x: shift.0,
             shift_y: shift.1,
         };
-        if !checked && !matches!(split, Split::Rows(_)) && !batch_finite(x, y) {
+        if !checked && !matches!(split, Split::Rows(_)) && !data.finite(p, 0..rows) {
             return Folded::NotFinite;
         }
         match split {
@@ -182,6 +180,94 @@ pub(super) fn batch_finite(x: &[f64], y: &[f64]) -> bool {
     finite_x && all_finite(y)
 }
 
+/// A batch's rows wherever they lie in memory: feature j of row i at `x[i * rs + j * cs]`,
+/// its target at `y[i * ys]` (row-major rows: `rs = p`, `cs = 1`; a column-major block:
+/// `rs = 1`, `cs` its column length; rows of a wider table: `rs` its width). The kernel packs
+/// them from there, so a memory-mapped file is folded without a copy.
+#[derive(Clone, Copy)]
+pub(super) struct Rows<'a> {
+    pub x: &'a [f64],
+    pub rs: usize,
+    pub cs: usize,
+    pub y: &'a [f64],
+    pub ys: usize,
+    pub rows: usize,
+}
+
+impl<'a> Rows<'a> {
+    /// Row-major rows of p features and their targets.
+    pub fn contiguous(p: usize, x: &'a [f64], y: &'a [f64]) -> Rows<'a> {
+        Rows {
+            x,
+            rs: p,
+            cs: 1,
+            y,
+            ys: 1,
+            rows: y.len(),
+        }
+    }
+
+    /// Whether the slices hold every value of `rows` rows of p features.
+    pub fn holds(&self, p: usize) -> bool {
+        let last = |len: usize, stride: usize| (len - 1).checked_mul(stride);
+        if self.rows == 0 || p == 0 {
+            return true;
+        }
+        let x_end = last(self.rows, self.rs)
+            .zip(last(p, self.cs))
+            .and_then(|(a, b)| a.checked_add(b));
+        let y_end = last(self.rows, self.ys);
+        self.cs >= 1
+            && matches!(x_end, Some(e) if e < self.x.len())
+            && matches!(y_end, Some(e) if e < self.y.len())
+    }
+
+    /// Whether every value of rows `r` is finite and within `MAX_ABS_VALUE` (`all_finite`),
+    /// scanning whichever way the values are contiguous; many rows are scanned on all threads.
+    pub fn finite(&self, p: usize, r: std::ops::Range<usize>) -> bool {
+        use rayon::prelude::*;
+        const CHUNK: usize = 1 << 17;
+        if r.is_empty() {
+            return true;
+        }
+        let ys_ok = if self.ys == 1 {
+            all_finite(&self.y[r.clone()])
+        } else {
+            r.clone().all(|i| all_finite(&[self.y[i * self.ys]]))
+        };
+        if !ys_ok {
+            return false;
+        }
+        if self.cs == 1 && self.rs == p {
+            let x = &self.x[r.start * p..r.end * p];
+            return if x.len() > 2 * CHUNK {
+                x.par_chunks(CHUNK).all(all_finite)
+            } else {
+                all_finite(x)
+            };
+        }
+        let par = r.len() * p > 2 * CHUNK;
+        if self.cs == 1 {
+            let row = |i: usize| all_finite(&self.x[i * self.rs..][..p]);
+            if par {
+                r.into_par_iter().all(row)
+            } else {
+                r.into_iter().all(row)
+            }
+        } else if self.rs == 1 {
+            let col = |j: usize| all_finite(&self.x[j * self.cs + r.start..j * self.cs + r.end]);
+            if par {
+                (0..p).into_par_iter().all(col)
+            } else {
+                (0..p).all(col)
+            }
+        } else {
+            r.into_iter()
+                .all(|i| (0..p).all(|j| all_finite(&[self.x[i * self.rs + j * self.cs]])))
+        }
+    }
+}
+
 /// Whether every value is finite and |v| <= `MAX_ABS_VALUE` (no NaN, no infinity, nothing
 /// whose square could overflow a sum), for the batch check before a fold: branch-free so that
 /// it vectorizes (with AVX2 where the CPU has it).
@@ -213,8 +299,7 @@ pub(super) fn all_finite(v: &[f64]) -> bool {
 /// The batch and its weights.
 struct Batch<'a> {
     p: usize,
-    x: &'a [f64],
-    y: &'a [f64],
+    data: Rows<'a>,
     weights: Weights<'a>,
     /// Subtracted from every row (x) and target (y) as it is packed.
     shift_x: &'a [f64],
@@ -259,17 +344,30 @@ unsafe fn pack(batch: &Batch, k0: usize, kc: usize, q0: usize, a: &mut [f64]) {
     let p = batch.p;
     let nq = a.len() / (MR * kc);
     debug_assert!(a.len() == nq * MR * kc);
+    let Rows {
+        x, rs, cs, y, ys, ..
+    } = batch.data;
+    if rs == 1 && cs != 1 {
+        pack_columns(batch, k0, kc, q0, a);
+        return;
+    }
     for g in (0..nq).step_by(PACK_GROUP) {
         let g_end = (g + PACK_GROUP).min(nq);
         for k in 0..kc {
             let row = k0 + k;
             let s = batch.scale(row);
-            let xr = &batch.x[row * p..(row + 1) * p];
+            // Row-major rows: the row's p features as a slice; otherwise read one at a time.
+            let xr = if cs == 1 {
+                &x[row * rs..][..p]
+            } else {
+                &[][..]
+            };
+            let xf = |f: usize| if cs == 1 { xr[f] } else { x[row * rs + f * cs] };
             let vs = _mm256_set1_pd(s);
             for dq in g..g_end {
                 let f0 = (q0 + dq) * MR;
                 let ad = &mut a[(dq * kc + k) * MR..][..MR];
-                let v = if f0 + MR <= p {
+                let v = if f0 + MR <= p && cs == 1 {
                     let src = &xr[f0..f0 + MR];
                     let sh = &batch.shift_x[f0..f0 + MR];
                     let at = |i: usize| {
@@ -290,11 +388,11 @@ unsafe fn pack(batch: &Batch, k0: usize, kc: usize, q0: usize, a: &mut [f64]) {
                     for (r, d) in v.iter_mut().enumerate() {
                         let f = f0 + r;
                         *d = if f < p {
-                            (xr[f] - batch.shift_x[f]) * s
+                            (xf(f) - batch.shift_x[f]) * s
                         } else if f == p {
                             s
                         } else if f == p + 1 {
-                            (batch.y[row] - batch.shift_y) * s
+                            (y[row * ys] - batch.shift_y) * s
                         } else {
                             0.0
                         };
@@ -313,6 +411,41 @@ unsafe fn pack(batch: &Batch, k0: usize, kc: usize, q0: usize, a: &mut [f64]) {
                     _mm256_storeu_pd(ad.as_mut_ptr(), v[0]);
                     _mm256_storeu_pd(ad.as_mut_ptr().add(4), v[1]);
                     _mm256_storeu_pd(ad.as_mut_ptr().add(8), v[2]);
+                }
+            }
+        }
+    }
+}
+
+/// `pack` for column-major rows (`rs` = 1): each feature's run of the block is read in order
+/// and spread across the panel (the packed block, 15 KB a panel, stays in L1), instead of a
+/// row at a time across the columns.
+fn pack_columns(batch: &Batch, k0: usize, kc: usize, q0: usize, a: &mut [f64]) {
+    let p = batch.p;
+    let nq = a.len() / (MR * kc);
+    let Rows { x, cs, y, ys, .. } = batch.data;
+    let scales: Vec<f64> = (k0..k0 + kc).map(|k| batch.scale(k)).collect();
+    for dq in 0..nq {
+        let panel = &mut a[dq * kc * MR..][..kc * MR];
+        for r in 0..MR {
+            let f = (q0 + dq) * MR + r;
+            let dst = panel.iter_mut().skip(r).step_by(MR);
+            if f < p {
+                let (col, sh) = (&x[f * cs + k0..][..kc], batch.shift_x[f]);
+                for ((d, v), s) in dst.zip(col).zip(&scales) {
+                    *d = (v - sh) * s;
+                }
+            } else if f == p {
+                for (d, s) in dst.zip(&scales) {
+                    *d = *s;
+                }
+            } else if f == p + 1 {
+                for (k, (d, s)) in dst.zip(&scales).enumerate() {
+                    *d = (y[(k0 + k) * ys] - batch.shift_y) * s;
+                }
+            } else {
+                for d in dst {
+                    *d = 0.0;
                 }
             }
         }
@@ -438,7 +571,7 @@ fn fold_split_rows(
     checked: bool,
 ) -> bool {
     use std::sync::atomic::{AtomicBool, Ordering};
-    let (p, rows) = (batch.p, batch.y.len());
+    let (p, rows) = (batch.p, batch.data.rows);
     let big = p + 2;
     let part = |t: usize| rows * t / n..rows * (t + 1) / n;
     // The augmented rows are accumulated: cleared.
@@ -459,10 +592,7 @@ fn fold_split_rows(
         use rayon::prelude::*;
         bufs.par_iter_mut().enumerate().for_each(|(t, (c, e))| {
             let r = part(t);
-            if !checked
-                && (!all_finite(&batch.x[r.start * p..r.end * p])
-                    || !all_finite(&batch.y[r.clone()]))
-            {
+            if !checked && !batch.data.finite(p, r.clone()) {
                 bad.store(true, Ordering::Relaxed);
                 return;
             }
@@ -497,7 +627,7 @@ fn fold_split_rows(
 #[cfg(target_arch = "x86_64")]
 fn fold_split_cols(sxx: &mut [f64], extra: &mut [f64], batch: &Batch, decay: f64, n: usize) {
     use rayon::prelude::*;
-    let (p, rows) = (batch.p, batch.y.len());
+    let (p, rows) = (batch.p, batch.data.rows);
     let big = p + 2;
     let nq = row_panels(big);
     let ns = big.div_ceil(NR);
@@ -886,6 +1016,104 @@ unsafe fn store_full(c: *mut f64, ldc: usize, acc: &[[__m256d; 3]; 4], alpha: f6
 mod tests {
     use super::*;
 
+    /// A batch laid out in memory otherwise than row-major: the table and the strides.
+    struct Layout {
+        x: Vec<f64>,
+        rs: usize,
+        cs: usize,
+        y: Vec<f64>,
+        y_at: usize,
+        ys: usize,
+    }
+
+    impl Layout {
+        fn rows(&self, rows: usize) -> Rows<'_> {
+            Rows {
+                x: &self.x,
+                rs: self.rs,
+                cs: self.cs,
+                y: &self.y[self.y_at..],
+                ys: self.ys,
+                rows,
+            }
+        }
+    }
+
+    /// The row-major batch (x, y) as a column-major block, as rows of a wider table with the
+    /// target the last column (a C-order file), as the columns of a table with the target the
+    /// last column (a Fortran-order file), and with padding between rows and columns.
+    fn layouts(p: usize, x: &[f64], y: &[f64]) -> Vec<(&'static str, Layout)> {
+        let rows = y.len();
+        let cm: Vec<f64> = (0..p)
+            .flat_map(|j| (0..rows).map(move |i| x[i * p + j]))
+            .collect();
+        let mut c_table = vec![0.0; rows * (p + 1)];
+        for i in 0..rows {
+            c_table[i * (p + 1)..][..p].copy_from_slice(&x[i * p..][..p]);
+            c_table[i * (p + 1) + p] = y[i];
+        }
+        let mut f_table = cm.clone();
+        f_table.extend_from_slice(y);
+        // Row i, feature j at 3 + 2 i + (2 rows + 1) j; the target at 1 + 3 i.
+        let cs = 2 * rows + 1;
+        let mut padded = vec![f64::NAN; 3 + 2 * rows + cs * p];
+        for i in 0..rows {
+            for j in 0..p {
+                padded[3 + 2 * i + cs * j] = x[i * p + j];
+            }
+        }
+        let mut padded_y = vec![f64::NAN; 3 * rows + 1];
+        for i in 0..rows {
+            padded_y[1 + 3 * i] = y[i];
+        }
+        vec![
+            (
+                "column-major",
+                Layout {
+                    x: cm,
+                    rs: 1,
+                    cs: rows,
+                    y: y.to_vec(),
+                    y_at: 0,
+                    ys: 1,
+                },
+            ),
+            (
+                "C-order table",
+                Layout {
+                    x: c_table.clone(),
+                    rs: p + 1,
+                    cs: 1,
+                    y: c_table,
+                    y_at: p,
+                    ys: p + 1,
+                },
+            ),
+            (
+                "Fortran-order table",
+                Layout {
+                    x: f_table.clone(),
+                    rs: 1,
+                    cs: rows,
+                    y: f_table,
+                    y_at: rows * p,
+                    ys: 1,
+                },
+            ),
+            (
+                "padded",
+                Layout {
+                    x: padded[3..].to_vec(),
+                    rs: 2,
+                    cs,
+                    y: padded_y,
+                    y_at: 1,
+                    ys: 3,
+                },
+            ),
+        ]
+    }
+
     /// Naive reference: (sxx, extra) after the fold, in plain loops.
     fn naive(
         sxx: &[f64],
@@ -984,8 +1212,7 @@ mod tests {
                             &mut got,
                             &mut extra,
                             p,
-                            &x,
-                            &y,
+                            Rows::contiguous(p, &x, &y),
                             weights,
                             shift,
                             0.9,
@@ -994,6 +1221,24 @@ mod tests {
                         );
                         assert_eq!(done, Folded::Done);
                         let ctx = format!("p={p} B={rows} {split:?} shift {}", shift.1);
+                        // The same rows laid out otherwise fold to the same bits.
+                        for (layout, t) in layouts(p, &x, &y) {
+                            let mut other = sxx0.clone();
+                            let mut other_extra = vec![0.0; 2 * (p + 2)];
+                            let done = fold(
+                                &mut other,
+                                &mut other_extra,
+                                p,
+                                t.rows(rows),
+                                weights,
+                                shift,
+                                0.9,
+                                false,
+                                Some(split),
+                            );
+                            assert_eq!(done, Folded::Done);
+                            assert!(other == got && other_extra == extra, "{ctx}, {layout}");
+                        }
 
                         for j in 0..p {
                             for i in 0..p {
@@ -1065,8 +1310,7 @@ mod tests {
                         &mut sxx,
                         &mut extra,
                         p,
-                        &x,
-                        &y,
+                        Rows::contiguous(p, &x, &y),
                         w,
                         shift,
                         0.5,
@@ -1075,6 +1319,21 @@ mod tests {
                     );
                     assert_eq!(done, Folded::NotFinite, "p={p} {split:?}");
                     assert!(sxx.iter().all(|&v| v == 1.5) && extra.iter().all(|&v| v == 2.5));
+                    for (layout, t) in layouts(p, &x, &y) {
+                        let done = fold(
+                            &mut sxx,
+                            &mut extra,
+                            p,
+                            t.rows(rows),
+                            w,
+                            shift,
+                            0.5,
+                            false,
+                            Some(split),
+                        );
+                        assert_eq!(done, Folded::NotFinite, "p={p} {split:?} {layout}");
+                        assert!(sxx.iter().all(|&v| v == 1.5) && extra.iter().all(|&v| v == 2.5));
+                    }
                 }
             }
         }
