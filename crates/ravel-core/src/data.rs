@@ -266,7 +266,8 @@ enum Inner {
     /// Fortran-order (column-major) batch is gathered from its columns' runs eight features
     /// at a time, so each row of the batch is written a cache line at a time. Without a map
     /// (a short file, or one the system would not map) a batch is one read of its rows, or
-    /// one read per column, into `buf`. Neither order is ever held whole in memory.
+    /// one read per column, into `buf`. Neither order is ever held whole in memory. When the
+    /// target is the first or last column, `next_mapped` hands out the mapped rows themselves.
     Npy {
         file: File,
         map: Option<memmap2::Mmap>,

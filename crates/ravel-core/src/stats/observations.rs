@@ -16,7 +16,9 @@
 //! is: no copy (`benches/stats.rs` checks the rate against the slice entry point). Any other
 //! layout (Fortran order, a column slice, a stepped or reversed view) is copied once into
 //! row-major order and then folded the same way, so every layout of the same rows gives the
-//! same statistics, bit for bit.
+//! same statistics, bit for bit. `RunningStats::update_strided` folds rows of any strides
+//! without that copy (the kernel packs them from where they lie); it takes the slice and
+//! the strides (`StridedRows`), e.g. `as_slice_memory_order` of a Fortran-order array.
 //!
 //! Coefficients and predictions as arrays are `Model::coef` and `Model::predict_rows`
 //! (model.rs).

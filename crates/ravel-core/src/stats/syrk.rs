@@ -4,7 +4,8 @@
 //! `is_x86_feature_detected!`), and the raw pointers through which the threads write their
 //! disjoint parts of the output. Each `unsafe` block says why it holds.
 //!
-//! What it computes, for a batch of B rows x_k (row-major B x p) with targets y_k, row
+//! What it computes, for a batch of B rows x_k (row-major B x p, or any strides: `Rows`, so
+//! that a memory-mapped file in C or Fortran order is packed where it lies) with targets y_k, row
 //! weights w_k and a shift (s, t): the lower triangle of the augmented (p + 2) x (p + 2)
 //! matrix sum_k w_k a_k a_k^T with a_k = (x_k - s, 1, y_k - t). The shift is subtracted while
 //! a block is packed (one vector subtraction per 4 values, on data already in registers), so
