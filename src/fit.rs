@@ -279,9 +279,13 @@ pub fn read_folds(
                 break;
             };
             let got = rows.rows;
-            stats[0]
-                .update_strided(rows)
-                .map_err(|e| rows_error(&file, first, got, e))?;
+            stats[0].update_strided(rows).map_err(|e| {
+                // The fold checks the values; a refused batch is named as the reader names it.
+                match reader.mapped_non_finite(first, got) {
+                    Some(bad) => anyhow::Error::from(bad),
+                    None => rows_error(&file, first, got, e),
+                }
+            })?;
         }
         return Ok((stats, names));
     }

@@ -642,9 +642,11 @@ impl RowReader {
         mapped_values(&self.inner).is_some()
     }
 
-    /// The next batch of up to `max_rows` rows where they lie in the mapped file (no copy),
-    /// each value checked finite as `next_batch` checks it; `None` at the end. Only when
-    /// `maps_rows` (panics otherwise); the rows count in `rows_read` as `next_batch`'s do.
+    /// The next batch of up to `max_rows` rows where they lie in the mapped file (no copy);
+    /// `None` at the end. Only when `maps_rows` (panics otherwise); the rows count in
+    /// `rows_read` as `next_batch`'s do. The values are not checked here: the fold checks
+    /// them on its way (`RunningStats::update_strided` refuses a batch with a NaN or an
+    /// infinity), and `mapped_non_finite` then names the value as `next_batch` would.
     pub fn next_mapped(&mut self, max_rows: usize) -> Result<Option<StridedRows<'_>>, DataError> {
         let Inner::Npy {
             fortran,
@@ -662,28 +664,11 @@ impl RowReader {
             return Ok(None);
         }
         let (values, x_at, y_at) = mapped_values(&self.inner).expect("maps_rows");
-        // Row-major: the batch is one run of values; column-major: one run per column.
         let (rs, cs, base) = if fortran {
             (1, total, first)
         } else {
             (width, 1, first * width)
         };
-        let runs_finite = if fortran {
-            (0..width).all(|c| all_finite(&values[c * total + first..][..n]))
-        } else {
-            all_finite(&values[base..base + n * width])
-        };
-        if !runs_finite {
-            let at = |r: usize, c: usize| values[base + r * rs + c * cs];
-            let (r, c) = (0..n)
-                .flat_map(|r| (0..width).map(move |c| (r, c)))
-                .find(|&(r, c)| !at(r, c).is_finite())
-                .expect("a value that is not finite");
-            return Err(DataError::File {
-                path: self.path.clone(),
-                msg: format!("row {}, column {c}: {} is not finite", first + r, at(r, c)),
-            });
-        }
         self.rows_read += n as u64;
         Ok(Some(StridedRows {
             x: &values[base + x_at..],
@@ -693,6 +678,38 @@ impl RowReader {
             y_stride: rs,
             rows: n,
         }))
+    }
+
+    /// The error `next_batch` gives for the first value that is not finite among the `rows`
+    /// mapped rows from row `first` (`None` if they are all finite), for a batch from
+    /// `next_mapped` the fold refused.
+    pub fn mapped_non_finite(&self, first: u64, rows: usize) -> Option<DataError> {
+        let Inner::Npy {
+            fortran,
+            width,
+            rows: total,
+            ..
+        } = &self.inner
+        else {
+            return None;
+        };
+        let (values, _, _) = mapped_values(&self.inner)?;
+        let (width, total, first) = (*width, *total as usize, usize::try_from(first).ok()?);
+        let at = |r: usize, c: usize| {
+            let i = if *fortran {
+                c * total + r
+            } else {
+                r * width + c
+            };
+            values.get(i).copied().unwrap_or(0.0)
+        };
+        let (r, c) = (first..first.saturating_add(rows).min(total))
+            .flat_map(|r| (0..width).map(move |c| (r, c)))
+            .find(|&(r, c)| !at(r, c).is_finite())?;
+        Some(DataError::File {
+            path: self.path.clone(),
+            msg: format!("row {r}, column {c}: {} is not finite", at(r, c)),
+        })
     }
 
     /// Appends up to `max_rows` rows to `x` (row-major) and `y`; returns how many (0 at end).
@@ -1323,7 +1340,8 @@ mod tests {
         }
         let f = TempFile::new("m_big.npy", &big);
         assert!(!RowReader::open(&f.0, &opts("20")).unwrap().maps_rows());
-        // A value that is not finite names its row and column; the batch is not counted.
+        // A value that is not finite is handed out (the fold refuses it), and named with its
+        // row and column as next_batch names it.
         for (name, fortran, at) in [
             ("m_nan_c.npy", false, 70 * width + 4),
             ("m_nan_f.npy", true, 4 * rows + 70),
@@ -1337,12 +1355,21 @@ mod tests {
             let f = TempFile::new(name, &npy(&shape, fortran, &body));
             let mut r = RowReader::open(&f.0, &opts("20")).unwrap();
             assert!(r.next_mapped(64).unwrap().is_some());
-            let e = r.next_mapped(64).unwrap_err().to_string();
+            assert!(r.mapped_non_finite(0, 64).is_none(), "{name}");
+            assert!(r.next_mapped(64).unwrap().is_some());
+            let e = r.mapped_non_finite(64, 64).unwrap().to_string();
+            let mut plain = RowReader::open(&f.0, &opts("20")).unwrap();
+            let want = loop {
+                match plain.next_batch(64, &mut vec![], &mut vec![]) {
+                    Ok(_) => {}
+                    Err(e) => break e.to_string(),
+                }
+            };
+            assert_eq!(e, want, "{name}");
             assert!(
                 e.contains("row 70, column 4: -inf is not finite"),
                 "{name}: {e}"
             );
-            assert_eq!(r.rows_read(), 64, "{name}");
         }
     }
 
