@@ -418,6 +418,9 @@ unsafe fn pack(batch: &Batch, k0: usize, kc: usize, q0: usize, a: &mut [f64]) {
     }
 }
 
+/// How many features ahead `pack_columns` prefetches a run.
+const PREFETCH_FEATURES: usize = 8;
+
 /// `pack` for column-major rows (`rs` = 1): each feature's run of the block is read in order
 /// and spread across the panel (the packed block, 15 KB a panel, stays in L1), instead of a
 /// row at a time across the columns.
@@ -433,6 +436,16 @@ fn pack_columns(batch: &Batch, k0: usize, kc: usize, q0: usize, a: &mut [f64]) {
             let dst = panel.iter_mut().skip(r).step_by(MR);
             if f < p {
                 let (col, sh) = (&x[f * cs + k0..][..kc], batch.shift_x[f]);
+                // Each run is a few cache lines, too short for the hardware to see a stream:
+                // ask for the run of a feature a few ahead while this one is packed.
+                #[cfg(target_arch = "x86_64")]
+                if f + PREFETCH_FEATURES < p {
+                    let ahead = x[(f + PREFETCH_FEATURES) * cs + k0..][..kc].as_ptr();
+                    for line in (0..kc).step_by(8) {
+                        // SAFETY: SSE is part of x86-64; the address is inside `x`.
+                        unsafe { _mm_prefetch::<_MM_HINT_T0>(ahead.add(line).cast()) };
+                    }
+                }
                 for ((d, v), s) in dst.zip(col).zip(&scales) {
                     *d = (v - sh) * s;
                 }
