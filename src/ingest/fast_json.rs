@@ -284,7 +284,7 @@ const SHORT: usize = 1 + SHORT_BODY;
 const SHORT_BODY: usize = 25;
 
 /// The shape shortest round-trip writers give most doubles (`-0.24836162209524854`: a
-/// sign or not, one integer digit, the point and 15 to 18 fraction digits, no exponent),
+/// sign or not, one integer digit, the point and 14 to 18 fraction digits, no exponent),
 /// at `start`, when the `SHORT` bytes it reads are there: its value and where it ends.
 /// `None` for anything else (whitespace first included), which `Parser::number_slow` reads.
 #[inline(always)]
@@ -305,10 +305,10 @@ use short_body_scalar as short_body;
 use sse2::short_body;
 
 /// `short_number` after the sign, a word at a time: the integer digit with the first seven
-/// fraction digits (the point's byte replaced), the next eight, and 0 to 3 more
-/// (`digit_run`), converted without a branch on their count and rounded by Eisel-Lemire.
-/// The unsigned value and the bytes read. The path where SSE2 is not there (other CPUs
-/// than x86-64), and the reference the SSE2 path is tested against.
+/// fraction digits (the point's byte replaced), the next seven or eight, and 0 to 3 more
+/// after eight (`digit_run`), converted without a branch on their count and rounded by
+/// Eisel-Lemire. The unsigned value and the bytes read. The path where SSE2 is not there
+/// (other CPUs than x86-64), and the reference the SSE2 path is tested against.
 #[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), allow(dead_code))]
 #[inline(always)]
 fn short_body_scalar(c: &[u8; SHORT_BODY]) -> Option<(f64, usize)> {
@@ -317,17 +317,19 @@ fn short_body_scalar(c: &[u8; SHORT_BODY]) -> Option<(f64, usize)> {
         return None;
     }
     let w1 = (point & !0xFF) | u64::from(c[0]);
-    let w2 = word(c, 9);
+    let (t2, n2) = digit_run(word(c, 9));
     let (t3, n3) = digit_run(word(c, 17));
-    let end = 17 + (n3 as usize & 3);
-    if !(all_digits(w1) & all_digits(w2) && n3 <= 3 && c[end] | 0x20 != b'e') {
+    // The third word counts only after a whole second one.
+    let n3 = if n2 == 8 { n3 } else { 0 };
+    let end = 9 + n2 as usize + (n3 as usize & 3);
+    if !(all_digits(w1) && n2 >= 7 && n3 <= 3 && c[end] | 0x20 != b'e') {
         return None;
     }
-    const ZEROS: u64 = 0x3030_3030_3030_3030;
-    let mantissa = (eight_value(w1 - ZEROS) * 100_000_000 + eight_value(w2 - ZEROS))
+    let mantissa = (eight_value(w1 - 0x3030_3030_3030_3030) * POW10_U64[n2 as usize]
+        + run_value(t2, n2))
         * POW10_U64[n3 as usize & 3]
         + few_value(t3, n3);
-    Some((eisel_lemire(mantissa, -15 - i64::from(n3))?, end))
+    Some((eisel_lemire(mantissa, -7 - i64::from(n2 + n3))?, end))
 }
 
 /// `short_body_scalar` with SSE2, compiled only where the build enables SSE2 (every x86-64
@@ -344,7 +346,7 @@ mod sse2 {
     /// `'.'` in the point's lane, which weighs 0) must all be at most 9 (the point's 0),
     /// then lanes are combined into pairs, fours and eights by multiply-adds (as simdjson
     /// converts digits, here with SSE2's 16-bit one after widening). The word after them
-    /// holds the last 1 to 4 fraction digits; they count as four, the missing ones zeros,
+    /// holds the last 0 to 4 fraction digits; they count as four, the missing ones zeros,
     /// so the mantissa is the number's digits times 10^(4 - count) and the exponent is
     /// always -18: one Eisel-Lemire constant, no branch or table on the count.
     #[inline(always)]
@@ -380,11 +382,11 @@ mod sse2 {
         // The integer digit and 6 fraction digits, then 8 more.
         let head = (two & 0xFFFF_FFFF) * 100_000_000 + (two >> 32);
         let (t4, r) = digit_run(word(c, 16));
-        if !(1..=4).contains(&r) || c[16 + r as usize] | 0x20 == b'e' {
+        if r > 4 || c[16 + r as usize] | 0x20 == b'e' {
             return None;
         }
         // The run's digits (the bytes after it cleared), as four: pairs, then one sum.
-        let t4 = t4 & (u64::MAX >> (64 - 8 * r));
+        let t4 = t4 & !(u64::MAX << (8 * r));
         let pairs = (t4.wrapping_mul(10).wrapping_add(t4 >> 8)) & 0x00FF_00FF;
         let tail = (pairs.wrapping_mul(1 + (100 << 16)) >> 16) & 0xFFFF;
         Some((eisel_lemire(head * 10_000 + tail, -18)?, 16 + r as usize))
@@ -737,7 +739,9 @@ impl<'a> Parser<'a> {
             self.eat(b':')?;
             match key {
                 b"x" if shape.is_none() => {
-                    if self.numbers(x)? != p {
+                    if p > 0 {
+                        self.row(p, x)?;
+                    } else if self.numbers(x)? != 0 {
                         return None;
                     }
                     shape = Some(Shape::Row);
@@ -813,7 +817,7 @@ mod tests {
 
     /// The short shape (`short_body`: SSE2 on x86-64) against the scalar path it replaces
     /// there (`short_body_scalar`, which is what other CPUs run) and against Rust's own
-    /// correctly rounded parser: one integer digit then 0 to 22 fraction digits (15 to 18
+    /// correctly rounded parser: one integer digit then 0 to 22 fraction digits (14 to 18
     /// taken), leading zeros, all zeros and all nines, followed by each byte that may end a
     /// number or must not (`e`, `E`, a digit after a separator, `.`), and with one byte of
     /// the number changed to a byte that is not a digit or is one (so every lane's check is
@@ -860,7 +864,7 @@ mod tests {
                 };
                 taken += 1;
                 let number = std::str::from_utf8(&c[..n]).unwrap();
-                assert!((17..=20).contains(&n), "{number}");
+                assert!((16..=20).contains(&n), "{number}");
                 assert!(!c[n].is_ascii_digit() && c[n] | 0x20 != b'e', "{number}");
                 let want: f64 = number.parse().unwrap();
                 assert_eq!(bits, want.to_bits(), "{number}");
