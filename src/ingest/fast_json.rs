@@ -5,10 +5,15 @@
 //!
 //! Numbers are most of the bytes and of the time, so they have three paths, fastest first:
 //! the shape shortest round-trip writers give most doubles (`-0.24836162209524854`: one
-//! integer digit and 15 to 18 fraction digits) as three eight-byte words with no branch on
-//! their length; any number of up to 19 digits a word at a time; and a byte at a time, for
-//! the rest and for the last `AHEAD` bytes of a message. Each rounds correctly (Eisel-Lemire
-//! on the digits gathered, or fast-float2 beyond its range).
+//! integer digit and 14 to 18 fraction digits, `short_number`), checked and converted with
+//! SSE2 on x86-64 (`sse2`: one vector for the digit, the point and 14 digits, a word for
+//! the last 0 to 4, rounded at one fixed exponent) or as three eight-byte words elsewhere
+//! (`short_body_scalar`, also the reference the SSE2 path is tested against), with no branch
+//! on their length; any number of up to 19 digits a word at a time; and a byte at a time,
+//! for the rest and for the last `AHEAD` bytes of a message. Each rounds correctly
+//! (Eisel-Lemire on the digits gathered, or fast-float2 beyond its range). Rows go straight
+//! into their slots in the output (`Parser::row`). The `sse2` module owns this file's only
+//! `unsafe`.
 
 /// Decodes `{"x": [p numbers], "y": number}` or `{"rows": [[p numbers], ...], "y":
 /// [numbers]}` (keys in any order, JSON whitespace anywhere between tokens) and appends the
