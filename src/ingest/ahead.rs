@@ -1,8 +1,8 @@
 //! Decoding ahead: a few threads that decode messages while the ingest thread is still
 //! polling, accepting, or applying earlier feature-stream columns, so that parsing JSON (the
 //! cost of JSON ingest, and about half of a feature column's) overlaps the rest of the loop
-//! instead of adding to it. They live in a scope of one batch, so that their jobs read the
-//! Kafka messages where librdkafka holds them instead of a copy of each payload.
+//! instead of adding to it. They live in a scope (the ingest loop's), so that their jobs borrow
+//! the Kafka messages and read each payload where librdkafka holds it instead of a copy.
 //!
 //! Jobs go to the workers in turn and their results are taken back in the same turn, so they
 //! come back in the order they were submitted (the order the messages were read). The ingest
@@ -23,10 +23,10 @@ struct Worker<'scope, T> {
 
 /// Worker threads that run jobs in turn; results come back in submission order.
 ///
-/// The threads live in a `std::thread::scope` (one batch of `Ingest::gather`), so a job may
-/// borrow what outlives the scope, such as the Kafka messages themselves (their payloads are
-/// read where librdkafka put them, never copied). They start with the first job, so a batch
-/// without one (binary messages, an idle poll) starts none.
+/// The threads live in a `std::thread::scope` (`Ingest::run`'s), so a job may borrow what
+/// outlives the scope, such as the Kafka messages themselves (their payloads are read where
+/// librdkafka put them, never copied). They start with the first job (`start`), so ingest
+/// that never has one (binary messages only) starts none.
 pub struct Ahead<'scope, 'env, T> {
     scope: &'scope Scope<'scope, 'env>,
     name: &'static str,
@@ -113,7 +113,7 @@ impl<'scope, 'env, T: Send + 'scope> Ahead<'scope, 'env, T> {
 
 impl<T> Drop for Ahead<'_, '_, T> {
     /// Closing the job channels stops the workers; wait for them here (the scope would, at
-    /// its end) so that none outlives the batch.
+    /// its end, and would wait forever on workers whose channels are still open).
     fn drop(&mut self) {
         for w in &mut self.workers {
             w.jobs = None;

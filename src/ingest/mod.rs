@@ -29,8 +29,8 @@
 //! `rejections` (counted, logged, dead-lettered), `format` and `feature_format` (message
 //! formats; `fast_json` their JSON fast path), `dlq` (dead-letter producer, on its own
 //! thread), `held` (partitions waiting at a rejected message until its dead-letter copy is
-//! delivered), `ahead` (threads of one batch that decode its JSON messages, borrowed, while
-//! the loop goes on).
+//! delivered), `ahead` (threads that decode JSON messages, borrowed, while the loop goes
+//! on).
 //!
 //! Dead letters never stall the loop: a rejected message's copy goes to the dead-letter thread
 //! and, with `dlq.on_failure = "block"`, only its own partition waits (paused, its position at
@@ -397,18 +397,28 @@ impl Ingest {
 
     fn run(&mut self) -> anyhow::Result<()> {
         let mut last_checkpoint = Instant::now();
-        while !self.shutdown.is_triggered() {
-            if self.gather() > 0 || matches!(self.store, Store::Kafka { .. }) {
-                // With the kafka store, also when only the others' states changed.
-                self.fold()?;
+        // The decoding threads borrow the messages, which borrow `consumer`: they live in
+        // this scope, and `ahead` ends (joins them) before the loop returns.
+        let consumer = self.consumer.clone();
+        let threads = self.ahead_threads;
+        std::thread::scope(|scope| -> anyhow::Result<()> {
+            let mut ahead = ahead::Ahead::new(scope, "ravel-decode", threads);
+            while !self.shutdown.is_triggered() {
+                if self.gather(&consumer, &mut ahead) > 0
+                    || matches!(self.store, Store::Kafka { .. })
+                {
+                    // With the kafka store, also when only the others' states changed.
+                    self.fold()?;
+                }
+                self.publish_features()?;
+                self.dead_letter_outcomes();
+                if last_checkpoint.elapsed() >= self.checkpoint_interval {
+                    self.checkpoint_and_commit(CommitMode::Async);
+                    last_checkpoint = Instant::now();
+                }
             }
-            self.publish_features()?;
-            self.dead_letter_outcomes();
-            if last_checkpoint.elapsed() >= self.checkpoint_interval {
-                self.checkpoint_and_commit(CommitMode::Async);
-                last_checkpoint = Instant::now();
-            }
-        }
+            Ok(())
+        })?;
         // Stop consuming: nothing is gathered any more; save what was applied and commit it.
         tracing::info!("ingest stopping: last checkpoint and commit");
         self.fold()?;
@@ -445,58 +455,55 @@ impl Ingest {
     /// after it (or the batch ends): meanwhile the JSON ones are decoded on the `ahead`
     /// threads, so parsing overlaps polling, accepting and applying feature columns, on every
     /// core. Feature streams publish every `features::PUBLISH_EVERY` within a batch.
-    fn gather(&mut self) -> usize {
-        let consumer = self.consumer.clone();
-        let threads = self.ahead_threads;
-        // The decoding threads borrow the messages, which borrow `consumer`: they live in this
-        // scope, and `ahead` ends (joins them) before the messages are dropped.
-        std::thread::scope(|scope| {
-            let mut ahead = ahead::Ahead::new(scope, "ravel-decode", threads);
-            let mut rows = 0;
-            let mut deadline: Option<Instant> = None;
-            let mut window: VecDeque<(Arc<BorrowedMessage<'_>>, bool)> = VecDeque::new();
-            let mut window_bytes = 0;
-            loop {
-                let timeout = match deadline {
-                    None => Duration::from_millis(100),
-                    Some(_) => Duration::ZERO,
-                };
-                let polled = consumer.poll(timeout);
-                self.apply_changes();
-                match polled {
-                    None => break,
-                    Some(Err(e)) => {
-                        self.poll_error(e);
-                        break;
+    fn gather<'scope, 'c: 'scope>(
+        &mut self,
+        consumer: &'c BaseConsumer<IngestContext>,
+        ahead: &mut ahead::Ahead<'scope, '_, Early>,
+    ) -> usize {
+        let mut rows = 0;
+        let mut deadline: Option<Instant> = None;
+        let mut window: VecDeque<(Arc<BorrowedMessage<'c>>, bool)> = VecDeque::new();
+        let mut window_bytes = 0;
+        loop {
+            let timeout = match deadline {
+                None => Duration::from_millis(100),
+                Some(_) => Duration::ZERO,
+            };
+            let polled = consumer.poll(timeout);
+            self.apply_changes();
+            match polled {
+                None => break,
+                Some(Err(e)) => {
+                    self.poll_error(e);
+                    break;
+                }
+                Some(Ok(msg)) => {
+                    let msg = Arc::new(msg);
+                    let early = self.decode_ahead(ahead, &msg);
+                    window_bytes += msg.payload_len();
+                    window.push_back((msg, early));
+                    while window_bytes > WINDOW_BYTES
+                        && let Some((msg, early)) = window.pop_front()
+                    {
+                        window_bytes -= msg.payload_len();
+                        rows += self.accept_read(ahead, &msg, early);
                     }
-                    Some(Ok(msg)) => {
-                        let msg = Arc::new(msg);
-                        let early = self.decode_ahead(&mut ahead, &msg);
-                        window_bytes += msg.payload_len();
-                        window.push_back((msg, early));
-                        while window_bytes > WINDOW_BYTES
-                            && let Some((msg, early)) = window.pop_front()
-                        {
-                            window_bytes -= msg.payload_len();
-                            rows += self.accept_read(&mut ahead, &msg, early);
-                        }
-                        self.publish_features_due();
-                        let due = *deadline.get_or_insert_with(|| Instant::now() + self.max_wait);
-                        if rows >= self.max_rows || Instant::now() >= due {
-                            break;
-                        }
+                    self.publish_features_due();
+                    let due = *deadline.get_or_insert_with(|| Instant::now() + self.max_wait);
+                    if rows >= self.max_rows || Instant::now() >= due {
+                        break;
                     }
                 }
             }
-            for (msg, early) in window.drain(..) {
-                rows += self.accept_read(&mut ahead, &msg, early);
-            }
-            rows
-        })
+        }
+        for (msg, early) in window.drain(..) {
+            rows += self.accept_read(ahead, &msg, early);
+        }
+        rows
     }
 
     /// Hands a JSON message of a stream or feature stream to the `ahead` threads (the message
-    /// itself: they read its payload where librdkafka holds it); whether it did. Binary
+    /// itself, shared: they read its payload where librdkafka holds it); whether it did. Binary
     /// messages are a copy to decode: never.
     fn decode_ahead<'scope, 'm: 'scope>(
         &mut self,
