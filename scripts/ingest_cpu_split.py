@@ -7,7 +7,9 @@ row, and the sampler) and of the bare rdkafka consumer reading the same topic, p
     python3 scripts/ingest_cpu_split.py --case json100 --rounds 3
 
 The per-thread figures come from /proc/<pid>/task/*/stat, sampled every 20 ms while the
-service runs (the last sample is at most 20 ms before the last row was seen). Linux only.
+service runs (the last sample is at most 20 ms before the last row was seen). Threads that
+end between samples are counted as the whole process's CPU minus that of the threads seen.
+Linux only.
 """
 
 import argparse
@@ -146,6 +148,8 @@ def main():
         v = statistics.median(r["threads"].get(n, 0.0) for r in rows)
         if v >= 0.005:
             print(f"| serve thread `{n}` | {v:.3f} |")
+    unseen = statistics.median(r["serve"] - sum(r["threads"].values()) for r in rows)
+    print(f"| serve threads that ended unseen: whole process minus the threads above | {unseen:.3f} |")
     print(f"| broker process (`ravel broker`) while serve ran | {med('broker'):.3f} |")
     print(f"| this script (HTTP poller every 5 ms + sampler) while serve ran | {med('script'):.3f} |")
     print(f"| bare consumer, first to last {med('bare_rate'):,.0f} rows/s: whole process | {med('bare'):.3f} |")

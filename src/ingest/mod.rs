@@ -29,7 +29,8 @@
 //! `rejections` (counted, logged, dead-lettered), `format` and `feature_format` (message
 //! formats; `fast_json` their JSON fast path), `dlq` (dead-letter producer, on its own
 //! thread), `held` (partitions waiting at a rejected message until its dead-letter copy is
-//! delivered), `ahead` (threads that decode JSON messages while the loop goes on).
+//! delivered), `ahead` (threads that decode JSON messages, borrowed, while the loop goes
+//! on).
 //!
 //! Dead letters never stall the loop: a rejected message's copy goes to the dead-letter thread
 //! and, with `dlq.on_failure = "block"`, only its own partition waits (paused, its position at
@@ -197,8 +198,8 @@ struct Ingest {
     metrics: Arc<Metrics>,
     shutdown: Shutdown,
     last_poll_error: Option<Instant>,
-    /// Threads decoding JSON messages while the loop goes on.
-    ahead: ahead::Ahead<Early>,
+    /// How many threads decode JSON messages while a batch is gathered (`ahead`).
+    ahead_threads: usize,
     /// When the feature streams last published.
     features_published: Instant,
 }
@@ -389,28 +390,35 @@ impl Ingest {
             metrics: setup.metrics,
             shutdown: setup.shutdown,
             last_poll_error: None,
-            ahead: ahead::Ahead::new(
-                "ravel-decode",
-                std::thread::available_parallelism().map_or(2, |n| n.get().clamp(1, 4)),
-            ),
+            ahead_threads: std::thread::available_parallelism().map_or(2, |n| n.get().clamp(1, 4)),
             features_published: Instant::now(),
         })
     }
 
     fn run(&mut self) -> anyhow::Result<()> {
         let mut last_checkpoint = Instant::now();
-        while !self.shutdown.is_triggered() {
-            if self.gather() > 0 || matches!(self.store, Store::Kafka { .. }) {
-                // With the kafka store, also when only the others' states changed.
-                self.fold()?;
+        // The decoding threads borrow the messages, which borrow `consumer`: they live in
+        // this scope, and `ahead` ends (joins them) before the loop returns.
+        let consumer = self.consumer.clone();
+        let threads = self.ahead_threads;
+        std::thread::scope(|scope| -> anyhow::Result<()> {
+            let mut ahead = ahead::Ahead::new(scope, "ravel-decode", threads);
+            while !self.shutdown.is_triggered() {
+                if self.gather(&consumer, &mut ahead) > 0
+                    || matches!(self.store, Store::Kafka { .. })
+                {
+                    // With the kafka store, also when only the others' states changed.
+                    self.fold()?;
+                }
+                self.publish_features()?;
+                self.dead_letter_outcomes();
+                if last_checkpoint.elapsed() >= self.checkpoint_interval {
+                    self.checkpoint_and_commit(CommitMode::Async);
+                    last_checkpoint = Instant::now();
+                }
             }
-            self.publish_features()?;
-            self.dead_letter_outcomes();
-            if last_checkpoint.elapsed() >= self.checkpoint_interval {
-                self.checkpoint_and_commit(CommitMode::Async);
-                last_checkpoint = Instant::now();
-            }
-        }
+            Ok(())
+        })?;
         // Stop consuming: nothing is gathered any more; save what was applied and commit it.
         tracing::info!("ingest stopping: last checkpoint and commit");
         self.fold()?;
@@ -447,11 +455,14 @@ impl Ingest {
     /// after it (or the batch ends): meanwhile the JSON ones are decoded on the `ahead`
     /// threads, so parsing overlaps polling, accepting and applying feature columns, on every
     /// core. Feature streams publish every `features::PUBLISH_EVERY` within a batch.
-    fn gather(&mut self) -> usize {
+    fn gather<'scope, 'c: 'scope>(
+        &mut self,
+        consumer: &'c BaseConsumer<IngestContext>,
+        ahead: &mut ahead::Ahead<'scope, '_, Early>,
+    ) -> usize {
         let mut rows = 0;
         let mut deadline: Option<Instant> = None;
-        let consumer = self.consumer.clone();
-        let mut window: VecDeque<(BorrowedMessage<'_>, bool)> = VecDeque::new();
+        let mut window: VecDeque<(Arc<BorrowedMessage<'c>>, bool)> = VecDeque::new();
         let mut window_bytes = 0;
         loop {
             let timeout = match deadline {
@@ -467,14 +478,15 @@ impl Ingest {
                     break;
                 }
                 Some(Ok(msg)) => {
-                    let early = self.decode_ahead(&msg);
+                    let msg = Arc::new(msg);
+                    let early = self.decode_ahead(ahead, &msg);
                     window_bytes += msg.payload_len();
                     window.push_back((msg, early));
                     while window_bytes > WINDOW_BYTES
                         && let Some((msg, early)) = window.pop_front()
                     {
                         window_bytes -= msg.payload_len();
-                        rows += self.accept_read(&msg, early);
+                        rows += self.accept_read(ahead, &msg, early);
                     }
                     self.publish_features_due();
                     let due = *deadline.get_or_insert_with(|| Instant::now() + self.max_wait);
@@ -485,33 +497,47 @@ impl Ingest {
             }
         }
         for (msg, early) in window.drain(..) {
-            rows += self.accept_read(&msg, early);
+            rows += self.accept_read(ahead, &msg, early);
         }
         rows
     }
 
-    /// Hands a JSON message of a stream or feature stream to the `ahead` threads (a copy of
-    /// its payload); whether it did. Binary messages are a copy to decode: never.
-    fn decode_ahead(&mut self, msg: &BorrowedMessage<'_>) -> bool {
+    /// Hands a JSON message of a stream or feature stream to the `ahead` threads (the message
+    /// itself, shared: they read its payload where librdkafka holds it); whether it did. Binary
+    /// messages are a copy to decode: never.
+    fn decode_ahead<'scope, 'm: 'scope>(
+        &mut self,
+        ahead: &mut ahead::Ahead<'scope, '_, Early>,
+        msg: &Arc<BorrowedMessage<'m>>,
+    ) -> bool {
         let Some(payload) = msg.payload() else {
             return false;
         };
-        if payload.len() < AHEAD_MIN_BYTES || !self.ahead.available() {
+        if payload.len() < AHEAD_MIN_BYTES {
             return false;
         }
+        let job_msg = Arc::clone(msg);
         match self.by_topic.get(msg.topic()) {
             Some(&Target::Rows(i)) if !payload.starts_with(&format::BINARY_MAGIC) => {
+                if !ahead.start() {
+                    return false;
+                }
                 let handle = self.streams[i].handle.clone();
-                let payload = payload.to_vec();
-                self.ahead
-                    .submit(move || Early::Rows(fold::decode(&handle, Some(&payload))));
+                ahead.submit(move || Early::Rows(fold::decode(&handle, job_msg.payload())));
                 true
             }
             Some(&Target::Features(i)) => {
+                if !ahead.start() {
+                    return false;
+                }
                 let n = self.features[i].live.handle.config.n;
-                let payload = payload.to_vec();
-                self.ahead
-                    .submit(move || Early::Feature(feature_format::decode(&payload, n)));
+                // The message's payload is the one just read (a message does not change).
+                ahead.submit(move || {
+                    Early::Feature(feature_format::decode(
+                        job_msg.payload().unwrap_or_default(),
+                        n,
+                    ))
+                });
                 true
             }
             _ => false,
@@ -520,8 +546,13 @@ impl Ingest {
 
     /// Accepts a message read in `gather`, with its decoding if it was handed to `ahead`
     /// (taken even if the message is then dropped, so that results stay in step).
-    fn accept_read(&mut self, msg: &BorrowedMessage<'_>, early: bool) -> usize {
-        let early = if early { self.ahead.take() } else { None };
+    fn accept_read(
+        &mut self,
+        ahead: &mut ahead::Ahead<'_, '_, Early>,
+        msg: &BorrowedMessage<'_>,
+        early: bool,
+    ) -> usize {
+        let early = if early { ahead.take() } else { None };
         self.accept(msg, early)
     }
 
