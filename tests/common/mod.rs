@@ -270,13 +270,22 @@ pub fn assert_same_model(api: &Value, fit: &Value, rel: f64, what: &str) {
         fit["coefficients"].as_array().unwrap(),
     );
     assert_eq!(ca.len(), cb.len(), "{what}: number of coefficients");
+    // Rounding (statistics merged in another order, as partitions move between replicas) is
+    // relative to the model's size, not to each coefficient's: a feature whose true
+    // coefficient is 0 is estimated at about 1e-5 here, and differs by about 1e-13 between
+    // two exact summations of the same rows, 1e-9 of its own size but 1e-13 of the model's.
+    let scale = ca
+        .iter()
+        .chain(cb)
+        .filter_map(|c| num(&c["value"]))
+        .fold(0.0f64, |m, v| m.max(v.abs()));
     for (a, b) in ca.iter().zip(cb) {
         assert_eq!(a["feature"], b["feature"], "{what}: support");
         assert_eq!(a["index"], b["index"], "{what}: support");
         let (va, vb) = (num(&a["value"]).unwrap(), num(&b["value"]).unwrap());
         assert!(
-            close(va, vb, rel),
-            "{what}: coefficient {} {va} vs {vb}",
+            (va - vb).abs() <= rel * va.abs().max(vb.abs()).max(scale),
+            "{what}: coefficient {} {va} vs {vb} (largest coefficient {scale})",
             a["feature"]
         );
     }
