@@ -1195,6 +1195,22 @@ mod tests {
         assert_eq!((x, y), (vec![1., 3., 2., 4.], vec![5., 6.]));
     }
 
+    /// The table of `cell(row, column)` in C and in Fortran order.
+    fn orders(rows: usize, width: usize, cell: impl Fn(usize, usize) -> f64) -> [Vec<f64>; 2] {
+        let order = |at: &dyn Fn(usize) -> (usize, usize)| {
+            (0..rows * width)
+                .map(|k| {
+                    let (r, c) = at(k);
+                    cell(r, c)
+                })
+                .collect()
+        };
+        [
+            order(&|k| (k / width, k % width)),
+            order(&|k| (k % rows, k / rows)),
+        ]
+    }
+
     #[test]
     fn npy_orders_and_byte_orders_give_the_same_rows_in_any_batch_size() {
         // 5 and 150 rows of 4 and 21 columns (two full groups of eight features and a
@@ -1204,12 +1220,7 @@ mod tests {
         let cell = |r: usize, c: usize| (r * 100 + c) as f64 + 0.5;
         for (rows, width) in [(5usize, 4usize), (150, 4), (5, 21), (150, 21)] {
             let shape = format!("({rows}, {width})");
-            let c_order: Vec<f64> = (0..rows * width)
-                .map(|k| cell(k / width, k % width))
-                .collect();
-            let f_order: Vec<f64> = (0..rows * width)
-                .map(|k| cell(k % rows, k / rows))
-                .collect();
+            let [c_order, f_order] = orders(rows, width, cell);
             let mut want_x = vec![];
             let mut want_y = vec![];
             for r in 0..rows {
@@ -1256,12 +1267,7 @@ mod tests {
             }
         }
         let (rows, width) = (5, 4);
-        let f_order: Vec<f64> = (0..rows * width)
-            .map(|k| cell(k % rows, k / rows))
-            .collect();
-        let c_order: Vec<f64> = (0..rows * width)
-            .map(|k| cell(k / width, k % width))
-            .collect();
+        let [c_order, f_order] = orders(rows, width, cell);
         // A NaN names its row and column, in either order; the batch appends nothing.
         let mut bad_f = f_order.clone();
         bad_f[2 * rows + 3] = f64::NAN;
@@ -1288,12 +1294,7 @@ mod tests {
         let (rows, width) = (150usize, 21usize);
         let cell = |r: usize, c: usize| (r * 100 + c) as f64 + 0.5;
         let shape = format!("({rows}, {width})");
-        let c_order: Vec<f64> = (0..rows * width)
-            .map(|k| cell(k / width, k % width))
-            .collect();
-        let f_order: Vec<f64> = (0..rows * width)
-            .map(|k| cell(k % rows, k / rows))
-            .collect();
+        let [c_order, f_order] = orders(rows, width, cell);
         let opts = |target| OpenOptions {
             target: Some(target),
             ..OpenOptions::new(fit_budget(GIB))
@@ -1381,12 +1382,7 @@ mod tests {
         let (rows, width) = (40usize, 11usize);
         let cell = |r: usize, c: usize| (r * 100 + c) as f64 + 0.25;
         let shape = format!("({rows}, {width})");
-        let c_order: Vec<f64> = (0..rows * width)
-            .map(|k| cell(k / width, k % width))
-            .collect();
-        let f_order: Vec<f64> = (0..rows * width)
-            .map(|k| cell(k % rows, k / rows))
-            .collect();
+        let [c_order, f_order] = orders(rows, width, cell);
         for (name, fortran, body, whole_batches) in [
             // C order, the last row cut short: rows 0..32 in batches of 8.
             ("short_c.npy", false, &c_order, 4),
