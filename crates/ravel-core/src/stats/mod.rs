@@ -45,6 +45,7 @@ use ndarray::{Array1, Array2};
 use faer::linalg::matmul::triangular::{BlockStructure, matmul};
 use faer::{Accum, MatMut, MatRef, Par};
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 
 /// Why a row or batch was refused; the statistics are untouched when this is returned.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -511,11 +512,12 @@ impl RunningStats {
         let adaptive = matches!(self.schedule, AlphaSchedule::Adaptive(_));
         let rows = check_batch(self.p, x, y, adaptive)?;
         let p = self.p;
-        // The first row of the stream becomes the shift (module header). Empty statistics
-        // hold no moments, so the shift can change freely; it is undone if the batch is refused.
-        let first = self.n == 0 && rows > 0;
-        let old_shift = first.then(|| (self.shift_x.clone(), self.shift_y));
-        if first {
+        if !adaptive {
+            return self.fold_whole(StridedRows::contiguous(p, x, y), each);
+        }
+        // The first row of the stream becomes the shift (module header): empty statistics
+        // hold no moments, so the shift can change freely.
+        if self.n == 0 && rows > 0 {
             self.shift_x.copy_from_slice(&x[..p]);
             self.shift_y = y[0];
         }
@@ -530,18 +532,10 @@ impl RunningStats {
             let (xs, ys) = (&x[at * p..], &y[at..]);
             let alphas = self.schedule.alphas_for_batch(self.n, rows - at, xs, ys);
             let got = alphas.len();
-            let weight = self.weight;
             let (decay, omega) = self.fold_weights(&alphas);
-            if !self.apply(&xs[..got * p], &ys[..got], decay, &omega, adaptive) {
-                // Only unchecked batches get here, whole (non-adaptive schedules take every
-                // row at once): nothing else has changed yet.
-                self.weight = weight;
-                if let Some((sx, sy)) = old_shift {
-                    self.shift_x = sx;
-                    self.shift_y = sy;
-                }
-                return Err(first_non_finite(p, x, y));
-            }
+            // The batch was checked above: a checked fold cannot refuse it.
+            let folded = self.apply(&xs[..got * p], &ys[..got], decay, &omega, true);
+            debug_assert!(folded);
             each(Chunk {
                 first_row: at,
                 decay,
@@ -551,6 +545,57 @@ impl RunningStats {
             self.n += got as u64;
             at += got;
         }
+        Ok(())
+    }
+
+    /// `update_batch_with` for a schedule that does not read the rows: the whole batch in one
+    /// chunk, from wherever its rows lie (the kernel packs them there; other CPUs and single
+    /// rows fold a row-major view, borrowed when the rows are row-major already). The first
+    /// row of the stream becomes the shift; a refused batch (a value that is not finite, or
+    /// beyond `MAX_ABS_VALUE`) leaves the weight and the shift as they were.
+    fn fold_whole(
+        &mut self,
+        data: StridedRows,
+        mut each: impl FnMut(Chunk<'_>),
+    ) -> Result<(), StatsError> {
+        let (p, rows) = (self.p, data.rows);
+        if rows == 0 {
+            return Ok(());
+        }
+        // Empty statistics hold no moments, so the shift can change freely.
+        let old_shift = (self.n == 0).then(|| (self.shift_x.clone(), self.shift_y));
+        if old_shift.is_some() {
+            for (j, s) in self.shift_x.iter_mut().enumerate() {
+                *s = data.x[j * data.col_stride];
+            }
+            self.shift_y = data.y[0];
+        }
+        let alphas = self.schedule.alphas_for_batch(self.n, rows, &[], &[]);
+        let weight = self.weight;
+        let (decay, omega) = self.fold_weights(&alphas);
+        let folded = match self.apply_kernel(data, decay, &omega, false) {
+            Some(folded) => folded,
+            None => {
+                let (x, y) = data.row_major(p);
+                self.apply_portable(&x, &y, decay, &omega, false)
+            }
+        };
+        if !folded {
+            self.weight = weight;
+            if let Some((sx, sy)) = old_shift {
+                self.shift_x = sx;
+                self.shift_y = sy;
+            }
+            let (x, y) = data.row_major(p);
+            return Err(first_non_finite(p, &x, &y));
+        }
+        each(Chunk {
+            first_row: 0,
+            decay,
+            omega: &omega,
+            shift: (&self.shift_x, self.shift_y),
+        });
+        self.n += rows as u64;
         Ok(())
     }
 
@@ -577,20 +622,30 @@ impl RunningStats {
     /// Folds the rows in (shifted by (s, t)); unless `checked`, returns false without touching
     /// anything if a value is NaN or infinite.
     fn apply(&mut self, x: &[f64], y: &[f64], decay: f64, omega: &[f64], checked: bool) -> bool {
+        let data = StridedRows::contiguous(self.p, x, y);
+        match self.apply_kernel(data, decay, omega, checked) {
+            Some(folded) => folded,
+            None => self.apply_portable(x, y, decay, omega, checked),
+        }
+    }
+
+    /// `apply` without the kernel (other CPUs and single rows): the shifted rows, scaled by
+    /// sqrt(omega_i) unless the weights are equal.
+    fn apply_portable(
+        &mut self,
+        x: &[f64],
+        y: &[f64],
+        decay: f64,
+        omega: &[f64],
+        checked: bool,
+    ) -> bool {
         let p = self.p;
         let rows = y.len();
-        if let Some(done) =
-            self.apply_kernel(syrk::Rows::contiguous(p, x, y), decay, omega, checked)
-        {
-            return done;
-        }
         let (lo, hi) = weight_range(omega);
         let equal = hi - lo <= 1e-14 * hi;
         if !checked && !syrk::batch_finite(x, y) {
             return false;
         }
-        // Other CPUs (and single rows): the shifted rows, scaled by sqrt(omega_i) unless the
-        // weights are equal.
         let mut z = x.to_vec();
         for row in z.chunks_exact_mut(p) {
             row.iter_mut().zip(&self.shift_x).for_each(|(v, s)| *v -= s);
@@ -663,7 +718,7 @@ impl RunningStats {
 
     /// The dedicated AVX2 + FMA kernel (`syrk`): the lower triangle of E[x x^T] and, as two
     /// more rows of the same product, E[x], E[x y], E[y] and E[y^2], all around the shift,
-    /// which the kernel subtracts as it packs the rows (from wherever they lie: `syrk::Rows`).
+    /// which the kernel subtracts as it packs the rows (from wherever they lie: `StridedRows`).
     /// Measured on the 2-core development machine (Zen 3, quiet), whole `update_batch` against
     /// numpy's X.T @ X (OpenBLAS dsyrk, 2 threads) on the same batches: p = 100, B = 1024:
     /// 5.4 M rows/s vs 5.0 M; p = 1000, B = 256 / 1024 / 4096: 85 / 86-87 / 85 k rows/s vs
@@ -674,7 +729,7 @@ impl RunningStats {
     /// kernel does not run (fewer than two rows, another CPU, or the portable path forced).
     fn apply_kernel(
         &mut self,
-        data: syrk::Rows,
+        data: StridedRows,
         decay: f64,
         omega: &[f64],
         checked: bool,
@@ -748,44 +803,12 @@ impl RunningStats {
     /// # Ok::<(), ravel_core::stats::StatsError>(())
     /// ```
     pub fn update_strided(&mut self, rows: StridedRows) -> Result<(), StatsError> {
-        let p = self.p;
-        let data = rows.checked(p)?;
-        let n = rows.rows;
-        if n < 2 || portable_forced() || matches!(self.schedule, AlphaSchedule::Adaptive(_)) {
-            let (x, y) = rows.to_row_major(p);
+        rows.checked(self.p)?;
+        if matches!(self.schedule, AlphaSchedule::Adaptive(_)) {
+            let (x, y) = rows.row_major(self.p);
             return self.update_batch(&x, &y);
         }
-        // `update_batch_with` for a schedule that does not read the rows: one chunk.
-        let first = self.n == 0;
-        let old_shift = first.then(|| (self.shift_x.clone(), self.shift_y));
-        if first {
-            for (j, s) in self.shift_x.iter_mut().enumerate() {
-                *s = rows.x[j * rows.col_stride];
-            }
-            self.shift_y = rows.y[0];
-        }
-        let alphas = self.schedule.alphas_for_batch(self.n, n, &[], &[]);
-        let weight = self.weight;
-        let (decay, omega) = self.fold_weights(&alphas);
-        match self.apply_kernel(data, decay, &omega, false) {
-            Some(true) => {
-                self.n += n as u64;
-                Ok(())
-            }
-            folded => {
-                // Refused, or the kernel cannot run here: nothing was touched.
-                self.weight = weight;
-                if let Some((sx, sy)) = old_shift {
-                    self.shift_x = sx;
-                    self.shift_y = sy;
-                }
-                let (x, y) = rows.to_row_major(p);
-                match folded {
-                    None => self.update_batch(&x, &y),
-                    _ => Err(first_non_finite(p, &x, &y)),
-                }
-            }
-        }
+        self.fold_whole(rows, |_| {})
     }
 
     /// Moves the shift to (`sx`, `sy`): with d = x - s and delta = s - sx, the moments around
@@ -1028,17 +1051,9 @@ pub struct StridedRows<'a> {
 }
 
 impl<'a> StridedRows<'a> {
-    /// The kernel's view of the rows, once the slices are known to hold every value.
-    fn checked(&self, p: usize) -> Result<syrk::Rows<'a>, StatsError> {
-        let data = syrk::Rows {
-            x: self.x,
-            rs: self.row_stride,
-            cs: self.col_stride,
-            y: self.y,
-            ys: self.y_stride,
-            rows: self.rows,
-        };
-        if p == 0 || !data.holds(p) {
+    /// `StatsError::Strides` unless the slices hold every value of p features (p > 0).
+    fn checked(&self, p: usize) -> Result<(), StatsError> {
+        if p == 0 || !self.holds(p) {
             return Err(StatsError::Strides {
                 rows: self.rows,
                 row_stride: self.row_stride,
@@ -1046,16 +1061,21 @@ impl<'a> StridedRows<'a> {
                 y_stride: self.y_stride,
             });
         }
-        Ok(data)
+        Ok(())
     }
 
-    /// The rows as a row-major copy and their targets (the strides were checked).
-    fn to_row_major(self, p: usize) -> (Vec<f64>, Vec<f64>) {
-        let x = (0..self.rows)
+    /// The rows as row-major x and their targets (the strides were checked): borrowed when
+    /// they are laid out so already, else copied.
+    fn row_major(self, p: usize) -> (Cow<'a, [f64]>, Cow<'a, [f64]>) {
+        let n = self.rows;
+        if self.row_stride == p && self.col_stride == 1 && self.y_stride == 1 {
+            return (Cow::Borrowed(&self.x[..n * p]), Cow::Borrowed(&self.y[..n]));
+        }
+        let x = (0..n)
             .flat_map(|i| (0..p).map(move |j| self.x[i * self.row_stride + j * self.col_stride]))
             .collect();
-        let y = (0..self.rows).map(|i| self.y[i * self.y_stride]).collect();
-        (x, y)
+        let y = (0..n).map(|i| self.y[i * self.y_stride]).collect();
+        (Cow::Owned(x), Cow::Owned(y))
     }
 }
 
@@ -1300,7 +1320,7 @@ impl Stats {
             Stats::Classification(s) => {
                 let p = s.p();
                 rows.checked(p)?;
-                let (x, y) = rows.to_row_major(p);
+                let (x, y) = rows.row_major(p);
                 s.update_batch(&x, &y)
             }
         }

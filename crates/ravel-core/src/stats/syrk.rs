@@ -33,6 +33,7 @@
 // Elsewhere only the entry points are compiled in use (they answer `Unavailable`).
 #![cfg_attr(not(target_arch = "x86_64"), allow(dead_code, unused_variables))]
 
+use super::StridedRows;
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::*;
 
@@ -120,7 +121,7 @@ pub(super) fn fold(
     sxx: &mut [f64],
     extra: &mut [f64],
     p: usize,
-    data: Rows,
+    data: StridedRows,
     weights: Weights,
     shift: (&[f64], f64),
     decay: f64,
@@ -181,65 +182,55 @@ pub(super) fn batch_finite(x: &[f64], y: &[f64]) -> bool {
     finite_x && all_finite(y)
 }
 
-/// A batch's rows wherever they lie in memory: feature j of row i at `x[i * rs + j * cs]`,
-/// its target at `y[i * ys]` (row-major rows: `rs = p`, `cs = 1`; a column-major block:
-/// `rs = 1`, `cs` its column length; rows of a wider table: `rs` its width). The kernel packs
-/// them from there, so a memory-mapped file is folded without a copy.
-#[derive(Clone, Copy)]
-pub(super) struct Rows<'a> {
-    pub x: &'a [f64],
-    pub rs: usize,
-    pub cs: usize,
-    pub y: &'a [f64],
-    pub ys: usize,
-    pub rows: usize,
-}
-
-impl<'a> Rows<'a> {
+/// The kernel reads a batch's rows wherever they lie in memory (`StridedRows`: row-major
+/// rows are `contiguous`; a column-major block has strides (1, its column length); rows of a
+/// wider table have its width as row stride), so a memory-mapped file is folded without a
+/// copy.
+impl<'a> StridedRows<'a> {
     /// Row-major rows of p features and their targets.
-    pub fn contiguous(p: usize, x: &'a [f64], y: &'a [f64]) -> Rows<'a> {
-        Rows {
+    pub(super) fn contiguous(p: usize, x: &'a [f64], y: &'a [f64]) -> StridedRows<'a> {
+        StridedRows {
             x,
-            rs: p,
-            cs: 1,
+            row_stride: p,
+            col_stride: 1,
             y,
-            ys: 1,
+            y_stride: 1,
             rows: y.len(),
         }
     }
 
     /// Whether the slices hold every value of `rows` rows of p features.
-    pub fn holds(&self, p: usize) -> bool {
+    pub(super) fn holds(&self, p: usize) -> bool {
         let last = |len: usize, stride: usize| (len - 1).checked_mul(stride);
         if self.rows == 0 || p == 0 {
             return true;
         }
-        let x_end = last(self.rows, self.rs)
-            .zip(last(p, self.cs))
+        let x_end = last(self.rows, self.row_stride)
+            .zip(last(p, self.col_stride))
             .and_then(|(a, b)| a.checked_add(b));
-        let y_end = last(self.rows, self.ys);
-        self.cs >= 1
+        let y_end = last(self.rows, self.y_stride);
+        self.col_stride >= 1
             && matches!(x_end, Some(e) if e < self.x.len())
             && matches!(y_end, Some(e) if e < self.y.len())
     }
 
     /// Whether every value of rows `r` is finite and within `MAX_ABS_VALUE` (`all_finite`),
     /// scanning whichever way the values are contiguous; many rows are scanned on all threads.
-    pub fn finite(&self, p: usize, r: std::ops::Range<usize>) -> bool {
+    pub(super) fn finite(&self, p: usize, r: std::ops::Range<usize>) -> bool {
         use rayon::prelude::*;
         const CHUNK: usize = 1 << 17;
         if r.is_empty() {
             return true;
         }
-        let ys_ok = if self.ys == 1 {
+        let ys_ok = if self.y_stride == 1 {
             all_finite(&self.y[r.clone()])
         } else {
-            r.clone().all(|i| all_finite(&[self.y[i * self.ys]]))
+            r.clone().all(|i| all_finite(&[self.y[i * self.y_stride]]))
         };
         if !ys_ok {
             return false;
         }
-        if self.cs == 1 && self.rs == p {
+        if self.col_stride == 1 && self.row_stride == p {
             let x = &self.x[r.start * p..r.end * p];
             return if x.len() > 2 * CHUNK {
                 x.par_chunks(CHUNK).all(all_finite)
@@ -248,23 +239,26 @@ impl<'a> Rows<'a> {
             };
         }
         let par = r.len() * p > 2 * CHUNK;
-        if self.cs == 1 {
-            let row = |i: usize| all_finite(&self.x[i * self.rs..][..p]);
+        if self.col_stride == 1 {
+            let row = |i: usize| all_finite(&self.x[i * self.row_stride..][..p]);
             if par {
                 r.into_par_iter().all(row)
             } else {
                 r.into_iter().all(row)
             }
-        } else if self.rs == 1 {
-            let col = |j: usize| all_finite(&self.x[j * self.cs + r.start..j * self.cs + r.end]);
+        } else if self.row_stride == 1 {
+            let col = |j: usize| {
+                all_finite(&self.x[j * self.col_stride + r.start..j * self.col_stride + r.end])
+            };
             if par {
                 (0..p).into_par_iter().all(col)
             } else {
                 (0..p).all(col)
             }
         } else {
-            r.into_iter()
-                .all(|i| (0..p).all(|j| all_finite(&[self.x[i * self.rs + j * self.cs]])))
+            r.into_iter().all(|i| {
+                (0..p).all(|j| all_finite(&[self.x[i * self.row_stride + j * self.col_stride]]))
+            })
         }
     }
 }
@@ -300,7 +294,7 @@ pub(super) fn all_finite(v: &[f64]) -> bool {
 /// The batch and its weights.
 struct Batch<'a> {
     p: usize,
-    data: Rows<'a>,
+    data: StridedRows<'a>,
     weights: Weights<'a>,
     /// Subtracted from every row (x) and target (y) as it is packed.
     shift_x: &'a [f64],
@@ -345,8 +339,13 @@ unsafe fn pack(batch: &Batch, k0: usize, kc: usize, q0: usize, a: &mut [f64]) {
     let p = batch.p;
     let nq = a.len() / (MR * kc);
     debug_assert!(a.len() == nq * MR * kc);
-    let Rows {
-        x, rs, cs, y, ys, ..
+    let StridedRows {
+        x,
+        row_stride: rs,
+        col_stride: cs,
+        y,
+        y_stride: ys,
+        ..
     } = batch.data;
     if rs == 1 && cs != 1 {
         pack_columns(batch, k0, kc, q0, a);
@@ -427,7 +426,13 @@ const PREFETCH_FEATURES: usize = 8;
 fn pack_columns(batch: &Batch, k0: usize, kc: usize, q0: usize, a: &mut [f64]) {
     let p = batch.p;
     let nq = a.len() / (MR * kc);
-    let Rows { x, cs, y, ys, .. } = batch.data;
+    let StridedRows {
+        x,
+        col_stride: cs,
+        y,
+        y_stride: ys,
+        ..
+    } = batch.data;
     let scales: Vec<f64> = (k0..k0 + kc).map(|k| batch.scale(k)).collect();
     for dq in 0..nq {
         let panel = &mut a[dq * kc * MR..][..kc * MR];
@@ -1041,13 +1046,13 @@ mod tests {
     }
 
     impl Layout {
-        fn rows(&self, rows: usize) -> Rows<'_> {
-            Rows {
+        fn rows(&self, rows: usize) -> StridedRows<'_> {
+            StridedRows {
                 x: &self.x,
-                rs: self.rs,
-                cs: self.cs,
+                row_stride: self.rs,
+                col_stride: self.cs,
                 y: &self.y[self.y_at..],
-                ys: self.ys,
+                y_stride: self.ys,
                 rows,
             }
         }
@@ -1226,7 +1231,7 @@ mod tests {
                             &mut got,
                             &mut extra,
                             p,
-                            Rows::contiguous(p, &x, &y),
+                            StridedRows::contiguous(p, &x, &y),
                             weights,
                             shift,
                             0.9,
@@ -1324,7 +1329,7 @@ mod tests {
                         &mut sxx,
                         &mut extra,
                         p,
-                        Rows::contiguous(p, &x, &y),
+                        StridedRows::contiguous(p, &x, &y),
                         w,
                         shift,
                         0.5,
