@@ -4,8 +4,8 @@
 //! and what remains on the ingest thread, the copy of the statistics into the writer's job.
 //! Medians of 7 on the machine's temporary directory.
 
+use ravel::Stats;
 use ravel::checkpoint::{self, Checkpoint};
-use ravel::streams::Stats;
 use ravel_core::Task;
 use ravel_core::stats::AlphaSchedule;
 use ravel_core::synthetic::SyntheticSpec;

@@ -26,8 +26,8 @@
 
 use ravel::broker::EmbeddedBroker;
 use ravel::config::{Config, FeatureSchema, FeatureStreamConfig, StreamConfig};
-use ravel::ingest::format::{self, Schema};
 use ravel::shutdown::{self, ShutdownTrigger};
+use ravel::wire::{self as format, Schema};
 use ravel_core::Task;
 use ravel_core::stats::{AlphaSchedule, RunningStats};
 use ravel_core::synthetic::SyntheticSpec;
@@ -211,7 +211,7 @@ impl Service {
             rt.block_on(async move {
                 let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
                 tx.send(listener.local_addr()?).unwrap();
-                ravel::server::run(cfg, brokers, listener, shutdown).await
+                ravel::run(cfg, brokers, listener, shutdown).await
             })
         });
         Service {
@@ -554,7 +554,7 @@ fn feature_stream_bench(broker: &EmbeddedBroker) {
 
 fn main() {
     // Quiet librdkafka and the service unless RUST_LOG says otherwise.
-    ravel::server::init_logging(&ravel::config::LogConfig {
+    ravel::init_logging(&ravel::config::LogConfig {
         level: "warn".into(),
         ..Default::default()
     });

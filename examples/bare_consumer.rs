@@ -7,8 +7,8 @@
 //!
 //! `cargo run --release --example bare_consumer -- --brokers HOST:PORT --topic T --messages N`
 
+use ravel::KafkaClients;
 use ravel::config::{IngestConfig, KafkaConfig};
-use ravel::ingest::KafkaClients;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::Message;
 use std::time::{Duration, Instant};

@@ -2,70 +2,85 @@
 //!
 //! The mathematics lives in the `ravel-core` crate (statistics, Gram-form solvers, feature
 //! selection, file readers, synthetic designs), which depends on no Kafka, HTTP or CLI crate;
-//! this crate wires it to Kafka, HTTP and the command line.
+//! this crate wires it to Kafka, HTTP and the command line. Papers are cited by short name
+//! ("003 eq. 6"): docs/references.md lists them.
 //!
 //! # Layout
-//! The command line (`src/main.rs` parses, these modules run):
-//! - [`fit`]: `ravel fit`, the offline entry point (a file through the streaming statistics).
-//! - [`select`]: `ravel select`, the offline form of a feature stream.
-//! - [`produce`], [`demo`]: `ravel produce` and the demo producer of the embedded default.
-//! - [`limits`]: the memory limit (`--max-memory`, `limits.max_memory`) files and configured
-//!   streams are checked against before anything of their size is allocated.
+//! The tree draws the data flow: Kafka -> `ingest` -> `state` -> `api`. Modules are listed
+//! bottom-up; each imports only modules above it in this list (`tests/layout.rs` holds this,
+//! reading the order from this block).
+//! - `shutdown`: the shutdown signal passed down to ingest and HTTP.
+//! - `reason`: why a message was refused (`Reason`, `Rejection`), below metrics and ingest.
+//! - `health`: what is wrong on the Kafka side (missing topics, held partitions, denied
+//!   access), shared by the threads that find it and the API that reports it.
+//! - `metrics`: every Prometheus metric, in one place.
+//! - `config`: the configuration schema, file < `RAVEL_...` environment < flags; one file per
+//!   section that needs more than a struct (`history`, `limits`: the memory limit files and
+//!   configured streams are checked against).
+//! - `kafka`: the cluster itself: the one librdkafka client configuration (`client`), the
+//!   embedded broker (`broker`, `ravel broker`), every topic checked at start (`topics`),
+//!   authorization errors (`authz`).
+//! - `state`: what ingest publishes and the API reads: `published` (a snapshot swapped after
+//!   every batch), `streams`, `feature_streams`, and `history` (each stream's default model
+//!   over time, in a bounded ring, with its recorder).
+//! - `store`: what survives a restart, one concept with two back ends: `file` (checkpoint
+//!   files, `state.dir`) and `kafka` (a compacted changelog topic, `state.store = "kafka"`).
+//! - `ingest`: the consumer loop (`mod.rs`) and one file per concern: message formats
+//!   (`format`, `fast_json`, `feature_format`), folding (`fold`, `cv`), `rebalance`,
+//!   `positions`, `lag`, `commit`, `persist` (when checkpoints and state records are written,
+//!   and loading them), dead letters (`dlq`, `held`, `rejections`), `features`.
+//! - `api`: the HTTP API: the axum router, handlers, the JSON error type, the web console, and
+//!   `http` (the accept loop with its bounds on clients).
+//! - `server`: `run(config, brokers, listener, shutdown)`, the service wired together.
+//! - `cli`: the commands: `serve` (the service with its embedded broker and demo), `fit`,
+//!   `select`, `produce`, the `demo` producer, and `args` (what their clap arguments share).
 //!
-//! The service (`ravel serve`) wires the library to Kafka and HTTP:
-//! - [`config`]: the configuration schema; file < `RAVEL_...` environment < flags.
-//! - [`broker`]: the embedded Kafka-protocol broker (librdkafka's mock cluster), `ravel broker`.
-//! - [`reason`]: why a message was refused (`Reason`, `Rejection`), below metrics and ingest.
-//! - [`published`]: `Published<S>` (a snapshot swapped after every batch, readers clone an
-//!   `Arc`) and `Registry<H>` (handles by name), shared by both stream kinds.
-//! - [`kafka`]: the one librdkafka client configuration (consumer, dead-letter, labels and
-//!   state-store producers, admin), below ingest, topics and the state store.
-//! - [`ingest`]: the consumer loop (`mod.rs`), one file per concern: `rebalance`,
-//!   `positions`, `lag`, `fold`, `cv` (a row's cross-validation fold), `checkpoints`,
-//!   `commit` (which offsets may be committed), `features` (feature-stream dispatch: the
-//!   running OS / Asy-OS selection), `rejections`, `format`, `feature_format`, `dlq`.
-//! - [`streams`]: each stream's statistics snapshot, swapped after every batch for readers.
-//! - [`feature_streams`]: each feature stream's snapshot for readers (the selection, offsets
-//!   read, recent rejections); imports nothing of ingest.
-//! - [`history`]: each stream's default model, alpha, effective sample size and drift
-//!   alarms over time, in a bounded ring (`GET /v1/streams/{name}/history`).
-//! - [`checkpoint`]: statistics + next offsets persisted atomically, for exact restarts.
-//! - [`topics`]: every topic ravel reads or writes, checked (and created when asked) at start;
-//!   topic names (`dlq_of`).
-//! - [`state_store`]: the same per partition in a compacted Kafka topic, for replicas that
-//!   share a consumer group (`state.store = "kafka"`).
-//! - [`api`]: the axum router, handlers and the JSON error type; the web console (the page at
-//!   `/` and its assets, embedded).
-//! - [`metrics`]: every Prometheus metric, in one place.
-//! - [`server`]: `run(config, brokers, listener, shutdown)` and the `serve` command.
-//! - [`shutdown`]: the shutdown signal passed down to ingest and HTTP.
-//! - [`produce`], [`demo`]: `ravel produce` and the demo producer of the embedded default.
+//! Modules are private: what the binary, the tests and the benches use is re-exported below,
+//! by name.
 
-pub mod api;
-pub mod authz;
-pub mod broker;
-pub mod checkpoint;
-pub mod cli;
+mod api;
+mod cli;
 pub mod config;
-pub mod demo;
-pub mod feature_streams;
-pub mod fit;
-pub mod health;
-pub mod history;
-pub mod http;
-pub mod ingest;
-pub mod kafka;
-pub mod limits;
-pub mod metrics;
-pub mod produce;
-pub mod published;
-pub mod reason;
-pub mod select;
-pub mod server;
+mod health;
+mod ingest;
+mod kafka;
+mod metrics;
+mod reason;
+mod server;
 pub mod shutdown;
-pub mod state_store;
-pub mod streams;
-pub mod topics;
+mod state;
+mod store;
+
+// The surface the binary, the tests and the benches use. `config` (the schema a deployment
+// writes) and `shutdown` (the signal `run` takes) are public whole; everything else by name.
+
+/// The demo producer of `ravel serve` without Kafka (the deployment's demo profile).
+pub use cli::demo::DemoProducer;
+/// The commands of the binary: `ravel serve`, `fit`, `select`, `produce` and `broker`
+/// (each module has its clap arguments and a `run`).
+pub use cli::serve::serve;
+pub use cli::{fit, produce, select};
+/// The bytes of a rejected message a dead-letter copy keeps when the whole would not fit.
+pub use ingest::dlq::TRUNCATED_BYTES;
+/// How far a message's Kafka timestamp may lie ahead of the clock before it is held back as
+/// skewed (`ravel_messages_clock_skewed_total`).
+pub use ingest::fold::SKEW_ALLOWANCE_MS;
+/// The librdkafka clients built from `[kafka]`, for tools that read the same cluster.
+pub use kafka::KafkaClients;
+pub use kafka::broker;
+/// The service: `run(config, brokers, listener, shutdown)` until `shutdown` fires, and the
+/// log subscriber it reports through.
+pub use server::{init_logging, run};
+/// A stream's statistics as a snapshot, a checkpoint and a state record hold them.
+pub use state::streams::Stats;
+/// Checkpoint files (`state.dir`): their format, atomic write and load.
+pub use store::file as checkpoint;
+
+/// The observation messages a stream reads (`docs/formats.md`): rows and mini-batches as
+/// JSON or ravel's binary form, written by `ravel produce` and by the tests.
+pub mod wire {
+    pub use crate::ingest::format::{Schema, decode, encode_binary, encode_json};
+}
 
 /// Locks a mutex whether or not a thread panicked while holding it: the data behind every
 /// lock of this crate stays consistent at each unlock, so a poisoned lock is still usable.

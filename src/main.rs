@@ -1,4 +1,4 @@
-//! The `ravel` command line: `serve` (the default), `broker`, `produce` and `fit`. Each command
+//! The `ravel` command line: `serve` (the default), `broker`, `produce`, `fit` and `select`. Each command
 //! is a function of a library module; this file only parses and dispatches.
 
 use clap::{Parser, Subcommand};
@@ -7,7 +7,6 @@ use ravel::config::{LogConfig, ServeArgs};
 use ravel::fit::{self, FitArgs};
 use ravel::produce::{self, ProduceArgs};
 use ravel::select::{self, SelectArgs};
-use ravel::server;
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -53,13 +52,13 @@ fn main() -> ExitCode {
         ..LogConfig::default()
     };
     let result = match cli.command.unwrap_or(Command::Serve(ServeArgs::default())) {
-        Command::Serve(args) => server::serve(&args),
+        Command::Serve(args) => ravel::serve(&args),
         Command::Broker(args) => {
-            server::init_logging(&LogConfig::default());
+            ravel::init_logging(&LogConfig::default());
             broker::run(&args)
         }
         Command::Produce(args) => {
-            server::init_logging(&quiet);
+            ravel::init_logging(&quiet);
             produce::run(&args).and_then(|p| {
                 print_line(&format!(
                     "produced {} rows in {} messages ({} bytes) to {}",

@@ -1,25 +1,23 @@
-//! `ravel serve`: wires configuration, broker, ingest and the HTTP API together.
+//! The service: wires configuration, ingest, the state and the HTTP API together.
 //!
 //! `run(config, brokers, listener, shutdown)` is the service itself: it takes an already bound
 //! listener and a shutdown signal, so tests start the real service on `127.0.0.1:0` against
-//! a real broker. `serve` is the command around it: it loads the configuration, starts the
-//! embedded broker and the demo producer when no Kafka is configured, prints the listen
-//! address as the first line of stdout, and turns SIGTERM/SIGINT into a shutdown.
+//! a real broker. `cli::serve` is the command around it (embedded broker, demo producer,
+//! signals).
 //!
 //! Shutdown order: ingest stops reading, folds what it holds, writes its last checkpoint and
 //! commits synchronously; HTTP stops accepting and drains the requests in flight; then the
 //! process exits 0.
 
 use crate::api::{self, AppState};
-use crate::broker::EmbeddedBroker;
 use crate::config::StoreKind;
-use crate::config::{Config, LogConfig, LogFormat, ServeArgs};
-use crate::feature_streams::{FeatureStreamHandle, FeatureStreams};
+use crate::config::{Config, LogConfig, LogFormat};
 use crate::ingest::{self, IngestSetup, KafkaClients};
 use crate::metrics::Metrics;
-use crate::shutdown::{self, Shutdown};
-use crate::streams::{Snapshot, Stats, StreamHandle, Streams};
-use anyhow::{Context, anyhow};
+use crate::shutdown::Shutdown;
+use crate::state::feature_streams::{FeatureStreamHandle, FeatureStreams};
+use crate::state::streams::{Snapshot, Stats, StreamHandle, Streams};
+use anyhow::anyhow;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -54,7 +52,7 @@ pub async fn run(
     let metrics = Arc::new(Metrics::new());
     let (mut snapshots, positions, clusters) = match config.state.dir() {
         Some(dir) => {
-            crate::checkpoint::probe_dir(&dir)?;
+            crate::store::file::probe_dir(&dir)?;
             ingest::load_checkpoints(&dir, &config.streams)?
         }
         None => Default::default(),
@@ -119,8 +117,8 @@ pub async fn run(
     let ready = Arc::new(AtomicBool::new(false));
     let health = Arc::new(crate::health::Health::new());
     // Every topic ravel needs, checked (and created when asked to) off the runtime.
-    crate::topics::check_then_watch(
-        crate::topics::TopicCheck::new(&config, clients.clone()),
+    crate::kafka::topics::check_then_watch(
+        crate::kafka::topics::TopicCheck::new(&config, clients.clone()),
         health.clone(),
         metrics.clone(),
     )
@@ -129,7 +127,7 @@ pub async fn run(
     // The kafka state store's reader tails the state topic from its beginning for as long as
     // the service runs (the topic was checked, or created, just above).
     let state_reader = match config.state.kafka_topic(&config.kafka.group_id) {
-        Some(topic) => Some(crate::state_store::StateReader::start(
+        Some(topic) => Some(crate::store::kafka::StateReader::start(
             &clients,
             &topic,
             shutdown.clone(),
@@ -185,7 +183,7 @@ pub async fn run(
     );
     // The history's extractions take the API's permits: together they use at most
     // http.max_concurrent_extractions cores.
-    crate::history::spawn_recorders(&streams, extractions.running.clone(), shutdown.clone());
+    crate::state::history::spawn_recorders(&streams, extractions.running.clone(), shutdown.clone());
     let state = AppState {
         streams,
         feature_streams,
@@ -216,76 +214,10 @@ pub async fn run(
             }
         }
     };
-    crate::http::serve(listener, app, config.http.limits(), open_connections, stop).await;
+    crate::api::http::serve(listener, app, config.http.limits(), open_connections, stop).await;
     let r = ingest_task.await.map_err(|e| anyhow!("ingest task: {e}"))?;
     if r.is_ok() {
         tracing::info!("stopped cleanly");
     }
     r
-}
-
-/// `ravel serve`.
-pub fn serve(args: &ServeArgs) -> anyhow::Result<()> {
-    let mut config = Config::load(args)?;
-    init_logging(&config.log);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    rt.block_on(async move {
-        let (trigger, shutdown) = shutdown::channel();
-        let embedded = if config.kafka.embedded() {
-            let b = EmbeddedBroker::start(1)?;
-            for s in &config.streams {
-                b.create_topic(&s.topic(), config.kafka.embedded_partitions)?;
-                b.create_topic(&crate::topics::dlq_of(&s.topic()), 1)?;
-            }
-            // One partition: labels before features, passes in order.
-            for f in &config.feature_streams {
-                b.create_topic(&f.topic(), 1)?;
-                b.create_topic(&crate::topics::dlq_of(&f.topic()), 1)?;
-            }
-            if config.state.dir().is_some() {
-                tracing::info!("embedded broker: its topics live only as long as this process, so checkpoints are off");
-                config.state.dir.clear();
-            }
-            if let Some(topic) = config.state.kafka_topic(&config.kafka.group_id) {
-                b.create_topic(&topic, config.kafka.embedded_partitions)?;
-            }
-            Some(b)
-        } else {
-            None
-        };
-        let brokers = match &embedded {
-            Some(b) => b.bootstrap_servers().to_string(),
-            None => config.kafka.brokers.clone(),
-        };
-        let listener = TcpListener::bind(&config.http.addr)
-            .await
-            .with_context(|| format!("cannot listen on {} (http.addr / --http-addr)", config.http.addr))?;
-        let addr = listener.local_addr()?;
-        {
-            use std::io::Write;
-            let mut out = std::io::stdout().lock();
-            let _ = writeln!(out, "listening on http://{addr}");
-            let _ = out.flush();
-        }
-        tracing::info!(
-            addr = %addr, brokers = %brokers, streams = config.streams.len(),
-            feature_streams = config.feature_streams.len(), "ravel serving"
-        );
-        let demo = if config.demo_active() {
-            Some(crate::demo::DemoProducer::start(&config, &brokers)?)
-        } else {
-            None
-        };
-        tokio::spawn(async move {
-            shutdown::signal().await;
-            trigger.trigger();
-        });
-        let r = run(config, brokers, listener, shutdown).await;
-        drop(demo);
-        // The broker goes last: the consumer has left its group by now.
-        drop(embedded);
-        r
-    })
 }

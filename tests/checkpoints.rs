@@ -7,10 +7,10 @@
 mod common;
 
 use common::*;
+use ravel::Stats;
 use ravel::broker::EmbeddedBroker;
 use ravel::checkpoint::{self, Checkpoint};
 use ravel::config::FeatureSchema;
-use ravel::streams::Stats;
 use ravel_core::Task;
 use ravel_core::stats::AlphaSchedule;
 use serde_json::Value;

@@ -54,7 +54,7 @@ fn an_oversized_bad_message_is_dead_lettered_truncated_and_the_partition_goes_on
     let copies = read_topic(&brokers, "t.big.dlq", 1);
     assert_eq!(copies.len(), 1);
     let (payload, headers) = &copies[0];
-    assert_eq!(payload.len(), ravel::ingest::dlq::TRUNCATED_BYTES);
+    assert_eq!(payload.len(), ravel::TRUNCATED_BYTES);
     assert_eq!(&payload[..], &huge[..payload.len()]);
     assert_eq!(headers["ravel-truncated-from"], "2000000");
     assert_eq!(headers["ravel-source-offset"], "1");

@@ -211,7 +211,7 @@ fn prometheus_scrapes_ravel_and_evaluates_every_dashboard_and_alert_expression()
     config.ingest.lag_interval_ms = 500;
     config.check().unwrap();
     let svc = TestService::start(config, broker.bootstrap_servers());
-    let _demo = ravel::demo::DemoProducer::start(&demo_config, broker.bootstrap_servers()).unwrap();
+    let _demo = ravel::DemoProducer::start(&demo_config, broker.bootstrap_servers()).unwrap();
 
     // Rows, a feature selection and models: every series the dashboard plots exists.
     let start = Instant::now();

@@ -8,9 +8,9 @@
 mod common;
 
 use common::*;
+use ravel::SKEW_ALLOWANCE_MS;
 use ravel::broker::EmbeddedBroker;
 use ravel::config::FeatureSchema;
-use ravel::ingest::fold::SKEW_ALLOWANCE_MS;
 use ravel_core::Task;
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};

@@ -10,8 +10,8 @@ mod common;
 use common::*;
 use ravel::broker::EmbeddedBroker;
 use ravel::config::FeatureSchema;
-use ravel::ingest::format;
 use ravel::produce::{self, ProduceArgs, WireFormat};
+use ravel::wire as format;
 use ravel_core::Task;
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
@@ -954,8 +954,8 @@ fn brute_force_ols(x: &[f64], y: &[f64], p: usize) -> Vec<f64> {
 
 #[test]
 fn checkpoints_that_do_not_match_stop_the_service_with_a_clear_error() {
+    use ravel::Stats;
     use ravel::checkpoint::{self, Checkpoint};
-    use ravel::streams::Stats;
     use ravel_core::stats::AlphaSchedule;
     let broker = EmbeddedBroker::start(1).unwrap();
     broker.create_topic("t.cp", 1).unwrap();

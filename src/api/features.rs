@@ -10,7 +10,7 @@
 
 use super::error::ErrorBody;
 use super::{ApiError, AppState};
-use crate::feature_streams::{FeatureSnapshot, FeatureStreamHandle};
+use crate::state::feature_streams::{FeatureSnapshot, FeatureStreamHandle};
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};

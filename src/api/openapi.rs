@@ -38,6 +38,7 @@ pub fn base() -> OpenApi {
 }
 
 /// The document, without a running service (what `/openapi.json` serves).
+#[cfg(test)]
 pub fn document() -> OpenApi {
     super::routes().into_openapi()
 }

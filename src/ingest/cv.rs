@@ -18,8 +18,6 @@
 
 use crate::config::FoldBy;
 use ravel_core::solve::select::splitmix64;
-use ravel_core::stats::FoldSet;
-use serde::{Deserialize, Serialize};
 
 const FNV_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
@@ -58,30 +56,6 @@ pub fn assign(ids: &mut Vec<u8>, k: usize, by: FoldBy, at: &Coordinates<'_>, row
     h = fnv1a(h, &partition.to_be_bytes());
     h = fnv1a(h, &offset.to_be_bytes());
     ids.extend((0..rows as u32).map(|r| (splitmix64(fnv1a(h, &r.to_be_bytes())) % k) as u8));
-}
-
-/// The folds as a checkpoint or a state record holds them: with how rows were assigned, so
-/// that folds built one way are never extended another way.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SavedFolds {
-    pub fold_by: FoldBy,
-    pub folds: FoldSet,
-}
-
-impl SavedFolds {
-    /// The saved folds if they are the ones the stream's configuration (K folds assigned
-    /// `by`) would keep; otherwise why not, for the log.
-    pub fn matching(self, k: usize, by: FoldBy) -> Result<FoldSet, String> {
-        if self.folds.k() != k || self.fold_by != by {
-            return Err(format!(
-                "they are {} folds by {}, the stream now keeps {k} by {}",
-                self.folds.k(),
-                self.fold_by.name(),
-                by.name()
-            ));
-        }
-        Ok(self.folds)
-    }
 }
 
 #[cfg(test)]

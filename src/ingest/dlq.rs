@@ -253,7 +253,7 @@ impl Worker {
 
     /// Queues one attempt; a failure to queue counts as a failed attempt.
     fn submit(&mut self, attempt: Attempt) {
-        let dlq = crate::topics::dlq_of(&attempt.copy.topic);
+        let dlq = crate::kafka::topics::dlq_of(&attempt.copy.topic);
         let c = &attempt.copy;
         let (key, payload) = (c.key.clone(), c.payload.clone());
         let (partition, offset) = (c.partition.to_string(), c.offset.to_string());
@@ -333,7 +333,7 @@ impl Worker {
         }
         let denied = error
             .rdkafka_error_code()
-            .is_some_and(crate::authz::is_denied);
+            .is_some_and(crate::kafka::authz::is_denied);
         let error = error.to_string();
         attempt.failed += 1;
         let c = &attempt.copy;
@@ -341,7 +341,7 @@ impl Worker {
             .dead_letter_failures
             .with_label_values(&[c.stream.as_str()])
             .inc();
-        let dlq = crate::topics::dlq_of(&c.topic);
+        let dlq = crate::kafka::topics::dlq_of(&c.topic);
         let retry_in = match self.mode {
             OnFailure::Block => {
                 let doubling = 2u32.saturating_pow(attempt.failed.saturating_sub(1).min(20));
@@ -394,7 +394,7 @@ impl Worker {
         self.retries = wait;
         let mut refreshed: Vec<String> = Vec::new();
         for (_, attempt) in due {
-            let dlq = crate::topics::dlq_of(&attempt.copy.topic);
+            let dlq = crate::kafka::topics::dlq_of(&attempt.copy.topic);
             if !refreshed.contains(&dlq) {
                 let _ = self
                     .producer

@@ -343,6 +343,7 @@ fn short_body_scalar(c: &[u8; SHORT_BODY]) -> Option<(f64, usize)> {
 /// (whose one requirement is that feature, which the `cfg` above guarantees) and one
 /// unaligned 16-byte load from an array that holds the bytes.
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+#[allow(unsafe_code)]
 mod sse2 {
     use super::{SHORT_BODY, digit_run, eisel_lemire_short, word};
     use std::arch::x86_64::*;

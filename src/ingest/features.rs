@@ -3,7 +3,7 @@
 //! Asy-OS) as it is read, since each is a whole column (O(n s) work); large columns are
 //! decoded ahead on another thread (`ingest::ahead`) while earlier ones are applied. After each
 //! batch, and every `PUBLISH_EVERY` within a long one, every changed stream publishes its
-//! `FeatureSnapshot` for readers (`crate::feature_streams`).
+//! `FeatureSnapshot` for readers (`crate::state::feature_streams`).
 //! This is the writer's side of a feature stream; the reader's side imports nothing of it.
 //!
 //! Features are identified by name: a name gets the next index the first time it arrives and
@@ -18,9 +18,9 @@
 use super::dlq::DeadLetters;
 use super::feature_format::{self, FeatureMessage};
 use super::rejections::{Warnings, no_payload};
-use crate::feature_streams::{FeatureSnapshot, FeatureStreamHandle, RecentRejection};
 use crate::metrics::Metrics;
 use crate::reason::{Reason, Rejection};
+use crate::state::feature_streams::{FeatureSnapshot, FeatureStreamHandle, RecentRejection};
 use ravel_core::features::{FeatureError, Labels, SelectionSnapshot, Substitution};
 use rdkafka::message::{BorrowedMessage, Message};
 use std::collections::{BTreeMap, HashMap, VecDeque};

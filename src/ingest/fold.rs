@@ -7,7 +7,7 @@
 //! Parts: with the `dir` store a stream has one part (`ALL`) whose statistics cover every
 //! partition in arrival order, exactly the single-stream schedule. With the `kafka` store each
 //! partition is a part, because partitions move between replicas with their statistics
-//! (`crate::state_store`); the stream's view is the merge of its parts and of the states other
+//! (`crate::store::kafka`); the stream's view is the merge of its parts and of the states other
 //! replicas published for the partitions they own, in partition order (so every replica
 //! computes the same view from the same states). For plain averages the merge is exact
 //! (count-weighted); with forgetting each partition forgets over its own rows and the view
@@ -29,8 +29,8 @@ use super::dlq::DeadLetters;
 use super::format::{self, Schema};
 use super::rejections::{Warnings, no_payload};
 use crate::metrics::Metrics;
-use crate::state_store::{PartitionState, StateReader};
-use crate::streams::{FoldSet, PartInfo, Snapshot, Stats, StreamHandle};
+use crate::state::streams::{FoldSet, PartInfo, Snapshot, Stats, StreamHandle};
+use crate::store::kafka::{PartitionState, StateReader};
 use rdkafka::message::{BorrowedMessage, Message};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -601,7 +601,7 @@ mod tests {
         let config: StreamConfig =
             toml::from_str("name = \"s\"\ntopic = \"t\"\nfeatures = 2\n").unwrap();
         let empty = Stats::new(config.task, 2, ravel_core::stats::AlphaSchedule::Plain);
-        let history = crate::history::HistoryConfig::default()
+        let history = crate::config::history::HistoryConfig::default()
             .resolve(None, 2)
             .unwrap();
         let handle = Arc::new(

@@ -33,6 +33,7 @@ pub struct Released {
 }
 
 impl Held {
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.holds.is_empty()
     }
@@ -120,11 +121,11 @@ impl Held {
                 reason: match &h.last_error {
                     Some(e) => format!(
                         "the dead-letter copy to {} failed ({e}); retrying",
-                        crate::topics::dlq_of(topic)
+                        crate::kafka::topics::dlq_of(topic)
                     ),
                     None => format!(
                         "waiting for the dead-letter copy to {} to be delivered",
-                        crate::topics::dlq_of(topic)
+                        crate::kafka::topics::dlq_of(topic)
                     ),
                 },
                 failed_attempts: h.failed_attempts,

@@ -14,7 +14,7 @@ use super::lock;
 use super::positions::{self, Positions};
 use crate::health::{Health, PartitionCount};
 use crate::metrics::Metrics;
-use crate::state_store::{PartitionState, StateReader};
+use crate::store::kafka::{PartitionState, StateReader};
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, RebalanceProtocol};
 use rdkafka::topic_partition_list::TopicPartitionList;
 use rdkafka::types::RDKafkaRespErr;

@@ -46,7 +46,7 @@ impl TestService {
                 let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
                 tx.send(listener.local_addr()?)
                     .expect("test waits for the address");
-                ravel::server::run(config, brokers, listener, shutdown).await
+                ravel::run(config, brokers, listener, shutdown).await
             })
         });
         let addr = rx

@@ -74,6 +74,7 @@ impl<H: Named> Registry<H> {
     pub fn iter(&self) -> impl Iterator<Item = &Arc<H>> {
         self.by_name.values()
     }
+    #[cfg(test)]
     pub fn by_topic(&self, topic: &str) -> Option<&Arc<H>> {
         self.by_name.values().find(|h| h.topic() == topic)
     }
@@ -87,6 +88,7 @@ impl<H: Named> Registry<H> {
     pub fn is_empty(&self) -> bool {
         self.by_name.is_empty()
     }
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.by_name.len()
     }

@@ -6,7 +6,7 @@
 //! like, so a slow extraction never blocks ingest and ingest never blocks a reader.
 
 use crate::config::StreamConfig;
-use crate::published::{Named, Published, Registry};
+use crate::state::published::{Named, Published, Registry};
 use ravel_core::Task;
 pub use ravel_core::stats::{FoldSet, Stats};
 use std::collections::HashMap;
@@ -72,14 +72,14 @@ pub struct StreamHandle {
     pub index: Option<HashMap<String, usize>>,
     snapshot: Published<Snapshot>,
     /// Snapshots of the default model over time (`history`).
-    pub history: crate::history::History,
+    pub history: crate::state::history::History,
 }
 
 impl StreamHandle {
     pub fn new(
         config: StreamConfig,
         initial: Snapshot,
-        history: crate::history::HistorySpec,
+        history: crate::config::history::HistorySpec,
     ) -> anyhow::Result<Self> {
         let index = config
             .names()
@@ -89,7 +89,7 @@ impl StreamHandle {
             index,
             config,
             snapshot: Published::new(initial),
-            history: crate::history::History::new(history),
+            history: crate::state::history::History::new(history),
         })
     }
     pub fn name(&self) -> &str {

@@ -4,7 +4,7 @@
 //! test-then-train instead (prequential.rs) and prints one JSON line per N rows, so weight
 //! schedules (`--alpha`) can be compared before deploying one.
 
-use crate::limits::MemoryArgs;
+use crate::config::limits::MemoryArgs;
 use ravel_core::Task;
 use ravel_core::data::{DataError, Format, OpenOptions, Plan, RowReader};
 use ravel_core::prequential::Prequential;
@@ -27,7 +27,7 @@ pub struct FitArgs {
     #[arg(long)]
     pub path: bool,
     /// regression, or classification on +1/-1 labels (0 counts as -1).
-    #[arg(long, default_value = "regression", value_parser = crate::cli::enum_parser::<Task>(Task::ALL.iter().map(|t| t.name())))]
+    #[arg(long, default_value = "regression", value_parser = crate::cli::args::enum_parser::<Task>(Task::ALL.iter().map(|t| t.name())))]
     pub task: Task,
     /// Weight schedule of the running averages: plain, fixed:A, floor:A, adaptive or
     /// adaptive:key=value,... (keys fa, shift, jump, floor, refresh, warmup, ridge, clip;

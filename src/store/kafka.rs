@@ -34,7 +34,7 @@
 
 use crate::kafka::{Client, KafkaClients};
 use crate::shutdown::Shutdown;
-use crate::streams::Stats;
+use crate::state::streams::Stats;
 use anyhow::{Context, bail};
 use rdkafka::ClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -72,7 +72,7 @@ pub struct PartitionState {
     /// The partition's cross-validation folds (`cv.folds`); absent from records written
     /// without folds (or before they existed), whose partitions then start their folds empty.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub folds: Option<crate::ingest::cv::SavedFolds>,
+    pub folds: Option<crate::store::SavedFolds>,
 }
 
 impl PartitionState {
@@ -477,7 +477,7 @@ impl StateWriter {
     }
 }
 
-/// The changelog's partition count (the topic must exist: `crate::topics` checks it).
+/// The changelog's partition count (the topic must exist: `crate::kafka::topics` checks it).
 fn changelog_partitions<C: ClientContext>(
     client: &rdkafka::client::Client<C>,
     topic: &str,

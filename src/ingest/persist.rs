@@ -1,7 +1,7 @@
 //! Checkpoint assembly on the ingest side: what a stream's checkpoint holds (its working
 //! statistics and the positions of its topic, which they cover exactly), the writer thread
 //! that saves those that changed, and, at start, loading them back into snapshots and
-//! positions. The file format and atomic write are `crate::checkpoint`'s; which offsets may be
+//! positions. The file format and atomic write are `crate::store::file`'s; which offsets may be
 //! committed afterwards is `commit`'s.
 //!
 //! The ingest thread only copies a changed stream's statistics and positions into a job
@@ -13,10 +13,10 @@
 
 use super::fold::{ALL, Part, StreamIngest};
 use super::positions::Positions;
-use crate::checkpoint::{self, Checkpoint};
 use crate::config::StreamConfig;
 use crate::metrics::Metrics;
-use crate::streams::Snapshot;
+use crate::state::streams::Snapshot;
+use crate::store::file::{self as checkpoint, Checkpoint};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -41,7 +41,7 @@ pub fn assemble(
         last_update_ms: whole.last_update.map(crate::unix_ms),
         as_of_ms: whole.as_of_ms,
         stats: whole.stats.clone(),
-        folds: whole.folds.clone().map(|folds| super::cv::SavedFolds {
+        folds: whole.folds.clone().map(|folds| crate::store::SavedFolds {
             fold_by: s.handle.folds().1,
             folds,
         }),
@@ -231,7 +231,7 @@ pub fn load_checkpoints(dir: &Path, configs: &[StreamConfig]) -> anyhow::Result<
 /// stream is read again from the beginning of its topic.
 fn restore_folds(
     c: &StreamConfig,
-    saved: Option<super::cv::SavedFolds>,
+    saved: Option<crate::store::SavedFolds>,
     rows: u64,
     path: &Path,
 ) -> anyhow::Result<Option<ravel_core::stats::FoldSet>> {

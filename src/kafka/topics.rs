@@ -167,7 +167,7 @@ impl TopicCheck {
                         operation: "describe",
                         error: e,
                     };
-                    crate::authz::record(health, metrics, d);
+                    crate::kafka::authz::record(health, metrics, d);
                 }
             }
         }
@@ -319,7 +319,7 @@ fn found(probe: &BaseConsumer, topic: &str) -> Found {
                 None => Found::Missing,
                 Some(e) => {
                     let code: RDKafkaErrorCode = e.into();
-                    if crate::authz::is_denied(code) {
+                    if crate::kafka::authz::is_denied(code) {
                         Found::Denied(code.to_string())
                     } else {
                         Found::Missing
@@ -328,7 +328,7 @@ fn found(probe: &BaseConsumer, topic: &str) -> Found {
             },
             None => Found::Missing,
         },
-        Err(KafkaError::MetadataFetch(code)) if crate::authz::is_denied(code) => {
+        Err(KafkaError::MetadataFetch(code)) if crate::kafka::authz::is_denied(code) => {
             Found::Denied(code.to_string())
         }
         Err(_) => Found::Missing,

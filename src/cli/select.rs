@@ -8,7 +8,7 @@
 //! and streamed. The selection itself holds only s columns; the in-memory copy of the file is
 //! this command's, not the algorithm's.
 
-use crate::limits::MemoryArgs;
+use crate::config::limits::MemoryArgs;
 use ravel_core::data::{Format, OpenOptions, Plan, RowReader};
 use ravel_core::features::{FeatureError, Labels, Loss, OsParams, Outcome, Substitution};
 use ravel_core::solve::Model;
@@ -32,7 +32,7 @@ pub struct SelectArgs {
     #[arg(long, default_value_t = 3)]
     pub passes: usize,
     /// squared (regression), squared-hinge or logistic (labels +1/-1, 0 counts as -1).
-    #[arg(long, default_value = "squared", value_parser = crate::cli::enum_parser::<Loss>(Loss::ALL.iter().map(|l| l.name())))]
+    #[arg(long, default_value = "squared", value_parser = crate::cli::args::enum_parser::<Loss>(Loss::ALL.iter().map(|l| l.name())))]
     pub loss: Loss,
     /// Asy-OS with this many worker threads, each keeping s/workers features (default: OS).
     #[arg(long)]

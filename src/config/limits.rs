@@ -12,6 +12,7 @@
 
 use ravel_core::data::{Budget, Plan};
 use ravel_core::memory::ByteSize;
+use serde::{Deserialize, Serialize};
 
 /// A resolved limit: bytes, and where they came from (for error messages).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -115,6 +116,22 @@ fn address_space_limit(limits: &str) -> Option<u64> {
         .next()?
         .parse()
         .ok()
+}
+
+/// Bounds checked at start, before anything of their size is allocated.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// Memory the streams' state may take, estimated from their dimensions
+    /// (`ravel_core::memory`): bytes or a unit (`"8GiB"`). Default: half of the machine's
+    /// memory (or of the cgroup's or address-space limit, when lower).
+    pub max_memory: Option<ByteSize>,
+}
+
+impl LimitsConfig {
+    pub fn max_memory(&self) -> MemoryLimit {
+        MemoryLimit::resolve(self.max_memory, "limits.max_memory")
+    }
 }
 
 #[cfg(test)]

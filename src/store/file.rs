@@ -18,7 +18,7 @@
 //! written). The ingest thread only copies the statistics; encoding, writing and syncing run
 //! on the writer thread (`ingest::checkpoints::CheckpointWriter`).
 
-use crate::streams::Stats;
+use crate::state::streams::Stats;
 use anyhow::{Context, bail};
 use ravel_core::Task;
 use serde::{Deserialize, Serialize};
@@ -53,7 +53,7 @@ pub struct Checkpoint {
     /// The stream's cross-validation folds (`cv.folds`); absent from checkpoints written
     /// without folds (or before they existed), which load with None.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub folds: Option<crate::ingest::cv::SavedFolds>,
+    pub folds: Option<crate::store::SavedFolds>,
 }
 
 impl Checkpoint {

@@ -16,7 +16,7 @@
 //! written to the topic too, so they are replayed with the features).
 
 use crate::config::FeatureStreamConfig;
-use crate::published::{Named, Published, Registry};
+use crate::state::published::{Named, Published, Registry};
 use ravel_core::features::SelectionSnapshot;
 use serde::Serialize;
 use std::collections::BTreeMap;

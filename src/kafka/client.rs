@@ -62,11 +62,11 @@ pub enum Client {
     DeadLetters,
     /// The producer of labels sent over HTTP to feature-stream topics.
     Labels,
-    /// The topic check and creation at start (`crate::topics`).
+    /// The topic check and creation at start (`crate::kafka::topics`).
     Admin,
-    /// The producer of partition states (`crate::state_store`).
+    /// The producer of partition states (`crate::store::kafka`).
     StateWriter,
-    /// The consumer that tails the state topic (`crate::state_store`).
+    /// The consumer that tails the state topic (`crate::store::kafka`).
     StateReader,
 }
 
@@ -188,6 +188,34 @@ impl KafkaClients {
     pub fn labels(&self) -> ClientConfig {
         self.config(Client::Labels, &[("message.timeout.ms", "10000".into())])
     }
+}
+
+/// A partition's log start as librdkafka last heard it (every fetch response carries it),
+/// without a broker round trip: rdkafka's safe API has only `fetch_watermarks`, a round trip
+/// per call. None when librdkafka has not heard it yet. The one FFI call of the service.
+#[allow(unsafe_code)]
+pub fn cached_log_start<C: rdkafka::consumer::ConsumerContext>(
+    consumer: &rdkafka::consumer::BaseConsumer<C>,
+    topic: &str,
+    partition: i32,
+) -> Option<i64> {
+    use rdkafka::bindings::{rd_kafka_get_watermark_offsets, rd_kafka_resp_err_t};
+    use rdkafka::consumer::Consumer;
+    let topic = std::ffi::CString::new(topic).ok()?;
+    let (mut low, mut high) = (-1_i64, -1_i64);
+    // SAFETY: the client handle is valid while `consumer` is borrowed, the topic is a
+    // NUL-terminated string that outlives the call, and librdkafka only reads its cached
+    // watermarks (under the partition's lock) into the two out parameters.
+    let err = unsafe {
+        rd_kafka_get_watermark_offsets(
+            consumer.client().native_ptr(),
+            topic.as_ptr(),
+            partition,
+            &mut low,
+            &mut high,
+        )
+    };
+    (err == rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR && low >= 0).then_some(low)
 }
 
 #[cfg(test)]

@@ -25,13 +25,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
-/// What one client may hold (config `http.*`).
-#[derive(Debug, Clone)]
-pub struct Limits {
-    pub max_connections: usize,
-    pub header_read_timeout: Duration,
-    pub drain_timeout: Duration,
-}
+use crate::config::HttpLimits as Limits;
 
 /// Serves `app` on `listener` until `stop` resolves, then drains (see the module doc).
 /// `open` is the gauge of open connections.

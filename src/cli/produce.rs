@@ -3,8 +3,8 @@
 //! Every message is confirmed by the broker before the command reports success.
 
 use crate::config::KafkaConfig;
+use crate::config::limits::MemoryArgs;
 use crate::ingest::{self, format};
-use crate::limits::MemoryArgs;
 use anyhow::{Context, anyhow, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use ravel_core::data::{Format, OpenOptions, Plan, RowReader};

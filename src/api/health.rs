@@ -1,0 +1,107 @@
+//! The operations endpoints: `/healthz` (the process runs), `/readyz` (the consumer group
+//! has its partitions and no topic is missing or denied) and `/metrics` (Prometheus).
+
+use super::{AppState, error};
+use axum::Json;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use std::sync::atomic::Ordering;
+use utoipa::ToSchema;
+
+/// `{"status": "ok"}` or `{"status": "ready"}`.
+#[derive(Serialize, ToSchema)]
+pub struct Status {
+    #[schema(examples("ok", "ready"))]
+    pub status: &'static str,
+}
+
+/// 200 while the process runs.
+#[utoipa::path(get, path = "/healthz", tag = "operations",
+    responses((status = 200, description = "The process runs", body = Status)))]
+pub(super) async fn healthz() -> Json<Status> {
+    Json(Status { status: "ok" })
+}
+
+/// The body of `/readyz`, ready or not: what is wrong with the Kafka side, if anything.
+#[derive(Serialize, ToSchema)]
+pub struct Readiness {
+    /// `ready` or `not_ready`.
+    #[schema(examples("ready", "not_ready"))]
+    pub status: &'static str,
+    /// Topics ravel needs that the cluster lacks, with the command that creates each.
+    pub missing_topics: Vec<crate::health::MissingTopic>,
+    /// Partitions held at a message whose dead-letter copy is not delivered yet (listed,
+    /// but not a reason to be unready).
+    pub held_partitions: Vec<crate::health::HeldPartition>,
+    /// Operations Kafka refused.
+    pub authorization_errors: Vec<crate::health::Denied>,
+    /// When not ready: `not_ready` and every reason.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<error::ErrorDetail>,
+}
+
+/// 200 once partitions of every stream topic are assigned, every topic ravel needs exists and
+/// Kafka denied nothing; else 503 saying why. Either way the body lists the missing topics
+/// (with the command that creates each), the partitions held at a message whose dead-letter
+/// copy is not delivered, and the authorization errors.
+#[utoipa::path(get, path = "/readyz", tag = "operations",
+    responses(
+        (status = 200, description = "Ready to serve current statistics", body = Readiness),
+        (status = 503, description = "`not_ready`, with the reasons", body = Readiness),
+    ))]
+pub(super) async fn readyz(State(st): State<AppState>) -> (StatusCode, Json<Readiness>) {
+    let h = st.health.snapshot();
+    let assigned = st.ready.load(Ordering::SeqCst);
+    let mut reasons: Vec<String> = Vec::new();
+    for m in &h.missing_topics {
+        reasons.push(format!(
+            "topic '{}' does not exist; create it with: {}",
+            m.topic, m.create_with
+        ));
+    }
+    for d in &h.authorization_errors {
+        reasons.push(format!(
+            "Kafka denies {} on {} '{}': {}",
+            d.operation, d.resource_type, d.resource, d.error
+        ));
+    }
+    if !assigned {
+        reasons.push(
+            "the Kafka consumer has not been assigned partitions of every stream topic yet".into(),
+        );
+    }
+    let ready = reasons.is_empty();
+    let body = Readiness {
+        status: if ready { "ready" } else { "not_ready" },
+        missing_topics: h.missing_topics,
+        held_partitions: h.held_partitions,
+        authorization_errors: h.authorization_errors,
+        error: (!ready).then(|| error::ErrorDetail {
+            code: "not_ready".into(),
+            message: reasons.join("; "),
+        }),
+    };
+    let status = if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, Json(body))
+}
+
+/// Prometheus text format (README "Metrics").
+#[utoipa::path(get, path = "/metrics", tag = "operations",
+    responses((status = 200, description = "Prometheus text exposition format 0.0.4",
+        content_type = "text/plain", body = String)))]
+pub(super) async fn metrics(State(st): State<AppState>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        st.metrics.render(),
+    )
+        .into_response()
+}

@@ -1,0 +1,519 @@
+//! The observation-stream endpoints under `/v1/streams`: listing, summary, history, model,
+//! path and predict. Extractions go through `AppState::extract` (`admission`).
+
+use super::params::{parse_params, predict_rows, query_to_json};
+use super::{ApiError, AppState, error};
+use crate::state::streams::{Stats, StreamHandle};
+use axum::Json;
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
+use ravel_core::Task;
+use ravel_core::solve::{
+    Model, PathModel, Request as ModelRequest, model_from_folds, path_from_folds,
+};
+use ravel_core::stats::{DriftStatus, RunningStats};
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::Arc;
+use utoipa::ToSchema;
+
+impl AppState {
+    pub(super) fn stream(&self, name: &str) -> Result<Arc<StreamHandle>, ApiError> {
+        self.streams
+            .get(name)
+            .cloned()
+            .ok_or_else(|| ApiError::unknown_stream(name))
+    }
+}
+
+/// An observation stream as `GET /v1/streams` lists it.
+#[derive(Serialize, ToSchema)]
+pub struct StreamSummary {
+    name: String,
+    topic: String,
+    task: Task,
+    p: usize,
+    /// Rows in the statistics.
+    n: u64,
+    /// The alpha the next row gets (003 eq. 6), and the schedule.
+    alpha: f64,
+    schedule: String,
+    /// Effective sample size and drift alarms (adaptive schedule: detector state too).
+    drift: DriftStatus,
+    /// Unix time of the last folded batch, in milliseconds.
+    last_update_ms: Option<u64>,
+    /// Kafka timestamp (Unix ms; CreateTime or LogAppendTime, as the topic says) of the newest
+    /// message in the statistics, never later than `last_update_ms`: how old the answers are.
+    /// Null before the first timestamped message.
+    #[schema(examples(1_700_000_000_000_u64))]
+    as_of: Option<u64>,
+    /// Partitions waiting at a rejected message until its dead-letter copy is delivered.
+    held_partitions: Vec<crate::health::HeldPartition>,
+    /// Partitions of the topic assigned to this instance, and in all: with the `dir` store the
+    /// statistics cover the whole stream only when they are equal.
+    partitions: crate::health::PartitionCount,
+    /// With `state.store = "kafka"`: each partition merged into the statistics, folded here
+    /// (`live`) or the latest state another replica published (`changelog`). Absent with the
+    /// other stores.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    partition_states: Vec<PartitionStateSummary>,
+}
+
+/// One partition of a stream's statistics (`state.store = "kafka"`).
+#[derive(Serialize, ToSchema)]
+pub struct PartitionStateSummary {
+    partition: i32,
+    /// Rows of this partition in the statistics.
+    n: u64,
+    /// `live` (folded by this instance) or `changelog` (published by `writer`).
+    source: String,
+    /// Unix time of the partition's last folded batch, in milliseconds.
+    last_update_ms: Option<u64>,
+    /// Kafka timestamp (Unix ms) of the partition's newest message in the statistics.
+    as_of: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    writer: Option<String>,
+}
+
+fn summary(h: &StreamHandle, health: &crate::health::Health) -> StreamSummary {
+    let snap = h.snapshot();
+    let state = health.snapshot();
+    let partitions = state.partitions.get(&h.topic).copied().unwrap_or_default();
+    let held_partitions = state
+        .held_partitions
+        .into_iter()
+        .filter(|p| p.stream == h.name())
+        .collect();
+    StreamSummary {
+        name: h.name().to_string(),
+        topic: h.topic.clone(),
+        task: h.task(),
+        p: h.p(),
+        n: snap.stats.n(),
+        alpha: snap.stats.current_alpha(),
+        schedule: snap.stats.schedule().to_string(),
+        drift: snap.stats.drift_status(),
+        last_update_ms: snap.last_update.map(crate::unix_ms),
+        as_of: snap.as_of_ms,
+        held_partitions,
+        partitions,
+        partition_states: partition_states(&snap),
+    }
+}
+
+/// The partitions merged into a snapshot (`state.store = "kafka"`; empty otherwise).
+fn partition_states(snap: &crate::state::streams::Snapshot) -> Vec<PartitionStateSummary> {
+    snap.parts
+        .iter()
+        .map(|p| PartitionStateSummary {
+            partition: p.partition,
+            n: p.n,
+            source: p.source.to_string(),
+            last_update_ms: p.last_update.map(crate::unix_ms),
+            as_of: p.as_of_ms,
+            writer: p.writer.clone(),
+        })
+        .collect()
+}
+
+/// The body of `GET /v1/streams`.
+#[derive(Serialize, ToSchema)]
+pub struct StreamList {
+    pub streams: Vec<StreamSummary>,
+}
+
+/// Every observation stream, in name order.
+#[utoipa::path(get, path = "/v1/streams", tag = "streams",
+    responses((status = 200, description = "Every observation stream", body = StreamList)))]
+pub(super) async fn list_streams(State(st): State<AppState>) -> Json<StreamList> {
+    Json(StreamList {
+        streams: st.streams.iter().map(|h| summary(h, &st.health)).collect(),
+    })
+}
+
+/// Means and population standard deviations of the features and of y.
+#[derive(Serialize, ToSchema)]
+pub struct Moments {
+    n: u64,
+    mean_x: Vec<f64>,
+    sd_x: Vec<f64>,
+    mean_y: f64,
+    sd_y: f64,
+}
+
+fn moments(s: &RunningStats) -> Moments {
+    Moments {
+        n: s.n(),
+        mean_x: s.mean_x(),
+        sd_x: s.variances().into_iter().map(f64::sqrt).collect(),
+        mean_y: s.mean_y(),
+        sd_y: ravel_core::gram::Moments::var_y(s).sqrt(),
+    }
+}
+
+/// One stream: its summary, feature names and moments (classification: per class).
+#[derive(Serialize, ToSchema)]
+pub struct StreamDetail {
+    #[serde(flatten)]
+    pub summary: StreamSummary,
+    /// Feature names (the column index as text where the stream declares none).
+    pub features: Vec<String>,
+    /// Regression: means and population standard deviations of x and y.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mean_x: Option<Vec<f64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sd_x: Option<Vec<f64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mean_y: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sd_y: Option<f64>,
+    /// Classification: the moments of each class.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub classes: Option<Classes>,
+}
+
+/// The moments of each class of a classification stream.
+#[derive(Serialize, ToSchema)]
+pub struct Classes {
+    pub positive: Moments,
+    pub negative: Moments,
+}
+
+/// One observation stream.
+#[utoipa::path(get, path = "/v1/streams/{name}", tag = "streams",
+    params(("name" = String, Path, description = "The stream's name")),
+    responses(
+        (status = 200, description = "The stream", body = StreamDetail),
+        (status = 404, description = "`unknown_stream`", body = error::ErrorBody),
+    ))]
+pub(super) async fn get_stream(
+    State(st): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<Json<StreamDetail>, ApiError> {
+    let h = st.stream(&name)?;
+    let snap = h.snapshot();
+    let features = feature_names(&h);
+    let mut detail = StreamDetail {
+        summary: summary(&h, &st.health),
+        features,
+        mean_x: None,
+        sd_x: None,
+        mean_y: None,
+        sd_y: None,
+        classes: None,
+    };
+    match &snap.stats {
+        Stats::Regression(s) => {
+            let m = moments(s);
+            detail.mean_x = Some(m.mean_x);
+            detail.sd_x = Some(m.sd_x);
+            detail.mean_y = Some(m.mean_y);
+            detail.sd_y = Some(m.sd_y);
+        }
+        Stats::Classification(c) => {
+            detail.classes = Some(Classes {
+                positive: moments(&c.pos),
+                negative: moments(&c.neg),
+            });
+        }
+    }
+    Ok(Json(detail))
+}
+
+/// The body of `GET /v1/streams/{name}/history`: the stream's default model, alpha, effective
+/// sample size and drift alarms over time.
+#[derive(Serialize, ToSchema)]
+pub struct StreamHistory {
+    name: String,
+    /// The default model: lasso with `k` nonzeros (`history.k`, capped at p).
+    #[schema(examples("lasso"))]
+    method: &'static str,
+    k: usize,
+    /// Time between two points, and the most points kept (the oldest go first).
+    interval_ms: u64,
+    length: usize,
+    /// Feature names (the column index as text where the stream declares none): the points'
+    /// `support` indexes this list.
+    features: Vec<String>,
+    /// Oldest first; a tick whose statistics did not change adds no point. Kept in memory
+    /// only: empty after a restart.
+    points: Vec<crate::state::history::HistoryPoint>,
+}
+
+/// Periodic snapshots of a stream's default model (support and coefficients), alpha,
+/// effective sample size and drift alarms, oldest first (`[history]` in the configuration).
+#[utoipa::path(get, path = "/v1/streams/{name}/history", tag = "streams",
+    params(("name" = String, Path, description = "The stream's name")),
+    responses(
+        (status = 200, description = "The stream's history", body = StreamHistory),
+        (status = 404, description = "`unknown_stream`", body = error::ErrorBody),
+    ))]
+pub(super) async fn history(
+    State(st): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<Json<StreamHistory>, ApiError> {
+    let h = st.stream(&name)?;
+    let spec = h.history.spec;
+    Ok(Json(StreamHistory {
+        name: h.name().to_string(),
+        method: "lasso",
+        k: spec.k,
+        interval_ms: spec.interval.as_millis() as u64,
+        length: spec.length,
+        features: feature_names(&h),
+        points: h.history.points(),
+    }))
+}
+
+fn feature_names(h: &StreamHandle) -> Vec<String> {
+    match h.names() {
+        Some(n) => n.to_vec(),
+        None => (0..h.p()).map(|j| j.to_string()).collect(),
+    }
+}
+
+/// A model extracted from a stream: the model JSON of `ravel fit`, and the stream's `as_of`.
+#[derive(Serialize, ToSchema)]
+pub struct StreamModel {
+    #[serde(flatten)]
+    pub model: Model,
+    /// Kafka timestamp (Unix ms) of the newest message in the statistics the model was
+    /// extracted from (the stream summary's `as_of`); null before the first timestamped
+    /// message.
+    #[schema(examples(1_700_000_000_000_u64))]
+    pub as_of: Option<u64>,
+    /// With `state.store = "kafka"`: the partitions merged into the statistics the model was
+    /// extracted from, each with its n and freshness (as in the stream summary).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub partition_states: Vec<PartitionStateSummary>,
+}
+
+/// A path extracted from a stream: the path JSON of `ravel fit`, and the stream's `as_of`.
+#[derive(Serialize, ToSchema)]
+pub struct StreamPath {
+    #[serde(flatten)]
+    pub path: PathModel,
+    /// Kafka timestamp (Unix ms) of the newest message in the statistics the path was
+    /// extracted from; null before the first timestamped message.
+    #[schema(examples(1_700_000_000_000_u64))]
+    pub as_of: Option<u64>,
+    /// With `state.store = "kafka"`: the partitions merged into the statistics, as in the
+    /// model.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub partition_states: Vec<PartitionStateSummary>,
+}
+
+/// A model at one sparsity level or penalty, the same JSON (and numbers) as `ravel fit`, with
+/// the `as_of` of the statistics it was extracted from.
+#[utoipa::path(post, path = "/v1/streams/{name}/model", tag = "streams",
+    params(("name" = String, Path, description = "The stream's name")),
+    request_body(content = ModelRequest, description = "An estimator (`method` and its \
+        parameters) plus `standardize` and the class weights",
+        examples(
+            ("lasso_k" = (value = json!({"method": "lasso", "k": 2}))),
+            ("elastic_net" = (value = json!({"method": "elastic-net", "lambda": 0.05, "l1_ratio": 0.5, "refit": true}))),
+            ("iht" = (value = json!({"method": "iht", "k": 2, "lambda": 0.001}))),
+        )),
+    responses(
+        (status = 200, description = "The model", body = StreamModel),
+        (status = 400, description = "`unknown_method`, `k_too_large`, `invalid_params`, \
+            `invalid_body`, `malformed_json`", body = error::ErrorBody),
+        (status = 404, description = "`unknown_stream`", body = error::ErrorBody),
+        (status = 409, description = "`no_data`, `one_class`", body = error::ErrorBody),
+        (status = 413, description = "`payload_too_large`", body = error::ErrorBody),
+        (status = 415, description = "`unsupported_media_type`", body = error::ErrorBody),
+        (status = 503, description = "`shutting_down`, `busy` (with Retry-After), `extraction_timeout`", body = error::ErrorBody),
+    ))]
+pub(super) async fn model(
+    State(st): State<AppState>,
+    Path(name): Path<String>,
+    body: Result<Json<Value>, JsonRejection>,
+) -> Result<Json<StreamModel>, ApiError> {
+    let h = st.stream(&name)?;
+    let Json(body) = body?;
+    let params = parse_params(body)?.check(h.p())?;
+    let snap = h.snapshot();
+    let as_of = snap.as_of_ms;
+    let partition_states = partition_states(&snap);
+    let method = params.method();
+    let hh = h.clone();
+    let model = st
+        .extract(&name, "model", method.name(), move || {
+            Ok(model_from_folds(
+                &snap.stats,
+                snap.folds.as_ref(),
+                &params,
+                hh.names(),
+            )?)
+        })
+        .await?;
+    Ok(Json(StreamModel {
+        model,
+        as_of,
+        partition_states,
+    }))
+}
+
+/// The warm-started path (lambda for the penalized methods, delta for fw-lasso): the
+/// query's values as the JSON body of POST, `?method=lasso&path_points=20`.
+#[utoipa::path(get, path = "/v1/streams/{name}/path", tag = "streams",
+    params(
+        ("name" = String, Path, description = "The stream's name"),
+        ("request" = ModelRequest, Query, style = Form, explode,
+            description = "The fields of the POST body as query parameters, less k / lambda / delta",
+            example = json!({"method": "lasso", "path_points": 20})),
+    ),
+    responses(
+        (status = 200, description = "One model per point, largest penalty first", body = StreamPath),
+        (status = 400, description = "`unknown_method`, `invalid_params`, `invalid_body`, `invalid_query`",
+            body = error::ErrorBody),
+        (status = 404, description = "`unknown_stream`", body = error::ErrorBody),
+        (status = 409, description = "`no_data`, `one_class`", body = error::ErrorBody),
+        (status = 503, description = "`shutting_down`, `busy` (with Retry-After), `extraction_timeout`", body = error::ErrorBody),
+    ))]
+pub(super) async fn path(
+    State(st): State<AppState>,
+    Path(name): Path<String>,
+    query: Result<Query<HashMap<String, String>>, QueryRejection>,
+) -> Result<Json<StreamPath>, ApiError> {
+    let Query(q) = query?;
+    path_of(st, name, query_to_json(q)).await
+}
+
+/// The warm-started path, with the same JSON body as `POST .../model` less k / lambda / delta.
+#[utoipa::path(post, path = "/v1/streams/{name}/path", tag = "streams",
+    params(("name" = String, Path, description = "The stream's name")),
+    request_body(content = ModelRequest, description = "The body of `/model` without k, lambda or delta",
+        examples(("lasso_path" = (value = json!({"method": "lasso", "path_points": 20}))))),
+    responses(
+        (status = 200, description = "One model per point, largest penalty first", body = StreamPath),
+        (status = 400, description = "`unknown_method`, `invalid_params`, `invalid_body`, `malformed_json`",
+            body = error::ErrorBody),
+        (status = 404, description = "`unknown_stream`", body = error::ErrorBody),
+        (status = 409, description = "`no_data`, `one_class`", body = error::ErrorBody),
+        (status = 413, description = "`payload_too_large`", body = error::ErrorBody),
+        (status = 415, description = "`unsupported_media_type`", body = error::ErrorBody),
+        (status = 503, description = "`shutting_down`, `busy` (with Retry-After), `extraction_timeout`", body = error::ErrorBody),
+    ))]
+pub(super) async fn path_post(
+    State(st): State<AppState>,
+    Path(name): Path<String>,
+    body: Result<Json<Value>, JsonRejection>,
+) -> Result<Json<StreamPath>, ApiError> {
+    let Json(body) = body?;
+    path_of(st, name, body).await
+}
+
+async fn path_of(st: AppState, name: String, body: Value) -> Result<Json<StreamPath>, ApiError> {
+    let h = st.stream(&name)?;
+    let params = parse_params(body)?.check_path(h.p())?;
+    let snap = h.snapshot();
+    let as_of = snap.as_of_ms;
+    let partition_states = partition_states(&snap);
+    let method = params.method();
+    let hh = h.clone();
+    let path = st
+        .extract(&name, "path", method.name(), move || {
+            Ok(path_from_folds(
+                &snap.stats,
+                snap.folds.as_ref(),
+                &params,
+                hh.names(),
+            )?)
+        })
+        .await?;
+    Ok(Json(StreamPath {
+        path,
+        as_of,
+        partition_states,
+    }))
+}
+
+/// The body of `POST .../predict`: a model request and rows, as arrays or named.
+#[derive(serde::Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PredictRequest {
+    /// The model to predict with (the body of POST /model).
+    #[schema(value_type = ModelRequest)]
+    pub(super) model: Value,
+    /// Rows as arrays of p numbers...
+    #[serde(default)]
+    pub(super) rows: Option<Vec<Vec<f64>>>,
+    /// ...or as objects of named features.
+    #[serde(default)]
+    pub(super) features: Option<Vec<HashMap<String, f64>>>,
+}
+
+/// Predictions and the model they came from.
+#[derive(Serialize, ToSchema)]
+pub struct PredictResponse {
+    /// b0 + x^T b for each row.
+    predictions: Vec<f64>,
+    /// Classification: the predicted class (+1 or -1) of each row.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    labels: Option<Vec<f64>>,
+    model: Model,
+    /// Kafka timestamp (Unix ms) of the newest message in the statistics the model was
+    /// extracted from; null before the first timestamped message.
+    #[schema(examples(1_700_000_000_000_u64))]
+    as_of: Option<u64>,
+}
+
+/// Predictions b0 + x^T b from a model extracted for the request.
+#[utoipa::path(post, path = "/v1/streams/{name}/predict", tag = "streams",
+    params(("name" = String, Path, description = "The stream's name")),
+    request_body(content = PredictRequest, description = "A model request and the rows",
+        examples(
+            ("rows" = (value = json!({"model": {"method": "ols"}, "rows": [[0.1, 0.2, 0.3]]}))),
+            ("named" = (value = json!({"model": {"method": "lasso", "k": 2}, "features": [{"f0": 0.1, "f1": 0.2, "f2": 0.3}]}))),
+        )),
+    responses(
+        (status = 200, description = "One prediction per row", body = PredictResponse),
+        (status = 400, description = "the codes of `/model`, and `dimension`, `unknown_feature`, \
+            `missing_feature`", body = error::ErrorBody),
+        (status = 404, description = "`unknown_stream`", body = error::ErrorBody),
+        (status = 409, description = "`no_data`, `one_class`", body = error::ErrorBody),
+        (status = 413, description = "`payload_too_large`", body = error::ErrorBody),
+        (status = 415, description = "`unsupported_media_type`", body = error::ErrorBody),
+        (status = 503, description = "`shutting_down`, `busy` (with Retry-After), `extraction_timeout`", body = error::ErrorBody),
+    ))]
+pub(super) async fn predict(
+    State(st): State<AppState>,
+    Path(name): Path<String>,
+    body: Result<Json<Value>, JsonRejection>,
+) -> Result<Json<PredictResponse>, ApiError> {
+    let h = st.stream(&name)?;
+    let Json(body) = body?;
+    let req: PredictRequest = serde_json::from_value(body)
+        .map_err(|e| ApiError::bad_request("invalid_body", e.to_string()))?;
+    let params = parse_params(req.model.clone())?.check(h.p())?;
+    let rows = predict_rows(req, &h)?;
+    let snap = h.snapshot();
+    let as_of = snap.as_of_ms;
+    let method = params.method();
+    let hh = h.clone();
+    let model = st
+        .extract(&name, "predict", method.name(), move || {
+            Ok(model_from_folds(
+                &snap.stats,
+                snap.folds.as_ref(),
+                &params,
+                hh.names(),
+            )?)
+        })
+        .await?;
+    let predictions: Vec<f64> = rows.iter().map(|r| model.predict(r)).collect();
+    let labels = (h.task() == Task::Classification).then(|| {
+        predictions
+            .iter()
+            .map(|&s| if s >= 0.0 { 1.0 } else { -1.0 })
+            .collect()
+    });
+    Ok(Json(PredictResponse {
+        predictions,
+        labels,
+        model,
+        as_of,
+    }))
+}

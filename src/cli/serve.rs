@@ -1,0 +1,76 @@
+//! `ravel serve`, the command around `server::run`: it loads the configuration, starts the
+//! embedded broker and the demo producer when no Kafka is configured, prints the listen
+//! address as the first line of stdout, and turns SIGTERM/SIGINT into a shutdown.
+
+use crate::config::{Config, ServeArgs};
+use crate::kafka::broker::EmbeddedBroker;
+use crate::server::{init_logging, run};
+use crate::shutdown;
+use anyhow::Context;
+use tokio::net::TcpListener;
+
+/// `ravel serve`.
+pub fn serve(args: &ServeArgs) -> anyhow::Result<()> {
+    let mut config = Config::load(args)?;
+    init_logging(&config.log);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        let (trigger, shutdown) = shutdown::channel();
+        let embedded = if config.kafka.embedded() {
+            let b = EmbeddedBroker::start(1)?;
+            for s in &config.streams {
+                b.create_topic(&s.topic(), config.kafka.embedded_partitions)?;
+                b.create_topic(&crate::kafka::topics::dlq_of(&s.topic()), 1)?;
+            }
+            // One partition: labels before features, passes in order.
+            for f in &config.feature_streams {
+                b.create_topic(&f.topic(), 1)?;
+                b.create_topic(&crate::kafka::topics::dlq_of(&f.topic()), 1)?;
+            }
+            if config.state.dir().is_some() {
+                tracing::info!("embedded broker: its topics live only as long as this process, so checkpoints are off");
+                config.state.dir.clear();
+            }
+            if let Some(topic) = config.state.kafka_topic(&config.kafka.group_id) {
+                b.create_topic(&topic, config.kafka.embedded_partitions)?;
+            }
+            Some(b)
+        } else {
+            None
+        };
+        let brokers = match &embedded {
+            Some(b) => b.bootstrap_servers().to_string(),
+            None => config.kafka.brokers.clone(),
+        };
+        let listener = TcpListener::bind(&config.http.addr)
+            .await
+            .with_context(|| format!("cannot listen on {} (http.addr / --http-addr)", config.http.addr))?;
+        let addr = listener.local_addr()?;
+        {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "listening on http://{addr}");
+            let _ = out.flush();
+        }
+        tracing::info!(
+            addr = %addr, brokers = %brokers, streams = config.streams.len(),
+            feature_streams = config.feature_streams.len(), "ravel serving"
+        );
+        let demo = if config.demo_active() {
+            Some(super::demo::DemoProducer::start(&config, &brokers)?)
+        } else {
+            None
+        };
+        tokio::spawn(async move {
+            shutdown::signal().await;
+            trigger.trigger();
+        });
+        let r = run(config, brokers, listener, shutdown).await;
+        drop(demo);
+        // The broker goes last: the consumer has left its group by now.
+        drop(embedded);
+        r
+    })
+}

@@ -1,0 +1,75 @@
+//! `[kafka]`: the cluster (or the embedded broker), the consumer group, the topics ravel
+//! creates, and the librdkafka options passed through (secrets from `${env:..}` / `${file:..}`).
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct KafkaConfig {
+    /// Bootstrap servers of a real Kafka; empty starts the embedded broker.
+    pub brokers: String,
+    /// Consumer group of this service (one group for all its streams).
+    pub group_id: String,
+    /// Partitions of each stream topic the embedded broker creates.
+    pub embedded_partitions: i32,
+    /// At start, create the topics ravel needs that the cluster lacks (stream topics, their
+    /// `.dlq` topics, feature-stream topics); otherwise a missing one keeps it not ready.
+    pub create_topics: bool,
+    /// Partitions of the stream topics and dead-letter topics ravel creates (feature-stream
+    /// topics always get one: their order matters).
+    pub topic_partitions: i32,
+    /// Replication factor of the topics ravel creates, capped by the cluster's broker count.
+    pub topic_replication: i16,
+    /// librdkafka properties passed through to every client (SASL, TLS, timeouts). A value
+    /// `${env:NAME}` is read from the environment, `${file:PATH}` from a file (trimmed).
+    pub options: BTreeMap<String, String>,
+}
+
+impl Default for KafkaConfig {
+    fn default() -> Self {
+        KafkaConfig {
+            brokers: String::new(),
+            group_id: "ravel".into(),
+            embedded_partitions: 4,
+            create_topics: false,
+            topic_partitions: 4,
+            topic_replication: 3,
+            options: BTreeMap::new(),
+        }
+    }
+}
+
+impl KafkaConfig {
+    pub fn embedded(&self) -> bool {
+        self.brokers.trim().is_empty()
+    }
+    /// librdkafka properties. Environment variables cannot hold dots, so an option key coming
+    /// from `RAVEL_KAFKA__OPTIONS__SECURITY_PROTOCOL` arrives as `security_protocol`; no
+    /// librdkafka property has an underscore, so underscores are read as dots.
+    /// Replaces every option value `${env:NAME}` by that environment variable and
+    /// `${file:PATH}` by the file's contents (surrounding whitespace trimmed), so secrets need
+    /// not sit in the config file. Done once at load: a missing variable or file stops the start.
+    pub fn resolve_options(&mut self) -> anyhow::Result<()> {
+        for (k, v) in self.options.iter_mut() {
+            if let Some(name) = v.strip_prefix("${env:").and_then(|r| r.strip_suffix('}')) {
+                *v = std::env::var(name).with_context(|| {
+                    format!("kafka.options.{k}: environment variable {name} is not set")
+                })?;
+            } else if let Some(path) = v.strip_prefix("${file:").and_then(|r| r.strip_suffix('}')) {
+                *v = std::fs::read_to_string(path)
+                    .with_context(|| format!("kafka.options.{k}: cannot read {path}"))?
+                    .trim()
+                    .to_string();
+            }
+        }
+        Ok(())
+    }
+
+    pub fn librdkafka_options(&self) -> impl Iterator<Item = (String, &str)> {
+        self.options
+            .iter()
+            .map(|(k, v)| (k.replace('_', "."), v.as_str()))
+    }
+}

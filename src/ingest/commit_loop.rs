@@ -1,0 +1,174 @@
+//! Every `state.checkpoint_interval_ms`: the checkpoints (files) or state records (Kafka) of
+//! each stream, then the commit of the offsets they cover (`commit` decides which).
+
+use super::*;
+
+impl Ingest {
+    /// Writes the checkpoint of every stream that changed, then commits the offsets they
+    /// cover. Without a state directory the offsets are committed as they are (informational:
+    /// a restart then re-reads the topics from the beginning).
+    pub(super) fn checkpoint_and_commit(&mut self, mode: CommitMode) {
+        let mut positions = lock(&self.positions).clone();
+        let (durable, saved_partitions) = match &mut self.store {
+            Store::Kafka { writer, .. } => {
+                let saved = write_states(
+                    &mut self.streams,
+                    writer,
+                    &positions,
+                    &self.writer_name,
+                    &self.metrics,
+                );
+                let topics = self
+                    .streams
+                    .iter()
+                    .map(|s| s.handle.topic.clone())
+                    .collect();
+                (topics, Some(saved))
+            }
+            Store::Dir(writer) => {
+                writer.submit(&mut self.streams, &self.cluster_id, &positions);
+                if matches!(mode, CommitMode::Sync) {
+                    writer.flush(&mut self.streams);
+                }
+                // A stream topic is committed up to its last durable checkpoint's offsets.
+                let mut topics = Vec::new();
+                for s in &self.streams {
+                    let topic = &s.handle.topic;
+                    match writer.durable().get(topic) {
+                        Some(at) => {
+                            positions.insert(topic.clone(), at.clone());
+                            topics.push(topic.clone());
+                        }
+                        None => {
+                            positions.remove(topic);
+                        }
+                    }
+                }
+                (topics, None)
+            }
+            // Without saved state the offsets are committed as read (informational: a
+            // restart re-reads the topics from the beginning).
+            Store::None => (
+                self.streams
+                    .iter()
+                    .map(|s| s.handle.topic.clone())
+                    .collect(),
+                None,
+            ),
+        };
+        // Feature-stream topics are committed as read (they have no saved state).
+        let stream_topics: BTreeSet<&str> = self
+            .streams
+            .iter()
+            .map(|s| s.handle.topic.as_str())
+            .collect();
+        let durable_partition = |topic: &str, p: i32| match &saved_partitions {
+            Some(saved) => {
+                !stream_topics.contains(topic) || saved.contains(&(topic.to_string(), p))
+            }
+            None => true,
+        };
+        let assigned = self.consumer.context().assigned();
+        let mut tpl = TopicPartitionList::new();
+        let mut pending = Vec::new();
+        for ((topic, p), next) in commit::plan(
+            &positions,
+            &durable,
+            durable_partition,
+            &self.committed,
+            &assigned,
+        ) {
+            if tpl
+                .add_partition_offset(&topic, p, Offset::Offset(next))
+                .is_ok()
+            {
+                pending.push(((topic, p), next));
+            }
+        }
+        if tpl.count() == 0 {
+            return;
+        }
+        match self.consumer.commit(&tpl, mode) {
+            Ok(()) => {
+                self.metrics.offset_commits.with_label_values(&["ok"]).inc();
+                self.committed.extend(pending);
+            }
+            Err(e) => {
+                if let Some(code) = e.rdkafka_error_code()
+                    && crate::kafka::authz::is_denied(code)
+                {
+                    self.denied(code, "read", &e.to_string());
+                }
+                self.metrics
+                    .offset_commits
+                    .with_label_values(&["error"])
+                    .inc();
+                tracing::warn!(error = %e, "offset commit failed; the next checkpoint retries");
+            }
+        }
+    }
+}
+
+/// `kafka` store: writes the state of every changed partition; returns the partitions whose
+/// rows are durable now (written, or unchanged since the last write).
+fn write_states(
+    streams: &mut [StreamIngest],
+    writer: &mut StateWriter,
+    positions: &positions::Positions,
+    writer_name: &str,
+    metrics: &Metrics,
+) -> BTreeSet<commit::Partition> {
+    let mut saved = BTreeSet::new();
+    let mut states = Vec::new();
+    for s in streams.iter() {
+        let topic = &s.handle.topic;
+        for (&p, _) in s.parts.iter() {
+            saved.insert((topic.clone(), p));
+        }
+        for (p, part) in s.dirty_parts() {
+            saved.remove(&(topic.clone(), p));
+            // A part with no position has read no message: nothing to save yet.
+            let Some(next) = positions::next(positions, topic, p) else {
+                continue;
+            };
+            states.push(PartitionState {
+                version: crate::store::kafka::VERSION,
+                stream: s.handle.name().to_string(),
+                topic: topic.clone(),
+                partition: p,
+                next_offset: next,
+                last_update_ms: part.last_update.map(crate::unix_ms),
+                as_of_ms: part.as_of_ms,
+                writer: writer_name.to_string(),
+                stats: part.stats.clone(),
+                folds: part.folds.clone().map(|folds| crate::store::SavedFolds {
+                    fold_by: s.handle.folds().1,
+                    folds,
+                }),
+            });
+        }
+    }
+    if states.is_empty() {
+        return saved;
+    }
+    let start = Instant::now();
+    let delivered = writer.write(&states);
+    let elapsed = start.elapsed().as_secs_f64();
+    for (st, ok) in states.iter().zip(delivered) {
+        let name = st.stream.as_str();
+        if ok {
+            saved.insert((st.topic.clone(), st.partition));
+            if let Some(s) = streams.iter_mut().find(|s| s.handle.name() == name) {
+                s.mark_saved(st.partition);
+            }
+            metrics.checkpoints.with_label_values(&[name]).inc();
+            metrics
+                .checkpoint_seconds
+                .with_label_values(&[name])
+                .observe(elapsed);
+        } else {
+            metrics.checkpoint_failures.with_label_values(&[name]).inc();
+        }
+    }
+    saved
+}

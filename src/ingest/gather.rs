@@ -1,0 +1,139 @@
+//! Gathering a batch: what the consumer has buffered once a first message arrived, up to
+//! `ingest.max_batch_rows` rows or `ingest.max_batch_wait_ms`, with JSON messages decoded
+//! ahead on other threads while the loop goes on (`ahead`).
+
+use super::*;
+
+impl Ingest {
+    /// Reads one batch: waits up to 100 ms for a first message (so shutdown, checkpoints and
+    /// snapshots are never late), then takes what the consumer has already buffered without
+    /// waiting, and ends the batch as soon as nothing more is: a row of a quiet stream is
+    /// folded at once instead of waiting for a batch that will not fill, and under load the
+    /// batch grows by itself (messages keep arriving while the previous batch folds).
+    /// `max_rows` rows (or feature-stream messages) and `max_wait` since the first message
+    /// end it; the messages still in the window (at most `WINDOW_BYTES` of payload) join it,
+    /// so a batch can pass `max_rows` by that much and by the last message's rows (a
+    /// message's rows are never split). Returns the rows gathered.
+    ///
+    /// Messages are accepted in the order read, each once `WINDOW_BYTES` of payload were read
+    /// after it (or the batch ends): meanwhile the JSON ones are decoded on the `ahead`
+    /// threads, so parsing overlaps polling, accepting and applying feature columns, on every
+    /// core. Feature streams publish every `features::PUBLISH_EVERY` within a batch.
+    pub(super) fn gather<'scope, 'c: 'scope>(
+        &mut self,
+        consumer: &'c BaseConsumer<IngestContext>,
+        ahead: &mut ahead::Ahead<'scope, '_, Early>,
+    ) -> usize {
+        let mut rows = 0;
+        let mut deadline: Option<Instant> = None;
+        let mut window: VecDeque<(Arc<BorrowedMessage<'c>>, bool)> = VecDeque::new();
+        let mut window_bytes = 0;
+        loop {
+            let timeout = match deadline {
+                None => Duration::from_millis(100),
+                Some(_) => Duration::ZERO,
+            };
+            let polled = consumer.poll(timeout);
+            self.apply_changes();
+            match polled {
+                None => break,
+                Some(Err(e)) => {
+                    self.poll_error(e);
+                    break;
+                }
+                Some(Ok(msg)) => {
+                    let msg = Arc::new(msg);
+                    let early = self.decode_ahead(ahead, &msg);
+                    window_bytes += msg.payload_len();
+                    window.push_back((msg, early));
+                    while window_bytes > WINDOW_BYTES
+                        && let Some((msg, early)) = window.pop_front()
+                    {
+                        window_bytes -= msg.payload_len();
+                        rows += self.accept_read(ahead, &msg, early);
+                    }
+                    self.publish_features_due();
+                    let due = *deadline.get_or_insert_with(|| Instant::now() + self.max_wait);
+                    if rows >= self.max_rows || Instant::now() >= due {
+                        break;
+                    }
+                }
+            }
+        }
+        for (msg, early) in window.drain(..) {
+            rows += self.accept_read(ahead, &msg, early);
+        }
+        rows
+    }
+
+    /// Hands a JSON message of a stream or feature stream to the `ahead` threads (the message
+    /// itself, shared: they read its payload where librdkafka holds it); whether it did. Binary
+    /// messages are a copy to decode: never.
+    pub(super) fn decode_ahead<'scope, 'm: 'scope>(
+        &mut self,
+        ahead: &mut ahead::Ahead<'scope, '_, Early>,
+        msg: &Arc<BorrowedMessage<'m>>,
+    ) -> bool {
+        let Some(payload) = msg.payload() else {
+            return false;
+        };
+        if payload.len() < AHEAD_MIN_BYTES {
+            return false;
+        }
+        let job_msg = Arc::clone(msg);
+        match self.by_topic.get(msg.topic()) {
+            Some(&Target::Rows(i)) if !payload.starts_with(&format::BINARY_MAGIC) => {
+                if !ahead.start() {
+                    return false;
+                }
+                let handle = self.streams[i].handle.clone();
+                ahead.submit(move || Early::Rows(fold::decode(&handle, job_msg.payload())));
+                true
+            }
+            Some(&Target::Features(i)) => {
+                if !ahead.start() {
+                    return false;
+                }
+                let n = self.features[i].live.handle.config.n;
+                // The message's payload is the one just read (a message does not change).
+                ahead.submit(move || {
+                    Early::Feature(feature_format::decode(
+                        job_msg.payload().unwrap_or_default(),
+                        n,
+                    ))
+                });
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Accepts a message read in `gather`, with its decoding if it was handed to `ahead`
+    /// (taken even if the message is then dropped, so that results stay in step).
+    pub(super) fn accept_read(
+        &mut self,
+        ahead: &mut ahead::Ahead<'_, '_, Early>,
+        msg: &BorrowedMessage<'_>,
+        early: bool,
+    ) -> usize {
+        let early = if early { ahead.take() } else { None };
+        self.accept(msg, early)
+    }
+
+    /// Publishes the feature streams that changed if `features::PUBLISH_EVERY` passed since
+    /// they last did (within a batch; `run` publishes after each). A stream that cannot go on
+    /// is marked failed; `publish_features` then stops ingest.
+    pub(super) fn publish_features_due(&mut self) {
+        if self.features.is_empty() || self.features_published.elapsed() < features::PUBLISH_EVERY {
+            return;
+        }
+        self.features_published = Instant::now();
+        for f in &mut self.features {
+            if f.failed.is_none()
+                && let Err(e) = f.live.publish(&self.metrics)
+            {
+                f.failed = Some(e.to_string());
+            }
+        }
+    }
+}
