@@ -280,8 +280,18 @@ impl RowReader {
     }
 }
 
-/// A whole file in memory: feature names (CSV header), p, row-major x and y.
-pub type Table = (Option<Vec<String>>, usize, Vec<f64>, Vec<f64>);
+/// A whole file in memory (`read_all`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Table {
+    /// Feature names (the CSV header without the target), or None.
+    pub names: Option<Vec<String>>,
+    /// Number of features.
+    pub p: usize,
+    /// The rows, row-major (n x p).
+    pub x: Vec<f64>,
+    /// The targets.
+    pub y: Vec<f64>,
+}
 
 /// Reads a whole file into memory (tests and small files only), within `max_bytes`.
 pub fn read_all(path: &Path, target: Option<&str>, max_bytes: u64) -> Result<Table, DataError> {
@@ -296,7 +306,12 @@ pub fn read_all(path: &Path, target: Option<&str>, max_bytes: u64) -> Result<Tab
     let mut r = RowReader::open(path, &opts)?;
     let (mut x, mut y) = (vec![], vec![]);
     while r.next_batch(4096, &mut x, &mut y)? > 0 {}
-    Ok((r.names.clone(), r.p, x, y))
+    Ok(Table {
+        names: r.names.clone(),
+        p: r.p,
+        x,
+        y,
+    })
 }
 
 /// Test files and budgets the formats' tests share.
@@ -341,5 +356,27 @@ mod testing {
             ..OpenOptions::new(budget)
         };
         RowReader::open(path, &opts)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::*;
+    use super::*;
+
+    #[test]
+    fn read_all_gives_the_names_p_and_rows() {
+        let f = TempFile::new("all.csv", b"a,b,y\n1,2,3\n4,5,6\n");
+        let t = read_all(&f.0, None, GIB).unwrap();
+        let names = Some(vec!["a".to_string(), "b".to_string()]);
+        assert_eq!(
+            t,
+            Table {
+                names,
+                p: 2,
+                x: vec![1.0, 2.0, 4.0, 5.0],
+                y: vec![3.0, 6.0],
+            }
+        );
     }
 }
