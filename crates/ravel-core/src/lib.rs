@@ -1,4 +1,8 @@
 #![deny(missing_docs)]
+// `unsafe` only where it is needed: the AVX2 + FMA kernel (`stats::syrk`) and the NPY memory
+// map (`data::npy`) allow it, and each of their unsafe blocks says why it holds.
+#![deny(unsafe_code)]
+#![warn(clippy::undocumented_unsafe_blocks)]
 //! ravel-core: the mathematics of ravel, sparse linear models learned from streams.
 //!
 //! Rows (x, y) are folded into running-average statistics; any model (OLS, ridge, OLSth, FSA,

@@ -22,6 +22,7 @@
 mod budget;
 mod csv;
 mod libsvm;
+#[allow(unsafe_code)] // the memory map of an NPY file (`map_values`)
 mod npy;
 
 pub use budget::{Budget, Plan};

@@ -46,6 +46,7 @@ mod running;
 mod schedule;
 mod stored;
 mod strided;
+#[allow(unsafe_code)] // intrinsics, inline assembly, raw pointers (see its header)
 mod syrk;
 
 pub use adaptive::{AdaptiveConfig, Cusum};

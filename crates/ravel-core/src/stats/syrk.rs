@@ -449,6 +449,7 @@ struct Dst {
 // SAFETY: a `Dst` is only shared between threads that write disjoint columns of it (see
 // `fold_split_cols`), while the buffers it points to are mutably borrowed by `fold`.
 unsafe impl Send for Dst {}
+// SAFETY: as for `Send` just above: the threads sharing a `Dst` write disjoint columns.
 unsafe impl Sync for Dst {}
 
 impl Dst {
