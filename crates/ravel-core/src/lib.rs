@@ -1,4 +1,8 @@
 #![deny(missing_docs)]
+// `unsafe` only where it is needed: the AVX2 + FMA kernel (`stats::syrk`) and the NPY memory
+// map (`data::npy`) allow it, and each of their unsafe blocks says why it holds.
+#![deny(unsafe_code)]
+#![warn(clippy::undocumented_unsafe_blocks)]
 //! ravel-core: the mathematics of ravel, sparse linear models learned from streams.
 //!
 //! Rows (x, y) are folded into running-average statistics; any model (OLS, ridge, OLSth, FSA,
@@ -10,7 +14,8 @@
 //! hold that boundary (`cargo tree -p ravel-core`).
 //!
 //! # Layout
-//! Modules are listed bottom-up; each imports only modules above it in this list.
+//! Modules are listed bottom-up; each imports only modules above it in this list (checked by
+//! tests/layout.rs, which reads this list).
 //! - [`linalg`]: the dense vector kernels (dot, axpy).
 //! - [`task`]: `Task`, regression or classification.
 //! - [`memory`]: the bytes the statistics, an extraction, the rows read or a selection need,
@@ -19,26 +24,31 @@
 //! - [`spec`]: settings given as a table or a `key=value,...` shorthand, one parser for both.
 //! - [`model`]: `Model`, `Coefficient`, `Diagnostics`, `PathModel`: what an extraction returns
 //!   (coefficients and predictions also as ndarray arrays: `coef`, `predict_rows`);
-//!   `Method`, the names of the methods a model can come from.
+//!   `Method`, the names of the methods a model can come from, generated from the one list of
+//!   names and aliases (`estimator_names!`) that `solve`'s `Estimator` is generated from too.
 //! - [`gram`]: the Gram-form problem (`Problem`, `Gram`) built from any [`gram::Moments`],
 //!   and the subset least-squares solve every method shares.
 //! - [`stats`]: `RunningStats`, `ClassStats`, the owning `Stats` enum, `AlphaSchedule`: the
 //!   state of an observation stream, batch updates (symmetric rank-B) and exact shard merges;
 //!   rows in as slices or ndarray views (`Observations`: no copy in standard layout);
 //!   `stats::adaptive`, the drift-adaptive schedule (CUSUM on test-then-train errors);
-//!   `stats::folds`, K cross-validation folds weighted as the stream weighs its rows.
+//!   `stats::folds`, K cross-validation folds weighted as the stream weighs its rows. One
+//!   concern per file: `error`, `running`, `fold` (with the kernel `syrk` and its `portable`
+//!   twin), `strided`, `merge`, `stored`, `class`, `by_task` (the `Stats` enum).
 //! - [`solve`]: typed estimators (`Estimator`, one variant per method; `Request` adds how the
 //!   problem is built), checked once into `Checked` before `extract` / `model_from_stats`
 //!   return a `Model`; one solver family per file. `solve::select` chooses along a path
 //!   (AIC / BIC / EBIC from the exact RSS, K-fold CV from fold statistics), `solve::inference`
-//!   gives standard errors of least-squares models.
+//!   gives standard errors of least-squares models; `solve::penalized` is split into `penalty`,
+//!   `cd`, `path`, `nonconvex` and `params`.
 //! - [`features`]: feature streams (paper 000): online substitution (OS) and asynchronous
 //!   parallel OS (Asy-OS) keep the best s of a stream of columns in O(n s) memory; one API
 //!   for both (`features::Substitution`).
 //! - `linfa_traits` (feature `linfa`): linfa's `Fit` for `Request` and `Estimator`,
 //!   `PredictInplace` for `Model`.
 //! - [`prequential`]: test-then-train replay, to compare weight schedules offline.
-//! - [`data`]: streaming readers for CSV, LIBSVM and NPY files.
+//! - [`data`]: streaming readers for CSV, LIBSVM and NPY files, one file per format
+//!   (`data::npy` holds the memory map) and the memory budget (`data::budget`).
 //! - [`synthetic`]: the simulated design of paper 003 (demo stream, tests, benchmarks).
 //! - [`scenarios`]: the same design with drifting coefficients (drift checks and report).
 

@@ -6,78 +6,98 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
-/// Every method a `Model` can come from: the estimators `solve` extracts from statistics, and
-/// the feature-stream selections (`os`, `asy-os`) of `features`. Serialized by `name`.
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Method {
-    /// Ordinary least squares.
-    Ols,
-    /// Ridge regression.
-    Ridge,
-    /// OLS with thresholding (003 Alg. 1).
-    Olsth,
-    /// Feature selection with annealing (003 Alg. 2).
-    Fsa,
-    /// Lasso.
-    Lasso,
-    /// Elastic net.
-    ElasticNet,
-    /// Minimax concave penalty.
-    Mcp,
-    /// Smoothly clipped absolute deviation.
-    Scad,
-    /// Frank-Wolfe for the l1-constrained Lasso (004).
-    FwLasso,
-    /// Iterative hard thresholding (002).
-    Iht,
-    /// Hard thresholding pursuit (002).
-    Htp,
-    /// k-support-norm regression (002).
-    KSupport,
-    /// Online substitution of a feature stream (000).
-    Os,
-    /// Asynchronous parallel online substitution (000).
-    AsyOs,
+/// The one list of the estimators' names: each `Method` variant that `solve` extracts, its name
+/// (JSON, command line, metric labels; what `Method::name` returns and serde writes) and the
+/// aliases read as it (serde and `FromStr` alike), in the order `--help` and error messages
+/// list them. `estimator_names!(callback { args })` hands `{ args }` and the list to
+/// `callback!`: `Method` is generated from it here, and `solve`'s `Estimator` (one variant per
+/// estimator, with its parameters' type) there, so a name or an alias is written once.
+macro_rules! estimator_names {
+    ($cb:ident { $($args:tt)* }) => {
+        $cb! {
+            { $($args)* }
+            /// Ordinary least squares.
+            Ols = "ols";
+            /// Ridge regression.
+            Ridge = "ridge";
+            /// OLS with thresholding (003 Alg. 1).
+            Olsth = "olsth";
+            /// Feature selection with annealing (003 Alg. 2).
+            Fsa = "fsa";
+            /// Lasso.
+            Lasso = "lasso";
+            /// Elastic net.
+            ElasticNet = "elastic-net" | "elasticnet" | "enet";
+            /// Minimax concave penalty.
+            Mcp = "mcp";
+            /// Smoothly clipped absolute deviation.
+            Scad = "scad";
+            /// Frank-Wolfe for the l1-constrained Lasso (004).
+            FwLasso = "fw-lasso" | "frank-wolfe" | "fw";
+            /// Iterative hard thresholding (002).
+            Iht = "iht";
+            /// Hard thresholding pursuit (002).
+            Htp = "htp";
+            /// k-support-norm regression (002).
+            KSupport = "k-support" | "ksupport";
+        }
+    };
+}
+pub(crate) use estimator_names;
+
+/// 1 for each token: counts a macro repetition.
+macro_rules! one {
+    ($x:ident) => {
+        1
+    };
 }
 
-impl Method {
-    /// The methods `solve::extract` takes (a `solve::Estimator` variant each), in the order
-    /// `--help` and error messages list them.
-    pub const ESTIMATORS: [Method; 12] = [
-        Method::Ols,
-        Method::Ridge,
-        Method::Olsth,
-        Method::Fsa,
-        Method::Lasso,
-        Method::ElasticNet,
-        Method::Mcp,
-        Method::Scad,
-        Method::FwLasso,
-        Method::Iht,
-        Method::Htp,
-        Method::KSupport,
-    ];
-    /// The name in JSON, on the command line and in metric labels.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Method::Ols => "ols",
-            Method::Ridge => "ridge",
-            Method::Olsth => "olsth",
-            Method::Fsa => "fsa",
-            Method::Lasso => "lasso",
-            Method::ElasticNet => "elastic-net",
-            Method::Mcp => "mcp",
-            Method::Scad => "scad",
-            Method::FwLasso => "fw-lasso",
-            Method::Iht => "iht",
-            Method::Htp => "htp",
-            Method::KSupport => "k-support",
-            Method::Os => "os",
-            Method::AsyOs => "asy-os",
+/// `Method` and its names from `estimator_names!`, with the feature-stream methods (`$s`).
+macro_rules! define_method {
+    (
+        { $( $(#[$sdoc:meta])* $s:ident = $sname:literal; )* }
+        $( $(#[$doc:meta])* $variant:ident = $name:literal $(| $alias:literal)* ; )*
+    ) => {
+        /// Every method a `Model` can come from: the estimators `solve` extracts from statistics, and
+        /// the feature-stream selections (`os`, `asy-os`) of `features`. Serialized by `name`.
+        #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        pub enum Method {
+            $( $(#[$doc])* #[serde(rename = $name $(, alias = $alias)*)] $variant, )*
+            $( $(#[$sdoc])* #[serde(rename = $sname)] $s, )*
         }
-    }
+
+        impl Method {
+            /// The methods `solve::extract` takes (a `solve::Estimator` variant each), in the order
+            /// `--help` and error messages list them.
+            pub const ESTIMATORS: [Method; 0 $(+ one!($variant))*] = [ $( Method::$variant, )* ];
+            /// The name in JSON, on the command line and in metric labels.
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $( Method::$variant => $name, )*
+                    $( Method::$s => $sname, )*
+                }
+            }
+            /// The other names read as this method (serde and `FromStr`): `enet` for
+            /// `elastic-net`, `fw` for `fw-lasso`, ...
+            pub fn aliases(&self) -> &'static [&'static str] {
+                match self {
+                    $( Method::$variant => &[$($alias),*], )*
+                    $( Method::$s => &[], )*
+                }
+            }
+        }
+    };
+}
+
+estimator_names!(define_method {
+    /// Online substitution of a feature stream (000).
+    Os = "os";
+    /// Asynchronous parallel online substitution (000).
+    AsyOs = "asy-os";
+});
+
+impl Method {
     /// The estimators' names joined for messages: "ols, ridge, ...".
     pub fn estimator_list() -> String {
         Method::ESTIMATORS.map(|m| m.name()).join(", ")
@@ -97,20 +117,16 @@ impl PartialEq<&str> for Method {
     }
 }
 
-/// Parses an estimator's name (case-insensitive; `elasticnet`, `enet`, `frank-wolfe` and
-/// `ksupport` are accepted too). The error lists the estimators.
+/// Parses an estimator's name or one of its aliases (`Method::aliases`: `elasticnet`, `enet`,
+/// `frank-wolfe`, `fw`, `ksupport`), case-insensitive, `_` read as `-`. The error lists the
+/// estimators.
 impl FromStr for Method {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         let s = s.trim().to_ascii_lowercase().replace('_', "-");
-        let alias = match s.as_str() {
-            "elasticnet" | "enet" => Some(Method::ElasticNet),
-            "frank-wolfe" | "fw" => Some(Method::FwLasso),
-            "ksupport" => Some(Method::KSupport),
-            _ => None,
-        };
-        alias
-            .or_else(|| Method::ESTIMATORS.into_iter().find(|m| m.name() == s))
+        Method::ESTIMATORS
+            .into_iter()
+            .find(|m| m.name() == s || m.aliases().contains(&s.as_str()))
             .ok_or_else(|| {
                 format!(
                     "unknown method '{s}': expected one of {}",
@@ -444,5 +460,51 @@ impl Model {
             out.scaled_add(c.value, &x.column(c.index));
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every name and alias of every method reads as that method through serde (the feature
+    /// stream methods too) and `FromStr` (the estimators), in any case and with `_` for `-`;
+    /// a method is written as its name, and its name reads back as it.
+    #[test]
+    fn every_name_and_alias_round_trips_through_serde_and_from_str() {
+        let streams = [Method::Os, Method::AsyOs];
+        for m in Method::ESTIMATORS.into_iter().chain(streams) {
+            let json = serde_json::to_string(&m).unwrap();
+            assert_eq!(json, format!("\"{}\"", m.name()));
+            assert_eq!(serde_json::from_str::<Method>(&json).unwrap(), m);
+            assert_eq!(m.to_string(), m.name());
+            for s in std::iter::once(m.name()).chain(m.aliases().iter().copied()) {
+                let read: Method = serde_json::from_str(&format!("\"{s}\"")).unwrap();
+                assert_eq!(read, m, "serde {s}");
+                if Method::ESTIMATORS.contains(&m) {
+                    assert_eq!(s.parse::<Method>().unwrap(), m, "FromStr {s}");
+                    let loud = s.to_ascii_uppercase().replace('-', "_");
+                    assert_eq!(loud.parse::<Method>().unwrap(), m, "FromStr {loud}");
+                }
+            }
+        }
+        for (alias, m) in [
+            ("fw", Method::FwLasso),
+            ("frank-wolfe", Method::FwLasso),
+            ("enet", Method::ElasticNet),
+            ("elasticnet", Method::ElasticNet),
+            ("ksupport", Method::KSupport),
+        ] {
+            assert_eq!(alias.parse::<Method>().unwrap(), m);
+            let read: Method = serde_json::from_str(&format!("\"{alias}\"")).unwrap();
+            assert_eq!(read, m);
+        }
+        let e = "lars".parse::<Method>().unwrap_err();
+        assert_eq!(
+            e,
+            "unknown method 'lars': expected one of ols, ridge, olsth, fsa, lasso, elastic-net, \
+             mcp, scad, fw-lasso, iht, htp, k-support"
+        );
+        assert!("os".parse::<Method>().is_err());
     }
 }

@@ -13,8 +13,8 @@
 //! with the k search; `cholesky` is the factor its active-set step updates), `frank_wolfe`
 //! (constrained Lasso, paper 004), `iht` (IHT / HTP with the sparse duality certificate, paper
 //! 002 ch. 3), `ksupport` (k-support-norm regression by k-FCFW, paper 002 ch. 2). Adding a
-//! solver is one such file and one line in the `estimators!` list below (plus its name in
-//! `model::Method`); README "Adding a solver". Beside the families: `select` (which point of
+//! solver is one such file, one line in the `estimators!` list below and its name in
+//! `model::estimator_names!`; README "Adding a solver". Beside the families: `select` (which point of
 //! a path: information criteria and exact K-fold cross-validation, a request's `select`) and
 //! `inference` (standard errors of least-squares models, a request's `inference`).
 
@@ -232,8 +232,14 @@ pub trait Solver {
 }
 
 /// Declares `Estimator` from one list: variant, parameter type, JSON name and aliases.
+/// `Estimator` from two lists zipped by position: the families' types here (with the variants'
+/// docs) and the names and aliases of `model::estimator_names!`, written once there. A variant
+/// out of step with the names fails to compile (the `const` check below).
 macro_rules! estimators {
-    ($( $(#[$doc:meta])* $variant:ident($ty:ty) = $name:literal $(| $alias:literal)* ;)*) => {
+    (
+        { $( $(#[$doc:meta])* $variant:ident($ty:ty); )* }
+        $( $(#[$mdoc:meta])* $m:ident = $name:literal $(| $alias:literal)* ; )*
+    ) => {
         /// Every method `extract` knows, with its family's parameters; JSON
         /// `{"method": "lasso", "k": 10, ...}`.
         #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -241,6 +247,9 @@ macro_rules! estimators {
         pub enum Estimator {
             $( $(#[$doc])* #[serde(rename = $name $(, alias = $alias)*)] $variant($ty), )*
         }
+
+        // Each variant sits beside its own method's name.
+        const _: () = { $( assert!(matches!(Method::$variant, Method::$m)); )* };
 
         impl Estimator {
             /// The method's name as `Model.method` reports it.
@@ -261,32 +270,32 @@ macro_rules! estimators {
     };
 }
 
-estimators! {
+crate::model::estimator_names!(estimators {
     /// Ordinary least squares on every column.
-    Ols(least_squares::Ols) = "ols";
+    Ols(least_squares::Ols);
     /// Ridge regression.
-    Ridge(least_squares::Ridge) = "ridge";
+    Ridge(least_squares::Ridge);
     /// OLS with thresholding (paper 003 Alg. 1).
-    Olsth(threshold::Olsth) = "olsth";
+    Olsth(threshold::Olsth);
     /// Feature selection with annealing (paper 003 Alg. 2).
-    Fsa(threshold::Fsa) = "fsa";
+    Fsa(threshold::Fsa);
     /// Lasso by coordinate descent.
-    Lasso(penalized::Lasso) = "lasso";
+    Lasso(penalized::Lasso);
     /// Elastic net by coordinate descent.
-    ElasticNet(penalized::ElasticNet) = "elastic-net" | "elasticnet" | "enet";
+    ElasticNet(penalized::ElasticNet);
     /// Minimax concave penalty.
-    Mcp(penalized::Mcp) = "mcp";
+    Mcp(penalized::Mcp);
     /// Smoothly clipped absolute deviation.
-    Scad(penalized::Scad) = "scad";
+    Scad(penalized::Scad);
     /// Frank-Wolfe for the l1-constrained Lasso (paper 004).
-    FwLasso(frank_wolfe::FwLasso) = "fw-lasso" | "frank-wolfe";
+    FwLasso(frank_wolfe::FwLasso);
     /// Iterative hard thresholding with the sparse duality certificate (paper 002).
-    Iht(iht::Iht) = "iht";
+    Iht(iht::Iht);
     /// Hard thresholding pursuit with the same certificate.
-    Htp(iht::Htp) = "htp";
+    Htp(iht::Htp);
     /// k-support-norm regularized regression by k-FCFW (paper 002).
-    KSupport(ksupport::KSupport) = "k-support" | "ksupport";
-}
+    KSupport(ksupport::KSupport);
+});
 
 /// serde default for the boolean options that are on unless turned off.
 pub(crate) fn yes() -> bool {
@@ -878,12 +887,15 @@ mod tests {
             let tag = serde_json::from_str::<serde_json::Value>(&json).unwrap();
             let name = tag["method"].as_str().unwrap();
             assert_eq!(name.parse::<Method>().unwrap(), m);
-            let minimal = format!("{{\"method\": \"{}\"}}", m.name());
-            match serde_json::from_str::<Request>(&minimal) {
-                Ok(r) => assert_eq!(r.method(), m),
-                // Families with required fields say which one is missing, not "unknown
-                // variant".
-                Err(e) => assert!(e.to_string().contains("missing field"), "{m}: {e}"),
+            // The name and every alias (`Method::aliases`) name this estimator.
+            for name in std::iter::once(m.name()).chain(m.aliases().iter().copied()) {
+                let minimal = format!("{{\"method\": \"{name}\"}}");
+                match serde_json::from_str::<Request>(&minimal) {
+                    Ok(r) => assert_eq!(r.method(), m),
+                    // Families with required fields say which one is missing, not "unknown
+                    // variant".
+                    Err(e) => assert!(e.to_string().contains("missing field"), "{name}: {e}"),
+                }
             }
         }
     }

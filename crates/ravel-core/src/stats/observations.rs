@@ -6,7 +6,7 @@
 //! the statistics stay flat `Vec<f64>` and the factorizations stay on faer and the dedicated
 //! kernel: the fold of a batch is one symmetric rank-B update by the AVX2 + FMA kernel of
 //! `stats/syrk.rs` (faster than numpy's OpenBLAS dsyrk on the same batches, and about twice
-//! faster than faer's triangular product; figures in `stats/mod.rs`), and the factorizations
+//! faster than faer's triangular product; figures in `stats/fold.rs`), and the factorizations
 //! stay faer's: Cholesky in `gram::linear` and `solve::cholesky`, eigenvalues in
 //! `solve::select`. ndarray has no factorization of its own; ndarray-linalg needs a system
 //! LAPACK (not measured against faer here: it would add a C dependency to a crate that has

@@ -182,87 +182,6 @@ pub(super) fn batch_finite(x: &[f64], y: &[f64]) -> bool {
     finite_x && all_finite(y)
 }
 
-/// The kernel reads a batch's rows wherever they lie in memory (`StridedRows`: row-major
-/// rows are `contiguous`; a column-major block has strides (1, its column length); rows of a
-/// wider table have its width as row stride), so a memory-mapped file is folded without a
-/// copy.
-impl<'a> StridedRows<'a> {
-    /// Row-major rows of p features and their targets.
-    pub(super) fn contiguous(p: usize, x: &'a [f64], y: &'a [f64]) -> StridedRows<'a> {
-        StridedRows {
-            x,
-            row_stride: p,
-            col_stride: 1,
-            y,
-            y_stride: 1,
-            rows: y.len(),
-        }
-    }
-
-    /// Whether the slices hold every value of `rows` rows of p features.
-    pub(super) fn holds(&self, p: usize) -> bool {
-        let last = |len: usize, stride: usize| (len - 1).checked_mul(stride);
-        if self.rows == 0 || p == 0 {
-            return true;
-        }
-        let x_end = last(self.rows, self.row_stride)
-            .zip(last(p, self.col_stride))
-            .and_then(|(a, b)| a.checked_add(b));
-        let y_end = last(self.rows, self.y_stride);
-        self.col_stride >= 1
-            && matches!(x_end, Some(e) if e < self.x.len())
-            && matches!(y_end, Some(e) if e < self.y.len())
-    }
-
-    /// Whether every value of rows `r` is finite and within `MAX_ABS_VALUE` (`all_finite`),
-    /// scanning whichever way the values are contiguous; many rows are scanned on all threads.
-    pub(super) fn finite(&self, p: usize, r: std::ops::Range<usize>) -> bool {
-        use rayon::prelude::*;
-        const CHUNK: usize = 1 << 17;
-        if r.is_empty() {
-            return true;
-        }
-        let ys_ok = if self.y_stride == 1 {
-            all_finite(&self.y[r.clone()])
-        } else {
-            r.clone().all(|i| all_finite(&[self.y[i * self.y_stride]]))
-        };
-        if !ys_ok {
-            return false;
-        }
-        if self.col_stride == 1 && self.row_stride == p {
-            let x = &self.x[r.start * p..r.end * p];
-            return if x.len() > 2 * CHUNK {
-                x.par_chunks(CHUNK).all(all_finite)
-            } else {
-                all_finite(x)
-            };
-        }
-        let par = r.len() * p > 2 * CHUNK;
-        if self.col_stride == 1 {
-            let row = |i: usize| all_finite(&self.x[i * self.row_stride..][..p]);
-            if par {
-                r.into_par_iter().all(row)
-            } else {
-                r.into_iter().all(row)
-            }
-        } else if self.row_stride == 1 {
-            let col = |j: usize| {
-                all_finite(&self.x[j * self.col_stride + r.start..j * self.col_stride + r.end])
-            };
-            if par {
-                (0..p).into_par_iter().all(col)
-            } else {
-                (0..p).all(col)
-            }
-        } else {
-            r.into_iter().all(|i| {
-                (0..p).all(|j| all_finite(&[self.x[i * self.row_stride + j * self.col_stride]]))
-            })
-        }
-    }
-}
-
 /// Whether every value is finite and |v| <= `MAX_ABS_VALUE` (no NaN, no infinity, nothing
 /// whose square could overflow a sum), for the batch check before a fold: branch-free so that
 /// it vectorizes (with AVX2 where the CPU has it).
@@ -530,6 +449,7 @@ struct Dst {
 // SAFETY: a `Dst` is only shared between threads that write disjoint columns of it (see
 // `fold_split_cols`), while the buffers it points to are mutably borrowed by `fold`.
 unsafe impl Send for Dst {}
+// SAFETY: as for `Send` just above: the threads sharing a `Dst` write disjoint columns.
 unsafe impl Sync for Dst {}
 
 impl Dst {

@@ -1,0 +1,383 @@
+//! Streaming readers for the row files ravel learns from offline (`ravel fit`, `ravel produce`):
+//! CSV with a header row, LIBSVM (`label idx:value ...`) and NPY (2-D float64).
+//!
+//! Rows come out in mini-batches (row-major x, and y) so that a file of any length is folded
+//! into `RunningStats` without being held in memory. Every error names the line (or row) and
+//! column so the user can fix the file.
+//!
+//! Opening a file reads only its dimensions (CSV header, LIBSVM first pass, NPY header) and
+//! checks them against a [`Budget`] before anything that grows with them is allocated: the
+//! caller says what it will build from the rows ([`Plan`]), `memory` estimates the bytes from
+//! p (and n for `ravel select`), and a file that needs more than the limit is refused with an
+//! error naming the dimension that drives it (issue 21: a LIBSVM index of 200000 sets
+//! p = 200000, and the statistics alone would take 320 GB). A LIBSVM file whose indices are
+//! far apart can be renumbered to the distinct indices it uses (`compact_features`).
+
+//!
+//! Files: `budget` (what a caller builds from the rows, `Plan`, and the check of a file's
+//! dimensions against its `Budget`), one file per format (`csv`, `libsvm`, `npy`: how each is
+//! opened and read; `npy` holds the memory map, the module's only `unsafe`), and here the
+//! types every format shares (`RowReader`, `DataError`, `Format`, `OpenOptions`).
+
+mod budget;
+mod csv;
+mod libsvm;
+#[allow(unsafe_code)] // the memory map of an NPY file (`map_values`)
+mod npy;
+
+pub use budget::{Budget, Plan};
+
+use self::csv::CsvRows;
+use budget::Dimensions;
+use libsvm::LibsvmRows;
+use npy::NpyRows;
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+/// Why a file could not be read; the message names the file (and the line).
+#[derive(Debug, thiserror::Error)]
+pub enum DataError {
+    /// The I/O error is part of the message, not a `source()`: the CLI prints error chains
+    /// (`{:#}`), which would repeat it.
+    #[error("{path}: {error}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the operating system said.
+        error: std::io::Error,
+    },
+    /// A line that cannot be read as a row.
+    #[error("{path}: line {line}: {msg}")]
+    Line {
+        /// The file.
+        path: PathBuf,
+        /// The line, from 1.
+        line: u64,
+        /// What is wrong with it.
+        msg: String,
+    },
+    /// The file as a whole (dimensions, header, NPY type, memory budget).
+    #[error("{path}: {msg}")]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        msg: String,
+    },
+}
+
+/// File formats, chosen from the extension (`.csv`, `.npy`, anything else is LIBSVM when its
+/// first line looks like `label idx:value`, CSV otherwise) or named explicitly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Comma-separated values with a header row.
+    Csv,
+    /// LIBSVM / SVMlight: `label idx:value ...`, sparse.
+    Libsvm,
+    /// A numpy `.npy` array of n rows (features and the target column).
+    Npy,
+}
+
+impl Format {
+    /// The format of `path`, from its extension or (no known extension) its first line.
+    pub fn detect(path: &Path) -> Result<Format, DataError> {
+        let ext = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        match ext.as_str() {
+            "csv" | "tsv" => return Ok(Format::Csv),
+            "npy" => return Ok(Format::Npy),
+            "libsvm" | "svm" | "svmlight" => return Ok(Format::Libsvm),
+            _ => {}
+        }
+        let f = File::open(path).map_err(|error| DataError::Io {
+            path: path.into(),
+            error,
+        })?;
+        let mut first = String::new();
+        BufReader::new(f)
+            .read_line(&mut first)
+            .map_err(|error| DataError::Io {
+                path: path.into(),
+                error,
+            })?;
+        Ok(
+            if first.split_whitespace().skip(1).any(|t| t.contains(':')) {
+                Format::Libsvm
+            } else {
+                Format::Csv
+            },
+        )
+    }
+}
+
+/// How a file is opened.
+#[derive(Debug, Clone)]
+pub struct OpenOptions<'a> {
+    /// Target column (CSV, NPY): a header name or an index; default the last column.
+    pub target: Option<&'a str>,
+    /// The format, or None to detect it (`Format::detect`).
+    pub format: Option<Format>,
+    /// LIBSVM: number the features by the distinct indices the file uses (column j is the
+    /// j-th smallest index) instead of by the largest index; `names` are then the file's
+    /// indices, so coefficients are reported under them.
+    pub compact_features: bool,
+    /// The memory the caller may use (the file is refused beyond it).
+    pub budget: Budget,
+}
+
+impl<'a> OpenOptions<'a> {
+    /// Options with the defaults (last column as target, format detected) and `budget`.
+    pub fn new(budget: Budget) -> OpenOptions<'a> {
+        OpenOptions {
+            target: None,
+            format: None,
+            compact_features: false,
+            budget,
+        }
+    }
+}
+
+/// A row source: feature names, p, and batches of rows.
+pub struct RowReader {
+    /// The file read.
+    pub path: PathBuf,
+    /// Its format.
+    pub format: Format,
+    /// Feature names (CSV header without the target) or None (columns are named by index).
+    pub names: Option<Vec<String>>,
+    /// Number of features.
+    pub p: usize,
+    inner: Inner,
+    rows_read: u64,
+}
+
+/// A reader of one format, positioned at its next row.
+enum Inner {
+    Csv(CsvRows),
+    Libsvm(LibsvmRows),
+    /// NPY float64, read in bulk: the file is memory-mapped when it is as long as its header
+    /// says, and a batch is converted from the mapped pages (no read into a buffer first); a
+    /// Fortran-order (column-major) batch is gathered from its columns' runs eight features
+    /// at a time, so each row of the batch is written a cache line at a time. Without a map
+    /// (a short file, or one the system would not map) a batch is one read of its rows, or
+    /// one read per column, into `buf`. Neither order is ever held whole in memory. When the
+    /// target is the first or last column, `next_mapped` hands out the mapped rows themselves.
+    Npy(NpyRows),
+}
+
+/// Target column given as a header name or an index.
+fn resolve_target(
+    target: Option<&str>,
+    header: Option<&[String]>,
+    width: usize,
+    path: &Path,
+) -> Result<usize, DataError> {
+    let err = |msg: String| DataError::File {
+        path: path.into(),
+        msg,
+    };
+    let Some(t) = target else {
+        return if width >= 2 {
+            Ok(width - 1)
+        } else {
+            Err(err(
+                "need at least two columns (features and a target)".into()
+            ))
+        };
+    };
+    if let Some(h) = header
+        && let Some(i) = h.iter().position(|n| n == t)
+    {
+        return Ok(i);
+    }
+    match t.parse::<usize>() {
+        Ok(i) if i < width => Ok(i),
+        Ok(i) => Err(err(format!(
+            "target column {i} is out of range: the file has {width} columns"
+        ))),
+        Err(_) => Err(err(format!(
+            "target '{t}' is neither a header name nor a column index"
+        ))),
+    }
+}
+
+fn parse_cell(cell: &str, path: &Path, line: u64, col: usize) -> Result<f64, DataError> {
+    let v: f64 = cell.trim().parse().map_err(|_| DataError::Line {
+        path: path.into(),
+        line,
+        msg: format!("column {col}: '{cell}' is not a number"),
+    })?;
+    if !v.is_finite() {
+        return Err(DataError::Line {
+            path: path.into(),
+            line,
+            msg: format!("column {col}: {cell} is not finite"),
+        });
+    }
+    Ok(v)
+}
+
+impl RowReader {
+    /// Opens a file: reads its dimensions, refuses it when what `opts.budget.plan` builds
+    /// from them needs more than the budget, and returns the reader positioned at the first
+    /// row.
+    pub fn open(path: &Path, opts: &OpenOptions) -> Result<RowReader, DataError> {
+        let format = match opts.format {
+            Some(f) => f,
+            None => Format::detect(path)?,
+        };
+        let io = |error| DataError::Io {
+            path: path.into(),
+            error,
+        };
+        if opts.compact_features && format != Format::Libsvm {
+            return Err(DataError::File {
+                path: path.into(),
+                msg: "--compact-features applies to LIBSVM files (it renumbers feature indices)"
+                    .into(),
+            });
+        }
+        let file = File::open(path).map_err(io)?;
+        let (names, p, inner) = match format {
+            Format::Csv => self::csv::open(path, file, opts)?,
+            Format::Libsvm => libsvm::open(path, file, opts)?,
+            Format::Npy => npy::open(path, file, opts)?,
+        };
+        Ok(RowReader {
+            path: path.into(),
+            format,
+            names,
+            p,
+            inner,
+            rows_read: 0,
+        })
+    }
+
+    /// Rows returned so far.
+    pub fn rows_read(&self) -> u64 {
+        self.rows_read
+    }
+
+    /// Appends up to `max_rows` rows to `x` (row-major) and `y`; returns how many (0 at end).
+    pub fn next_batch(
+        &mut self,
+        max_rows: usize,
+        x: &mut Vec<f64>,
+        y: &mut Vec<f64>,
+    ) -> Result<usize, DataError> {
+        let path = self.path.clone();
+        let p = self.p;
+        let got = match &mut self.inner {
+            Inner::Csv(r) => r.next_batch(path, max_rows, x, y)?,
+            Inner::Libsvm(r) => r.next_batch(path, p, max_rows, x, y)?,
+            Inner::Npy(r) => r.next_batch(path, p, self.rows_read, max_rows, x, y)?,
+        };
+        self.rows_read += got as u64;
+        Ok(got)
+    }
+}
+
+/// A whole file in memory (`read_all`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Table {
+    /// Feature names (the CSV header without the target), or None.
+    pub names: Option<Vec<String>>,
+    /// Number of features.
+    pub p: usize,
+    /// The rows, row-major (n x p).
+    pub x: Vec<f64>,
+    /// The targets.
+    pub y: Vec<f64>,
+}
+
+/// Reads a whole file into memory (tests and small files only), within `max_bytes`.
+pub fn read_all(path: &Path, target: Option<&str>, max_bytes: u64) -> Result<Table, DataError> {
+    let opts = OpenOptions {
+        target,
+        ..OpenOptions::new(Budget {
+            plan: Plan::Select { s: 0 },
+            max_bytes,
+            limit: "read_all".into(),
+        })
+    };
+    let mut r = RowReader::open(path, &opts)?;
+    let (mut x, mut y) = (vec![], vec![]);
+    while r.next_batch(4096, &mut x, &mut y)? > 0 {}
+    Ok(Table {
+        names: r.names.clone(),
+        p: r.p,
+        x,
+        y,
+    })
+}
+
+/// Test files and budgets the formats' tests share.
+#[cfg(test)]
+mod testing {
+    use super::*;
+    use crate::task::Task;
+
+    /// A file in the temp directory, removed when dropped.
+    pub(super) struct TempFile(pub(super) PathBuf);
+    impl TempFile {
+        pub(super) fn new(name: &str, bytes: &[u8]) -> TempFile {
+            let dir = std::env::temp_dir().join(format!("ravel-data-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            let path = dir.join(name);
+            std::fs::write(&path, bytes).unwrap();
+            TempFile(path)
+        }
+    }
+    impl Drop for TempFile {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+
+    pub(super) const GIB: u64 = 1 << 30;
+
+    pub(super) fn fit_budget(max_bytes: u64) -> Budget {
+        Budget {
+            plan: Plan::Stats {
+                task: Task::Regression,
+                batch_rows: 1024,
+            },
+            max_bytes,
+            limit: "--max-memory".into(),
+        }
+    }
+
+    pub(super) fn open(path: &Path, budget: Budget, compact: bool) -> Result<RowReader, DataError> {
+        let opts = OpenOptions {
+            compact_features: compact,
+            ..OpenOptions::new(budget)
+        };
+        RowReader::open(path, &opts)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::*;
+    use super::*;
+
+    #[test]
+    fn read_all_gives_the_names_p_and_rows() {
+        let f = TempFile::new("all.csv", b"a,b,y\n1,2,3\n4,5,6\n");
+        let t = read_all(&f.0, None, GIB).unwrap();
+        let names = Some(vec!["a".to_string(), "b".to_string()]);
+        assert_eq!(
+            t,
+            Table {
+                names,
+                p: 2,
+                x: vec![1.0, 2.0, 4.0, 5.0],
+                y: vec![3.0, 6.0],
+            }
+        );
+    }
+}
