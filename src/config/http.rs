@@ -81,7 +81,7 @@ pub struct HttpLimits {
 }
 
 impl HttpConfig {
-    /// The bounds of the HTTP server (src/http.rs): every limit positive, timeouts at most an
+    /// The bounds of the HTTP server (`api::http`): every limit positive, timeouts at most an
     /// hour (a typo of a few zeros should not disable them).
     pub(super) fn check(&self) -> anyhow::Result<()> {
         const HOUR_MS: u64 = 3_600_000;

@@ -21,10 +21,14 @@
 //! committed offsets: their partitions start at the beginning of the topic at every start
 //! (and, after a rebalance within one run, where this process stopped reading them).
 //!
-//! This file is the loop itself (set-up, gather, the order of fold / publish / checkpoint /
-//! commit); its clients come from `crate::kafka`. The rest, by concern: `rebalance`
+//! This file is the loop itself (the order of gather / fold / publish / checkpoint / commit);
+//! its clients come from `crate::kafka`. The loop's own steps, each an `impl Ingest` of its
+//! file: `setup` (`Ingest::new`), `gather` (a batch, JSON decoded ahead), `accept` (one
+//! message: fold or reject, the retention check, releasing held partitions), `denied`
+//! (consumer errors, authorization), `commit_loop` (checkpoints, then commits). The rest, by
+//! concern: `rebalance`
 //! (assignment), `positions`, `lag`, `fold` (rows into statistics), `cv` (which
-//! cross-validation fold a row goes to, `cv.folds`), `checkpoints` (assembly,
+//! cross-validation fold a row goes to, `cv.folds`), `persist` (checkpoint assembly,
 //! loading), `commit` (which offsets may be committed), `features` (feature-stream dispatch),
 //! `rejections` (counted, logged, dead-lettered), `format` and `feature_format` (message
 //! formats; `fast_json` their JSON fast path), `dlq` (dead-letter producer, on its own
