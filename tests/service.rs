@@ -1167,3 +1167,88 @@ fn json_decoded_ahead_keeps_each_message_with_its_own_result() {
     assert!(got == want, "dead letters paired with other reasons");
     svc.stop().unwrap();
 }
+
+/// The silent column mix-up of issue 31: a stream declares its names, and the CSV sent with
+/// `ravel produce`'s default wire format has its columns in another order. Sent by name
+/// (named mini-batches), the model is the true one; a CSV whose header names a feature the
+/// stream does not declare is refused, naming it, and nothing of it is applied.
+#[test]
+fn a_csv_in_another_column_order_gives_the_right_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let (p, n) = (4, 400);
+    let (x, _) = synthetic(p, 2, n, 11);
+    let truth = [2.0, -3.0, 0.5, 7.0];
+    let y: Vec<f64> = (0..n)
+        .map(|i| 1.0 + (0..p).map(|j| truth[j] * x[i * p + j]).sum::<f64>())
+        .collect();
+    // The file's columns: f2, f0, f3, f1 (then y).
+    let order = [2, 0, 3, 1];
+    let shuffled_names: Vec<String> = order.iter().map(|j| format!("f{j}")).collect();
+    let shuffled: Vec<f64> = (0..n)
+        .flat_map(|i| order.iter().map(move |&j| (i, j)))
+        .map(|(i, j)| x[i * p + j])
+        .collect();
+    let file = dir.path().join("shuffled.csv");
+    write_csv(&file, &shuffled_names, &shuffled, &y);
+    // The same header with one name the stream does not know.
+    let mut wrong_names = shuffled_names.clone();
+    wrong_names[1] = "g0".into();
+    let wrong = dir.path().join("wrong.csv");
+    write_csv(&wrong, &wrong_names, &shuffled[..20 * p], &y[..20]);
+
+    let broker = EmbeddedBroker::start(1).unwrap();
+    broker.create_topic("t.swap", 2).unwrap();
+    broker.create_topic("t.swap.dlq", 1).unwrap();
+    let b = broker.bootstrap_servers();
+    assert_eq!(
+        produce_file(b, "t.swap", &file, WireFormat::Auto, 50),
+        n as u64
+    );
+    assert_eq!(produce_file(b, "t.swap", &wrong, WireFormat::Auto, 10), 20);
+
+    let cfg = config(
+        vec![stream(
+            "swap",
+            "t.swap",
+            FeatureSchema::Names(names(p)),
+            Task::Regression,
+        )],
+        None,
+    );
+    let svc = TestService::start(cfg, b);
+    svc.wait_rows("swap", n as u64);
+    let (status, ols) = svc.post("/v1/streams/swap/model", &json!({"method": "ols"}));
+    assert_eq!(status, 200, "{ols}");
+    for c in ols["coefficients"].as_array().unwrap() {
+        let j = c["index"].as_u64().unwrap() as usize;
+        assert_eq!(c["feature"], format!("f{j}"), "{ols}");
+        assert!(
+            (c["value"].as_f64().unwrap() - truth[j]).abs() < 1e-9,
+            "f{j}: {} (truth {}): {ols}",
+            c["value"],
+            truth[j]
+        );
+    }
+    // The wrong file's two messages are refused by name and dead-lettered; n stays.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let m = svc.metrics();
+        let refused = sample(
+            &m,
+            r#"ravel_messages_rejected_total{reason="unknown_feature",stream="swap"}"#,
+        );
+        if refused == Some(2.0) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "rejections: {refused:?}\n{m}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (_, summary) = svc.get("/v1/streams/swap");
+    assert_eq!(summary["n"], n as u64);
+    let copies = read_topic(b, "t.swap.dlq", 2);
+    assert_eq!(copies.len(), 2);
+    for (_, headers) in &copies {
+        assert_eq!(headers["ravel-reason"], "unknown_feature", "{headers:?}");
+        assert!(headers["ravel-error"].contains("'g0'"), "{headers:?}");
+    }
+}

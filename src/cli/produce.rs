@@ -22,8 +22,14 @@ const MAX_MESSAGE_BYTES: usize = 1_000_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum WireFormat {
-    /// `{"x": [..], "y": v}` rows, or `{"rows": [[..]], "y": [..]}` mini-batches.
+    /// `json-named-batch` when the input has feature names (a CSV header), `json` otherwise:
+    /// a stream that declares names then matches the columns by name, never by position.
+    Auto,
+    /// `{"x": [..], "y": v}` rows, or `{"rows": [[..]], "y": [..]}` mini-batches, by position.
     Json,
+    /// `{"columns": [names], "rows": [[..]], "y": [..]}`: the header's names once per message,
+    /// then rows (needs a CSV header).
+    JsonNamedBatch,
     /// `{"features": {"name": v}, "y": v}`, one row per message (needs a CSV header).
     JsonNamed,
     /// The compact little-endian binary format (`RVB1`).
@@ -54,10 +60,12 @@ pub struct ProduceArgs {
     /// Synthetic design of paper 003, e.g. p=100,k=10,n=10000,seed=1 (n is required).
     #[arg(long)]
     pub synthetic: Option<String>,
-    /// Message format on the wire (the service detects it per message).
-    #[arg(long, value_enum, value_name = "FORMAT", default_value = "json")]
+    /// Message format on the wire (the service detects it per message). `auto` sends by name
+    /// when the input has a header, so a CSV's column order need not match the stream's.
+    #[arg(long, value_enum, value_name = "FORMAT", default_value = "auto")]
     pub wire_format: WireFormat,
-    /// Rows per message (json and binary; json-named sends one row per message).
+    /// Rows per message (json, json-named-batch and binary; json-named sends one row per
+    /// message).
     #[arg(long, value_name = "ROWS", default_value_t = 100)]
     pub batch_rows: usize,
     /// librdkafka property for the producer, KEY=VALUE (SASL, TLS ...); repeatable.
@@ -143,8 +151,32 @@ pub fn run(args: &ProduceArgs) -> anyhow::Result<Produced> {
         }
         (None, None) => bail!("give --input FILE or --synthetic SPEC"),
     };
-    if args.wire_format == WireFormat::JsonNamed && names.is_none() {
-        bail!("--wire-format json-named needs feature names: use a CSV file with a header row");
+    let wire = match (args.wire_format, &names) {
+        (WireFormat::Auto, Some(_)) => WireFormat::JsonNamedBatch,
+        (WireFormat::Auto, None) => WireFormat::Json,
+        (w @ (WireFormat::JsonNamed | WireFormat::JsonNamedBatch), None) => bail!(
+            "--wire-format {} needs feature names: use a CSV file with a header row",
+            if w == WireFormat::JsonNamed {
+                "json-named"
+            } else {
+                "json-named-batch"
+            }
+        ),
+        (w, _) => w,
+    };
+    if let (WireFormat::JsonNamedBatch, Some(names), false) = (wire, &names, args.quiet) {
+        let shown: Vec<&str> = names.iter().take(8).map(String::as_str).collect();
+        eprintln!(
+            "sending rows by name (the header's {} feature columns: {}{}); a stream that \
+             declares names matches them in any order",
+            names.len(),
+            shown.join(", "),
+            if names.len() > shown.len() {
+                ", ..."
+            } else {
+                ""
+            }
+        );
     }
     let mut kafka = KafkaConfig::default();
     for kv in &args.options {
@@ -172,7 +204,7 @@ pub fn run(args: &ProduceArgs) -> anyhow::Result<Produced> {
     };
     bar.set_style(style.expect("valid template"));
 
-    let rows_per_message = if args.wire_format == WireFormat::JsonNamed {
+    let rows_per_message = if wire == WireFormat::JsonNamed {
         1
     } else {
         args.batch_rows
@@ -193,8 +225,14 @@ pub fn run(args: &ProduceArgs) -> anyhow::Result<Produced> {
         if got == 0 {
             break;
         }
-        match args.wire_format {
-            WireFormat::Json => format::encode_json(&x, &y, p, &mut buf),
+        match wire {
+            WireFormat::Json | WireFormat::Auto => format::encode_json(&x, &y, p, &mut buf),
+            WireFormat::JsonNamedBatch => format::encode_json_named_batch(
+                names.as_deref().expect("checked"),
+                &x,
+                &y,
+                &mut buf,
+            ),
             WireFormat::Binary => format::encode_binary(&x, &y, p, &mut buf),
             WireFormat::JsonNamed => {
                 format::encode_json_named(names.as_deref().expect("checked"), &x, y[0], &mut buf)

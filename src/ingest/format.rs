@@ -4,6 +4,9 @@
 //! - JSON row: `{"x": [x1, ..., xp], "y": v}`
 //! - JSON named row: `{"features": {"name": v, ...}, "y": v}` (every declared name exactly once)
 //! - JSON mini-batch: `{"rows": [[..], [..]], "y": [v1, v2]}`
+//! - JSON named mini-batch: `{"columns": ["name", ...], "rows": [[..], [..]], "y": [v1, v2]}`
+//!   (the names once, in any order, then rows by position in that order; every declared name
+//!   exactly once, as in a named row), what `ravel produce` sends from a file with a header
 //! - Binary (`RVB1`), all little-endian: bytes 0..4 the magic `RVB1`, 4..8 u32 rows B, 8..12
 //!   u32 features p, then B*p f64 (x, row-major), then B f64 (y); exactly 12 + 8 B (p + 1)
 //!   bytes. Decoding is a bounds check and a copy, so it is many times faster than JSON
@@ -214,6 +217,8 @@ struct JsonMessage {
     #[serde(default)]
     rows: Option<Vec<Vec<f64>>>,
     #[serde(default)]
+    columns: Option<Vec<String>>,
+    #[serde(default)]
     y: Option<Targets>,
 }
 
@@ -249,6 +254,12 @@ fn decode_json_serde(
         ),
         None => reject(Reason::Malformed, "the row has no y"),
     };
+    if msg.columns.is_some() && msg.rows.is_none() {
+        return reject(
+            Reason::Malformed,
+            "\"columns\" names the columns of \"rows\": a named mini-batch needs both",
+        );
+    }
     match (msg.x, msg.features, msg.rows) {
         (Some(row), None, None) => {
             let v = one_y(msg.y)?;
@@ -318,6 +329,10 @@ fn decode_json_serde(
                     format!("{} rows but {} values of y", rows.len(), ys.len()),
                 );
             }
+            let order = match &msg.columns {
+                Some(columns) => Some(column_order(columns, schema)?),
+                None => None,
+            };
             if let Some((i, r)) = rows.iter().enumerate().find(|(_, r)| r.len() != p) {
                 return reject(
                     Reason::Dimension,
@@ -325,8 +340,21 @@ fn decode_json_serde(
                 );
             }
             x.reserve(rows.len() * p);
-            for r in &rows {
-                x.extend_from_slice(r);
+            match order {
+                None => {
+                    for r in &rows {
+                        x.extend_from_slice(r);
+                    }
+                }
+                Some(order) => {
+                    for r in &rows {
+                        let start = x.len();
+                        x.resize(start + p, 0.0);
+                        for (value, &j) in r.iter().zip(&order) {
+                            x[start + j] = *value;
+                        }
+                    }
+                }
             }
             y.extend_from_slice(&ys);
             Ok(rows.len())
@@ -336,6 +364,61 @@ fn decode_json_serde(
             "a message needs exactly one of \"x\", \"features\" or \"rows\"",
         ),
     }
+}
+
+/// The stream's column of each of a named mini-batch's `columns`: for a stream that declares
+/// names, every declared name exactly once and nothing else, or the rejection naming what does
+/// not match (never by position); a stream declared by count (`features = p`) has no names to
+/// match, so it takes the columns in the message's order, as a positional mini-batch.
+fn column_order(columns: &[String], schema: &Schema) -> Result<Vec<usize>, Rejection> {
+    let p = schema.p;
+    let Some(index) = schema.index else {
+        if columns.len() != p {
+            return reject(
+                Reason::Dimension,
+                format!(
+                    "\"columns\" names {} features, the stream has {p}",
+                    columns.len()
+                ),
+            );
+        }
+        return Ok((0..p).collect());
+    };
+    let mut order = Vec::with_capacity(columns.len());
+    let mut seen = vec![false; p];
+    for name in columns {
+        let Some(&j) = index.get(name) else {
+            return reject(
+                Reason::UnknownFeature,
+                format!("unknown feature '{name}' in \"columns\""),
+            );
+        };
+        if std::mem::replace(&mut seen[j], true) {
+            return reject(
+                Reason::Malformed,
+                format!("\"columns\" names '{name}' twice"),
+            );
+        }
+        order.push(j);
+    }
+    if order.len() != p {
+        let mut missing: Vec<&str> = index
+            .iter()
+            .filter(|(_, j)| !seen[**j])
+            .map(|(n, _)| n.as_str())
+            .collect();
+        missing.sort_unstable();
+        missing.truncate(5);
+        return reject(
+            Reason::MissingFeature,
+            format!(
+                "{} of {p} features missing from \"columns\" (e.g. {})",
+                p - order.len(),
+                missing.join(", ")
+            ),
+        );
+    }
+    Ok(order)
 }
 
 /// Encodes rows (row-major `x`, p features) as one binary message.
@@ -365,6 +448,23 @@ pub fn encode_json(x: &[f64], y: &[f64], p: usize, out: &mut Vec<u8>) {
 }
 
 /// Encodes one row as a JSON named row.
+/// Encodes rows (row-major `x`, `names.len()` features) as one named mini-batch
+/// `{"columns": [...], "rows": [[...]], "y": [...]}`: the names once, then rows by position.
+pub fn encode_json_named_batch(names: &[String], x: &[f64], y: &[f64], out: &mut Vec<u8>) {
+    let p = names.len();
+    let rows: Vec<&[f64]> = if p == 0 {
+        y.iter().map(|_| &x[..0]).collect()
+    } else {
+        x.chunks(p).collect()
+    };
+    out.clear();
+    serde_json::to_writer(
+        &mut *out,
+        &serde_json::json!({"columns": names, "rows": rows, "y": y}),
+    )
+    .expect("numbers and strings serialize");
+}
+
 pub fn encode_json_named(names: &[String], x: &[f64], y: f64, out: &mut Vec<u8>) {
     out.clear();
     let features: serde_json::Map<String, serde_json::Value> = names
@@ -427,6 +527,79 @@ mod tests {
             dec(br#"{"features": {"b": 2, "a": 1}, "y": 0.5}"#, &named).unwrap(),
             (vec![1.0, 2.0], vec![0.5])
         );
+    }
+
+    #[test]
+    fn named_mini_batches_place_columns_by_name() {
+        let index: HashMap<String, usize> = [("a", 0), ("b", 1), ("c", 2)]
+            .map(|(n, j)| (n.to_string(), j))
+            .into();
+        let named = Schema {
+            p: 3,
+            index: Some(&index),
+            classification: false,
+        };
+        // Columns in another order than declared, keys in either order (the fast path takes
+        // neither: it knows no "columns").
+        let want = (vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0], vec![7.0, 8.0]);
+        for msg in [
+            br#"{"columns": ["c", "a", "b"], "rows": [[3, 1, 2], [6, 4, 5]], "y": [7, 8]}"#
+                .as_slice(),
+            br#"{"rows": [[3, 1, 2], [6, 4, 5]], "y": [7, 8], "columns": ["c", "a", "b"]}"#,
+        ] {
+            assert_eq!(dec(msg, &named).unwrap(), want);
+            assert!(fast_json::decode(msg, 3, &mut Vec::new(), &mut Vec::new()).is_none());
+        }
+        // The encoder writes what the decoder reads.
+        let names: Vec<String> = ["b", "c", "a"].map(String::from).into();
+        let mut buf = Vec::new();
+        encode_json_named_batch(
+            &names,
+            &[2.0, 3.0, 1.0, 5.0, 6.0, 4.0],
+            &[7.0, 8.0],
+            &mut buf,
+        );
+        assert_eq!(dec(&buf, &named).unwrap(), want);
+        // Never by position: each mismatch is refused with the names, nothing appended.
+        let refused = |msg: &[u8], s: &Schema| dec(msg, s).unwrap_err();
+        let r = refused(
+            br#"{"columns": ["a", "b", "d"], "rows": [[1, 2, 3]], "y": [1]}"#,
+            &named,
+        );
+        assert_eq!(r.reason, Reason::UnknownFeature);
+        assert!(r.message.contains("'d'"), "{}", r.message);
+        let r = refused(
+            br#"{"columns": ["a", "b"], "rows": [[1, 2]], "y": [1]}"#,
+            &named,
+        );
+        assert_eq!(r.reason, Reason::MissingFeature);
+        assert!(r.message.contains("e.g. c"), "{}", r.message);
+        let r = refused(
+            br#"{"columns": ["a", "a", "b"], "rows": [[1, 2, 3]], "y": [1]}"#,
+            &named,
+        );
+        assert!(r.message.contains("'a' twice"), "{}", r.message);
+        let r = refused(
+            br#"{"columns": ["a", "b", "c"], "rows": [[1, 2]], "y": [1]}"#,
+            &named,
+        );
+        assert_eq!(r.reason, Reason::Dimension);
+        let r = refused(
+            br#"{"columns": ["a", "b", "c"], "x": [1, 2, 3], "y": 1}"#,
+            &named,
+        );
+        assert_eq!(r.reason, Reason::Malformed);
+        // A stream declared by count has no names to match: the message's order, as positional.
+        let msg = br#"{"columns": ["c", "a", "b"], "rows": [[3, 1, 2]], "y": [1]}"#;
+        assert_eq!(
+            dec(msg, &schema(3)).unwrap(),
+            (vec![3.0, 1.0, 2.0], vec![1.0])
+        );
+        let r = refused(
+            br#"{"columns": ["a", "b"], "rows": [[1, 2]], "y": [1]}"#,
+            &schema(3),
+        );
+        assert_eq!(r.reason, Reason::Dimension);
     }
 
     #[test]
