@@ -62,9 +62,13 @@ macro_rules! define_method {
         /// the feature-stream selections (`os`, `asy-os`) of `features`. Serialized by `name`.
         #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        // The names are the variants in kebab case (a test holds each equal to its listed
+        // name): utoipa reads `rename_all` but not a `rename` that a macro passes in, and the
+        // OpenAPI document must list the names, not the variants.
+        #[serde(rename_all = "kebab-case")]
         pub enum Method {
-            $( $(#[$doc])* #[serde(rename = $name $(, alias = $alias)*)] $variant, )*
-            $( $(#[$sdoc])* #[serde(rename = $sname)] $s, )*
+            $( $(#[$doc])* $(#[serde(alias = $alias)])* $variant, )*
+            $( $(#[$sdoc])* $s, )*
         }
 
         impl Method {

@@ -1,0 +1,188 @@
+//! The writer of the state topic: each checkpoint interval, every partition's state as
+//! records (chunked, with a manifest), produced idempotently and acknowledged before the
+//! offsets they cover are committed.
+
+use super::*;
+
+/// Counts the acknowledgements of each state's records.
+#[derive(Default)]
+pub struct WriteContext {
+    /// state index -> (records acknowledged, a record failed)
+    acks: Mutex<HashMap<usize, (usize, bool)>>,
+    last_error: Mutex<Option<String>>,
+}
+
+impl ClientContext for WriteContext {}
+
+impl ProducerContext for WriteContext {
+    type DeliveryOpaque = Box<usize>;
+    fn delivery(&self, result: &DeliveryResult<'_>, index: Box<usize>) {
+        let mut acks = crate::lock(&self.acks);
+        let e = acks.entry(*index).or_default();
+        match result {
+            Ok(_) => e.0 += 1,
+            Err((err, _)) => {
+                e.1 = true;
+                *crate::lock(&self.last_error) = Some(err.to_string());
+            }
+        }
+    }
+}
+
+/// Writes partition states to the changelog.
+pub struct StateWriter {
+    /// Polled here, by `write`: the acknowledgements arrive as soon as the broker sends them
+    /// (a `ThreadedProducer`'s flush took about 100 ms a round on the embedded broker).
+    producer: BaseProducer<WriteContext>,
+    topic: String,
+    partitions: i32,
+    max_record: usize,
+    /// The manifest of each chunked state last delivered, so its chunks can be deleted once a
+    /// newer one is.
+    chunked: HashMap<String, Manifest>,
+    timeout: Duration,
+}
+
+impl StateWriter {
+    pub fn new(
+        clients: &KafkaClients,
+        topic: &str,
+        max_record: usize,
+        timeout: Duration,
+    ) -> anyhow::Result<StateWriter> {
+        let producer: BaseProducer<WriteContext> = clients
+            .config(
+                Client::StateWriter,
+                &[
+                    ("acks", "all".into()),
+                    ("enable.idempotence", "true".into()),
+                    // A round is waited for at once: nothing to gain from lingering.
+                    ("linger.ms", "0".into()),
+                    // A chunk plus the record's overhead.
+                    ("message.max.bytes", (max_record + 64 * 1024).to_string()),
+                    ("message.timeout.ms", timeout.as_millis().to_string()),
+                ],
+            )
+            .create_with_context(WriteContext::default())
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "cannot create the state producer: {}",
+                    clients.scrub(&e.to_string())
+                )
+            })?;
+        let partitions = changelog_partitions(producer.client(), topic)?;
+        Ok(StateWriter {
+            producer,
+            topic: topic.to_string(),
+            partitions,
+            max_record,
+            chunked: HashMap::new(),
+            timeout,
+        })
+    }
+
+    /// Writes `states` and waits for the acknowledgements; returns, per state, whether all of
+    /// its records are in the changelog.
+    pub fn write(&mut self, states: &[PartitionState]) -> Vec<bool> {
+        let generation = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        crate::lock(&self.producer.context().acks).clear();
+        let mut expected = vec![0usize; states.len()];
+        let mut manifests = vec![None; states.len()];
+        let mut ok = vec![true; states.len()];
+        for (i, s) in states.iter().enumerate() {
+            let (records, manifest) = match encode(s, self.max_record, generation) {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::error!(stream = %s.stream, partition = s.partition, error = %format!("{e:#}"), "cannot encode state");
+                    ok[i] = false;
+                    continue;
+                }
+            };
+            manifests[i] = manifest;
+            for r in records {
+                if self.send(&r, Some(i)) {
+                    expected[i] += 1;
+                } else {
+                    ok[i] = false;
+                }
+            }
+        }
+        // Wait for every record's acknowledgement (or failure), polling for them.
+        let start = Instant::now();
+        let outstanding = |acks: &HashMap<usize, (usize, bool)>| {
+            (0..states.len()).any(|i| {
+                let (n, failed) = acks.get(&i).copied().unwrap_or((0, false));
+                ok[i] && !failed && n < expected[i]
+            })
+        };
+        loop {
+            self.producer.poll(Duration::from_millis(1));
+            if !outstanding(&crate::lock(&self.producer.context().acks)) {
+                break;
+            }
+            if start.elapsed() > self.timeout {
+                tracing::warn!("state records not all acknowledged in time");
+                break;
+            }
+        }
+        let acks = crate::lock(&self.producer.context().acks).clone();
+        for (i, s) in states.iter().enumerate() {
+            let (n, failed) = acks.get(&i).copied().unwrap_or((0, false));
+            ok[i] = ok[i] && !failed && n == expected[i];
+            if !ok[i] {
+                let err = crate::lock(&self.producer.context().last_error).clone();
+                tracing::error!(stream = %s.stream, partition = s.partition, error = ?err, "state not written; offsets not committed");
+                continue;
+            }
+            let k = key(&s.stream, s.partition);
+            let old = match manifests[i] {
+                Some(m) => self.chunked.insert(k, m),
+                None => self.chunked.remove(&k),
+            };
+            if let Some(old) = old {
+                for t in tombstones(&s.stream, s.partition, &old) {
+                    self.send(&t, None);
+                }
+            }
+        }
+        ok
+    }
+
+    /// Queues one record (retrying while the queue is full); false when it cannot be sent.
+    fn send(&self, r: &Record, index: Option<usize>) -> bool {
+        let partition =
+            changelog_partition(r.key.split('#').next().unwrap_or(&r.key), self.partitions);
+        let headers = OwnedHeaders::new().insert(Header {
+            key: KIND,
+            value: Some(r.kind.as_str()),
+        });
+        let start = Instant::now();
+        loop {
+            let mut record: BaseRecord<'_, str, [u8], Box<usize>> =
+                BaseRecord::with_opaque_to(&self.topic, Box::new(index.unwrap_or(usize::MAX)))
+                    .key(r.key.as_str())
+                    .partition(partition)
+                    .headers(headers.clone());
+            if let Some(v) = &r.value {
+                record = record.payload(v.as_slice());
+            }
+            match self.producer.send(record) {
+                Ok(()) => return true,
+                Err((e, _))
+                    if e.rdkafka_error_code()
+                        == Some(rdkafka::error::RDKafkaErrorCode::QueueFull)
+                        && start.elapsed() < self.timeout =>
+                {
+                    self.producer.poll(Duration::from_millis(5));
+                }
+                Err((e, _)) => {
+                    tracing::error!(key = %r.key, error = %e, "cannot send state record");
+                    return false;
+                }
+            }
+        }
+    }
+}
