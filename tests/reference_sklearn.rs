@@ -657,7 +657,17 @@ fn bad_files_give_one_clear_error() {
         (
             file("text.csv", "a,b,y\n1,2,3\n4,five,6\n"),
             vec![],
-            "'five' is not a number",
+            "line 3: column 'b': 'five' is not a number (text): drop the column, or encode it",
+        ),
+        (
+            file("gap.csv", "a,b,y\n1,2,3\n4,,6\n"),
+            vec![],
+            "line 3: column 'b': '' is not a number (a missing value): rows are read whole",
+        ),
+        (
+            file("na.csv", "a,b,price\n1,2,3\n4,5,NA\n"),
+            vec![],
+            "column 'price': 'NA' is not a number (a missing value)",
         ),
         (
             file("nan.csv", "a,b,y\n1,2,3\n4,NaN,6\n"),

@@ -5,6 +5,7 @@
 //! whatever the token's prefix, so response timing does not reveal it.
 
 use super::error::ApiError;
+use crate::api::error::Code;
 use axum::extract::{Request, State};
 use axum::http::{Method, StatusCode, header};
 use axum::middleware::Next;
@@ -42,7 +43,7 @@ pub async fn require_token(State(token): State<Arc<String>>, req: Request, next:
         _ => {
             let mut r = ApiError::new(
                 StatusCode::UNAUTHORIZED,
-                "unauthorized",
+                Code::Unauthorized,
                 "this request changes state: send the service's token as `Authorization: Bearer <token>` (http.token)",
             )
             .into_response();

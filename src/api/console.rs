@@ -8,6 +8,7 @@
 //! document's routes, not in it.
 
 use super::error::ApiError;
+use crate::api::error::Code;
 use axum::Router;
 use axum::extract::Path;
 use axum::http::{StatusCode, header};
@@ -53,7 +54,7 @@ async fn asset(Path(file): Path<String>) -> Response {
         Some((_, ctype, body)) => page(ctype, body),
         None => ApiError::new(
             StatusCode::NOT_FOUND,
-            "not_found",
+            Code::NotFound,
             format!(
                 "no console asset '{file}'; the console is at / and its assets are {}",
                 ASSETS.map(|a| format!("/ui/{}", a.0)).join(", ")

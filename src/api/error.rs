@@ -9,29 +9,89 @@ use ravel_core::solve::{ParamError, ProblemError};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+/// Declares `Code` from one list of variants and their JSON text.
+macro_rules! codes {
+    ($( $(#[$doc:meta])* $variant:ident = $text:literal, )*) => {
+        /// Every error code the API answers with: the stable, machine-readable `error.code` of
+        /// the JSON body (README: the table of codes). One list: `as_str` is the JSON text.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum Code {
+            $( $(#[$doc])* $variant, )*
+        }
+
+        impl Code {
+            /// Every code, in the list's order (the README test walks them).
+            #[cfg(test)]
+            pub const ALL: &[Code] = &[$( Code::$variant, )*];
+
+            /// The code as the JSON body writes it.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $( Code::$variant => $text, )*
+                }
+            }
+        }
+    };
+}
+
+codes! {
+    Busy = "busy",
+    Dimension = "dimension",
+    ExtractionTimeout = "extraction_timeout",
+    Internal = "internal",
+    InvalidBody = "invalid_body",
+    InvalidParams = "invalid_params",
+    InvalidQuery = "invalid_query",
+    KTooLarge = "k_too_large",
+    KafkaUnavailable = "kafka_unavailable",
+    Label = "label",
+    LabelsConflict = "labels_conflict",
+    MalformedJson = "malformed_json",
+    MethodNotAllowed = "method_not_allowed",
+    MissingFeature = "missing_feature",
+    NoData = "no_data",
+    NoLabels = "no_labels",
+    NotFound = "not_found",
+    NotReady = "not_ready",
+    OneClass = "one_class",
+    PayloadTooLarge = "payload_too_large",
+    ShuttingDown = "shutting_down",
+    Unauthorized = "unauthorized",
+    UnknownFeature = "unknown_feature",
+    UnknownMethod = "unknown_method",
+    UnknownStream = "unknown_stream",
+    UnsupportedMediaType = "unsupported_media_type",
+}
+
+impl std::fmt::Display for Code {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApiError {
     pub status: StatusCode,
     /// Stable, machine-readable (`unknown_stream`, `invalid_params`, ...).
-    pub code: &'static str,
+    pub code: Code,
     pub message: String,
 }
 
 impl ApiError {
-    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+    pub fn new(status: StatusCode, code: Code, message: impl Into<String>) -> Self {
         ApiError {
             status,
             code,
             message: message.into(),
         }
     }
-    pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn bad_request(code: Code, message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, code, message)
     }
     pub fn unknown_stream(name: &str) -> Self {
         Self::new(
             StatusCode::NOT_FOUND,
-            "unknown_stream",
+            Code::UnknownStream,
             format!("no stream named '{name}'; GET /v1/streams lists them"),
         )
     }
@@ -39,7 +99,7 @@ impl ApiError {
     pub fn shutting_down() -> Self {
         Self::new(
             StatusCode::SERVICE_UNAVAILABLE,
-            "shutting_down",
+            Code::ShuttingDown,
             "the server is shutting down; retry against another instance",
         )
     }
@@ -47,7 +107,7 @@ impl ApiError {
     pub fn busy(max_waiting: usize) -> Self {
         Self::new(
             StatusCode::SERVICE_UNAVAILABLE,
-            "busy",
+            Code::Busy,
             format!(
                 "every extraction slot is busy and {max_waiting} requests already wait \
                  (http.max_queued_extractions); retry shortly"
@@ -58,12 +118,12 @@ impl ApiError {
     pub fn extraction_timeout(why: impl std::fmt::Display) -> Self {
         Self::new(
             StatusCode::SERVICE_UNAVAILABLE,
-            "extraction_timeout",
+            Code::ExtractionTimeout,
             why.to_string(),
         )
     }
     pub fn internal(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, Code::Internal, message)
     }
 }
 
@@ -86,12 +146,12 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = ErrorBody {
             error: ErrorDetail {
-                code: self.code.to_string(),
+                code: self.code.as_str().to_string(),
                 message: self.message,
             },
         };
         let mut resp = (self.status, Json(body)).into_response();
-        if self.code == "busy" {
+        if self.code == Code::Busy {
             resp.headers_mut().insert(
                 axum::http::header::RETRY_AFTER,
                 axum::http::HeaderValue::from_static("1"),
@@ -104,16 +164,16 @@ impl IntoResponse for ApiError {
 impl From<ParamError> for ApiError {
     fn from(e: ParamError) -> Self {
         let code = match &e {
-            ParamError::UnknownMethod(_) => "unknown_method",
-            ParamError::KTooLarge { .. } => "k_too_large",
-            ParamError::UnknownField(_) => "invalid_body",
+            ParamError::UnknownMethod(_) => Code::UnknownMethod,
+            ParamError::KTooLarge { .. } => Code::KTooLarge,
+            ParamError::UnknownField(_) => Code::InvalidBody,
             ParamError::Problem(ProblemError::Empty) => {
-                return ApiError::new(StatusCode::CONFLICT, "no_data", e.to_string());
+                return ApiError::new(StatusCode::CONFLICT, Code::NoData, e.to_string());
             }
             ParamError::Problem(ProblemError::OneClass { .. }) => {
-                return ApiError::new(StatusCode::CONFLICT, "one_class", e.to_string());
+                return ApiError::new(StatusCode::CONFLICT, Code::OneClass, e.to_string());
             }
-            _ => "invalid_params",
+            _ => Code::InvalidParams,
         };
         ApiError::bad_request(code, e.to_string())
     }
@@ -123,23 +183,39 @@ impl From<JsonRejection> for ApiError {
     fn from(r: JsonRejection) -> Self {
         let text = r.body_text();
         match r {
-            JsonRejection::JsonSyntaxError(_) => ApiError::bad_request("malformed_json", text),
-            JsonRejection::JsonDataError(_) => ApiError::bad_request("invalid_body", text),
+            JsonRejection::JsonSyntaxError(_) => ApiError::bad_request(Code::MalformedJson, text),
+            JsonRejection::JsonDataError(_) => ApiError::bad_request(Code::InvalidBody, text),
             JsonRejection::MissingJsonContentType(_) => ApiError::new(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "unsupported_media_type",
+                Code::UnsupportedMediaType,
                 "send the body as JSON with Content-Type: application/json",
             ),
             other if other.status() == StatusCode::PAYLOAD_TOO_LARGE => {
-                ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", text)
+                ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, Code::PayloadTooLarge, text)
             }
-            other => ApiError::new(other.status(), "invalid_body", text),
+            other => ApiError::new(other.status(), Code::InvalidBody, text),
         }
     }
 }
 
 impl From<QueryRejection> for ApiError {
     fn from(r: QueryRejection) -> Self {
-        ApiError::bad_request("invalid_query", r.body_text())
+        ApiError::bad_request(Code::InvalidQuery, r.body_text())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_is_documented_in_the_readme() {
+        let readme = include_str!("../../README.md");
+        for code in Code::ALL {
+            assert!(
+                readme.contains(&format!("`{code}`")),
+                "error code `{code}` is not in README.md (HTTP API: the table of codes)"
+            );
+        }
     }
 }

@@ -10,6 +10,7 @@
 
 use super::error::ErrorBody;
 use super::{ApiError, AppState};
+use crate::api::error::Code;
 use crate::state::feature_streams::{FeatureSnapshot, FeatureStreamHandle};
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
@@ -32,7 +33,7 @@ impl AppState {
         self.feature_streams.get(name).cloned().ok_or_else(|| {
             ApiError::new(
                 StatusCode::NOT_FOUND,
-                "unknown_stream",
+                Code::UnknownStream,
                 format!("no feature stream named '{name}'; GET /v1/feature-streams lists them"),
             )
         })
@@ -172,16 +173,16 @@ pub(super) async fn model(
     let Json(body) = body?;
     if !body.is_object() {
         return Err(ApiError::bad_request(
-            "invalid_body",
+            Code::InvalidBody,
             "the body must be a JSON object such as {\"refit\": true}",
         ));
     }
     let req: FeatureModelRequest = serde_json::from_value(body)
-        .map_err(|e| ApiError::bad_request("invalid_body", e.to_string()))?;
+        .map_err(|e| ApiError::bad_request(Code::InvalidBody, e.to_string()))?;
     let Some(selection) = h.snapshot().selection.clone() else {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
-            "no_labels",
+            Code::NoLabels,
             format!(
                 "feature stream '{name}' has no labels yet: send them on topic {} or with PUT /v1/feature-streams/{name}/labels",
                 h.topic
@@ -246,14 +247,14 @@ pub(super) async fn put_labels(
     let Json(body) = body?;
     let req: LabelsRequest = serde_json::from_value(body).map_err(|e| {
         ApiError::bad_request(
-            "invalid_body",
+            Code::InvalidBody,
             format!("{e}; the body is {{\"labels\": [y1, ..., yn]}}"),
         )
     })?;
     let c = &h.config;
     if req.labels.len() != c.n {
         return Err(ApiError::bad_request(
-            "dimension",
+            Code::Dimension,
             format!(
                 "{} labels, but feature stream '{name}' has n = {} samples",
                 req.labels.len(),
@@ -262,7 +263,7 @@ pub(super) async fn put_labels(
         ));
     }
     let labels = Labels::new(req.labels.clone(), c.loss)
-        .map_err(|e| ApiError::bad_request("label", e.to_string()))?;
+        .map_err(|e| ApiError::bad_request(Code::Label, e.to_string()))?;
     let snap = h.snapshot();
     if let Some(sel) = &snap.selection {
         if *sel.labels() == labels {
@@ -286,7 +287,7 @@ pub(super) async fn put_labels(
     let producer = st.producer.as_ref().ok_or_else(|| {
         ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
-            "kafka_unavailable",
+            Code::KafkaUnavailable,
             "no producer for feature streams",
         )
     })?;
@@ -301,7 +302,7 @@ pub(super) async fn put_labels(
         .map_err(|(e, _)| {
             ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
-                "kafka_unavailable",
+                Code::KafkaUnavailable,
                 format!("cannot write the labels to topic {}: {e}", h.topic),
             )
         })?;
@@ -331,7 +332,7 @@ pub(super) async fn put_labels(
         return Err(if r.reason == "labels_conflict" {
             labels_conflict(&r.message)
         } else {
-            ApiError::new(StatusCode::BAD_REQUEST, "label", r.message.clone())
+            ApiError::new(StatusCode::BAD_REQUEST, Code::Label, r.message.clone())
         });
     }
     match &snap.selection {
@@ -353,5 +354,5 @@ pub(super) async fn put_labels(
 }
 
 fn labels_conflict(message: &str) -> ApiError {
-    ApiError::new(StatusCode::CONFLICT, "labels_conflict", message)
+    ApiError::new(StatusCode::CONFLICT, Code::LabelsConflict, message)
 }

@@ -2,6 +2,7 @@
 //! has its partitions and no topic is missing or denied) and `/metrics` (Prometheus).
 
 use super::{AppState, error};
+use crate::api::error::Code;
 use axum::Json;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
@@ -79,7 +80,7 @@ pub(super) async fn readyz(State(st): State<AppState>) -> (StatusCode, Json<Read
         held_partitions: h.held_partitions,
         authorization_errors: h.authorization_errors,
         error: (!ready).then(|| error::ErrorDetail {
-            code: "not_ready".into(),
+            code: Code::NotReady.as_str().into(),
             message: reasons.join("; "),
         }),
     };

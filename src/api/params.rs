@@ -3,6 +3,7 @@
 
 use super::ApiError;
 use super::streams::PredictRequest;
+use crate::api::error::Code;
 use crate::state::streams::StreamHandle;
 use ravel_core::solve::{Method, Request as ModelRequest};
 use serde_json::Value;
@@ -14,7 +15,7 @@ use std::collections::HashMap;
 pub(super) fn parse_params(mut v: Value) -> Result<ModelRequest, ApiError> {
     let Some(obj) = v.as_object_mut() else {
         return Err(ApiError::bad_request(
-            "invalid_body",
+            Code::InvalidBody,
             "the body must be a JSON object such as {\"method\": \"lasso\", \"k\": 10}",
         ));
     };
@@ -27,13 +28,13 @@ pub(super) fn parse_params(mut v: Value) -> Result<ModelRequest, ApiError> {
         }
         Some(_) => {
             return Err(ApiError::bad_request(
-                "invalid_body",
+                Code::InvalidBody,
                 "\"method\" must be a string such as \"lasso\"",
             ));
         }
         None => {
             return Err(ApiError::bad_request(
-                "invalid_body",
+                Code::InvalidBody,
                 format!("missing \"method\": one of {}", Method::estimator_list()),
             ));
         }
@@ -43,9 +44,9 @@ pub(super) fn parse_params(mut v: Value) -> Result<ModelRequest, ApiError> {
         // A parameter the method requires (ridge's lambda, olsth's k) is a request that needs
         // more, as k and lambda together are: `invalid_params`, as before the typed request.
         let code = if msg.starts_with("missing field") {
-            "invalid_params"
+            Code::InvalidParams
         } else {
-            "invalid_body"
+            Code::InvalidBody
         };
         ApiError::bad_request(code, msg)
     })
@@ -82,7 +83,7 @@ pub(super) fn predict_rows(
         (Some(rows), None) => {
             if let Some((i, r)) = rows.iter().enumerate().find(|(_, r)| r.len() != p) {
                 return Err(ApiError::bad_request(
-                    "dimension",
+                    Code::Dimension,
                     format!(
                         "row {i} has {} features, stream '{}' has {p}",
                         r.len(),
@@ -95,7 +96,7 @@ pub(super) fn predict_rows(
         (None, Some(named)) => {
             let Some(index) = &h.index else {
                 return Err(ApiError::bad_request(
-                    "unknown_feature",
+                    Code::UnknownFeature,
                     format!(
                         "stream '{}' declares no feature names; send \"rows\" as arrays",
                         h.name()
@@ -110,7 +111,7 @@ pub(super) fn predict_rows(
                     for (k, v) in m {
                         let j = *index.get(&k).ok_or_else(|| {
                             ApiError::bad_request(
-                                "unknown_feature",
+                                Code::UnknownFeature,
                                 format!("row {i}: unknown feature '{k}'"),
                             )
                         })?;
@@ -119,7 +120,7 @@ pub(super) fn predict_rows(
                     if let Some(j) = row.iter().position(|v| v.is_nan()) {
                         let name = h.names().map(|n| n[j].clone()).unwrap_or_default();
                         return Err(ApiError::bad_request(
-                            "missing_feature",
+                            Code::MissingFeature,
                             format!("row {i}: feature '{name}' is missing"),
                         ));
                     }
@@ -128,7 +129,7 @@ pub(super) fn predict_rows(
                 .collect()
         }
         _ => Err(ApiError::bad_request(
-            "invalid_body",
+            Code::InvalidBody,
             "give exactly one of \"rows\" (arrays) or \"features\" (objects)",
         )),
     }

@@ -2,6 +2,7 @@
 //! (`track`, bounded labels), and the JSON answers for an unknown route or method.
 
 use super::{ApiError, AppState};
+use crate::api::error::Code;
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::StatusCode;
 use axum::middleware::Next;
@@ -38,7 +39,7 @@ pub(super) async fn track(State(st): State<AppState>, req: Request, next: Next) 
 pub(super) async fn not_found(req: Request) -> ApiError {
     ApiError::new(
         StatusCode::NOT_FOUND,
-        "not_found",
+        Code::NotFound,
         format!(
             "no route for {} {}; the API lives under /v1/streams and /v1/feature-streams",
             req.method(),
@@ -50,7 +51,7 @@ pub(super) async fn not_found(req: Request) -> ApiError {
 pub(super) async fn method_not_allowed(req: Request) -> ApiError {
     ApiError::new(
         StatusCode::METHOD_NOT_ALLOWED,
-        "method_not_allowed",
+        Code::MethodNotAllowed,
         format!("{} is not allowed on {}", req.method(), req.uri().path()),
     )
 }

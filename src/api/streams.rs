@@ -3,6 +3,7 @@
 
 use super::params::{parse_params, predict_rows, query_to_json};
 use super::{ApiError, AppState, error};
+use crate::api::error::Code;
 use crate::state::streams::{Stats, StreamHandle};
 use axum::Json;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
@@ -486,7 +487,7 @@ pub(super) async fn predict(
     let h = st.stream(&name)?;
     let Json(body) = body?;
     let req: PredictRequest = serde_json::from_value(body)
-        .map_err(|e| ApiError::bad_request("invalid_body", e.to_string()))?;
+        .map_err(|e| ApiError::bad_request(Code::InvalidBody, e.to_string()))?;
     let params = parse_params(req.model.clone())?.check(h.p())?;
     let rows = predict_rows(req, &h)?;
     let snap = h.snapshot();

@@ -259,11 +259,13 @@ impl Config {
         }
         if self.demo_active() {
             let spec = self.demo_spec()?;
-            let s = self
-                .streams
-                .iter()
-                .find(|s| s.name == self.demo.stream)
-                .expect("completed");
+            // `complete` declares it; a configuration built in code may not have run that.
+            let Some(s) = self.streams.iter().find(|s| s.name == self.demo.stream) else {
+                bail!(
+                    "the demo runs (no kafka.brokers) but no stream '{}' (demo.stream) is declared",
+                    self.demo.stream
+                );
+            };
             if s.p() != spec.p {
                 bail!(
                     "demo stream '{}' has {} features but demo.synthetic makes p = {}",
@@ -273,9 +275,13 @@ impl Config {
                 );
             }
             if let Some(spec) = self.demo_feature_spec()? {
-                let f = self
-                    .feature_stream(&self.demo.feature_stream)
-                    .expect("completed");
+                let Some(f) = self.feature_stream(&self.demo.feature_stream) else {
+                    bail!(
+                        "the demo runs (no kafka.brokers) but no feature stream '{}' \
+                         (demo.feature_stream) is declared",
+                        self.demo.feature_stream
+                    );
+                };
                 if f.n != spec.n {
                     bail!(
                         "demo feature stream '{}' has n = {} but demo.feature_design makes n = {}",
@@ -542,6 +548,29 @@ mod tests {
         let cfg =
             Config::load_with_env(&args, env(&[("RAVEL_KAFKA__BROKERS", "env:9092")])).unwrap();
         assert_eq!(cfg.kafka.brokers, "flag:9092");
+    }
+
+    #[test]
+    fn a_configuration_built_in_code_without_its_demo_stream_is_refused_not_a_panic() {
+        // `check` without `complete`: the demo runs (no brokers) but its stream was never
+        // declared. An error naming the setting, where it used to be an `expect`.
+        let mut cfg = Config::default();
+        cfg.streams.push(StreamConfig {
+            name: "other".into(),
+            topic: None,
+            features: FeatureSchema::Count(3),
+            task: Task::Regression,
+            alpha: AlphaSpec::Plain,
+            history: None,
+            cv: None,
+        });
+        let e = cfg.check().unwrap_err().to_string();
+        assert!(
+            e.contains("no stream 'demo' (demo.stream) is declared"),
+            "{e}"
+        );
+        cfg.complete().unwrap();
+        cfg.check().unwrap();
     }
 
     #[test]

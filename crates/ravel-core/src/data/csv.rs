@@ -12,6 +12,8 @@ pub(super) struct CsvRows {
     target: usize,
     width: usize,
     record: csv::StringRecord,
+    /// The header's names, target included (for errors).
+    header: Vec<String>,
 }
 
 /// Opens a file of this format (`RowReader::open`): its dimensions checked against the budget,
@@ -88,6 +90,7 @@ pub(super) fn open(
             target: t,
             width,
             record: csv::StringRecord::new(),
+            header,
         }),
     ))
 }
@@ -108,6 +111,7 @@ impl CsvRows {
             target,
             width,
             record,
+            header,
         } = self;
         while got < max_rows {
             match reader.read_record(record) {
@@ -131,7 +135,7 @@ impl CsvRows {
                 });
             }
             for (c, cell) in record.iter().enumerate() {
-                let v = parse_cell(cell, &path, line, c)?;
+                let v = parse_cell(cell, &path, line, || format!("column '{}'", header[c]))?;
                 if c == *target { y.push(v) } else { x.push(v) }
             }
             got += 1;

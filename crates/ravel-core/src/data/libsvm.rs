@@ -141,13 +141,15 @@ impl LibsvmRows {
                 continue;
             }
             let mut toks = content.split_whitespace();
-            let label = parse_cell(toks.next().unwrap_or(""), &path, *line, 0)?;
+            let label = parse_cell(toks.next().unwrap_or(""), &path, *line, || {
+                "the label".into()
+            })?;
             let start = x.len();
             x.resize(start + p, 0.0);
             for tok in toks {
                 let (i, v) = tok.split_once(':').unwrap_or((tok, ""));
                 let i: usize = i.parse().unwrap_or(usize::MAX);
-                let v = parse_cell(v, &path, *line, i)?;
+                let v = parse_cell(v, &path, *line, || format!("feature {i}"))?;
                 let j = match columns {
                     LibsvmColumns::Offset(offset) => i - *offset,
                     LibsvmColumns::Compact(map) => map[&i],

@@ -205,18 +205,42 @@ fn resolve_target(
     }
 }
 
-fn parse_cell(cell: &str, path: &Path, line: u64, col: usize) -> Result<f64, DataError> {
-    let v: f64 = cell.trim().parse().map_err(|_| DataError::Line {
+/// A cell as a number; `column` names its column for the error ("column 'region'", only
+/// formatted when the cell is refused). The message says what to do: a missing value or text
+/// where a number belongs is the usual mistake, not a broken file.
+fn parse_cell(
+    cell: &str,
+    path: &Path,
+    line: u64,
+    column: impl FnOnce() -> String,
+) -> Result<f64, DataError> {
+    let refuse = |msg: String| DataError::Line {
         path: path.into(),
         line,
-        msg: format!("column {col}: '{cell}' is not a number"),
-    })?;
+        msg,
+    };
+    let v: f64 = match cell.trim().parse() {
+        Ok(v) => v,
+        Err(_) => {
+            let t = cell.trim();
+            let missing = t.is_empty()
+                || ["na", "n/a", "nan", "null", "none", "?", "-"]
+                    .iter()
+                    .any(|m| t.eq_ignore_ascii_case(m));
+            let hint = if missing {
+                "(a missing value): rows are read whole, so fill it or drop the row"
+            } else {
+                "(text): drop the column, or encode it as numbers (e.g. one 0/1 column per \
+                 category)"
+            };
+            return Err(refuse(format!(
+                "{}: '{cell}' is not a number {hint}",
+                column()
+            )));
+        }
+    };
     if !v.is_finite() {
-        return Err(DataError::Line {
-            path: path.into(),
-            line,
-            msg: format!("column {col}: {cell} is not finite"),
-        });
+        return Err(refuse(format!("{}: {cell} is not finite", column())));
     }
     Ok(v)
 }
