@@ -12,6 +12,8 @@
 //! method on all rows (paper 003). Feature streams keep the best s of a stream of columns
 //! (paper 000). This crate knows nothing of Kafka, HTTP or the command line: its dependencies
 //! hold that boundary (`cargo tree -p ravel-core`).
+//! Papers are cited by short name ("003 eq. 6"); docs/references.md in the repository
+//! lists them (authors, title, venue, year).
 //!
 //! # Layout
 //! Modules are listed bottom-up; each imports only modules above it in this list (checked by
