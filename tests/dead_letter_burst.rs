@@ -313,9 +313,9 @@ fn a_burst_of_bad_messages_does_not_stall_the_stream_and_every_copy_lands() {
     ));
     let produced = Instant::now();
     assert_eq!(bad.len(), 2000);
-    // RAVEL_TEST_PATIENCE_S (seconds) lets a slower build (the one before issue 30) finish,
+    // BURST_TEST_PATIENCE_S (seconds) lets a slower build (the one before issue 30) finish,
     // to measure it with the same test.
-    let patience = std::env::var("RAVEL_TEST_PATIENCE_S")
+    let patience = std::env::var("BURST_TEST_PATIENCE_S")
         .ok()
         .and_then(|s| s.parse().ok())
         .map_or(DEADLINE, Duration::from_secs);
