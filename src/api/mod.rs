@@ -30,7 +30,7 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::middleware::{self};
 pub use error::ApiError;
-use requests::{method_not_allowed, not_found, track};
+use requests::{json_errors, method_not_allowed, not_found, track};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use utoipa_axum::router::OpenApiRouter;
@@ -66,6 +66,7 @@ pub fn router_and_openapi(
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::Extension(openapi::Spec(spec)))
         .layer(DefaultBodyLimit::max(body_limit))
+        .layer(middleware::from_fn(json_errors))
         .layer(middleware::from_fn_with_state(state.clone(), track))
         .with_state(state);
     (router, api)

@@ -35,8 +35,9 @@ impl Default for IngestConfig {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum OnFailure {
-    /// The partition waits at the rejected message (not committed past it, later rows held)
-    /// while delivery is retried with backoff.
+    /// The partition goes on, but no checkpoint or commit of it passes the rejected message
+    /// until its copy is delivered (retried with backoff); it pauses once
+    /// `max_unacked_copies` / `max_unacked_bytes` copies wait.
     #[default]
     Block,
     /// The partition moves on; the message is counted and logged with its coordinates.
@@ -53,6 +54,11 @@ pub struct DlqConfig {
     /// First wait before a failed copy is sent again; doubles up to `retry_max_ms`.
     pub retry_initial_ms: u64,
     pub retry_max_ms: u64,
+    /// With `block`: a partition pauses once this many of its copies are not acknowledged
+    /// (each is held in memory until it is), and goes on under half of it.
+    pub max_unacked_copies: usize,
+    /// The same bound in bytes (payload and key of the unacknowledged copies, per partition).
+    pub max_unacked_bytes: usize,
 }
 
 impl Default for DlqConfig {
@@ -62,6 +68,8 @@ impl Default for DlqConfig {
             delivery_timeout_ms: 30_000,
             retry_initial_ms: 1000,
             retry_max_ms: 60_000,
+            max_unacked_copies: 10_000,
+            max_unacked_bytes: 16 << 20,
         }
     }
 }

@@ -1,23 +1,26 @@
 //! Accepting one message: which stream or feature stream it belongs to, the retention check
-//! (a partition whose unread rows were deleted), folding or rejecting it, and releasing
-//! partitions held at a rejected message once its dead-letter copy is delivered.
+//! (a partition whose unread rows were deleted), folding or rejecting it (its copy handed to
+//! the dead-letter thread and recorded in `held`, the partition going on at once), and applying
+//! the dead-letter outcomes: acknowledged copies clear checkpoints' fences and may resume a
+//! partition paused at its bound.
 
 use super::*;
 
 impl Ingest {
     /// Decodes one message into its stream's pending rows, or applies it to its feature stream,
-    /// or rejects it; then moves the position past it, unless its partition now waits for the
-    /// message's dead-letter copy. Messages of a waiting partition, and messages before a
-    /// partition's position (already in the statistics), are dropped unread. Returns the rows
-    /// (1 for a feature-stream message).
+    /// or rejects it; then moves the position past it. A rejected row-stream message's copy is
+    /// recorded as unacknowledged (with `block`): no checkpoint covers it until it is
+    /// delivered, and the partition pauses once its unacknowledged copies reach the bound.
+    /// Messages of a paused partition, and messages before a partition's position (already in
+    /// the statistics), are dropped unread. Returns the rows (1 for a feature-stream message).
     pub(super) fn accept(&mut self, msg: &BorrowedMessage<'_>, early: Option<Early>) -> usize {
         let (topic, partition, offset) = (msg.topic(), msg.partition(), msg.offset());
         let Some(&target) = self.by_topic.get(topic) else {
             return 0;
         };
-        if self.held.is_held(topic, partition) {
+        if self.held.is_paused(topic, partition) {
             // Fetched before the pause took effect, or the partition came back in a
-            // rebalance: pause (again); it is read again from the held message's successor.
+            // rebalance: pause (again); it is read again from its position.
             self.pause(topic, partition);
             return 0;
         }
@@ -41,18 +44,17 @@ impl Ingest {
                     Some(n) => n,
                     None if self.block => {
                         let stream = self.streams[i].handle.name().to_string();
-                        self.held.hold(&stream, topic, partition, offset);
-                        self.pause(topic, partition);
-                        self.metrics
-                            .blocked_partitions
-                            .with_label_values(&[&stream])
-                            .set(self.held.count(&stream) as i64);
-                        self.health.set_held(self.held.report());
-                        tracing::info!(
-                            stream = %stream, topic = %topic, partition, offset,
-                            "partition waits at a rejected message until its dead-letter copy is delivered"
-                        );
-                        return 0;
+                        let bytes =
+                            msg.payload().map_or(0, <[u8]>::len) + msg.key().map_or(0, <[u8]>::len);
+                        if self.held.sent(&stream, topic, partition, offset, bytes) {
+                            self.pause(topic, partition);
+                            self.held_changed();
+                            tracing::warn!(
+                                stream = %stream, topic = %topic, partition, position = offset + 1,
+                                "partition paused: its unacknowledged dead-letter copies reached dlq.max_unacked_copies or dlq.max_unacked_bytes; it goes on once they are under half of it"
+                            );
+                        }
+                        0
                     }
                     None => 0,
                 }
@@ -118,8 +120,9 @@ impl Ingest {
         }
     }
 
-    /// Applies the dead-letter outcomes: a delivered copy releases its partition, which goes
-    /// on after the message; failures become the reason shown for the held partition.
+    /// Applies the dead-letter outcomes: a delivered copy no longer fences the checkpoints
+    /// (`held`) and may let a partition paused at its bound go on; failures become the reason
+    /// shown for the held partition.
     pub(super) fn dead_letter_outcomes(&mut self) {
         let Some(d) = &self.dead_letters else {
             return;
@@ -128,7 +131,6 @@ impl Ingest {
         let assigned = self.consumer.context().assigned();
         let mut changed = self.held.keep_assigned(&assigned);
         for o in &outcomes {
-            changed = true;
             if let dlq::Outcome::Failed {
                 topic,
                 denied: true,
@@ -147,42 +149,63 @@ impl Ingest {
                     },
                 );
             }
+            // Only failures, and deliveries after them, change what is reported.
+            let reported = match o {
+                dlq::Outcome::Failed { .. } => true,
+                dlq::Outcome::Delivered { .. } => self.health_shows_held,
+            };
+            changed |= reported;
             let Some(r) = self.held.outcome(o) else {
                 continue;
             };
-            positions::read(&mut lock(&self.positions), &r.topic, r.partition, r.offset);
-            if let Some(&Target::Rows(i)) = self.by_topic.get(&r.topic) {
-                self.streams[i].touch(r.partition);
-            }
+            changed = true;
             if assigned.contains(&(r.topic.clone(), r.partition)) {
                 let mut tpl = TopicPartitionList::new();
                 tpl.add_partition(&r.topic, r.partition);
                 if let Err(e) = self.consumer.seek(
                     &r.topic,
                     r.partition,
-                    Offset::Offset(r.offset + 1),
+                    Offset::Offset(r.position),
                     Duration::ZERO,
                 ) {
-                    tracing::warn!(topic = %r.topic, partition = r.partition, error = %e, "cannot seek released partition");
+                    tracing::warn!(topic = %r.topic, partition = r.partition, error = %e, "cannot seek resumed partition");
                 }
                 if let Err(e) = self.consumer.resume(&tpl) {
                     tracing::warn!(topic = %r.topic, partition = r.partition, error = %e, "cannot resume partition");
                 }
             }
             tracing::info!(
-                topic = %r.topic, partition = r.partition, offset = r.offset,
-                "dead-letter copy delivered; partition goes on"
+                topic = %r.topic, partition = r.partition, position = r.position,
+                "dead-letter copies acknowledged under half of dlq.max_unacked_copies / dlq.max_unacked_bytes; partition goes on"
             );
         }
         if changed {
-            for s in &self.streams {
-                let name = s.handle.name();
-                self.metrics
-                    .blocked_partitions
-                    .with_label_values(&[name])
-                    .set(self.held.count(name) as i64);
-            }
-            self.health.set_held(self.held.report());
+            self.held_changed();
         }
+    }
+
+    /// At shutdown: gives the dead-letter copies in flight (not failed) up to `limit` to be
+    /// acknowledged, so that the last checkpoint can cover them.
+    pub(super) fn await_copies(&mut self, limit: Duration) {
+        let start = Instant::now();
+        while self.held.in_flight() > 0 && start.elapsed() < limit {
+            std::thread::sleep(Duration::from_millis(10));
+            self.dead_letter_outcomes();
+        }
+    }
+
+    /// Publishes the held partitions (`/readyz`, summaries, `ravel_blocked_partitions`).
+    pub(super) fn held_changed(&mut self) {
+        for s in &self.streams {
+            let name = s.handle.name();
+            let n = self.held.count(name);
+            self.metrics
+                .blocked_partitions
+                .with_label_values(&[name])
+                .set(n as i64);
+        }
+        let report = self.held.report();
+        self.health_shows_held = !report.is_empty();
+        self.health.set_held(report);
     }
 }

@@ -15,6 +15,7 @@ impl Ingest {
                     &mut self.streams,
                     writer,
                     &positions,
+                    &self.held,
                     &self.writer_name,
                     &self.metrics,
                 );
@@ -26,7 +27,7 @@ impl Ingest {
                 (topics, Some(saved))
             }
             Store::Dir(writer) => {
-                writer.submit(&mut self.streams, &self.cluster_id, &positions);
+                writer.submit(&mut self.streams, &self.cluster_id, &positions, &self.held);
                 if matches!(mode, CommitMode::Sync) {
                     writer.flush(&mut self.streams);
                 }
@@ -110,11 +111,15 @@ impl Ingest {
 }
 
 /// `kafka` store: writes the state of every changed partition; returns the partitions whose
-/// rows are durable now (written, or unchanged since the last write).
+/// rows are durable now (written, or unchanged since the last write). A partition whose state
+/// covers a dead-letter copy not acknowledged yet (`held`) is not written this time (it stays
+/// changed, to be written at the next interval), so neither its state record nor its commit
+/// passes the message before the copy is delivered.
 fn write_states(
     streams: &mut [StreamIngest],
     writer: &mut StateWriter,
     positions: &positions::Positions,
+    held: &held::Held,
     writer_name: &str,
     metrics: &Metrics,
 ) -> BTreeSet<commit::Partition> {
@@ -127,6 +132,9 @@ fn write_states(
         }
         for (p, part) in s.dirty_parts() {
             saved.remove(&(topic.clone(), p));
+            if !held.partition_fence(topic, p).is_empty() {
+                continue;
+            }
             // A part with no position has read no message: nothing to save yet.
             let Some(next) = positions::next(positions, topic, p) else {
                 continue;

@@ -9,12 +9,17 @@
 //! `ravel_dead_letter_failures_total`, logged with the reason and its coordinates, and then,
 //! with `dlq.on_failure = "block"`, sent again after a backoff that doubles up to
 //! `dlq.retry_max_ms`, until it is delivered; with `"skip"` it is given up, counted in
-//! `ravel_dead_letters_skipped_total` and logged. Whether the source partition waits for the
-//! outcome is ingest's business (`ingest::held`): this module only delivers and reports.
-//! Delivery is at least once: a copy whose acknowledgement was lost (a crash) is sent again.
+//! `ravel_dead_letters_skipped_total` and logged. Copies are pipelined: the thread never waits
+//! for one before sending the next, so librdkafka batches them like any produce (`linger.ms`),
+//! and a burst of bad messages costs about what the same burst of good rows costs. What a
+//! checkpoint must wait for is ingest's business (`ingest::held`): this module only delivers
+//! and reports. Delivery is at least once: a copy whose acknowledgement was lost (a crash) is
+//! sent again. Its log lines are bounded per stream and kind (`log_rate`): one line every
+//! `LOG_EVERY` at most, with the number of events held back since, never one per copy.
 //! A message too large to copy whole is copied as a truncated envelope: its first 16 KiB,
 //! the headers, and `ravel-truncated-from` with its length.
 
+use super::log_rate::RateLimit;
 use crate::config::{DlqConfig, OnFailure};
 use crate::metrics::Metrics;
 use crate::reason::Rejection;
@@ -23,6 +28,7 @@ use rdkafka::config::ClientConfig;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
+use std::collections::HashMap;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -46,6 +52,10 @@ pub struct Copy {
 
 /// What a copy keeps of a payload too large to copy whole.
 pub const TRUNCATED_BYTES: usize = 16 * 1024;
+
+/// At most one log line per stream and kind of event (failed, skipped, delivered after
+/// retries) in this interval; the next line says how many were held back.
+pub const LOG_EVERY: Duration = Duration::from_secs(5);
 
 impl Copy {
     pub fn new(
@@ -154,6 +164,7 @@ impl DeadLetters {
             max: Duration::from_millis(dlq.retry_max_ms),
             outcomes: outcomes_tx,
             retries: Vec::new(),
+            logs: HashMap::new(),
         };
         let thread = std::thread::Builder::new()
             .name("ravel-dlq".into())
@@ -200,6 +211,19 @@ struct Worker {
     outcomes: Sender<Outcome>,
     /// Failed copies waiting for their next attempt.
     retries: Vec<(Instant, Attempt)>,
+    /// Log rate limits by stream and kind of line.
+    logs: HashMap<(String, Kind), RateLimit>,
+}
+
+/// The kinds of line the dead-letter thread logs, each limited on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Kind {
+    /// A failed attempt, to be retried (`block`).
+    Retry,
+    /// A failed copy given up (`skip`).
+    Skipped,
+    /// A copy delivered after failed attempts.
+    Recovered,
 }
 
 impl Worker {
@@ -215,11 +239,52 @@ impl Worker {
             }
             self.serve_reports();
             self.retry_due();
+            self.log_overdue(false);
         }
         // Shutting down: give what is in flight a moment. Nothing depends on it: a partition
         // held at a copy was not committed past it, so the next start sends it again.
         let _ = self.producer.flush(Duration::from_secs(2));
         self.serve_reports();
+        self.log_overdue(true);
+    }
+
+    /// Whether a line of `kind` for `stream` may be logged now: `Some(held back since the last
+    /// one)`.
+    fn admit(&mut self, stream: &str, kind: Kind) -> Option<u64> {
+        self.logs
+            .entry((stream.to_string(), kind))
+            .or_insert_with(|| RateLimit::new(LOG_EVERY))
+            .admit(Instant::now())
+    }
+
+    /// Says how many lines were held back where no line came since to say it (`all`: at
+    /// once, at shutdown).
+    fn log_overdue(&mut self, all: bool) {
+        let now = Instant::now();
+        for ((stream, kind), limit) in self.logs.iter_mut() {
+            let held_back = if all {
+                limit.rest(now)
+            } else {
+                limit.overdue(now)
+            };
+            let Some(n) = held_back else {
+                continue;
+            };
+            match kind {
+                Kind::Retry => tracing::error!(
+                    stream = %stream, suppressed = n,
+                    "{n} more dead-letter copies not delivered; they are sent again, and their partitions' checkpoints and commits wait for them"
+                ),
+                Kind::Skipped => tracing::error!(
+                    stream = %stream, suppressed = n,
+                    "{n} more dead-letter copies not delivered; messages skipped (dlq.on_failure = skip)"
+                ),
+                Kind::Recovered => tracing::info!(
+                    stream = %stream, suppressed = n,
+                    "{n} more dead-letter copies delivered after retries"
+                ),
+            }
+        }
     }
 
     /// Serves delivery reports and acts on them.
@@ -234,10 +299,13 @@ impl Worker {
                         .dead_letters
                         .with_label_values(&[c.stream.as_str()])
                         .inc();
-                    if attempt.failed > 0 {
+                    if attempt.failed > 0
+                        && let Some(suppressed) = self.admit(&c.stream, Kind::Recovered)
+                    {
                         tracing::info!(
                             stream = %c.stream, topic = %c.topic, partition = c.partition, offset = c.offset,
-                            attempts = attempt.failed + 1, "dead-letter copy delivered after retries"
+                            attempts = attempt.failed + 1, suppressed,
+                            "dead-letter copy delivered after retries"
                         );
                     }
                     let _ = self.outcomes.send(Outcome::Delivered {
@@ -336,6 +404,11 @@ impl Worker {
             .is_some_and(crate::kafka::authz::is_denied);
         let error = error.to_string();
         attempt.failed += 1;
+        let kind = match self.mode {
+            OnFailure::Block => Kind::Retry,
+            OnFailure::Skip => Kind::Skipped,
+        };
+        let log = self.admit(&attempt.copy.stream, kind);
         let c = &attempt.copy;
         self.metrics
             .dead_letter_failures
@@ -346,12 +419,14 @@ impl Worker {
             OnFailure::Block => {
                 let doubling = 2u32.saturating_pow(attempt.failed.saturating_sub(1).min(20));
                 let wait = self.initial.saturating_mul(doubling).min(self.max);
-                tracing::error!(
-                    stream = %c.stream, topic = %c.topic, partition = c.partition, offset = c.offset,
-                    dead_letter_topic = %dlq, error = %error, attempts = attempt.failed,
-                    retry_in_ms = wait.as_millis() as u64,
-                    "dead-letter copy not delivered; the partition waits at this message and the copy is sent again"
-                );
+                if let Some(suppressed) = log {
+                    tracing::error!(
+                        stream = %c.stream, topic = %c.topic, partition = c.partition, offset = c.offset,
+                        dead_letter_topic = %dlq, error = %error, attempts = attempt.failed,
+                        retry_in_ms = wait.as_millis() as u64, suppressed,
+                        "dead-letter copy not delivered; it is sent again, and the partition's checkpoints and commits stay before this message until it is delivered"
+                    );
+                }
                 Some(wait)
             }
             OnFailure::Skip => {
@@ -359,11 +434,13 @@ impl Worker {
                     .dead_letters_skipped
                     .with_label_values(&[c.stream.as_str()])
                     .inc();
-                tracing::error!(
-                    stream = %c.stream, topic = %c.topic, partition = c.partition, offset = c.offset,
-                    dead_letter_topic = %dlq, error = %error,
-                    "dead-letter copy not delivered; message skipped (dlq.on_failure = skip)"
-                );
+                if let Some(suppressed) = log {
+                    tracing::error!(
+                        stream = %c.stream, topic = %c.topic, partition = c.partition, offset = c.offset,
+                        dead_letter_topic = %dlq, error = %error, suppressed,
+                        "dead-letter copy not delivered; message skipped (dlq.on_failure = skip)"
+                    );
+                }
                 None
             }
         };

@@ -321,6 +321,7 @@ impl StreamIngest {
     /// good ones and nothing after them is checkpointed, so a restart reads the rows again.
     pub fn fold(&mut self, metrics: &Metrics, remote: Option<&StateReader>) -> anyhow::Result<()> {
         let name = self.handle.name().to_string();
+        self.warnings.overdue(&name);
         let start = Instant::now();
         let (mut rows, mut new_alarms) = (0usize, 0u64);
         let mut last_alarm_row = None;

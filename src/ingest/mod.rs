@@ -32,13 +32,15 @@
 //! loading), `commit` (which offsets may be committed), `features` (feature-stream dispatch),
 //! `rejections` (counted, logged, dead-lettered), `format` and `feature_format` (message
 //! formats; `fast_json` their JSON fast path), `dlq` (dead-letter producer, on its own
-//! thread), `held` (partitions waiting at a rejected message until its dead-letter copy is
-//! delivered), `ahead` (threads that decode JSON messages, borrowed, while the loop goes
-//! on).
+//! thread), `held` (unacknowledged dead-letter copies: the fence on checkpoints and the bound
+//! that pauses a partition), `log_rate` (log lines at a bounded rate), `ahead` (threads that
+//! decode JSON messages, borrowed, while the loop goes on).
 //!
 //! Dead letters never stall the loop: a rejected message's copy goes to the dead-letter thread
-//! and, with `dlq.on_failure = "block"`, only its own partition waits (paused, its position at
-//! the message, so no checkpoint or commit passes it) until the copy is delivered.
+//! and its partition goes on at once. With `dlq.on_failure = "block"` the checkpoints (and so
+//! the commits) wait until the copies they cover are acknowledged (`held`, `persist`), so a
+//! crash never loses a bad message: the restart reads it again from the last checkpoint before
+//! it and sends its copy again.
 
 mod accept;
 pub mod ahead;
@@ -55,6 +57,7 @@ pub mod format;
 mod gather;
 pub mod held;
 pub mod lag;
+mod log_rate;
 pub mod persist;
 pub mod positions;
 pub mod rebalance;
@@ -189,6 +192,8 @@ struct Ingest {
     /// Whether a partition waits for its rejected message's copy (`dlq.on_failure`).
     block: bool,
     held: held::Held,
+    /// Whether the health report lists held partitions now.
+    health_shows_held: bool,
     health: Arc<Health>,
     group: String,
     streams: Vec<StreamIngest>,
@@ -231,6 +236,9 @@ impl Ingest {
                 }
                 self.publish_features()?;
                 self.dead_letter_outcomes();
+                if let Store::Dir(w) = &mut self.store {
+                    w.release(&self.held);
+                }
                 if last_checkpoint.elapsed() >= self.checkpoint_interval {
                     self.checkpoint_and_commit(CommitMode::Async);
                     last_checkpoint = Instant::now();
@@ -241,6 +249,7 @@ impl Ingest {
         // Stop consuming: nothing is gathered any more; save what was applied and commit it.
         tracing::info!("ingest stopping: last checkpoint and commit");
         self.fold()?;
+        self.await_copies(Duration::from_secs(3));
         self.checkpoint_and_commit(CommitMode::Sync);
         Ok(())
     }

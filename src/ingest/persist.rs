@@ -10,8 +10,15 @@
 //! committable when its file is durable, so Kafka's committed offsets still trail the last
 //! durable checkpoint; a stream has at most one job in flight (a newer one waits for the next
 //! interval), and a failed write leaves the stream changed, to be written again.
+//!
+//! A job is fenced (`held`, `dlq.on_failure = "block"`): when the statistics it holds cover a
+//! rejected message whose dead-letter copy is not acknowledged yet, it waits, assembled, until
+//! every such copy is (`release`, called after each batch: normally a few milliseconds later),
+//! and only then goes to the writer thread. While a copy keeps failing the job keeps waiting,
+//! so the stream's last durable checkpoint, and its committed offsets, stay before the message.
 
 use super::fold::{ALL, Part, StreamIngest};
+use super::held::{Fence, Held};
 use super::positions::Positions;
 use crate::config::StreamConfig;
 use crate::metrics::Metrics;
@@ -61,8 +68,10 @@ pub struct CheckpointWriter {
     jobs: Option<Sender<Checkpoint>>,
     reports: Receiver<Report>,
     thread: Option<JoinHandle<()>>,
-    /// Streams with a job not reported yet.
+    /// Streams with a job not reported yet (waiting or with the writer thread).
     in_flight: HashSet<String>,
+    /// Jobs waiting for the dead-letter copies they cover to be acknowledged.
+    waiting: Vec<(Checkpoint, Fence)>,
     /// Topic -> the offsets of its last durable checkpoint (or, with nothing unsaved, its
     /// positions): what may be committed.
     durable: Positions,
@@ -112,39 +121,75 @@ impl CheckpointWriter {
             reports,
             thread: Some(thread),
             in_flight: HashSet::new(),
+            waiting: Vec::new(),
             durable: Positions::new(),
         })
     }
 
     /// Hands the checkpoint of every changed stream without a job in flight to the writer
-    /// thread; a stream with nothing unsaved and nothing in flight is durable where it stands.
+    /// thread, or, when it covers unacknowledged dead-letter copies (`held`), keeps it waiting
+    /// for them; a stream with nothing unsaved and nothing in flight is durable where it stands.
     pub fn submit(
         &mut self,
         streams: &mut [StreamIngest],
         cluster_id: &Option<String>,
         positions: &Positions,
+        held: &Held,
     ) {
         self.collect(streams);
+        self.release(held);
         for s in streams.iter_mut() {
             let name = s.handle.name().to_string();
             if self.in_flight.contains(&name) {
                 continue;
             }
             let topic = s.handle.topic.clone();
+            let fence = held.fence(&topic);
             let Some(whole) = s.whole().filter(|w| w.dirty) else {
-                let at = positions.get(&topic).cloned().unwrap_or_default();
-                self.durable.insert(topic, at);
+                if fence.is_empty() {
+                    let at = positions.get(&topic).cloned().unwrap_or_default();
+                    self.durable.insert(topic, at);
+                }
                 continue;
             };
             let cp = assemble(s, whole, cluster_id.clone(), positions);
-            let sent = self.jobs.as_ref().is_some_and(|j| j.send(cp).is_ok());
-            if sent {
-                s.mark_saved(ALL);
-                self.in_flight.insert(name);
+            s.mark_saved(ALL);
+            self.in_flight.insert(name);
+            if fence.is_empty() {
+                if !self.send(cp) {
+                    s.touch(ALL);
+                }
             } else {
-                tracing::error!(stream = %name, "the checkpoint writer has stopped; offsets not committed");
+                self.waiting.push((cp, fence));
             }
         }
+    }
+
+    /// Sends the waiting jobs whose dead-letter copies are all acknowledged now.
+    pub fn release(&mut self, held: &Held) {
+        if self.waiting.is_empty() {
+            return;
+        }
+        let (ready, wait): (Vec<_>, Vec<_>) = std::mem::take(&mut self.waiting)
+            .into_iter()
+            .partition(|(cp, fence)| held.cleared(&cp.topic, fence));
+        self.waiting = wait;
+        for (cp, _) in ready {
+            // A stopped writer was already logged; the stream is not durable either way.
+            let _ = self.send(cp);
+        }
+    }
+
+    /// Hands one job to the writer thread; false if it has stopped.
+    fn send(&mut self, cp: Checkpoint) -> bool {
+        let name = cp.stream.clone();
+        if self.jobs.as_ref().is_some_and(|j| j.send(cp).is_ok()) {
+            return true;
+        }
+        // Nothing will report it: the stream's offsets stay where they were.
+        self.in_flight.remove(&name);
+        tracing::error!(stream = %name, "the checkpoint writer has stopped; offsets not committed");
+        false
     }
 
     /// Takes the writer's reports: written jobs make their offsets committable, failed ones
@@ -164,8 +209,20 @@ impl CheckpointWriter {
         }
     }
 
-    /// Waits until every job in flight is written (or failed): the last checkpoint at shutdown.
+    /// Waits until every job with the writer thread is written (or failed): the last
+    /// checkpoint at shutdown. Jobs still waiting for dead-letter copies are dropped: the last
+    /// durable checkpoint stays before those messages, and the next start reads them again.
     pub fn flush(&mut self, streams: &mut [StreamIngest]) {
+        for (cp, fence) in std::mem::take(&mut self.waiting) {
+            tracing::warn!(
+                stream = %cp.stream, copies = fence.len(),
+                "last checkpoint not written: dead-letter copies it covers are not acknowledged; the next start reads those messages again"
+            );
+            self.in_flight.remove(&cp.stream);
+            if let Some(s) = streams.iter_mut().find(|s| s.handle.name() == cp.stream) {
+                s.touch(ALL);
+            }
+        }
         while !self.in_flight.is_empty() {
             match self.reports.recv() {
                 Ok(r) => self.report(r, streams),

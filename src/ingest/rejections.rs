@@ -1,12 +1,13 @@
-//! A refused message, on either kind of stream: counted by reason, logged (at most one line a
-//! second per stream, with the number of lines held back) and copied to the dead-letter
-//! topic. Shared by the row fold and the feature-stream dispatch.
+//! A refused message, on either kind of stream: counted by reason, logged (at most one line
+//! every `dlq::LOG_EVERY` per stream, with the number of rejections held back) and copied to
+//! the dead-letter topic. Shared by the row fold and the feature-stream dispatch.
 
-use super::dlq::{Copy, DeadLetters};
+use super::dlq::{Copy, DeadLetters, LOG_EVERY};
+use super::log_rate::RateLimit;
 use crate::metrics::Metrics;
 use crate::reason::{Reason, Rejection};
 use rdkafka::message::{BorrowedMessage, Message};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// The rejection of a message without a payload (a tombstone).
 pub fn no_payload() -> Rejection {
@@ -16,15 +17,27 @@ pub fn no_payload() -> Rejection {
     }
 }
 
-/// Rejection logging, limited to one line per second per stream.
-#[derive(Default)]
+/// Rejection logging, limited to one line every `LOG_EVERY` per stream.
 pub struct Warnings {
-    /// Rejections not logged yet.
-    suppressed: u64,
-    last: Option<Instant>,
+    limit: RateLimit,
+}
+
+impl Default for Warnings {
+    fn default() -> Self {
+        Warnings {
+            limit: RateLimit::new(LOG_EVERY),
+        }
+    }
 }
 
 impl Warnings {
+    /// Says how many rejections were held back when no rejection came since to say it.
+    pub fn overdue(&mut self, stream: &str) {
+        if let Some(n) = self.limit.overdue(Instant::now()) {
+            tracing::warn!(stream = %stream, suppressed = n, "{n} more messages rejected (copied to the dead-letter topic)");
+        }
+    }
+
     /// Counts a refused message, logs it (rate-limited) and copies it to the dead-letter topic.
     /// Returns whether a copy was sent.
     pub fn reject(
@@ -39,20 +52,12 @@ impl Warnings {
             .messages_rejected
             .with_label_values(&[stream, rej.reason.as_str()])
             .inc();
-        let now = Instant::now();
-        if self
-            .last
-            .is_none_or(|t| now.duration_since(t) >= Duration::from_secs(1))
-        {
+        if let Some(suppressed) = self.limit.admit(Instant::now()) {
             tracing::warn!(
                 stream = %stream, topic = %msg.topic(), partition = msg.partition(), offset = msg.offset(),
-                reason = rej.reason.as_str(), error = %rej.message, suppressed = self.suppressed,
+                reason = rej.reason.as_str(), error = %rej.message, suppressed,
                 "message rejected (copied to the dead-letter topic)"
             );
-            self.last = Some(now);
-            self.suppressed = 0;
-        } else {
-            self.suppressed += 1;
         }
         match dead_letters {
             Some(d) => {

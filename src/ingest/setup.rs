@@ -171,7 +171,11 @@ impl Ingest {
             consumer: Arc::new(consumer),
             dead_letters,
             block: setup.dlq.on_failure == OnFailure::Block,
-            held: held::Held::default(),
+            held: held::Held::new(held::Bound {
+                copies: setup.dlq.max_unacked_copies.max(1),
+                bytes: setup.dlq.max_unacked_bytes.max(1),
+            }),
+            health_shows_held: false,
             health: setup.health,
             group: setup.clients.group().to_string(),
             streams,
