@@ -28,7 +28,7 @@
 //! - `ingest`: the consumer loop (`mod.rs`) and one file per concern: message formats
 //!   (`format`, `fast_json`, `feature_format`), folding (`fold`, `cv`), `rebalance`,
 //!   `positions`, `lag`, `commit`, `persist` (when checkpoints and state records are written,
-//!   and loading them), dead letters (`dlq`, `held`, `rejections`), `features`.
+//!   and loading them), dead letters (`dlq`, `held`, `rejections`, `log_rate`), `features`.
 //! - `api`: the HTTP API: the axum router, handlers, the JSON error type, the web console, and
 //!   `http` (the accept loop with its bounds on clients).
 //! - `server`: `run(config, brokers, listener, shutdown)`, the service wired together.

@@ -35,12 +35,14 @@ macro_rules! codes {
 }
 
 codes! {
+    BadRequest = "bad_request",
     Busy = "busy",
     Dimension = "dimension",
     ExtractionTimeout = "extraction_timeout",
     Internal = "internal",
     InvalidBody = "invalid_body",
     InvalidParams = "invalid_params",
+    InvalidPath = "invalid_path",
     InvalidQuery = "invalid_query",
     KTooLarge = "k_too_large",
     KafkaUnavailable = "kafka_unavailable",
@@ -55,8 +57,10 @@ codes! {
     NotReady = "not_ready",
     OneClass = "one_class",
     PayloadTooLarge = "payload_too_large",
+    RequestRefused = "request_refused",
     ShuttingDown = "shutting_down",
     Unauthorized = "unauthorized",
+    Unprocessable = "unprocessable",
     UnknownFeature = "unknown_feature",
     UnknownMethod = "unknown_method",
     UnknownStream = "unknown_stream",

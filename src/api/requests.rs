@@ -67,7 +67,7 @@ const MAX_TEXT_ERROR: usize = 4096;
 pub(super) async fn json_errors(req: Request, next: Next) -> Response {
     if std::str::from_utf8(&percent_decode(req.uri().path().as_bytes())).is_err() {
         return ApiError::bad_request(
-            "invalid_path",
+            Code::InvalidPath,
             format!(
                 "the path {} is not valid UTF-8 once percent-decoded; stream names are UTF-8 text",
                 req.uri().path()
@@ -94,17 +94,17 @@ pub(super) async fn json_errors(req: Request, next: Next) -> Response {
 }
 
 /// The code and message of a plain-text error answered with `status`.
-fn text_error(status: StatusCode, text: String) -> (&'static str, String) {
+fn text_error(status: StatusCode, text: String) -> (Code, String) {
     let code = match status {
-        StatusCode::BAD_REQUEST if text.starts_with("Invalid URL") => "invalid_path",
-        StatusCode::BAD_REQUEST => "bad_request",
-        StatusCode::NOT_FOUND => "not_found",
-        StatusCode::METHOD_NOT_ALLOWED => "method_not_allowed",
-        StatusCode::PAYLOAD_TOO_LARGE => "payload_too_large",
-        StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported_media_type",
-        StatusCode::UNPROCESSABLE_ENTITY => "unprocessable",
-        s if s.is_server_error() => "internal",
-        _ => "request_refused",
+        StatusCode::BAD_REQUEST if text.starts_with("Invalid URL") => Code::InvalidPath,
+        StatusCode::BAD_REQUEST => Code::BadRequest,
+        StatusCode::NOT_FOUND => Code::NotFound,
+        StatusCode::METHOD_NOT_ALLOWED => Code::MethodNotAllowed,
+        StatusCode::PAYLOAD_TOO_LARGE => Code::PayloadTooLarge,
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => Code::UnsupportedMediaType,
+        StatusCode::UNPROCESSABLE_ENTITY => Code::Unprocessable,
+        s if s.is_server_error() => Code::Internal,
+        _ => Code::RequestRefused,
     };
     let message = if text.is_empty() {
         status
@@ -156,11 +156,11 @@ mod tests {
     #[test]
     fn a_plain_text_rejection_gets_a_code_by_status() {
         let (code, _) = text_error(StatusCode::BAD_REQUEST, "Invalid URL: bad".into());
-        assert_eq!(code, "invalid_path");
+        assert_eq!(code, Code::InvalidPath);
         let (code, msg) = text_error(StatusCode::PAYLOAD_TOO_LARGE, String::new());
         assert_eq!(
             (code, msg.as_str()),
-            ("payload_too_large", "Payload Too Large")
+            (Code::PayloadTooLarge, "Payload Too Large")
         );
     }
 }
