@@ -78,11 +78,7 @@ fn encode(x: &[f64], y: &[f64], p: usize, batch: usize, binary: bool) -> Vec<Vec
 fn decode_bench() {
     let p = 100;
     let (x, y) = rows(p, 2000, 1);
-    let schema = Schema {
-        p,
-        index: None,
-        classification: false,
-    };
+    let schema = Schema::positional(p, false);
     let mut rates = vec![];
     for (label, batch, binary, python) in [
         ("JSON row {\"x\",\"y\"}", 1, false, false),
@@ -240,6 +236,8 @@ fn stream(name: &str, topic: &str, p: usize) -> StreamConfig {
         name: name.into(),
         topic: Some(topic.into()),
         features: FeatureSchema::Count(p),
+        target: None,
+        missing: None,
         task: Task::Regression,
         alpha: ravel_core::stats::AlphaSpec::Plain,
         history: None,
@@ -288,11 +286,7 @@ fn bare_consumer(brokers: &str, topic: &str, messages: usize, rows: usize, work:
     c.subscribe(&[topic]).unwrap();
     let (mut got, mut bytes) = (0, 0usize);
     let mut start = None;
-    let schema = Schema {
-        p: 100,
-        index: None,
-        classification: false,
-    };
+    let schema = Schema::positional(100, false);
     let mut st = RunningStats::new(100, AlphaSchedule::Plain);
     let (mut xs, mut ys) = (vec![], vec![]);
     while got < messages {

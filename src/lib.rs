@@ -26,7 +26,8 @@
 //! - `store`: what survives a restart, one concept with two back ends: `file` (checkpoint
 //!   files, `state.dir`) and `kafka` (a compacted changelog topic, `state.store = "kafka"`).
 //! - `ingest`: the consumer loop (`mod.rs`) and one file per concern: message formats
-//!   (`format`, `fast_json`, `feature_format`), folding (`fold`, `cv`), `rebalance`,
+//!   (`format`, `fast_json`, `feature_format`; `events`: named rows and events through the
+//!   stream's field mapping), folding (`fold`, `cv`), `rebalance`,
 //!   `positions`, `lag`, `commit`, `persist` (when checkpoints and state records are written,
 //!   and loading them), dead letters (`dlq`, `held`, `rejections`, `log_rate`), `features`.
 //! - `api`: the HTTP API: the axum router, handlers, the JSON error type, the web console, and

@@ -18,6 +18,10 @@ pub struct Metrics {
     pub messages_consumed: IntCounterVec,
     /// Messages refused, by stream and reason (`Reason::as_str`).
     pub messages_rejected: IntCounterVec,
+    /// Keys of named messages and events the stream does not use (ignored, not refused).
+    pub fields_ignored: IntCounterVec,
+    /// Rows left out under `missing = "skip_row"`.
+    pub rows_skipped: IntCounterVec,
     /// Rejected messages whose copy reached `<topic>.dlq`, and those whose copy failed.
     pub dead_letters: IntCounterVec,
     pub dead_letter_failures: IntCounterVec,
@@ -149,6 +153,16 @@ impl Metrics {
                 "ravel_messages_rejected_total",
                 "Kafka messages refused (not applied), by reason",
                 &["stream", "reason"],
+            ),
+            fields_ignored: counter(
+                "ravel_ingest_fields_ignored_total",
+                "Keys of named messages and events the stream does not use (ignored, not refused)",
+                &["stream"],
+            ),
+            rows_skipped: counter(
+                "ravel_ingest_rows_skipped_total",
+                "Rows left out because a value was missing (missing = \"skip_row\")",
+                &["stream"],
             ),
             dead_letters: counter(
                 "ravel_dead_letters_total",
@@ -393,6 +407,8 @@ impl Metrics {
             self.messages_rejected
                 .with_label_values(&[stream, r.as_str()]);
         }
+        self.fields_ignored.with_label_values(&[stream]);
+        self.rows_skipped.with_label_values(&[stream]);
         self.dead_letters.with_label_values(&[stream]);
         self.dead_letter_failures.with_label_values(&[stream]);
         self.dead_letters_skipped.with_label_values(&[stream]);

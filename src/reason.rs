@@ -20,6 +20,9 @@ pub enum Reason {
     UnknownFeature,
     /// A named row without one of the declared names.
     MissingFeature,
+    /// A field whose value is not of its declared kind: text in a numeric field, an object or
+    /// a list where one value belongs, a target that is not a number.
+    FieldType,
     /// A classification target that is not +1, -1 or 0.
     Label,
     /// Feature streams: a sparse feature's index out of 0..n or repeated.
@@ -31,26 +34,28 @@ pub enum Reason {
 }
 
 impl Reason {
-    pub const ALL: [Reason; 10] = [
+    pub const ALL: [Reason; 11] = [
         Reason::Malformed,
         Reason::Dimension,
         Reason::NonFinite,
         Reason::Overflow,
         Reason::UnknownFeature,
         Reason::MissingFeature,
+        Reason::FieldType,
         Reason::Label,
         Reason::Index,
         Reason::NoLabels,
         Reason::LabelsConflict,
     ];
     /// The reasons an observation stream's message can have.
-    pub const ROWS: [Reason; 7] = [
+    pub const ROWS: [Reason; 8] = [
         Reason::Malformed,
         Reason::Dimension,
         Reason::NonFinite,
         Reason::Overflow,
         Reason::UnknownFeature,
         Reason::MissingFeature,
+        Reason::FieldType,
         Reason::Label,
     ];
     /// The reasons a feature stream's message can have.
@@ -71,6 +76,7 @@ impl Reason {
             Reason::Overflow => "overflow",
             Reason::UnknownFeature => "unknown_feature",
             Reason::MissingFeature => "missing_feature",
+            Reason::FieldType => "field_type",
             Reason::Label => "label",
             Reason::Index => "index",
             Reason::NoLabels => "no_labels",

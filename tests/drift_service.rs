@@ -57,7 +57,7 @@ fn drift_alarms_reach_the_api_and_the_metrics() {
     let mut s = stream(
         "drift",
         "t.drift",
-        FeatureSchema::Names(names),
+        FeatureSchema::names(names),
         Task::Regression,
     );
     s.alpha = "adaptive".parse().unwrap();

@@ -224,7 +224,7 @@ fn every_route_is_described_and_every_answer_matches_its_schema() {
             stream(
                 "reg",
                 "t.reg",
-                FeatureSchema::Names(names(p)),
+                FeatureSchema::names(names(p)),
                 Task::Regression,
             ),
             stream(
@@ -275,9 +275,13 @@ fn every_route_is_described_and_every_answer_matches_its_schema() {
             .enumerate()
             .find(|(_, (a, b))| a != b)
             .expect("two different texts differ in a line");
+        let served_path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("openapi.json");
+        std::fs::write(&served_path, &text).unwrap();
         panic!(
-            "/openapi.json differs from tests/fixtures/openapi.json at line {}:\n  served:  {served}\n  fixture: {fixed}",
-            line + 1
+            "/openapi.json differs from tests/fixtures/openapi.json at line {}:\n  served:  {served}\n  fixture: {fixed}\n\
+             The served document is in {}: when the API changed on purpose, copy it over the fixture.",
+            line + 1,
+            served_path.display()
         );
     }
     let doc: Value = serde_json::from_str(&text).unwrap();

@@ -574,7 +574,7 @@ fn select_and_inference_over_http_equal_ravel_fit() {
         vec![stream(
             "sel",
             "t.sel",
-            FeatureSchema::Names(names(p)),
+            FeatureSchema::names(names(p)),
             Task::Regression,
         )],
         Some(state.path()),

@@ -72,7 +72,7 @@ fn models_over_http_equal_ravel_fit_on_the_same_rows() {
         vec![stream(
             "reg",
             "t.reg",
-            FeatureSchema::Names(names.clone()),
+            FeatureSchema::names(names.clone()),
             Task::Regression,
         )],
         Some(state.path()),
@@ -791,7 +791,7 @@ fn bad_messages_go_to_the_dead_letter_topic_and_leave_statistics_unchanged() {
             stream(
                 "named",
                 "t.named",
-                FeatureSchema::Names(vec!["a".into(), "b".into(), "c".into()]),
+                FeatureSchema::names(vec!["a".into(), "b".into(), "c".into()]),
                 Task::Regression,
             ),
             stream(
@@ -1210,7 +1210,7 @@ fn a_csv_in_another_column_order_gives_the_right_model() {
         vec![stream(
             "swap",
             "t.swap",
-            FeatureSchema::Names(names(p)),
+            FeatureSchema::names(names(p)),
             Task::Regression,
         )],
         None,

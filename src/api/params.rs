@@ -5,6 +5,8 @@ use super::ApiError;
 use super::streams::PredictRequest;
 use crate::api::error::Code;
 use crate::state::streams::StreamHandle;
+use crate::ingest::events::lookup;
+use ravel_core::fields::{Fields, Kind, Missing, Refusal, Value as Cell};
 use ravel_core::solve::{Method, Request as ModelRequest};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -73,11 +75,24 @@ pub(super) fn query_to_json(q: HashMap<String, String>) -> Value {
     Value::Object(obj)
 }
 
-/// The rows of a predict request as dense vectors of p features.
+/// One row of a predict request: its p columns, and the fields it did not give (they must be
+/// fields the model does not use, `check_missing`).
+pub(super) struct PredictRow {
+    pub(super) x: Vec<f64>,
+    missing: Vec<usize>,
+    /// Keys of the row no field uses (named in the error when a used field is missing).
+    unused: Vec<String>,
+}
+
+/// The rows of a predict request as dense vectors of p features. Named rows (`features`)
+/// take the stream's own shape: fields by name or dotted path, category strings, keys the
+/// stream does not use ignored; a missing field is an indicator where the stream says so and
+/// otherwise must be one the model does not use (checked once the model is known,
+/// `check_missing`). A stream declared by count names its columns "0" to "p-1".
 pub(super) fn predict_rows(
     req: PredictRequest,
     h: &StreamHandle,
-) -> Result<Vec<Vec<f64>>, ApiError> {
+) -> Result<Vec<PredictRow>, ApiError> {
     let p = h.p();
     match (req.rows, req.features) {
         (Some(rows), None) => {
@@ -91,41 +106,31 @@ pub(super) fn predict_rows(
                     ),
                 ));
             }
-            Ok(rows)
+            Ok(rows
+                .into_iter()
+                .map(|x| PredictRow {
+                    x,
+                    missing: Vec::new(),
+                    unused: Vec::new(),
+                })
+                .collect())
         }
         (None, Some(named)) => {
-            let Some(index) = &h.index else {
-                return Err(ApiError::bad_request(
-                    Code::UnknownFeature,
-                    format!(
-                        "stream '{}' declares no feature names; send \"rows\" as arrays",
-                        h.name()
-                    ),
-                ));
+            let by_index;
+            let fields = match &h.fields {
+                Some(f) => f,
+                None => {
+                    let names: Vec<String> = (0..p).map(|j| j.to_string()).collect();
+                    by_index = Fields::numeric(&names).map_err(|e| {
+                        ApiError::bad_request(Code::InvalidBody, e)
+                    })?;
+                    &by_index
+                }
             };
             named
-                .into_iter()
+                .iter()
                 .enumerate()
-                .map(|(i, m)| {
-                    let mut row = vec![f64::NAN; p];
-                    for (k, v) in m {
-                        let j = *index.get(&k).ok_or_else(|| {
-                            ApiError::bad_request(
-                                Code::UnknownFeature,
-                                format!("row {i}: unknown feature '{k}'"),
-                            )
-                        })?;
-                        row[j] = v;
-                    }
-                    if let Some(j) = row.iter().position(|v| v.is_nan()) {
-                        let name = h.names().map(|n| n[j].clone()).unwrap_or_default();
-                        return Err(ApiError::bad_request(
-                            Code::MissingFeature,
-                            format!("row {i}: feature '{name}' is missing"),
-                        ));
-                    }
-                    Ok(row)
-                })
+                .map(|(i, obj)| named_row(fields, obj, i))
                 .collect()
         }
         _ => Err(ApiError::bad_request(
@@ -133,4 +138,100 @@ pub(super) fn predict_rows(
             "give exactly one of \"rows\" (arrays) or \"features\" (objects)",
         )),
     }
+}
+
+/// One named row through the stream's fields (see `predict_rows`).
+fn named_row(
+    fields: &Fields,
+    obj: &serde_json::Map<String, Value>,
+    i: usize,
+) -> Result<PredictRow, ApiError> {
+    let mut x = vec![0.0; fields.p()];
+    let mut missing = Vec::new();
+    let wrong = |m: String| ApiError::bad_request(Code::FieldType, format!("row {i}: {m}"));
+    for (f, field) in fields.fields().iter().enumerate() {
+        let name = &field.name;
+        let cell = match lookup(obj, name) {
+            None | Some(Value::Null) => Cell::Missing,
+            Some(Value::Number(n)) => Cell::Number(n.as_f64().unwrap_or(f64::NAN)),
+            Some(Value::Bool(b)) => Cell::Bool(*b),
+            Some(Value::String(s)) => Cell::Text(s),
+            Some(Value::Array(items)) => {
+                for item in items {
+                    let cell = match item {
+                        Value::String(s) => Cell::Text(s),
+                        Value::Number(n) => Cell::Number(n.as_f64().unwrap_or(f64::NAN)),
+                        _ => {
+                            return Err(wrong(format!(
+                                "feature '{name}': a list holds tokens (strings or numbers) of a hashed feature"
+                            )));
+                        }
+                    };
+                    if !matches!(field.kind, Kind::Hashed { .. }) {
+                        return Err(wrong(format!(
+                            "feature '{name}' is a list; only a hashed feature takes a list of tokens"
+                        )));
+                    }
+                    fields.put(f, cell, &mut x).map_err(|r| match r {
+                        Refusal::Wrong(m) | Refusal::Missing(m) => wrong(m),
+                        Refusal::SkipRow => wrong(format!("feature '{name}' is missing")),
+                    })?;
+                }
+                continue;
+            }
+            Some(Value::Object(_)) => {
+                return Err(wrong(format!(
+                    "feature '{name}' is an object, not a value: name the field inside it \
+                     with a dotted path ('{name}.<field>')"
+                )));
+            }
+        };
+        if cell == Cell::Missing && field.missing != Missing::Indicator {
+            missing.push(f);
+            continue;
+        }
+        fields.put(f, cell, &mut x).map_err(|r| match r {
+            Refusal::Wrong(m) | Refusal::Missing(m) => wrong(m),
+            Refusal::SkipRow => wrong(format!("feature '{name}' is missing")),
+        })?;
+    }
+    let unused = if missing.is_empty() {
+        Vec::new()
+    } else {
+        obj.keys().filter(|k| !fields.uses(k)).take(3).cloned().collect()
+    };
+    Ok(PredictRow { x, missing, unused })
+}
+
+/// Refuses rows that miss a field whose columns the model uses (a nonzero coefficient).
+pub(super) fn check_missing(
+    rows: &[PredictRow],
+    fields: Option<&Fields>,
+    model: &ravel_core::Model,
+) -> Result<(), ApiError> {
+    let used: std::collections::HashSet<usize> =
+        model.coefficients.iter().map(|c| c.index).collect();
+    for (i, r) in rows.iter().enumerate() {
+        for &f in &r.missing {
+            let (name, columns) = match fields {
+                Some(fs) => (fs.fields()[f].name.clone(), fs.columns_of(f)),
+                None => (f.to_string(), f..f + 1),
+            };
+            if columns.clone().any(|j| used.contains(&j)) {
+                let hint = if r.unused.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        " (the row has keys the stream does not use: {})",
+                        r.unused.join(", ")
+                    )
+                };
+                return Err(ApiError::bad_request(
+                    Code::MissingFeature,
+                    format!("row {i}: feature '{name}' is missing and the model uses it{hint}"),
+                ));
+            }
+        }
+    }
+    Ok(())
 }

@@ -1,7 +1,7 @@
 //! The observation-stream endpoints under `/v1/streams`: listing, summary, history, model,
 //! path and predict. Extractions go through `AppState::extract` (`admission`).
 
-use super::params::{parse_params, predict_rows, query_to_json};
+use super::params::{check_missing, parse_params, predict_rows, query_to_json};
 use super::{ApiError, AppState, error};
 use crate::api::error::Code;
 use crate::state::streams::{Stats, StreamHandle};
@@ -441,9 +441,13 @@ pub struct PredictRequest {
     /// Rows as arrays of p numbers...
     #[serde(default)]
     pub(super) rows: Option<Vec<Vec<f64>>>,
-    /// ...or as objects of named features.
+    /// ...or as objects in the stream's own shape: fields by name or dotted path (nested
+    /// objects), category strings, keys the stream does not use ignored; only the fields of
+    /// the model's nonzero coefficients are needed. A stream declared by count names its
+    /// features "0" to "p-1".
     #[serde(default)]
-    pub(super) features: Option<Vec<HashMap<String, f64>>>,
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub(super) features: Option<Vec<serde_json::Map<String, Value>>>,
 }
 
 /// Predictions and the model they came from.
@@ -471,8 +475,8 @@ pub struct PredictResponse {
         )),
     responses(
         (status = 200, description = "One prediction per row", body = PredictResponse),
-        (status = 400, description = "the codes of `/model`, and `dimension`, `unknown_feature`, \
-            `missing_feature`", body = error::ErrorBody),
+        (status = 400, description = "the codes of `/model`, and `dimension`, `missing_feature`, \
+            `field_type`", body = error::ErrorBody),
         (status = 404, description = "`unknown_stream`", body = error::ErrorBody),
         (status = 409, description = "`no_data`, `one_class`", body = error::ErrorBody),
         (status = 413, description = "`payload_too_large`", body = error::ErrorBody),
@@ -504,7 +508,8 @@ pub(super) async fn predict(
             )?)
         })
         .await?;
-    let predictions: Vec<f64> = rows.iter().map(|r| model.predict(r)).collect();
+    check_missing(&rows, h.fields.as_ref(), &model)?;
+    let predictions: Vec<f64> = rows.iter().map(|r| model.predict(&r.x)).collect();
     let labels = (h.task() == Task::Classification).then(|| {
         predictions
             .iter()

@@ -154,6 +154,8 @@ impl Config {
                 name: self.demo.stream.clone(),
                 topic: None,
                 features: FeatureSchema::Count(spec.p),
+                target: None,
+                missing: None,
                 task: spec.task,
                 alpha: AlphaSpec::Plain,
                 history: None,
@@ -249,11 +251,15 @@ impl Config {
                     s.name
                 );
             }
-            if let Some(n) = s.names() {
-                let mut seen = HashSet::new();
-                if let Some(d) = n.iter().find(|x| !seen.insert(x.as_str())) {
-                    bail!("stream '{}': feature name '{d}' appears twice", s.name);
-                }
+            s.fields()?;
+            if let Some(t) = &s.target
+                && s.field_names().contains(&t.as_str())
+            {
+                bail!(
+                    "stream '{}': target = \"{t}\" is also declared as a feature: a row's y \
+                     cannot be one of its features",
+                    s.name
+                );
             }
             s.schedule()?;
         }
@@ -362,7 +368,7 @@ impl Config {
                     s.name,
                     match &s.features {
                         FeatureSchema::Count(p) => p.to_string(),
-                        FeatureSchema::Names(n) => format!("a list of {} names", n.len()),
+                        FeatureSchema::Names(n) => format!("a list of {} fields", n.len()),
                     },
                     s.p(),
                     s.task,
@@ -559,6 +565,8 @@ mod tests {
             name: "other".into(),
             topic: None,
             features: FeatureSchema::Count(3),
+            target: None,
+            missing: None,
             task: Task::Regression,
             alpha: AlphaSpec::Plain,
             history: None,
@@ -591,7 +599,39 @@ mod tests {
             ("[[streams]]\nname = \"a b\"\nfeatures = 2\n", "letters"),
             (
                 "[[streams]]\nname = \"a\"\nfeatures = [\"x\", \"x\"]\n",
-                "appears twice",
+                "feature 'x' is declared twice",
+            ),
+            (
+                "[[streams]]\nname = \"a\"\nfeatures = [{ name = \"r\", kind = \"categorical\" }]\n",
+                "feature 'r': a categorical feature needs levels",
+            ),
+            (
+                "[[streams]]\nname = \"a\"\nfeatures = [{ name = \"r\", kind = \"text\" }]\n",
+                "use numeric, categorical or hashed",
+            ),
+            (
+                "[[streams]]\nname = \"a\"\nfeatures = [{ name = \"r\", levls = [\"a\"] }]\n",
+                "unknown field `levls`",
+            ),
+            (
+                "[[streams]]\nname = \"a\"\nfeatures = [{ name = \"t\", kind = \"hashed\", buckets = 100000 }]\n",
+                "feature 't': buckets = 100000",
+            ),
+            (
+                "[[streams]]\nname = \"a\"\nfeatures = [{ name = \"t\", buckets = 3 }]\n",
+                "buckets does not apply to a numeric feature",
+            ),
+            (
+                "[[streams]]\nname = \"a\"\nfeatures = [\"x\"]\nmissing = \"drop\"\n",
+                "missing",
+            ),
+            (
+                "[[streams]]\nname = \"a\"\nfeatures = [\"x\", \"price\"]\ntarget = \"price\"\n",
+                "target = \"price\" is also declared as a feature",
+            ),
+            (
+                "[[streams]]\nname = \"a\"\nfeatures = { x = 1 }\n",
+                "a count (features = 10) or a list of names and tables",
             ),
             (
                 "[[streams]]\nname = \"demo\"\nfeatures = 5\n",

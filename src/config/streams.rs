@@ -4,6 +4,7 @@
 use anyhow::bail;
 use ravel_core::Task;
 use ravel_core::features::{Loss, OsParams};
+use ravel_core::fields::{Field, Fields, Kind, Missing};
 use ravel_core::memory::{Estimate, memory_estimate, selection_estimate};
 use ravel_core::spec::{Spec, string_or_table};
 use ravel_core::stats::{AlphaSchedule, AlphaSpec};
@@ -31,12 +32,186 @@ pub fn feature_stream_memory(f: &FeatureStreamConfig, max_batch_rows: usize) -> 
     selection_estimate(f.n as u64, f.s).with_file(max_batch_rows as u64, f.n.saturating_sub(1))
 }
 
-/// The features of a stream: a count p, or the names (JSON named rows need names).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The features of a stream: a count p (positional rows only), or the declared fields, each
+/// a name (a numeric field) or a table with its kind (`ravel_core::fields`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum FeatureSchema {
     Count(usize),
-    Names(Vec<String>),
+    Names(Vec<FeatureDecl>),
+}
+
+/// One declared field: `"sqft"`, or `{ name = "region", kind = "categorical", levels = [...] }`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum FeatureDecl {
+    Name(String),
+    Table(FeatureTable),
+}
+
+/// A field declared as a table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FeatureTable {
+    /// The field's name, a dotted path into nested events (`user.age`).
+    pub name: String,
+    /// `numeric` (default), `categorical` or `hashed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// Categorical: the levels, the first the reference.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub levels: Option<Vec<String>>,
+    /// Hashed: the number of buckets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buckets: Option<usize>,
+    /// This field's missing-value policy, replacing the stream's `missing`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub missing: Option<Missing>,
+}
+
+impl FeatureSchema {
+    /// Numeric fields named `names` (`features = ["a", "b"]`).
+    pub fn names(names: Vec<String>) -> FeatureSchema {
+        FeatureSchema::Names(names.into_iter().map(FeatureDecl::Name).collect())
+    }
+}
+
+impl FeatureDecl {
+    fn name(&self) -> &str {
+        match self {
+            FeatureDecl::Name(n) => n,
+            FeatureDecl::Table(t) => &t.name,
+        }
+    }
+
+    /// The field, checked for the keys its kind needs, with the stream's missing policy
+    /// where it names none.
+    fn field(&self, missing: Missing) -> Result<Field, String> {
+        let t = match self {
+            FeatureDecl::Name(n) => {
+                return Ok(Field {
+                    missing,
+                    ..Field::numeric(n.clone())
+                });
+            }
+            FeatureDecl::Table(t) => t,
+        };
+        let name = &t.name;
+        let kind = match t.kind.as_deref().unwrap_or("numeric") {
+            "numeric" => Kind::Numeric,
+            "categorical" => Kind::Categorical {
+                levels: t.levels.clone().ok_or_else(|| {
+                    format!(
+                        "feature '{name}': a categorical feature needs levels = [\"...\", ...] \
+                         (the first is the reference level)"
+                    )
+                })?,
+            },
+            "hashed" => Kind::Hashed {
+                buckets: t.buckets.ok_or_else(|| {
+                    format!("feature '{name}': a hashed feature needs buckets = B")
+                })?,
+            },
+            other => {
+                return Err(format!(
+                    "feature '{name}': kind = \"{other}\": use numeric, categorical or hashed"
+                ));
+            }
+        };
+        let stray = match kind {
+            Kind::Numeric => [("levels", t.levels.is_some()), ("buckets", t.buckets.is_some())],
+            Kind::Categorical { .. } => [("buckets", t.buckets.is_some()), ("", false)],
+            Kind::Hashed { .. } => [("levels", t.levels.is_some()), ("", false)],
+        };
+        if let Some((key, _)) = stray.iter().find(|(_, given)| *given) {
+            return Err(format!(
+                "feature '{name}': {key} does not apply to a {} feature",
+                kind.name()
+            ));
+        }
+        Ok(Field {
+            name: name.clone(),
+            kind,
+            missing: t.missing.unwrap_or(missing),
+        })
+    }
+
+    /// The columns the field expands into (`Fields::new` checks the declaration).
+    fn width(&self, missing: Missing) -> usize {
+        let FeatureDecl::Table(t) = self else {
+            return 1 + usize::from(missing == Missing::Indicator);
+        };
+        let block = match t.kind.as_deref() {
+            Some("categorical") => t.levels.as_ref().map_or(1, |l| l.len().max(1)),
+            Some("hashed") => t.buckets.unwrap_or(1),
+            _ => 1,
+        };
+        block + usize::from(t.missing.unwrap_or(missing) == Missing::Indicator)
+    }
+}
+
+/// A count or a list, with the message a person needs when it is neither (serde's untagged
+/// enums say only "did not match any variant").
+impl<'de> Deserialize<'de> for FeatureSchema {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(SchemaVisitor)
+    }
+}
+
+struct SchemaVisitor;
+
+impl<'de> serde::de::Visitor<'de> for SchemaVisitor {
+    type Value = FeatureSchema;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str(
+            "a count (features = 10) or a list of names and tables \
+             (features = [\"sqft\", { name = \"region\", kind = \"categorical\", levels = [\"north\", \"south\"] }])",
+        )
+    }
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<FeatureSchema, E> {
+        usize::try_from(v)
+            .map(FeatureSchema::Count)
+            .map_err(|_| E::custom(format!("features = {v} is beyond any machine's memory")))
+    }
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<FeatureSchema, E> {
+        if v < 0 {
+            return Err(E::custom(format!(
+                "features = {v}: a count of features is positive"
+            )));
+        }
+        self.visit_u64(v as u64)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<FeatureSchema, A::Error> {
+        let mut decls = Vec::new();
+        while let Some(d) = seq.next_element::<DeclSeed>()? {
+            decls.push(d.0);
+        }
+        Ok(FeatureSchema::Names(decls))
+    }
+}
+
+/// One list entry: a name or a table, with the table's own error (an unknown key, a wrong
+/// type) instead of "did not match any variant".
+struct DeclSeed(FeatureDecl);
+
+impl<'de> Deserialize<'de> for DeclSeed {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = DeclSeed;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a feature name or a table { name = \"...\", kind = \"...\", ... }")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<DeclSeed, E> {
+                Ok(DeclSeed(FeatureDecl::Name(v.to_string())))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<DeclSeed, A::Error> {
+                FeatureTable::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(|t| DeclSeed(FeatureDecl::Table(t)))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -48,6 +223,15 @@ pub struct StreamConfig {
     #[serde(default)]
     pub topic: Option<String>,
     pub features: FeatureSchema,
+    /// Events: the field that holds y, a name or dotted path (`price`, `sale.price`). Declaring
+    /// it makes every JSON message of the stream an event whose fields are found by name (see
+    /// `crate::ingest::format`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// What a missing value does, for every field that names no policy of its own:
+    /// `reject` (default), `skip_row` or `indicator`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub missing: Option<Missing>,
     #[serde(default = "regression")]
     pub task: Task,
     /// The weight schedule (003 eq. 6): a table tagged by `kind` (`AlphaSpec`) or the
@@ -104,16 +288,35 @@ impl StreamConfig {
             .clone()
             .unwrap_or_else(|| format!("ravel.{}", self.name))
     }
+    /// The dimension of the rows: the count, or the columns the declared fields expand into.
     pub fn p(&self) -> usize {
         match &self.features {
             FeatureSchema::Count(p) => *p,
-            FeatureSchema::Names(n) => n.len(),
+            FeatureSchema::Names(n) => n.iter().map(|d| d.width(self.missing())).sum(),
         }
     }
-    pub fn names(&self) -> Option<&[String]> {
+    /// The stream's missing-value policy (`missing`, default `reject`).
+    pub fn missing(&self) -> Missing {
+        self.missing.unwrap_or_default()
+    }
+    /// The declared fields and their columns (None: a stream declared by count), checked.
+    pub fn fields(&self) -> anyhow::Result<Option<Fields>> {
+        let FeatureSchema::Names(decls) = &self.features else {
+            return Ok(None);
+        };
+        let fields = decls
+            .iter()
+            .map(|d| d.field(self.missing()))
+            .collect::<Result<Vec<_>, _>>()
+            .and_then(Fields::new)
+            .map_err(|e| anyhow::anyhow!("stream '{}': features: {e}", self.name))?;
+        Ok(Some(fields))
+    }
+    /// The declared field names (not their columns), for messages.
+    pub fn field_names(&self) -> Vec<&str> {
         match &self.features {
-            FeatureSchema::Count(_) => None,
-            FeatureSchema::Names(n) => Some(n),
+            FeatureSchema::Count(_) => Vec::new(),
+            FeatureSchema::Names(n) => n.iter().map(FeatureDecl::name).collect(),
         }
     }
     /// The model history settings: `[history]` with this stream's own.

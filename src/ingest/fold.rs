@@ -42,13 +42,16 @@ pub struct Decoded {
     x: Vec<f64>,
     y: Vec<f64>,
     result: Result<usize, format::Rejection>,
+    tally: format::Tally,
 }
 
 /// What a stream's messages must match.
 fn schema(handle: &StreamHandle) -> Schema<'_> {
     Schema {
         p: handle.p(),
-        index: handle.index.as_ref(),
+        fields: handle.fields.as_ref(),
+        target: handle.config.target.as_deref(),
+        skip_missing_target: handle.config.missing() != ravel_core::fields::Missing::Reject,
         classification: handle.task() == ravel_core::Task::Classification,
     }
 }
@@ -60,11 +63,19 @@ pub fn decode(handle: &StreamHandle, payload: Option<&[u8]>) -> Decoded {
     // number) at once, instead of doubling (and copying) the buffer as it fills.
     let guess = payload.map_or(0, |b| b.len() / 20);
     let (mut x, mut y) = (Vec::with_capacity(guess), Vec::new());
+    let mut tally = format::Tally::default();
     let result = match payload {
         None => Err(no_payload()),
-        Some(payload) => format::decode(payload, &schema(handle), &mut x, &mut y),
+        Some(payload) => {
+            format::decode_tallied(payload, &schema(handle), &mut x, &mut y, &mut tally)
+        }
     };
-    Decoded { x, y, result }
+    Decoded {
+        x,
+        y,
+        result,
+        tally,
+    }
 }
 
 /// The key of a stream's one part with the `dir` store: all its partitions.
@@ -268,8 +279,10 @@ impl StreamIngest {
         metrics.messages_consumed.with_label_values(&[name]).inc();
         let (k, by) = handle.folds();
         let part = self.part(msg.partition());
+        let mut tally = format::Tally::default();
         let result = match (ahead, msg.payload()) {
             (Some(d), _) => d.result.inspect(|_| {
+                tally = d.tally;
                 // The first message of a partition in a batch (most of them, with many
                 // partitions) hands over its buffers instead of a copy.
                 if part.x.is_empty() && part.y.is_empty() {
@@ -280,11 +293,27 @@ impl StreamIngest {
                 }
             }),
             (None, None) => Err(no_payload()),
-            (None, Some(payload)) => {
-                format::decode(payload, &schema(&handle), &mut part.x, &mut part.y)
-            }
+            (None, Some(payload)) => format::decode_tallied(
+                payload,
+                &schema(&handle),
+                &mut part.x,
+                &mut part.y,
+                &mut tally,
+            ),
         };
         part.dirty = true;
+        if tally.ignored_fields > 0 {
+            metrics
+                .fields_ignored
+                .with_label_values(&[name])
+                .inc_by(tally.ignored_fields);
+        }
+        if tally.skipped_rows > 0 {
+            metrics
+                .rows_skipped
+                .with_label_values(&[name])
+                .inc_by(tally.skipped_rows);
+        }
         match result {
             Ok(n) => {
                 if k > 0 {

@@ -26,9 +26,11 @@
 
 use serde::Deserialize;
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
-use std::collections::HashMap;
+use ravel_core::fields::Fields;
 use std::fmt;
 
+use super::events;
+pub use super::events::Tally;
 use super::fast_json;
 
 /// Magic bytes that open a binary message.
@@ -42,10 +44,29 @@ pub use crate::reason::{Reason, Rejection};
 #[derive(Debug, Clone, Copy)]
 pub struct Schema<'a> {
     pub p: usize,
-    /// Feature name -> column (streams declared with names).
-    pub index: Option<&'a HashMap<String, usize>>,
+    /// The declared fields (streams declared with names): named rows, named mini-batches and
+    /// events go through them (`super::events`).
+    pub fields: Option<&'a Fields>,
+    /// Events: the target's name or dotted path (streams that declare `target`); every JSON
+    /// message is then an event or a named mini-batch.
+    pub target: Option<&'a str>,
+    /// A row whose target is missing is skipped (the stream's `missing` is not `reject`).
+    pub skip_missing_target: bool,
     /// Targets must be +1, -1 or 0.
     pub classification: bool,
+}
+
+impl Schema<'static> {
+    /// Positional rows of p features: what a stream declared by count reads.
+    pub fn positional(p: usize, classification: bool) -> Schema<'static> {
+        Schema {
+            p,
+            fields: None,
+            target: None,
+            skip_missing_target: false,
+            classification,
+        }
+    }
 }
 
 /// Decodes one message and appends its rows to `x` (row-major) and `y`; returns how many rows.
@@ -56,18 +77,37 @@ pub fn decode(
     x: &mut Vec<f64>,
     y: &mut Vec<f64>,
 ) -> Result<usize, Rejection> {
+    decode_tallied(payload, schema, x, y, &mut Tally::default())
+}
+
+/// `decode`, counting in `tally` what named messages left aside (unused keys, skipped rows).
+pub fn decode_tallied(
+    payload: &[u8],
+    schema: &Schema,
+    x: &mut Vec<f64>,
+    y: &mut Vec<f64>,
+    tally: &mut Tally,
+) -> Result<usize, Rejection> {
     let (x0, y0) = (x.len(), y.len());
+    let mut local = Tally::default();
     let result = if payload.starts_with(&BINARY_MAGIC) {
         decode_binary(payload, schema, x, y)
     } else {
-        decode_json(payload, schema, x, y)
+        decode_json(payload, schema, x, y, &mut local)
     };
     let result = result.and_then(|rows| validate(schema, &x[x0..], &y[y0..]).map(|_| rows));
-    if result.is_err() {
-        x.truncate(x0);
-        y.truncate(y0);
+    match result {
+        Ok(rows) => {
+            tally.ignored_fields += local.ignored_fields;
+            tally.skipped_rows += local.skipped_rows;
+            Ok(rows)
+        }
+        Err(e) => {
+            x.truncate(x0);
+            y.truncate(y0);
+            Err(e)
+        }
     }
-    result
 }
 
 /// Whether every value is finite and within `MAX_ABS_VALUE`, in one pass the compiler
@@ -213,7 +253,7 @@ struct JsonMessage {
     #[serde(default)]
     x: Option<Vec<f64>>,
     #[serde(default)]
-    features: Option<HashMap<String, f64>>,
+    features: Option<serde::de::IgnoredAny>,
     #[serde(default)]
     rows: Option<Vec<Vec<f64>>>,
     #[serde(default)]
@@ -227,11 +267,30 @@ fn decode_json(
     schema: &Schema,
     x: &mut Vec<f64>,
     y: &mut Vec<f64>,
+    tally: &mut Tally,
 ) -> Result<usize, Rejection> {
-    match fast_json::decode(payload, schema.p, x, y) {
-        Some(rows) => Ok(rows),
-        None => decode_json_serde(payload, schema, x, y),
+    // On a stream that reads events, `{"x": ..., "y": ...}` is an event like any other.
+    if schema.target.is_none()
+        && let Some(rows) = fast_json::decode(payload, schema.p, x, y)
+    {
+        return Ok(rows);
     }
+    let Some(fields) = schema.fields else {
+        return decode_json_serde(payload, schema, x, y);
+    };
+    let value = events::parse(payload)?;
+    let serde_json::Value::Object(msg) = value else {
+        return reject(
+            Reason::Malformed,
+            "a message is a JSON object (a row, a mini-batch or an event)",
+        );
+    };
+    let positional =
+        msg.contains_key("x") || (msg.contains_key("rows") && !msg.contains_key("columns"));
+    if schema.target.is_none() && positional {
+        return decode_json_serde(payload, schema, x, y);
+    }
+    events::decode(&msg, schema, fields, x, y, tally)
 }
 
 /// Every JSON shape, by serde_json: what the fast path does not take, and every rejection.
@@ -273,48 +332,10 @@ fn decode_json_serde(
             y.push(v);
             Ok(1)
         }
-        (None, Some(named), None) => {
-            let v = one_y(msg.y)?;
-            let Some(index) = schema.index else {
-                return reject(
-                    Reason::UnknownFeature,
-                    "this stream declares no feature names; send {\"x\": [...], \"y\": v}",
-                );
-            };
-            let start = x.len();
-            x.resize(start + p, f64::NAN);
-            for (name, value) in named {
-                match index.get(&name) {
-                    Some(&j) => x[start + j] = value,
-                    None => {
-                        x.truncate(start);
-                        return reject(Reason::UnknownFeature, format!("unknown feature '{name}'"));
-                    }
-                }
-            }
-            // JSON has no NaN, so a NaN left in the row is a name the message did not give
-            // (a duplicated key cannot make up for a missing one).
-            let absent = x[start..].iter().filter(|v| v.is_nan()).count();
-            if absent > 0 {
-                let row = &x[start..];
-                let missing: Vec<&str> = index
-                    .iter()
-                    .filter(|(_, j)| row[**j].is_nan())
-                    .map(|(n, _)| n.as_str())
-                    .take(5)
-                    .collect();
-                x.truncate(start);
-                return reject(
-                    Reason::MissingFeature,
-                    format!(
-                        "{absent} of {p} features missing (e.g. {})",
-                        missing.join(", ")
-                    ),
-                );
-            }
-            y.push(v);
-            Ok(1)
-        }
+        (None, Some(_), None) => reject(
+            Reason::UnknownFeature,
+            "this stream declares no feature names; send {\"x\": [...], \"y\": v}",
+        ),
         (None, None, Some(rows)) => {
             let ys = match msg.y {
                 Some(Targets::Many(v)) => v,
@@ -366,59 +387,22 @@ fn decode_json_serde(
     }
 }
 
-/// The stream's column of each of a named mini-batch's `columns`: for a stream that declares
-/// names, every declared name exactly once and nothing else, or the rejection naming what does
-/// not match (never by position); a stream declared by count (`features = p`) has no names to
-/// match, so it takes the columns in the message's order, as a positional mini-batch.
+/// The column of each of a named mini-batch's `columns` on a stream declared by count
+/// (`features = p`): it has no names to match, so it takes the columns in the message's order,
+/// as a positional mini-batch. (Streams that declare names place them by name,
+/// `super::events`.)
 fn column_order(columns: &[String], schema: &Schema) -> Result<Vec<usize>, Rejection> {
     let p = schema.p;
-    let Some(index) = schema.index else {
-        if columns.len() != p {
-            return reject(
-                Reason::Dimension,
-                format!(
-                    "\"columns\" names {} features, the stream has {p}",
-                    columns.len()
-                ),
-            );
-        }
-        return Ok((0..p).collect());
-    };
-    let mut order = Vec::with_capacity(columns.len());
-    let mut seen = vec![false; p];
-    for name in columns {
-        let Some(&j) = index.get(name) else {
-            return reject(
-                Reason::UnknownFeature,
-                format!("unknown feature '{name}' in \"columns\""),
-            );
-        };
-        if std::mem::replace(&mut seen[j], true) {
-            return reject(
-                Reason::Malformed,
-                format!("\"columns\" names '{name}' twice"),
-            );
-        }
-        order.push(j);
-    }
-    if order.len() != p {
-        let mut missing: Vec<&str> = index
-            .iter()
-            .filter(|(_, j)| !seen[**j])
-            .map(|(n, _)| n.as_str())
-            .collect();
-        missing.sort_unstable();
-        missing.truncate(5);
+    if columns.len() != p {
         return reject(
-            Reason::MissingFeature,
+            Reason::Dimension,
             format!(
-                "{} of {p} features missing from \"columns\" (e.g. {})",
-                p - order.len(),
-                missing.join(", ")
+                "\"columns\" names {} features, the stream has {p}",
+                columns.len()
             ),
         );
     }
-    Ok(order)
+    Ok((0..p).collect())
 }
 
 /// Encodes rows (row-major `x`, p features) as one binary message.
@@ -447,7 +431,6 @@ pub fn encode_json(x: &[f64], y: &[f64], p: usize, out: &mut Vec<u8>) {
     }
 }
 
-/// Encodes one row as a JSON named row.
 /// Encodes rows (row-major `x`, `names.len()` features) as one named mini-batch
 /// `{"columns": [...], "rows": [[...]], "y": [...]}`: the names once, then rows by position.
 pub fn encode_json_named_batch(names: &[String], x: &[f64], y: &[f64], out: &mut Vec<u8>) {
@@ -465,6 +448,7 @@ pub fn encode_json_named_batch(names: &[String], x: &[f64], y: &[f64], out: &mut
     .expect("numbers and strings serialize");
 }
 
+/// Encodes one row as a JSON named row.
 pub fn encode_json_named(names: &[String], x: &[f64], y: f64, out: &mut Vec<u8>) {
     out.clear();
     let features: serde_json::Map<String, serde_json::Value> = names
@@ -484,10 +468,18 @@ mod tests {
     use super::*;
 
     fn schema(p: usize) -> Schema<'static> {
+        Schema::positional(p, false)
+    }
+
+    fn numeric(names: &[&str]) -> Fields {
+        Fields::numeric(&names.iter().map(|n| n.to_string()).collect::<Vec<_>>()).unwrap()
+    }
+
+    fn named(fields: &Fields) -> Schema<'_> {
         Schema {
-            p,
-            index: None,
-            classification: false,
+            p: fields.p(),
+            fields: Some(fields),
+            ..Schema::positional(0, false)
         }
     }
 
@@ -517,12 +509,8 @@ mod tests {
             dec(br#"{"rows": [[1, 2], [3, 4]], "y": [5, 6]}"#, &s).unwrap(),
             (vec![1.0, 2.0, 3.0, 4.0], vec![5.0, 6.0])
         );
-        let index: HashMap<String, usize> = [("a".to_string(), 0), ("b".to_string(), 1)].into();
-        let named = Schema {
-            p: 2,
-            index: Some(&index),
-            classification: false,
-        };
+        let fields = numeric(&["a", "b"]);
+        let named = named(&fields);
         assert_eq!(
             dec(br#"{"features": {"b": 2, "a": 1}, "y": 0.5}"#, &named).unwrap(),
             (vec![1.0, 2.0], vec![0.5])
@@ -531,14 +519,8 @@ mod tests {
 
     #[test]
     fn named_mini_batches_place_columns_by_name() {
-        let index: HashMap<String, usize> = [("a", 0), ("b", 1), ("c", 2)]
-            .map(|(n, j)| (n.to_string(), j))
-            .into();
-        let named = Schema {
-            p: 3,
-            index: Some(&index),
-            classification: false,
-        };
+        let fields = numeric(&["a", "b", "c"]);
+        let named = named(&fields);
         // Columns in another order than declared, keys in either order (the fast path takes
         // neither: it knows no "columns").
         let want = (vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0], vec![7.0, 8.0]);
@@ -560,20 +542,21 @@ mod tests {
             &mut buf,
         );
         assert_eq!(dec(&buf, &named).unwrap(), want);
+        // A column the stream does not use is ignored and counted.
+        let mut tally = Tally::default();
+        let (mut x, mut y) = (vec![], vec![]);
+        let msg = br#"{"columns": ["a", "b", "d", "c"], "rows": [[1, 2, 9, 3]], "y": [1]}"#;
+        decode_tallied(msg, &named, &mut x, &mut y, &mut tally).unwrap();
+        assert_eq!((x, y), (vec![1.0, 2.0, 3.0], vec![1.0]));
+        assert_eq!(tally.ignored_fields, 1);
         // Never by position: each mismatch is refused with the names, nothing appended.
         let refused = |msg: &[u8], s: &Schema| dec(msg, s).unwrap_err();
         let r = refused(
             br#"{"columns": ["a", "b", "d"], "rows": [[1, 2, 3]], "y": [1]}"#,
             &named,
         );
-        assert_eq!(r.reason, Reason::UnknownFeature);
-        assert!(r.message.contains("'d'"), "{}", r.message);
-        let r = refused(
-            br#"{"columns": ["a", "b"], "rows": [[1, 2]], "y": [1]}"#,
-            &named,
-        );
         assert_eq!(r.reason, Reason::MissingFeature);
-        assert!(r.message.contains("e.g. c"), "{}", r.message);
+        assert!(r.message.contains("feature 'c' is missing"), "{}", r.message);
         let r = refused(
             br#"{"columns": ["a", "a", "b"], "rows": [[1, 2, 3]], "y": [1]}"#,
             &named,
@@ -604,17 +587,9 @@ mod tests {
 
     #[test]
     fn json_rejections_name_the_reason() {
-        let index: HashMap<String, usize> = [("a".to_string(), 0), ("b".to_string(), 1)].into();
-        let named = Schema {
-            p: 2,
-            index: Some(&index),
-            classification: false,
-        };
-        let class = Schema {
-            p: 2,
-            index: None,
-            classification: true,
-        };
+        let fields = numeric(&["a", "b"]);
+        let named = named(&fields);
+        let class = Schema::positional(2, true);
         let cases: [(&[u8], &Schema, Reason); 14] = [
             (b"not json", &schema(2), Reason::Malformed),
             (b"", &schema(2), Reason::Malformed),
@@ -655,9 +630,9 @@ mod tests {
                 Reason::Malformed,
             ),
             (
-                br#"{"features": {"a": 1, "c": 2}, "y": 1}"#,
+                br#"{"features": {"a": 1, "b": "2"}, "y": 1}"#,
                 &named,
-                Reason::UnknownFeature,
+                Reason::FieldType,
             ),
             (
                 br#"{"features": {"a": 1}, "y": 1}"#,
@@ -1051,13 +1026,9 @@ mod tests {
             (x[..2].to_vec(), y[..1].to_vec())
         );
         let names = vec!["a".to_string(), "b".to_string()];
-        let index: HashMap<String, usize> = [("a".to_string(), 0), ("b".to_string(), 1)].into();
         encode_json_named(&names, &x[..2], 0.5, &mut buf);
-        let named = Schema {
-            p: 2,
-            index: Some(&index),
-            classification: false,
-        };
+        let fields = numeric(&["a", "b"]);
+        let named = named(&fields);
         assert_eq!(dec(&buf, &named).unwrap(), (vec![1.0, 2.0], vec![0.5]));
     }
 }

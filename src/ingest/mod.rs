@@ -31,7 +31,8 @@
 //! cross-validation fold a row goes to, `cv.folds`), `persist` (checkpoint assembly,
 //! loading), `commit` (which offsets may be committed), `features` (feature-stream dispatch),
 //! `rejections` (counted, logged, dead-lettered), `format` and `feature_format` (message
-//! formats; `fast_json` their JSON fast path), `dlq` (dead-letter producer, on its own
+//! formats; `fast_json` their JSON fast path, `events` named rows, named mini-batches and
+//! events through the stream's field mapping), `dlq` (dead-letter producer, on its own
 //! thread), `held` (unacknowledged dead-letter copies: the fence on checkpoints and the bound
 //! that pauses a partition), `log_rate` (log lines at a bounded rate), `ahead` (threads that
 //! decode JSON messages, borrowed, while the loop goes on).
@@ -49,6 +50,7 @@ mod commit_loop;
 pub mod cv;
 mod denied;
 pub mod dlq;
+pub mod events;
 pub(crate) mod fast_json;
 pub mod feature_format;
 pub mod features;

@@ -9,7 +9,7 @@ use crate::config::StreamConfig;
 use crate::state::published::{Named, Published, Registry};
 use ravel_core::Task;
 pub use ravel_core::stats::{FoldSet, Stats};
-use std::collections::HashMap;
+use ravel_core::fields::Fields;
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -68,8 +68,8 @@ pub struct PartInfo {
 pub struct StreamHandle {
     pub config: StreamConfig,
     pub topic: String,
-    /// Feature name -> column, for JSON named rows.
-    pub index: Option<HashMap<String, usize>>,
+    /// The declared fields and their columns (None: declared by count).
+    pub fields: Option<Fields>,
     snapshot: Published<Snapshot>,
     /// Snapshots of the default model over time (`history`).
     pub history: crate::state::history::History,
@@ -81,12 +81,10 @@ impl StreamHandle {
         initial: Snapshot,
         history: crate::config::history::HistorySpec,
     ) -> anyhow::Result<Self> {
-        let index = config
-            .names()
-            .map(|n| n.iter().enumerate().map(|(i, s)| (s.clone(), i)).collect());
+        let fields = config.fields()?;
         Ok(StreamHandle {
             topic: config.topic(),
-            index,
+            fields,
             config,
             snapshot: Published::new(initial),
             history: crate::state::history::History::new(history),
@@ -101,8 +99,9 @@ impl StreamHandle {
     pub fn task(&self) -> Task {
         self.config.task
     }
+    /// The columns' names (None: declared by count, columns named by index).
     pub fn names(&self) -> Option<&[String]> {
-        self.config.names()
+        self.fields.as_ref().map(Fields::columns)
     }
     /// K of `cv.folds` (0: none; checked at start) and how rows are assigned.
     pub fn folds(&self) -> (usize, crate::config::FoldBy) {

@@ -210,6 +210,8 @@ pub fn stream(name: &str, topic: &str, features: FeatureSchema, task: Task) -> S
         name: name.into(),
         topic: Some(topic.into()),
         features,
+        target: None,
+        missing: None,
         task,
         alpha: ravel_core::stats::AlphaSpec::Plain,
         history: None,

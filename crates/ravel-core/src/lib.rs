@@ -24,6 +24,9 @@
 //!   from dimensions alone (files and configured streams are refused before allocating), and
 //!   `ByteSize`, the `4GiB` amounts limits are given in.
 //! - [`spec`]: settings given as a table or a `key=value,...` shorthand, one parser for both.
+//! - [`fields`]: named fields to feature columns: numeric, categorical (one-hot on declared
+//!   levels after a reference level, plus `other`) and hashed (FeatureHasher's MurmurHash3)
+//!   blocks, and the missing-value policies (`reject`, `skip_row`, `indicator`).
 //! - [`model`]: `Model`, `Coefficient`, `Diagnostics`, `PathModel`: what an extraction returns
 //!   (coefficients and predictions also as ndarray arrays: `coef`, `predict_rows`);
 //!   `Method`, the names of the methods a model can come from, generated from the one list of
@@ -56,6 +59,7 @@
 
 pub mod data;
 pub mod features;
+pub mod fields;
 pub mod gram;
 pub mod linalg;
 #[cfg(feature = "linfa")]
