@@ -657,17 +657,17 @@ fn bad_files_give_one_clear_error() {
         (
             file("text.csv", "a,b,y\n1,2,3\n4,five,6\n"),
             vec![],
-            "line 3: column 'b': 'five' is not a number (text): drop the column, or encode it",
+            "line 3: column 'b': 'five' is not a number (text): declare the column categorical (--categorical b) or hashed (--hashed b:<buckets>), or drop it",
         ),
         (
             file("gap.csv", "a,b,y\n1,2,3\n4,,6\n"),
             vec![],
-            "line 3: column 'b': '' is not a number (a missing value): rows are read whole",
+            "line 3: column 'b': '' is not a number (a missing value): fill it, or read missing cells with --missing skip_row",
         ),
         (
             file("na.csv", "a,b,price\n1,2,3\n4,5,NA\n"),
             vec![],
-            "column 'price': 'NA' is not a number (a missing value)",
+            "column 'price' (the target): 'NA' is not a number (a missing value)",
         ),
         (
             file("nan.csv", "a,b,y\n1,2,3\n4,NaN,6\n"),
@@ -680,6 +680,37 @@ fn bad_files_give_one_clear_error() {
             "not finite",
         ),
         (file("empty.csv", ""), vec![], "need at least two columns"),
+        (
+            file("no_column.csv", "a,b,y\n1,2,3\n"),
+            vec!["--categorical", "region"],
+            "no column 'region' in the header (a, b, y)",
+        ),
+        (
+            file("no_buckets.csv", "a,b,y\n1,2,3\n"),
+            vec!["--hashed", "b"],
+            "--hashed b: write NAME:BUCKETS",
+        ),
+        (
+            file(
+                "many_levels.csv",
+                &format!(
+                    "a,zip,y\n{}",
+                    (0..1001).map(|i| format!("1,z{i},2\n")).collect::<String>()
+                ),
+            ),
+            vec!["--categorical", "zip"],
+            "column 'zip' has more than 1000 distinct values: hash it (--hashed zip:<buckets>)",
+        ),
+        (
+            file("target_gap.csv", "a,b,y\n1,2,3\n4,5,\n"),
+            vec!["--categorical", "a"],
+            "line 3: column 'y' (the target) is missing: fill it, or leave such rows out with --missing skip_row",
+        ),
+        (
+            file("cats.libsvm", "1 1:0.5 2:1.5\n"),
+            vec!["--categorical", "a"],
+            "--categorical, --hashed and --missing apply to CSV files",
+        ),
         (
             file("header_only.csv", "a,b,y\n"),
             vec![],

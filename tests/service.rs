@@ -631,12 +631,12 @@ fn every_error_path_answers_4xx_json() {
         "dimension",
         "short row",
     );
-    assert_error(
-        svc.post(predict, &json!({"model": m, "features": [{"a": 1.0}]})),
-        400,
-        "unknown_feature",
-        "names on unnamed stream",
-    );
+    // A stream declared by count names its features "0".."p-1"; a row without the ones the
+    // model uses is refused, naming the keys the stream does not use.
+    let (status, body) = svc.post(predict, &json!({"model": m, "features": [{"a": 1.0}]}));
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["code"], "missing_feature", "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("does not use: a"), "{body}");
     assert_error(
         svc.post(predict, &json!({"model": m})),
         400,
@@ -744,8 +744,8 @@ fn bad_messages_go_to_the_dead_letter_topic_and_leave_statistics_unchanged() {
         ),
         (nan_binary_truncated(), "malformed"),
         (
-            b"{\"features\": {\"a\": 1, \"b\": 2, \"zz\": 3}, \"y\": 1}".to_vec(),
-            "unknown_feature",
+            b"{\"features\": {\"a\": 1, \"b\": \"2\", \"c\": 3}, \"y\": 1}".to_vec(),
+            "field_type",
         ),
         (
             b"{\"features\": {\"a\": 1, \"b\": 2}, \"y\": 1}".to_vec(),
@@ -816,7 +816,7 @@ fn bad_messages_go_to_the_dead_letter_topic_and_leave_statistics_unchanged() {
             "dimension",
             "non_finite",
             "overflow",
-            "unknown_feature",
+            "field_type",
             "missing_feature",
             "label",
         ]
@@ -845,7 +845,7 @@ fn bad_messages_go_to_the_dead_letter_topic_and_leave_statistics_unchanged() {
     assert_eq!(count("dimension", "named"), 3.0);
     assert_eq!(count("non_finite", "named"), 2.0);
     assert_eq!(count("overflow", "named"), 2.0);
-    assert_eq!(count("unknown_feature", "named"), 1.0);
+    assert_eq!(count("field_type", "named"), 1.0);
     assert_eq!(count("missing_feature", "named"), 1.0);
     assert_eq!(count("label", "cls"), 1.0);
     assert_eq!(
@@ -1235,7 +1235,7 @@ fn a_csv_in_another_column_order_gives_the_right_model() {
         let m = svc.metrics();
         let refused = sample(
             &m,
-            r#"ravel_messages_rejected_total{reason="unknown_feature",stream="swap"}"#,
+            r#"ravel_messages_rejected_total{reason="missing_feature",stream="swap"}"#,
         );
         if refused == Some(2.0) {
             break;
@@ -1248,7 +1248,9 @@ fn a_csv_in_another_column_order_gives_the_right_model() {
     let copies = read_topic(b, "t.swap.dlq", 2);
     assert_eq!(copies.len(), 2);
     for (_, headers) in &copies {
-        assert_eq!(headers["ravel-reason"], "unknown_feature", "{headers:?}");
-        assert!(headers["ravel-error"].contains("'g0'"), "{headers:?}");
+        // f0 is missing, and the key the stream does not use (the misspelling) is named.
+        assert_eq!(headers["ravel-reason"], "missing_feature", "{headers:?}");
+        assert!(headers["ravel-error"].contains("feature 'f0' is missing"), "{headers:?}");
+        assert!(headers["ravel-error"].contains("does not use: g0"), "{headers:?}");
     }
 }

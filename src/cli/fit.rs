@@ -6,7 +6,8 @@
 
 use crate::config::limits::MemoryArgs;
 use ravel_core::Task;
-use ravel_core::data::{DataError, Format, OpenOptions, Plan, RowReader};
+use ravel_core::data::{DataError, FieldOptions, Format, OpenOptions, Plan, RowReader};
+use ravel_core::fields::Missing;
 use ravel_core::prequential::Prequential;
 use ravel_core::solve::{self, Method, Request};
 use ravel_core::stats::{AlphaSchedule, RunningStats, Stats};
@@ -57,7 +58,69 @@ pub struct FitArgs {
     #[arg(long)]
     pub compact_features: bool,
     #[command(flatten)]
+    pub columns: ColumnArgs,
+    #[command(flatten)]
     pub memory: MemoryArgs,
+}
+
+/// How a CSV file's columns become features (`ravel fit`, and `ravel produce` for its checks):
+/// the flags of a stream's `features` tables.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ColumnArgs {
+    /// A CSV column of categories: NAME (the levels found in the file, sorted; the first is the
+    /// reference level, 0 in every NAME=... column) or NAME=a,b,c (declared levels, the first
+    /// the reference; other values go to NAME=other). Repeatable.
+    #[arg(long, value_name = "NAME[=LEVELS]")]
+    pub categorical: Vec<String>,
+    /// A CSV column of tokens hashed into buckets, NAME:BUCKETS (MurmurHash3 with a sign, as
+    /// scikit-learn's FeatureHasher). Repeatable.
+    #[arg(long, value_name = "NAME:BUCKETS")]
+    pub hashed: Vec<String>,
+    /// What a missing CSV cell (empty, NA, null, NaN, ?) does: reject (an error naming line
+    /// and column), skip_row (the row is left out and counted), or indicator (0, plus a 0/1
+    /// column NAME=missing per feature).
+    #[arg(long, default_value = "reject", value_parser = ["reject", "skip_row", "skip-row", "indicator"])]
+    pub missing: String,
+}
+
+impl ColumnArgs {
+    /// The reader's field options.
+    pub fn options(&self) -> anyhow::Result<FieldOptions> {
+        let categorical = self
+            .categorical
+            .iter()
+            .map(|c| match c.split_once('=') {
+                None => Ok((c.clone(), None)),
+                Some((name, levels)) => {
+                    let levels: Vec<String> =
+                        levels.split(',').map(|l| l.trim().to_string()).collect();
+                    if levels.iter().any(String::is_empty) {
+                        anyhow::bail!("--categorical {c}: an empty level (write NAME=a,b,c)");
+                    }
+                    Ok((name.to_string(), Some(levels)))
+                }
+            })
+            .collect::<anyhow::Result<_>>()?;
+        let hashed = self
+            .hashed
+            .iter()
+            .map(|h| {
+                let (name, b) = h.rsplit_once(':').ok_or_else(|| {
+                    anyhow::anyhow!("--hashed {h}: write NAME:BUCKETS, e.g. --hashed tags:32")
+                })?;
+                let b: usize = b.parse().map_err(|_| {
+                    anyhow::anyhow!("--hashed {h}: BUCKETS must be a whole number, e.g. tags:32")
+                })?;
+                Ok((name.to_string(), b))
+            })
+            .collect::<anyhow::Result<_>>()?;
+        Ok(FieldOptions {
+            declared: None,
+            categorical,
+            hashed,
+            missing: Missing::parse(&self.missing).map_err(|e| anyhow::anyhow!("--{e}"))?,
+        })
+    }
 }
 
 /// The extraction flags: one per field of the API's request body (`--l1-ratio` is
@@ -301,7 +364,16 @@ pub fn read_folds(
                 y.clear();
                 let first = reader.rows_read();
                 match reader.next_batch(batch.max(1), &mut x, &mut y) {
-                    Ok(0) => break,
+                    Ok(0) => {
+                        let skipped = reader.rows_skipped();
+                        if skipped > 0 {
+                            eprintln!(
+                                "{}: left out {skipped} rows with a missing value (--missing skip_row)",
+                                reader.path.display()
+                            );
+                        }
+                        break;
+                    }
                     Ok(_) => {
                         if full_tx.send(Ok((x, y, first))).is_err() {
                             break;
@@ -377,6 +449,7 @@ pub fn run(args: &FitArgs) -> anyhow::Result<String> {
         format,
         compact_features: args.compact_features,
         budget: args.memory.limit().budget(plan),
+        fields: args.columns.options()?,
     };
     let reader = RowReader::open(&args.file, &opts)?;
     // Check the request before reading a large file.

@@ -110,6 +110,137 @@ impl ProducerContext for DeliveryContext {
 enum Source {
     File(RowReader),
     Synthetic(ravel_core::synthetic::SyntheticRows),
+    /// A CSV file sent by name as it is (`Cells`).
+    Cells(Cells),
+}
+
+/// A CSV file's cells as JSON values, for named mini-batches: numbers as numbers, missing
+/// cells (empty, NA, null ...) as null, anything else as text. The stream maps them through
+/// its features (categorical levels, hashed tokens, missing-value policies), so the file is
+/// sent as it is, whatever its columns hold.
+struct Cells {
+    reader: ::csv::Reader<std::io::BufReader<std::fs::File>>,
+    path: PathBuf,
+    target: usize,
+    width: usize,
+    record: ::csv::StringRecord,
+}
+
+impl Cells {
+    fn open(path: &PathBuf, target: Option<&str>) -> anyhow::Result<(Cells, Vec<String>)> {
+        let file = std::fs::File::open(path)
+            .with_context(|| format!("cannot open {}", path.display()))?;
+        let delim = if path.extension().is_some_and(|e| e == "tsv") {
+            b'\t'
+        } else {
+            b','
+        };
+        let mut reader = ::csv::ReaderBuilder::new()
+            .delimiter(delim)
+            .trim(::csv::Trim::All)
+            .from_reader(std::io::BufReader::new(file));
+        let header: Vec<String> = reader
+            .headers()
+            .with_context(|| format!("{}: cannot read the header", path.display()))?
+            .iter()
+            .map(str::to_string)
+            .collect();
+        let width = header.len();
+        if width < 2 {
+            bail!(
+                "{}: the header has {width} column(s); a row needs features and a target \
+                 (is the file separated by something other than commas?)",
+                path.display()
+            );
+        }
+        let t = match target {
+            None => width - 1,
+            Some(t) => match header.iter().position(|h| h == t) {
+                Some(i) => i,
+                None => match t.parse::<usize>() {
+                    Ok(i) if i < width => i,
+                    _ => bail!(
+                        "{}: --target {t} is neither a header name nor a column index (the \
+                         header: {})",
+                        path.display(),
+                        header.join(", ")
+                    ),
+                },
+            },
+        };
+        let names = header
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != t)
+            .map(|(_, n)| n.clone())
+            .collect();
+        let cells = Cells {
+            reader,
+            path: path.clone(),
+            target: t,
+            width,
+            record: ::csv::StringRecord::new(),
+        };
+        Ok((cells, names))
+    }
+
+    /// Up to `max` rows as one named mini-batch in `out`; how many.
+    fn batch(&mut self, names: &[String], max: usize, out: &mut Vec<u8>) -> anyhow::Result<usize> {
+        let (mut rows, mut ys) = (Vec::new(), Vec::new());
+        while rows.len() < max {
+            let more = self.reader.read_record(&mut self.record).map_err(|e| {
+                let line = e.position().map_or(0, |p| p.line());
+                anyhow!("{}: line {line}: {e}", self.path.display())
+            })?;
+            if !more {
+                break;
+            }
+            if self.record.len() != self.width {
+                let line = self.record.position().map_or(0, |p| p.line());
+                bail!(
+                    "{}: line {line}: {} fields, the header has {}",
+                    self.path.display(),
+                    self.record.len(),
+                    self.width
+                );
+            }
+            let mut row = Vec::with_capacity(self.width - 1);
+            for (c, cell) in self.record.iter().enumerate() {
+                let v = cell_value(cell);
+                if c == self.target {
+                    ys.push(v);
+                } else {
+                    row.push(v);
+                }
+            }
+            rows.push(row);
+        }
+        out.clear();
+        if !rows.is_empty() {
+            serde_json::to_writer(
+                &mut *out,
+                &serde_json::json!({"columns": names, "rows": rows, "y": ys}),
+            )
+            .expect("values serialize");
+        }
+        Ok(rows.len())
+    }
+}
+
+/// A CSV cell as JSON: a finite number, null for a missing value, text otherwise.
+fn cell_value(cell: &str) -> serde_json::Value {
+    let t = cell.trim();
+    if t.is_empty()
+        || ["na", "n/a", "nan", "null", "none", "?", "-"]
+            .iter()
+            .any(|m| t.eq_ignore_ascii_case(m))
+    {
+        return serde_json::Value::Null;
+    }
+    match t.parse::<f64>().ok().and_then(serde_json::Number::from_f64) {
+        Some(n) => serde_json::Value::Number(n),
+        None => serde_json::Value::String(t.to_string()),
+    }
 }
 
 /// Runs `ravel produce`.
@@ -130,15 +261,25 @@ pub fn run(args: &ProduceArgs) -> anyhow::Result<Produced> {
                 WireFormat::JsonNamed => 1,
                 _ => args.batch_rows,
             };
-            let opts = OpenOptions {
-                target: args.target.as_deref(),
-                format,
-                compact_features: false,
-                budget: args.memory.limit().budget(Plan::Rows { batch_rows }),
+            let csv = match format {
+                Some(f) => f == Format::Csv,
+                None => Format::detect(path)? == Format::Csv,
             };
-            let r = RowReader::open(path, &opts)?;
-            let (p, names) = (r.p, r.names.clone());
-            (Source::File(r), p, names, None)
+            if csv && matches!(args.wire_format, WireFormat::Auto | WireFormat::JsonNamedBatch) {
+                let (cells, names) = Cells::open(path, args.target.as_deref())?;
+                (Source::Cells(cells), names.len(), Some(names), None)
+            } else {
+                let opts = OpenOptions {
+                    target: args.target.as_deref(),
+                    format,
+                    compact_features: false,
+                    budget: args.memory.limit().budget(Plan::Rows { batch_rows }),
+                    fields: Default::default(),
+                };
+                let r = RowReader::open(path, &opts)?;
+                let (p, names) = (r.p, r.names.clone());
+                (Source::File(r), p, names, None)
+            }
         }
         (None, Some(spec)) => {
             let spec: SyntheticSpec = spec
@@ -167,8 +308,9 @@ pub fn run(args: &ProduceArgs) -> anyhow::Result<Produced> {
     if let (WireFormat::JsonNamedBatch, Some(names), false) = (wire, &names, args.quiet) {
         let shown: Vec<&str> = names.iter().take(8).map(String::as_str).collect();
         eprintln!(
-            "sending rows by name (the header's {} feature columns: {}{}); a stream that \
-             declares names matches them in any order",
+            "sending rows by name, cells as they are (the header's {} feature columns: {}{}); a \
+             stream that declares names matches them in any order and maps text and missing \
+             cells through its features",
             names.len(),
             shown.join(", "),
             if names.len() > shown.len() {
@@ -221,11 +363,15 @@ pub fn run(args: &ProduceArgs) -> anyhow::Result<Produced> {
         let got = match &mut source {
             Source::File(r) => r.next_batch(rows_per_message, &mut x, &mut y)?,
             Source::Synthetic(rows) => rows.fill(rows_per_message, &mut x, &mut y),
+            Source::Cells(c) => {
+                c.batch(names.as_deref().expect("a header"), rows_per_message, &mut buf)?
+            }
         };
         if got == 0 {
             break;
         }
         match wire {
+            _ if matches!(source, Source::Cells(_)) => {}
             WireFormat::Json | WireFormat::Auto => format::encode_json(&x, &y, p, &mut buf),
             WireFormat::JsonNamedBatch => format::encode_json_named_batch(
                 names.as_deref().expect("checked"),

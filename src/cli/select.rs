@@ -87,6 +87,7 @@ pub fn select(args: &SelectArgs) -> anyhow::Result<Model> {
         format,
         compact_features: false,
         budget: args.memory.limit().budget(Plan::Select { s: args.s }),
+        fields: Default::default(),
     };
     let mut reader = RowReader::open(&args.file, &opts)?;
     let p = reader.p;

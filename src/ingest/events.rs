@@ -201,6 +201,19 @@ fn fill(fields: &Fields, source: &Source, row: &mut [f64], at: &str) -> Result<R
     Ok(if skipped { Row::Skipped } else { Row::Placed })
 }
 
+/// A missing field's rejection, naming the keys the stream does not use (a misspelled name
+/// is usually among them).
+fn with_unused(mut e: Rejection, unused: &[&str]) -> Rejection {
+    if e.reason == Reason::MissingFeature && !unused.is_empty() {
+        let shown: Vec<&str> = unused.iter().take(5).copied().collect();
+        e.message += &format!(
+            "; the message has keys the stream does not use: {}",
+            shown.join(", ")
+        );
+    }
+    e
+}
+
 /// `Ok(true)`: placed; `Ok(false)`: skip the row; a refusal as the message's rejection.
 fn refused(r: Result<(), Refusal>, at: &str) -> Result<bool, Rejection> {
     match r {
@@ -314,7 +327,14 @@ fn decode_into(
     };
     let start = x.len();
     x.resize(start + p, 0.0);
-    let row = fill(fields, &Source::Object(obj), &mut x[start..], "")?;
+    let row = fill(fields, &Source::Object(obj), &mut x[start..], "").map_err(|e| {
+        let unused: Vec<&str> = obj
+            .keys()
+            .filter(|k| !fields.uses(k) && (!event || *k != target))
+            .map(String::as_str)
+            .collect();
+        with_unused(e, &unused)
+    })?;
     tally.ignored_fields += unused_keys(fields, event.then_some(target), obj);
     let Some(v) = target_value(label, target, "")? else {
         x.truncate(start);
@@ -442,7 +462,16 @@ fn batch(
             &Source::Columns { of: &of, row: values },
             &mut x[start..],
             &at,
-        )?;
+        )
+        .map_err(|e| {
+            let unused: Vec<&str> = names
+                .iter()
+                .zip(&of)
+                .filter(|(n, f)| f.is_none() && **n != target)
+                .map(|(n, _)| *n)
+                .collect();
+            with_unused(e, &unused)
+        })?;
         let v = target_value(label, target, &at)?;
         match (placed, v) {
             (Row::Placed, Some(v)) => {

@@ -28,6 +28,7 @@ mod npy;
 pub use budget::{Budget, Plan};
 
 use self::csv::CsvRows;
+use crate::fields::{Field, Missing};
 use budget::Dimensions;
 use libsvm::LibsvmRows;
 use npy::NpyRows;
@@ -127,6 +128,35 @@ pub struct OpenOptions<'a> {
     pub compact_features: bool,
     /// The memory the caller may use (the file is refused beyond it).
     pub budget: Budget,
+    /// How CSV columns become features (categorical, hashed, missing values); the default
+    /// reads every column as a number and refuses missing cells.
+    pub fields: FieldOptions,
+}
+
+/// How a CSV file's columns become features (`crate::fields`): by default every column but
+/// the target is numeric and a missing cell is an error.
+#[derive(Debug, Clone, Default)]
+pub struct FieldOptions {
+    /// Fields declared in full (a stream's configuration): only these columns are read, by
+    /// header name; the file's other columns are ignored.
+    pub declared: Option<Vec<Field>>,
+    /// Columns read as categories: `name` (levels found in the file, sorted, the first the
+    /// reference) or with declared levels (others go to `<name>=other`).
+    pub categorical: Vec<(String, Option<Vec<String>>)>,
+    /// Columns hashed into a number of buckets.
+    pub hashed: Vec<(String, usize)>,
+    /// What a missing cell (empty, `NA`, `null`, ...) does in a column not declared in full.
+    pub missing: Missing,
+}
+
+impl FieldOptions {
+    /// Whether these are the defaults (every column a number, no missing cell).
+    pub fn is_plain(&self) -> bool {
+        self.declared.is_none()
+            && self.categorical.is_empty()
+            && self.hashed.is_empty()
+            && self.missing == Missing::Reject
+    }
 }
 
 impl<'a> OpenOptions<'a> {
@@ -137,6 +167,7 @@ impl<'a> OpenOptions<'a> {
             format: None,
             compact_features: false,
             budget,
+            fields: FieldOptions::default(),
         }
     }
 }
@@ -205,6 +236,16 @@ fn resolve_target(
     }
 }
 
+/// Whether a cell stands for a missing value: empty, or `NA`, `N/A`, `NaN`, `null`, `None`,
+/// `?`, `-` (any case).
+pub(crate) fn is_missing(cell: &str) -> bool {
+    let t = cell.trim();
+    t.is_empty()
+        || ["na", "n/a", "nan", "null", "none", "?", "-"]
+            .iter()
+            .any(|m| t.eq_ignore_ascii_case(m))
+}
+
 /// A cell as a number; `column` names its column for the error ("column 'region'", only
 /// formatted when the cell is refused). The message says what to do: a missing value or text
 /// where a number belongs is the usual mistake, not a broken file.
@@ -222,21 +263,24 @@ fn parse_cell(
     let v: f64 = match cell.trim().parse() {
         Ok(v) => v,
         Err(_) => {
-            let t = cell.trim();
-            let missing = t.is_empty()
-                || ["na", "n/a", "nan", "null", "none", "?", "-"]
-                    .iter()
-                    .any(|m| t.eq_ignore_ascii_case(m));
-            let hint = if missing {
-                "(a missing value): rows are read whole, so fill it or drop the row"
-            } else {
-                "(text): drop the column, or encode it as numbers (e.g. one 0/1 column per \
-                 category)"
+            let column = column();
+            // "column 'region'" names the flag's argument: region.
+            let name = column
+                .split('\'')
+                .nth(1)
+                .filter(|_| column.starts_with("column '") && !column.ends_with("(the target)"));
+            let hint = match (is_missing(cell), name) {
+                (true, _) => "(a missing value): fill it, or read missing cells with --missing \
+                              skip_row (leave the row out) or --missing indicator (0 plus a 0/1 \
+                              column <name>=missing)"
+                    .to_string(),
+                (false, Some(name)) => format!(
+                    "(text): declare the column categorical (--categorical {name}) or hashed \
+                     (--hashed {name}:<buckets>), or drop it"
+                ),
+                (false, None) => "(text)".to_string(),
             };
-            return Err(refuse(format!(
-                "{}: '{cell}' is not a number {hint}",
-                column()
-            )));
+            return Err(refuse(format!("{column}: '{cell}' is not a number {hint}")));
         }
     };
     if !v.is_finite() {
@@ -265,6 +309,14 @@ impl RowReader {
                     .into(),
             });
         }
+        if !opts.fields.is_plain() && format != Format::Csv {
+            return Err(DataError::File {
+                path: path.into(),
+                msg: "--categorical, --hashed and --missing apply to CSV files (columns with \
+                      names and text cells)"
+                    .into(),
+            });
+        }
         let file = File::open(path).map_err(io)?;
         let (names, p, inner) = match format {
             Format::Csv => self::csv::open(path, file, opts)?,
@@ -284,6 +336,14 @@ impl RowReader {
     /// Rows returned so far.
     pub fn rows_read(&self) -> u64 {
         self.rows_read
+    }
+
+    /// Rows left out because a value was missing (`FieldOptions::missing = SkipRow`).
+    pub fn rows_skipped(&self) -> u64 {
+        match &self.inner {
+            Inner::Csv(r) => r.skipped(),
+            _ => 0,
+        }
     }
 
     /// Appends up to `max_rows` rows to `x` (row-major) and `y`; returns how many (0 at end).
