@@ -636,7 +636,13 @@ fn every_error_path_answers_4xx_json() {
     let (status, body) = svc.post(predict, &json!({"model": m, "features": [{"a": 1.0}]}));
     assert_eq!(status, 400, "{body}");
     assert_eq!(body["error"]["code"], "missing_feature", "{body}");
-    assert!(body["error"]["message"].as_str().unwrap().contains("does not use: a"), "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("does not use: a"),
+        "{body}"
+    );
     assert_error(
         svc.post(predict, &json!({"model": m})),
         400,
@@ -1250,7 +1256,13 @@ fn a_csv_in_another_column_order_gives_the_right_model() {
     for (_, headers) in &copies {
         // f0 is missing, and the key the stream does not use (the misspelling) is named.
         assert_eq!(headers["ravel-reason"], "missing_feature", "{headers:?}");
-        assert!(headers["ravel-error"].contains("feature 'f0' is missing"), "{headers:?}");
-        assert!(headers["ravel-error"].contains("does not use: g0"), "{headers:?}");
+        assert!(
+            headers["ravel-error"].contains("feature 'f0' is missing"),
+            "{headers:?}"
+        );
+        assert!(
+            headers["ravel-error"].contains("does not use: g0"),
+            "{headers:?}"
+        );
     }
 }

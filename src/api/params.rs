@@ -4,8 +4,8 @@
 use super::ApiError;
 use super::streams::PredictRequest;
 use crate::api::error::Code;
-use crate::state::streams::StreamHandle;
 use crate::ingest::events::lookup;
+use crate::state::streams::StreamHandle;
 use ravel_core::fields::{Fields, Kind, Missing, Refusal, Value as Cell};
 use ravel_core::solve::{Method, Request as ModelRequest};
 use serde_json::Value;
@@ -121,9 +121,8 @@ pub(super) fn predict_rows(
                 Some(f) => f,
                 None => {
                     let names: Vec<String> = (0..p).map(|j| j.to_string()).collect();
-                    by_index = Fields::numeric(&names).map_err(|e| {
-                        ApiError::bad_request(Code::InvalidBody, e)
-                    })?;
+                    by_index = Fields::numeric(&names)
+                        .map_err(|e| ApiError::bad_request(Code::InvalidBody, e))?;
                     &by_index
                 }
             };
@@ -198,7 +197,11 @@ fn named_row(
     let unused = if missing.is_empty() {
         Vec::new()
     } else {
-        obj.keys().filter(|k| !fields.uses(k)).take(3).cloned().collect()
+        obj.keys()
+            .filter(|k| !fields.uses(k))
+            .take(3)
+            .cloned()
+            .collect()
     };
     Ok(PredictRow { x, missing, unused })
 }

@@ -128,8 +128,8 @@ struct Cells {
 
 impl Cells {
     fn open(path: &PathBuf, target: Option<&str>) -> anyhow::Result<(Cells, Vec<String>)> {
-        let file = std::fs::File::open(path)
-            .with_context(|| format!("cannot open {}", path.display()))?;
+        let file =
+            std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
         let delim = if path.extension().is_some_and(|e| e == "tsv") {
             b'\t'
         } else {
@@ -265,7 +265,12 @@ pub fn run(args: &ProduceArgs) -> anyhow::Result<Produced> {
                 Some(f) => f == Format::Csv,
                 None => Format::detect(path)? == Format::Csv,
             };
-            if csv && matches!(args.wire_format, WireFormat::Auto | WireFormat::JsonNamedBatch) {
+            if csv
+                && matches!(
+                    args.wire_format,
+                    WireFormat::Auto | WireFormat::JsonNamedBatch
+                )
+            {
                 let (cells, names) = Cells::open(path, args.target.as_deref())?;
                 (Source::Cells(cells), names.len(), Some(names), None)
             } else {
@@ -363,9 +368,11 @@ pub fn run(args: &ProduceArgs) -> anyhow::Result<Produced> {
         let got = match &mut source {
             Source::File(r) => r.next_batch(rows_per_message, &mut x, &mut y)?,
             Source::Synthetic(rows) => rows.fill(rows_per_message, &mut x, &mut y),
-            Source::Cells(c) => {
-                c.batch(names.as_deref().expect("a header"), rows_per_message, &mut buf)?
-            }
+            Source::Cells(c) => c.batch(
+                names.as_deref().expect("a header"),
+                rows_per_message,
+                &mut buf,
+            )?,
         };
         if got == 0 {
             break;

@@ -119,7 +119,10 @@ impl FeatureDecl {
             }
         };
         let stray = match kind {
-            Kind::Numeric => [("levels", t.levels.is_some()), ("buckets", t.buckets.is_some())],
+            Kind::Numeric => [
+                ("levels", t.levels.is_some()),
+                ("buckets", t.buckets.is_some()),
+            ],
             Kind::Categorical { .. } => [("buckets", t.buckets.is_some()), ("", false)],
             Kind::Hashed { .. } => [("levels", t.levels.is_some()), ("", false)],
         };
@@ -181,7 +184,10 @@ impl<'de> serde::de::Visitor<'de> for SchemaVisitor {
         }
         self.visit_u64(v as u64)
     }
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<FeatureSchema, A::Error> {
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(
+        self,
+        mut seq: A,
+    ) -> Result<FeatureSchema, A::Error> {
         let mut decls = Vec::new();
         while let Some(d) = seq.next_element::<DeclSeed>()? {
             decls.push(d.0);

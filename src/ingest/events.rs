@@ -138,14 +138,21 @@ fn fill(fields: &Fields, source: &Source, row: &mut [f64], at: &str) -> Result<R
         let name = &fields.fields()[f].name;
         let placed = match v {
             None | Some(Value::Null) => fields.put(f, Cell::Missing, row),
-            Some(Value::Number(n)) => fields.put(f, Cell::Number(n.as_f64().unwrap_or(f64::NAN)), row),
+            Some(Value::Number(n)) => {
+                fields.put(f, Cell::Number(n.as_f64().unwrap_or(f64::NAN)), row)
+            }
             Some(Value::Bool(b)) => fields.put(f, Cell::Bool(*b), row),
             Some(Value::String(s)) => fields.put(f, Cell::Text(s), row),
             Some(Value::Array(items)) => {
-                if !matches!(fields.fields()[f].kind, ravel_core::fields::Kind::Hashed { .. }) {
+                if !matches!(
+                    fields.fields()[f].kind,
+                    ravel_core::fields::Kind::Hashed { .. }
+                ) {
                     return reject(
                         Reason::FieldType,
-                        format!("{at}feature '{name}' is a list; only a hashed feature takes a list of tokens"),
+                        format!(
+                            "{at}feature '{name}' is a list; only a hashed feature takes a list of tokens"
+                        ),
                     );
                 }
                 for item in items {
@@ -156,7 +163,9 @@ fn fill(fields: &Fields, source: &Source, row: &mut [f64], at: &str) -> Result<R
                         _ => {
                             return reject(
                                 Reason::FieldType,
-                                format!("{at}feature '{name}': a hashed feature's list holds strings, numbers or booleans"),
+                                format!(
+                                    "{at}feature '{name}': a hashed feature's list holds strings, numbers or booleans"
+                                ),
                             );
                         }
                     };
@@ -314,7 +323,10 @@ fn decode_into(
             (features, msg.get("y"), false)
         }
         (None, Some(_)) => {
-            return reject(Reason::Malformed, "\"features\" must be an object of named values");
+            return reject(
+                Reason::Malformed,
+                "\"features\" must be an object of named values",
+            );
         }
         (None, None) => {
             return reject(
@@ -459,7 +471,10 @@ fn batch(
         x.resize(start + p, 0.0);
         let placed = fill(
             fields,
-            &Source::Columns { of: &of, row: values },
+            &Source::Columns {
+                of: &of,
+                row: values,
+            },
             &mut x[start..],
             &at,
         )
@@ -536,7 +551,10 @@ mod tests {
         match decode_tallied(msg.as_bytes(), s, &mut x, &mut y, &mut t) {
             Ok(_) => Ok((x, y, t)),
             Err(e) => {
-                assert!(x.is_empty() && y.is_empty(), "nothing appended on rejection");
+                assert!(
+                    x.is_empty() && y.is_empty(),
+                    "nothing appended on rejection"
+                );
                 Err((e.reason, e.message))
             }
         }
@@ -563,8 +581,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!(x, [1.0, 30.0, 0.0, 0.0, 0.0]);
-        let (x, _, _) = dec(r#"{"user": {"age": 30}, "sqft": true, "region": "west", "price": 1}"#, &s)
-            .unwrap();
+        let (x, _, _) = dec(
+            r#"{"user": {"age": 30}, "sqft": true, "region": "west", "price": 1}"#,
+            &s,
+        )
+        .unwrap();
         assert_eq!(x, [1.0, 30.0, 0.0, 0.0, 1.0]);
     }
 

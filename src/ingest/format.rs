@@ -24,9 +24,9 @@
 //! statistics, and its `Rejection` names the reason (the label of the rejection metric and the
 //! `ravel-reason` header of the dead-letter copy).
 
+use ravel_core::fields::Fields;
 use serde::Deserialize;
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
-use ravel_core::fields::Fields;
 use std::fmt;
 
 use super::events;
@@ -556,7 +556,11 @@ mod tests {
             &named,
         );
         assert_eq!(r.reason, Reason::MissingFeature);
-        assert!(r.message.contains("feature 'c' is missing"), "{}", r.message);
+        assert!(
+            r.message.contains("feature 'c' is missing"),
+            "{}",
+            r.message
+        );
         let r = refused(
             br#"{"columns": ["a", "a", "b"], "rows": [[1, 2, 3]], "y": [1]}"#,
             &named,

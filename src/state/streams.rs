@@ -8,8 +8,8 @@
 use crate::config::StreamConfig;
 use crate::state::published::{Named, Published, Registry};
 use ravel_core::Task;
-pub use ravel_core::stats::{FoldSet, Stats};
 use ravel_core::fields::Fields;
+pub use ravel_core::stats::{FoldSet, Stats};
 use std::sync::Arc;
 use std::time::SystemTime;
 

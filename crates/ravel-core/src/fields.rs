@@ -232,7 +232,11 @@ impl Fields {
         let mut prefixes = std::collections::HashSet::new();
         for f in &fields {
             prefixes.insert(f.name.clone());
-            prefixes.extend(f.name.match_indices('.').map(|(i, _)| f.name[..i].to_string()));
+            prefixes.extend(
+                f.name
+                    .match_indices('.')
+                    .map(|(i, _)| f.name[..i].to_string()),
+            );
         }
         Ok(Fields {
             fields,
@@ -430,15 +434,22 @@ mod tests {
         assert_eq!(&row[..5], [2.5, 0.0, 1.0, 0.0, 0.0]);
         let mut row = vec![0.0; f.p()];
         f.put(1, Value::Text("north"), &mut row).unwrap();
-        assert!(row.iter().all(|v| *v == 0.0), "the reference level is all zeros");
+        assert!(
+            row.iter().all(|v| *v == 0.0),
+            "the reference level is all zeros"
+        );
         f.put(1, Value::Text("west"), &mut row).unwrap();
         assert_eq!(row[3], 1.0, "an undeclared level is other");
         let mut row = vec![0.0; f.p()];
         f.put(1, Value::Missing, &mut row).unwrap();
         assert_eq!(&row[1..5], [0.0, 0.0, 0.0, 1.0]);
         assert_eq!(f.put(2, Value::Missing, &mut row), Err(Refusal::SkipRow));
-        assert!(matches!(f.put(0, Value::Missing, &mut row), Err(Refusal::Missing(m)) if m.contains("'sqft'")));
-        assert!(matches!(f.put(0, Value::Text("big"), &mut row), Err(Refusal::Wrong(m)) if m.contains("categorical")));
+        assert!(
+            matches!(f.put(0, Value::Missing, &mut row), Err(Refusal::Missing(m)) if m.contains("'sqft'"))
+        );
+        assert!(
+            matches!(f.put(0, Value::Text("big"), &mut row), Err(Refusal::Wrong(m)) if m.contains("categorical"))
+        );
         f.put(0, Value::Bool(true), &mut row).unwrap();
         assert_eq!(row[0], 1.0);
     }

@@ -96,17 +96,16 @@ fn mapping(
             .enumerate()
             .filter(|(i, _)| *i != target)
             .map(|(_, name)| {
-                let kind = if let Some((_, levels)) =
-                    opts.categorical.iter().find(|(n, _)| n == name)
-                {
-                    Kind::Categorical {
-                        levels: levels.clone().unwrap_or_default(),
-                    }
-                } else if let Some((_, b)) = opts.hashed.iter().find(|(n, _)| n == name) {
-                    Kind::Hashed { buckets: *b }
-                } else {
-                    Kind::Numeric
-                };
+                let kind =
+                    if let Some((_, levels)) = opts.categorical.iter().find(|(n, _)| n == name) {
+                        Kind::Categorical {
+                            levels: levels.clone().unwrap_or_default(),
+                        }
+                    } else if let Some((_, b)) = opts.hashed.iter().find(|(n, _)| n == name) {
+                        Kind::Hashed { buckets: *b }
+                    } else {
+                        Kind::Numeric
+                    };
                 Field {
                     name: name.clone(),
                     kind,
@@ -126,11 +125,14 @@ fn mapping(
         let mut found = vec![BTreeSet::new(); open.len()];
         let mut reader = reopen()?;
         let mut record = csv::StringRecord::new();
-        while reader.read_record(&mut record).map_err(|e| DataError::Line {
-            path: path.into(),
-            line: e.position().map(|p| p.line()).unwrap_or(0),
-            msg: csv_msg(&e),
-        })? {
+        while reader
+            .read_record(&mut record)
+            .map_err(|e| DataError::Line {
+                path: path.into(),
+                line: e.position().map(|p| p.line()).unwrap_or(0),
+                msg: csv_msg(&e),
+            })?
+        {
             for ((i, c), set) in open.iter().zip(found.iter_mut()) {
                 let Some(cell) = record.get(*c) else { continue };
                 if is_missing(cell) || set.contains(cell.trim()) {
