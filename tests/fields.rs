@@ -142,12 +142,12 @@ fn event(i: usize, header: &[String], row: &[String]) -> Value {
     let mut top = Map::new();
     top.insert("id".into(), json!(format!("sale-{i}")));
     top.insert("ts".into(), json!(1_700_000_000 + i));
-    let mut put = |obj: &mut Map<String, Value>, name: &str| match num(name) {
+    let put = |obj: &mut Map<String, Value>, name: &str| match num(name) {
         Some(v) => {
             obj.insert(name.into(), v);
         }
         // Half the missing values absent, half null.
-        None if i % 2 == 0 => {
+        None if i.is_multiple_of(2) => {
             obj.insert(name.into(), Value::Null);
         }
         None => {}

@@ -546,7 +546,10 @@ mod tests {
         }
     }
 
-    fn dec(msg: &str, s: &Schema) -> Result<(Vec<f64>, Vec<f64>, Tally), (Reason, String)> {
+    /// Rows, targets and tally, or the rejection's reason and message.
+    type Decoded = Result<(Vec<f64>, Vec<f64>, Tally), (Reason, String)>;
+
+    fn dec(msg: &str, s: &Schema) -> Decoded {
         let (mut x, mut y, mut t) = (vec![], vec![], Tally::default());
         match decode_tallied(msg.as_bytes(), s, &mut x, &mut y, &mut t) {
             Ok(_) => Ok((x, y, t)),

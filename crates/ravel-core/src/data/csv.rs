@@ -21,7 +21,7 @@ pub(super) struct CsvRows {
     header: Vec<String>,
     /// Categorical, hashed or missing-tolerant columns (`OpenOptions::fields`); None: every
     /// column but the target is a number.
-    mapping: Option<Mapping>,
+    mapping: Option<Box<Mapping>>,
 }
 
 /// How the header's columns become features when they are not all plain numbers.
@@ -216,7 +216,7 @@ pub(super) fn open(
             let f = File::open(path).map_err(io)?;
             Ok(builder().from_reader(BufReader::new(f)))
         };
-        Some(mapping(path, &header, t, &opts.fields, reopen)?)
+        Some(Box::new(mapping(path, &header, t, &opts.fields, reopen)?))
     };
     let p = mapping.as_ref().map_or(width - 1, |m| m.fields.p());
     // `ravel select` holds every row: count them first (a pass over the records,
