@@ -118,6 +118,77 @@ fn decode_bench() {
         rates.push(rate);
         row(&format!("decode p=100, {label}"), rate, "rows/s");
     }
+    // By name (issue 31): the same mini-batches with their column names once, in reversed
+    // order (the fast path, each row put back in the stream's order), and each row as a
+    // nested event with an id the stream does not use (serde_json into a tree, fields looked
+    // up by path).
+    let names: Vec<String> = (0..p).map(|j| format!("f{j}")).collect();
+    let fields = ravel_core::fields::Fields::numeric(&names).unwrap();
+    let named = Schema {
+        p,
+        fields: Some(&fields),
+        ..Schema::positional(p, false)
+    };
+    let reversed: Vec<String> = names.iter().rev().cloned().collect();
+    let named_msgs: Vec<Vec<u8>> = (0..y.len())
+        .step_by(100)
+        .map(|a| {
+            let rows: Vec<f64> = (a..a + 100)
+                .flat_map(|i| (0..p).rev().map(move |j| (i, j)))
+                .map(|(i, j)| x[i * p + j])
+                .collect();
+            let mut buf = vec![];
+            format::encode_json_named_batch(&reversed, &rows, &y[a..a + 100], &mut buf);
+            buf
+        })
+        .collect();
+    let nested: Vec<String> = (0..p)
+        .map(|j| format!("{}.f{j}", if j < p / 2 { "a" } else { "b" }))
+        .collect();
+    let nested_fields = ravel_core::fields::Fields::numeric(&nested).unwrap();
+    let events = Schema {
+        p,
+        fields: Some(&nested_fields),
+        target: Some("price"),
+        ..Schema::positional(p, false)
+    };
+    let event_msgs: Vec<Vec<u8>> = (0..y.len())
+        .map(|i| {
+            let half = |r: std::ops::Range<usize>| -> serde_json::Map<String, serde_json::Value> {
+                r.map(|j| (format!("f{j}"), serde_json::json!(x[i * p + j])))
+                    .collect()
+            };
+            serde_json::to_vec(&serde_json::json!({
+                "id": format!("e{i}"), "a": half(0..p / 2), "b": half(p / 2..p), "price": y[i]
+            }))
+            .unwrap()
+        })
+        .collect();
+    for (label, msgs, schema) in [
+        ("JSON named mini-batch of 100 rows (columns reversed)", &named_msgs, &named),
+        ("JSON nested event, one row (fields by dotted path)", &event_msgs, &events),
+    ] {
+        let (mut xs, mut ys) = (Vec::with_capacity(x.len()), Vec::with_capacity(y.len()));
+        let mut times = vec![];
+        for _ in 0..5 {
+            let t = Instant::now();
+            xs.clear();
+            ys.clear();
+            for m in msgs {
+                format::decode(m, schema, &mut xs, &mut ys).unwrap();
+            }
+            times.push(t.elapsed().as_secs_f64());
+        }
+        assert_eq!((&xs, &ys), (&x, &y), "{label}: the same rows");
+        let rate = y.len() as f64 / median(times);
+        row(&format!("decode p=100, {label}"), rate, "rows/s");
+        println!(
+            "{:<66} {:>12.2} {:>7}",
+            format!("  / JSON mini-batch of 100 rows by position"),
+            rate / rates[1],
+            "x"
+        );
+    }
     // The previous decoder of the same mini-batches: serde_json (float_roundtrip) into the
     // message's shape, no validation (the fast path now takes these messages).
     #[derive(serde::Deserialize)]

@@ -18,9 +18,44 @@
 /// Decodes `{"x": [p numbers], "y": number}` or `{"rows": [[p numbers], ...], "y":
 /// [numbers]}` (keys in any order, JSON whitespace anywhere between tokens) and appends the
 /// rows; `None`, with nothing appended, for anything else.
+#[cfg(test)]
 pub fn decode(payload: &[u8], p: usize, x: &mut Vec<f64>, y: &mut Vec<f64>) -> Option<usize> {
+    decode_shapes(payload, p, Shapes::POSITIONAL, x, y)
+}
+
+/// Which shapes `decode_shapes` takes.
+#[derive(Clone, Copy)]
+pub struct Shapes<'a> {
+    /// `{"x", "y"}` and `{"rows", "y"}` (not on streams that read events).
+    pub positional: bool,
+    /// The column of a name of a named mini-batch's `columns`, for a stream whose features
+    /// are all plain numbers (None: named mini-batches go to serde_json).
+    pub column: Option<&'a dyn Fn(&str) -> Option<usize>>,
+}
+
+#[cfg(test)]
+impl Shapes<'static> {
+    /// The positional shapes only.
+    pub const POSITIONAL: Shapes<'static> = Shapes {
+        positional: true,
+        column: None,
+    };
+}
+
+/// `decode`, and with `shapes.column` the named mini-batch `{"columns": [p names], "rows":
+/// [[p numbers], ...], "y": [numbers]}` whose names are each of the stream's p columns once
+/// (any order, no escapes): its rows are read as positional rows, then each is put in the
+/// stream's order. Anything else (a name the stream does not use, one missing, text or null
+/// among the values) answers `None`, for serde_json to decide.
+pub fn decode_shapes(
+    payload: &[u8],
+    p: usize,
+    shapes: Shapes,
+    x: &mut Vec<f64>,
+    y: &mut Vec<f64>,
+) -> Option<usize> {
     let (x0, y0) = (x.len(), y.len());
-    let out = Parser { b: payload, i: 0 }.message(p, x, y);
+    let out = Parser { b: payload, i: 0 }.message(p, shapes, x, y);
     if out.is_none() {
         x.truncate(x0);
         y.truncate(y0);
@@ -767,16 +802,46 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn message(mut self, p: usize, x: &mut Vec<f64>, y: &mut Vec<f64>) -> Option<usize> {
-        let y0 = y.len();
+    /// A named mini-batch's `columns`: the stream's column of each, every one of the p
+    /// exactly once.
+    fn columns(&mut self, p: usize, column: &dyn Fn(&str) -> Option<usize>) -> Option<Vec<usize>> {
+        self.eat(b'[')?;
+        let mut order = Vec::with_capacity(p);
+        let mut seen = vec![false; p];
+        loop {
+            let name = std::str::from_utf8(self.key()?).ok()?;
+            let j = column(name)?;
+            if std::mem::replace(seen.get_mut(j)?, true) {
+                return None;
+            }
+            order.push(j);
+            if !self.comma()? {
+                break;
+            }
+        }
+        (order.len() == p).then_some(order)
+    }
+
+    fn message(
+        mut self,
+        p: usize,
+        shapes: Shapes,
+        x: &mut Vec<f64>,
+        y: &mut Vec<f64>,
+    ) -> Option<usize> {
+        let (x0, y0) = (x.len(), y.len());
         let mut shape = None;
         let mut y_one = None;
         let mut y_many = false;
+        let mut order = None;
         self.eat(b'{')?;
         loop {
             let key = self.key()?;
             self.eat(b':')?;
             match key {
+                b"columns" if order.is_none() => {
+                    order = Some(self.columns(p, shapes.column?)?);
+                }
                 b"x" if shape.is_none() => {
                     if p > 0 {
                         self.row(p, x)?;
@@ -810,12 +875,27 @@ impl<'a> Parser<'a> {
         if self.i != self.b.len() {
             return None;
         }
-        match (shape?, y_one) {
-            (Shape::Row, Some(v)) => {
+        match (shape?, y_one, order) {
+            (Shape::Row, Some(v), None) if shapes.positional => {
                 y.push(v);
                 Some(1)
             }
-            (Shape::Rows(rows), None) if y_many && y.len() - y0 == rows => Some(rows),
+            (Shape::Rows(rows), None, None) if shapes.positional && y_many && y.len() - y0 == rows => {
+                Some(rows)
+            }
+            (Shape::Rows(rows), None, Some(order)) if y_many && y.len() - y0 == rows => {
+                // Each row from the message's column order into the stream's.
+                if order.iter().enumerate().any(|(i, &j)| i != j) {
+                    let mut scratch = vec![0.0; p];
+                    for row in x[x0..].chunks_exact_mut(p.max(1)) {
+                        for (v, &j) in row.iter().zip(&order) {
+                            scratch[j] = *v;
+                        }
+                        row.copy_from_slice(&scratch);
+                    }
+                }
+                Some(rows)
+            }
             _ => None,
         }
     }

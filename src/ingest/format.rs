@@ -269,10 +269,17 @@ fn decode_json(
     y: &mut Vec<f64>,
     tally: &mut Tally,
 ) -> Result<usize, Rejection> {
-    // On a stream that reads events, `{"x": ..., "y": ...}` is an event like any other.
-    if schema.target.is_none()
-        && let Some(rows) = fast_json::decode(payload, schema.p, x, y)
-    {
+    // On a stream that reads events, `{"x": ..., "y": ...}` is an event like any other; a
+    // named mini-batch of plain numeric features takes the fast path too.
+    let column = schema
+        .fields
+        .filter(|f| f.is_plain())
+        .map(|f| move |name: &str| f.field(name));
+    let shapes = fast_json::Shapes {
+        positional: schema.target.is_none(),
+        column: column.as_ref().map(|c| c as &dyn Fn(&str) -> Option<usize>),
+    };
+    if let Some(rows) = fast_json::decode_shapes(payload, schema.p, shapes, x, y) {
         return Ok(rows);
     }
     let Some(fields) = schema.fields else {
@@ -587,6 +594,61 @@ mod tests {
             &schema(3),
         );
         assert_eq!(r.reason, Reason::Dimension);
+    }
+
+    /// A named mini-batch of plain numeric features takes the fast path, with the values
+    /// serde_json's path gives; what it does not take whole goes to that path.
+    #[test]
+    fn named_batches_take_the_fast_path_with_the_same_values() {
+        let fields = numeric(&["a", "b", "c"]);
+        let s = named(&fields);
+        let column = |name: &str| fields.field(name);
+        let fast = fast_json::Shapes {
+            positional: true,
+            column: Some(&column),
+        };
+        for msg in [
+            br#"{"columns": ["c", "a", "b"], "rows": [[3, 1, 2.5], [6e-3, 4, -5]], "y": [7, 8]}"#
+                .as_slice(),
+            br#"{"y": [7, 8], "rows": [[3, 1, 2.5], [6e-3, 4, -5]], "columns": ["c", "a", "b"]}"#,
+            br#"{"columns":["a","b","c"],"rows":[[1,2,3]],"y":[0.1]}"#,
+        ] {
+            let (mut x, mut y) = (vec![], vec![]);
+            let rows = fast_json::decode_shapes(msg, 3, fast, &mut x, &mut y).expect("fast");
+            let value = events::parse(msg).unwrap();
+            let (mut sx, mut sy) = (vec![], vec![]);
+            let serde_rows = events::decode(
+                value.as_object().unwrap(),
+                &s,
+                &fields,
+                &mut sx,
+                &mut sy,
+                &mut Tally::default(),
+            )
+            .unwrap();
+            assert_eq!((rows, &x, &y), (serde_rows, &sx, &sy));
+            assert_eq!(dec(msg, &s).unwrap(), (x, y));
+        }
+        for msg in [
+            br#"{"columns": ["c", "a", "d"], "rows": [[3, 1, 2]], "y": [7]}"#.as_slice(),
+            br#"{"columns": ["c", "a"], "rows": [[3, 1]], "y": [7]}"#,
+            br#"{"columns": ["c", "a", "a"], "rows": [[3, 1, 1]], "y": [7]}"#,
+            br#"{"columns": ["c", "a", "b"], "rows": [[3, null, 1]], "y": [7]}"#,
+            br#"{"columns": ["c", "a", "b"], "rows": [[3, 1, 2]], "y": [7, 8]}"#,
+            br#"{"columns": ["c", "a", "b"], "x": [3, 1, 2], "y": 7}"#,
+        ] {
+            let (mut x, mut y) = (vec![], vec![]);
+            assert!(fast_json::decode_shapes(msg, 3, fast, &mut x, &mut y).is_none());
+            assert!(x.is_empty() && y.is_empty());
+        }
+        // Streams that read events take no positional shape on the fast path.
+        let events_only = fast_json::Shapes {
+            positional: false,
+            column: Some(&column),
+        };
+        let (mut x, mut y) = (vec![], vec![]);
+        let row = br#"{"x": [1, 2, 3], "y": 1}"#;
+        assert!(fast_json::decode_shapes(row, 3, events_only, &mut x, &mut y).is_none());
     }
 
     #[test]
