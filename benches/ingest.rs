@@ -165,8 +165,16 @@ fn decode_bench() {
         })
         .collect();
     for (label, msgs, schema) in [
-        ("JSON named mini-batch of 100 rows (columns reversed)", &named_msgs, &named),
-        ("JSON nested event, one row (fields by dotted path)", &event_msgs, &events),
+        (
+            "JSON named mini-batch of 100 rows (columns reversed)",
+            &named_msgs,
+            &named,
+        ),
+        (
+            "JSON nested event, one row (fields by dotted path)",
+            &event_msgs,
+            &events,
+        ),
     ] {
         let (mut xs, mut ys) = (Vec::with_capacity(x.len()), Vec::with_capacity(y.len()));
         let mut times = vec![];

@@ -80,7 +80,9 @@ pub use store::file as checkpoint;
 /// The observation messages a stream reads (README: Message formats): rows and mini-batches as
 /// JSON or ravel's binary form, written by `ravel produce` and by the tests.
 pub mod wire {
-    pub use crate::ingest::format::{Schema, decode, encode_binary, encode_json};
+    pub use crate::ingest::format::{
+        Schema, decode, encode_binary, encode_json, encode_json_named_batch,
+    };
 }
 
 /// Locks a mutex whether or not a thread panicked while holding it: the data behind every

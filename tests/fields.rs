@@ -373,3 +373,63 @@ fn events_and_named_batches_give_the_model_of_ravel_fit() {
         "{body}"
     );
 }
+
+/// `ravel fit --config FILE --stream NAME` reads the file's columns as the stream reads its
+/// events: the same model as the flags that say the same.
+#[test]
+fn ravel_fit_reads_a_file_as_a_configured_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("ravel.toml");
+    std::fs::write(
+        &cfg,
+        r#"
+[kafka]
+brokers = "localhost:9092"
+
+[[streams]]
+name = "sales"
+target = "price"
+missing = "indicator"
+features = [
+  "sqft", "age", "rooms",
+  { name = "region", kind = "categorical", levels = ["north", "south", "east", "west"] },
+  { name = "tags", kind = "hashed", buckets = 8, missing = "reject" },
+]
+"#,
+    )
+    .unwrap();
+    let file = fixture("housing.csv");
+    let out = ravel(&[
+        "fit",
+        file.to_str().unwrap(),
+        "--config",
+        cfg.to_str().unwrap(),
+        "--stream",
+        "sales",
+        "--method",
+        "ols",
+    ]);
+    let model: Value = serde_json::from_str(&out).unwrap();
+    assert_same(
+        &by_name(&model, |n| n.to_string()),
+        &fit(),
+        1e-9,
+        "--stream",
+    );
+    // A stream the file does not name, and a column the stream needs that the file lacks.
+    let err = std::process::Command::new(env!("CARGO_BIN_EXE_ravel"))
+        .args([
+            "fit",
+            file.to_str().unwrap(),
+            "--config",
+            cfg.to_str().unwrap(),
+        ])
+        .args(["--stream", "other", "--method", "ols"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&err.stderr);
+    assert!(
+        !err.status.success() && stderr.contains("--stream other") && stderr.contains("sales"),
+        "{stderr}"
+    );
+}

@@ -81,11 +81,47 @@ pub struct ColumnArgs {
     /// column NAME=missing per feature).
     #[arg(long, default_value = "reject", value_parser = ["reject", "skip_row", "skip-row", "indicator"])]
     pub missing: String,
+    /// Read the columns as the stream NAME of the service's configuration (--config) reads
+    /// its events: its `features` (kinds, levels, buckets, missing policies), `target` and
+    /// `missing`; the file's other columns are ignored.
+    #[arg(long, value_name = "NAME", requires = "config", conflicts_with_all = ["categorical", "hashed"])]
+    pub stream: Option<String>,
+    /// The service's configuration file, for --stream.
+    #[arg(long, value_name = "FILE", requires = "stream")]
+    pub config: Option<PathBuf>,
 }
 
 impl ColumnArgs {
-    /// The reader's field options.
-    pub fn options(&self) -> anyhow::Result<FieldOptions> {
+    /// The reader's field options, and the target the stream names (--stream).
+    pub fn options(&self) -> anyhow::Result<(FieldOptions, Option<String>)> {
+        if let (Some(name), Some(path)) = (&self.stream, &self.config) {
+            let cfg = crate::config::from_file(path)?;
+            let Some(s) = cfg.streams.iter().find(|s| &s.name == name) else {
+                let names: Vec<&str> = cfg.streams.iter().map(|s| s.name.as_str()).collect();
+                anyhow::bail!(
+                    "--stream {name}: {} declares no such stream (its streams: {})",
+                    path.display(),
+                    names.join(", ")
+                );
+            };
+            let Some(fields) = s.fields()? else {
+                anyhow::bail!(
+                    "--stream {name}: the stream declares its features by count; a CSV's \
+                     columns are read as numbers without --stream"
+                );
+            };
+            let opts = FieldOptions {
+                declared: Some(fields.fields().to_vec()),
+                categorical: Vec::new(),
+                hashed: Vec::new(),
+                missing: s.missing(),
+            };
+            return Ok((opts, s.target.clone()));
+        }
+        self.flags().map(|o| (o, None))
+    }
+
+    fn flags(&self) -> anyhow::Result<FieldOptions> {
         let categorical = self
             .categorical
             .iter()
@@ -444,12 +480,13 @@ pub fn run(args: &FitArgs) -> anyhow::Result<String> {
             batch_rows: args.batch.max(1),
         }
     };
+    let (fields, stream_target) = args.columns.options()?;
     let opts = OpenOptions {
-        target: args.target.as_deref(),
+        target: args.target.as_deref().or(stream_target.as_deref()),
         format,
         compact_features: args.compact_features,
         budget: args.memory.limit().budget(plan),
-        fields: args.columns.options()?,
+        fields,
     };
     let reader = RowReader::open(&args.file, &opts)?;
     // Check the request before reading a large file.

@@ -93,9 +93,26 @@ impl<'de> Visitor<'de> for StrictVisitor {
     }
 }
 
+/// The largest message read by name (parsed into a tree first, which takes several times its
+/// size in memory); larger ones are refused. Positional and binary messages have no such
+/// bound: they are read straight into the rows.
+pub const MAX_NAMED_BYTES: usize = 4 << 20;
+
 /// Parses a message as JSON, refusing duplicate keys (and, by serde_json, nesting deeper than
 /// 128).
 pub fn parse(payload: &[u8]) -> Result<Value, Rejection> {
+    if payload.len() > MAX_NAMED_BYTES {
+        return reject(
+            Reason::Malformed,
+            format!(
+                "a message of {} bytes is over the {} MiB read by name (named rows, named \
+                 mini-batches, events): send smaller messages, or positional or binary \
+                 mini-batches",
+                payload.len(),
+                MAX_NAMED_BYTES >> 20
+            ),
+        );
+    }
     match serde_json::from_slice::<Strict>(payload) {
         Ok(Strict(v)) => Ok(v),
         Err(e) => reject(Reason::Malformed, format!("not valid JSON ({e})")),
@@ -655,7 +672,12 @@ mod tests {
         let f = housing(Missing::Indicator);
         let s = events(&f, Missing::Indicator);
         let deep = format!("{}1{}", "[".repeat(1000), "]".repeat(1000));
-        let cases: [(&str, Reason, &str); 7] = [
+        let huge = format!(
+            r#"{{"sqft": 1, "user": {{"age": 1}}, "region": "east", "price": 1, "note": "{}"}}"#,
+            "x".repeat(10 << 20)
+        );
+        let cases: [(&str, Reason, &str); 8] = [
+            (&huge, Reason::Malformed, "over the 4 MiB read by name"),
             (
                 r#"{"sqft": "big", "user": {"age": 1}, "region": "east", "price": 1}"#,
                 Reason::FieldType,

@@ -880,7 +880,9 @@ impl<'a> Parser<'a> {
                 y.push(v);
                 Some(1)
             }
-            (Shape::Rows(rows), None, None) if shapes.positional && y_many && y.len() - y0 == rows => {
+            (Shape::Rows(rows), None, None)
+                if shapes.positional && y_many && y.len() - y0 == rows =>
+            {
                 Some(rows)
             }
             (Shape::Rows(rows), None, Some(order)) if y_many && y.len() - y0 == rows => {

@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""Ingest by name against ingest by position, as whole processes (issue 31): the release
+`ravel serve` reading p = 100 rows from a real broker (`ravel broker`) as
+
+- JSON mini-batches of 100 rows by position, `{"rows": [...], "y": [...]}`;
+- JSON named mini-batches of 100 rows, `{"columns": [names], "rows": ..., "y": ...}`, the names
+  in another order than the stream declares them;
+- JSON rows by position, one a message, `{"x": [...], "y": v}`;
+- nested JSON events, one a message, `{"id": ..., "a": {"f0": ...}, "b": {...}, "price": v}`,
+  on a stream that declares `target = "price"` and the features as dotted paths.
+
+Each round starts a fresh service (a new consumer group, an empty state directory) on the
+filled topic and waits until every row is in the statistics; rounds go case after case, in
+turns. Reported: rows/s from the first row seen to the last, and the service process's CPU
+seconds per million rows (its own cost: the broker and this script run beside it on the same
+cores). The medians over the rounds.
+
+    cargo build --release && python3 scripts/bench_fields.py [--rounds 3] [--rows 200000]
+
+Needs numpy and confluent-kafka (`pip install numpy confluent-kafka`).
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_all import fill, rows_seen  # noqa: E402
+from bench_freshness import Api, Procs, cpu_seconds, start_broker  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+P = 100
+NAMES = [f"f{j}" for j in range(P)]
+NESTED = [f"{'a' if j < P // 2 else 'b'}.f{j}" for j in range(P)]
+
+
+def data(n, seed=3):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, P))
+    y = x[:, :10] @ np.arange(1, 11) + rng.standard_normal(n)
+    return x, y
+
+
+def messages(case, x, y):
+    if case == "positional batches":
+        return [json.dumps({"rows": x[i:i + 100].tolist(), "y": y[i:i + 100].tolist()}).encode()
+                for i in range(0, len(y), 100)]
+    if case == "named batches":
+        order = NAMES[::-1]
+        return [json.dumps({"columns": order, "rows": x[i:i + 100, ::-1].tolist(),
+                            "y": y[i:i + 100].tolist()}).encode()
+                for i in range(0, len(y), 100)]
+    if case == "positional rows":
+        return [json.dumps({"x": x[i].tolist(), "y": float(y[i])}).encode() for i in range(len(y))]
+    if case == "nested events":
+        out = []
+        for i in range(len(y)):
+            row = x[i].tolist()
+            out.append(json.dumps({
+                "id": f"sale-{i}",
+                "a": {f"f{j}": row[j] for j in range(P // 2)},
+                "b": {f"f{j}": row[j] for j in range(P // 2, P)},
+                "price": float(y[i]),
+            }).encode())
+        return out
+    raise ValueError(case)
+
+
+CASES = ["positional batches", "named batches", "positional rows", "nested events"]
+
+
+def stream_toml(case, topic):
+    if case == "nested events":
+        feats = ", ".join(f'"{n}"' for n in NESTED)
+        return f'[[streams]]\nname = "tput"\ntopic = "{topic}"\ntarget = "price"\nfeatures = [{feats}]\n'
+    feats = ", ".join(f'"{n}"' for n in NAMES)
+    return f'[[streams]]\nname = "tput"\ntopic = "{topic}"\nfeatures = [{feats}]\n'
+
+
+def serve_once(ravel, bootstrap, case, topic, total, workdir, logf, group):
+    cfg = os.path.join(workdir, f"{group}.toml")
+    with open(cfg, "w") as f:
+        f.write(f'[http]\naddr = "127.0.0.1:0"\n\n[kafka]\nbrokers = "{bootstrap}"\ngroup_id = "{group}"\n')
+        f.write('[kafka.options]\n"session.timeout.ms" = "6000"\n\n')
+        f.write(f'[state]\ndir = "{tempfile.mkdtemp(dir=workdir)}"\n\n[demo]\nenabled = false\n\n')
+        f.write(stream_toml(case, topic))
+    procs = Procs()
+    try:
+        proc = procs.start([ravel, "serve", "--config", cfg], logf)
+        line = proc.stdout.readline().strip()
+        if not line.startswith("listening on http://"):
+            sys.exit(f"ravel serve did not start: {line!r} (log: {logf.name})")
+        host, port = line.removeprefix("listening on http://").rsplit(":", 1)
+        api = Api(host, int(port))
+        first, deadline = None, time.perf_counter() + 600
+        while True:
+            n, now = rows_seen(api, "tput"), time.perf_counter()
+            if n > 0 and first is None:
+                first = (n, now)
+            if n >= total:
+                rate = (n - first[0]) / (now - first[1]) if now > first[1] else float("nan")
+                return rate, cpu_seconds(proc)
+            if now > deadline:
+                sys.exit(f"{case}: only {n} of {total} rows (log: {logf.name})")
+            time.sleep(0.005)
+    finally:
+        procs.stop_all()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rows", type=int, default=200_000)
+    ap.add_argument("--ravel", default=os.path.join(ROOT, "target", "release", "ravel"))
+    args = ap.parse_args()
+    workdir = tempfile.mkdtemp(prefix="ravel-bench-fields-")
+    x, y = data(args.rows)
+    topics = {c: "bench." + c.replace(" ", "-") for c in CASES}
+    results = {c: ([], []) for c in CASES}
+    procs = Procs()
+    with open(os.path.join(workdir, "bench.log"), "a") as logf:
+        try:
+            _, bootstrap = start_broker(procs, args.ravel, [f"{t}:4" for t in topics.values()], logf)
+            for c in CASES:
+                msgs = messages(c, x, y)
+                print(f"filling {c}: {len(msgs)} messages", file=sys.stderr)
+                fill(bootstrap, topics[c], 4, msgs, len(msgs))
+            for k in range(args.rounds):
+                for c in CASES:
+                    rate, cpu = serve_once(args.ravel, bootstrap, c, topics[c], args.rows, workdir,
+                                           logf, f"g{k}-{c.replace(' ', '-')}")
+                    results[c][0].append(rate)
+                    results[c][1].append(cpu)
+                    print(f"round {k + 1} {c}: {rate:,.0f} rows/s, {cpu:.2f} CPU s", file=sys.stderr)
+        finally:
+            procs.stop_all()
+    base = {"positional batches": statistics.median(results["positional batches"][0]),
+            "positional rows": statistics.median(results["positional rows"][0])}
+    print(f"p = {P}, {args.rows:,} rows a case, medians of {args.rounds} rounds\n")
+    print("| messages | rows/s (first to last) | service CPU s per million rows | rows/s against positional |")
+    print("|---|---|---|---|")
+    for c in CASES:
+        rate = statistics.median(results[c][0])
+        cpu = statistics.median(results[c][1]) / args.rows * 1e6
+        ref = base["positional rows"] if "rows" in c or "events" in c else base["positional batches"]
+        print(f"| {c} | {rate:,.0f} | {cpu:.2f} | {rate / ref:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()
