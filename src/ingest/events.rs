@@ -30,6 +30,14 @@ pub struct Tally {
     pub skipped_rows: u64,
 }
 
+impl Tally {
+    /// Adds another message's counts.
+    pub fn add(&mut self, other: Tally) {
+        self.ignored_fields += other.ignored_fields;
+        self.skipped_rows += other.skipped_rows;
+    }
+}
+
 /// A JSON value parsed by serde_json that refuses a key given twice in one object (serde_json
 /// keeps the last, which would make the row depend on the writer's key order).
 struct Strict(Value);
@@ -286,34 +294,10 @@ fn unused_keys(fields: &Fields, target: Option<&str>, obj: &Map<String, Value>) 
         .count() as u64
 }
 
-/// Decodes a named row, a named batch or an event (`schema.fields` is set) into `x` and `y`;
-/// nothing is appended when it is refused.
+/// Decodes a named row, a named batch or an event (`schema.fields` is set) into `x` and `y`,
+/// counting in `tally` what it left aside. On a rejection some rows may have been appended:
+/// the caller truncates (`format::decode_tallied` does, and adds `tally` only on success).
 pub fn decode(
-    msg: &Map<String, Value>,
-    schema: &Schema,
-    fields: &Fields,
-    x: &mut Vec<f64>,
-    y: &mut Vec<f64>,
-    tally: &mut Tally,
-) -> Result<usize, Rejection> {
-    let (x0, y0) = (x.len(), y.len());
-    let mut local = Tally::default();
-    let out = decode_into(msg, schema, fields, x, y, &mut local);
-    match out {
-        Ok(rows) => {
-            tally.ignored_fields += local.ignored_fields;
-            tally.skipped_rows += local.skipped_rows;
-            Ok(rows)
-        }
-        Err(e) => {
-            x.truncate(x0);
-            y.truncate(y0);
-            Err(e)
-        }
-    }
-}
-
-fn decode_into(
     msg: &Map<String, Value>,
     schema: &Schema,
     fields: &Fields,

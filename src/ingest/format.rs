@@ -98,8 +98,7 @@ pub fn decode_tallied(
     let result = result.and_then(|rows| validate(schema, &x[x0..], &y[y0..]).map(|_| rows));
     match result {
         Ok(rows) => {
-            tally.ignored_fields += local.ignored_fields;
-            tally.skipped_rows += local.skipped_rows;
+            tally.add(local);
             Ok(rows)
         }
         Err(e) => {
