@@ -681,6 +681,16 @@ fn bad_files_give_one_clear_error() {
         ),
         (file("empty.csv", ""), vec![], "need at least two columns"),
         (
+            file("semicolons.csv", "a;b;y\n1;2;3\n"),
+            vec![],
+            "need at least two columns (features and a target) (the header holds ';'",
+        ),
+        (
+            file("case.csv", "a,b,price\n1,2,3\n"),
+            vec!["--target", "Price"],
+            "did you mean --target price?",
+        ),
+        (
             file("no_column.csv", "a,b,y\n1,2,3\n"),
             vec!["--categorical", "region"],
             "no column 'region' in the header (a, b, y)",

@@ -215,9 +215,22 @@ fn resolve_target(
         return if width >= 2 {
             Ok(width - 1)
         } else {
-            Err(err(
-                "need at least two columns (features and a target)".into()
-            ))
+            // One column whose name holds another separator: a file separated by semicolons
+            // or tabs read as commas.
+            let sep = header
+                .and_then(|h| h.first())
+                .and_then(|n| [';', '\t', '|'].into_iter().find(|c| n.contains(*c)));
+            let hint = match sep {
+                Some('\t') => " (the header holds tabs: name the file .tsv)".to_string(),
+                Some(c) => format!(
+                    " (the header holds '{c}': ravel reads commas; convert the file, e.g. \
+                     tr '{c}' ',' < in.csv > out.csv, when no value holds a comma)"
+                ),
+                None => String::new(),
+            };
+            Err(err(format!(
+                "need at least two columns (features and a target){hint}"
+            )))
         };
     };
     if let Some(h) = header
@@ -230,9 +243,16 @@ fn resolve_target(
         Ok(i) => Err(err(format!(
             "target column {i} is out of range: the file has {width} columns"
         ))),
-        Err(_) => Err(err(format!(
-            "target '{t}' is neither a header name nor a column index"
-        ))),
+        Err(_) => {
+            // The name as the header spells it, when only the case differs.
+            let hint = header
+                .and_then(|h| h.iter().find(|n| n.eq_ignore_ascii_case(t)))
+                .map(|n| format!(" (did you mean --target {n}?)"))
+                .unwrap_or_default();
+            Err(err(format!(
+                "target '{t}' is neither a header name nor a column index{hint}"
+            )))
+        }
     }
 }
 
