@@ -2,11 +2,16 @@
 //! and the demo producer. One message carries one row or a mini-batch.
 //!
 //! - JSON row: `{"x": [x1, ..., xp], "y": v}`
-//! - JSON named row: `{"features": {"name": v, ...}, "y": v}` (every declared name exactly once)
+//! - JSON named row: `{"features": {"name": v, ...}, "y": v}`
 //! - JSON mini-batch: `{"rows": [[..], [..]], "y": [v1, v2]}`
 //! - JSON named mini-batch: `{"columns": ["name", ...], "rows": [[..], [..]], "y": [v1, v2]}`
-//!   (the names once, in any order, then rows by position in that order; every declared name
-//!   exactly once, as in a named row), what `ravel produce` sends from a file with a header
+//!   (the names once, in any order, then rows by position in that order), what `ravel produce`
+//!   sends from a file with a header
+//! - an event (streams that declare `target`): any JSON object
+//!
+//! Named rows, named mini-batches and events go through the stream's fields
+//! (`super::events`): by name, never by position; kinds, missing values and unused keys as
+//! `ravel_core::fields` says.
 //! - Binary (`RVB1`), all little-endian: bytes 0..4 the magic `RVB1`, 4..8 u32 rows B, 8..12
 //!   u32 features p, then B*p f64 (x, row-major), then B f64 (y); exactly 12 + 8 B (p + 1)
 //!   bytes. Decoding is a bounds check and a copy, so it is many times faster than JSON
