@@ -144,7 +144,7 @@ fn check_path(rows: &Rows, file: &Path, args: &[&str], criterion: &str, weights:
         let c = &m["diagnostics"]["criteria"];
         let s = m["k"].as_u64().unwrap() as usize;
         let mse = rows.mse(m, weights);
-        let df = if args.contains(&"elastic-net") && s > 0 {
+        let df = if args.contains(&"elastic-net") && args.contains(&"--no-refit") && s > 0 {
             let support: Vec<usize> = m["coefficients"]
                 .as_array()
                 .unwrap()
@@ -212,8 +212,14 @@ fn criteria_along_every_path_equal_a_brute_force_from_the_rows() {
     let ones = vec![1.0; rows.n()];
     let pp = ["--path-points", "25"];
     for (args, criterion) in [
-        (vec!["--method", "lasso"], "ebic"),
+        (vec!["--method", "lasso", "--no-refit"], "ebic"),
+        // select refits the penalized paths by default (issue 34): --refit is the default.
+        (vec!["--method", "lasso"], "bic"),
         (vec!["--method", "lasso", "--refit"], "bic"),
+        (
+            vec!["--method", "elastic-net", "--l1-ratio", "0.5", "--no-refit"],
+            "aic",
+        ),
         (vec!["--method", "elastic-net", "--l1-ratio", "0.5"], "aic"),
         (vec!["--method", "mcp"], "bic"),
         (vec!["--method", "scad"], "ebic"),
@@ -290,6 +296,7 @@ fn cross_validation_equals_scikit_learn_on_the_same_folds() {
             file.to_str().unwrap(),
             "--method",
             "lasso",
+            "--no-refit",
             "--select",
             criterion,
             "--folds",

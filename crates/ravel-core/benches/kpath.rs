@@ -148,13 +148,9 @@ fn p5000() {
     };
     let mut path = Vec::new();
     let fast = ms_of(3, &mut || path = olsth_path(&g, big_k, 0.0));
+    // The criteria only check that both ways agree: a population Gram with c perturbed is not
+    // the moments of any rows, so which k they choose here means nothing.
     let curve: Vec<f64> = path.iter().map(|s| ebic(&s.b)).collect();
-    let chosen = curve
-        .iter()
-        .enumerate()
-        .min_by(|a, b| a.1.total_cmp(b.1))
-        .map(|(i, _)| i + 1)
-        .unwrap();
     let ks = [1, 75, 150];
     let mut worst = 0.0f64;
     let per_k = ms_of(1, &mut || {
@@ -169,7 +165,7 @@ fn p5000() {
     println!(
         "\nOLSth k-path, p = 5000 (population Gram, c as from n = 20000), K = 150\n\
          fast path {fast:.0} ms; per-k solve {per_k:.0} ms each, x 150 = {:.1} s \
-         (speed-up {:.0}x); EBIC chooses k = {chosen}; max |dEBIC| at k = 1, 75, 150: {worst:.1e}",
+         (speed-up {:.0}x); max |dEBIC| at k = 1, 75, 150: {worst:.1e}",
         per_k * big_k as f64 / 1e3,
         per_k * big_k as f64 / fast
     );

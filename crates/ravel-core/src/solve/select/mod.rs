@@ -18,8 +18,10 @@
 //! (gamma > 1 - 1/(2 kappa)), which is BIC when p <= sqrt(n) and grows towards 1 as p
 //! outgrows n; `ebic_gamma` sets it.
 //!
-//! Paths: the penalized families' lambda path (fw-lasso: delta), and for the l0 families
-//! (OLSth, FSA, IHT, HTP) the k-path k = 1..=k, each point its own fit.
+//! Paths: the penalized families' lambda path (fw-lasso: delta; refitted by default under
+//! `select`, `with_select_defaults`), and for the l0 families (OLSth, FSA, IHT, HTP) the
+//! k-path k = 1..=k, each point the fit of that k alone, computed together (`kpath`). A
+//! request with `select` and no method gets OLSth's k-path (`DEFAULT_METHOD`).
 //!
 //! Cross-validation: K fold statistics (`Stats` each) beside nothing else; the training
 //! statistics of fold j are the merge of the other folds (the exact merge of scale-out), the
