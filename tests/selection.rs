@@ -245,6 +245,39 @@ fn criteria_along_every_path_equal_a_brute_force_from_the_rows() {
     );
 }
 
+/// `--select` without `--method` (issue 34): OLSth's k-path to min(p, 1000), the same model
+/// as asking for it by name, with a first note saying what was chosen and why; `--k` bounds
+/// the path; CV works on it too.
+#[test]
+fn select_without_a_method_chooses_along_olsths_k_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, _) = data(dir.path(), 40, 6, 300, 7);
+    let fstr = file.to_str().unwrap();
+    let model = fit_json(&[fstr, "--select", "ebic"]);
+    assert_eq!(model["method"], "olsth");
+    let notes = model["selection"]["notes"].as_array().unwrap();
+    let first = notes[0].as_str().unwrap();
+    assert!(
+        first.starts_with("no method named: ebic over OLSth's k-path k = 1..40"),
+        "{first}"
+    );
+    let named = fit_json(&[fstr, "--method", "olsth", "--k", "40", "--select", "ebic"]);
+    assert_same_model(&model, &named, 0.0, "default k-path");
+    assert_eq!(model["selection"]["curve"], named["selection"]["curve"]);
+    let path = fit_json(&[fstr, "--select", "bic", "--k", "12", "--path"]);
+    assert_eq!(path["points"].as_array().unwrap().len(), 12);
+    assert!(
+        path["selection"]["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("k = 1..12")
+    );
+    let cv = fit_json(&[fstr, "--select", "cv_1se", "--folds", "5"]);
+    assert_eq!(cv["method"], "olsth");
+    assert_eq!(cv["selection"]["curve"].as_array().unwrap().len(), 40);
+    assert!(cv["selection"]["notes"][0].as_str().unwrap().contains("cv_1se"));
+}
+
 /// A forgetting schedule: the criteria use the effective sample size and the weighted RSS of
 /// the schedule's own weights (row i of n weighs alpha (1 - alpha)^(n - 1 - i)).
 #[test]
@@ -518,6 +551,7 @@ fn impossible_selections_are_refused_by_name() {
             vec!["--method", "lasso", "--select", "ebic", "--ebic-gamma", "2"],
             "ebic_gamma",
         ),
+        (vec!["--k", "3"], "--method is required"),
         (
             vec![
                 "--method",
@@ -618,6 +652,24 @@ fn select_and_inference_over_http_equal_ravel_fit() {
             "curve {a} vs {b}"
         );
     }
+
+    // No method: OLSth's k-path, as `ravel fit --select ebic` without --method.
+    let (status, model) = svc.post("/v1/streams/sel/model", &json!({"select": "ebic"}));
+    assert_eq!(status, 200, "{model}");
+    let want = fit_json(&[f, "--select", "ebic"]);
+    assert_eq!(model["method"], "olsth");
+    assert_same_model(&model, &want, 1e-8, "default select");
+    assert_eq!(model["selection"]["chosen"], want["selection"]["chosen"]);
+    assert_eq!(model["selection"]["notes"][0], want["selection"]["notes"][0]);
+    let (status, path) = svc.get("/v1/streams/sel/path?select=bic&k=6");
+    assert_eq!(status, 200, "{path}");
+    assert_eq!(path["points"].as_array().unwrap().len(), 6);
+    assert!(
+        path["selection"]["notes"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("no method named: bic")
+    );
 
     let (status, path) = svc.get("/v1/streams/sel/path?method=olsth&k=6&select=bic");
     assert_eq!(status, 200, "{path}");

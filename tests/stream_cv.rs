@@ -82,7 +82,16 @@ fn produce(brokers: &str, e: &Value, data: &(usize, Vec<f64>, Vec<f64>), from: u
 fn check_selection(sel: &Value, e: &Value, criterion: &str, want: u64) {
     assert_eq!(sel["criterion"], criterion);
     assert_eq!(sel["fold_sizes"], e["fold_sizes"], "fold assignment");
-    assert_eq!(sel["notes"].as_array().map_or(0, Vec::len), 0, "{sel}");
+    // No note but the one on a much sparser model of comparable fit (issue 34): the penalized
+    // Lasso's CV choice here has 9 features where OLSth's k-path fits as well with 4.
+    let notes = sel["notes"].as_array().cloned().unwrap_or_default();
+    assert!(
+        notes.iter().all(|n| n
+            .as_str()
+            .unwrap()
+            .contains("much larger than the sparsest model of comparable fit")),
+        "{sel}"
+    );
     let curve = sel["curve"].as_array().unwrap();
     assert_eq!(curve.len(), e["lambdas"].as_array().unwrap().len());
     for (i, c) in curve.iter().enumerate() {

@@ -551,6 +551,55 @@ mod tests {
         }
     }
 
+    /// Issue 34's strong-signal design (p = 200, k* = 20 of strength 1 at j = 10 i, pairwise
+    /// correlation 0.5, n = 4000): EBIC over OLSth's k-path (the default of a select request
+    /// without a method) chooses exactly the true support; Lasso's penalized path chooses
+    /// false features too, and its answer says that a much sparser model fits as well.
+    #[test]
+    fn the_default_k_path_recovers_the_support_where_lasso_notes_its_excess() {
+        use crate::stats::AlphaSchedule;
+        use crate::task::Task;
+        use rand::SeedableRng;
+        use rand_distr::{Distribution, StandardNormal};
+        let (p, k, n) = (200, 20, 4000);
+        let mut rng = rand::rngs::StdRng::seed_from_u64(34);
+        let mut normal = || -> f64 { StandardNormal.sample(&mut rng) };
+        let mut x = vec![0.0; n * p];
+        let mut y = vec![0.0; n];
+        for i in 0..n {
+            let z = normal();
+            let row = &mut x[i * p..(i + 1) * p];
+            for v in row.iter_mut() {
+                *v = z + normal();
+            }
+            y[i] = (0..k).map(|t| row[t * (p / k)]).sum::<f64>() + normal();
+        }
+        let mut stats = Stats::new(Task::Regression, p, AlphaSchedule::Plain);
+        stats.update_batch(&x, &y).unwrap();
+        let truth: Vec<usize> = (0..k).map(|t| t * (p / k)).collect();
+        let model = |body: serde_json::Value| {
+            let req: Request = serde_json::from_value(body).unwrap();
+            req.model(&stats, None).unwrap()
+        };
+        let default = model(serde_json::json!({"method": "olsth", "k": p, "select": "ebic"}));
+        let got: Vec<usize> = default.coefficients.iter().map(|c| c.index).collect();
+        assert_eq!(got, truth, "OLSth's k-path with EBIC");
+        let lasso = model(serde_json::json!({"method": "lasso", "refit": false, "select": "ebic"}));
+        let sel = lasso.selection.as_ref().unwrap();
+        assert!(lasso.k > k, "penalized Lasso + EBIC chose {}", lasso.k);
+        assert!(
+            sel.notes.iter().any(|n| n.contains("much larger than the sparsest model")),
+            "{} features, notes {:?}",
+            lasso.k,
+            sel.notes
+        );
+        // Refitted (select's default for Lasso): still every true feature.
+        let refitted = model(serde_json::json!({"method": "lasso", "select": "ebic"}));
+        assert!(refitted.diagnostics.refit);
+        let chosen: Vec<usize> = refitted.coefficients.iter().map(|c| c.index).collect();
+        assert!(truth.iter().all(|j| chosen.contains(j)), "{chosen:?}");
+    }
+
     #[test]
     fn ln_choose_matches_products() {
         assert_eq!(ln_choose(10, 0), 0.0);
