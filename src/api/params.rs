@@ -10,10 +10,11 @@ use serde_json::Value;
 use std::collections::HashMap;
 
 /// Fills in the method of a `select` request that names none (issue 34): OLSth's k-path to
-/// the body's `k`, else to `select::DEFAULT_K_MAX` capped at p (`select::DEFAULT_METHOD`).
+/// the body's `k`, else to `select::default_k_max` of the stream's p and n rows
+/// (`select::DEFAULT_METHOD`).
 /// Returns the note the answer carries on what was chosen and why; None (the body as it was)
 /// when a method is named or nothing is selected.
-pub(super) fn default_method(v: &mut Value, p: usize) -> Option<String> {
+pub(super) fn default_method(v: &mut Value, p: usize, n: u64) -> Option<String> {
     use ravel_core::solve::select;
     let obj = v.as_object_mut()?;
     if obj.contains_key("method") {
@@ -23,7 +24,7 @@ pub(super) fn default_method(v: &mut Value, p: usize) -> Option<String> {
     let k = match obj.get("k").and_then(Value::as_u64) {
         Some(k) => k as usize,
         None => {
-            let k = select::DEFAULT_K_MAX.min(p).max(1);
+            let k = select::default_k_max(p, n as f64);
             obj.insert("k".into(), Value::from(k));
             k
         }

@@ -333,7 +333,7 @@ pub(super) async fn model(
 ) -> Result<Json<StreamModel>, ApiError> {
     let h = st.stream(&name)?;
     let Json(mut body) = body?;
-    let note = default_method(&mut body, h.p());
+    let note = default_method(&mut body, h.p(), h.snapshot().stats.n());
     let params = parse_params(body)?.check(h.p())?;
     let snap = h.snapshot();
     let as_of = snap.as_of_ms;
@@ -414,7 +414,7 @@ async fn path_of(
     mut body: Value,
 ) -> Result<Json<StreamPath>, ApiError> {
     let h = st.stream(&name)?;
-    let note = default_method(&mut body, h.p());
+    let note = default_method(&mut body, h.p(), h.snapshot().stats.n());
     let params = parse_params(body)?.check_path(h.p())?;
     let snap = h.snapshot();
     let as_of = snap.as_of_ms;

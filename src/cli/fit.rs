@@ -226,9 +226,10 @@ impl ExtractArgs {
         self.method.is_none() && self.select.is_some()
     }
 
-    /// `request` for a stream of p features: the default k-path capped at p, and the note
-    /// its answer carries.
-    pub fn request_for(&self, p: usize) -> anyhow::Result<(Request, Option<String>)> {
+    /// `request` for a file of p features and (once read) n rows: the default k-path to
+    /// `select::default_k_max(p, n)` (p alone before the rows are read), and the note its
+    /// answer carries.
+    pub fn request_for(&self, p: usize, n: Option<u64>) -> anyhow::Result<(Request, Option<String>)> {
         let mut req = self.request()?;
         if !self.default_method() {
             return Ok((req, None));
@@ -236,7 +237,10 @@ impl ExtractArgs {
         let mut note = None;
         if let (solve::Estimator::Olsth(o), Some(c)) = (&mut req.estimator, req.select) {
             if self.k.is_none() {
-                o.k = o.k.min(p).max(1);
+                o.k = match n {
+                    Some(n) => solve::select::default_k_max(p, n as f64),
+                    None => o.k.min(p).max(1),
+                };
             }
             note = Some(solve::select::default_method_note(c, o.k));
         }
@@ -423,8 +427,8 @@ pub fn run(args: &FitArgs) -> anyhow::Result<String> {
         budget: args.memory.limit().budget(plan),
     };
     let reader = RowReader::open(&args.file, &opts)?;
-    let note;
-    (params, note) = args.extract.request_for(reader.p)?;
+    let mut note;
+    (params, note) = args.extract.request_for(reader.p, None)?;
     // Check the request before reading a large file.
     if let Some(window) = args.prequential {
         return prequential(reader, args, schedule, &params, window);
@@ -437,13 +441,25 @@ pub fn run(args: &FitArgs) -> anyhow::Result<String> {
     }
     let json = if args.path {
         let checked = params.check_path(reader.p).map_err(flag_error)?;
+        let p = reader.p;
         let (stats, names) = read_stats(reader, args.task, schedule, args.batch)?;
+        let mut checked = checked;
+        if args.extract.default_method() {
+            (params, note) = args.extract.request_for(p, Some(stats.n()))?;
+            checked = params.check_path(p).map_err(flag_error)?;
+        }
         let mut path = solve::path_from_stats(&stats, &checked, names.as_deref())?;
         note_default(path.selection.as_mut(), &note);
         serde_json::to_string(&path)?
     } else {
         let checked = params.check(reader.p).map_err(flag_error)?;
+        let p = reader.p;
         let (stats, names) = read_stats(reader, args.task, schedule, args.batch)?;
+        let mut checked = checked;
+        if args.extract.default_method() {
+            (params, note) = args.extract.request_for(p, Some(stats.n()))?;
+            checked = params.check(p).map_err(flag_error)?;
+        }
         let mut model = solve::model_from_stats(&stats, &checked, names.as_deref())?;
         note_default(model.selection.as_deref_mut(), &note);
         serde_json::to_string(&model)?
@@ -471,15 +487,22 @@ fn cross_validate(
             "--select cv on a file uses plain averages (each fold is a sample of the file); drop              --alpha"
         );
     }
-    let checked = params.check_path(reader.p).map_err(flag_error)?;
+    let p = reader.p;
+    let mut checked = params.check_path(p).map_err(flag_error)?;
     let (stats, names) = read_folds(reader, args.task, schedule, args.batch, folds)?;
     let mut total = stats[0].clone();
     for f in &stats[1..] {
         total.merge(f)?;
     }
+    let mut note = note.clone();
+    if args.extract.default_method() {
+        let params;
+        (params, note) = args.extract.request_for(p, Some(total.n()))?;
+        checked = params.check_path(p).map_err(flag_error)?;
+    }
     let mut path = solve::select::cross_validate(&total, &stats, &checked, names.as_deref())
         .map_err(flag_error)?;
-    note_default(path.selection.as_mut(), note);
+    note_default(path.selection.as_mut(), &note);
     Ok(if args.path {
         serde_json::to_string(&path)?
     } else {

@@ -53,8 +53,8 @@ fn statistics(spec: &SyntheticSpec) -> (Stats, Vec<Stats>) {
     (total, folds)
 }
 
-fn rules(p: usize, k: usize) -> Vec<(String, Value)> {
-    let default_k = select::DEFAULT_K_MAX.min(p);
+fn rules(p: usize, k: usize, n: u64) -> Vec<(String, Value)> {
+    let default_k = select::default_k_max(p, n as f64);
     vec![
         (format!("oracle: lasso k = {k}"), json!({"method": "lasso", "k": k})),
         (format!("oracle: olsth k = {k}"), json!({"method": "olsth", "k": k})),
@@ -102,7 +102,7 @@ fn main() {
     println!("|---|---|---|---|---|---|---|---|");
     for (name, p, k, ns) in designs {
         for n in ns {
-            let rs = rules(p, k);
+            let rs = rules(p, k, n);
             let mut acc: Vec<Vec<(f64, f64, f64, f64)>> = vec![Vec::new(); rs.len()];
             let mut notes: Vec<BTreeSet<String>> = vec![BTreeSet::new(); rs.len()];
             for seed in 1..=seeds {

@@ -279,15 +279,23 @@ pub(crate) fn check_select(req: &Request, p: usize) -> Result<(), ParamError> {
 }
 
 /// The method a `select` request that names none gets (issue 34): OLSth's k-path k = 1..=K,
-/// `DEFAULT_K_MAX` capped at p. Measured (docs/selection.md, scripts/detection_select.py):
+/// K = `default_k_max(p, n)`. Measured (docs/selection.md, scripts/detection_select.py):
 /// on paper 003's Table 2 design and the demo's it chooses the true support where Lasso's
 /// path, penalized or refitted, chooses 1.3 to 2.5 times as many features; its path is one
 /// OLS fit plus K refits on one growing factor (`kpath`).
 pub const DEFAULT_METHOD: Method = Method::Olsth;
 
-/// The largest k of the default k-path (capped at p; the path also stops at n - 1, below
-/// which the refits interpolate).
+/// The largest k of the default k-path, before the caps of `default_k_max`.
 pub const DEFAULT_K_MAX: usize = limits::MAX_PATH_POINTS;
+
+/// The largest k of the default k-path on a stream of p features and n rows: `DEFAULT_K_MAX`,
+/// at most p and n / 2. Beyond n / 2 a least-squares refit spends half the rows on its
+/// coefficients (its RSS falls by about k / n of the noise whatever the features), and the
+/// refits near n are singular, each then solved from scratch with a ridge: at p = 1000 and
+/// n = 1000 the path to n - 1 took seconds against milliseconds to n / 2.
+pub fn default_k_max(p: usize, n: f64) -> usize {
+    DEFAULT_K_MAX.min(p).min((n / 2.0) as usize).max(1)
+}
 
 /// What the answer to a `select` request without a method says about its choice.
 pub fn default_method_note(criterion: Criterion, k_max: usize) -> String {
