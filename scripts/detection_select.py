@@ -1,21 +1,30 @@
-"""Detection rate of a selected Lasso on paper 003's Table 2 design (issue 17), next to the
-oracle k.
+"""Which k, answered by each selection rule (issues 17 and 34): detection rate, support size
+and false positives of the chosen model, next to the oracle, on three designs.
 
-Design (ALGORITHMS.md section 2, `ravel_core::synthetic`): p = 1000, k* = 100, rows
-x = z 1 + u with z ~ N(0, 1), u ~ N(0, I) (pairwise correlation 0.5), beta*_j = 1 (strong
-signal) at j = 10 i, i = 0..99, y = x beta* + N(0, 1). For each n and seed the rows are written
-as one NPY file and three `ravel fit` processes (release build) choose a Lasso model:
+Designs (ALGORITHMS.md section 2, `ravel_core::synthetic`): rows x = z 1 + u with
+z ~ N(0, 1), u ~ N(0, I) (pairwise correlation 0.5), beta*_j = 1 at j = (p / k*) i,
+i = 0..k*-1, y = x beta* + N(0, 1):
 
-- oracle: `--method lasso --k 100` (told the true k; refitted, which leaves the support alone)
-- ebic:   `--method lasso --select ebic` (default gamma 1 - ln n / (2 ln p), clipped)
-- cv_1se: `--method lasso --select cv_1se --folds 5`
-- the same two on the refitted path (`--refit`: each point's support refitted by OLS, df = its
-  size; the "relaxed Lasso"), and OLSth's k-path k = 1..150 by EBIC
+- table2: paper 003's Table 2, p = 1000, k* = 100, n = 1000, 3000, 10000
+- demo:   the demo stream's design (`demo.synthetic` default), p = 100, k* = 10, n = 2000, 20000
+- strong: p = 200, k* = 20, n = 4000 (issue 34's strong-signal case)
 
-and the table gives, per n and rule, the detection rate DR = |S intersect S*| / |S*| (mean
-over seeds), the mean size |S| of the chosen support, and the mean false positives |S \\ S*|.
+For each n and seed the rows are written as one NPY file and one `ravel fit` process (release
+build) per rule chooses a model:
 
-Run: cargo build --release && python3 scripts/detection_select.py [--seeds 3] [--n 1000 3000 10000]
+- oracle:            `--method lasso --k K*` and `--method olsth --k K*` (told the true k)
+- default:           `--select ebic` with no method (OLSth's k-path k = 1..min(p, 1000), n - 1)
+- default, cv_1se:   `--select cv_1se --folds 5` with no method
+- lasso ebic:        `--method lasso --select ebic` (the refitted path, select's default now)
+- lasso ebic, penalized: the same with `--no-refit` (the penalized estimates' criteria)
+- lasso cv_1se:      `--method lasso --select cv_1se --folds 5` (refitted)
+- mcp ebic:          `--method mcp --select ebic` (refitted)
+
+The table gives, per design, n and rule, the detection rate DR = |S intersect S*| / |S*|
+(mean over seeds), the mean size |S| of the chosen support, the mean false positives
+|S \\ S*|, and the seconds of the whole process (reading, folding, extraction).
+
+Run: cargo build --release && python3 scripts/detection_select.py [--seeds 5] [--designs table2 demo strong]
 """
 import argparse
 import json
@@ -28,14 +37,24 @@ import time
 import numpy as np
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-RULES = {
-    "oracle k = 100": ["--method", "lasso", "--k", "100"],
-    "ebic": ["--method", "lasso", "--select", "ebic"],
-    "cv_1se (K = 5)": ["--method", "lasso", "--select", "cv_1se", "--folds", "5"],
-    "ebic, refitted path": ["--method", "lasso", "--refit", "--select", "ebic"],
-    "cv_1se, refitted path": ["--method", "lasso", "--refit", "--select", "cv_1se"],
-    "olsth ebic, k = 1..150": ["--method", "olsth", "--k", "150", "--select", "ebic"],
+DESIGNS = {
+    "table2": (1000, 100, [1000, 3000, 10000]),
+    "demo": (100, 10, [2000, 20000]),
+    "strong": (200, 20, [4000]),
 }
+
+
+def rules(k):
+    return {
+        f"oracle: lasso k = {k}": ["--method", "lasso", "--k", str(k)],
+        f"oracle: olsth k = {k}": ["--method", "olsth", "--k", str(k)],
+        "default: --select ebic (olsth k-path)": ["--select", "ebic"],
+        "default: --select cv_1se (olsth k-path)": ["--select", "cv_1se", "--folds", "5"],
+        "lasso ebic (refitted path)": ["--method", "lasso", "--select", "ebic"],
+        "lasso ebic, penalized (--no-refit)": ["--method", "lasso", "--no-refit", "--select", "ebic"],
+        "lasso cv_1se (refitted path)": ["--method", "lasso", "--select", "cv_1se", "--folds", "5"],
+        "mcp ebic (refitted path)": ["--method", "mcp", "--select", "ebic"],
+    }
 
 
 def design(n, p, k, seed):
@@ -51,45 +70,47 @@ def design(n, p, k, seed):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--seeds", type=int, default=3)
-    ap.add_argument("--n", type=int, nargs="+", default=[1000, 3000, 10000])
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--designs", nargs="+", default=list(DESIGNS), choices=list(DESIGNS))
     ap.add_argument("--ravel", default=os.path.join(ROOT, "target", "release", "ravel"))
     args = ap.parse_args()
-    p, k = 1000, 100
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for n in args.n:
-            stats = {r: [] for r in RULES}
-            for seed in range(1, args.seeds + 1):
-                data, truth = design(n, p, k, seed)
-                path = os.path.join(tmp, f"t2_{n}_{seed}.npy")
-                np.save(path, data)
-                for rule, flags in RULES.items():
-                    t0 = time.perf_counter()
-                    out = subprocess.run(
-                        [args.ravel, "fit", path, *flags], capture_output=True, text=True
-                    )
-                    secs = time.perf_counter() - t0
-                    if out.returncode != 0:
-                        sys.exit(f"{rule}: {out.stderr}")
-                    model = json.loads(out.stdout)
-                    chosen = {c["index"] for c in model["coefficients"]}
-                    stats[rule].append(
-                        (len(chosen & truth) / k, len(chosen), len(chosen - truth), secs)
-                    )
-                os.remove(path)
-            for rule, s in stats.items():
-                a = np.array(s)
-                rows.append((n, rule, 100 * a[:, 0].mean(), a[:, 1].mean(), a[:, 2].mean(),
-                             a[:, 3].mean()))
-            print(f"n = {n} done", file=sys.stderr)
-    print(f"Lasso on paper 003's Table 2 design (p = {p}, k* = {k}, signal 1), "
-          f"{args.seeds} seeds")
+        for name in args.designs:
+            p, k, ns = DESIGNS[name]
+            for n in ns:
+                rs = rules(k)
+                stats = {r: [] for r in rs}
+                for seed in range(1, args.seeds + 1):
+                    data, truth = design(n, p, k, seed)
+                    path = os.path.join(tmp, f"{name}_{n}_{seed}.npy")
+                    np.save(path, data)
+                    for rule, flags in rs.items():
+                        t0 = time.perf_counter()
+                        out = subprocess.run(
+                            [args.ravel, "fit", path, *flags], capture_output=True, text=True
+                        )
+                        secs = time.perf_counter() - t0
+                        if out.returncode != 0:
+                            sys.exit(f"{name} n = {n} {rule}: {out.stderr}")
+                        model = json.loads(out.stdout)
+                        chosen = {c["index"] for c in model["coefficients"]}
+                        stats[rule].append(
+                            (len(chosen & truth) / k, len(chosen), len(chosen - truth), secs)
+                        )
+                    os.remove(path)
+                for rule, s in stats.items():
+                    a = np.array(s)
+                    rows.append((name, p, k, n, rule, 100 * a[:, 0].mean(), a[:, 1].mean(),
+                                 a[:, 2].mean(), a[:, 2].max(), a[:, 3].mean()))
+                print(f"{name} n = {n} done", file=sys.stderr)
+    print(f"{args.seeds} seeds each")
     print()
-    print("| n | rule | DR % | mean size | mean false positives | s per fit |")
-    print("|---|---|---|---|---|---|")
-    for n, rule, dr, size, fp, secs in rows:
-        print(f"| {n} | {rule} | {dr:.1f} | {size:.1f} | {fp:.1f} | {secs:.2f} |")
+    print("| design | n | rule | DR % | mean size | mean false positives | most false positives | s per fit |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, p, k, n, rule, dr, size, fp, fpmax, secs in rows:
+        print(f"| {name} (p = {p}, k* = {k}) | {n} | {rule} | {dr:.1f} | {size:.1f} | {fp:.1f} "
+              f"| {fpmax:.0f} | {secs:.2f} |")
 
 
 if __name__ == "__main__":

@@ -144,7 +144,7 @@ fn check_path(rows: &Rows, file: &Path, args: &[&str], criterion: &str, weights:
         let c = &m["diagnostics"]["criteria"];
         let s = m["k"].as_u64().unwrap() as usize;
         let mse = rows.mse(m, weights);
-        let df = if args.contains(&"elastic-net") && s > 0 {
+        let df = if args.contains(&"elastic-net") && args.contains(&"--no-refit") && s > 0 {
             let support: Vec<usize> = m["coefficients"]
                 .as_array()
                 .unwrap()
@@ -212,8 +212,14 @@ fn criteria_along_every_path_equal_a_brute_force_from_the_rows() {
     let ones = vec![1.0; rows.n()];
     let pp = ["--path-points", "25"];
     for (args, criterion) in [
-        (vec!["--method", "lasso"], "ebic"),
+        (vec!["--method", "lasso", "--no-refit"], "ebic"),
+        // select refits the penalized paths by default (issue 34): --refit is the default.
+        (vec!["--method", "lasso"], "bic"),
         (vec!["--method", "lasso", "--refit"], "bic"),
+        (
+            vec!["--method", "elastic-net", "--l1-ratio", "0.5", "--no-refit"],
+            "aic",
+        ),
         (vec!["--method", "elastic-net", "--l1-ratio", "0.5"], "aic"),
         (vec!["--method", "mcp"], "bic"),
         (vec!["--method", "scad"], "ebic"),
@@ -237,6 +243,39 @@ fn criteria_along_every_path_equal_a_brute_force_from_the_rows() {
         "ebic",
         &vec![1.0; rows.n()],
     );
+}
+
+/// `--select` without `--method` (issue 34): OLSth's k-path to min(p, 1000), the same model
+/// as asking for it by name, with a first note saying what was chosen and why; `--k` bounds
+/// the path; CV works on it too.
+#[test]
+fn select_without_a_method_chooses_along_olsths_k_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, _) = data(dir.path(), 40, 6, 300, 7);
+    let fstr = file.to_str().unwrap();
+    let model = fit_json(&[fstr, "--select", "ebic"]);
+    assert_eq!(model["method"], "olsth");
+    let notes = model["selection"]["notes"].as_array().unwrap();
+    let first = notes[0].as_str().unwrap();
+    assert!(
+        first.starts_with("no method named: ebic over OLSth's k-path k = 1..40"),
+        "{first}"
+    );
+    let named = fit_json(&[fstr, "--method", "olsth", "--k", "40", "--select", "ebic"]);
+    assert_same_model(&model, &named, 0.0, "default k-path");
+    assert_eq!(model["selection"]["curve"], named["selection"]["curve"]);
+    let path = fit_json(&[fstr, "--select", "bic", "--k", "12", "--path"]);
+    assert_eq!(path["points"].as_array().unwrap().len(), 12);
+    assert!(
+        path["selection"]["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("k = 1..12")
+    );
+    let cv = fit_json(&[fstr, "--select", "cv_1se", "--folds", "5"]);
+    assert_eq!(cv["method"], "olsth");
+    assert_eq!(cv["selection"]["curve"].as_array().unwrap().len(), 40);
+    assert!(cv["selection"]["notes"][0].as_str().unwrap().contains("cv_1se"));
 }
 
 /// A forgetting schedule: the criteria use the effective sample size and the weighted RSS of
@@ -290,6 +329,7 @@ fn cross_validation_equals_scikit_learn_on_the_same_folds() {
             file.to_str().unwrap(),
             "--method",
             "lasso",
+            "--no-refit",
             "--select",
             criterion,
             "--folds",
@@ -511,6 +551,7 @@ fn impossible_selections_are_refused_by_name() {
             vec!["--method", "lasso", "--select", "ebic", "--ebic-gamma", "2"],
             "ebic_gamma",
         ),
+        (vec!["--k", "3"], "--method is required"),
         (
             vec![
                 "--method",
@@ -611,6 +652,24 @@ fn select_and_inference_over_http_equal_ravel_fit() {
             "curve {a} vs {b}"
         );
     }
+
+    // No method: OLSth's k-path, as `ravel fit --select ebic` without --method.
+    let (status, model) = svc.post("/v1/streams/sel/model", &json!({"select": "ebic"}));
+    assert_eq!(status, 200, "{model}");
+    let want = fit_json(&[f, "--select", "ebic"]);
+    assert_eq!(model["method"], "olsth");
+    assert_same_model(&model, &want, 1e-8, "default select");
+    assert_eq!(model["selection"]["chosen"], want["selection"]["chosen"]);
+    assert_eq!(model["selection"]["notes"][0], want["selection"]["notes"][0]);
+    let (status, path) = svc.get("/v1/streams/sel/path?select=bic&k=6");
+    assert_eq!(status, 200, "{path}");
+    assert_eq!(path["points"].as_array().unwrap().len(), 6);
+    assert!(
+        path["selection"]["notes"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("no method named: bic")
+    );
 
     let (status, path) = svc.get("/v1/streams/sel/path?method=olsth&k=6&select=bic");
     assert_eq!(status, 200, "{path}");

@@ -11,6 +11,40 @@ use ravel_core::solve::{Method, Request as ModelRequest};
 use serde_json::Value;
 use std::collections::HashMap;
 
+/// Fills in the method of a `select` request that names none (issue 34): OLSth's k-path to
+/// the body's `k`, else to `select::default_k_max` of the stream's p and n rows
+/// (`select::DEFAULT_METHOD`).
+/// Returns the note the answer carries on what was chosen and why; None (the body as it was)
+/// when a method is named or nothing is selected.
+pub(super) fn default_method(v: &mut Value, p: usize, n: u64) -> Option<String> {
+    use ravel_core::solve::select;
+    let obj = v.as_object_mut()?;
+    if obj.contains_key("method") {
+        return None;
+    }
+    let criterion: ravel_core::solve::Criterion = obj.get("select")?.as_str()?.parse().ok()?;
+    let k = match obj.get("k").and_then(Value::as_u64) {
+        Some(k) => k as usize,
+        None => {
+            let k = select::default_k_max(p, n as f64);
+            obj.insert("k".into(), Value::from(k));
+            k
+        }
+    };
+    obj.insert(
+        "method".into(),
+        Value::String(select::DEFAULT_METHOD.name().into()),
+    );
+    Some(select::default_method_note(criterion, k))
+}
+
+/// The note of `default_method` first among the selection's notes.
+pub(super) fn note_default(selection: Option<&mut ravel_core::solve::Selection>, note: Option<String>) {
+    if let (Some(sel), Some(note)) = (selection, note) {
+        sel.notes.insert(0, note);
+    }
+}
+
 /// A JSON body or query turned into a model request: the method is checked first so that an
 /// unknown one gets its own error code and the list of methods; the rest is the typed
 /// `solve::Request`'s own parsing (unknown fields refused by name).
@@ -37,7 +71,10 @@ pub(super) fn parse_params(mut v: Value) -> Result<ModelRequest, ApiError> {
         None => {
             return Err(ApiError::bad_request(
                 Code::InvalidBody,
-                format!("missing \"method\": one of {}", Method::estimator_list()),
+                format!(
+                    "missing \"method\": one of {}, or \"select\" alone (OLSth's k-path)",
+                    Method::estimator_list()
+                ),
             ));
         }
     }

@@ -1,7 +1,9 @@
 //! The observation-stream endpoints under `/v1/streams`: listing, summary, history, model,
 //! path and predict. Extractions go through `AppState::extract` (`admission`).
 
-use super::params::{check_missing, parse_params, predict_rows, query_to_json};
+use super::params::{
+    check_missing, default_method, note_default, parse_params, predict_rows, query_to_json,
+};
 use super::{ApiError, AppState, error};
 use crate::api::error::Code;
 use crate::state::streams::{Stats, StreamHandle};
@@ -332,14 +334,15 @@ pub(super) async fn model(
     body: Result<Json<Value>, JsonRejection>,
 ) -> Result<Json<StreamModel>, ApiError> {
     let h = st.stream(&name)?;
-    let Json(body) = body?;
+    let Json(mut body) = body?;
+    let note = default_method(&mut body, h.p(), h.snapshot().stats.n());
     let params = parse_params(body)?.check(h.p())?;
     let snap = h.snapshot();
     let as_of = snap.as_of_ms;
     let partition_states = partition_states(&snap);
     let method = params.method();
     let hh = h.clone();
-    let model = st
+    let mut model = st
         .extract(&name, "model", method.name(), move || {
             Ok(model_from_folds(
                 &snap.stats,
@@ -349,6 +352,7 @@ pub(super) async fn model(
             )?)
         })
         .await?;
+    note_default(model.selection.as_deref_mut(), note);
     Ok(Json(StreamModel {
         model,
         as_of,
@@ -406,15 +410,20 @@ pub(super) async fn path_post(
     path_of(st, name, body).await
 }
 
-async fn path_of(st: AppState, name: String, body: Value) -> Result<Json<StreamPath>, ApiError> {
+async fn path_of(
+    st: AppState,
+    name: String,
+    mut body: Value,
+) -> Result<Json<StreamPath>, ApiError> {
     let h = st.stream(&name)?;
+    let note = default_method(&mut body, h.p(), h.snapshot().stats.n());
     let params = parse_params(body)?.check_path(h.p())?;
     let snap = h.snapshot();
     let as_of = snap.as_of_ms;
     let partition_states = partition_states(&snap);
     let method = params.method();
     let hh = h.clone();
-    let path = st
+    let mut path = st
         .extract(&name, "path", method.name(), move || {
             Ok(path_from_folds(
                 &snap.stats,
@@ -424,6 +433,7 @@ async fn path_of(st: AppState, name: String, body: Value) -> Result<Json<StreamP
             )?)
         })
         .await?;
+    note_default(path.selection.as_mut(), note);
     Ok(Json(StreamPath {
         path,
         as_of,

@@ -166,9 +166,10 @@ impl ColumnArgs {
 #[derive(Debug, Clone, clap::Args)]
 pub struct ExtractArgs {
     /// The estimator: ols, ridge, olsth, fsa, lasso, elastic-net, mcp, scad, fw-lasso, iht, htp
-    /// or k-support (README "Estimators").
+    /// or k-support (README "Estimators"). Without it, --select chooses along OLSth's k-path
+    /// k = 1..=min(p, 1000) (or to --k).
     #[arg(long)]
-    pub method: String,
+    pub method: Option<String>,
     /// Exactly k nonzero coefficients (olsth, fsa, iht, htp, k-support; lasso, elastic-net,
     /// mcp, scad instead of --lambda).
     #[arg(long)]
@@ -258,7 +259,15 @@ pub struct ExtractArgs {
 impl ExtractArgs {
     /// The request these flags describe, parsed as the API parses its body.
     pub fn request(&self) -> anyhow::Result<Request> {
-        let method: Method = self.method.parse().map_err(anyhow::Error::msg)?;
+        let method: Method = match (&self.method, &self.select) {
+            (Some(m), _) => m.parse().map_err(anyhow::Error::msg)?,
+            (None, Some(_)) => solve::select::DEFAULT_METHOD,
+            (None, None) => anyhow::bail!(
+                "--method is required: one of {}; or --select CRITERION alone, which chooses \
+                 along OLSth's k-path",
+                Method::estimator_list()
+            ),
+        };
         let mut obj = serde_json::Map::new();
         let mut put = |key: &str, v: Option<serde_json::Value>| {
             if let Some(v) = v {
@@ -267,7 +276,11 @@ impl ExtractArgs {
         };
         use serde_json::json;
         put("method", Some(json!(method.name())));
-        put("k", self.k.map(|v| json!(v)));
+        let k = match self.default_method() {
+            true => Some(self.k.unwrap_or(solve::select::DEFAULT_K_MAX)),
+            false => self.k,
+        };
+        put("k", k.map(|v| json!(v)));
         put("lambda", self.lambda.map(|v| json!(v)));
         put("l1_ratio", self.l1_ratio.map(|v| json!(v)));
         put("gamma", self.gamma.map(|v| json!(v)));
@@ -303,6 +316,41 @@ impl ExtractArgs {
             let msg = flag_names(&e.to_string());
             anyhow::anyhow!("--method {method}: {msg}")
         })
+    }
+}
+
+impl ExtractArgs {
+    /// Whether --select came without --method (`select::DEFAULT_METHOD`'s k-path).
+    pub fn default_method(&self) -> bool {
+        self.method.is_none() && self.select.is_some()
+    }
+
+    /// `request` for a file of p features and (once read) n rows: the default k-path to
+    /// `select::default_k_max(p, n)` (p alone before the rows are read), and the note its
+    /// answer carries.
+    pub fn request_for(&self, p: usize, n: Option<u64>) -> anyhow::Result<(Request, Option<String>)> {
+        let mut req = self.request()?;
+        if !self.default_method() {
+            return Ok((req, None));
+        }
+        let mut note = None;
+        if let (solve::Estimator::Olsth(o), Some(c)) = (&mut req.estimator, req.select) {
+            if self.k.is_none() {
+                o.k = match n {
+                    Some(n) => solve::select::default_k_max(p, n as f64),
+                    None => o.k.min(p).max(1),
+                };
+            }
+            note = Some(solve::select::default_method_note(c, o.k));
+        }
+        Ok((req, note))
+    }
+}
+
+/// The note of a defaulted method first among the selection's notes.
+fn note_default(selection: Option<&mut solve::Selection>, note: &Option<String>) {
+    if let (Some(sel), Some(note)) = (selection, note) {
+        sel.notes.insert(0, note.clone());
     }
 }
 
@@ -453,7 +501,7 @@ pub fn read_folds(
 /// Runs `ravel fit` and returns the JSON to print.
 pub fn run(args: &FitArgs) -> anyhow::Result<String> {
     let schedule: AlphaSchedule = args.alpha.parse().map_err(anyhow::Error::msg)?;
-    let params = args.extract.request()?;
+    let mut params = args.extract.request()?;
     let format = args.format.as_deref().map(|f| match f {
         "csv" => Format::Csv,
         "npy" => Format::Npy,
@@ -489,28 +537,42 @@ pub fn run(args: &FitArgs) -> anyhow::Result<String> {
         fields,
     };
     let reader = RowReader::open(&args.file, &opts)?;
+    let mut note;
+    (params, note) = args.extract.request_for(reader.p, None)?;
     // Check the request before reading a large file.
     if let Some(window) = args.prequential {
         return prequential(reader, args, schedule, &params, window);
     }
     if cv {
-        return cross_validate(reader, args, schedule, &params);
+        return cross_validate(reader, args, schedule, &params, &note);
     }
     if args.folds.is_some() {
         anyhow::bail!("--folds is for --select cv or cv_1se");
     }
     let json = if args.path {
         let checked = params.check_path(reader.p).map_err(flag_error)?;
+        let p = reader.p;
         let (stats, names) = read_stats(reader, args.task, schedule, args.batch)?;
-        serde_json::to_string(&solve::path_from_stats(&stats, &checked, names.as_deref())?)?
+        let mut checked = checked;
+        if args.extract.default_method() {
+            (params, note) = args.extract.request_for(p, Some(stats.n()))?;
+            checked = params.check_path(p).map_err(flag_error)?;
+        }
+        let mut path = solve::path_from_stats(&stats, &checked, names.as_deref())?;
+        note_default(path.selection.as_mut(), &note);
+        serde_json::to_string(&path)?
     } else {
         let checked = params.check(reader.p).map_err(flag_error)?;
+        let p = reader.p;
         let (stats, names) = read_stats(reader, args.task, schedule, args.batch)?;
-        serde_json::to_string(&solve::model_from_stats(
-            &stats,
-            &checked,
-            names.as_deref(),
-        )?)?
+        let mut checked = checked;
+        if args.extract.default_method() {
+            (params, note) = args.extract.request_for(p, Some(stats.n()))?;
+            checked = params.check(p).map_err(flag_error)?;
+        }
+        let mut model = solve::model_from_stats(&stats, &checked, names.as_deref())?;
+        note_default(model.selection.as_deref_mut(), &note);
+        serde_json::to_string(&model)?
     };
     Ok(json)
 }
@@ -521,6 +583,7 @@ fn cross_validate(
     args: &FitArgs,
     schedule: AlphaSchedule,
     params: &Request,
+    note: &Option<String>,
 ) -> anyhow::Result<String> {
     let folds = args.folds.unwrap_or(5);
     if !(2..=solve::select::MAX_FOLDS).contains(&folds) {
@@ -534,14 +597,22 @@ fn cross_validate(
             "--select cv on a file uses plain averages (each fold is a sample of the file); drop              --alpha"
         );
     }
-    let checked = params.check_path(reader.p).map_err(flag_error)?;
+    let p = reader.p;
+    let mut checked = params.check_path(p).map_err(flag_error)?;
     let (stats, names) = read_folds(reader, args.task, schedule, args.batch, folds)?;
     let mut total = stats[0].clone();
     for f in &stats[1..] {
         total.merge(f)?;
     }
-    let path = solve::select::cross_validate(&total, &stats, &checked, names.as_deref())
+    let mut note = note.clone();
+    if args.extract.default_method() {
+        let params;
+        (params, note) = args.extract.request_for(p, Some(total.n()))?;
+        checked = params.check_path(p).map_err(flag_error)?;
+    }
+    let mut path = solve::select::cross_validate(&total, &stats, &checked, names.as_deref())
         .map_err(flag_error)?;
+    note_default(path.selection.as_mut(), &note);
     Ok(if args.path {
         serde_json::to_string(&path)?
     } else {

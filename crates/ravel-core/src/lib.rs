@@ -43,7 +43,8 @@
 //! - [`solve`]: typed estimators (`Estimator`, one variant per method; `Request` adds how the
 //!   problem is built), checked once into `Checked` before `extract` / `model_from_stats`
 //!   return a `Model`; one solver family per file. `solve::select` chooses along a path
-//!   (AIC / BIC / EBIC from the exact RSS, K-fold CV from fold statistics), `solve::inference`
+//!   (AIC / BIC / EBIC from the exact RSS, K-fold CV from fold statistics; `select::kpath`
+//!   the fast k-paths and refits on one updated factor), `solve::inference`
 //!   gives standard errors of least-squares models; `solve::penalized` is split into `penalty`,
 //!   `cd`, `path`, `nonconvex` and `params`.
 //! - [`features`]: feature streams (paper 000): online substitution (OS) and asynchronous

@@ -359,7 +359,9 @@ function fillCards(st) {
 
 function streamView(main, name) {
   let st = null, built = false, lastPathAt = 0, busy = false;
-  const req = { method: 'lasso', by: 'k', k: null, lambda: null, criterion: 'ebic' };
+  // By default the model shown is the one the criterion chooses along the path (issue 34);
+  // typing a k or a lambda switches to that point.
+  const req = { method: 'lasso', by: 'select', k: null, lambda: null, criterion: 'ebic' };
   const sort = { key: 'abs', desc: true };
   let model = null, path = null, modelError = null, selectError = null;
   const view = {
@@ -382,13 +384,17 @@ function streamView(main, name) {
     streamHeader(main, st, 'model');
     if (req.k === null) req.k = Math.min(5, st.p);
     const method = h('select', { id: 'method', name: 'method' }, PATH_METHODS.map((m) => h('option', { value: m, selected: m === req.method }, m)));
+    const bySel = h('input', { type: 'radio', name: 'by', value: 'select', id: 'by-select', checked: req.by === 'select' });
     const byK = h('input', { type: 'radio', name: 'by', value: 'k', id: 'by-k', checked: req.by === 'k' });
     const byL = h('input', { type: 'radio', name: 'by', value: 'lambda', id: 'by-lambda', checked: req.by === 'lambda' });
     const k = h('input', { id: 'k', name: 'k', type: 'number', min: 1, step: 1, value: req.k, inputmode: 'numeric' });
     const lam = h('input', { id: 'lambda', name: 'lambda', type: 'text', inputmode: 'decimal', placeholder: 'e.g. 0.01' });
+    k.addEventListener('input', () => { byK.checked = true; });
+    lam.addEventListener('input', () => { byL.checked = true; });
     const form = h('form', { class: 'controls', id: 'model-form', 'aria-label': 'Model at a point of the path' },
       h('label', { for: 'method' }, 'method', method),
       h('fieldset', { class: 'muted', style: 'border:0;padding:0;margin:0' }, h('legend', {}, 'choose by'),
+        h('label', { for: 'by-select', style: 'flex-direction:row;gap:4px' }, bySel, 'the criterion below'),
         h('label', { for: 'by-k', style: 'flex-direction:row;gap:4px' }, byK, 'k (nonzeros)'),
         h('label', { for: 'by-lambda', style: 'flex-direction:row;gap:4px' }, byL, 'lambda')),
       h('label', { for: 'k' }, 'k', k),
@@ -397,7 +403,7 @@ function streamView(main, name) {
     form.addEventListener('submit', async (ev) => {
       ev.preventDefault();
       req.method = method.value;
-      req.by = byL.checked ? 'lambda' : 'k';
+      req.by = bySel.checked ? 'select' : byL.checked ? 'lambda' : 'k';
       req.k = k.value.trim();
       req.lambda = lam.value.trim();
       lastPathAt = 0;
@@ -419,12 +425,9 @@ function streamView(main, name) {
           h('button', {
             type: 'button', id: 'use-chosen', disabled: true,
             onclick: async () => {
-              const pt = chosenPoint();
-              if (!pt) return;
-              req.by = 'lambda';
-              req.lambda = String(pt.lambda);
-              $('#by-lambda').checked = true;
-              $('#lambda').value = req.lambda;
+              if (!chosenPoint()) return;
+              req.by = 'select';
+              $('#by-select').checked = true;
               lastPathAt = 0;
               await refresh();
             },
@@ -439,7 +442,11 @@ function streamView(main, name) {
     try {
       const body = { method: req.method };
       modelError = null;
-      if (req.by === 'k') {
+      if (req.by === 'select') {
+        // The same 40-point path as the curve below, so the model is its marked point.
+        body.select = req.criterion;
+        body.path_points = 40;
+      } else if (req.by === 'k') {
         const kv = Number(req.k);
         if (!/^\d+$/.test(String(req.k)) || kv < 1) modelError = { code: 'invalid_k', message: 'k must be a whole number of at least 1 (the stream has p = ' + st.p + ' features).' };
         else body.k = kv;
@@ -568,9 +575,12 @@ function streamView(main, name) {
       h('button', { type: 'button', 'data-sort': k, onclick: () => { if (sort.key === k) sort.desc = !sort.desc; else { sort.key = k; sort.desc = k !== 'name'; } drawModel(); } },
         label + (sort.key === k ? (sort.desc ? ' ▼' : ' ▲') : '')));
     const d = model.diagnostics;
+    const chosenBy = model.selection
+      ? card('chosen by', model.selection.criterion, { 'data-col': 'chosen-by', title: 'the point ' + model.selection.criterion + ' chooses along the path (marked on the curve above)' })
+      : card('chosen by', req.by === 'lambda' ? 'lambda typed' : 'k typed', { 'data-col': 'chosen-by' });
     box.replaceChildren(
       h('div', { class: 'cards', id: 'model-cards' },
-        card('method', model.method), card('nonzeros k', fmt(model.k), { 'data-col': 'k' }),
+        card('method', model.method), chosenBy, card('nonzeros k', fmt(model.k), { 'data-col': 'k' }),
         card('lambda', fmt(model.lambda)), card('R²', fmt(d.r2), { 'data-col': 'r2' }),
         card('n', fmt(model.n)), card('intercept', fmt(model.intercept))),
       h('div', { class: 'scroll' }, h('table', { id: 'model-table' },

@@ -267,6 +267,27 @@ impl ColumnCholesky {
         true
     }
 
+    /// Row i of L up to its diagonal (entries 0..=i).
+    pub fn row(&self, i: usize) -> &[f64] {
+        &self.l[i * self.cap..i * self.cap + i + 1]
+    }
+
+    /// Solves L\[..len, ..len\]^T x = rhs in place: the back substitution of the leading
+    /// `len` columns alone (`rhs.len()` is `len`), which is the whole factor before its last
+    /// `len()` - `len` appends.
+    pub fn backward_prefix(&self, rhs: &mut [f64]) {
+        let len = rhs.len();
+        debug_assert!(len <= self.len());
+        for i in (0..len).rev() {
+            let li = self.row(i);
+            let xi = rhs[i] / li[i];
+            rhs[i] = xi;
+            for (r, l) in rhs[..i].iter_mut().zip(&li[..i]) {
+                *r -= l * xi;
+            }
+        }
+    }
+
     /// Solves L L^T x = rhs in place (rhs in factor order).
     pub fn solve(&self, rhs: &mut [f64]) {
         let (s, cap) = (self.len(), self.cap);

@@ -107,7 +107,19 @@ pub(crate) fn path_choosing(
             to_model(&reduced, &plain, fit.clone(), &duplicates, names, at, true)
         })
         .collect();
-    let selection = choose(&points)?;
+    let mut selection = choose(&points)?;
+    if let Some(sel) = &mut selection
+        && matches!(req.estimator, Estimator::Lasso(_) | Estimator::ElasticNet(_))
+        && !reduced.classification
+        && let Some(fit) = fits.get(sel.chosen)
+    {
+        let chosen = fit.b.iter().filter(|v| **v != 0.0).count();
+        sel.notes.extend(select::sparser_comparable(
+            &reduced,
+            chosen,
+            reduced.gram.loss(&fit.b),
+        ));
+    }
     if let (true, Some(sel)) = (req.inference, &selection)
         && let Some(fit) = fits.get(sel.chosen)
     {

@@ -191,8 +191,43 @@ pub fn certify(
     (Some(best), candidate.map(|c| c.1))
 }
 
+/// The warm-up of `hard_threshold` (`IhtOptions::warmup` gradient steps on all columns from
+/// w = 0), which does not depend on k: a k-path computes it once (`select::kpath`). None when
+/// there is no warm-up (0 steps, or Q + lambda I = 0).
+pub fn warm_start(g: &Gram, opt: &IhtOptions) -> Option<Vec<f64>> {
+    if opt.warmup == 0 {
+        return None;
+    }
+    let all: Vec<usize> = (0..g.m).collect();
+    let lambda = opt.lambda;
+    let lip = (largest_eigenvalue(g, &all, 200) + lambda) * 1.05;
+    if lip <= 0.0 {
+        return None;
+    }
+    let mut b = vec![0.0; g.m];
+    for _ in 0..opt.warmup {
+        let grad = g.gradient(&b);
+        b.iter_mut()
+            .zip(&grad)
+            .for_each(|(bi, gi)| *bi -= (gi + lambda * *bi) / lip);
+    }
+    Some(b)
+}
+
 /// IHT or HTP at sparsity k (k <= m), then the exact fit on the support and the certificate.
 pub fn hard_threshold(g: &Gram, k: usize, method: HardThreshold, opt: &IhtOptions) -> IhtSolution {
+    let warm = if k > 0 { warm_start(g, opt) } else { None };
+    hard_threshold_from(g, k, method, opt, warm.as_deref())
+}
+
+/// `hard_threshold` from the warm-up's point `warm` (`warm_start`; None: from w = 0).
+pub fn hard_threshold_from(
+    g: &Gram,
+    k: usize,
+    method: HardThreshold,
+    opt: &IhtOptions,
+    warm: Option<&[f64]>,
+) -> IhtSolution {
     let m = g.m;
     let k = k.min(m);
     let lambda = opt.lambda;
@@ -200,25 +235,19 @@ pub fn hard_threshold(g: &Gram, k: usize, method: HardThreshold, opt: &IhtOption
     let all: Vec<usize> = (0..m).collect();
     let mut b = vec![0.0; m];
     let mut support: Vec<usize> = vec![];
-    if opt.warmup > 0 && k > 0 {
-        let lip = (largest_eigenvalue(g, &all, 200) + lambda) * 1.05;
-        if lip > 0.0 {
-            for _ in 0..opt.warmup {
-                let grad = g.gradient(&b);
-                b.iter_mut()
-                    .zip(&grad)
-                    .for_each(|(bi, gi)| *bi -= (gi + lambda * *bi) / lip);
-            }
-            support = top_k(&b, &all, k);
-            let mut kept = vec![0.0; m];
-            for &i in &support {
-                kept[i] = b[i];
-            }
-            b = match method {
-                HardThreshold::Iht => kept,
-                HardThreshold::Htp => solve_subset(g, &support, lambda).b,
-            };
+    if k > 0
+        && let Some(warm) = warm
+    {
+        b.copy_from_slice(warm);
+        support = top_k(&b, &all, k);
+        let mut kept = vec![0.0; m];
+        for &i in &support {
+            kept[i] = b[i];
         }
+        b = match method {
+            HardThreshold::Iht => kept,
+            HardThreshold::Htp => solve_subset(g, &support, lambda).b,
+        };
     }
     let mut obj = primal(g, &b, lambda);
     let mut iterations = 0;
@@ -399,19 +428,34 @@ impl HardThresholding {
         check::has_no_path(path, method)
     }
 
-    fn fit(&self, problem: &Problem, method: HardThreshold) -> Fit {
-        let g = &problem.gram;
-        let mut notes = Vec::new();
-        let k = usable_k(self.k, g, &mut notes);
+    /// The solver settings these parameters ask for.
+    pub fn options(&self) -> IhtOptions {
         let d = IhtOptions::default();
-        let opt = IhtOptions {
+        IhtOptions {
             lambda: self.lambda.unwrap_or(0.0),
             max_iterations: self.max_iterations.unwrap_or(d.max_iterations),
             tol: self.tol.unwrap_or(d.tol),
             dual_iterations: self.dual_iterations.unwrap_or(d.dual_iterations),
             warmup: self.warmup.unwrap_or(d.warmup),
+        }
+    }
+
+    fn fit(&self, problem: &Problem, method: HardThreshold) -> Fit {
+        let g = &problem.gram;
+        let k = self.k.min(g.m);
+        let warm = if k > 0 {
+            warm_start(g, &self.options())
+        } else {
+            None
         };
-        let sol = hard_threshold(g, k, method, &opt);
+        self.fit_from(g, method, warm.as_deref())
+    }
+
+    /// The fit from a warm-up point shared along a k-path (`warm_start`).
+    pub(crate) fn fit_from(&self, g: &Gram, method: HardThreshold, warm: Option<&[f64]>) -> Fit {
+        let mut notes = Vec::new();
+        let k = usable_k(self.k, g, &mut notes);
+        let sol = hard_threshold_from(g, k, method, &self.options(), warm);
         let singular_ridge = jitter_note(sol.jitter, &mut notes);
         if sol.improved_by_dual {
             notes.push(

@@ -106,7 +106,7 @@ impl Request {
         }
         inference::check(self)?;
         Ok(Checked {
-            request: self.clone(),
+            request: select::with_select_defaults(self.clone()),
             p,
         })
     }
@@ -127,7 +127,7 @@ impl Request {
         }
         inference::check(self)?;
         Ok(CheckedPath(Checked {
-            request: self.clone(),
+            request: select::with_select_defaults(self.clone()),
             p,
         }))
     }

@@ -22,6 +22,7 @@ pub fn top_k(b: &[f64], candidates: &[usize], k: usize) -> Vec<usize> {
 }
 
 /// The answer of OLSth or FSA.
+#[derive(Debug, Clone)]
 pub struct L0Solution {
     /// The coefficients (solver units).
     pub b: Vec<f64>,
@@ -92,11 +93,38 @@ impl Default for FsaOptions {
 /// columns after step t; the step is 1/L with L the largest eigenvalue of Q on the kept set
 /// (recomputed as the set shrinks). Then OLS on the final k.
 pub fn fsa(g: &Gram, k: usize, opt: &FsaOptions) -> L0Solution {
+    fsa_from(g, k, opt, &fsa_start(g, opt))
+}
+
+/// What FSA computes before its first pruning, the same for every k: the step's L on all
+/// columns and the point after the warm-up steps. A k-path computes it once
+/// (`select::kpath`).
+#[derive(Debug, Clone)]
+pub struct FsaStart {
+    b: Vec<f64>,
+    lipschitz: f64,
+}
+
+/// The warm-up of FSA (`FsaStart`).
+pub fn fsa_start(g: &Gram, opt: &FsaOptions) -> FsaStart {
+    let all: Vec<usize> = (0..g.m).collect();
+    let mut b = vec![0.0; g.m];
+    let lipschitz = largest_eigenvalue(g, &all, 200) * 1.05;
+    if lipschitz > 0.0 {
+        for _ in 0..opt.warmup {
+            gradient_step(g, &all, &mut b, 1.0 / lipschitz);
+        }
+    }
+    FsaStart { b, lipschitz }
+}
+
+/// FSA from its warm-up (`fsa_start` with the same options).
+pub fn fsa_from(g: &Gram, k: usize, opt: &FsaOptions, start: &FsaStart) -> L0Solution {
     let m = g.m;
     let t_max = opt.iterations.max(1);
     let mut kept: Vec<usize> = (0..m).collect();
-    let mut b = vec![0.0; m];
-    let mut lipschitz = largest_eigenvalue(g, &kept, 200) * 1.05;
+    let mut b = start.b.clone();
+    let mut lipschitz = start.lipschitz;
     let mut sized_at = kept.len();
     if lipschitz <= 0.0 {
         // Q = 0 on every column: nothing to descend.
@@ -107,9 +135,6 @@ pub fn fsa(g: &Gram, k: usize, opt: &FsaOptions) -> L0Solution {
             measure: 0.0,
             jitter: 0.0,
         };
-    }
-    for _ in 0..opt.warmup {
-        gradient_step(g, &kept, &mut b, 1.0 / lipschitz);
     }
     for t in 1..=t_max {
         if super::interrupt::stop() {
@@ -226,16 +251,22 @@ impl Solver for Fsa {
         let g = &problem.gram;
         let mut notes = Vec::new();
         let k = usable_k(self.k, g, &mut notes);
-        let opt = FsaOptions {
-            iterations: self.fsa_iterations.unwrap_or(FSA_ITERATIONS),
-            mu: self.fsa_mu.unwrap_or(FSA_MU),
-            ..FsaOptions::default()
-        };
-        l0_fit(fsa(g, k, &opt), self.k, None, notes)
+        l0_fit(fsa(g, k, &self.options()), self.k, None, notes)
     }
 }
 
-fn l0_fit(sol: L0Solution, k: usize, lambda: Option<f64>, mut notes: Vec<String>) -> Fit {
+impl Fsa {
+    /// The annealing settings these parameters ask for.
+    pub fn options(&self) -> FsaOptions {
+        FsaOptions {
+            iterations: self.fsa_iterations.unwrap_or(FSA_ITERATIONS),
+            mu: self.fsa_mu.unwrap_or(FSA_MU),
+            ..FsaOptions::default()
+        }
+    }
+}
+
+pub(crate) fn l0_fit(sol: L0Solution, k: usize, lambda: Option<f64>, mut notes: Vec<String>) -> Fit {
     let singular_ridge = jitter_note(sol.jitter, &mut notes);
     Fit {
         b: sol.b,

@@ -9,6 +9,7 @@ use super::nonconvex::{below_rounding, refit_loss};
 use super::{CdOptions, PathPoint, Penalty, lambda_grid, path, second_k, solve_at, solve_for_k};
 use crate::gram::Gram;
 use crate::gram::linear::solve_subset;
+use crate::solve::select::kpath::RefitPath;
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -227,8 +228,15 @@ impl<P: PenaltyParams> Penalized<P> {
                 1e-2
             })
     }
-    /// The solver's answer at one point as a `Fit` (refitted when asked).
-    fn point_fit(&self, g: &Gram, point: PathPoint, k_exact: Option<bool>) -> Fit {
+    /// The solver's answer at one point as a `Fit` (refitted when asked; along a path the
+    /// refits share one factor, `RefitPath`).
+    fn point_fit(
+        &self,
+        g: &Gram,
+        point: PathPoint,
+        k_exact: Option<bool>,
+        refits: Option<&mut RefitPath>,
+    ) -> Fit {
         let pen = self.penalty.penalty();
         let convex = pen.is_convex();
         let mut notes = Vec::new();
@@ -236,7 +244,10 @@ impl<P: PenaltyParams> Penalized<P> {
         let mut singular_ridge = None;
         if self.refits() {
             let support: Vec<usize> = (0..g.m).filter(|&j| b[j] != 0.0).collect();
-            let sol = solve_subset(g, &support, 0.0);
+            let sol = match refits {
+                Some(path) => path.solve(g, &support),
+                None => solve_subset(g, &support, 0.0),
+            };
             singular_ridge = jitter_note(sol.jitter, &mut notes);
             b = sol.b;
         }
@@ -354,9 +365,11 @@ impl<P: PenaltyParams> Solver for Penalized<P> {
                         )
                     });
                 }
-                self.point_fit(g, point, Some(exact))
+                self.point_fit(g, point, Some(exact), None)
             }
-            Sparsity::Lambda(lambda) => self.point_fit(g, solve_at(g, &pen, lambda, &opt), None),
+            Sparsity::Lambda(lambda) => {
+                self.point_fit(g, solve_at(g, &pen, lambda, &opt), None, None)
+            }
         };
         notes.append(&mut fit.notes);
         fit.notes = notes;
@@ -371,9 +384,10 @@ impl<P: PenaltyParams> Solver for Penalized<P> {
             self.ratio(problem),
             self.path_points.unwrap_or(100),
         );
+        let mut refits = RefitPath::new();
         path(g, &pen, &lambdas, &self.options())
             .into_iter()
-            .map(|pt| self.point_fit(g, pt, None))
+            .map(|pt| self.point_fit(g, pt, None, Some(&mut refits)))
             .collect()
     }
 
@@ -387,9 +401,10 @@ impl<P: PenaltyParams> Penalized<P> {
     /// the full data's grid (`select`).
     pub fn path_at(&self, problem: &Problem, lambdas: &[f64]) -> Vec<Fit> {
         let g = &problem.gram;
+        let mut refits = RefitPath::new();
         path(g, &self.penalty.penalty(), lambdas, &self.options())
             .into_iter()
-            .map(|pt| self.point_fit(g, pt, None))
+            .map(|pt| self.point_fit(g, pt, None, Some(&mut refits)))
             .collect()
     }
 }

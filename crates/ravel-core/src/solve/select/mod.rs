@@ -18,8 +18,10 @@
 //! (gamma > 1 - 1/(2 kappa)), which is BIC when p <= sqrt(n) and grows towards 1 as p
 //! outgrows n; `ebic_gamma` sets it.
 //!
-//! Paths: the penalized families' lambda path (fw-lasso: delta), and for the l0 families
-//! (OLSth, FSA, IHT, HTP) the k-path k = 1..=k, each point its own fit.
+//! Paths: the penalized families' lambda path (fw-lasso: delta; refitted by default under
+//! `select`, `with_select_defaults`), and for the l0 families (OLSth, FSA, IHT, HTP) the
+//! k-path k = 1..=k, each point the fit of that k alone, computed together (`kpath`). A
+//! request with `select` and no method gets OLSth's k-path (`DEFAULT_METHOD`).
 //!
 //! Cross-validation: K fold statistics (`Stats` each) beside nothing else; the training
 //! statistics of fold j are the merge of the other folds (the exact merge of scale-out), the
@@ -36,6 +38,7 @@
 //! class-weighted squared loss of paper 003 section 3.6 as the held-out error.
 
 mod cv;
+pub mod kpath;
 
 pub use cv::{cross_validate, cross_validate_folds};
 
@@ -275,18 +278,82 @@ pub(crate) fn check_select(req: &Request, p: usize) -> Result<(), ParamError> {
     }
 }
 
+/// The method a `select` request that names none gets (issue 34): OLSth's k-path k = 1..=K,
+/// K = `default_k_max(p, n)`. Measured (docs/selection.md, scripts/detection_select.py):
+/// on paper 003's Table 2 design and the demo's it chooses the true support where Lasso's
+/// path, penalized or refitted, chooses 1.3 to 2.5 times as many features; its path is one
+/// OLS fit plus K refits on one growing factor (`kpath`).
+pub const DEFAULT_METHOD: Method = Method::Olsth;
+
+/// The largest k of the default k-path, before the caps of `default_k_max`.
+pub const DEFAULT_K_MAX: usize = limits::MAX_PATH_POINTS;
+
+/// The largest k of the default k-path on a stream of p features and n rows: `DEFAULT_K_MAX`,
+/// at most p and n / 2. Beyond n / 2 a least-squares refit spends half the rows on its
+/// coefficients (its RSS falls by about k / n of the noise whatever the features), and the
+/// refits near n are singular, each then solved from scratch with a ridge: at p = 1000 and
+/// n = 1000 the path to n - 1 took seconds against milliseconds to n / 2.
+pub fn default_k_max(p: usize, n: f64) -> usize {
+    DEFAULT_K_MAX.min(p).min((n / 2.0) as usize).max(1)
+}
+
+/// What the answer to a `select` request without a method says about its choice.
+pub fn default_method_note(criterion: Criterion, k_max: usize) -> String {
+    format!(
+        "no method named: {criterion} over OLSth's k-path k = 1..{k_max} (one OLS fit on all \
+         features, then the k largest coefficients refitted for each k), the default because \
+         on correlated designs it recovers the true support where Lasso's path selects many \
+         false features too (README \"Which k?\", docs/selection.md); name a method to \
+         select along its own path",
+        criterion = criterion.name()
+    )
+}
+
+/// Fills in what a `select` request leaves to its defaults: penalized methods (Lasso,
+/// elastic net, MCP, SCAD) select on their refitted path (each point's support fitted by
+/// least squares, df = its size) unless `refit` says otherwise, since the penalized
+/// estimates' criteria favour supports with many small false features (issue 34:
+/// Lasso + EBIC on 003's Table 2 design chose 237-257 features for 100 true).
+pub(crate) fn with_select_defaults(mut req: Request) -> Request {
+    if req.select.is_some() {
+        match &mut req.estimator {
+            Estimator::Lasso(e) => e.refit = Some(e.refit.unwrap_or(true)),
+            Estimator::ElasticNet(e) => e.refit = Some(e.refit.unwrap_or(true)),
+            Estimator::Mcp(e) => e.refit = Some(e.refit.unwrap_or(true)),
+            Estimator::Scad(e) => e.refit = Some(e.refit.unwrap_or(true)),
+            _ => {}
+        }
+    }
+    req
+}
+
+/// The largest k a k-path goes to on `problem`: the request's k, at most the columns and
+/// n - 1 (with the intercept profiled out, n rows fit n - 1 columns exactly: beyond, every
+/// refit interpolates and the criteria reward it).
+pub(crate) fn k_path_top(problem: &Problem, est: &Estimator) -> usize {
+    let rank = (problem.n_eff.floor() as usize).saturating_sub(1).max(1);
+    k_max(est).min(problem.gram.m).min(rank)
+}
+
 /// The fits of a select request on `problem` (already without duplicates when the solver
 /// merges them): the penalized path, or the k-path.
 pub(crate) fn path_fits(problem: &Problem, req: &Request) -> Vec<Fit> {
     let est = &req.estimator;
     if is_k_family(est) {
-        let top = k_max(est).min(problem.gram.m);
-        (1..=top)
-            .map(|k| at_k(est, k).solver().fit(problem))
-            .collect()
+        let top = k_path_top(problem, est);
+        let ks: Vec<usize> = (1..=top).collect();
+        kpath::k_fits(problem, est, &ks)
     } else {
         est.solver().path(problem)
     }
+}
+
+/// The k-path of a k-family request one k at a time, each from scratch: the reference the
+/// fast k-path (`kpath`) is tested against.
+pub fn k_fits_one_by_one(problem: &Problem, est: &Estimator, top: usize) -> Vec<Fit> {
+    (1..=top.min(problem.gram.m))
+        .map(|k| at_k(est, k).solver().fit(problem))
+        .collect()
 }
 
 /// The grid a CV fold follows: the full data's lambdas, or its ks.
@@ -297,14 +364,10 @@ enum Grid {
 
 fn fits_on_grid(problem: &Problem, req: &Request, grid: &Grid) -> Vec<Fit> {
     match (grid, &req.estimator) {
-        (Grid::Ks(ks), est) => ks
-            .iter()
-            .map(|&k| {
-                at_k(est, k.min(problem.gram.m).max(1))
-                    .solver()
-                    .fit(problem)
-            })
-            .collect(),
+        (Grid::Ks(ks), est) => {
+            let ks: Vec<usize> = ks.iter().map(|&k| k.min(problem.gram.m).max(1)).collect();
+            kpath::k_fits(problem, est, &ks)
+        }
         (Grid::Lambdas(l), Estimator::Lasso(e)) => e.path_at(problem, l),
         (Grid::Lambdas(l), Estimator::ElasticNet(e)) => e.path_at(problem, l),
         (Grid::Lambdas(l), Estimator::Mcp(e)) => e.path_at(problem, l),
@@ -346,8 +409,49 @@ pub(crate) fn select_by_criterion(
         curve,
         fold_sizes: None,
         df_rule: df_rule(req).into(),
-        notes: Vec::new(),
+        notes: k_path_notes(points.len(), req),
     }
+}
+
+/// The note of a k-path that stopped below the request's k (`k_path_top`).
+pub(crate) fn k_path_notes(points: usize, req: &Request) -> Vec<String> {
+    let est = &req.estimator;
+    if is_k_family(est) && points > 0 && points < k_max(est) {
+        vec![format!(
+            "the k-path goes to k = {points}, not {}: at most the features that are neither \
+             constant nor duplicates, and n - 1 (more columns than that fit the rows exactly)",
+            k_max(est)
+        )]
+    } else {
+        Vec::new()
+    }
+}
+
+/// The sparsest model of comparable fit to a chosen support of `chosen` features with
+/// training loss `loss` (`Gram::loss`, = RSS / 2n): the smallest k on OLSth's k-path whose
+/// RSS exceeds the chosen's by at most 2 sigma^2 per dropped feature (AIC's price of a
+/// feature; sigma^2 = RSS / (n - chosen)), when that k is at most 2/3 of `chosen`. Its note
+/// tells a user that the penalty let in many features that each explain less than noise.
+pub(crate) fn sparser_comparable(problem: &Problem, chosen: usize, loss: f64) -> Option<String> {
+    let g = &problem.gram;
+    let n = problem.n_eff;
+    if chosen < 3 || (chosen as f64) + 1.0 >= n {
+        return None;
+    }
+    let rss_c = 2.0 * n * loss;
+    let sigma2 = rss_c / (n - chosen as f64);
+    let path = kpath::olsth_path(g, chosen * 2 / 3, 0.0);
+    let k = path.iter().position(|sol| {
+        let rss = 2.0 * n * g.loss(&sol.b);
+        rss <= rss_c + 2.0 * (chosen - sol.support.len()) as f64 * sigma2
+    })? + 1;
+    Some(format!(
+        "the chosen support ({chosen} features) is much larger than the sparsest model of \
+         comparable fit: OLSth's k-path reaches a residual sum of squares within 2 sigma^2 per \
+         dropped feature of it at k = {k}; the other features each explain less than the \
+         noise. For the support itself, select along OLSth's k-path (send select without a \
+         method) or use mcp"
+    ))
 }
 
 /// The first index of the smallest value (the sparsest among ties: paths run sparse first).
@@ -453,6 +557,55 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Issue 34's strong-signal design (p = 200, k* = 20 of strength 1 at j = 10 i, pairwise
+    /// correlation 0.5, n = 4000): EBIC over OLSth's k-path (the default of a select request
+    /// without a method) chooses exactly the true support; Lasso's penalized path chooses
+    /// false features too, and its answer says that a much sparser model fits as well.
+    #[test]
+    fn the_default_k_path_recovers_the_support_where_lasso_notes_its_excess() {
+        use crate::stats::AlphaSchedule;
+        use crate::task::Task;
+        use rand::SeedableRng;
+        use rand_distr::{Distribution, StandardNormal};
+        let (p, k, n) = (200, 20, 4000);
+        let mut rng = rand::rngs::StdRng::seed_from_u64(34);
+        let mut normal = || -> f64 { StandardNormal.sample(&mut rng) };
+        let mut x = vec![0.0; n * p];
+        let mut y = vec![0.0; n];
+        for i in 0..n {
+            let z = normal();
+            let row = &mut x[i * p..(i + 1) * p];
+            for v in row.iter_mut() {
+                *v = z + normal();
+            }
+            y[i] = (0..k).map(|t| row[t * (p / k)]).sum::<f64>() + normal();
+        }
+        let mut stats = Stats::new(Task::Regression, p, AlphaSchedule::Plain);
+        stats.update_batch(&x, &y).unwrap();
+        let truth: Vec<usize> = (0..k).map(|t| t * (p / k)).collect();
+        let model = |body: serde_json::Value| {
+            let req: Request = serde_json::from_value(body).unwrap();
+            req.model(&stats, None).unwrap()
+        };
+        let default = model(serde_json::json!({"method": "olsth", "k": p, "select": "ebic"}));
+        let got: Vec<usize> = default.coefficients.iter().map(|c| c.index).collect();
+        assert_eq!(got, truth, "OLSth's k-path with EBIC");
+        let lasso = model(serde_json::json!({"method": "lasso", "refit": false, "select": "ebic"}));
+        let sel = lasso.selection.as_ref().unwrap();
+        assert!(lasso.k > k, "penalized Lasso + EBIC chose {}", lasso.k);
+        assert!(
+            sel.notes.iter().any(|n| n.contains("much larger than the sparsest model")),
+            "{} features, notes {:?}",
+            lasso.k,
+            sel.notes
+        );
+        // Refitted (select's default for Lasso): still every true feature.
+        let refitted = model(serde_json::json!({"method": "lasso", "select": "ebic"}));
+        assert!(refitted.diagnostics.refit);
+        let chosen: Vec<usize> = refitted.coefficients.iter().map(|c| c.index).collect();
+        assert!(truth.iter().all(|j| chosen.contains(j)), "{chosen:?}");
     }
 
     #[test]
