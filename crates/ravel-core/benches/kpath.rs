@@ -60,14 +60,26 @@ fn p1000(methods: &[&str]) {
         "method", "fast path ms", "per-k fits ms", "speed-up", "chosen", "max |dEBIC|"
     );
     for (name, body, runs) in [
-        ("olsth", json!({"method": "olsth", "k": 150, "select": "ebic"}), 5),
+        (
+            "olsth",
+            json!({"method": "olsth", "k": 150, "select": "ebic"}),
+            5,
+        ),
         (
             "fsa",
             json!({"method": "fsa", "k": 150, "select": "ebic"}),
             1,
         ),
-        ("iht", json!({"method": "iht", "k": 150, "select": "ebic"}), 1),
-        ("htp", json!({"method": "htp", "k": 150, "select": "ebic"}), 1),
+        (
+            "iht",
+            json!({"method": "iht", "k": 150, "select": "ebic"}),
+            1,
+        ),
+        (
+            "htp",
+            json!({"method": "htp", "k": 150, "select": "ebic"}),
+            1,
+        ),
     ] {
         if !methods.contains(&name) {
             continue;
@@ -156,7 +168,11 @@ fn p5000() {
     let per_k = ms_of(1, &mut || {
         for &k in &ks {
             let one = olsth(&g, k, 0.0);
-            assert_eq!(one.support, path[k - 1].support, "supports differ at k = {k}");
+            assert_eq!(
+                one.support,
+                path[k - 1].support,
+                "supports differ at k = {k}"
+            );
             let (a, b) = (ebic(&one.b), curve[k - 1]);
             worst = worst.max((a - b).abs() / a.abs().max(1.0));
         }
