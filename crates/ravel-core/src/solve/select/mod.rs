@@ -289,7 +289,7 @@ pub const DEFAULT_METHOD: Method = Method::Olsth;
 /// The largest k of the default k-path, before the caps of `default_k_max`. The path's cost
 /// beyond its one full fit grows as K^3 (the refits, and each point's loss and gradient check
 /// in the answer): measured at p = 1000, n = 3000 on a shared 2-core machine, K = 1000 took
-/// about 6 s against 0.4 s for K = 500; 300 keeps the default answer near a tenth of a second
+/// about 6 s against 0.4 s for K = 500; K = 300 takes 141 ms (`benches/kpath.rs`)
 /// while covering supports three times paper 003's k* = 100. A request's `k` goes further.
 pub const DEFAULT_K_MAX: usize = 300;
 
