@@ -13,7 +13,7 @@ For each n and seed the rows are written as one NPY file and one `ravel fit` pro
 build) per rule chooses a model:
 
 - oracle:            `--method lasso --k K*` and `--method olsth --k K*` (told the true k)
-- default:           `--select ebic` with no method (OLSth's k-path k = 1..min(p, 1000), n - 1)
+- default:           `--select ebic` with no method (OLSth's k-path k = 1..min(p, 300, n / 2))
 - default, cv_1se:   `--select cv_1se --folds 5` with no method
 - lasso ebic:        `--method lasso --select ebic` (the refitted path, select's default now)
 - lasso ebic, penalized: the same with `--no-refit` (the penalized estimates' criteria)

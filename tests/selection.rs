@@ -245,7 +245,7 @@ fn criteria_along_every_path_equal_a_brute_force_from_the_rows() {
     );
 }
 
-/// `--select` without `--method` (issue 34): OLSth's k-path to min(p, 1000), the same model
+/// `--select` without `--method` (issue 34): OLSth's k-path to min(p, 300, n / 2), the same model
 /// as asking for it by name, with a first note saying what was chosen and why; `--k` bounds
 /// the path; CV works on it too.
 #[test]
@@ -275,7 +275,12 @@ fn select_without_a_method_chooses_along_olsths_k_path() {
     let cv = fit_json(&[fstr, "--select", "cv_1se", "--folds", "5"]);
     assert_eq!(cv["method"], "olsth");
     assert_eq!(cv["selection"]["curve"].as_array().unwrap().len(), 40);
-    assert!(cv["selection"]["notes"][0].as_str().unwrap().contains("cv_1se"));
+    assert!(
+        cv["selection"]["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("cv_1se")
+    );
 }
 
 /// A forgetting schedule: the criteria use the effective sample size and the weighted RSS of
@@ -660,7 +665,10 @@ fn select_and_inference_over_http_equal_ravel_fit() {
     assert_eq!(model["method"], "olsth");
     assert_same_model(&model, &want, 1e-8, "default select");
     assert_eq!(model["selection"]["chosen"], want["selection"]["chosen"]);
-    assert_eq!(model["selection"]["notes"][0], want["selection"]["notes"][0]);
+    assert_eq!(
+        model["selection"]["notes"][0],
+        want["selection"]["notes"][0]
+    );
     let (status, path) = svc.get("/v1/streams/sel/path?select=bic&k=6");
     assert_eq!(status, 200, "{path}");
     assert_eq!(path["points"].as_array().unwrap().len(), 6);

@@ -39,7 +39,10 @@ pub(super) fn default_method(v: &mut Value, p: usize, n: u64) -> Option<String> 
 }
 
 /// The note of `default_method` first among the selection's notes.
-pub(super) fn note_default(selection: Option<&mut ravel_core::solve::Selection>, note: Option<String>) {
+pub(super) fn note_default(
+    selection: Option<&mut ravel_core::solve::Selection>,
+    note: Option<String>,
+) {
     if let (Some(sel), Some(note)) = (selection, note) {
         sel.notes.insert(0, note);
     }

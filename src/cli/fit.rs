@@ -167,7 +167,7 @@ impl ColumnArgs {
 pub struct ExtractArgs {
     /// The estimator: ols, ridge, olsth, fsa, lasso, elastic-net, mcp, scad, fw-lasso, iht, htp
     /// or k-support (README "Estimators"). Without it, --select chooses along OLSth's k-path
-    /// k = 1..=min(p, 1000) (or to --k).
+    /// k = 1..=min(p, 300, n / 2) (or to --k).
     #[arg(long)]
     pub method: Option<String>,
     /// Exactly k nonzero coefficients (olsth, fsa, iht, htp, k-support; lasso, elastic-net,
@@ -328,7 +328,11 @@ impl ExtractArgs {
     /// `request` for a file of p features and (once read) n rows: the default k-path to
     /// `select::default_k_max(p, n)` (p alone before the rows are read), and the note its
     /// answer carries.
-    pub fn request_for(&self, p: usize, n: Option<u64>) -> anyhow::Result<(Request, Option<String>)> {
+    pub fn request_for(
+        &self,
+        p: usize,
+        n: Option<u64>,
+    ) -> anyhow::Result<(Request, Option<String>)> {
         let mut req = self.request()?;
         if !self.default_method() {
             return Ok((req, None));

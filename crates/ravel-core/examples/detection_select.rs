@@ -34,7 +34,9 @@ fn statistics(spec: &SyntheticSpec) -> (Stats, Vec<Stats>) {
     while rows.fill(1000, &mut x, &mut y) > 0 {
         for (i, yi) in y.iter().enumerate() {
             let f = fold_of(index, folds_n);
-            parts[f].0.extend_from_slice(&x[i * spec.p..(i + 1) * spec.p]);
+            parts[f]
+                .0
+                .extend_from_slice(&x[i * spec.p..(i + 1) * spec.p]);
             parts[f].1.push(*yi);
             index += 1;
         }
@@ -56,8 +58,14 @@ fn statistics(spec: &SyntheticSpec) -> (Stats, Vec<Stats>) {
 fn rules(p: usize, k: usize, n: u64) -> Vec<(String, Value)> {
     let default_k = select::default_k_max(p, n as f64);
     vec![
-        (format!("oracle: lasso k = {k}"), json!({"method": "lasso", "k": k})),
-        (format!("oracle: olsth k = {k}"), json!({"method": "olsth", "k": k})),
+        (
+            format!("oracle: lasso k = {k}"),
+            json!({"method": "lasso", "k": k}),
+        ),
+        (
+            format!("oracle: olsth k = {k}"),
+            json!({"method": "olsth", "k": k}),
+        ),
         (
             "default: select ebic (olsth k-path)".into(),
             json!({"method": "olsth", "k": default_k, "select": "ebic"}),

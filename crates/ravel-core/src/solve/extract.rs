@@ -109,7 +109,10 @@ pub(crate) fn path_choosing(
         .collect();
     let mut selection = choose(&points)?;
     if let Some(sel) = &mut selection
-        && matches!(req.estimator, Estimator::Lasso(_) | Estimator::ElasticNet(_))
+        && matches!(
+            req.estimator,
+            Estimator::Lasso(_) | Estimator::ElasticNet(_)
+        )
         && !reduced.classification
         && let Some(fit) = fits.get(sel.chosen)
     {

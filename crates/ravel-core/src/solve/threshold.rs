@@ -266,7 +266,12 @@ impl Fsa {
     }
 }
 
-pub(crate) fn l0_fit(sol: L0Solution, k: usize, lambda: Option<f64>, mut notes: Vec<String>) -> Fit {
+pub(crate) fn l0_fit(
+    sol: L0Solution,
+    k: usize,
+    lambda: Option<f64>,
+    mut notes: Vec<String>,
+) -> Fit {
     let singular_ridge = jitter_note(sol.jitter, &mut notes);
     Fit {
         b: sol.b,

@@ -192,12 +192,7 @@ pub fn olsth_path(g: &Gram, k_max: usize, ridge: f64) -> Vec<L0Solution> {
     // `top_k`'s order: |b_j| descending, the lower index first on ties; its k-set is the
     // first k of this order.
     let mut order = all;
-    order.sort_unstable_by(|&a, &c| {
-        full.b[c]
-            .abs()
-            .total_cmp(&full.b[a].abs())
-            .then(a.cmp(&c))
-    });
+    order.sort_unstable_by(|&a, &c| full.b[c].abs().total_cmp(&full.b[a].abs()).then(a.cmp(&c)));
     let mut refits = RefitPath::new();
     let mut out = Vec::with_capacity(k_max.min(g.m));
     for k in 1..=k_max.min(g.m) {
@@ -306,7 +301,9 @@ mod tests {
             for t in 0..d.twins {
                 row[p - 1 - t] = row[t] + d.eps * normal();
             }
-            y[i] = (0..8).map(|j| row[j * (p / 8)] * (1.0 + j as f64 * 0.25)).sum::<f64>()
+            y[i] = (0..8)
+                .map(|j| row[j * (p / 8)] * (1.0 + j as f64 * 0.25))
+                .sum::<f64>()
                 + normal();
         }
         let mut stats = Stats::new(Task::Regression, p, AlphaSchedule::Plain);
@@ -361,12 +358,48 @@ mod tests {
     #[test]
     fn fast_k_paths_equal_the_per_k_solves() {
         let designs = [
-            Design { n: 400, p: 60, rho: 0.0, twins: 0, eps: 0.0 },
-            Design { n: 300, p: 120, rho: 1.0, twins: 0, eps: 0.0 },
-            Design { n: 300, p: 80, rho: 1.0, twins: 4, eps: 1e-3 },
-            Design { n: 300, p: 80, rho: 0.5, twins: 3, eps: 1e-6 },
-            Design { n: 60, p: 90, rho: 1.0, twins: 0, eps: 0.0 },
-            Design { n: 800, p: 300, rho: 1.0, twins: 2, eps: 1e-2 },
+            Design {
+                n: 400,
+                p: 60,
+                rho: 0.0,
+                twins: 0,
+                eps: 0.0,
+            },
+            Design {
+                n: 300,
+                p: 120,
+                rho: 1.0,
+                twins: 0,
+                eps: 0.0,
+            },
+            Design {
+                n: 300,
+                p: 80,
+                rho: 1.0,
+                twins: 4,
+                eps: 1e-3,
+            },
+            Design {
+                n: 300,
+                p: 80,
+                rho: 0.5,
+                twins: 3,
+                eps: 1e-6,
+            },
+            Design {
+                n: 60,
+                p: 90,
+                rho: 1.0,
+                twins: 0,
+                eps: 0.0,
+            },
+            Design {
+                n: 800,
+                p: 300,
+                rho: 1.0,
+                twins: 2,
+                eps: 1e-2,
+            },
         ];
         for (i, d) in designs.iter().enumerate() {
             for seed in [1, 2] {
@@ -397,7 +430,13 @@ mod tests {
     /// `solve_subset` (with its ridge) where it is not; the answers stay the per-k ones (above).
     #[test]
     fn near_singular_supports_fall_back_to_the_per_k_solve() {
-        let d = Design { n: 300, p: 80, rho: 0.5, twins: 3, eps: 1e-7 };
+        let d = Design {
+            n: 300,
+            p: 80,
+            rho: 0.5,
+            twins: 3,
+            eps: 1e-7,
+        };
         let pb = problem(&d, 7);
         let g = &pb.gram;
         let mut refits = RefitPath::new();
@@ -424,7 +463,13 @@ mod tests {
     /// trace the bound rests on stays exact.
     #[test]
     fn refits_follow_supports_that_change_both_ways() {
-        let d = Design { n: 500, p: 100, rho: 1.0, twins: 0, eps: 0.0 };
+        let d = Design {
+            n: 500,
+            p: 100,
+            rho: 1.0,
+            twins: 0,
+            eps: 0.0,
+        };
         let pb = problem(&d, 11);
         let g = &pb.gram;
         let mut rng = StdRng::seed_from_u64(5);
