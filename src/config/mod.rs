@@ -14,6 +14,7 @@ mod ingest;
 mod kafka;
 pub mod limits;
 mod log;
+pub mod quality;
 mod streams;
 
 pub use args::*;
@@ -158,6 +159,7 @@ impl Config {
                 alpha: AlphaSpec::Plain,
                 history: None,
                 cv: None,
+                quality: None,
             });
         }
         if let Some(spec) = self.demo_feature_spec()?
@@ -338,6 +340,7 @@ impl Config {
         }
         for s in &self.streams {
             s.folds()?;
+            quality::of_stream(s, &s.history(&self.history)?)?;
         }
         self.check_memory()
     }
@@ -352,13 +355,17 @@ impl Config {
                       or raise limits.max_memory.";
         let mut total = Estimate::default();
         for s in &self.streams {
-            let est = stream_memory(s, self.ingest.max_batch_rows, &s.history(&self.history)?);
+            let history = s.history(&self.history)?;
+            // The quality window counts with the history (one window; with the kafka store
+            // each partition this replica owns keeps its own).
+            let windows = quality::of_stream(s, &history)?.map_or(0, |q| q.memory_bytes());
+            let est = stream_memory(s, self.ingest.max_batch_rows, &history).with_history(windows);
             if over(&est) {
                 bail!(
                     "stream '{}': features = {} sets p = {}, so two copies of its {} statistics \
                      (ingest's and the readers' snapshot, each a p x p matrix of second moments \
                      per class, and as many again per cross-validation fold, cv.folds = {}), one extraction, a batch of ingest.max_batch_rows = {} rows and \
-                     its model history ([history]) would need an estimated {est}, over limits.max_memory = {} ({}). {advice}",
+                     its model history ([history]) and quality window (quality.window_rows) would need an estimated {est}, over limits.max_memory = {} ({}). {advice}",
                     s.name,
                     match &s.features {
                         FeatureSchema::Count(p) => p.to_string(),
@@ -563,6 +570,7 @@ mod tests {
             alpha: AlphaSpec::Plain,
             history: None,
             cv: None,
+            quality: None,
         });
         let e = cfg.check().unwrap_err().to_string();
         assert!(
