@@ -927,6 +927,39 @@ mod tests {
         assert!(e.contains("stream 'h': history: interval_ms"), "{e}");
         let e = load(&format!("{one}[history]\nlength = 0\n"), &[]).unwrap_err();
         assert!(e.contains("history: length"), "{e}");
+        // The stream's quality (issue 33): the issue's example, its model table included,
+        // loads through the layers; bad settings name the stream and the key; a window of a
+        // million rows (24 MB) counts against the limit with the rest.
+        let c = load(
+            &format!("{one}quality = {{ every_rows = 500, window_rows = 2000, model = {{ method = \"lasso\", k = 10 }}, floor = {{ r2 = 0.5 }} }}\n"),
+            &[],
+        )
+        .unwrap();
+        let q = c.streams[0].quality.clone().unwrap();
+        assert_eq!((q.every_rows, q.window_rows), (500, 2000));
+        assert_eq!(q.model.unwrap().method().name(), "lasso");
+        assert_eq!(q.floor.get("r2"), Some(&0.5));
+        let e = load(&format!("{one}quality = {{ every_rows = 0 }}\n"), &[]).unwrap_err();
+        assert!(e.contains("stream 'h': quality: every_rows"), "{e}");
+        let e = load(
+            &format!("{one}quality = {{ model = {{ method = \"lasso\", k = 2000 }} }}\n"),
+            &[],
+        )
+        .unwrap_err();
+        assert!(e.contains("stream 'h': quality: model"), "{e}");
+        let tight = format!(
+            "{base}[limits]\nmax_memory = \"20MB\"\n[[streams]]\nname = \"h\"\nfeatures = 100\n"
+        );
+        assert!(load(&tight, &[]).is_ok());
+        let e = load(
+            &format!("{tight}quality = {{ window_rows = 1000000 }}\n"),
+            &[],
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("stream 'h'") && e.contains("quality window"),
+            "{e}"
+        );
         // Cross-validation folds count: p = 1000 (two 8 MB copies) fits in 100 MB with 2
         // folds (6 copies, 48 MB), not with 20 (42 copies, 336 MB).
         assert!(load(&format!("{one}cv.folds = 2\n"), &[]).is_ok());
