@@ -137,7 +137,7 @@ impl TestThenTrain {
             let n = stats.n();
             if n > 0
                 && self.fitted_at != Some(n)
-                && (self.fitted_at.is_none() || n % self.refit == 0)
+                && (self.fitted_at.is_none() || n.is_multiple_of(self.refit))
             {
                 self.refit_model(stats);
             }

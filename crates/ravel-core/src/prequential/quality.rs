@@ -132,13 +132,30 @@ struct Sums {
 }
 
 impl Sums {
-    fn add(&mut self, r: Row, d: f64) {
+    /// Adds a row's terms, weighing the sums so far by d: only the task's (the ingest path
+    /// pays for this per row).
+    #[inline]
+    fn add(&mut self, task: Task, r: Row, d: f64) {
+        match task {
+            Task::Regression => self.add_regression(r, d),
+            Task::Classification => self.add_classification(r, d),
+        }
+    }
+
+    #[inline]
+    fn add_regression(&mut self, r: Row, d: f64) {
         let e = r.y - r.score;
         let b = r.y - r.base;
         self.w = d * self.w + 1.0;
         self.sq = d * self.sq + e * e;
         self.abs = d * self.abs + e.abs();
         self.base_sq = d * self.base_sq + b * b;
+    }
+
+    #[inline]
+    fn add_classification(&mut self, r: Row, d: f64) {
+        let e = r.y - r.score;
+        self.w = d * self.w + 1.0;
         let prob = ((r.score + 1.0) / 2.0).clamp(0.0, 1.0);
         let pos = r.y > 0.0;
         let t = if pos { 1.0 } else { 0.0 };
@@ -279,6 +296,7 @@ impl Quality {
     /// Observes rows in order: their predictions and targets.
     pub fn observe(&mut self, scores: &[f64], y: &[f64]) {
         let d = 1.0 - 1.0 / self.spec.decay_rows.max(1.0);
+        let task = self.spec.task;
         for (&score, &y) in scores.iter().zip(y) {
             let row = Row {
                 score,
@@ -287,8 +305,8 @@ impl Quality {
             };
             self.seen += 1;
             self.mean_y += (y - self.mean_y) / self.seen as f64;
-            self.weighted.add(row, d);
-            self.total.add(row, 1.0);
+            self.weighted.add(task, row, d);
+            self.total.add(task, row, 1.0);
             if self.ring.len() >= self.spec.window.max(1) {
                 self.ring.pop_front();
             }
@@ -318,7 +336,7 @@ impl Quality {
             (Sums::default(), Sums::default(), Sums::default());
         for q in parts {
             for r in &q.ring {
-                window.add(*r, 1.0);
+                window.add(spec.task, *r, 1.0);
             }
             weighted.merge(&q.weighted);
             total.merge(&q.total);
