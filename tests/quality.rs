@@ -7,6 +7,8 @@
 //! - Classification: the service's window AUC equals scikit-learn's `roc_auc_score` on the
 //!   window's prequential scores (replayed through `ravel_core::prequential`), and its
 //!   balanced accuracy and Brier score equal scikit-learn's too.
+//! - The alert: deploy/prometheus/alerts.yml in a real Prometheus scraping the service:
+//!   `RavelQualityBelowFloor` is quiet before an abrupt change and goes off after it.
 
 mod common;
 
@@ -256,5 +258,163 @@ print(repr(brier_score_loss(y > 0, np.clip((s + 1) / 2, 0, 1))))
     }
     assert!(figures["weighted_loss"].as_f64().unwrap() > 0.0);
     assert!(figures.get("rmse").is_none(), "{figures}");
+    svc.stop().unwrap();
+}
+
+/// A child process, killed on drop if still running.
+struct Child(std::process::Child);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `GET base/api/v1/query?query=expr`: the result vector (panics on a query error).
+fn prom_query(base: &str, expr: &str) -> Vec<Value> {
+    let url = reqwest::Url::parse_with_params(&format!("{base}/api/v1/query"), &[("query", expr)])
+        .unwrap();
+    let v: Value = client().get(url).send().unwrap().json().unwrap();
+    assert_eq!(v["status"], "success", "query {expr} failed: {v}");
+    v["data"]["result"].as_array().cloned().unwrap_or_default()
+}
+
+/// Issue 33's alert check: deploy/prometheus/alerts.yml loaded into a real Prometheus that
+/// scrapes a real service: `RavelQualityBelowFloor` stays quiet while the stream is predicted
+/// well, and becomes pending (its `for` then turns it firing) once an abrupt change drags the
+/// window's R^2 under `quality.floor`. The floor lies between the window's R^2 before and
+/// after the change, as `ravel fit --prequential` reports them on the same rows.
+#[test]
+fn the_quality_alert_rule_goes_off_in_a_real_prometheus_after_an_abrupt_change() {
+    let (p, n, change, window) = (12, 3500usize, 3000usize, 500usize);
+    let mut stream = DriftingStream::new(p, 3, Drift::Abrupt { at: change as u64 }, n as u64, 33);
+    let (mut x, mut y) = (Vec::new(), Vec::new());
+    stream.fill(n, &mut x, &mut y);
+    let dir = tempfile::tempdir().unwrap();
+    let (before, after, all) = (
+        dir.path().join("before.csv"),
+        dir.path().join("after.csv"),
+        dir.path().join("all.csv"),
+    );
+    write_csv(&before, &names(p), &x[..change * p], &y[..change]);
+    write_csv(&after, &names(p), &x[change * p..], &y[change..]);
+    write_csv(&all, &names(p), &x, &y);
+    let out = ravel(&[
+        "fit",
+        all.to_str().unwrap(),
+        "--method",
+        "lasso",
+        "--k",
+        "3",
+        "--prequential",
+        &window.to_string(),
+        "--refit-every",
+        "250",
+    ]);
+    let r2: Vec<f64> = out
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["quality"]["window"]["r2"]
+                .as_f64()
+                .unwrap()
+        })
+        .collect();
+    let (good, bad) = (r2[change / window - 1], r2[n / window - 1]);
+    assert!(good > bad + 0.2, "the change does not show in R^2: {out}");
+    let floor = (good + bad) / 2.0;
+
+    let broker = EmbeddedBroker::start(1).unwrap();
+    broker.create_topic("q.alert", 1).unwrap();
+    broker.create_topic("q.alert.dlq", 1).unwrap();
+    let mut sc = stream_config("alert", "q.alert", p, Task::Regression);
+    sc.quality = Some(quality(&format!(
+        "every_rows = 250\nwindow_rows = {window}\nmodel = {{ method = \"lasso\", k = 3 }}\nfloor = {{ r2 = {floor} }}"
+    )));
+    let svc = TestService::start(config(vec![sc], None), broker.bootstrap_servers());
+    produce(broker.bootstrap_servers(), "q.alert", &before);
+    svc.wait_rows("alert", change as u64);
+
+    let prometheus = std::process::Command::new("prometheus")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        prometheus,
+        "`prometheus` is not installed: scripts/test installs it"
+    );
+    let rules = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/prometheus/alerts.yml");
+    let cfg = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files:\n  - {}\nscrape_configs:\n  - job_name: ravel\n    static_configs:\n      - targets: ['{}']\n",
+            rules.display(),
+            svc.addr
+        ),
+    )
+    .unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let base = format!("http://127.0.0.1:{port}");
+    let _prom = Child(
+        std::process::Command::new("prometheus")
+            .arg(format!("--config.file={}", cfg.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("data").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let alert = "ALERTS{alertname=\"RavelQualityBelowFloor\",stream=\"alert\",figure=\"r2\"}";
+    let floor_series = "ravel_stream_quality_floor{stream=\"alert\",figure=\"r2\"}";
+    let wait = |what: &str, ok: &dyn Fn() -> bool| {
+        let start = std::time::Instant::now();
+        while !ok() {
+            assert!(start.elapsed() < DEADLINE, "{what}");
+            std::thread::sleep(std::time::Duration::from_millis(250));
+        }
+    };
+    let up = || {
+        client()
+            .get(format!("{base}/-/ready"))
+            .send()
+            .is_ok_and(|r| r.status().is_success())
+    };
+    wait("Prometheus did not start", &up);
+    wait("Prometheus never scraped the floor", &|| {
+        !prom_query(&base, floor_series).is_empty()
+    });
+    // A few evaluations on the good window: quiet.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    assert!(
+        prom_query(&base, alert).is_empty(),
+        "the alert went off before the change (window R^2 {good}, floor {floor})"
+    );
+
+    produce(broker.bootstrap_servers(), "q.alert", &after);
+    let summary = svc.wait_rows("alert", n as u64);
+    let got = summary["quality"]["figures"]["window"]["r2"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        rel(got, bad) < 1e-9,
+        "service window R^2 {got} vs ravel fit {bad}"
+    );
+    wait(
+        &format!("RavelQualityBelowFloor did not go off (window R^2 {got}, floor {floor})"),
+        &|| {
+            prom_query(&base, alert).iter().any(|a| {
+                a["metric"]["alertstate"] == "pending" || a["metric"]["alertstate"] == "firing"
+            })
+        },
+    );
     svc.stop().unwrap();
 }
