@@ -936,7 +936,7 @@ mod tests {
         )
         .unwrap();
         let q = c.streams[0].quality.clone().unwrap();
-        assert_eq!((q.every_rows, q.window_rows), (500, 2000));
+        assert_eq!((q.every_rows, q.window_rows), (Some(500), 2000));
         assert_eq!(q.model.unwrap().method().name(), "lasso");
         assert_eq!(q.floor.get("r2"), Some(&0.5));
         let e = load(&format!("{one}quality = {{ every_rows = 0 }}\n"), &[]).unwrap_err();

@@ -20,8 +20,11 @@ use std::collections::BTreeMap;
 pub struct QualityConfig {
     /// Predict every row before it is folded, and keep the figures.
     pub enabled: bool,
-    /// R: the model is re-extracted at every multiple of R rows.
-    pub every_rows: u64,
+    /// R: the model is re-extracted at every multiple of R rows (default max(1000, 10 p):
+    /// an extraction costs about p^2 times what a row's fold does, so a wide stream refits
+    /// less often).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub every_rows: Option<u64>,
     /// W: the window of the exact figures (the last W rows).
     pub window_rows: usize,
     /// The weighted figures weigh a row a rows old by (1 - 1 / decay_rows)^a (default W).
@@ -40,7 +43,7 @@ impl Default for QualityConfig {
     fn default() -> Self {
         QualityConfig {
             enabled: true,
-            every_rows: 1000,
+            every_rows: None,
             window_rows: 10_000,
             decay_rows: None,
             model: None,
@@ -78,12 +81,12 @@ impl QualityConfig {
         if !self.enabled {
             return Ok(None);
         }
-        if !EVERY_ROWS.contains(&self.every_rows) {
+        let every_rows = self.every_rows.unwrap_or((10 * p as u64).max(1000));
+        if !EVERY_ROWS.contains(&every_rows) {
             return Err(format!(
-                "every_rows must lie in {}..={}, got {}",
+                "every_rows must lie in {}..={}, got {every_rows}",
                 EVERY_ROWS.start(),
                 EVERY_ROWS.end(),
-                self.every_rows
             ));
         }
         if !WINDOW_ROWS.contains(&self.window_rows) {
@@ -110,7 +113,7 @@ impl QualityConfig {
             .map_err(|e| format!("the default model: {e}"))?,
         };
         // The same checks as the service's prequential model will make.
-        ravel_core::prequential::TestThenTrain::new(&model, p, self.every_rows)
+        ravel_core::prequential::TestThenTrain::new(&model, p, every_rows)
             .map_err(|e| format!("model: {e}"))?;
         let names = Figures::names_of(task);
         for (figure, v) in &self.floor {
@@ -130,7 +133,7 @@ impl QualityConfig {
             }
         }
         Ok(Some(QualitySettings {
-            every_rows: self.every_rows,
+            every_rows,
             spec: QualitySpec {
                 task,
                 window: self.window_rows,
@@ -178,6 +181,11 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(q.every_rows, 1000);
+        let wide = QualityConfig::default()
+            .resolve(Task::Regression, 500, 10)
+            .unwrap()
+            .unwrap();
+        assert_eq!(wide.every_rows, 5000, "max(1000, 10 p)");
         assert_eq!(q.spec.window, 10_000);
         assert_eq!(q.model.method().name(), "lasso");
         assert!(
