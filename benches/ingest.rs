@@ -20,6 +20,13 @@
 //!    columns per 500 ms; a real broker answers as soon as data arrives, so the service
 //!    consumer here sets `fetch.wait.max.ms = 10`.
 //!
+//! 5. The cost of live prequential quality (`quality`, issue 33) at p = 100, binary rows:
+//!    rows/s of the real service with `quality` off and on (the defaults: lasso k = 10
+//!    re-extracted every 1000 rows, a window of 10000), three runs each, alternating, medians
+//!    (`RAVEL_BENCH_ROWS`, default 300000 here). Target: under 10% cost. The fold alone is
+//!    ravel-core's `cargo bench -p ravel-core --bench prequential`.
+//!    `cargo bench --bench ingest -- quality` runs part 5 alone.
+//!
 //! `RAVEL_BENCH_ROWS` sets the binary rows of part 2 (default 500000; JSON gets 30% of that);
 //! the mock broker keeps 5 MB per partition, so the topics have 128 partitions.
 //! `cargo bench --bench ingest -- features` runs part 4 alone, `-- decode` part 1.
@@ -321,6 +328,7 @@ fn stream(name: &str, topic: &str, p: usize) -> StreamConfig {
         alpha: ravel_core::stats::AlphaSpec::Plain,
         history: None,
         cv: None,
+        quality: None,
     }
 }
 
@@ -462,6 +470,89 @@ fn kafka_bench(broker: &EmbeddedBroker) {
             "  ravel serve time spent folding (update_batch + snapshot)", fold_share, "%"
         );
     }
+}
+
+/// Rows/s of the service on `topic` (n rows already there) with the stream's `quality`.
+fn service_rate(
+    broker: &EmbeddedBroker,
+    topic: &str,
+    p: usize,
+    n: usize,
+    quality: Option<ravel::config::quality::QualityConfig>,
+    group: &str,
+) -> f64 {
+    let client = reqwest::blocking::Client::new();
+    let mut sc = stream("bench", topic, p);
+    sc.quality = quality;
+    let svc = Service::start(vec![sc], broker.bootstrap_servers(), group);
+    let (mut first, mut n0) = (None, 0);
+    loop {
+        let have = svc.n(&client, "bench");
+        if have > 0 && first.is_none() {
+            first = Some(Instant::now());
+            n0 = have;
+        }
+        if have == n as u64 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let rate = (n as u64 - n0) as f64 / first.unwrap().elapsed().as_secs_f64();
+    svc.stop();
+    rate
+}
+
+fn quality_bench(broker: &EmbeddedBroker) {
+    let p = 100;
+    let n: usize = std::env::var("RAVEL_BENCH_ROWS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300_000);
+    let (x, y) = rows(p, n, 5);
+    // The rows once in a topic; each run reads them with its own group.
+    let partitions = 128;
+    let topic = "bench.quality";
+    broker.create_topic(topic, partitions).unwrap();
+    let msgs = encode(&x, &y, p, 100, true);
+    produce(broker.bootstrap_servers(), topic, partitions, &msgs);
+    let disabled: ravel::config::quality::QualityConfig =
+        toml::from_str("enabled = false").unwrap();
+    let (mut off, mut on) = (Vec::new(), Vec::new());
+    for i in 0..3 {
+        off.push(service_rate(
+            broker,
+            topic,
+            p,
+            n,
+            Some(disabled.clone()),
+            &format!("q-off-{i}"),
+        ));
+        on.push(service_rate(
+            broker,
+            topic,
+            p,
+            n,
+            None,
+            &format!("q-on-{i}"),
+        ));
+    }
+    let (off, on) = (median(off), median(on));
+    row(
+        &format!("Kafka p=100, binary, {n} rows: ravel serve, quality off"),
+        off,
+        "rows/s",
+    );
+    row(
+        &format!("Kafka p=100, binary, {n} rows: ravel serve, quality on (defaults)"),
+        on,
+        "rows/s",
+    );
+    println!(
+        "{:<66} {:>12.1} {:>7}",
+        "  service cost of quality",
+        100.0 * (1.0 - on / off),
+        "%"
+    );
 }
 
 fn model_latency_bench(broker: &EmbeddedBroker) {
@@ -635,6 +726,10 @@ fn main() {
     let broker = EmbeddedBroker::start(1).unwrap();
     if std::env::args().any(|a| a == "features") {
         feature_stream_bench(&broker);
+        return;
+    }
+    if std::env::args().any(|a| a == "quality") {
+        quality_bench(&broker);
         return;
     }
     if std::env::args().any(|a| a == "decode") {

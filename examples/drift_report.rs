@@ -62,11 +62,11 @@ fn replay(
             break;
         }
         for (r, run) in replays.iter_mut().zip(runs.iter_mut()) {
-            let before = r.stats().drift_alarms();
+            let before = r.stats().drift_status().alarms;
             r.push(&x, &y, &mut run.records).expect("rows are valid");
-            if r.stats().drift_alarms() > before {
+            if r.stats().drift_status().alarms > before {
                 run.alarm_rows
-                    .push(r.stats().last_drift_alarm_row().unwrap_or(0));
+                    .push(r.stats().drift_status().last_alarm_row.unwrap_or(0));
             }
         }
     }

@@ -126,7 +126,9 @@ def main():
     procs = Procs()
     with open(os.path.join(workdir, "bench.log"), "a") as logf:
         try:
-            _, bootstrap = start_broker(procs, args.ravel, [f"{t}:4" for t in topics.values()], logf)
+            # Each stream's dead-letter topic too: the service is not ready without it.
+            names = [f"{t}:4" for t in topics.values()] + [f"{t}.dlq:1" for t in topics.values()]
+            _, bootstrap = start_broker(procs, args.ravel, names, logf)
             for c in CASES:
                 msgs = messages(c, x, y)
                 print(f"filling {c}: {len(msgs)} messages", file=sys.stderr)

@@ -15,14 +15,15 @@
 //!   access), shared by the threads that find it and the API that reports it.
 //! - `metrics`: every Prometheus metric, in one place.
 //! - `config`: the configuration schema, file < `RAVEL_...` environment < flags; one file per
-//!   section that needs more than a struct (`history`, `limits`: the memory limit files and
+//!   section that needs more than a struct (`history`, `quality`, `limits`: the memory limit files and
 //!   configured streams are checked against).
 //! - `kafka`: the cluster itself: the one librdkafka client configuration (`client`), the
 //!   embedded broker (`broker`, `ravel broker`), every topic checked at start (`topics`),
 //!   authorization errors (`authz`).
 //! - `state`: what ingest publishes and the API reads: `published` (a snapshot swapped after
-//!   every batch), `streams`, `feature_streams`, and `history` (each stream's default model
-//!   over time, in a bounded ring, with its recorder).
+//!   every batch), `streams`, `feature_streams`, `history` (each stream's default model
+//!   over time, in a bounded ring, with its recorder) and `quality` (each stream's live
+//!   test-then-train figures, recorded by ingest).
 //! - `store`: what survives a restart, one concept with two back ends: `file` (checkpoint
 //!   files, `state.dir`) and `kafka` (a compacted changelog topic, `state.store = "kafka"`).
 //! - `ingest`: the consumer loop (`mod.rs`) and one file per concern: message formats

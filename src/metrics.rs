@@ -59,6 +59,16 @@ pub struct Metrics {
     pub stream_alpha: GaugeVec,
     /// Rows the averages effectively span (about 1/alpha under forgetting).
     pub stream_effective_sample_size: GaugeVec,
+    /// Live prequential quality by stream and figure (`quality`): the last W rows, weighted,
+    /// in total, the configured floors, rows predicted and the quality model's rows. Set when
+    /// `/metrics` is read (`set_quality`).
+    pub stream_quality_window: GaugeVec,
+    pub stream_quality_weighted: GaugeVec,
+    pub stream_quality_total: GaugeVec,
+    pub stream_quality_floor: GaugeVec,
+    pub stream_quality_rows: IntGaugeVec,
+    pub stream_quality_window_fill: GaugeVec,
+    pub stream_quality_model_rows: IntGaugeVec,
     /// Drift alarms of the adaptive schedule, and the row of the last one.
     pub drift_alarms: IntCounterVec,
     pub last_drift_alarm_row: IntGaugeVec,
@@ -251,6 +261,41 @@ impl Metrics {
             stream_effective_sample_size: gauge(
                 "ravel_stream_effective_sample_size",
                 "Rows the running averages effectively span (n for plain averages, ~1/alpha when forgetting)",
+                &["stream"],
+            ),
+            stream_quality_window: gauge(
+                "ravel_stream_quality_window",
+                "Prequential quality of the last quality.window_rows rows, by figure (rmse, mae, r2; auc, brier, balanced_accuracy, weighted_loss)",
+                &["stream", "figure"],
+            ),
+            stream_quality_weighted: gauge(
+                "ravel_stream_quality_weighted",
+                "Prequential quality, exponentially weighted over quality.decay_rows rows, by figure",
+                &["stream", "figure"],
+            ),
+            stream_quality_total: gauge(
+                "ravel_stream_quality_total",
+                "Prequential quality of every row predicted since the service started, by figure",
+                &["stream", "figure"],
+            ),
+            stream_quality_floor: gauge(
+                "ravel_stream_quality_floor",
+                "Configured floor of a window figure (quality.floor; alert RavelQualityBelowFloor)",
+                &["stream", "figure"],
+            ),
+            stream_quality_rows: int_gauge(
+                "ravel_stream_quality_rows",
+                "Rows predicted before being folded since the service started",
+                &["stream"],
+            ),
+            stream_quality_window_fill: gauge(
+                "ravel_stream_quality_window_fill",
+                "Rows in the quality window over quality.window_rows (per partition folded here): 1 when full",
+                &["stream"],
+            ),
+            stream_quality_model_rows: int_gauge(
+                "ravel_stream_quality_model_rows",
+                "Rows of the statistics the current quality model was extracted from",
                 &["stream"],
             ),
             drift_alarms: counter(
@@ -448,6 +493,58 @@ impl Metrics {
                 self.feature_staleness_max.with_label_values(&[stream, &t]);
             }
         }
+    }
+
+    /// Sets stream `name`'s quality gauges from its figures (`/metrics` calls it before it
+    /// renders, so the figures are those of the moment of the scrape). A figure not defined
+    /// yet (no row, one class only) has no series.
+    pub fn set_quality(
+        &self,
+        name: &str,
+        figures: &ravel_core::prequential::Report,
+        floor: &std::collections::BTreeMap<String, f64>,
+        rows: u64,
+        model_rows: Option<u64>,
+        window_fill: f64,
+    ) {
+        self.stream_quality_window_fill
+            .with_label_values(&[name])
+            .set(window_fill);
+        let task_figures = [
+            "rmse",
+            "mae",
+            "r2",
+            "auc",
+            "brier",
+            "balanced_accuracy",
+            "weighted_loss",
+        ];
+        for (gauge, figures) in [
+            (&self.stream_quality_window, &figures.window),
+            (&self.stream_quality_weighted, &figures.weighted),
+            (&self.stream_quality_total, &figures.total),
+        ] {
+            let named = figures.named();
+            for f in task_figures {
+                match named.iter().find(|(k, _)| *k == f) {
+                    Some((_, v)) => gauge.with_label_values(&[name, f]).set(*v),
+                    None => {
+                        let _ = gauge.remove_label_values(&[name, f]);
+                    }
+                }
+            }
+        }
+        for (f, v) in floor {
+            self.stream_quality_floor
+                .with_label_values(&[name, f])
+                .set(*v);
+        }
+        self.stream_quality_rows
+            .with_label_values(&[name])
+            .set(rows.min(i64::MAX as u64) as i64);
+        self.stream_quality_model_rows
+            .with_label_values(&[name])
+            .set(model_rows.unwrap_or(0).min(i64::MAX as u64) as i64);
     }
 
     /// The Prometheus text exposition.

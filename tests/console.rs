@@ -563,6 +563,17 @@ alpha = "adaptive"
         "{}",
         text(&tab, "#alarm-text")
     );
+    // The quality panel (issue 33): the window's figures of the stream summary, and the R^2
+    // of the window over time with the same drift alarm marks.
+    let (_, st) = get(&base, "/v1/streams/shift");
+    assert!(st["quality"]["figures"]["window"]["r2"].is_number(), "{st}");
+    wait_for("the quality panel", DEADLINE, || {
+        (count(&tab, "#quality-cards [data-figure=\"r2\"]") == 1
+            && count(&tab, "#quality-cards [data-figure=\"rmse\"]") == 1
+            && count(&tab, "#quality-box [data-alarm]") >= 1
+            && count(&tab, "#quality-box path.series") >= 1)
+            .then_some(())
+    });
     screenshot(&tab, &shots, "history");
 
     // A feature stream: selected features, loss per pass.

@@ -87,13 +87,13 @@ fn replay(
             break;
         }
         for (r, run) in replays.iter_mut().zip(runs.iter_mut()) {
-            let before = r.stats().drift_alarms();
+            let before = r.stats().drift_status().alarms;
             r.push(&x, &y, &mut run.records).unwrap();
-            let after = r.stats().drift_alarms();
+            let after = r.stats().drift_status().alarms;
             assert!(after - before <= 1, "two alarms within 10 rows");
             if after > before {
                 run.alarm_rows
-                    .push(r.stats().last_drift_alarm_row().unwrap());
+                    .push(r.stats().drift_status().last_alarm_row.unwrap());
             }
         }
     }
@@ -696,8 +696,19 @@ fn fit_prequential_prints_one_line_per_window_as_the_library_replays() {
         let obj = line.as_object().unwrap();
         let mut keys: Vec<&str> = obj.keys().map(|k| k.as_str()).collect();
         keys.sort();
-        assert_eq!(keys, ["alarms", "alpha", "rmse", "rows"]);
+        assert_eq!(keys, ["alarms", "alpha", "quality", "rmse", "rows"]);
         assert_eq!(obj["rows"].as_u64(), Some(500 * (i as u64 + 1)));
+        // The quality window is the trace's: its RMSE is the line's, and the figures are
+        // the library's.
+        let q: ravel_core::prequential::Report =
+            serde_json::from_value(obj["quality"].clone()).unwrap();
+        assert_eq!(q.window.rows, 500.0);
+        assert!(
+            rel(q.window.rmse.unwrap(), rec.rmse) < 1e-12,
+            "{q:?} vs {rec:?}"
+        );
+        assert!(rel(q.total.rmse.unwrap(), rec.quality.total.rmse.unwrap()) < 1e-12);
+        assert!(rel(q.window.r2.unwrap(), rec.quality.window.r2.unwrap()) < 1e-12);
         assert!(
             rel(obj["rmse"].as_f64().unwrap(), rec.rmse) < 1e-12,
             "window {i}: {line} vs {rec:?}"
@@ -757,10 +768,6 @@ fn fit_prequential_prints_one_line_per_window_as_the_library_replays() {
         (
             vec!["--alpha", "adaptive", "--prequential", "0"],
             "--prequential",
-        ),
-        (
-            vec!["--prequential", "100", "--task", "classification"],
-            "regression",
         ),
         (
             vec!["--alpha", "adaptive", "--task", "classification"],

@@ -97,6 +97,19 @@ pub(super) async fn readyz(State(st): State<AppState>) -> (StatusCode, Json<Read
     responses((status = 200, description = "Prometheus text exposition format 0.0.4",
         content_type = "text/plain", body = String)))]
 pub(super) async fn metrics(State(st): State<AppState>) -> Response {
+    for h in st.streams.iter() {
+        if let Some(q) = &h.quality {
+            let q = q.summary();
+            st.metrics.set_quality(
+                h.name(),
+                &q.figures,
+                &q.floor,
+                q.rows,
+                q.model_rows,
+                q.window_fill,
+            );
+        }
+    }
     (
         [(
             header::CONTENT_TYPE,

@@ -61,6 +61,9 @@ pub struct StreamSummary {
     /// other stores.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     partition_states: Vec<PartitionStateSummary>,
+    /// The live prequential quality (`quality`): each row predicted by the quality model
+    /// before it is folded; null when the stream's quality is off.
+    quality: Option<crate::state::quality::QualitySummary>,
 }
 
 /// One partition of a stream's statistics (`state.store = "kafka"`).
@@ -102,6 +105,7 @@ fn summary(h: &StreamHandle, health: &crate::health::Health) -> StreamSummary {
         held_partitions,
         partitions,
         partition_states: partition_states(&snap),
+        quality: h.quality.as_ref().map(|q| q.summary()),
     }
 }
 

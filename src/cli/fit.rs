@@ -10,7 +10,7 @@ use ravel_core::data::{DataError, FieldOptions, Format, OpenOptions, Plan, RowRe
 use ravel_core::fields::Missing;
 use ravel_core::prequential::Prequential;
 use ravel_core::solve::{self, Method, Request};
-use ravel_core::stats::{AlphaSchedule, RunningStats, Stats};
+use ravel_core::stats::{AlphaSchedule, Stats};
 use std::path::PathBuf;
 
 #[derive(Debug, Clone, clap::Args)]
@@ -36,11 +36,13 @@ pub struct FitArgs {
     #[arg(long, default_value = "plain")]
     pub alpha: String,
     /// Replay the file test-then-train and print one JSON line per N rows,
-    /// {"rows","rmse","alpha","alarms"}: the RMSE of those rows, each predicted by the
-    /// --method model before the row was folded in (regression only).
+    /// {"rows","rmse","alpha","alarms","quality"}: the RMSE of those rows, each predicted by
+    /// the --method model before the row was folded in, and the quality figures of the last N
+    /// rows, weighted and in total (the service's `quality` on a stream: README "Quality").
     #[arg(long, value_name = "N", conflicts_with = "path")]
     pub prequential: Option<u64>,
-    /// With --prequential: re-extract the model every R rows (default max(1, p/4)).
+    /// With --prequential: re-extract the model at every multiple of R rows (default
+    /// max(1, p/4)).
     #[arg(long, value_name = "R", requires = "prequential")]
     pub refit_every: Option<u64>,
     /// Folds of --select cv / cv_1se (2..=20, default 5). Row i (0-based, file order) goes to
@@ -632,9 +634,6 @@ fn prequential(
     params: &Request,
     window: u64,
 ) -> anyhow::Result<String> {
-    if args.task != Task::Regression {
-        anyhow::bail!("--prequential evaluates regression streams; drop --task classification");
-    }
     if window == 0 || args.refit_every == Some(0) {
         anyhow::bail!("--prequential and --refit-every take a number of rows >= 1");
     }
@@ -642,11 +641,12 @@ fn prequential(
     let refit = args
         .refit_every
         .unwrap_or_else(|| Prequential::default_refit(p));
-    let mut replay = Prequential::new(
-        RunningStats::new(p, schedule),
+    let mut replay = Prequential::with_stats(
+        Stats::new(args.task, p, schedule),
         params.clone(),
         window,
         refit,
+        None,
     )?;
     let file = reader.path.clone();
     let (mut x, mut y, mut records) = (Vec::new(), Vec::new(), Vec::new());

@@ -14,6 +14,7 @@ mod ingest;
 mod kafka;
 pub mod limits;
 mod log;
+pub mod quality;
 mod streams;
 
 pub use args::*;
@@ -160,6 +161,7 @@ impl Config {
                 alpha: AlphaSpec::Plain,
                 history: None,
                 cv: None,
+                quality: None,
             });
         }
         if let Some(spec) = self.demo_feature_spec()?
@@ -344,6 +346,7 @@ impl Config {
         }
         for s in &self.streams {
             s.folds()?;
+            quality::of_stream(s, &s.history(&self.history)?)?;
         }
         self.check_memory()
     }
@@ -358,13 +361,17 @@ impl Config {
                       or raise limits.max_memory.";
         let mut total = Estimate::default();
         for s in &self.streams {
-            let est = stream_memory(s, self.ingest.max_batch_rows, &s.history(&self.history)?);
+            let history = s.history(&self.history)?;
+            // The quality window counts with the history (one window; with the kafka store
+            // each partition this replica owns keeps its own).
+            let windows = quality::of_stream(s, &history)?.map_or(0, |q| q.memory_bytes());
+            let est = stream_memory(s, self.ingest.max_batch_rows, &history).with_history(windows);
             if over(&est) {
                 bail!(
                     "stream '{}': features = {} sets p = {}, so two copies of its {} statistics \
                      (ingest's and the readers' snapshot, each a p x p matrix of second moments \
                      per class, and as many again per cross-validation fold, cv.folds = {}), one extraction, a batch of ingest.max_batch_rows = {} rows and \
-                     its model history ([history]) would need an estimated {est}, over limits.max_memory = {} ({}). {advice}",
+                     its model history ([history]) and quality window (quality.window_rows) would need an estimated {est}, over limits.max_memory = {} ({}). {advice}",
                     s.name,
                     match &s.features {
                         FeatureSchema::Count(p) => p.to_string(),
@@ -571,6 +578,7 @@ mod tests {
             alpha: AlphaSpec::Plain,
             history: None,
             cv: None,
+            quality: None,
         });
         let e = cfg.check().unwrap_err().to_string();
         assert!(
@@ -959,6 +967,39 @@ mod tests {
         assert!(e.contains("stream 'h': history: interval_ms"), "{e}");
         let e = load(&format!("{one}[history]\nlength = 0\n"), &[]).unwrap_err();
         assert!(e.contains("history: length"), "{e}");
+        // The stream's quality (issue 33): the issue's example, its model table included,
+        // loads through the layers; bad settings name the stream and the key; a window of a
+        // million rows (24 MB) counts against the limit with the rest.
+        let c = load(
+            &format!("{one}quality = {{ every_rows = 500, window_rows = 2000, model = {{ method = \"lasso\", k = 10 }}, floor = {{ r2 = 0.5 }} }}\n"),
+            &[],
+        )
+        .unwrap();
+        let q = c.streams[0].quality.clone().unwrap();
+        assert_eq!((q.every_rows, q.window_rows), (Some(500), 2000));
+        assert_eq!(q.model.unwrap().method().name(), "lasso");
+        assert_eq!(q.floor.get("r2"), Some(&0.5));
+        let e = load(&format!("{one}quality = {{ every_rows = 0 }}\n"), &[]).unwrap_err();
+        assert!(e.contains("stream 'h': quality: every_rows"), "{e}");
+        let e = load(
+            &format!("{one}quality = {{ model = {{ method = \"lasso\", k = 2000 }} }}\n"),
+            &[],
+        )
+        .unwrap_err();
+        assert!(e.contains("stream 'h': quality: model"), "{e}");
+        let tight = format!(
+            "{base}[limits]\nmax_memory = \"20MB\"\n[[streams]]\nname = \"h\"\nfeatures = 100\n"
+        );
+        assert!(load(&tight, &[]).is_ok());
+        let e = load(
+            &format!("{tight}quality = {{ window_rows = 1000000 }}\n"),
+            &[],
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("stream 'h'") && e.contains("quality window"),
+            "{e}"
+        );
         // Cross-validation folds count: p = 1000 (two 8 MB copies) fits in 100 MB with 2
         // folds (6 copies, 48 MB), not with 20 (42 copies, 336 MB).
         assert!(load(&format!("{one}cv.folds = 2\n"), &[]).is_ok());

@@ -250,6 +250,9 @@ pub struct StreamConfig {
     /// Exact K-fold cross-validation (`cv.folds = K`): K fold statistics beside the totals.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cv: Option<CvConfig>,
+    /// Live prequential quality (`quality = { ... }`; on by default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quality: Option<crate::config::quality::QualityConfig>,
 }
 
 /// A stream's cross-validation folds (issue 17): how many, and what a row's fold is a

@@ -29,6 +29,7 @@ use super::dlq::DeadLetters;
 use super::format::{self, Schema};
 use super::rejections::{Warnings, no_payload};
 use crate::metrics::Metrics;
+use crate::state::quality::PartQuality;
 use crate::state::streams::{FoldSet, PartInfo, Snapshot, Stats, StreamHandle};
 use crate::store::kafka::{PartitionState, StateReader};
 use rdkafka::message::{BorrowedMessage, Message};
@@ -98,6 +99,8 @@ pub struct Part {
     pub as_of_ms: Option<u64>,
     /// Changed (rows or positions) since the last checkpoint.
     pub dirty: bool,
+    /// The live quality of this part's rows (`quality`; `state::quality`).
+    pub quality: Option<PartQuality>,
 }
 
 impl Part {
@@ -117,7 +120,17 @@ impl Part {
             stamps: Vec::new(),
             as_of_ms,
             dirty: false,
+            quality: None,
         }
+    }
+
+    /// This part with the stream's quality tracker (if it keeps one) as part `key`.
+    fn tracked(mut self, handle: &StreamHandle, key: i32) -> Part {
+        self.quality = handle
+            .quality
+            .as_ref()
+            .and_then(|q| q.start_part(key, handle.p()));
+        self
     }
 }
 
@@ -156,7 +169,8 @@ impl StreamIngest {
             };
             parts.insert(
                 ALL,
-                Part::new(snap.stats.clone(), folds, snap.last_update, snap.as_of_ms),
+                Part::new(snap.stats.clone(), folds, snap.last_update, snap.as_of_ms)
+                    .tracked(&handle, ALL),
             );
         }
         StreamIngest {
@@ -177,10 +191,10 @@ impl StreamIngest {
     /// The part of `partition` (a fresh one if it has none yet).
     fn part(&mut self, partition: i32) -> &mut Part {
         let key = self.key(partition);
-        let (empty, folds) = (&self.empty, &self.empty_folds);
-        self.parts
-            .entry(key)
-            .or_insert_with(|| Part::new(empty.clone(), folds.clone(), None, None))
+        let (empty, folds, handle) = (&self.empty, &self.empty_folds, &self.handle);
+        self.parts.entry(key).or_insert_with(|| {
+            Part::new(empty.clone(), folds.clone(), None, None).tracked(handle, key)
+        })
     }
 
     /// Marks the part of `partition` as changed (its position moved).
@@ -200,7 +214,8 @@ impl StreamIngest {
             ),
             None => Part::new(self.empty.clone(), self.empty_folds.clone(), None, None),
         };
-        self.parts.insert(partition, part);
+        self.parts
+            .insert(partition, part.tracked(&self.handle, partition));
     }
 
     /// The folds of a partition's state if they are this stream's (K, fold_by, shape); else
@@ -243,6 +258,9 @@ impl StreamIngest {
     /// restores them from the state store.
     pub fn remove(&mut self, partition: i32) {
         self.parts.remove(&partition);
+        if let Some(q) = &self.handle.quality {
+            q.end_part(partition);
+        }
     }
 
     /// The statistics of the `dir` store's one part.
@@ -365,9 +383,22 @@ impl StreamIngest {
             let alarms_before = part.stats.drift_status().alarms;
             // With several parts the view is not this part, so keep what to go back to.
             let before = (key != ALL).then(|| (part.stats.clone(), part.folds.clone()));
-            let folded = match part.folds.as_mut() {
-                Some(folds) => folds.update(&mut part.stats, &part.x, &part.y, &part.ids),
-                None => part.stats.update_batch(&part.x, &part.y),
+            let p = self.handle.p();
+            let (x, y, ids) = (&part.x, &part.y, &part.ids);
+            let folds = &mut part.folds;
+            let mut fold = |stats: &mut Stats, r: std::ops::Range<usize>| match folds.as_mut() {
+                Some(f) => f.update(stats, &x[r.start * p..r.end * p], &y[r.clone()], &ids[r]),
+                None => stats.update_batch(&x[r.start * p..r.end * p], &y[r]),
+            };
+            // Test then train: each row is predicted by the quality model before it is
+            // folded (the batch folded in pieces that end where the model is re-extracted).
+            let folded = match part.quality.as_mut() {
+                Some(q) => {
+                    q.scores.clear();
+                    q.ttt
+                        .push(&mut part.stats, x, batch, &mut q.scores, &mut fold)
+                }
+                None => fold(&mut part.stats, 0..batch),
             };
             match folded {
                 // In depth: validation bounds every value (`Reason::Overflow`), so a fold
@@ -391,6 +422,9 @@ impl StreamIngest {
                     );
                 }
                 Ok(()) => {
+                    if let Some(q) = part.quality.as_mut() {
+                        q.record(&part.y);
+                    }
                     let drift = part.stats.drift_status();
                     if drift.alarms > alarms_before {
                         new_alarms += drift.alarms - alarms_before;

@@ -1,7 +1,8 @@
 //! The model history of each observation stream (`GET /v1/streams/{name}/history`, the web
 //! console's "change over time"): every `history.interval_ms`, a snapshot of the stream's
 //! default model (lasso with `history.k` nonzeros) with alpha, the effective sample size and
-//! the drift alarms, kept in a ring of `history.length` points.
+//! the drift alarms and the live quality's window figures (`state::quality`), kept in a ring of
+//! `history.length` points.
 //!
 //! Why a history in the service: the statistics are running averages, so the past models
 //! cannot be recomputed from them; someone must keep them as they go. The ring is bounded
@@ -44,6 +45,8 @@ pub struct HistoryPoint {
     pub intercept: f64,
     /// R^2 of the default model on the statistics.
     pub r2: f64,
+    /// The live quality's window figures at this point (`quality`; none when off).
+    pub quality: Option<ravel_core::prequential::Figures>,
 }
 
 /// A stream's ring of points; written by its recorder, read by the API.
@@ -114,6 +117,7 @@ fn record(h: &StreamHandle, req: &Checked) {
         coefficients: model.coefficients.iter().map(|c| c.value).collect(),
         intercept: model.intercept,
         r2: model.diagnostics.r2,
+        quality: h.quality.as_ref().map(|q| q.summary().figures.window),
     });
 }
 
@@ -168,6 +172,7 @@ mod tests {
             coefficients: vec![1.0],
             intercept: 0.0,
             r2: 0.5,
+            quality: None,
         }
     }
 

@@ -73,6 +73,8 @@ pub struct StreamHandle {
     snapshot: Published<Snapshot>,
     /// Snapshots of the default model over time (`history`).
     pub history: crate::state::history::History,
+    /// The live prequential quality (`quality`; None when off).
+    pub quality: Option<crate::state::quality::LiveQuality>,
 }
 
 impl StreamHandle {
@@ -82,7 +84,10 @@ impl StreamHandle {
         history: crate::config::history::HistorySpec,
     ) -> anyhow::Result<Self> {
         let fields = config.fields()?;
+        let quality = crate::config::quality::of_stream(&config, &history)?
+            .map(crate::state::quality::LiveQuality::new);
         Ok(StreamHandle {
+            quality,
             topic: config.topic(),
             fields,
             config,

@@ -216,6 +216,7 @@ pub fn stream(name: &str, topic: &str, features: FeatureSchema, task: Task) -> S
         alpha: ravel_core::stats::AlphaSpec::Plain,
         history: None,
         cv: None,
+        quality: None,
     }
 }
 

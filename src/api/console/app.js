@@ -612,6 +612,7 @@ function historyView(main, name) {
         main.append(h('p', { class: 'muted' }, 'The default model (' + hist.method + ', k = ' + hist.k + ') every ' + hist.interval_ms / 1000 +
           ' s, the last ' + hist.length + ' points (kept in memory: empty after a restart).'),
         h('div', { id: 'alarm-summary' }),
+        h('h2', {}, 'Prediction quality'), h('div', { id: 'quality-summary' }), h('div', { id: 'quality-box' }),
         h('h2', {}, 'Support and coefficients'), h('div', { id: 'heat-box' }),
         h('div', { class: 'grid2' },
           h('div', {}, h('h2', {}, 'alpha'), h('div', { id: 'alpha-box' })),
@@ -646,7 +647,38 @@ function historyView(main, name) {
       label: 'effective sample size over time', series: [{ name: 'effective sample size', colour: 'var(--pos)', points: pts.map((p) => [p.time_ms / 1000, p.effective_sample_size]) }],
       marks, xFmt: tfmt, xLabel: 'time', height: 220, yZero: true, empty: 'no history point yet',
     }));
+    quality(pts, st, marks, tfmt);
     heat(hist, alarms);
+  }
+  // Each row predicted before it is folded (README "Quality"): the window's main figure
+  // over time (R² or AUC), with the drift alarms, and the figures now.
+  function quality(pts, st, marks, tfmt) {
+    const q = st.quality;
+    if (!q) {
+      $('#quality-summary').replaceChildren(h('p', { class: 'muted' }, 'Quality is off for this stream (quality.enabled = false).'));
+      $('#quality-box').replaceChildren();
+      return;
+    }
+    const figure = st.task === 'classification' ? 'auc' : 'r2';
+    const label = figure === 'auc' ? 'AUC' : 'R²';
+    const w = q.figures.window;
+    const floor = q.floor[figure];
+    const below = floor !== undefined && w[figure] !== undefined && w[figure] < floor;
+    $('#quality-summary').replaceChildren(h('div', { class: 'cards', id: 'quality-cards' },
+      ...Object.keys(w).filter((k) => k !== 'rows').map((k) => card(k + ' (last ' + fmt(w.rows) + ' rows)', fmt(w[k]),
+        { 'data-figure': k, class: 'card' + (k === figure && below ? ' alarm' : '') })),
+      card('model at n', q.model_rows === null ? '–' : fmt(q.model_rows), { title: 'refit every ' + q.every_rows + ' rows' })),
+      h('p', { class: 'muted' }, 'Each row is predicted by ' + q.model.method + ' re-extracted every ' + fmt(q.every_rows) +
+        ' rows, before it is folded; window ' + fmt(q.window_rows) + ' rows' + (floor !== undefined ? ', floor ' + label + ' ' + fmt(floor) : '') + '.'));
+    const series = [{ name: label + ' of the window', colour: 'var(--accent)',
+      points: pts.filter((p) => p.quality && p.quality[figure] !== undefined).map((p) => [p.time_ms / 1000, p.quality[figure]]) }];
+    if (floor !== undefined && pts.length > 0) {
+      series.push({ name: 'floor', colour: 'var(--bad)', points: [[pts[0].time_ms / 1000, floor], [pts[pts.length - 1].time_ms / 1000, floor]] });
+    }
+    $('#quality-box').replaceChildren(lineChart({
+      label: label + ' of the prequential window over time', series, marks, xFmt: tfmt, xLabel: 'time', height: 220,
+      empty: 'no quality figure yet',
+    }));
   }
   function heat(hist, alarms) {
     const box = $('#heat-box');

@@ -1,0 +1,420 @@
+//! Live prequential quality (issue 33), end to end: rows produced by the real `ravel produce`
+//! to a real embedded broker, folded by a real service, read over HTTP and `/metrics`.
+//!
+//! - Regression, one partition, an abrupt change of the coefficients halfway: the service's
+//!   figures (total, window, weighted) equal the last line of the real `ravel fit
+//!   --prequential` on the same rows to 1e-9, and the change shows in the trace.
+//! - Classification: the service's window AUC equals scikit-learn's `roc_auc_score` on the
+//!   window's prequential scores (replayed through `ravel_core::prequential`), and its
+//!   balanced accuracy and Brier score equal scikit-learn's too.
+//! - The alert: deploy/prometheus/alerts.yml in a real Prometheus scraping the service:
+//!   `RavelQualityBelowFloor` is quiet before an abrupt change and goes off after it.
+
+mod common;
+
+use common::*;
+use ravel::broker::EmbeddedBroker;
+use ravel::config::FeatureSchema;
+use ravel::config::quality::QualityConfig;
+use ravel_core::Task;
+use ravel_core::prequential::Prequential;
+use ravel_core::scenarios::{Drift, DriftingStream};
+use ravel_core::solve::Request;
+use ravel_core::stats::{AlphaSchedule, Stats};
+use serde_json::Value;
+use std::path::Path;
+
+fn produce(brokers: &str, topic: &str, file: &Path) {
+    ravel(&[
+        "produce",
+        "--brokers",
+        brokers,
+        "--topic",
+        topic,
+        "--input",
+        file.to_str().unwrap(),
+        "--wire-format",
+        "binary",
+        "--batch-rows",
+        "173",
+        "--quiet",
+    ]);
+}
+
+fn quality(s: &str) -> QualityConfig {
+    toml::from_str(s).unwrap()
+}
+
+fn rel(a: f64, b: f64) -> f64 {
+    (a - b).abs() / a.abs().max(b.abs()).max(1e-300)
+}
+
+#[test]
+fn the_services_prequential_figures_equal_ravel_fit_prequential_across_an_abrupt_change() {
+    let (p, n) = (12, 6000usize);
+    let mut stream = DriftingStream::new(p, 3, Drift::Abrupt { at: 3000 }, n as u64, 33);
+    let (mut x, mut y) = (Vec::new(), Vec::new());
+    stream.fill(n, &mut x, &mut y);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("rows.csv");
+    write_csv(&file, &names(p), &x, &y);
+
+    let broker = EmbeddedBroker::start(1).unwrap();
+    broker.create_topic("q.reg", 1).unwrap();
+    broker.create_topic("q.reg.dlq", 1).unwrap();
+    let mut sc = stream_config("reg", "q.reg", p, Task::Regression);
+    sc.alpha = "fixed:0.005".parse().unwrap();
+    sc.quality = Some(quality(
+        "every_rows = 250\nwindow_rows = 1000\nmodel = { method = \"lasso\", k = 3 }\nfloor = { r2 = 0.2 }",
+    ));
+    let svc = TestService::start(config(vec![sc], None), broker.bootstrap_servers());
+    produce(broker.bootstrap_servers(), "q.reg", &file);
+    let summary = svc.wait_rows("reg", n as u64);
+    let q = &summary["quality"];
+    assert_eq!(q["rows"].as_u64(), Some(n as u64), "{q}");
+    // Models at 250, 500, ..., 5750 rows: the last 250 rows were predicted by the last one
+    // (the model of 6000 rows waits for the next row).
+    assert_eq!(q["model_rows"].as_u64(), Some(5750), "{q}");
+    assert_eq!(q["extractions"].as_u64(), Some(23), "{q}");
+    assert_eq!(q["failed_extractions"].as_u64(), Some(0), "{q}");
+
+    // The same rows through the real `ravel fit --prequential`: its window is the trace's
+    // (1000 rows, and the weighted figures decay over as many), so its last line holds the
+    // figures the service must show.
+    let out = ravel(&[
+        "fit",
+        file.to_str().unwrap(),
+        "--method",
+        "lasso",
+        "--k",
+        "3",
+        "--alpha",
+        "fixed:0.005",
+        "--prequential",
+        "1000",
+        "--refit-every",
+        "250",
+    ]);
+    let lines: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 6);
+    let fit = &lines[5]["quality"];
+    for scope in ["window", "weighted", "total"] {
+        for figure in ["rmse", "mae", "r2"] {
+            let (a, b) = (
+                q["figures"][scope][figure].as_f64().unwrap(),
+                fit[scope][figure].as_f64().unwrap(),
+            );
+            assert!(
+                rel(a, b) < 1e-9,
+                "{scope} {figure}: service {a} vs ravel fit {b}"
+            );
+        }
+        assert_eq!(q["figures"][scope]["rows"], fit[scope]["rows"], "{scope}");
+    }
+    // The change at row 3000 shows: the window right after it predicts worse than the one
+    // before, and the trace recovers by the end.
+    let rmse = |i: usize| lines[i]["rmse"].as_f64().unwrap();
+    assert!(
+        rmse(3) > 1.5 * rmse(2),
+        "no drop in quality after the change: {out}"
+    );
+    assert!(rmse(5) < rmse(3), "no recovery: {out}");
+
+    // The same numbers in /metrics, with the floor; and in the history.
+    let m = svc.metrics();
+    let window_rmse = sample(
+        &m,
+        "ravel_stream_quality_window{figure=\"rmse\",stream=\"reg\"}",
+    )
+    .expect("the window rmse gauge");
+    assert!(rel(window_rmse, fit["window"]["rmse"].as_f64().unwrap()) < 1e-9);
+    assert_eq!(
+        sample(
+            &m,
+            "ravel_stream_quality_floor{figure=\"r2\",stream=\"reg\"}"
+        ),
+        Some(0.2)
+    );
+    assert_eq!(
+        sample(&m, "ravel_stream_quality_rows{stream=\"reg\"}"),
+        Some(n as f64)
+    );
+    assert_eq!(
+        sample(
+            &m,
+            "ravel_stream_quality_window{figure=\"auc\",stream=\"reg\"}"
+        ),
+        None,
+        "a regression stream has no AUC"
+    );
+    svc.stop().unwrap();
+}
+
+fn stream_config(name: &str, topic: &str, p: usize, task: Task) -> ravel::config::StreamConfig {
+    stream(name, topic, FeatureSchema::names(names(p)), task)
+}
+
+/// Rows of a noisy linear classifier: labels sign(x^T b + noise), +1 / -1.
+fn classification_rows(p: usize, n: usize, seed: u64) -> (Vec<f64>, Vec<f64>) {
+    let (x, z) = synthetic(p, 3, n, seed);
+    let y = z
+        .iter()
+        .map(|v| if *v >= 0.3 { 1.0 } else { -1.0 })
+        .collect();
+    (x, y)
+}
+
+#[test]
+fn the_services_window_auc_equals_scikit_learns_on_the_windows_prequential_scores() {
+    let (p, n, window, refit) = (8, 4000usize, 1500usize, 200u64);
+    let (x, y) = classification_rows(p, n, 5);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("rows.csv");
+    write_csv(&file, &names(p), &x, &y);
+
+    let broker = EmbeddedBroker::start(1).unwrap();
+    broker.create_topic("q.cls", 1).unwrap();
+    broker.create_topic("q.cls.dlq", 1).unwrap();
+    let mut sc = stream_config("cls", "q.cls", p, Task::Classification);
+    sc.quality = Some(quality(&format!(
+        "every_rows = {refit}\nwindow_rows = {window}\nmodel = {{ method = \"lasso\", k = 4, w_pos = 2.0 }}"
+    )));
+    let svc = TestService::start(config(vec![sc], None), broker.bootstrap_servers());
+    produce(broker.bootstrap_servers(), "q.cls", &file);
+    let summary = svc.wait_rows("cls", n as u64);
+    let figures = &summary["quality"]["figures"]["window"];
+
+    // The window's prequential scores, replayed through the library in odd batches.
+    let req: Request =
+        serde_json::from_value(serde_json::json!({"method": "lasso", "k": 4, "w_pos": 2.0}))
+            .unwrap();
+    let mut replay = Prequential::with_stats(
+        Stats::new(Task::Classification, p, AlphaSchedule::Plain),
+        req,
+        window as u64,
+        refit,
+        None,
+    )
+    .unwrap();
+    let mut recs = Vec::new();
+    for c in (0..n).step_by(333) {
+        let e = (c + 333).min(n);
+        replay.push(&x[c * p..e * p], &y[c..e], &mut recs).unwrap();
+    }
+    let rows: Vec<(f64, f64)> = replay.quality().window_rows().collect();
+    assert_eq!(rows.len(), window);
+    let scores = dir.path().join("scores.csv");
+    let text: String = rows.iter().map(|(s, y)| format!("{s:?},{y:?}\n")).collect();
+    std::fs::write(&scores, text).unwrap();
+    let script = r#"
+import sys
+import numpy as np
+from sklearn.metrics import roc_auc_score, balanced_accuracy_score, brier_score_loss
+d = np.loadtxt(sys.argv[1], delimiter=",")
+s, y = d[:, 0], d[:, 1]
+print(repr(roc_auc_score(y > 0, s)))
+print(repr(balanced_accuracy_score(y > 0, s >= 0)))
+print(repr(brier_score_loss(y > 0, np.clip((s + 1) / 2, 0, 1))))
+"#;
+    let python = ["python3", "/usr/bin/python3"]
+        .into_iter()
+        .find(|py| {
+            std::process::Command::new(py)
+                .args(["-c", "import sklearn"])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .expect("no python3 with scikit-learn (scripts/test installs python3-sklearn)");
+    let out = std::process::Command::new(python)
+        .arg("-c")
+        .arg(script)
+        .arg(&scores)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "scikit-learn reference failed (scripts/test installs python3-sklearn): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let refs: Vec<f64> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| l.trim().parse().unwrap())
+        .collect();
+    let (auc, bacc, brier) = (refs[0], refs[1], refs[2]);
+    assert!(
+        auc > 0.6 && auc < 1.0,
+        "a useful but imperfect classifier: {auc}"
+    );
+    for (name, want) in [("auc", auc), ("balanced_accuracy", bacc), ("brier", brier)] {
+        let got = figures[name].as_f64().unwrap();
+        assert!(
+            rel(got, want) < 1e-9,
+            "{name}: service {got} vs scikit-learn {want}"
+        );
+    }
+    assert!(figures["weighted_loss"].as_f64().unwrap() > 0.0);
+    assert!(figures.get("rmse").is_none(), "{figures}");
+    svc.stop().unwrap();
+}
+
+/// A child process, killed on drop if still running.
+struct Child(std::process::Child);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `GET base/api/v1/query?query=expr`: the result vector (panics on a query error).
+fn prom_query(base: &str, expr: &str) -> Vec<Value> {
+    let url = reqwest::Url::parse_with_params(&format!("{base}/api/v1/query"), &[("query", expr)])
+        .unwrap();
+    let v: Value = client().get(url).send().unwrap().json().unwrap();
+    assert_eq!(v["status"], "success", "query {expr} failed: {v}");
+    v["data"]["result"].as_array().cloned().unwrap_or_default()
+}
+
+/// Issue 33's alert check: deploy/prometheus/alerts.yml loaded into a real Prometheus that
+/// scrapes a real service: `RavelQualityBelowFloor` stays quiet while the stream is predicted
+/// well, and becomes pending (its `for` then turns it firing) once an abrupt change drags the
+/// window's R^2 under `quality.floor`. The floor lies between the window's R^2 before and
+/// after the change, as `ravel fit --prequential` reports them on the same rows.
+#[test]
+fn the_quality_alert_rule_goes_off_in_a_real_prometheus_after_an_abrupt_change() {
+    let (p, n, change, window) = (12, 3500usize, 3000usize, 500usize);
+    let mut stream = DriftingStream::new(p, 3, Drift::Abrupt { at: change as u64 }, n as u64, 33);
+    let (mut x, mut y) = (Vec::new(), Vec::new());
+    stream.fill(n, &mut x, &mut y);
+    let dir = tempfile::tempdir().unwrap();
+    let (before, after, all) = (
+        dir.path().join("before.csv"),
+        dir.path().join("after.csv"),
+        dir.path().join("all.csv"),
+    );
+    write_csv(&before, &names(p), &x[..change * p], &y[..change]);
+    write_csv(&after, &names(p), &x[change * p..], &y[change..]);
+    write_csv(&all, &names(p), &x, &y);
+    let out = ravel(&[
+        "fit",
+        all.to_str().unwrap(),
+        "--method",
+        "lasso",
+        "--k",
+        "3",
+        "--prequential",
+        &window.to_string(),
+        "--refit-every",
+        "250",
+    ]);
+    let r2: Vec<f64> = out
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["quality"]["window"]["r2"]
+                .as_f64()
+                .unwrap()
+        })
+        .collect();
+    let (good, bad) = (r2[change / window - 1], r2[n / window - 1]);
+    assert!(good > bad + 0.2, "the change does not show in R^2: {out}");
+    let floor = (good + bad) / 2.0;
+
+    let broker = EmbeddedBroker::start(1).unwrap();
+    broker.create_topic("q.alert", 1).unwrap();
+    broker.create_topic("q.alert.dlq", 1).unwrap();
+    let mut sc = stream_config("alert", "q.alert", p, Task::Regression);
+    sc.quality = Some(quality(&format!(
+        "every_rows = 250\nwindow_rows = {window}\nmodel = {{ method = \"lasso\", k = 3 }}\nfloor = {{ r2 = {floor} }}"
+    )));
+    let svc = TestService::start(config(vec![sc], None), broker.bootstrap_servers());
+    produce(broker.bootstrap_servers(), "q.alert", &before);
+    svc.wait_rows("alert", change as u64);
+
+    let prometheus = std::process::Command::new("prometheus")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        prometheus,
+        "`prometheus` is not installed: scripts/test installs it"
+    );
+    let rules = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/prometheus/alerts.yml");
+    let cfg = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files:\n  - {}\nscrape_configs:\n  - job_name: ravel\n    static_configs:\n      - targets: ['{}']\n",
+            rules.display(),
+            svc.addr
+        ),
+    )
+    .unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let base = format!("http://127.0.0.1:{port}");
+    let _prom = Child(
+        std::process::Command::new("prometheus")
+            .arg(format!("--config.file={}", cfg.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("data").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let alert = "ALERTS{alertname=\"RavelQualityBelowFloor\",stream=\"alert\",figure=\"r2\"}";
+    let floor_series = "ravel_stream_quality_floor{stream=\"alert\",figure=\"r2\"}";
+    let wait = |what: &str, ok: &dyn Fn() -> bool| {
+        let start = std::time::Instant::now();
+        while !ok() {
+            assert!(start.elapsed() < DEADLINE, "{what}");
+            std::thread::sleep(std::time::Duration::from_millis(250));
+        }
+    };
+    let up = || {
+        client()
+            .get(format!("{base}/-/ready"))
+            .send()
+            .is_ok_and(|r| r.status().is_success())
+    };
+    wait("Prometheus did not start", &up);
+    wait("Prometheus never scraped the floor", &|| {
+        !prom_query(&base, floor_series).is_empty()
+    });
+    // A few evaluations on the good window: quiet.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    assert!(
+        prom_query(&base, alert).is_empty(),
+        "the alert went off before the change (window R^2 {good}, floor {floor})"
+    );
+
+    produce(broker.bootstrap_servers(), "q.alert", &after);
+    let summary = svc.wait_rows("alert", n as u64);
+    let got = summary["quality"]["figures"]["window"]["r2"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        rel(got, bad) < 1e-9,
+        "service window R^2 {got} vs ravel fit {bad}"
+    );
+    wait(
+        &format!("RavelQualityBelowFloor did not go off (window R^2 {got}, floor {floor})"),
+        &|| {
+            prom_query(&base, alert).iter().any(|a| {
+                a["metric"]["alertstate"] == "pending" || a["metric"]["alertstate"] == "firing"
+            })
+        },
+    );
+    svc.stop().unwrap();
+}
