@@ -23,6 +23,9 @@ pub fn decode(payload: &[u8], p: usize, x: &mut Vec<f64>, y: &mut Vec<f64>) -> O
     decode_shapes(payload, p, Shapes::POSITIONAL, x, y)
 }
 
+/// The stream's column of a name in a named mini-batch's `columns`.
+pub type ColumnOf<'a> = &'a dyn Fn(&str) -> Option<usize>;
+
 /// Which shapes `decode_shapes` takes.
 #[derive(Clone, Copy)]
 pub struct Shapes<'a> {
@@ -30,7 +33,7 @@ pub struct Shapes<'a> {
     pub positional: bool,
     /// The column of a name of a named mini-batch's `columns`, for a stream whose features
     /// are all plain numbers (None: named mini-batches go to serde_json).
-    pub column: Option<&'a dyn Fn(&str) -> Option<usize>>,
+    pub column: Option<ColumnOf<'a>>,
 }
 
 #[cfg(test)]

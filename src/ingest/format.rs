@@ -281,7 +281,7 @@ fn decode_json(
         .map(|f| move |name: &str| f.field(name));
     let shapes = fast_json::Shapes {
         positional: schema.target.is_none(),
-        column: column.as_ref().map(|c| c as &dyn Fn(&str) -> Option<usize>),
+        column: column.as_ref().map(|c| c as fast_json::ColumnOf),
     };
     if let Some(rows) = fast_json::decode_shapes(payload, schema.p, shapes, x, y) {
         return Ok(rows);
