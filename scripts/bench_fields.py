@@ -36,6 +36,7 @@ from bench_freshness import Api, Procs, cpu_seconds, start_broker  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 P = 100
+PARTITIONS = 64
 NAMES = [f"f{j}" for j in range(P)]
 NESTED = [f"{'a' if j < P // 2 else 'b'}.f{j}" for j in range(P)]
 
@@ -126,13 +127,16 @@ def main():
     procs = Procs()
     with open(os.path.join(workdir, "bench.log"), "a") as logf:
         try:
-            # Each stream's dead-letter topic too: the service is not ready without it.
-            names = [f"{t}:4" for t in topics.values()] + [f"{t}.dlq:1" for t in topics.values()]
+            # Each stream's dead-letter topic too: the service is not ready without it. Many
+            # partitions: the embedded broker keeps a bounded log per partition and drops the
+            # oldest messages beyond it (the service then counts them as lost).
+            names = [f"{t}:{PARTITIONS}" for t in topics.values()]
+            names += [f"{t}.dlq:1" for t in topics.values()]
             _, bootstrap = start_broker(procs, args.ravel, names, logf)
             for c in CASES:
                 msgs = messages(c, x, y)
                 print(f"filling {c}: {len(msgs)} messages", file=sys.stderr)
-                fill(bootstrap, topics[c], 4, msgs, len(msgs))
+                fill(bootstrap, topics[c], PARTITIONS, msgs, len(msgs))
             for k in range(args.rounds):
                 for c in CASES:
                     rate, cpu = serve_once(args.ravel, bootstrap, c, topics[c], args.rows, workdir,
