@@ -230,11 +230,7 @@ impl Cells {
 /// A CSV cell as JSON: a finite number, null for a missing value, text otherwise.
 fn cell_value(cell: &str) -> serde_json::Value {
     let t = cell.trim();
-    if t.is_empty()
-        || ["na", "n/a", "nan", "null", "none", "?", "-"]
-            .iter()
-            .any(|m| t.eq_ignore_ascii_case(m))
-    {
+    if ravel_core::data::is_missing(t) {
         return serde_json::Value::Null;
     }
     match t.parse::<f64>().ok().and_then(serde_json::Number::from_f64) {

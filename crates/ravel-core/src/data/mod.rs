@@ -258,7 +258,7 @@ fn resolve_target(
 
 /// Whether a cell stands for a missing value: empty, or `NA`, `N/A`, `NaN`, `null`, `None`,
 /// `?`, `-` (any case).
-pub(crate) fn is_missing(cell: &str) -> bool {
+pub fn is_missing(cell: &str) -> bool {
     let t = cell.trim();
     t.is_empty()
         || ["na", "n/a", "nan", "null", "none", "?", "-"]
