@@ -66,6 +66,9 @@ pub struct TestThenTrain {
     refit: u64,
     model: Option<Scorer>,
     fitted_at: Option<u64>,
+    /// Rows the statistics held at the first `push` (None before it): statistics that start
+    /// with rows get their first model at once, those that start empty only at R.
+    started_at: Option<u64>,
     /// Extractions tried and failed.
     extractions: u64,
     failures: u64,
@@ -92,6 +95,7 @@ impl TestThenTrain {
             refit,
             model: None,
             fitted_at: None,
+            started_at: None,
             extractions: 0,
             failures: 0,
         })
@@ -132,13 +136,15 @@ impl TestThenTrain {
         mut fold: impl FnMut(&mut Stats, Range<usize>) -> Result<(), E>,
     ) -> Result<(), E> {
         let p = stats.p();
+        let started_at = *self.started_at.get_or_insert(stats.n());
         let mut at = 0;
         while at < rows {
             let n = stats.n();
-            if n > 0
-                && self.fitted_at != Some(n)
-                && (self.fitted_at.is_none() || n.is_multiple_of(self.refit))
-            {
+            // At a refit point; or, once, at the rows the statistics started with (a
+            // restored checkpoint), never at the end of a batch that happens to be the first
+            // (the schedule must not depend on how the rows are batched).
+            let restored = self.fitted_at.is_none() && n == started_at;
+            if n > 0 && self.fitted_at != Some(n) && (restored || n.is_multiple_of(self.refit)) {
                 self.refit_model(stats);
             }
             let next = (n / self.refit + 1) * self.refit;
@@ -331,5 +337,93 @@ impl Prequential {
         self.window_sq = 0.0;
         self.window_rows = 0;
         rec
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::AlphaSchedule;
+
+    /// Rows of a small regression, row-major.
+    fn rows(n: usize, p: usize) -> (Vec<f64>, Vec<f64>) {
+        let (mut x, mut y) = (Vec::new(), Vec::new());
+        for i in 0..n {
+            let row: Vec<f64> = (0..p)
+                .map(|j| (((i * 7 + j * 13) % 17) as f64 - 8.0) / 3.0)
+                .collect();
+            y.push(1.5 * row[0] - 0.5 * row[p - 1] + ((i % 5) as f64 - 2.0) / 10.0);
+            x.extend(row);
+        }
+        (x, y)
+    }
+
+    /// Predictions and extractions of the rows pushed in batches of `batch` rows into
+    /// statistics that already hold `start` of them.
+    fn replay(x: &[f64], y: &[f64], p: usize, start: usize, batch: usize) -> (Vec<f64>, u64) {
+        let mut stats = Stats::new(Task::Regression, p, AlphaSchedule::Plain);
+        stats.update_batch(&x[..start * p], &y[..start]).unwrap();
+        let mut ttt = TestThenTrain::new(&Request::ols(), p, 10).unwrap();
+        let mut scores = Vec::new();
+        let mut at = start;
+        while at < y.len() {
+            let end = (at + batch).min(y.len());
+            let (bx, by) = (&x[at * p..end * p], &y[at..end]);
+            ttt.push(&mut stats, bx, end - at, &mut scores, |s, r| {
+                s.update_batch(&bx[r.start * p..r.end * p], &by[r])
+            })
+            .unwrap();
+            at = end;
+        }
+        (scores, ttt.extractions().0)
+    }
+
+    /// The same predictions to rounding (a batch is folded in another order of sums), and
+    /// the same extractions.
+    fn assert_same(a: &(Vec<f64>, u64), b: &(Vec<f64>, u64), what: &str) {
+        assert_eq!(a.1, b.1, "{what}: extractions");
+        assert_eq!(a.0.len(), b.0.len(), "{what}");
+        for (i, (x, y)) in a.0.iter().zip(&b.0).enumerate() {
+            // Exactly 0 where no model predicts, within 1e-12 where one does.
+            assert_eq!(*x == 0.0, *y == 0.0, "{what}: row {i}: {x} vs {y}");
+            assert!(
+                (x - y).abs() <= 1e-12 * x.abs().max(1.0),
+                "{what}: row {i}: {x} vs {y}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_schedule_does_not_depend_on_how_rows_are_batched() {
+        let (p, n) = (3, 57);
+        let (x, y) = rows(n, p);
+        let (one, ext) = replay(&x, &y, p, 0, 1);
+        // Models at 10, 20, ..., 50 rows; rows 1-10 are predicted as 0.
+        assert_eq!(ext, 5);
+        assert!(one[..10].iter().all(|&s| s == 0.0));
+        assert!(one[10..].iter().all(|&s| s != 0.0));
+        for batch in [3, 7, 10, 13, 57] {
+            // A first batch that ends between refit points extracts no model there.
+            let batched = replay(&x, &y, p, 0, batch);
+            assert_same(&batched, &(one.clone(), 5), &format!("batch {batch}"));
+        }
+    }
+
+    #[test]
+    fn statistics_that_start_with_rows_get_a_model_at_once() {
+        let (p, n) = (3, 57);
+        let (x, y) = rows(n, p);
+        // Restored at 14 rows: a model of those 14 predicts rows 15-20, then 20, ..., 50.
+        let (scores, ext) = replay(&x, &y, p, 14, 4);
+        assert_eq!(ext, 5);
+        assert_same(&replay(&x, &y, p, 14, 1), &(scores.clone(), 5), "restored");
+        // From row 21 on the predictions are those of a replay from the start.
+        let (all, _) = replay(&x, &y, p, 0, 1);
+        assert_same(
+            &(scores[20 - 14..].to_vec(), 0),
+            &(all[20..].to_vec(), 0),
+            "after the first refit point",
+        );
+        assert!(scores[..20 - 14].iter().all(|&s| s != 0.0));
     }
 }
