@@ -329,6 +329,8 @@ fn stream(name: &str, topic: &str, p: usize) -> StreamConfig {
         history: None,
         cv: None,
         quality: None,
+        format: Default::default(),
+        avro_schema_file: None,
     }
 }
 

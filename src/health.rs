@@ -1,8 +1,9 @@
 //! What the service knows is wrong with its Kafka side, shared between the threads that find it
 //! (start-up checks, ingest, the dead-letter outcomes) and the API that reports it: topics the
-//! cluster lacks, partitions held at a message whose dead-letter copy is not delivered, and
-//! authorization errors. `/readyz` answers 503 while a topic is missing or access is denied,
-//! and lists held partitions either way; a stream's summary lists its own held partitions.
+//! cluster lacks, partitions held at a message whose dead-letter copy is not delivered,
+//! authorization errors, and a Schema Registry that cannot answer. `/readyz` answers 503 while
+//! a topic is missing, access is denied or the registry is away, and lists held partitions
+//! either way; a stream's summary lists its own held partitions.
 //!
 //! Nothing here holds a secret: topic names, offsets and broker error texts only.
 
@@ -61,6 +62,8 @@ pub struct HealthState {
     pub missing_topics: Vec<MissingTopic>,
     pub held_partitions: Vec<HeldPartition>,
     pub authorization_errors: Vec<Denied>,
+    /// Why the Schema Registry cannot answer (None: it answers, or was not needed yet).
+    pub schema_registry: Option<String>,
 }
 
 #[derive(Debug, Default)]
@@ -83,6 +86,13 @@ impl Health {
     }
     pub fn set_partitions(&self, partitions: std::collections::BTreeMap<String, PartitionCount>) {
         self.lock().partitions = partitions;
+    }
+    /// The registry's outage (`Some(why)`) or its recovery (`None`).
+    pub fn set_schema_registry(&self, outage: Option<String>) {
+        let mut s = self.lock();
+        if s.schema_registry != outage {
+            s.schema_registry = outage;
+        }
     }
     pub fn set_held(&self, held: Vec<HeldPartition>) {
         self.lock().held_partitions = held;

@@ -25,6 +25,12 @@ pub enum Reason {
     FieldType,
     /// A classification target that is not +1, -1 or 0.
     Label,
+    /// Schema'd formats (`format = "avro"`, ...): no Confluent framing, a schema id the
+    /// registry does not know, a record that does not match its schema.
+    Schema,
+    /// Not a bad message: its schema could not be fetched before the service stopped. It is
+    /// left unread (neither folded, counted nor dead-lettered) and read again at the next start.
+    Unavailable,
     /// Feature streams: a sparse feature's index out of 0..n or repeated.
     Index,
     /// Feature streams: a feature before the labels.
@@ -34,7 +40,7 @@ pub enum Reason {
 }
 
 impl Reason {
-    pub const ALL: [Reason; 11] = [
+    pub const ALL: [Reason; 12] = [
         Reason::Malformed,
         Reason::Dimension,
         Reason::NonFinite,
@@ -43,12 +49,13 @@ impl Reason {
         Reason::MissingFeature,
         Reason::FieldType,
         Reason::Label,
+        Reason::Schema,
         Reason::Index,
         Reason::NoLabels,
         Reason::LabelsConflict,
     ];
     /// The reasons an observation stream's message can have.
-    pub const ROWS: [Reason; 8] = [
+    pub const ROWS: [Reason; 9] = [
         Reason::Malformed,
         Reason::Dimension,
         Reason::NonFinite,
@@ -57,6 +64,7 @@ impl Reason {
         Reason::MissingFeature,
         Reason::FieldType,
         Reason::Label,
+        Reason::Schema,
     ];
     /// The reasons a feature stream's message can have.
     pub const FEATURES: [Reason; 7] = [
@@ -78,6 +86,8 @@ impl Reason {
             Reason::MissingFeature => "missing_feature",
             Reason::FieldType => "field_type",
             Reason::Label => "label",
+            Reason::Schema => "schema",
+            Reason::Unavailable => "unavailable",
             Reason::Index => "index",
             Reason::NoLabels => "no_labels",
             Reason::LabelsConflict => "labels_conflict",

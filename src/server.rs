@@ -57,6 +57,17 @@ pub async fn run(
         }
         None => Default::default(),
     };
+    let health = Arc::new(crate::health::Health::new());
+    // One Schema Registry client for the streams of schema'd formats.
+    let registry = if config.schema_registry.configured() {
+        Some(Arc::new(crate::ingest::schemas::SchemaRegistry::new(
+            &config.schema_registry,
+            health.clone(),
+            Some(shutdown.clone()),
+        )?))
+    } else {
+        None
+    };
     let mut handles = Vec::new();
     for sc in &config.streams {
         let snap = match snapshots.remove(&sc.name) {
@@ -82,7 +93,9 @@ pub async fn run(
                 .set(ms as f64 / 1000.0);
         }
         let history = sc.history(&config.history)?;
-        handles.push(StreamHandle::new(sc.clone(), snap, history)?);
+        let mut handle = StreamHandle::new(sc.clone(), snap, history)?;
+        handle.wire = crate::ingest::schemas::Wire::of_stream(sc, registry.as_ref())?;
+        handles.push(handle);
     }
     let streams = Arc::new(Streams::new(handles));
     for f in &config.feature_streams {
@@ -115,7 +128,6 @@ pub async fn run(
         )
     };
     let ready = Arc::new(AtomicBool::new(false));
-    let health = Arc::new(crate::health::Health::new());
     // Every topic ravel needs, checked (and created when asked to) off the runtime.
     crate::kafka::topics::check_then_watch(
         crate::kafka::topics::TopicCheck::new(&config, clients.clone()),

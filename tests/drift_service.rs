@@ -48,6 +48,8 @@ fn drift_alarms_reach_the_api_and_the_metrics() {
         synthetic: None,
         wire_format: WireFormat::Binary,
         batch_rows: 97,
+        schema_registry: None,
+        schema_registry_auth: None,
         options: vec![],
         quiet: true,
         memory: Default::default(),

@@ -227,6 +227,8 @@ fn events_and_named_batches_give_the_model_of_ravel_fit() {
         synthetic: None,
         wire_format: WireFormat::Auto,
         batch_rows: 64,
+        schema_registry: None,
+        schema_registry_auth: None,
         options: vec![],
         quiet: true,
         memory: Default::default(),

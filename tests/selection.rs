@@ -608,6 +608,8 @@ fn select_and_inference_over_http_equal_ravel_fit() {
         synthetic: None,
         wire_format: WireFormat::Binary,
         batch_rows: 50,
+        schema_registry: None,
+        schema_registry_auth: None,
         options: vec![],
         quiet: true,
         memory: Default::default(),

@@ -30,6 +30,8 @@ fn produce_file(brokers: &str, topic: &str, file: &Path, format: WireFormat, bat
         synthetic: None,
         wire_format: format,
         batch_rows: batch,
+        schema_registry: None,
+        schema_registry_auth: None,
         options: vec![],
         quiet: true,
         memory: Default::default(),

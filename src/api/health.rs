@@ -68,6 +68,11 @@ pub(super) async fn readyz(State(st): State<AppState>) -> (StatusCode, Json<Read
             d.operation, d.resource_type, d.resource, d.error
         ));
     }
+    if let Some(why) = &h.schema_registry {
+        reasons.push(format!(
+            "messages wait for their schemas: {why} (they are read once it answers)"
+        ));
+    }
     if !assigned {
         reasons.push(
             "the Kafka consumer has not been assigned partitions of every stream topic yet".into(),

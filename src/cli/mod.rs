@@ -7,5 +7,6 @@ pub mod args;
 pub mod demo;
 pub mod fit;
 pub mod produce;
+mod schemad;
 pub mod select;
 pub mod serve;

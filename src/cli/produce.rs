@@ -2,6 +2,7 @@
 //! Kafka topic in one of the formats ingest reads (`ingest::format`), with a progress bar.
 //! Every message is confirmed by the broker before the command reports success.
 
+use super::schemad;
 use crate::config::KafkaConfig;
 use crate::config::limits::MemoryArgs;
 use crate::ingest::{self, format};
@@ -34,6 +35,12 @@ pub enum WireFormat {
     JsonNamed,
     /// The compact little-endian binary format (`RVB1`).
     Binary,
+    /// Confluent-framed Avro, one row per message, its schema registered at
+    /// --schema-registry (for a stream with `format = "avro"`; needs a CSV header).
+    Avro,
+    /// Confluent-framed JSON with a registered JSON Schema, one row per message (for a stream
+    /// with `format = "json-schema"`).
+    JsonSchema,
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -68,6 +75,13 @@ pub struct ProduceArgs {
     /// message).
     #[arg(long, value_name = "ROWS", default_value_t = 100)]
     pub batch_rows: usize,
+    /// Schema Registry URL where --wire-format avro or json-schema registers the rows' schema
+    /// (subject `<topic>-value`).
+    #[arg(long, value_name = "URL")]
+    pub schema_registry: Option<String>,
+    /// USER:PASSWORD for the Schema Registry's basic authentication.
+    #[arg(long, value_name = "USER:PASSWORD", requires = "schema_registry")]
+    pub schema_registry_auth: Option<String>,
     /// librdkafka property for the producer, KEY=VALUE (SASL, TLS ...); repeatable.
     #[arg(short = 'X', long = "option", value_name = "KEY=VALUE")]
     pub options: Vec<String>,
@@ -254,7 +268,7 @@ pub fn run(args: &ProduceArgs) -> anyhow::Result<Produced> {
             // Only a message's rows are held; a file whose rows alone pass --max-memory is
             // refused before reading.
             let batch_rows = match args.wire_format {
-                WireFormat::JsonNamed => 1,
+                WireFormat::JsonNamed | WireFormat::Avro | WireFormat::JsonSchema => 1,
                 _ => args.batch_rows,
             };
             let csv = match format {
@@ -304,7 +318,61 @@ pub fn run(args: &ProduceArgs) -> anyhow::Result<Produced> {
                 "json-named-batch"
             }
         ),
+        (w @ (WireFormat::Avro | WireFormat::JsonSchema), None) if args.input.is_some() => bail!(
+            "--wire-format {} needs feature names: use a CSV file with a header row",
+            if w == WireFormat::Avro {
+                "avro"
+            } else {
+                "json-schema"
+            }
+        ),
         (w, _) => w,
+    };
+    let framed = match wire {
+        WireFormat::Avro | WireFormat::JsonSchema => {
+            let Some(url) = &args.schema_registry else {
+                bail!(
+                    "--wire-format {} registers the rows' schema: give --schema-registry URL",
+                    if wire == WireFormat::Avro {
+                        "avro"
+                    } else {
+                        "json-schema"
+                    }
+                );
+            };
+            // The record's fields: the features' names (x0, x1, ... for --synthetic), then the
+            // target's (its header name, else y).
+            let mut fields = names
+                .clone()
+                .unwrap_or_else(|| (0..p).map(|j| format!("x{j}")).collect());
+            let target = args
+                .target
+                .as_deref()
+                .filter(|t| t.parse::<usize>().is_err())
+                .unwrap_or("y");
+            fields.push(target.to_string());
+            let kind = if wire == WireFormat::Avro {
+                schemad::Kind::Avro
+            } else {
+                schemad::Kind::JsonSchema
+            };
+            let f = schemad::Framed::register(
+                kind,
+                url,
+                args.schema_registry_auth.as_deref(),
+                &args.topic,
+                &fields,
+            )?;
+            if !args.quiet {
+                eprintln!(
+                    "registered the rows' schema as id {} of subject '{}-value' at {url}",
+                    f.id(),
+                    args.topic
+                );
+            }
+            Some(f)
+        }
+        _ => None,
     };
     if let (WireFormat::JsonNamedBatch, Some(names), false) = (wire, &names, args.quiet) {
         let shown: Vec<&str> = names.iter().take(8).map(String::as_str).collect();
@@ -347,11 +415,12 @@ pub fn run(args: &ProduceArgs) -> anyhow::Result<Produced> {
     };
     bar.set_style(style.expect("valid template"));
 
-    let rows_per_message = if wire == WireFormat::JsonNamed {
+    let rows_per_message = if framed.is_some() || wire == WireFormat::JsonNamed {
         1
     } else {
         args.batch_rows
     };
+    let mut values = Vec::with_capacity(p + 1);
     let (mut x, mut y, mut buf) = (Vec::new(), Vec::new(), Vec::new());
     let mut out = Produced {
         rows: 0,
@@ -383,6 +452,15 @@ pub fn run(args: &ProduceArgs) -> anyhow::Result<Produced> {
                 &mut buf,
             ),
             WireFormat::Binary => format::encode_binary(&x, &y, p, &mut buf),
+            WireFormat::Avro | WireFormat::JsonSchema => {
+                values.clear();
+                values.extend_from_slice(&x);
+                values.push(y[0]);
+                framed
+                    .as_ref()
+                    .expect("registered")
+                    .encode(&values, &mut buf)?;
+            }
             WireFormat::JsonNamed => {
                 format::encode_json_named(names.as_deref().expect("checked"), &x, y[0], &mut buf)
             }

@@ -15,6 +15,7 @@ mod kafka;
 pub mod limits;
 mod log;
 pub mod quality;
+pub mod schemas;
 mod streams;
 
 pub use args::*;
@@ -50,6 +51,9 @@ pub struct Config {
     pub log: LogConfig,
     pub limits: LimitsConfig,
     pub history: crate::config::history::HistoryConfig,
+    /// `[schema_registry]`: where `avro`, `protobuf` and `json-schema` streams find their
+    /// schemas.
+    pub schema_registry: schemas::SchemaRegistryConfig,
     pub streams: Vec<StreamConfig>,
     pub feature_streams: Vec<FeatureStreamConfig>,
 }
@@ -149,6 +153,7 @@ impl Config {
     pub fn complete(&mut self) -> anyhow::Result<()> {
         self.http.read_token_file()?;
         self.kafka.resolve_options()?;
+        self.schema_registry.resolve_secrets()?;
         if self.demo_active() && !self.streams.iter().any(|s| s.name == self.demo.stream) {
             let spec = self.demo_spec()?;
             self.streams.push(StreamConfig {
@@ -162,6 +167,8 @@ impl Config {
                 history: None,
                 cv: None,
                 quality: None,
+                format: Default::default(),
+                avro_schema_file: None,
             });
         }
         if let Some(spec) = self.demo_feature_spec()?
@@ -194,6 +201,43 @@ impl Config {
             n: None,
             ..self.demo.synthetic.clone()
         })
+    }
+
+    /// A stream's `format`: the schema'd formats read fields by name and need a schema
+    /// source (the registry, or the writer's Avro schema for unframed datums).
+    fn check_format(&self, s: &StreamConfig) -> anyhow::Result<()> {
+        use schemas::ValueFormat;
+        let (name, format) = (&s.name, s.format.name());
+        if s.format.is_ravel() {
+            if s.avro_schema_file.is_some() {
+                bail!("stream '{name}': avro_schema_file applies to format = \"avro\" only");
+            }
+            return Ok(());
+        }
+        if s.target.is_none() || matches!(s.features, FeatureSchema::Count(_)) {
+            bail!(
+                "stream '{name}': format = \"{format}\" reads records by field name: declare \
+                 target = \"<the field that holds y>\" and the features by name or dotted path \
+                 (features = [\"sqft\", \"user.age\"])"
+            );
+        }
+        match (&s.avro_schema_file, s.format) {
+            (Some(_), ValueFormat::Avro) => Ok(()),
+            (Some(_), _) => {
+                bail!("stream '{name}': avro_schema_file applies to format = \"avro\" only")
+            }
+            (None, _) if self.schema_registry.configured() => Ok(()),
+            (None, f) => bail!(
+                "stream '{name}': format = \"{format}\" fetches each message's schema from a \
+                 Schema Registry: set [schema_registry] url = \"http://registry:8081\"{}",
+                if f == ValueFormat::Avro {
+                    " (or avro_schema_file = \"sales.avsc\" for a topic of plain Avro datums \
+                     without the Confluent framing)"
+                } else {
+                    ""
+                }
+            ),
+        }
     }
 
     /// Validates everything once; messages say which field to fix.
@@ -264,7 +308,9 @@ impl Config {
                 );
             }
             s.schedule()?;
+            self.check_format(s)?;
         }
+        self.schema_registry.check()?;
         if self.demo_active() {
             let spec = self.demo_spec()?;
             // `complete` declares it; a configuration built in code may not have run that.
@@ -579,6 +625,8 @@ mod tests {
             history: None,
             cv: None,
             quality: None,
+            format: Default::default(),
+            avro_schema_file: None,
         });
         let e = cfg.check().unwrap_err().to_string();
         assert!(
@@ -819,6 +867,31 @@ mod tests {
             (
                 format!("[demo]\nfeature_design = \"n=10,budget=3\"\n{stream}"),
                 "unknown field `budget`",
+            ),
+            (
+                format!("{stream}format = \"avro\"\n"),
+                "format = \"avro\" reads records by field name: declare target",
+            ),
+            (
+                "[[streams]]\nname = \"a\"\nfeatures = [\"x\"]\ntarget = \"y\"\nformat = \"protobuf\"\n"
+                    .to_string(),
+                "fetches each message's schema from a Schema Registry: set [schema_registry] url",
+            ),
+            (
+                format!("{stream}avro_schema_file = \"a.avsc\"\n"),
+                "avro_schema_file applies to format = \"avro\" only",
+            ),
+            (
+                format!("{stream}format = \"parquet\"\n"),
+                "format = \"parquet\": use \"ravel\" (the default), \"avro\", \"protobuf\" or \"json-schema\"",
+            ),
+            (
+                format!("[schema_registry]\nurl = \"registry:8081\"\n{stream}"),
+                "schema_registry.url: 'registry:8081' is not an http:// or https:// URL",
+            ),
+            (
+                format!("[schema_registry]\nurl = \"http://r\"\nbasic_auth_user = \"u\"\n{stream}"),
+                "basic authentication needs both basic_auth_user and basic_auth_password",
             ),
         ] {
             let msg = format!("{:#}", from_file(&write(dir.path(), &text)).unwrap_err());

@@ -1,6 +1,7 @@
 //! `[[streams]]` and `[[feature_streams]]`: each stream's topic, features, task, schedule,
 //! cross-validation folds and history, and the memory each is estimated to keep.
 
+use crate::config::schemas::ValueFormat;
 use anyhow::bail;
 use ravel_core::Task;
 use ravel_core::features::{Loss, OsParams};
@@ -253,6 +254,13 @@ pub struct StreamConfig {
     /// Live prequential quality (`quality = { ... }`; on by default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quality: Option<crate::config::quality::QualityConfig>,
+    /// How message values are written: `ravel` (default), `avro`, `protobuf` or
+    /// `json-schema` (`crate::config::schemas`).
+    #[serde(default, skip_serializing_if = "ValueFormat::is_ravel")]
+    pub format: ValueFormat,
+    /// `format = "avro"` without the Confluent framing: the writer's schema (a `.avsc` file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub avro_schema_file: Option<std::path::PathBuf>,
 }
 
 /// A stream's cross-validation folds (issue 17): how many, and what a row's fold is a

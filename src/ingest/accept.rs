@@ -18,6 +18,10 @@ impl Ingest {
         let Some(&target) = self.by_topic.get(topic) else {
             return 0;
         };
+        if self.streams.iter().any(|s| s.halted) {
+            // Stopping with a message left unread: nothing after it is read either.
+            return 0;
+        }
         if self.held.is_paused(topic, partition) {
             // Fetched before the pause took effect, or the partition came back in a
             // rebalance: pause (again); it is read again from its position.
@@ -41,6 +45,7 @@ impl Ingest {
                     _ => None,
                 };
                 match self.streams[i].accept(&self.metrics, dead_letters, msg, early) {
+                    Some(_) if self.streams[i].halted => return 0,
                     Some(n) => n,
                     None if self.block => {
                         let stream = self.streams[i].handle.name().to_string();

@@ -544,6 +544,8 @@ mod tests {
             target: Some("price"),
             skip_missing_target: missing != Missing::Reject,
             classification: false,
+            wire: None,
+            schema_header: None,
         }
     }
 

@@ -32,7 +32,7 @@ use crate::metrics::Metrics;
 use crate::state::quality::PartQuality;
 use crate::state::streams::{FoldSet, PartInfo, Snapshot, Stats, StreamHandle};
 use crate::store::kafka::{PartitionState, StateReader};
-use rdkafka::message::{BorrowedMessage, Message};
+use rdkafka::message::{BorrowedHeaders, BorrowedMessage, Headers, Message};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -46,20 +46,31 @@ pub struct Decoded {
     tally: format::Tally,
 }
 
-/// What a stream's messages must match.
-fn schema(handle: &StreamHandle) -> Schema<'_> {
+/// What a stream's messages must match (`headers`: the message's, for a schema id there).
+fn schema<'a>(handle: &'a StreamHandle, headers: Option<&'a BorrowedHeaders>) -> Schema<'a> {
+    let wire = handle.wire.as_ref();
     Schema {
         p: handle.p(),
         fields: handle.fields.as_ref(),
         target: handle.config.target.as_deref(),
         skip_missing_target: handle.config.missing() != ravel_core::fields::Missing::Reject,
         classification: handle.task() == ravel_core::Task::Classification,
+        wire,
+        schema_header: wire.and(headers).and_then(|h| {
+            h.iter()
+                .find(|h| h.key == super::schemas::VALUE_SCHEMA_HEADER)
+                .and_then(|h| h.value)
+        }),
     }
 }
 
 /// Decodes a message of `handle`'s stream as `StreamIngest::accept` would, into its own
 /// buffers: callable from any thread.
-pub fn decode(handle: &StreamHandle, payload: Option<&[u8]>) -> Decoded {
+pub fn decode(
+    handle: &StreamHandle,
+    payload: Option<&[u8]>,
+    headers: Option<&BorrowedHeaders>,
+) -> Decoded {
     // Room for the rows of a JSON message of shortest round-trip doubles (about 20 bytes a
     // number) at once, instead of doubling (and copying) the buffer as it fills.
     let guess = payload.map_or(0, |b| b.len() / 20);
@@ -67,9 +78,13 @@ pub fn decode(handle: &StreamHandle, payload: Option<&[u8]>) -> Decoded {
     let mut tally = format::Tally::default();
     let result = match payload {
         None => Err(no_payload()),
-        Some(payload) => {
-            format::decode_tallied(payload, &schema(handle), &mut x, &mut y, &mut tally)
-        }
+        Some(payload) => format::decode_tallied(
+            payload,
+            &schema(handle, headers),
+            &mut x,
+            &mut y,
+            &mut tally,
+        ),
     };
     Decoded {
         x,
@@ -147,6 +162,9 @@ pub struct StreamIngest {
     /// The reader's version last merged into the view.
     pub remote_version: u64,
     warnings: Warnings,
+    /// A message was left unread because the service stops while its schema could not be
+    /// fetched (`Reason::Unavailable`): nothing after it may move a position.
+    pub halted: bool,
 }
 
 impl StreamIngest {
@@ -180,6 +198,7 @@ impl StreamIngest {
             empty_folds,
             remote_version: u64::MAX,
             warnings: Warnings::default(),
+            halted: false,
             handle,
         }
     }
@@ -313,7 +332,7 @@ impl StreamIngest {
             (None, None) => Err(no_payload()),
             (None, Some(payload)) => format::decode_tallied(
                 payload,
-                &schema(&handle),
+                &schema(&handle, msg.headers()),
                 &mut part.x,
                 &mut part.y,
                 &mut tally,
@@ -348,6 +367,11 @@ impl StreamIngest {
                     part.stamps.push(ts);
                 }
                 Some(n)
+            }
+            Err(rej) if rej.reason == format::Reason::Unavailable => {
+                tracing::warn!(stream = %name, partition = msg.partition(), offset = msg.offset(), "{}: the message is left unread", rej.message);
+                self.halted = true;
+                Some(0)
             }
             Err(rej) => {
                 if self.warnings.reject(name, metrics, dead_letters, msg, &rej) {

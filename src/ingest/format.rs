@@ -59,6 +59,11 @@ pub struct Schema<'a> {
     pub skip_missing_target: bool,
     /// Targets must be +1, -1 or 0.
     pub classification: bool,
+    /// Schema'd values (`format = "avro"`, ...): decoded by `super::schemas` into named
+    /// fields, then read as an event.
+    pub wire: Option<&'a super::schemas::Wire>,
+    /// The message's `__value_schema_id` header, if any.
+    pub schema_header: Option<&'a [u8]>,
 }
 
 impl Schema<'static> {
@@ -70,6 +75,8 @@ impl Schema<'static> {
             target: None,
             skip_missing_target: false,
             classification,
+            wire: None,
+            schema_header: None,
         }
     }
 }
@@ -95,7 +102,9 @@ pub fn decode_tallied(
 ) -> Result<usize, Rejection> {
     let (x0, y0) = (x.len(), y.len());
     let mut local = Tally::default();
-    let result = if payload.starts_with(&BINARY_MAGIC) {
+    let result = if let Some(wire) = schema.wire {
+        decode_schemad(wire, payload, schema, x, y, &mut local)
+    } else if payload.starts_with(&BINARY_MAGIC) {
         decode_binary(payload, schema, x, y)
     } else {
         decode_json(payload, schema, x, y, &mut local)
@@ -112,6 +121,26 @@ pub fn decode_tallied(
             Err(e)
         }
     }
+}
+
+/// A schema'd value: its record as named fields, read as an event through the stream's fields.
+fn decode_schemad(
+    wire: &super::schemas::Wire,
+    payload: &[u8],
+    schema: &Schema,
+    x: &mut Vec<f64>,
+    y: &mut Vec<f64>,
+    tally: &mut Tally,
+) -> Result<usize, Rejection> {
+    let record = wire.decode(payload, schema.schema_header)?;
+    let (serde_json::Value::Object(obj), Some(fields)) = (&record, schema.fields) else {
+        return reject(
+            Reason::Schema,
+            "the record is not a record of named fields (an Avro record, a Protobuf message, a \
+             JSON object)",
+        );
+    };
+    events::decode(obj, schema, fields, x, y, tally)
 }
 
 /// Whether every value is finite and within `MAX_ABS_VALUE`, in one pass the compiler

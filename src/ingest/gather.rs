@@ -87,7 +87,9 @@ impl Ingest {
                     return false;
                 }
                 let handle = self.streams[i].handle.clone();
-                ahead.submit(move || Early::Rows(fold::decode(&handle, job_msg.payload())));
+                ahead.submit(move || {
+                    Early::Rows(fold::decode(&handle, job_msg.payload(), job_msg.headers()))
+                });
                 true
             }
             Some(&Target::Features(i)) => {

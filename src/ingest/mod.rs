@@ -64,6 +64,7 @@ pub mod persist;
 pub mod positions;
 pub mod rebalance;
 pub mod rejections;
+pub mod schemas;
 mod setup;
 
 pub use crate::kafka::{KafkaClients, client_config};

@@ -75,6 +75,8 @@ pub struct StreamHandle {
     pub history: crate::state::history::History,
     /// The live prequential quality (`quality`; None when off).
     pub quality: Option<crate::state::quality::LiveQuality>,
+    /// How schema'd values are decoded (`format`; None: ravel's own formats).
+    pub wire: Option<crate::ingest::schemas::Wire>,
 }
 
 impl StreamHandle {
@@ -87,6 +89,7 @@ impl StreamHandle {
         let quality = crate::config::quality::of_stream(&config, &history)?
             .map(crate::state::quality::LiveQuality::new);
         Ok(StreamHandle {
+            wire: None,
             quality,
             topic: config.topic(),
             fields,

@@ -217,6 +217,8 @@ pub fn stream(name: &str, topic: &str, features: FeatureSchema, task: Task) -> S
         history: None,
         cv: None,
         quality: None,
+        format: Default::default(),
+        avro_schema_file: None,
     }
 }
 

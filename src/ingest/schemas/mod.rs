@@ -1,0 +1,226 @@
+//! Schema'd message values (issue 32): Avro, Protobuf and JSON Schema in the Confluent wire
+//! format (byte 0 = 0, bytes 1..5 = the big-endian schema id, then the Avro datum, the
+//! Protobuf message-index list and message, or the JSON text), the schema id in the
+//! `__value_schema_id` header of newer serializers instead (a GUID), and plain Avro datums of a
+//! schema given in the config. Each record is decoded with its own writer's schema by the
+//! maintained crates (`apache-avro`, `prost-reflect`) into a tree of named fields, which the
+//! stream's field mapping reads exactly as it reads a JSON event (`super::events`): fields by
+//! name or dotted path, so schema changes mid-stream (fields added, removed, reordered, an int
+//! widened to a long or a double) are followed by name and never change the row's expansion.
+//!
+//! A message that is not framed, names a schema the registry does not know, or does not match
+//! its schema is a bad message (reason `schema`); a registry that cannot answer is not
+//! (`registry`: the message waits).
+
+pub mod avro;
+pub mod protobuf;
+pub mod registry;
+
+use crate::config::StreamConfig;
+use crate::config::schemas::ValueFormat;
+use crate::reason::{Reason, Rejection};
+use registry::{FetchError, Fetched, Registry, SchemaRef};
+use serde_json::Value;
+use std::sync::Arc;
+
+/// The header newer Confluent serializers put the value's schema GUID in.
+pub const VALUE_SCHEMA_HEADER: &str = "__value_schema_id";
+
+/// A schema as decoding needs it, parsed once per id.
+pub enum Parsed {
+    Avro(Box<apache_avro::Schema>),
+    Protobuf(protobuf::Messages),
+    /// JSON Schema: the id is checked to be known and of this type; the JSON is read as an
+    /// event.
+    Json,
+}
+
+/// The registry the framed formats share.
+pub type SchemaRegistry = Registry<Parsed>;
+
+/// How one stream's values are decoded.
+pub struct Wire {
+    format: ValueFormat,
+    /// `avro_schema_file`: plain datums of this schema.
+    plain: Option<apache_avro::Schema>,
+    registry: Option<Arc<SchemaRegistry>>,
+}
+
+impl std::fmt::Debug for Wire {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Wire")
+            .field("format", &self.format)
+            .field("plain", &self.plain.is_some())
+            .finish()
+    }
+}
+
+fn schema_error(message: impl Into<String>) -> Rejection {
+    Rejection {
+        reason: Reason::Schema,
+        message: message.into(),
+    }
+}
+
+impl Wire {
+    /// The stream's decoder (None for `format = "ravel"`), its plain Avro schema read and
+    /// parsed now (an error stops the start, naming the file).
+    pub fn of_stream(
+        s: &StreamConfig,
+        registry: Option<&Arc<SchemaRegistry>>,
+    ) -> anyhow::Result<Option<Wire>> {
+        if s.format.is_ravel() {
+            return Ok(None);
+        }
+        let plain = match &s.avro_schema_file {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| {
+                    anyhow::anyhow!(
+                        "stream '{}': avro_schema_file: cannot read {}: {e}",
+                        s.name,
+                        path.display()
+                    )
+                })?;
+                Some(apache_avro::Schema::parse_str(&text).map_err(|e| {
+                    anyhow::anyhow!(
+                        "stream '{}': avro_schema_file {} is not an Avro schema: {e}",
+                        s.name,
+                        path.display()
+                    )
+                })?)
+            }
+            None => None,
+        };
+        if plain.is_none() && registry.is_none() {
+            anyhow::bail!(
+                "stream '{}': format = \"{}\" needs [schema_registry] url",
+                s.name,
+                s.format.name()
+            );
+        }
+        Ok(Some(Wire {
+            format: s.format,
+            plain,
+            registry: registry.cloned(),
+        }))
+    }
+
+    /// Decodes one value into a tree of named fields. `header` is the `__value_schema_id`
+    /// header's value, when the message has one.
+    pub fn decode(&self, payload: &[u8], header: Option<&[u8]>) -> Result<Value, Rejection> {
+        if let Some(schema) = &self.plain {
+            return avro::decode(schema, payload);
+        }
+        let (at, rest, indexes) = match header {
+            Some(h) => {
+                let (at, indexes) = header_ref(h)?;
+                (at, payload, indexes)
+            }
+            None => {
+                let (at, rest) = framed(payload, self.format)?;
+                (at, rest, rest)
+            }
+        };
+        let format = self.format;
+        let registry = self
+            .registry
+            .as_ref()
+            .ok_or_else(|| schema_error("no [schema_registry] to fetch the schema from"))?;
+        let parsed = registry
+            .get(&at, format == ValueFormat::Protobuf, |f| {
+                parse(format, &at, f)
+            })
+            .map_err(|e| match e {
+                FetchError::NotFound(why) => schema_error(why),
+                FetchError::Stopping => Rejection {
+                    reason: Reason::Unavailable,
+                    message: format!("stopping before the Schema Registry gave {at}"),
+                },
+            })?;
+        match &*parsed {
+            Parsed::Avro(schema) => {
+                avro::decode(schema, rest).map_err(|e| schema_error(format!("{at}: {}", e.message)))
+            }
+            Parsed::Protobuf(messages) => {
+                let (path, body) = protobuf::message_indexes(indexes)?;
+                // With the id in the header, the payload is the message itself.
+                let body = if header.is_some() { payload } else { body };
+                messages
+                    .decode(&path, body)
+                    .map_err(|e| schema_error(format!("{at}: {}", e.message)))
+            }
+            Parsed::Json => super::events::parse(rest),
+        }
+    }
+}
+
+/// The schema reference and the rest of a framed payload.
+fn framed(payload: &[u8], format: ValueFormat) -> Result<(SchemaRef, &[u8]), Rejection> {
+    match payload {
+        [0, a, b, c, d, rest @ ..] => {
+            Ok((SchemaRef::Id(u32::from_be_bytes([*a, *b, *c, *d])), rest))
+        }
+        [0, ..] => Err(schema_error(format!(
+            "a Confluent-framed value has byte 0 then a 4-byte schema id; this one has {} bytes",
+            payload.len()
+        ))),
+        [] => Err(schema_error(
+            "an empty value: a Confluent-framed value has byte 0 then a 4-byte schema id",
+        )),
+        [first, ..] => Err(schema_error(format!(
+            "not in the Confluent wire format: the first byte is {first:#04x}, not 0 (the \
+             stream reads format = \"{}\" written by a Confluent serializer; is the topic written \
+             as plain {}?)",
+            format.name(),
+            if *first == b'{' { "JSON" } else { "data" }
+        ))),
+    }
+}
+
+/// The `__value_schema_id` header: byte 1 and a 16-byte GUID (or byte 0 and a 4-byte id),
+/// then, for Protobuf, the message indexes.
+fn header_ref(h: &[u8]) -> Result<(SchemaRef, &[u8]), Rejection> {
+    match h {
+        [1, rest @ ..] if rest.len() >= 16 => {
+            let g = &rest[..16];
+            let hex: String = g.iter().map(|b| format!("{b:02x}")).collect();
+            let guid = format!(
+                "{}-{}-{}-{}-{}",
+                &hex[0..8],
+                &hex[8..12],
+                &hex[12..16],
+                &hex[16..20],
+                &hex[20..32]
+            );
+            Ok((SchemaRef::Guid(guid), &rest[16..]))
+        }
+        [0, a, b, c, d, rest @ ..] => {
+            Ok((SchemaRef::Id(u32::from_be_bytes([*a, *b, *c, *d])), rest))
+        }
+        _ => Err(schema_error(format!(
+            "the {VALUE_SCHEMA_HEADER} header holds {} bytes: expected byte 1 and a 16-byte GUID \
+             (or byte 0 and a 4-byte id)",
+            h.len()
+        ))),
+    }
+}
+
+/// Parses a fetched schema of the stream's format.
+fn parse(format: ValueFormat, at: &SchemaRef, f: Fetched) -> Result<Parsed, String> {
+    if f.schema_type != format.schema_type() {
+        return Err(format!(
+            "{at} is a {} schema; the stream reads format = \"{}\"",
+            f.schema_type,
+            format.name()
+        ));
+    }
+    match format {
+        ValueFormat::Avro | ValueFormat::Ravel => apache_avro::Schema::parse_str(&f.schema)
+            .map(|s| Parsed::Avro(Box::new(s)))
+            .map_err(|e| format!("{at} is not an Avro schema: {e}")),
+        ValueFormat::Protobuf => protobuf::Messages::parse(&f)
+            .map(Parsed::Protobuf)
+            .map_err(|e| format!("{at}: {e}")),
+        ValueFormat::JsonSchema => Ok(Parsed::Json),
+    }
+}

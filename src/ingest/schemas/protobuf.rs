@@ -1,0 +1,281 @@
+//! Confluent-framed Protobuf: the schema is a `.proto` file, which the registry gives as text
+//! (compiled here by `protox`) or, asked with `format=serialized`, as the base64 of a
+//! serialized `FileDescriptorProto` (what Confluent's Python serializer registers); the
+//! message-index list after the schema id picks the message type (`[0]`: the file's first);
+//! `prost-reflect` decodes the message dynamically. Fields become named values: scalars as
+//! numbers, booleans and text, enums as their value's name, nested messages as objects (unset
+//! ones as absent, so a mapped field inside follows the missing-value policy), repeated fields
+//! as lists.
+
+use super::registry::Fetched;
+use crate::reason::{Reason, Rejection};
+use base64::Engine;
+use prost_reflect::{
+    DescriptorPool, DynamicMessage, FileDescriptor, Kind, MessageDescriptor, ReflectMessage,
+};
+use serde_json::{Map, Value};
+
+/// Longest message-index list (nesting of the message type in its file).
+const MAX_INDEXES: usize = 64;
+
+/// The message types of one schema's file.
+pub struct Messages {
+    file: FileDescriptor,
+}
+
+/// The file a schema compiles to, from its serialized or text form.
+fn pool_of(f: &Fetched) -> Result<FileDescriptor, String> {
+    if !f.references.is_empty() {
+        return Err(format!(
+            "the schema imports {:?}: Protobuf schemas with references are not read yet; \
+             define the message types in one file",
+            f.references
+        ));
+    }
+    let serialized = base64::engine::general_purpose::STANDARD
+        .decode(f.schema.trim())
+        .ok()
+        .and_then(|bytes| {
+            let mut p = DescriptorPool::new();
+            p.decode_file_descriptor_proto(bytes.as_slice()).ok()?;
+            p.files().next()
+        });
+    if let Some(file) = serialized {
+        return Ok(file);
+    }
+    let mut resolver = protox::file::ChainFileResolver::new();
+    resolver.add(OneFile(f.schema.clone()));
+    resolver.add(protox::file::GoogleFileResolver::new());
+    let mut compiler = protox::Compiler::with_file_resolver(resolver);
+    compiler
+        .open_file(ONE_FILE)
+        .map_err(|e| format!("the Protobuf schema does not compile: {e}"))?;
+    compiler
+        .descriptor_pool()
+        .get_file_by_name(ONE_FILE)
+        .ok_or_else(|| "the Protobuf schema holds no file".to_string())
+}
+
+/// The name the registry's `.proto` text is compiled under.
+const ONE_FILE: &str = "registry-schema.proto";
+
+/// Serves the registry's `.proto` text as one file.
+struct OneFile(String);
+
+impl protox::file::FileResolver for OneFile {
+    fn open_file(&self, name: &str) -> Result<protox::file::File, protox::Error> {
+        if name == ONE_FILE {
+            protox::file::File::from_source(name, &self.0)
+        } else {
+            Err(protox::Error::file_not_found(name))
+        }
+    }
+}
+
+/// Reads a zigzag varint.
+fn varint(bytes: &mut &[u8]) -> Option<i64> {
+    let mut v: u64 = 0;
+    for shift in (0..64).step_by(7) {
+        let (&b, rest) = bytes.split_first()?;
+        *bytes = rest;
+        v |= u64::from(b & 0x7f) << shift;
+        if b & 0x80 == 0 {
+            return Some(((v >> 1) as i64) ^ -((v & 1) as i64));
+        }
+    }
+    None
+}
+
+/// The message-index list at the start of `bytes` and the message after it.
+pub fn message_indexes(bytes: &[u8]) -> Result<(Vec<i64>, &[u8]), Rejection> {
+    let bad = |m: String| Rejection {
+        reason: Reason::Schema,
+        message: m,
+    };
+    let mut rest = bytes;
+    let n = varint(&mut rest)
+        .ok_or_else(|| bad("the Protobuf message-index list is cut short".into()))?;
+    if n == 0 {
+        return Ok((vec![0], rest));
+    }
+    if n < 0 || n as usize > MAX_INDEXES {
+        return Err(bad(format!(
+            "the Protobuf message-index list claims {n} entries (at most {MAX_INDEXES})"
+        )));
+    }
+    let mut path = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        path.push(
+            varint(&mut rest)
+                .ok_or_else(|| bad("the Protobuf message-index list is cut short".into()))?,
+        );
+    }
+    Ok((path, rest))
+}
+
+impl Messages {
+    pub fn parse(f: &Fetched) -> Result<Messages, String> {
+        Ok(Messages { file: pool_of(f)? })
+    }
+
+    /// The message type at `path` (indexes into the file's messages, then nested ones).
+    fn message(&self, path: &[i64]) -> Result<MessageDescriptor, String> {
+        let out_of_range = || {
+            format!(
+                "the message indexes {path:?} name no message type of {} (it has {} at the top)",
+                self.file.name(),
+                self.file.messages().len()
+            )
+        };
+        let (&first, rest) = path.split_first().ok_or_else(out_of_range)?;
+        let mut m = usize::try_from(first)
+            .ok()
+            .and_then(|i| self.file.messages().nth(i))
+            .ok_or_else(out_of_range)?;
+        for &i in rest {
+            m = usize::try_from(i)
+                .ok()
+                .and_then(|i| m.child_messages().nth(i))
+                .ok_or_else(out_of_range)?;
+        }
+        Ok(m)
+    }
+
+    /// Decodes one message of the type at `path`.
+    pub fn decode(&self, path: &[i64], body: &[u8]) -> Result<Value, Rejection> {
+        let bad = |m: String| Rejection {
+            reason: Reason::Schema,
+            message: m,
+        };
+        let desc = self.message(path).map_err(bad)?;
+        let name = desc.full_name().to_string();
+        let msg = DynamicMessage::decode(desc, body)
+            .map_err(|e| bad(format!("the bytes are not a {name} message: {e}")))?;
+        Ok(to_json(&msg))
+    }
+}
+
+fn scalar(v: &prost_reflect::Value, kind: &Kind) -> Value {
+    use prost_reflect::Value as P;
+    match v {
+        P::Bool(b) => Value::Bool(*b),
+        P::I32(i) => Value::from(*i),
+        P::I64(i) => Value::from(*i),
+        P::U32(i) => Value::from(*i),
+        P::U64(i) => Value::from(*i),
+        P::F32(f) => super::avro::to_json(apache_avro::types::Value::Float(*f)),
+        P::F64(f) => super::avro::to_json(apache_avro::types::Value::Double(*f)),
+        P::String(s) => Value::String(s.clone()),
+        P::Bytes(b) => Value::String(String::from_utf8_lossy(b).into()),
+        P::EnumNumber(n) => match kind {
+            Kind::Enum(e) => e
+                .get_value(*n)
+                .map_or_else(|| Value::from(*n), |v| Value::String(v.name().into())),
+            _ => Value::from(*n),
+        },
+        P::Message(m) => to_json(m),
+        P::List(items) => Value::Array(items.iter().map(|i| scalar(i, kind)).collect()),
+        P::Map(m) => Value::Object(
+            m.iter()
+                .map(|(k, v)| (map_key(k), scalar(v, kind)))
+                .collect(),
+        ),
+    }
+}
+
+fn map_key(k: &prost_reflect::MapKey) -> String {
+    use prost_reflect::MapKey as K;
+    match k {
+        K::Bool(b) => b.to_string(),
+        K::I32(i) => i.to_string(),
+        K::I64(i) => i.to_string(),
+        K::U32(i) => i.to_string(),
+        K::U64(i) => i.to_string(),
+        K::String(s) => s.clone(),
+    }
+}
+
+/// A message as named fields: every field of the type, except those with presence that are
+/// not set (nested messages, `optional` scalars, oneof members), which are absent.
+pub fn to_json(msg: &DynamicMessage) -> Value {
+    let mut obj = Map::new();
+    for field in msg.descriptor().fields() {
+        if field.supports_presence() && !msg.has_field(&field) {
+            continue;
+        }
+        let v = msg.get_field(&field);
+        let kind = match field.kind() {
+            // A map's values are of its entry's value field's kind.
+            Kind::Message(m) if field.is_map() => m.map_entry_value_field().kind(),
+            k => k,
+        };
+        obj.insert(field.name().to_string(), scalar(&v, &kind));
+    }
+    Value::Object(obj)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn zigzag(v: i64) -> Vec<u8> {
+        let mut u = ((v << 1) ^ (v >> 63)) as u64;
+        let mut out = Vec::new();
+        loop {
+            if u < 0x80 {
+                out.push(u as u8);
+                return out;
+            }
+            out.push((u as u8 & 0x7f) | 0x80);
+            u >>= 7;
+        }
+    }
+
+    const SALE: &str = r#"syntax = "proto3";
+        package shop;
+        message Other { string note = 1; }
+        message Sale {
+          double price = 1;
+          int64 sqft = 2;
+          User user = 3;
+          Region region = 4;
+          optional double discount = 5;
+          message User { int32 age = 1; }
+        }
+        enum Region { NORTH = 0; SOUTH = 1; }"#;
+
+    #[test]
+    fn text_schemas_compile_and_the_index_list_picks_nested_types() {
+        let m = Messages::parse(&Fetched {
+            schema_type: "PROTOBUF".into(),
+            schema: SALE.into(),
+            references: vec![],
+        })
+        .unwrap();
+        // Sale { price: 2.5, sqft: 700, user { age: 41 }, region: SOUTH }
+        let body = [
+            0x09, 0, 0, 0, 0, 0, 0, 0x04, 0x40, // 1: double 2.5
+            0x10, 0xbc, 0x05, // 2: 700
+            0x1a, 0x02, 0x08, 41, // 3: User { age: 41 }
+            0x20, 0x01, // 4: SOUTH
+        ];
+        let mut framed = zigzag(1);
+        framed.extend(zigzag(1));
+        framed.extend(body);
+        let (path, rest) = message_indexes(&framed).unwrap();
+        assert_eq!(path, vec![1]);
+        let v = m.decode(&path, rest).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"price": 2.5, "sqft": 700, "user": {"age": 41}, "region": "SOUTH"})
+        );
+        // The nested User type: [1, 0].
+        let v = m.decode(&[1, 0], &[0x08, 7]).unwrap();
+        assert_eq!(v, serde_json::json!({"age": 7}));
+        // Out of range, and a list cut short.
+        let e = m.decode(&[5], &[]).unwrap_err();
+        assert!(e.message.contains("name no message type"), "{e:?}");
+        assert!(message_indexes(&[0x04, 0x02]).is_err());
+        assert_eq!(message_indexes(&[0]).unwrap().0, vec![0]);
+    }
+}

@@ -1,0 +1,307 @@
+//! The Schema Registry client: schemas fetched by id (or by GUID, for ids carried in the
+//! `__value_schema_id` header) over Confluent's REST API, once, and kept in a bounded cache.
+//!
+//! Outages are not bad messages: while the registry cannot answer (unreachable, a 5xx, a
+//! timeout, our credentials refused) the fetch waits with backoff and tries again, and
+//! `/readyz` says why (`Health::set_schema_registry`); the message it was fetched for is
+//! decoded once the registry answers, so nothing is dead-lettered for an outage. A stop
+//! requested meanwhile ends the wait: the message is left unread (`Reason::Unavailable`), its
+//! partition's position stays before it, and the next start reads it again. Only an
+//! answer about the schema itself (404: no such id, or a schema that does not parse) makes the
+//! message a bad one (reason `schema`).
+//!
+//! The client is blocking (ureq): it runs on the ingest thread or a decoding thread, never on
+//! the async runtime. Secrets (the password, the token) go into the `Authorization` header
+//! only; nothing here logs them.
+
+use crate::config::schemas::SchemaRegistryConfig;
+use crate::health::Health;
+use crate::shutdown::Shutdown;
+use base64::Engine;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Largest registry answer read (a schema with its references).
+const MAX_ANSWER_BYTES: u64 = 8 << 20;
+
+/// How a message names its schema.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum SchemaRef {
+    /// The 4-byte id of the Confluent framing.
+    Id(u32),
+    /// A GUID, from the `__value_schema_id` header of newer serializers.
+    Guid(String),
+}
+
+impl std::fmt::Display for SchemaRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SchemaRef::Id(id) => write!(f, "schema id {id}"),
+            SchemaRef::Guid(g) => write!(f, "schema GUID {g}"),
+        }
+    }
+}
+
+/// The registry's answer for one schema: its type and text (for Protobuf, the text may be
+/// the base64 of a serialized `FileDescriptorProto`, asked for with `format=serialized`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fetched {
+    /// `AVRO` (the registry's default when it names none), `PROTOBUF` or `JSON`.
+    pub schema_type: String,
+    pub schema: String,
+    /// Names of the schemas it imports (Protobuf imports, Avro named types).
+    pub references: Vec<String>,
+}
+
+/// Why a fetch gave no schema.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FetchError {
+    /// The registry answered: no such schema (404), or an answer that is not a schema.
+    NotFound(String),
+    /// The service stops while the registry is away: the message is neither folded nor
+    /// dead-lettered, and its partition's position stays before it.
+    Stopping,
+}
+
+/// One parsed schema, as the caller keeps it (`super::Parsed`).
+pub type Cached<T> = Arc<T>;
+
+/// Schema Registry client with its cache of parsed schemas (parsed by the caller, once).
+pub struct Registry<T> {
+    urls: Vec<String>,
+    agent: ureq::Agent,
+    authorization: Option<String>,
+    cache: Mutex<HashMap<SchemaRef, Cached<T>>>,
+    max_schemas: usize,
+    health: Arc<Health>,
+    shutdown: Option<Shutdown>,
+}
+
+impl<T> std::fmt::Debug for Registry<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registry")
+            .field("urls", &self.urls)
+            .finish()
+    }
+}
+
+/// Reads a PEM file of `key` (a CA, a certificate, a key).
+fn pem(key: &str, path: &std::path::Path) -> anyhow::Result<Vec<u8>> {
+    std::fs::read(path)
+        .map_err(|e| anyhow::anyhow!("schema_registry.{key}: cannot read {}: {e}", path.display()))
+}
+
+impl<T> Registry<T> {
+    pub fn new(
+        config: &SchemaRegistryConfig,
+        health: Arc<Health>,
+        shutdown: Option<Shutdown>,
+    ) -> anyhow::Result<Registry<T>> {
+        use ureq::tls::{Certificate, ClientCert, PrivateKey, RootCerts, TlsConfig};
+        let mut tls = TlsConfig::builder();
+        if let Some(ca) = &config.ca_file {
+            let bytes = pem("ca_file", ca)?;
+            let certs: Vec<Certificate<'static>> = ureq::tls::parse_pem(&bytes)
+                .filter_map(|item| match item {
+                    Ok(ureq::tls::PemItem::Certificate(c)) => Some(c),
+                    _ => None,
+                })
+                .collect();
+            if certs.is_empty() {
+                anyhow::bail!(
+                    "schema_registry.ca_file: {} holds no PEM certificate",
+                    ca.display()
+                );
+            }
+            tls = tls.root_certs(RootCerts::new_with_certs(&certs));
+        }
+        if let (Some(cert), Some(key)) = (&config.cert_file, &config.key_file) {
+            let chain_pem = pem("cert_file", cert)?;
+            let chain: Vec<Certificate<'static>> = ureq::tls::parse_pem(&chain_pem)
+                .filter_map(|item| match item {
+                    Ok(ureq::tls::PemItem::Certificate(c)) => Some(c),
+                    _ => None,
+                })
+                .collect();
+            let key = PrivateKey::from_pem(&pem("key_file", key)?).map_err(|e| {
+                anyhow::anyhow!(
+                    "schema_registry.key_file: {} holds no PEM private key ({e})",
+                    key.display()
+                )
+            })?;
+            tls = tls.client_cert(Some(ClientCert::new_with_certs(&chain, key)));
+        }
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .timeout_global(Some(Duration::from_millis(config.timeout_ms)))
+            .http_status_as_error(false)
+            .tls_config(tls.build())
+            .build()
+            .into();
+        let authorization = if !config.bearer_token.is_empty() {
+            Some(format!("Bearer {}", config.bearer_token))
+        } else if !config.basic_auth_user.is_empty() {
+            let pair = format!("{}:{}", config.basic_auth_user, config.basic_auth_password);
+            Some(format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD.encode(pair)
+            ))
+        } else {
+            None
+        };
+        Ok(Registry {
+            urls: config.urls(),
+            agent,
+            authorization,
+            cache: Mutex::new(HashMap::new()),
+            max_schemas: config.max_schemas,
+            health,
+            shutdown,
+        })
+    }
+
+    /// The parsed schema of `at`: from the cache, or fetched (waiting out outages) and parsed
+    /// by `parse` (its error makes the message a bad one, as a 404 does).
+    pub fn get(
+        &self,
+        at: &SchemaRef,
+        serialized: bool,
+        parse: impl FnOnce(Fetched) -> Result<T, String>,
+    ) -> Result<Cached<T>, FetchError> {
+        if let Some(hit) = self.lock().get(at) {
+            return Ok(hit.clone());
+        }
+        let fetched = self.fetch(at, serialized)?;
+        let parsed = Arc::new(parse(fetched).map_err(FetchError::NotFound)?);
+        let mut cache = self.lock();
+        if cache.len() >= self.max_schemas {
+            // Bounded: a topic that cycles through more ids than this refetches them.
+            cache.clear();
+        }
+        cache.insert(at.clone(), parsed.clone());
+        Ok(parsed)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<SchemaRef, Cached<T>>> {
+        self.cache.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Fetches `at`, trying the URLs in turn and waiting with backoff (200 ms doubling to 5 s)
+    /// while none answers; `/readyz` says why meanwhile.
+    fn fetch(&self, at: &SchemaRef, serialized: bool) -> Result<Fetched, FetchError> {
+        let mut wait = Duration::from_millis(200);
+        let mut last_logged: Option<std::time::Instant> = None;
+        loop {
+            let mut outage = String::new();
+            for url in &self.urls {
+                match self.fetch_from(url, at, serialized) {
+                    Ok(answer) => {
+                        self.health.set_schema_registry(None);
+                        return answer;
+                    }
+                    Err(why) => outage = why,
+                }
+            }
+            self.health.set_schema_registry(Some(outage.clone()));
+            if last_logged.is_none_or(|t| t.elapsed() > Duration::from_secs(10)) {
+                last_logged = Some(std::time::Instant::now());
+                tracing::warn!(
+                    schema = %at,
+                    error = %outage,
+                    "waiting for the Schema Registry (its messages are read once it answers; nothing is dead-lettered meanwhile)"
+                );
+            }
+            // Sleep in short steps so that a stop is seen.
+            let until = std::time::Instant::now() + wait;
+            while std::time::Instant::now() < until {
+                if self.shutdown.as_ref().is_some_and(Shutdown::is_triggered) {
+                    return Err(FetchError::Stopping);
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            wait = (wait * 2).min(Duration::from_secs(5));
+        }
+    }
+
+    /// One attempt at one URL: `Ok(answer)` when the registry answered about the schema,
+    /// `Err(outage)` when it could not.
+    fn fetch_from(
+        &self,
+        url: &str,
+        at: &SchemaRef,
+        serialized: bool,
+    ) -> Result<Result<Fetched, FetchError>, String> {
+        let path = match at {
+            SchemaRef::Id(id) => format!("{url}/schemas/ids/{id}"),
+            SchemaRef::Guid(g) => format!("{url}/schemas/guids/{g}"),
+        };
+        let mut req = self.agent.get(&path);
+        if serialized {
+            req = req.query("format", "serialized");
+        }
+        if let Some(a) = &self.authorization {
+            req = req.header("Authorization", a);
+        }
+        let mut resp = req
+            .header("Accept", "application/vnd.schemaregistry.v1+json")
+            .call()
+            .map_err(|e| format!("cannot reach the Schema Registry at {url}: {e}"))?;
+        let status = resp.status().as_u16();
+        let body = resp
+            .body_mut()
+            .with_config()
+            .limit(MAX_ANSWER_BYTES)
+            .read_to_string()
+            .map_err(|e| format!("the Schema Registry at {url} answered {status} but its body could not be read: {e}"))?;
+        match status {
+            200 => Ok(parse_answer(at, &body)),
+            404 => Ok(Err(FetchError::NotFound(format!(
+                "the Schema Registry does not know {at} (404 {})",
+                short(&body)
+            )))),
+            401 | 403 => Err(format!(
+                "the Schema Registry at {url} refuses ravel's credentials ({status}): check \
+                 schema_registry.basic_auth_user / basic_auth_password or bearer_token"
+            )),
+            _ => Err(format!(
+                "the Schema Registry at {url} answered {status} {}",
+                short(&body)
+            )),
+        }
+    }
+}
+
+/// The first 200 characters of an error body.
+fn short(body: &str) -> String {
+    body.chars().take(200).collect()
+}
+
+/// `{"schema": "...", "schemaType": "...", "references": [{"name": ...}, ...]}`.
+fn parse_answer(at: &SchemaRef, body: &str) -> Result<Fetched, FetchError> {
+    let v: serde_json::Value = serde_json::from_str(body).map_err(|e| {
+        FetchError::NotFound(format!("the registry's answer for {at} is not JSON ({e})"))
+    })?;
+    let Some(schema) = v.get("schema").and_then(|s| s.as_str()) else {
+        return Err(FetchError::NotFound(format!(
+            "the registry's answer for {at} holds no \"schema\""
+        )));
+    };
+    let references = v
+        .get("references")
+        .and_then(|r| r.as_array())
+        .map(|r| {
+            r.iter()
+                .filter_map(|r| r.get("name").and_then(|n| n.as_str()).map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(Fetched {
+        schema_type: v
+            .get("schemaType")
+            .and_then(|t| t.as_str())
+            .unwrap_or("AVRO")
+            .to_string(),
+        schema: schema.to_string(),
+        references,
+    })
+}
