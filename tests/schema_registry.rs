@@ -842,3 +842,51 @@ fn ravel_produce_registers_the_rows_schema_and_writes_framed_avro_and_json() {
     }
     svc.stop().unwrap();
 }
+
+#[test]
+fn plain_avro_datums_of_a_configured_schema_need_no_registry() {
+    let broker = EmbeddedBroker::start(1).unwrap();
+    broker.create_topic("sr.plain", 1).unwrap();
+    broker.create_topic("sr.plain.dlq", 1).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let avsc = dir.path().join("sale.avsc");
+    std::fs::write(&avsc, avro_v1().to_string()).unwrap();
+    let mut s = sales_stream("plain", "sr.plain", ValueFormat::Avro);
+    s.avro_schema_file = Some(avsc);
+    let svc = TestService::start(config(vec![s], None), broker.bootstrap_servers());
+    let rows = sales(200, 6);
+    let schema = apache_avro::Schema::parse_str(&avro_v1().to_string()).unwrap();
+    let writer = apache_avro::writer::datum::GenericDatumWriter::builder(&schema)
+        .build()
+        .unwrap();
+    let mut values: Vec<Vec<u8>> = rows
+        .iter()
+        .map(|s| {
+            use apache_avro::types::Value as A;
+            let region = REGIONS.iter().position(|r| *r == s.region).unwrap() as u32;
+            writer
+                .write_value_to_vec(A::Record(vec![
+                    ("price".into(), A::Double(s.price)),
+                    ("sqft".into(), A::Int(s.sqft as i32)),
+                    ("rooms".into(), A::Int(s.rooms as i32)),
+                    ("region".into(), A::Enum(region, s.region.into())),
+                    (
+                        "user".into(),
+                        A::Record(vec![("age".into(), A::Int(s.age as i32))]),
+                    ),
+                ]))
+                .unwrap()
+        })
+        .collect();
+    // A datum cut short is a bad message, never a silently wrong row.
+    let mut cut = values[0].clone();
+    cut.truncate(cut.len() - 3);
+    values.push(cut);
+    produce_raw(&broker, "sr.plain", &values);
+    wait_n(&svc, "plain", rows.len());
+    assert_ols_is_numpys(&svc, "plain", &rows, 5);
+    let dead = read_topic(broker.bootstrap_servers(), "sr.plain.dlq", 1);
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0].1["ravel-reason"], "schema", "{dead:?}");
+    svc.stop().unwrap();
+}
