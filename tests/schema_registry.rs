@@ -551,9 +551,10 @@ fn proto_v1() -> Value {
         ["region", "string"], ["user", "User"]], "nested": {"User": [["age", "int32"]]}})
 }
 
-/// Reordered and widened (`sqft` int64, `rooms` double), a field added.
+/// Reordered and widened (`sqft` int64, `rooms` double), fields added (one a well-known
+/// Timestamp, an import).
 fn proto_v2() -> Value {
-    json!({"name": "Sale", "fields": [["note", "string"], ["user", "User"], ["sqft", "int64"],
+    json!({"name": "Sale", "fields": [["note", "string"], ["sold_at", "timestamp"], ["user", "User"], ["sqft", "int64"],
         ["region", "string"], ["rooms", "double"], ["price", "double"]],
         "nested": {"User": [["id", "string"], ["age", "int64"]]}})
 }
@@ -562,7 +563,7 @@ fn proto_records(rows: &[Sale], v2: bool) -> Value {
     rows.iter()
         .map(|s| {
             if v2 {
-                json!({"note": "n", "user": {"id": "u", "age": s.age}, "sqft": s.sqft,
+                json!({"note": "n", "sold_at": "2026-11-26T10:00:00Z", "user": {"id": "u", "age": s.age}, "sqft": s.sqft,
                        "region": s.region, "rooms": s.rooms as f64, "price": s.price})
             } else {
                 json!({"price": s.price, "sqft": s.sqft, "rooms": s.rooms, "region": s.region,

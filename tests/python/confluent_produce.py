@@ -7,7 +7,8 @@ Usage: confluent_produce.py PLAN.json, where the plan is
 Each part is written with its own schema (a schema change between parts). An Avro or JSON
 part's schema is the schema itself; a Protobuf part's is {"name", "fields": [[name, type],
 ...], "nested": {"Name": [[name, type], ...]}}, built into a FileDescriptorProto here (no
-protoc needed), numbered in order; "optional" marks proto3 optional scalars.
+protoc needed), numbered in order; "optional" marks proto3 optional scalars; type "timestamp" is Google's
+well-known Timestamp (an import).
 """
 
 import json
@@ -39,6 +40,13 @@ def proto_class(spec, version):
             f.label = descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL
             if kind in SCALARS:
                 f.type = SCALARS[kind]
+            elif kind == "timestamp":
+                # Google's well-known Timestamp: an import the serializer does not register
+                # as a reference (skip.known.types).
+                f.type = descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE
+                f.type_name = ".google.protobuf.Timestamp"
+                if "google/protobuf/timestamp.proto" not in fdp.dependency:
+                    fdp.dependency.append("google/protobuf/timestamp.proto")
             else:
                 f.type = descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE
                 f.type_name = f".shop.v{version}.{spec['name']}.{kind}"
@@ -55,7 +63,10 @@ def proto_class(spec, version):
         nested.name = nested_name
         fill(nested, nested_fields, [])
     fill(msg, spec["fields"], list(spec.get("nested", {})))
+    from google.protobuf import timestamp_pb2
+
     pool = descriptor_pool.DescriptorPool()
+    pool.AddSerializedFile(timestamp_pb2.DESCRIPTOR.serialized_pb)
     pool.Add(fdp)
     return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"shop.v{version}.{spec['name']}"))
 

@@ -10,6 +10,8 @@
 use super::registry::Fetched;
 use crate::reason::{Reason, Rejection};
 use base64::Engine;
+use prost_reflect::prost::Message as _;
+use prost_reflect::prost_types::FileDescriptorProto;
 use prost_reflect::{
     DescriptorPool, DynamicMessage, FileDescriptor, Kind, MessageDescriptor, ReflectMessage,
 };
@@ -23,25 +25,34 @@ pub struct Messages {
     file: FileDescriptor,
 }
 
-/// The file a schema compiles to, from its serialized or text form.
+/// The file a schema compiles to, from its serialized or text form. Imports of Google's
+/// well-known types (`google/protobuf/timestamp.proto` ...) resolve from the ones built in;
+/// imports of other registered schemas are not read yet.
 fn pool_of(f: &Fetched) -> Result<FileDescriptor, String> {
-    if !f.references.is_empty() {
+    if let Some(r) = f
+        .references
+        .iter()
+        .find(|r| !r.starts_with("google/protobuf/"))
+    {
         return Err(format!(
-            "the schema imports {:?}: Protobuf schemas with references are not read yet; \
-             define the message types in one file",
-            f.references
+            "the schema imports '{r}': Protobuf schemas that import other registered schemas \
+             are not read yet; define the message types in one file (Google's well-known \
+             types may be imported)"
         ));
     }
     let serialized = base64::engine::general_purpose::STANDARD
         .decode(f.schema.trim())
         .ok()
-        .and_then(|bytes| {
-            let mut p = DescriptorPool::new();
-            p.decode_file_descriptor_proto(bytes.as_slice()).ok()?;
-            p.files().next()
-        });
-    if let Some(file) = serialized {
-        return Ok(file);
+        .and_then(|bytes| FileDescriptorProto::decode(bytes.as_slice()).ok())
+        .filter(|fdp| !fdp.message_type.is_empty() || !fdp.enum_type.is_empty());
+    if let Some(fdp) = serialized {
+        let name = fdp.name().to_string();
+        let mut pool = DescriptorPool::global();
+        pool.add_file_descriptor_proto(fdp)
+            .map_err(|e| format!("the Protobuf schema does not resolve: {e}"))?;
+        return pool
+            .get_file_by_name(&name)
+            .ok_or_else(|| "the Protobuf schema holds no file".to_string());
     }
     let mut resolver = protox::file::ChainFileResolver::new();
     resolver.add(OneFile(f.schema.clone()));
