@@ -20,6 +20,9 @@
 //! - `kafka`: the cluster itself: the one librdkafka client configuration (`client`), the
 //!   embedded broker (`broker`, `ravel broker`), every topic checked at start (`topics`),
 //!   authorization errors (`authz`).
+//! - `schemas`: schema'd message values (`format = "avro"`, `protobuf`, `json-schema`): the
+//!   Confluent framing, the Schema Registry client (`registry`), Avro and Protobuf records
+//!   decoded into named fields for the ingest's field mapping.
 //! - `state`: what ingest publishes and the API reads: `published` (a snapshot swapped after
 //!   every batch), `streams`, `feature_streams`, `history` (each stream's default model
 //!   over time, in a bounded ring, with its recorder) and `quality` (each stream's live
@@ -48,6 +51,7 @@ mod ingest;
 mod kafka;
 mod metrics;
 mod reason;
+mod schemas;
 mod server;
 pub mod shutdown;
 mod state;

@@ -60,7 +60,7 @@ pub async fn run(
     let health = Arc::new(crate::health::Health::new());
     // One Schema Registry client for the streams of schema'd formats.
     let registry = if config.schema_registry.configured() {
-        Some(Arc::new(crate::ingest::schemas::SchemaRegistry::new(
+        Some(Arc::new(crate::schemas::SchemaRegistry::new(
             &config.schema_registry,
             health.clone(),
             Some(shutdown.clone()),
@@ -94,7 +94,7 @@ pub async fn run(
         }
         let history = sc.history(&config.history)?;
         let mut handle = StreamHandle::new(sc.clone(), snap, history)?;
-        handle.wire = crate::ingest::schemas::Wire::of_stream(sc, registry.as_ref())?;
+        handle.wire = crate::schemas::Wire::of_stream(sc, registry.as_ref())?;
         handles.push(handle);
     }
     let streams = Arc::new(Streams::new(handles));

@@ -58,7 +58,7 @@ fn schema<'a>(handle: &'a StreamHandle, headers: Option<&'a BorrowedHeaders>) ->
         wire,
         schema_header: wire.and(headers).and_then(|h| {
             h.iter()
-                .find(|h| h.key == super::schemas::VALUE_SCHEMA_HEADER)
+                .find(|h| h.key == crate::schemas::VALUE_SCHEMA_HEADER)
                 .and_then(|h| h.value)
         }),
     }

@@ -59,9 +59,9 @@ pub struct Schema<'a> {
     pub skip_missing_target: bool,
     /// Targets must be +1, -1 or 0.
     pub classification: bool,
-    /// Schema'd values (`format = "avro"`, ...): decoded by `super::schemas` into named
+    /// Schema'd values (`format = "avro"`, ...): decoded by `crate::schemas` into named
     /// fields, then read as an event.
-    pub wire: Option<&'a super::schemas::Wire>,
+    pub wire: Option<&'a crate::schemas::Wire>,
     /// The message's `__value_schema_id` header, if any.
     pub schema_header: Option<&'a [u8]>,
 }
@@ -125,14 +125,17 @@ pub fn decode_tallied(
 
 /// A schema'd value: its record as named fields, read as an event through the stream's fields.
 fn decode_schemad(
-    wire: &super::schemas::Wire,
+    wire: &crate::schemas::Wire,
     payload: &[u8],
     schema: &Schema,
     x: &mut Vec<f64>,
     y: &mut Vec<f64>,
     tally: &mut Tally,
 ) -> Result<usize, Rejection> {
-    let record = wire.decode(payload, schema.schema_header)?;
+    let record = match wire.decode(payload, schema.schema_header)? {
+        crate::schemas::Record::Tree(v) => v,
+        crate::schemas::Record::Json(text) => events::parse(text)?,
+    };
     let (serde_json::Value::Object(obj), Some(fields)) = (&record, schema.fields) else {
         return reject(
             Reason::Schema,
@@ -1129,5 +1132,65 @@ mod tests {
         let fields = numeric(&["a", "b"]);
         let named = named(&fields);
         assert_eq!(dec(&buf, &named).unwrap(), (vec![1.0, 2.0], vec![0.5]));
+    }
+}
+
+/// Schema'd values through the field mapping: schema evolution by name.
+#[cfg(test)]
+mod schemad_tests {
+    use super::*;
+    use ravel_core::fields::{Field, Fields, Missing};
+
+    /// A later schema of the topic: `rooms` gone, `sqft` widened to a long, fields reordered.
+    const V3: &str = r#"{"type": "record", "name": "Sale", "fields": [
+        {"name": "sqft", "type": "long"}, {"name": "price", "type": "double"}]}"#;
+
+    fn datum() -> Vec<u8> {
+        use apache_avro::types::Value as A;
+        let schema = apache_avro::Schema::parse_str(V3).unwrap();
+        apache_avro::writer::datum::GenericDatumWriter::builder(&schema)
+            .build()
+            .unwrap()
+            .write_value_to_vec(A::Record(vec![
+                ("sqft".into(), A::Long(750)),
+                ("price".into(), A::Double(2.5)),
+            ]))
+            .unwrap()
+    }
+
+    fn decode_with(missing: Missing) -> Result<(Vec<f64>, Vec<f64>, Tally), Rejection> {
+        let wire = crate::schemas::Wire::plain(apache_avro::Schema::parse_str(V3).unwrap());
+        let fields = Fields::new(vec![
+            Field::numeric("sqft"),
+            Field {
+                missing,
+                ..Field::numeric("rooms")
+            },
+        ])
+        .unwrap();
+        let schema = Schema {
+            p: fields.p(),
+            fields: Some(&fields),
+            target: Some("price"),
+            skip_missing_target: false,
+            classification: false,
+            wire: Some(&wire),
+            schema_header: None,
+        };
+        let (mut x, mut y, mut t) = (vec![], vec![], Tally::default());
+        decode_tallied(&datum(), &schema, &mut x, &mut y, &mut t).map(|_| (x, y, t))
+    }
+
+    #[test]
+    fn a_mapped_field_a_new_schema_drops_follows_the_missing_policy() {
+        // indicator: rooms 0 and its indicator 1; the widened sqft read as before.
+        let (x, y, _) = decode_with(Missing::Indicator).unwrap();
+        assert_eq!((x, y), (vec![750.0, 0.0, 1.0], vec![2.5]));
+        let (x, y, t) = decode_with(Missing::SkipRow).unwrap();
+        assert!(x.is_empty() && y.is_empty());
+        assert_eq!(t.skipped_rows, 1);
+        let e = decode_with(Missing::Reject).unwrap_err();
+        assert_eq!(e.reason, Reason::MissingFeature, "{e:?}");
+        assert!(e.message.contains("rooms"), "{e:?}");
     }
 }

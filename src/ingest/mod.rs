@@ -64,7 +64,6 @@ pub mod persist;
 pub mod positions;
 pub mod rebalance;
 pub mod rejections;
-pub mod schemas;
 mod setup;
 
 pub use crate::kafka::{KafkaClients, client_config};

@@ -76,7 +76,7 @@ pub struct StreamHandle {
     /// The live prequential quality (`quality`; None when off).
     pub quality: Option<crate::state::quality::LiveQuality>,
     /// How schema'd values are decoded (`format`; None: ravel's own formats).
-    pub wire: Option<crate::ingest::schemas::Wire>,
+    pub wire: Option<crate::schemas::Wire>,
 }
 
 impl StreamHandle {

@@ -4,13 +4,14 @@
 //! `__value_schema_id` header of newer serializers instead (a GUID), and plain Avro datums of a
 //! schema given in the config. Each record is decoded with its own writer's schema by the
 //! maintained crates (`apache-avro`, `prost-reflect`) into a tree of named fields, which the
-//! stream's field mapping reads exactly as it reads a JSON event (`super::events`): fields by
-//! name or dotted path, so schema changes mid-stream (fields added, removed, reordered, an int
+//! stream's field mapping reads exactly as it reads a JSON event (ingest's `events`): fields
+//! by name or dotted path, so schema changes mid-stream (fields added, removed, reordered, an int
 //! widened to a long or a double) are followed by name and never change the row's expansion.
 //!
 //! A message that is not framed, names a schema the registry does not know, or does not match
 //! its schema is a bad message (reason `schema`); a registry that cannot answer is not
-//! (`registry`: the message waits).
+//! (`registry`: the message waits). JSON Schema values come back as the JSON text after the
+//! framing, for ingest's own parser (its `events`), which refuses duplicate keys.
 
 pub mod avro;
 pub mod protobuf;
@@ -25,6 +26,13 @@ use std::sync::Arc;
 
 /// The header newer Confluent serializers put the value's schema GUID in.
 pub const VALUE_SCHEMA_HEADER: &str = "__value_schema_id";
+
+/// A decoded value: a tree of named fields, or JSON text for ingest's parser.
+#[derive(Debug, PartialEq)]
+pub enum Record<'a> {
+    Tree(Value),
+    Json(&'a [u8]),
+}
 
 /// A schema as decoding needs it, parsed once per id.
 pub enum Parsed {
@@ -105,11 +113,24 @@ impl Wire {
         }))
     }
 
-    /// Decodes one value into a tree of named fields. `header` is the `__value_schema_id`
-    /// header's value, when the message has one.
-    pub fn decode(&self, payload: &[u8], header: Option<&[u8]>) -> Result<Value, Rejection> {
+    /// Plain datums of `schema` (what `avro_schema_file` configures).
+    pub fn plain(schema: apache_avro::Schema) -> Wire {
+        Wire {
+            format: ValueFormat::Avro,
+            plain: Some(schema),
+            registry: None,
+        }
+    }
+
+    /// Decodes one value into a tree of named fields (or the JSON text of a JSON Schema
+    /// value). `header` is the `__value_schema_id` header's value, when the message has one.
+    pub fn decode<'a>(
+        &self,
+        payload: &'a [u8],
+        header: Option<&[u8]>,
+    ) -> Result<Record<'a>, Rejection> {
         if let Some(schema) = &self.plain {
-            return avro::decode(schema, payload);
+            return avro::decode(schema, payload).map(Record::Tree);
         }
         let (at, rest, indexes) = match header {
             Some(h) => {
@@ -138,18 +159,19 @@ impl Wire {
                 },
             })?;
         match &*parsed {
-            Parsed::Avro(schema) => {
-                avro::decode(schema, rest).map_err(|e| schema_error(format!("{at}: {}", e.message)))
-            }
+            Parsed::Avro(schema) => avro::decode(schema, rest)
+                .map(Record::Tree)
+                .map_err(|e| schema_error(format!("{at}: {}", e.message))),
             Parsed::Protobuf(messages) => {
                 let (path, body) = protobuf::message_indexes(indexes)?;
                 // With the id in the header, the payload is the message itself.
                 let body = if header.is_some() { payload } else { body };
                 messages
                     .decode(&path, body)
+                    .map(Record::Tree)
                     .map_err(|e| schema_error(format!("{at}: {}", e.message)))
             }
-            Parsed::Json => super::events::parse(rest),
+            Parsed::Json => Ok(Record::Json(rest)),
         }
     }
 }
@@ -222,5 +244,31 @@ fn parse(format: ValueFormat, at: &SchemaRef, f: Fetched) -> Result<Parsed, Stri
             .map(Parsed::Protobuf)
             .map_err(|e| format!("{at}: {e}")),
         ValueFormat::JsonSchema => Ok(Parsed::Json),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn framing_errors_say_what_the_bytes_are() {
+        let e = framed(b"{\"price\": 1}", ValueFormat::Avro).unwrap_err();
+        assert!(e.message.contains("first byte is 0x7b"), "{e:?}");
+        let e = framed(&[0, 0, 1], ValueFormat::Avro).unwrap_err();
+        assert!(e.message.contains("has 3 bytes"), "{e:?}");
+        assert_eq!(
+            framed(&[0, 0, 0, 1, 2, 9], ValueFormat::Avro).unwrap(),
+            (SchemaRef::Id(258), &[9u8][..])
+        );
+        let mut h = vec![1];
+        h.extend(0u8..16);
+        let (at, rest) = header_ref(&h).unwrap();
+        assert_eq!(
+            at,
+            SchemaRef::Guid("00010203-0405-0607-0809-0a0b0c0d0e0f".into())
+        );
+        assert!(rest.is_empty());
+        assert!(header_ref(&[1, 2, 3]).is_err());
     }
 }
