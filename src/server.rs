@@ -116,6 +116,7 @@ pub async fn run(
     };
     let ready = Arc::new(AtomicBool::new(false));
     let health = Arc::new(crate::health::Health::new());
+    health.set_brokers(&brokers);
     // Every topic ravel needs, checked (and created when asked to) off the runtime.
     crate::kafka::topics::check_then_watch(
         crate::kafka::topics::TopicCheck::new(&config, clients.clone()),
