@@ -110,6 +110,27 @@ features = ["sqft", "rooms", "age", "floor"]
         ),
     )
     .unwrap();
+    let log = dir.path().join("serve1.log");
+    let (_svc, base) = serve(dir.path(), &address, 1);
+    // Started before anything was produced: the stream's topic does not exist yet, and
+    // /readyz says what creates it on this broker (no kafka-topics.sh here).
+    let waiting = wait_for("/readyz naming the stream topic", DEADLINE, &log, || {
+        get(&base, "/readyz")
+            .map(|(_, v)| v)
+            .filter(|v| v["missing_topics"][0]["topic"] == "sales")
+    });
+    assert_eq!(
+        waiting["missing_topics"].as_array().map(Vec::len),
+        Some(1),
+        "{waiting}"
+    );
+    let create_with = waiting["missing_topics"][0]["create_with"]
+        .as_str()
+        .unwrap();
+    assert!(
+        create_with.starts_with(&format!("ravel produce --brokers {address} --topic sales ")),
+        "{create_with}"
+    );
     ravel(&[
         "produce",
         "--brokers",
@@ -120,8 +141,6 @@ features = ["sqft", "rooms", "age", "floor"]
         csv.to_str().unwrap(),
         "--quiet",
     ]);
-    let log = dir.path().join("serve1.log");
-    let (_svc, base) = serve(dir.path(), &address, 1);
 
     // Ready, with no topic made by hand: ravel made its dead-letter topic.
     let ready = wait_for("/readyz 200", DEADLINE, &log, || {

@@ -74,8 +74,10 @@ fn a_missing_dead_letter_topic_keeps_the_service_not_ready_and_says_how_to_creat
     let mut c = production_like("t.need", "need", false);
     c.dlq.create_topics = false;
     let svc = TestService::start(c, &brokers);
+    // The embedded broker has no kafka-topics.sh: the command is what creates a topic there
+    // (`create_command` on other clusters: the unit tests of kafka::topics).
     let command = format!(
-        "kafka-topics.sh --bootstrap-server {brokers} --create --topic t.need.dlq --partitions 4 --replication-factor 1"
+        "ravel produce --brokers {brokers} --topic t.need.dlq --input FILE (the embedded broker creates a topic with its first message), or start ravel broker with --topic t.need.dlq:4"
     );
     let v = wait_readyz(&svc, "not ready naming t.need.dlq", |s, v| {
         s == 503 && v["missing_topics"][0]["topic"] == "t.need.dlq"

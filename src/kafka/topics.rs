@@ -136,6 +136,29 @@ pub fn missing_reason(n: &Needed, created_tried: bool) -> String {
     }
 }
 
+/// The prefix of the embedded broker's cluster id (librdkafka's mock cluster, `ravel broker`),
+/// which has no kafka-topics.sh to offer.
+const MOCK_CLUSTER_ID: &str = "mockCluster";
+
+/// What creates `n` on the cluster whose id is `cluster_id`: on the embedded broker, a
+/// producer's first message (`ravel produce`) or `ravel broker --topic`; elsewhere
+/// kafka-topics.sh (`create_command`).
+pub fn create_command_on(
+    cluster_id: Option<&str>,
+    brokers: &str,
+    n: &Needed,
+    replication: i16,
+) -> String {
+    if cluster_id.is_some_and(|id| id.starts_with(MOCK_CLUSTER_ID)) {
+        return format!(
+            "ravel produce --brokers {brokers} --topic {} --input FILE (the embedded broker \
+             creates a topic with its first message), or start ravel broker with --topic {}:{}",
+            n.topic, n.topic, n.partitions
+        );
+    }
+    create_command(brokers, n, replication)
+}
+
 /// The command that creates `n` (replication `replication`).
 pub fn create_command(brokers: &str, n: &Needed, replication: i16) -> String {
     let mut cmd = format!(
@@ -203,6 +226,7 @@ impl TopicCheck {
             }
         };
         let replication = self.replication.min(brokers as i16).max(1);
+        let cluster_id = probe.client().fetch_cluster_id(Duration::from_secs(2));
         let mut missing: Vec<&Needed> = Vec::new();
         for n in &self.needed {
             match found(&probe, &n.topic) {
@@ -237,7 +261,12 @@ impl TopicCheck {
             .map(|n| MissingTopic {
                 topic: n.topic.clone(),
                 role: n.role,
-                create_with: create_command(self.clients.brokers(), n, replication),
+                create_with: create_command_on(
+                    cluster_id.as_deref(),
+                    self.clients.brokers(),
+                    n,
+                    replication,
+                ),
                 why: missing_reason(n, n.create),
             })
             .collect();
@@ -539,6 +568,14 @@ mod tests {
             assert!(m.contains(part), "'{part}' missing from: {m}");
         }
         assert!(missing_reason(&n, true).contains("could not create it"));
+        // On the embedded broker there is no kafka-topics.sh: what creates a topic there.
+        assert_eq!(create_command_on(Some("abc"), "k:9092", &n, 3), cmd);
+        assert_eq!(
+            create_command_on(Some("mockCluster1a2b"), "127.0.0.1:9092", &n, 3),
+            "ravel produce --brokers 127.0.0.1:9092 --topic sales.dlq --input FILE (the \
+             embedded broker creates a topic with its first message), or start ravel broker \
+             with --topic sales.dlq:4"
+        );
         let input = Needed {
             topic: "sales".into(),
             role: "stream",
