@@ -1,8 +1,9 @@
 //! What the service knows is wrong with its Kafka side, shared between the threads that find it
-//! (start-up checks, ingest, the dead-letter outcomes) and the API that reports it: topics the
-//! cluster lacks, partitions held at a message whose dead-letter copy is not delivered,
-//! authorization errors, and a Schema Registry that cannot answer. `/readyz` answers 503 while
-//! a topic is missing, access is denied or the registry is away, and lists held partitions
+//! (start-up checks, ingest, the dead-letter outcomes) and the API that reports it: a cluster
+//! that does not answer, topics the cluster lacks, partitions held at a message whose
+//! dead-letter copy is not delivered, authorization errors, and a Schema Registry that cannot
+//! answer. `/readyz` answers 503 while Kafka cannot be reached, a topic is missing, access is
+//! denied or the registry is away, and lists held partitions
 //! either way; a stream's summary lists its own held partitions.
 //!
 //! Nothing here holds a secret: topic names, offsets and broker error texts only.
@@ -14,10 +15,12 @@ use std::sync::Mutex;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct MissingTopic {
     pub topic: String,
-    /// `stream`, `dead_letters` or `feature_stream`.
+    /// `stream`, `feature_stream` (topics ravel reads), `dead_letters` or `state` (its own).
     pub role: &'static str,
     /// The command that creates it.
     pub create_with: String,
+    /// Why ravel did not create it: the config key that says not to, or that it tried.
+    pub why: String,
 }
 
 /// A partition waiting at a rejected message until its dead-letter copy is delivered.
@@ -55,8 +58,45 @@ pub struct PartitionCount {
     pub total: usize,
 }
 
+/// The cluster has not answered: since when, and what was asked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct Unreachable {
+    /// The bootstrap servers (`kafka.brokers`).
+    pub brokers: String,
+    /// Unix time of the first unanswered attempt, in milliseconds.
+    pub since_ms: u64,
+    /// The same instant, in UTC (RFC 3339).
+    pub since: String,
+    /// What librdkafka said.
+    pub error: String,
+}
+
+/// Unix milliseconds as `YYYY-MM-DDTHH:MM:SSZ` (UTC), without a date crate: the days since
+/// 1970 turned into a civil date (Howard Hinnant's `civil_from_days`).
+pub fn utc_rfc3339(unix_ms: u64) -> String {
+    let secs = unix_ms / 1000;
+    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct HealthState {
+    /// Set while the cluster does not answer.
+    pub kafka_unreachable: Option<Unreachable>,
     /// Per topic read: partitions assigned here and in all.
     pub partitions: std::collections::BTreeMap<String, PartitionCount>,
     pub missing_topics: Vec<MissingTopic>,
@@ -69,6 +109,8 @@ pub struct HealthState {
 #[derive(Debug, Default)]
 pub struct Health {
     state: Mutex<HealthState>,
+    /// `kafka.brokers`, for the messages.
+    brokers: Mutex<String>,
 }
 
 impl Health {
@@ -80,6 +122,39 @@ impl Health {
     }
     pub fn snapshot(&self) -> HealthState {
         self.lock().clone()
+    }
+    /// The bootstrap servers the service uses, named when they do not answer.
+    pub fn set_brokers(&self, brokers: &str) {
+        *self.brokers.lock().unwrap_or_else(|e| e.into_inner()) = brokers.to_string();
+    }
+    /// The cluster did not answer (since `since`, unless it was already not answering).
+    pub fn unreachable(&self, since: std::time::SystemTime, error: &str) {
+        let brokers = self
+            .brokers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let mut s = self.lock();
+        if s.kafka_unreachable.is_none() {
+            let since_ms = crate::unix_ms(since);
+            tracing::error!(
+                brokers = %brokers, error = %error,
+                "cannot reach Kafka at {brokers}: check kafka.brokers (--brokers) and that the cluster is up; not ready until it answers"
+            );
+            s.kafka_unreachable = Some(Unreachable {
+                brokers,
+                since_ms,
+                since: utc_rfc3339(since_ms),
+                error: error.to_string(),
+            });
+        }
+    }
+    /// The cluster answered.
+    pub fn reachable(&self) {
+        let mut s = self.lock();
+        if let Some(u) = s.kafka_unreachable.take() {
+            tracing::info!(brokers = %u.brokers, "Kafka at {} answers again", u.brokers);
+        }
     }
     pub fn set_missing_topics(&self, missing: Vec<MissingTopic>) {
         self.lock().missing_topics = missing;
@@ -115,5 +190,46 @@ impl Health {
         self.lock()
             .authorization_errors
             .retain(|x| !(x.resource_type == resource_type && x.resource == resource));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_times_read_as_dates() {
+        assert_eq!(utc_rfc3339(0), "1970-01-01T00:00:00Z");
+        // `date -u -d @1700000000`: Tue Nov 14 22:13:20 UTC 2023.
+        assert_eq!(utc_rfc3339(1_700_000_000_123), "2023-11-14T22:13:20Z");
+        // A leap day, and the last second of a year.
+        assert_eq!(utc_rfc3339(951_782_400_000), "2000-02-29T00:00:00Z");
+        assert_eq!(utc_rfc3339(1_735_689_599_000), "2024-12-31T23:59:59Z");
+    }
+
+    #[test]
+    fn unreachable_keeps_its_first_instant_until_kafka_answers() {
+        let h = Health::new();
+        h.set_brokers("k:9092");
+        let t0 = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000);
+        h.unreachable(t0, "no answer");
+        h.unreachable(t0 + std::time::Duration::from_secs(5), "later");
+        let u = h.snapshot().kafka_unreachable.unwrap();
+        assert_eq!(
+            (
+                u.brokers.as_str(),
+                u.since_ms,
+                u.since.as_str(),
+                u.error.as_str()
+            ),
+            (
+                "k:9092",
+                1_700_000_000_000,
+                "2023-11-14T22:13:20Z",
+                "no answer"
+            )
+        );
+        h.reachable();
+        assert_eq!(h.snapshot().kafka_unreachable, None);
     }
 }

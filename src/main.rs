@@ -1,5 +1,6 @@
-//! The `ravel` command line: `serve` (the default), `broker`, `produce`, `fit` and `select`. Each command
-//! is a function of a library module; this file only parses and dispatches.
+//! The `ravel` command line: `serve` (the default, so `ravel --http-addr X` serves too),
+//! `broker`, `produce`, `fit` and `select`. Each command is a function of a library module;
+//! this file only parses and dispatches.
 
 use clap::{Parser, Subcommand};
 use ravel::broker::{self, BrokerArgs};
@@ -13,11 +14,16 @@ use std::process::ExitCode;
 #[command(
     name = "ravel",
     version,
-    about = "Sparse linear models learned from streams"
+    about = "Sparse linear models learned from streams",
+    // `serve` is the default command: `ravel --http-addr X` is `ravel serve --http-addr X`.
+    args_conflicts_with_subcommands = true
 )]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
+    /// `serve`'s flags, for `ravel` without a command.
+    #[command(flatten)]
+    serve: ServeArgs,
 }
 
 #[derive(Subcommand)]
@@ -51,7 +57,7 @@ fn main() -> ExitCode {
         level: "warn".into(),
         ..LogConfig::default()
     };
-    let result = match cli.command.unwrap_or(Command::Serve(ServeArgs::default())) {
+    let result = match cli.command.unwrap_or(Command::Serve(cli.serve)) {
         Command::Serve(args) => ravel::serve(&args),
         Command::Broker(args) => {
             ravel::init_logging(&LogConfig::default());

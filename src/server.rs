@@ -58,6 +58,7 @@ pub async fn run(
         None => Default::default(),
     };
     let health = Arc::new(crate::health::Health::new());
+    health.set_brokers(&brokers);
     // One Schema Registry client for the streams of schema'd formats.
     let registry = if config.schema_registry.configured() {
         Some(Arc::new(crate::schemas::SchemaRegistry::new(

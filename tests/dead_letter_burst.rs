@@ -48,6 +48,7 @@ create_topics = false
 {extra_options}
 [dlq]
 on_failure = "block"
+create_topics = false
 delivery_timeout_ms = 3000
 retry_initial_ms = 200
 retry_max_ms = 1000

@@ -44,6 +44,7 @@ topic_replication = 1
 "heartbeat.interval.ms" = "500"
 [dlq]
 on_failure = "{on_failure}"
+create_topics = {create_topics}
 delivery_timeout_ms = 1500
 retry_initial_ms = 200
 retry_max_ms = 1000

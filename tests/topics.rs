@@ -1,6 +1,8 @@
 //! Issue 16: the topics ravel needs, checked at start against a cluster that does not create
 //! topics on its own (clients with `allow.auto.create.topics = false`); authorization errors
-//! named in `/readyz` and the metrics; and secrets in `kafka.options` never shown.
+//! named in `/readyz` and the metrics; and secrets in `kafka.options` never shown. Issue 35:
+//! ravel creates the topics it owns (dead letters) unless told not to, never by default the
+//! ones it reads.
 
 mod common;
 
@@ -14,6 +16,7 @@ use rdkafka::types::RDKafkaRespErr;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
+/// `create`: `kafka.create_topics`, whether ravel also creates the topics it reads.
 fn production_like(topic: &str, group: &str, create: bool) -> Config {
     let mut c = config(
         vec![stream(
@@ -67,9 +70,14 @@ fn a_missing_dead_letter_topic_keeps_the_service_not_ready_and_says_how_to_creat
     let broker = EmbeddedBroker::start(1).unwrap();
     let brokers = broker.bootstrap_servers().to_string();
     broker.create_topic("t.need", 2).unwrap();
-    let svc = TestService::start(production_like("t.need", "need", false), &brokers);
+    // The operator keeps the creation of dead-letter topics for themselves.
+    let mut c = production_like("t.need", "need", false);
+    c.dlq.create_topics = false;
+    let svc = TestService::start(c, &brokers);
+    // The embedded broker has no kafka-topics.sh: the command is what creates a topic there
+    // (`create_command` on other clusters: the unit tests of kafka::topics).
     let command = format!(
-        "kafka-topics.sh --bootstrap-server {brokers} --create --topic t.need.dlq --partitions 4 --replication-factor 1"
+        "ravel produce --brokers {brokers} --topic t.need.dlq --input FILE (the embedded broker creates a topic with its first message), or start ravel broker with --topic t.need.dlq:4"
     );
     let v = wait_readyz(&svc, "not ready naming t.need.dlq", |s, v| {
         s == 503 && v["missing_topics"][0]["topic"] == "t.need.dlq"
@@ -77,9 +85,13 @@ fn a_missing_dead_letter_topic_keeps_the_service_not_ready_and_says_how_to_creat
     assert_eq!(v["missing_topics"].as_array().unwrap().len(), 1, "{v}");
     assert_eq!(v["missing_topics"][0]["role"], "dead_letters");
     assert_eq!(v["missing_topics"][0]["create_with"], command.as_str());
+    assert_eq!(
+        v["missing_topics"][0]["why"],
+        "dlq.create_topics = false, so ravel does not create it"
+    );
     let msg = v["error"]["message"].as_str().unwrap();
     assert!(
-        msg.contains("t.need.dlq") && msg.contains(&command),
+        msg.contains("t.need.dlq") && msg.contains(&command) && msg.contains("dlq.create_topics"),
         "{msg}"
     );
     let m = svc.metrics();
@@ -108,6 +120,53 @@ fn create_topics_creates_every_topic_ravel_needs() {
     // made through auto-creating metadata requests, with its default count, also 4.
     assert_eq!(partitions(&brokers, "t.made"), Some(4));
     assert_eq!(partitions(&brokers, "t.made.dlq"), Some(4));
+}
+
+#[test]
+fn ravel_creates_the_topics_it_owns_and_never_by_default_the_ones_it_reads() {
+    let broker = EmbeddedBroker::start(1).unwrap();
+    let brokers = broker.bootstrap_servers().to_string();
+    // Defaults: dlq.create_topics = true, kafka.create_topics = false.
+    let svc = TestService::start(production_like("t.own", "own", false), &brokers);
+    let v = wait_readyz(&svc, "not ready naming only the stream topic", |s, v| {
+        s == 503
+            && v["missing_topics"].as_array().map(Vec::len) == Some(1)
+            && v["missing_topics"][0]["topic"] == "t.own"
+    });
+    assert_eq!(v["missing_topics"][0]["role"], "stream", "{v}");
+    let why = v["missing_topics"][0]["why"].as_str().unwrap();
+    assert!(
+        why.contains("does not create the topics it reads")
+            && why.contains("kafka.create_topics = false")
+            && why.contains("check the topic name"),
+        "{why}"
+    );
+    let msg = v["error"]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("topic 't.own' does not exist (ravel does not create"),
+        "{msg}"
+    );
+    // The dead-letter topic was made (the embedded broker has no CreateTopics: through the
+    // auto-creating metadata request, with its default of 4 partitions, which is also
+    // kafka.topic_partitions here); the topic the stream reads was not.
+    assert_eq!(partitions(&brokers, "t.own.dlq"), Some(4));
+    assert_eq!(partitions(&brokers, "t.own"), None);
+    let m = svc.metrics();
+    assert_eq!(
+        sample(&m, "ravel_missing_topics{role=\"stream\",topic=\"t.own\"}"),
+        Some(1.0)
+    );
+    assert_eq!(
+        sample(
+            &m,
+            "ravel_missing_topics{role=\"dead_letters\",topic=\"t.own.dlq\"}"
+        ),
+        Some(0.0)
+    );
+    // Once the producers' side creates it, ready.
+    broker.create_topic("t.own", 2).unwrap();
+    let v = wait_readyz(&svc, "ready once the stream topic exists", |s, _| s == 200);
+    assert_eq!(v["missing_topics"], json!([]));
 }
 
 #[test]

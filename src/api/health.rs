@@ -1,5 +1,6 @@
-//! The operations endpoints: `/healthz` (the process runs), `/readyz` (the consumer group
-//! has its partitions and no topic is missing or denied) and `/metrics` (Prometheus).
+//! The operations endpoints: `/healthz` (the process runs), `/readyz` (Kafka answers, the
+//! consumer group has its partitions and no topic is missing or denied) and `/metrics`
+//! (Prometheus).
 
 use super::{AppState, error};
 use crate::api::error::Code;
@@ -31,6 +32,9 @@ pub struct Readiness {
     /// `ready` or `not_ready`.
     #[schema(examples("ready", "not_ready"))]
     pub status: &'static str,
+    /// Present while the cluster does not answer: the brokers asked and since when.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kafka_unreachable: Option<crate::health::Unreachable>,
     /// Topics ravel needs that the cluster lacks, with the command that creates each.
     pub missing_topics: Vec<crate::health::MissingTopic>,
     /// Partitions held at a message whose dead-letter copy is not delivered yet (listed,
@@ -43,8 +47,8 @@ pub struct Readiness {
     pub error: Option<error::ErrorDetail>,
 }
 
-/// 200 once partitions of every stream topic are assigned, every topic ravel needs exists and
-/// Kafka denied nothing; else 503 saying why. Either way the body lists the missing topics
+/// 200 once Kafka answers, partitions of every stream topic are assigned, every topic ravel
+/// needs exists and Kafka denied nothing; else 503 saying why. Either way the body lists the missing topics
 /// (with the command that creates each), the partitions held at a message whose dead-letter
 /// copy is not delivered, and the authorization errors.
 #[utoipa::path(get, path = "/readyz", tag = "operations",
@@ -56,10 +60,17 @@ pub(super) async fn readyz(State(st): State<AppState>) -> (StatusCode, Json<Read
     let h = st.health.snapshot();
     let assigned = st.ready.load(Ordering::SeqCst);
     let mut reasons: Vec<String> = Vec::new();
+    if let Some(u) = &h.kafka_unreachable {
+        reasons.push(format!(
+            "cannot reach Kafka at {} since {} ({}): check kafka.brokers (--brokers) and that \
+             the cluster is up",
+            u.brokers, u.since, u.error
+        ));
+    }
     for m in &h.missing_topics {
         reasons.push(format!(
-            "topic '{}' does not exist; create it with: {}",
-            m.topic, m.create_with
+            "topic '{}' does not exist ({}); create it with: {}",
+            m.topic, m.why, m.create_with
         ));
     }
     for d in &h.authorization_errors {
@@ -73,7 +84,8 @@ pub(super) async fn readyz(State(st): State<AppState>) -> (StatusCode, Json<Read
             "messages wait for their schemas: {why} (they are read once it answers)"
         ));
     }
-    if !assigned {
+    // Partitions cannot be assigned by a cluster that does not answer: that reason says it.
+    if !assigned && h.kafka_unreachable.is_none() {
         reasons.push(
             "the Kafka consumer has not been assigned partitions of every stream topic yet".into(),
         );
@@ -81,6 +93,7 @@ pub(super) async fn readyz(State(st): State<AppState>) -> (StatusCode, Json<Read
     let ready = reasons.is_empty();
     let body = Readiness {
         status: if ready { "ready" } else { "not_ready" },
+        kafka_unreachable: h.kafka_unreachable,
         missing_topics: h.missing_topics,
         held_partitions: h.held_partitions,
         authorization_errors: h.authorization_errors,

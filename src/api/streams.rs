@@ -64,6 +64,78 @@ pub struct StreamSummary {
     /// The live prequential quality (`quality`): each row predicted by the quality model
     /// before it is folded; null when the stream's quality is off.
     quality: Option<crate::state::quality::QualitySummary>,
+    /// What arrived on `topic` since the service started, and what was refused.
+    arrivals: Arrivals,
+}
+
+/// The messages a stream read since the service started (the counters of `/metrics`), so that
+/// a stream reading the wrong topic, or refusing its messages, says so where it is looked at.
+#[derive(Serialize, ToSchema)]
+pub struct Arrivals {
+    /// Kafka messages read from the topic (`ravel_messages_consumed_total`).
+    messages: u64,
+    /// Messages refused, by reason (`ravel_messages_rejected_total`; the reason is the
+    /// `ravel-reason` header of their dead-letter copies).
+    rejected: std::collections::BTreeMap<&'static str, u64>,
+    /// Copies of the refused messages delivered to `<topic>.dlq`, failed (retried or, with
+    /// `dlq.on_failure = "skip"`, skipped), and skipped.
+    dead_letters: DeadLetterCounts,
+    /// When something needs a look: no message read yet (the topic may be misspelled, or
+    /// nothing produces to it), or messages refused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    note: Option<String>,
+}
+
+/// The outcomes of dead-letter copies.
+#[derive(Serialize, ToSchema)]
+pub struct DeadLetterCounts {
+    delivered: u64,
+    failed: u64,
+    skipped: u64,
+}
+
+fn arrivals(h: &StreamHandle, metrics: &crate::metrics::Metrics) -> Arrivals {
+    let name = h.name();
+    let count = |c: &prometheus::IntCounterVec, labels: &[&str]| {
+        c.get_metric_with_label_values(labels)
+            .map_or(0, |m| m.get())
+    };
+    let messages = count(&metrics.messages_consumed, &[name]);
+    let rejected: std::collections::BTreeMap<_, _> = crate::reason::Reason::ROWS
+        .iter()
+        .map(|r| {
+            (
+                r.as_str(),
+                count(&metrics.messages_rejected, &[name, r.as_str()]),
+            )
+        })
+        .collect();
+    let refused: u64 = rejected.values().sum();
+    let note = if messages == 0 {
+        Some(format!(
+            "no message read from topic '{}' since the service started: check that producers \
+             write to this topic (the stream's topic in the config) and /readyz",
+            h.topic
+        ))
+    } else if refused > 0 {
+        Some(format!(
+            "{refused} of {messages} messages refused (by reason in `rejected`); the messages \
+             are in '{}' with a ravel-reason header",
+            crate::kafka::topics::dlq_of(&h.topic)
+        ))
+    } else {
+        None
+    };
+    Arrivals {
+        messages,
+        rejected,
+        dead_letters: DeadLetterCounts {
+            delivered: count(&metrics.dead_letters, &[name]),
+            failed: count(&metrics.dead_letter_failures, &[name]),
+            skipped: count(&metrics.dead_letters_skipped, &[name]),
+        },
+        note,
+    }
 }
 
 /// One partition of a stream's statistics (`state.store = "kafka"`).
@@ -82,7 +154,11 @@ pub struct PartitionStateSummary {
     writer: Option<String>,
 }
 
-fn summary(h: &StreamHandle, health: &crate::health::Health) -> StreamSummary {
+fn summary(
+    h: &StreamHandle,
+    health: &crate::health::Health,
+    metrics: &crate::metrics::Metrics,
+) -> StreamSummary {
     let snap = h.snapshot();
     let state = health.snapshot();
     let partitions = state.partitions.get(&h.topic).copied().unwrap_or_default();
@@ -106,6 +182,7 @@ fn summary(h: &StreamHandle, health: &crate::health::Health) -> StreamSummary {
         partitions,
         partition_states: partition_states(&snap),
         quality: h.quality.as_ref().map(|q| q.summary()),
+        arrivals: arrivals(h, metrics),
     }
 }
 
@@ -135,7 +212,11 @@ pub struct StreamList {
     responses((status = 200, description = "Every observation stream", body = StreamList)))]
 pub(super) async fn list_streams(State(st): State<AppState>) -> Json<StreamList> {
     Json(StreamList {
-        streams: st.streams.iter().map(|h| summary(h, &st.health)).collect(),
+        streams: st
+            .streams
+            .iter()
+            .map(|h| summary(h, &st.health, &st.metrics))
+            .collect(),
     })
 }
 
@@ -202,7 +283,7 @@ pub(super) async fn get_stream(
     let snap = h.snapshot();
     let features = feature_names(&h);
     let mut detail = StreamDetail {
-        summary: summary(&h, &st.health),
+        summary: summary(&h, &st.health, &st.metrics),
         features,
         mean_x: None,
         sd_x: None,

@@ -1,6 +1,8 @@
 //! `ravel serve`, the command around `server::run`: it loads the configuration, starts the
 //! embedded broker and the demo producer when no Kafka is configured, prints the listen
-//! address as the first line of stdout, and turns SIGTERM/SIGINT into a shutdown.
+//! address as the first line of stdout and the Kafka address as the second (the embedded
+//! broker's is where producers send the user's own rows), and turns SIGTERM/SIGINT into a
+//! shutdown.
 
 use crate::config::{Config, ServeArgs};
 use crate::kafka::broker::EmbeddedBroker;
@@ -48,15 +50,21 @@ pub fn serve(args: &ServeArgs) -> anyhow::Result<()> {
             .await
             .with_context(|| format!("cannot listen on {} (http.addr / --http-addr)", config.http.addr))?;
         let addr = listener.local_addr()?;
+        let kafka = if embedded.is_some() {
+            format!("kafka at {brokers} (the embedded broker, in this process: its topics end with it; `ravel broker --port N` keeps one running apart)")
+        } else {
+            format!("kafka at {brokers}")
+        };
         {
             use std::io::Write;
             let mut out = std::io::stdout().lock();
             let _ = writeln!(out, "listening on http://{addr}");
+            let _ = writeln!(out, "{kafka}");
             let _ = out.flush();
         }
         tracing::info!(
-            addr = %addr, brokers = %brokers, streams = config.streams.len(),
-            feature_streams = config.feature_streams.len(), "ravel serving"
+            addr = %addr, brokers = %brokers, embedded = embedded.is_some(), streams = config.streams.len(),
+            feature_streams = config.feature_streams.len(), "ravel serving on http://{addr}, {kafka}"
         );
         let demo = if config.demo_active() {
             Some(super::demo::DemoProducer::start(&config, &brokers)?)

@@ -59,6 +59,10 @@ pub struct DlqConfig {
     pub max_unacked_copies: usize,
     /// The same bound in bytes (payload and key of the unacknowledged copies, per partition).
     pub max_unacked_bytes: usize,
+    /// Create the dead-letter topics (`<topic>.dlq`) the cluster lacks, at start: they are
+    /// ravel's own, as Kafka Connect creates its dead-letter topics. Off: a missing one keeps
+    /// the service not ready, naming it with the command that creates it.
+    pub create_topics: bool,
 }
 
 impl Default for DlqConfig {
@@ -70,6 +74,7 @@ impl Default for DlqConfig {
             retry_max_ms: 60_000,
             max_unacked_copies: 10_000,
             max_unacked_bytes: 16 << 20,
+            create_topics: true,
         }
     }
 }
@@ -104,6 +109,10 @@ pub struct StateConfig {
     /// The `kafka` store's largest record, in bytes: a larger state is written in chunks
     /// (keep it below the brokers' `message.max.bytes`).
     pub max_record_bytes: usize,
+    /// Create the `kafka` store's topic (compacted) when the cluster lacks it, at start: it is
+    /// ravel's own, as Kafka Streams creates its changelogs. Off: a missing one keeps the
+    /// service not ready, naming it with the command that creates it.
+    pub create_topic: bool,
 }
 
 impl Default for StateConfig {
@@ -114,6 +123,7 @@ impl Default for StateConfig {
             checkpoint_interval_ms: 5000,
             topic: String::new(),
             max_record_bytes: 900_000,
+            create_topic: true,
         }
     }
 }

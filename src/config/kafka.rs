@@ -14,10 +14,12 @@ pub struct KafkaConfig {
     pub group_id: String,
     /// Partitions of each stream topic the embedded broker creates.
     pub embedded_partitions: i32,
-    /// At start, create the topics ravel needs that the cluster lacks (stream topics, their
-    /// `.dlq` topics, feature-stream topics); otherwise a missing one keeps it not ready.
+    /// At start, also create the topics ravel reads (stream and feature-stream topics) when
+    /// the cluster lacks them; off (the default), a missing one keeps it not ready, naming it.
+    /// The topics ravel owns (dead letters, state) follow `dlq.create_topics` and
+    /// `state.create_topic`.
     pub create_topics: bool,
-    /// Partitions of the stream topics and dead-letter topics ravel creates (feature-stream
+    /// Partitions of the topics ravel creates (feature-stream topics and their dead-letter
     /// topics always get one: their order matters).
     pub topic_partitions: i32,
     /// Replication factor of the topics ravel creates, capped by the cluster's broker count.

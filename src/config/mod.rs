@@ -8,6 +8,7 @@
 
 mod args;
 mod demo;
+pub mod explain;
 pub mod history;
 mod http;
 mod ingest;
@@ -108,9 +109,12 @@ impl Config {
                     .required(true),
             );
         }
+        // An empty variable is unset: `RAVEL_LOG=` (a name people use like RUST_LOG) must not
+        // stop the start.
         let mut environment = Environment::with_prefix("RAVEL")
             .prefix_separator("_")
-            .separator("__");
+            .separator("__")
+            .ignore_empty(true);
         if let Some(env) = env {
             environment = environment.source(Some(env.into_iter().collect()));
         }
@@ -136,6 +140,7 @@ impl Config {
         let mut cfg: Config = builder
             .build()
             .and_then(|c| c.try_deserialize())
+            .map_err(|e| anyhow::anyhow!("{}", explain::explain(&e)))
             .with_context(|| {
                 format!("invalid configuration (from {where_} and RAVEL_* variables)")
             })?;
@@ -351,6 +356,13 @@ impl Config {
             if self.demo.rows_per_second == 0 || self.demo.batch_rows == 0 {
                 bail!("demo.rows_per_second and demo.batch_rows must be positive");
             }
+        }
+        // librdkafka's statistics.interval.ms takes at most a day; refused here, by its name.
+        if !(100..=86_400_000).contains(&self.ingest.lag_interval_ms) {
+            bail!(
+                "ingest.lag_interval_ms = {}: it must lie in 100..=86400000 (0.1 s to one day)",
+                self.ingest.lag_interval_ms
+            );
         }
         if self.ingest.max_batch_rows == 0 {
             bail!("ingest.max_batch_rows must be at least 1");

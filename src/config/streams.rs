@@ -321,6 +321,15 @@ impl StreamConfig {
         let FeatureSchema::Names(decls) = &self.features else {
             return Ok(None);
         };
+        if let Some(i) = decls.iter().position(|d| d.name().trim().is_empty()) {
+            bail!(
+                "stream '{}': features: entry {} of the list has an empty name; every feature \
+                 needs the name of its field in the messages (a key, or a dotted path such as \
+                 user.age)",
+                self.name,
+                i + 1
+            );
+        }
         let fields = decls
             .iter()
             .map(|d| d.field(self.missing()))

@@ -2,11 +2,17 @@
 //! partition's high watermark; the lag is measured from the position (`positions`), the next
 //! row not yet in the statistics, not from the consumer's fetch position, so it counts what is
 //! still to be applied. Only assigned partitions are reported.
+//!
+//! The same callbacks say whether the cluster answers: librdkafka reports "all brokers down"
+//! as a client error, and the statistics list each broker's connection state, so `/readyz`
+//! names an unreachable cluster while the consumer waits for it, and forgets it once a
+//! connection is up again.
 
 use super::lock;
 use super::positions;
 use super::rebalance::IngestContext;
 use rdkafka::client::ClientContext;
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::statistics::Statistics;
 
 /// Messages of a partition not applied yet: from its position (or, never read, its low
@@ -16,7 +22,19 @@ pub fn partition_lag(next: Option<i64>, low: i64, high: i64) -> i64 {
 }
 
 impl ClientContext for IngestContext {
+    fn error(&self, error: KafkaError, reason: &str) {
+        if error.rdkafka_error_code() == Some(RDKafkaErrorCode::AllBrokersDown) {
+            self.health
+                .unreachable(std::time::SystemTime::now(), &format!("{error}: {reason}"));
+        } else {
+            tracing::warn!(error = %error, reason, "Kafka client error");
+        }
+    }
+
     fn stats(&self, s: Statistics) {
+        if s.brokers.values().any(|b| b.state == "UP") {
+            self.health.reachable();
+        }
         let assigned = self.assigned();
         let positions = lock(&self.positions);
         for (topic, t) in &s.topics {

@@ -53,8 +53,8 @@ pub struct IngestContext {
     topics: Vec<String>,
     ready: Arc<AtomicBool>,
     pub(super) metrics: Arc<Metrics>,
-    /// Where the API reads the partition counts.
-    health: Arc<Health>,
+    /// Where the API reads the partition counts (and whether Kafka answers: `lag.rs`).
+    pub(super) health: Arc<Health>,
     /// The `kafka` state store.
     restore: Option<Restore>,
     /// Partitions that came or went since the loop last looked (`kafka` store).

@@ -4,6 +4,9 @@
 
 use super::*;
 
+/// How long the cluster may take to answer at start before it is reported unreachable.
+const UNANSWERED: Duration = Duration::from_secs(3);
+
 impl Ingest {
     pub(super) fn new(setup: IngestSetup) -> anyhow::Result<Ingest> {
         let mut topics = setup.streams.topics();
@@ -38,9 +41,21 @@ impl Ingest {
             })?;
 
         let shutdown = &setup.shutdown;
-        let cluster_id = patiently(shutdown, |t| consumer.client().fetch_cluster_id(t));
+        // A cluster that has not answered for a few seconds is named in `/readyz` from then
+        // on (since the first attempt), until it answers (`lag.rs` notices that later on).
+        let (asked, asked_at) = (Instant::now(), std::time::SystemTime::now());
+        let cluster_id = patiently(shutdown, |t| {
+            let id = consumer.client().fetch_cluster_id(t);
+            if id.is_none() && asked.elapsed() >= UNANSWERED {
+                setup
+                    .health
+                    .unreachable(asked_at, "no answer to a metadata request");
+            }
+            id
+        });
         match &cluster_id {
             Some(id) => {
+                setup.health.reachable();
                 tracing::info!(cluster_id = %id, brokers = %brokers, "connected to Kafka")
             }
             None => {

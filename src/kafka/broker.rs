@@ -4,6 +4,11 @@
 //! `ravel serve` starts one when no brokers are configured, so `cargo run --release` needs no
 //! Kafka; `ravel broker` runs one on its own, printing its bootstrap address as the first line
 //! of stdout, so tests and users can restart `ravel serve` against a broker that outlives it.
+//! The mock binds ephemeral ports only; `ravel broker --port N` puts a relay on the fixed
+//! address 127.0.0.1:N in front of it (`Relay`), so a config's `kafka.brokers` stays the same
+//! across broker restarts. Clients bootstrap through the relay and then connect to the
+//! brokers the metadata advertises (their ephemeral ports, on the same host), as with any
+//! Kafka cluster.
 //!
 //! The `MockCluster` handle is not `Send` (it holds a raw pointer), so one dedicated thread owns
 //! it for its whole life and takes topic-creation requests over a channel. Its AdminClient
@@ -158,6 +163,88 @@ pub struct BrokerArgs {
     /// Number of brokers in the cluster.
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub broker_count: i32,
+    /// Listen for clients on 127.0.0.1:PORT, the same address at every start (so the
+    /// config's kafka.brokers need not change); without it, a free port is picked each time.
+    #[arg(long, value_name = "PORT")]
+    pub port: Option<u16>,
+}
+
+/// A fixed address relaying every connection, byte for byte, to the mock cluster's first
+/// broker; stops accepting when dropped (connections already relayed end with their peers).
+pub struct Relay {
+    addr: std::net::SocketAddr,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Relay {
+    /// Listens on 127.0.0.1:`port` and relays to `target` (`host:port`).
+    pub fn start(port: u16, target: &str) -> anyhow::Result<Relay> {
+        use std::net::{TcpListener, TcpStream, ToSocketAddrs};
+        use std::sync::atomic::Ordering;
+        let target = target
+            .to_socket_addrs()
+            .ok()
+            .and_then(|mut a| a.next())
+            .ok_or_else(|| anyhow!("the embedded broker's address '{target}' does not resolve"))?;
+        let listener = TcpListener::bind(("127.0.0.1", port)).map_err(|e| {
+            anyhow!(
+                "cannot listen on 127.0.0.1:{port} (--port {port}): {e}; another process (another \
+                 ravel broker?) may hold it: stop it, or choose another --port"
+            )
+        })?;
+        let addr = listener.local_addr()?;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("ravel-broker-relay".into())
+            .spawn(move || {
+                for client in listener.incoming() {
+                    if stopped.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let Ok(client) = client else { continue };
+                    let Ok(broker) = TcpStream::connect(target) else {
+                        continue;
+                    };
+                    let _ = client.set_nodelay(true);
+                    let _ = broker.set_nodelay(true);
+                    for (from, to) in [(&client, &broker), (&broker, &client)] {
+                        let (Ok(mut from), Ok(mut to)) = (from.try_clone(), to.try_clone()) else {
+                            continue;
+                        };
+                        let _ = std::thread::Builder::new()
+                            .name("ravel-broker-relay-conn".into())
+                            .spawn(move || {
+                                let _ = std::io::copy(&mut from, &mut to);
+                                let _ = to.shutdown(std::net::Shutdown::Write);
+                            });
+                    }
+                }
+            })
+            .context("cannot start the relay thread")?;
+        Ok(Relay {
+            addr,
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// The address clients use: 127.0.0.1:PORT.
+    pub fn addr(&self) -> std::net::SocketAddr {
+        self.addr
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        // Wakes the accept loop so that it sees the flag.
+        let _ = std::net::TcpStream::connect(self.addr);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 /// Parses `NAME` or `NAME:PARTITIONS`.
@@ -192,10 +279,25 @@ pub fn run(args: &BrokerArgs) -> anyhow::Result<()> {
     for (name, parts) in &topics {
         broker.create_topic(name, *parts)?;
     }
+    let relay = match args.port {
+        Some(port) => {
+            let first = broker.bootstrap_servers().split(',').next().unwrap_or("");
+            Some(Relay::start(port, first)?)
+        }
+        None => None,
+    };
+    let address = relay.as_ref().map_or_else(
+        || broker.bootstrap_servers().to_string(),
+        |r| r.addr().to_string(),
+    );
+    tracing::info!(
+        brokers = %address,
+        "Kafka broker ready at {address}: run `ravel serve --brokers {address}` (or set kafka.brokers = \"{address}\"); its topics live as long as this process"
+    );
     {
         use std::io::Write;
         let mut out = std::io::stdout().lock();
-        writeln!(out, "{}", broker.bootstrap_servers())?;
+        writeln!(out, "{address}")?;
         out.flush()?;
     }
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -203,6 +305,7 @@ pub fn run(args: &BrokerArgs) -> anyhow::Result<()> {
         .build()?;
     rt.block_on(crate::shutdown::signal());
     tracing::info!("stopping the embedded broker");
+    drop(relay);
     drop(broker);
     Ok(())
 }

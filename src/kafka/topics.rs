@@ -1,20 +1,25 @@
 //! The topics ravel reads or writes, checked against the cluster at start: every stream topic,
 //! every feature-stream topic (labels sent over HTTP are written there too), with dead
 //! letters on each one's `<topic>.dlq`, and with `state.store = "kafka"` the compacted state
-//! topic. Production clusters do not create topics on first
-//! use, and a dead-letter topic that does not exist holds its partition (`ingest::held`), so a
-//! missing topic is found here rather than at the first bad message.
+//! topic. Production clusters do not create topics on first use, and a dead-letter topic that
+//! does not exist holds its partition (`ingest::held`), so a missing topic is found here
+//! rather than at the first bad message.
 //!
-//! A missing topic is created when `kafka.create_topics = true` (partitions
-//! `kafka.topic_partitions`, one for feature-stream topics whose order matters; replication
-//! `kafka.topic_replication` capped by the cluster's broker count) through the AdminClient's
-//! CreateTopics. The embedded broker (librdkafka's mock cluster) does not implement
-//! CreateTopics; there, and on any broker that answers that it does not support it, ravel falls
-//! back to the one other way the protocol has: a metadata request that allows automatic
-//! creation, which creates the topic with the broker's default partition count (a warning says
-//! so when that differs from the configured one). Otherwise a missing topic keeps the service
-//! not ready: the log line and `/readyz` name it with the `kafka-topics.sh` command that
-//! creates it, and the check is repeated until it exists.
+//! Whose topic it is decides who creates it, as in Kafka Streams and Kafka Connect: the
+//! topics ravel owns (dead letters, state) are created when missing unless
+//! `dlq.create_topics` / `state.create_topic` say not to; the topics it reads are created
+//! only with `kafka.create_topics = true` (a typo in a topic name is reported, not
+//! created). Partitions `kafka.topic_partitions` (one for feature-stream topics and their
+//! dead letters: their order matters), replication `kafka.topic_replication` capped by the
+//! cluster's broker count, through the AdminClient's CreateTopics. The embedded broker
+//! (librdkafka's mock cluster, `ravel broker`) does not implement CreateTopics (the client
+//! answers "unsupported feature" at once); there, and on any broker that answers so, ravel
+//! falls back to the one other way the protocol has: a metadata request that allows automatic
+//! creation, which creates the topic with the broker's default partition count (a warning
+//! says so when that differs). A cluster that refuses the creation is an authorization error
+//! (`kafka::authz`) naming the topic, the key that asked for it and the way out. A topic
+//! still missing keeps the service not ready: the log line and `/readyz` name it with the
+//! command that creates it, and the check is repeated until it exists.
 
 use crate::config::Config;
 use crate::health::{Denied, Health, MissingTopic};
@@ -39,9 +44,18 @@ pub struct Needed {
     /// `stream`, `dead_letters`, `feature_stream` or `state`.
     pub role: &'static str,
     pub partitions: i32,
+    /// Whether ravel creates it when missing (the value of `switch`).
+    pub create: bool,
+    /// The config key that decides `create`.
+    pub switch: &'static str,
 }
 
 impl Needed {
+    /// Whether ravel only reads this topic (someone else's): a stream or feature-stream topic.
+    pub fn is_input(&self) -> bool {
+        matches!(self.role, "stream" | "feature_stream")
+    }
+
     /// The topic-level settings ravel creates it with: the state topic is compacted (only
     /// the latest record of each key matters).
     pub fn settings(&self) -> &'static [(&'static str, &'static str)] {
@@ -57,32 +71,30 @@ impl Needed {
 pub fn needed(config: &Config) -> Vec<Needed> {
     let mut out = Vec::new();
     let parts = config.kafka.topic_partitions;
+    let input = |topic: String, role, partitions| Needed {
+        topic,
+        role,
+        partitions,
+        create: config.kafka.create_topics,
+        switch: "kafka.create_topics",
+    };
+    let dead_letters = |topic: &str, partitions| Needed {
+        topic: dlq_of(topic),
+        role: "dead_letters",
+        partitions,
+        create: config.dlq.create_topics,
+        switch: "dlq.create_topics",
+    };
     for s in &config.streams {
-        out.push(Needed {
-            topic: s.topic(),
-            role: "stream",
-            partitions: parts,
-        });
+        out.push(input(s.topic(), "stream", parts));
         if config.ingest.dead_letter {
-            out.push(Needed {
-                topic: dlq_of(&s.topic()),
-                role: "dead_letters",
-                partitions: parts,
-            });
+            out.push(dead_letters(&s.topic(), parts));
         }
     }
     for f in &config.feature_streams {
-        out.push(Needed {
-            topic: f.topic(),
-            role: "feature_stream",
-            partitions: 1,
-        });
+        out.push(input(f.topic(), "feature_stream", 1));
         if config.ingest.dead_letter {
-            out.push(Needed {
-                topic: dlq_of(&f.topic()),
-                role: "dead_letters",
-                partitions: 1,
-            });
+            out.push(dead_letters(&f.topic(), 1));
         }
     }
     if let Some(topic) = config.state.kafka_topic(&config.kafka.group_id) {
@@ -90,9 +102,61 @@ pub fn needed(config: &Config) -> Vec<Needed> {
             topic,
             role: "state",
             partitions: parts,
+            create: config.state.create_topic,
+            switch: "state.create_topic",
         });
     }
     out
+}
+
+/// What an authorization error on creating `n` means and what to do, in the user's words:
+/// which key asked for it, the ACL to grant, or the command to run and the key to turn off.
+pub fn create_denied(n: &Needed, error: &str, command: &str) -> String {
+    format!(
+        "{error}. ravel creates topic '{}' because {} = true; grant this client's principal \
+         the CREATE operation on the topic (or on the cluster), or create it with `{command}` \
+         and set {} = false",
+        n.topic, n.switch, n.switch
+    )
+}
+
+/// Why a missing topic is not created, for the log and `/readyz`.
+pub fn missing_reason(n: &Needed, created_tried: bool) -> String {
+    match (n.is_input(), created_tried) {
+        (_, true) => format!(
+            "ravel could not create it ({} = true; see the log for the broker's answer)",
+            n.switch
+        ),
+        (true, false) => format!(
+            "ravel does not create the topics it reads ({} = false): check the topic name in \
+             the config, produce to it, or create it",
+            n.switch
+        ),
+        (false, false) => format!("{} = false, so ravel does not create it", n.switch),
+    }
+}
+
+/// The prefix of the embedded broker's cluster id (librdkafka's mock cluster, `ravel broker`),
+/// which has no kafka-topics.sh to offer.
+const MOCK_CLUSTER_ID: &str = "mockCluster";
+
+/// What creates `n` on the cluster whose id is `cluster_id`: on the embedded broker, a
+/// producer's first message (`ravel produce`) or `ravel broker --topic`; elsewhere
+/// kafka-topics.sh (`create_command`).
+pub fn create_command_on(
+    cluster_id: Option<&str>,
+    brokers: &str,
+    n: &Needed,
+    replication: i16,
+) -> String {
+    if cluster_id.is_some_and(|id| id.starts_with(MOCK_CLUSTER_ID)) {
+        return format!(
+            "ravel produce --brokers {brokers} --topic {} --input FILE (the embedded broker \
+             creates a topic with its first message), or start ravel broker with --topic {}:{}",
+            n.topic, n.topic, n.partitions
+        );
+    }
+    create_command(brokers, n, replication)
 }
 
 /// The command that creates `n` (replication `replication`).
@@ -118,7 +182,6 @@ enum Found {
 pub struct TopicCheck {
     clients: KafkaClients,
     needed: Vec<Needed>,
-    create: bool,
     replication: i16,
 }
 
@@ -127,7 +190,6 @@ impl TopicCheck {
         TopicCheck {
             clients,
             needed: needed(config),
-            create: config.kafka.create_topics,
             replication: config.kafka.topic_replication,
         }
     }
@@ -145,14 +207,26 @@ impl TopicCheck {
                 return self.needed.len();
             }
         };
-        let brokers = match probe.fetch_metadata(None::<&str>, Duration::from_secs(10)) {
-            Ok(md) => md.brokers().len().max(1),
+        // A cluster that has not answered within 4 s is named in `/readyz`, and the check is
+        // left to the next round: the first one holds the start of the HTTP server and of
+        // ingest.
+        let asked_at = std::time::SystemTime::now();
+        let answer = probe.fetch_metadata(None::<&str>, Duration::from_secs(4));
+        if let Err(e) = &answer {
+            health.unreachable(asked_at, &e.to_string());
+        }
+        let brokers = match answer {
+            Ok(md) => {
+                health.reachable();
+                md.brokers().len().max(1)
+            }
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read the cluster's metadata; topics not checked yet");
                 return self.needed.len();
             }
         };
         let replication = self.replication.min(brokers as i16).max(1);
+        let cluster_id = probe.client().fetch_cluster_id(Duration::from_secs(2));
         let mut missing: Vec<&Needed> = Vec::new();
         for n in &self.needed {
             match found(&probe, &n.topic) {
@@ -171,16 +245,29 @@ impl TopicCheck {
                 }
             }
         }
-        if self.create && !missing.is_empty() {
-            self.create_topics(&probe, &missing, replication);
-            missing.retain(|n| !matches!(found(&probe, &n.topic), Found::Exists));
+        let to_create: Vec<&Needed> = missing.iter().copied().filter(|n| n.create).collect();
+        if !to_create.is_empty() {
+            self.create_topics(&probe, &to_create, replication, health, metrics);
+            missing.retain(|n| match found(&probe, &n.topic) {
+                Found::Exists => {
+                    health.allow("topic", &n.topic);
+                    false
+                }
+                _ => true,
+            });
         }
         let report: Vec<MissingTopic> = missing
             .iter()
             .map(|n| MissingTopic {
                 topic: n.topic.clone(),
                 role: n.role,
-                create_with: create_command(self.clients.brokers(), n, replication),
+                create_with: create_command_on(
+                    cluster_id.as_deref(),
+                    self.clients.brokers(),
+                    n,
+                    replication,
+                ),
+                why: missing_reason(n, n.create),
             })
             .collect();
         for n in &self.needed {
@@ -193,8 +280,8 @@ impl TopicCheck {
         for m in &report {
             tracing::error!(
                 topic = %m.topic, role = m.role, create_with = %m.create_with,
-                "topic does not exist and kafka.create_topics is off; not ready until it exists; create it with: {}",
-                m.create_with
+                "topic '{}' does not exist: {}; not ready until it exists; create it with: {}",
+                m.topic, m.why, m.create_with
             );
         }
         let left = report.len();
@@ -204,7 +291,25 @@ impl TopicCheck {
 
     /// Creates `missing` through CreateTopics, or, where the broker does not support it, through
     /// a metadata request that allows automatic creation.
-    fn create_topics(&self, probe: &BaseConsumer, missing: &[&Needed], replication: i16) {
+    fn create_topics(
+        &self,
+        probe: &BaseConsumer,
+        missing: &[&Needed],
+        replication: i16,
+        health: &Health,
+        metrics: &Metrics,
+    ) {
+        let denied = |n: &Needed, code: RDKafkaErrorCode| {
+            let command = create_command(self.clients.brokers(), n, replication);
+            let d = Denied {
+                resource_type: "topic",
+                resource: n.topic.clone(),
+                operation: "create",
+                error: create_denied(n, &code.to_string(), &command),
+            };
+            crate::kafka::authz::record(health, metrics, d);
+        };
+        let of = |t: &str| missing.iter().copied().find(|n| n.topic == t);
         let admin: AdminClient<DefaultClientContext> = match self
             .clients
             .config(Client::Admin, &[])
@@ -243,6 +348,11 @@ impl TopicCheck {
                             tracing::info!(topic = %t, "topic already exists")
                         }
                         Err((t, code)) if is_unsupported(code) => unsupported.push(t),
+                        Err((t, code)) if crate::kafka::authz::is_denied(code) => {
+                            if let Some(n) = of(&t) {
+                                denied(n, code)
+                            }
+                        }
                         Err((t, code)) => {
                             tracing::error!(topic = %t, error = %code, "cannot create topic")
                         }
@@ -251,6 +361,9 @@ impl TopicCheck {
             }
             Err(KafkaError::AdminOp(code)) if is_unsupported(code) => {
                 unsupported = missing.iter().map(|n| n.topic.clone()).collect();
+            }
+            Err(KafkaError::AdminOp(code)) if crate::kafka::authz::is_denied(code) => {
+                missing.iter().for_each(|n| denied(n, code));
             }
             Err(e) => tracing::error!(error = %e, "CreateTopics failed"),
         }
@@ -267,9 +380,20 @@ impl TopicCheck {
             return;
         };
         for t in &unsupported {
-            let _ = auto
+            // A cluster that refuses to create it says so in the answer to this request.
+            let asked = auto
                 .client()
                 .fetch_metadata(Some(t), Duration::from_secs(10));
+            if let Ok(md) = &asked
+                && let Some(code) = md.topics().first().and_then(|mt| mt.error())
+                && let code = RDKafkaErrorCode::from(code)
+                && crate::kafka::authz::is_denied(code)
+            {
+                if let Some(n) = of(t) {
+                    denied(n, code);
+                }
+                continue;
+            }
             let want = missing
                 .iter()
                 .find(|n| &n.topic == t)
@@ -337,7 +461,7 @@ fn found(probe: &BaseConsumer, topic: &str) -> Found {
 
 /// Runs the check once, before ingest subscribes (so that the topics it creates are there
 /// when the consumer looks), then, while a topic is missing, again with a growing pause (2 s
-/// to 30 s) on a thread of its own until none is.
+/// to 10 s) on a thread of its own until none is.
 pub async fn check_then_watch(
     check: TopicCheck,
     health: std::sync::Arc<Health>,
@@ -364,8 +488,9 @@ pub async fn check_then_watch(
                 if check.run(&health, &metrics) == 0 {
                     break;
                 }
-                std::thread::sleep(wait);
-                wait = (wait * 2).min(Duration::from_secs(30));
+                // One metadata request every 10 s at most: a topic a producer creates later
+                // (the first `ravel produce` on `ravel broker`) is seen within seconds.
+                wait = (wait * 2).min(Duration::from_secs(10));
             }
         })
         .map(|_| ())
@@ -390,17 +515,80 @@ mod tests {
         let n = needed(&c);
         let names: Vec<_> = n
             .iter()
-            .map(|n| (n.topic.as_str(), n.role, n.partitions))
+            .map(|n| (n.topic.as_str(), n.role, n.partitions, n.create, n.switch))
             .collect();
+        // ravel creates its own topics by default, never by default the ones it reads.
         assert_eq!(
             names,
-            [("obs", "stream", 6), ("obs.dlq", "dead_letters", 6)]
+            [
+                ("obs", "stream", 6, false, "kafka.create_topics"),
+                ("obs.dlq", "dead_letters", 6, true, "dlq.create_topics")
+            ]
         );
         assert_eq!(
             create_command("k:9092", &n[1], 3),
             "kafka-topics.sh --bootstrap-server k:9092 --create --topic obs.dlq --partitions 6 --replication-factor 3"
         );
+        c.kafka.create_topics = true;
+        c.dlq.create_topics = false;
+        c.state.store = crate::config::StoreKind::Kafka;
+        let n = needed(&c);
+        let created: Vec<_> = n.iter().map(|n| (n.role, n.create)).collect();
+        assert_eq!(
+            created,
+            [("stream", true), ("dead_letters", false), ("state", true)]
+        );
+        assert_eq!(n[2].topic, "ravel.state");
+        assert_eq!(n[2].settings(), [("cleanup.policy", "compact")]);
+        c.state.create_topic = false;
+        assert!(!needed(&c)[2].create);
+        c.state.store = crate::config::StoreKind::Dir;
         c.ingest.dead_letter = false;
         assert_eq!(needed(&c).len(), 1);
+    }
+
+    #[test]
+    fn a_refused_creation_names_the_key_the_grant_and_the_way_out() {
+        let n = Needed {
+            topic: "sales.dlq".into(),
+            role: "dead_letters",
+            partitions: 4,
+            create: true,
+            switch: "dlq.create_topics",
+        };
+        let cmd = create_command("k:9092", &n, 3);
+        let m = create_denied(&n, "Broker: Topic authorization failed", &cmd);
+        for part in [
+            "Broker: Topic authorization failed",
+            "topic 'sales.dlq' because dlq.create_topics = true",
+            "CREATE",
+            &format!("create it with `{cmd}`"),
+            "set dlq.create_topics = false",
+        ] {
+            assert!(m.contains(part), "'{part}' missing from: {m}");
+        }
+        assert!(missing_reason(&n, true).contains("could not create it"));
+        // On the embedded broker there is no kafka-topics.sh: what creates a topic there.
+        assert_eq!(create_command_on(Some("abc"), "k:9092", &n, 3), cmd);
+        assert_eq!(
+            create_command_on(Some("mockCluster1a2b"), "127.0.0.1:9092", &n, 3),
+            "ravel produce --brokers 127.0.0.1:9092 --topic sales.dlq --input FILE (the \
+             embedded broker creates a topic with its first message), or start ravel broker \
+             with --topic sales.dlq:4"
+        );
+        let input = Needed {
+            topic: "sales".into(),
+            role: "stream",
+            create: false,
+            switch: "kafka.create_topics",
+            ..n
+        };
+        let why = missing_reason(&input, false);
+        assert!(
+            why.contains("does not create the topics it reads")
+                && why.contains("kafka.create_topics = false")
+                && why.contains("check the topic name"),
+            "{why}"
+        );
     }
 }

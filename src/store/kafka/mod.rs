@@ -316,7 +316,7 @@ fn changelog_partitions<C: ClientContext>(
         }
         if start.elapsed() > Duration::from_secs(30) {
             bail!(
-                "the state topic {topic} does not exist or has no partitions (create it compacted, or set kafka.create_topics = true)"
+                "the state topic {topic} does not exist or has no partitions (ravel creates it unless state.create_topic = false: see /readyz and the log for why it did not; or create it compacted)"
             );
         }
         std::thread::sleep(Duration::from_millis(200));
