@@ -413,20 +413,19 @@ fn sigkill_between_checkpoints_during_a_stream_loses_and_double_counts_nothing()
     let (mut broker, brokers, state) =
         broker_and_config(dir.path(), CRASH_TOPIC, 6, "crash-group", &names, 1500);
 
-    // The producer streams the chunks while the service is killed and restarted.
-    let producer = produce_in_background(
-        &brokers,
-        CRASH_TOPIC,
-        chunk_files,
-        Duration::from_millis(400),
-    );
-
+    // The test paces the producer: whenever the service has read and checkpointed every row
+    // produced so far, the next chunk starts on its own thread, so kills land while rows arrive.
+    // (A producer on its own clock could finish before a slow machine brought the first
+    // service up, which then read and checkpointed everything before the test looked.)
     let checkpointed = || {
         ravel::checkpoint::load(&state, "r")
             .ok()
             .flatten()
             .map_or(0, |cp| cp.stats.n())
     };
+    let mut chunks = chunk_files.into_iter();
+    let mut producing: Option<std::thread::JoinHandle<()>> = None;
+    let mut produced = 0;
     let mut kills = 0;
     let mut run = 0;
     while kills < 5 {
@@ -437,13 +436,27 @@ fn sigkill_between_checkpoints_during_a_stream_loses_and_double_counts_nothing()
         // say where its rows end).
         let start = Instant::now();
         loop {
-            let (live, saved) = (n_of(&base).unwrap_or(0), checkpointed());
-            if live > saved && saved > 0 {
+            let (live, saved) = (n_of(&base), checkpointed());
+            if live.is_some_and(|live| live > saved) && saved > 0 {
                 break;
+            }
+            let idle = producing.as_ref().is_none_or(|p| p.is_finished());
+            if idle && live == Some(saved) && saved == produced {
+                if let Some(p) = producing.take() {
+                    p.join().unwrap();
+                }
+                produced += chunk_rows as u64;
+                let file = chunks.next().unwrap_or_else(|| {
+                    panic!("run {run}: every chunk produced, never a row beyond the checkpoint")
+                });
+                let brokers = brokers.clone();
+                producing = Some(std::thread::spawn(move || {
+                    produce_file(&brokers, CRASH_TOPIC, &file)
+                }));
             }
             assert!(
                 start.elapsed() < DEADLINE,
-                "run {run}: no rows beyond the checkpoint (live {live}, saved {saved})"
+                "run {run}: no rows beyond the checkpoint (live {live:?}, saved {saved})"
             );
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -451,7 +464,12 @@ fn sigkill_between_checkpoints_during_a_stream_loses_and_double_counts_nothing()
         drop(s);
         kills += 1;
     }
-    producer.join().unwrap();
+    if let Some(p) = producing.take() {
+        p.join().unwrap();
+    }
+    for file in chunks {
+        produce_file(&brokers, CRASH_TOPIC, &file);
+    }
     run += 1;
     let (mut last, base) = serve(dir.path(), &brokers, run);
     wait_rows_stable(

@@ -129,9 +129,32 @@ pub fn write_chunks(
         .collect()
 }
 
-/// Produces `files` to `topic` on a thread, one `ravel produce` per file (binary messages of
-/// 100 rows, each to a random partition) with `pause` between them: a stream that keeps
-/// arriving while a test kills and restarts services.
+/// Produces `file` to `topic` with `ravel produce`: binary messages of 100 rows, each to a
+/// random partition.
+pub fn produce_file(brokers: &str, topic: &str, file: &Path) {
+    ravel(&[
+        "produce",
+        "--brokers",
+        brokers,
+        "--topic",
+        topic,
+        "--input",
+        file.to_str().unwrap(),
+        "--wire-format",
+        "binary",
+        "--batch-rows",
+        "100",
+        // Each message to a random partition: librdkafka's sticky partitioner can put far more
+        // than a fair share of the rows in one partition, past the embedded broker's 5 MB per
+        // partition, which then deletes rows before they are read.
+        "-X",
+        "sticky.partitioning.linger.ms=0",
+        "--quiet",
+    ]);
+}
+
+/// Produces `files` to `topic` on a thread, one `ravel produce` per file with `pause`
+/// between them: a stream that keeps arriving while a test kills and restarts services.
 pub fn produce_in_background(
     brokers: &str,
     topic: &str,
@@ -141,25 +164,7 @@ pub fn produce_in_background(
     let (brokers, topic) = (brokers.to_string(), topic.to_string());
     std::thread::spawn(move || {
         for file in files {
-            ravel(&[
-                "produce",
-                "--brokers",
-                &brokers,
-                "--topic",
-                &topic,
-                "--input",
-                file.to_str().unwrap(),
-                "--wire-format",
-                "binary",
-                "--batch-rows",
-                "100",
-                // Each message to a random partition: librdkafka's sticky partitioner can put
-                // far more than a fair share of the rows in one partition, past the embedded
-                // broker's 5 MB per partition, which then deletes rows before they are read.
-                "-X",
-                "sticky.partitioning.linger.ms=0",
-                "--quiet",
-            ]);
+            produce_file(&brokers, &topic, &file);
             std::thread::sleep(pause);
         }
     })
