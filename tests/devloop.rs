@@ -44,20 +44,6 @@ fn wait_for<T>(what: &str, deadline: Duration, log: &Path, mut f: impl FnMut() -
     }
 }
 
-fn topic_partitions(brokers: &str, topic: &str) -> Option<usize> {
-    use rdkafka::consumer::{BaseConsumer, Consumer};
-    let c: BaseConsumer = rdkafka::config::ClientConfig::new()
-        .set("bootstrap.servers", brokers)
-        .set("allow.auto.create.topics", "false")
-        .create()
-        .unwrap();
-    let md = c
-        .fetch_metadata(Some(topic), Duration::from_secs(10))
-        .ok()?;
-    let t = md.topics().first()?;
-    (t.error().is_none() && !t.partitions().is_empty()).then(|| t.partitions().len())
-}
-
 #[test]
 fn own_data_on_ravel_broker_is_ready_without_a_topic_made_by_hand() {
     let dir = tempfile::tempdir().unwrap();

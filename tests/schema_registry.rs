@@ -87,6 +87,22 @@ fn error(status: StatusCode, code: u32, message: &str) -> (StatusCode, axum::Jso
 
 type Answer = (StatusCode, axum::Json<Value>);
 
+/// Logs the request, then checks its credentials (401 without them).
+fn admit(
+    st: &Shared,
+    method: &str,
+    path: &str,
+    q: &HashMap<String, String>,
+    h: &HeaderMap,
+) -> Result<(), Answer> {
+    record(st, method, path, q);
+    if authorized(h) {
+        Ok(())
+    } else {
+        Err(error(StatusCode::UNAUTHORIZED, 401, "Unauthorized"))
+    }
+}
+
 fn record(st: &Shared, method: &str, path: &str, q: &HashMap<String, String>) {
     let mut query: Vec<_> = q.iter().map(|(k, v)| format!("{k}={v}")).collect();
     query.sort();
@@ -103,9 +119,14 @@ async fn register(
     h: HeaderMap,
     body: Bytes,
 ) -> Answer {
-    record(&st, "POST", &format!("/subjects/{subject}/versions"), &q);
-    if !authorized(&h) {
-        return error(StatusCode::UNAUTHORIZED, 401, "Unauthorized");
+    if let Err(refused) = admit(
+        &st,
+        "POST",
+        &format!("/subjects/{subject}/versions"),
+        &q,
+        &h,
+    ) {
+        return refused;
     }
     let body: Value = serde_json::from_slice(&body).unwrap();
     let schema = body["schema"].as_str().unwrap().to_string();
@@ -167,9 +188,8 @@ async fn by_id(
     Query(q): Query<HashMap<String, String>>,
     h: HeaderMap,
 ) -> Answer {
-    record(&st, "GET", &format!("/schemas/ids/{id}"), &q);
-    if !authorized(&h) {
-        return error(StatusCode::UNAUTHORIZED, 401, "Unauthorized");
+    if let Err(refused) = admit(&st, "GET", &format!("/schemas/ids/{id}"), &q, &h) {
+        return refused;
     }
     let found = id
         .checked_sub(1)
@@ -183,9 +203,8 @@ async fn by_guid(
     Query(q): Query<HashMap<String, String>>,
     h: HeaderMap,
 ) -> Answer {
-    record(&st, "GET", &format!("/schemas/guids/{guid}"), &q);
-    if !authorized(&h) {
-        return error(StatusCode::UNAUTHORIZED, 401, "Unauthorized");
+    if let Err(refused) = admit(&st, "GET", &format!("/schemas/guids/{guid}"), &q, &h) {
+        return refused;
     }
     let found = st
         .schemas

@@ -10,8 +10,6 @@ use common::*;
 use ravel::broker::EmbeddedBroker;
 use ravel::config::{Config, FeatureSchema};
 use ravel_core::Task;
-use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::types::RDKafkaRespErr;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -53,18 +51,6 @@ fn wait_readyz(svc: &TestService, what: &str, f: impl Fn(u16, &Value) -> bool) -
     }
 }
 
-fn partitions(brokers: &str, topic: &str) -> Option<usize> {
-    let c: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", brokers)
-        .create()
-        .unwrap();
-    let md = c
-        .fetch_metadata(Some(topic), Duration::from_secs(10))
-        .ok()?;
-    let t = md.topics().first()?;
-    (t.error().is_none() && !t.partitions().is_empty()).then(|| t.partitions().len())
-}
-
 #[test]
 fn a_missing_dead_letter_topic_keeps_the_service_not_ready_and_says_how_to_create_it() {
     let broker = EmbeddedBroker::start(1).unwrap();
@@ -103,7 +89,7 @@ fn a_missing_dead_letter_topic_keeps_the_service_not_ready_and_says_how_to_creat
         Some(1.0)
     );
     // The topic ravel did not create stays missing; once an operator creates it, ready.
-    assert_eq!(partitions(&brokers, "t.need.dlq"), None);
+    assert_eq!(topic_partitions(&brokers, "t.need.dlq"), None);
     broker.create_topic("t.need.dlq", 1).unwrap();
     let v = wait_readyz(&svc, "ready once the topic exists", |s, _| s == 200);
     assert_eq!(v["missing_topics"], json!([]));
@@ -113,13 +99,13 @@ fn a_missing_dead_letter_topic_keeps_the_service_not_ready_and_says_how_to_creat
 fn create_topics_creates_every_topic_ravel_needs() {
     let broker = EmbeddedBroker::start(1).unwrap();
     let brokers = broker.bootstrap_servers().to_string();
-    assert_eq!(partitions(&brokers, "t.made"), None);
+    assert_eq!(topic_partitions(&brokers, "t.made"), None);
     let svc = TestService::start(production_like("t.made", "made", true), &brokers);
     wait_readyz(&svc, "ready with the topics created", |s, _| s == 200);
     // kafka.topic_partitions (4). The embedded broker has no CreateTopics: its topics are
     // made through auto-creating metadata requests, with its default count, also 4.
-    assert_eq!(partitions(&brokers, "t.made"), Some(4));
-    assert_eq!(partitions(&brokers, "t.made.dlq"), Some(4));
+    assert_eq!(topic_partitions(&brokers, "t.made"), Some(4));
+    assert_eq!(topic_partitions(&brokers, "t.made.dlq"), Some(4));
 }
 
 #[test]
@@ -149,8 +135,8 @@ fn ravel_creates_the_topics_it_owns_and_never_by_default_the_ones_it_reads() {
     // The dead-letter topic was made (the embedded broker has no CreateTopics: through the
     // auto-creating metadata request, with its default of 4 partitions, which is also
     // kafka.topic_partitions here); the topic the stream reads was not.
-    assert_eq!(partitions(&brokers, "t.own.dlq"), Some(4));
-    assert_eq!(partitions(&brokers, "t.own"), None);
+    assert_eq!(topic_partitions(&brokers, "t.own.dlq"), Some(4));
+    assert_eq!(topic_partitions(&brokers, "t.own"), None);
     let m = svc.metrics();
     assert_eq!(
         sample(&m, "ravel_missing_topics{role=\"stream\",topic=\"t.own\"}"),

@@ -206,6 +206,16 @@ fn expected_words(expected: &str) -> String {
     }
 }
 
+/// The names between backticks in serde's list after a message's first backticked name
+/// (`` ...`given`, expected one of `a`, `b` `` -> a, b).
+fn backticked(tail: &str) -> Vec<String> {
+    tail.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(String::from)
+        .collect()
+}
+
 /// Messages of serde and the custom deserializers, with their Rust type names replaced and,
 /// for an unknown value of an enumeration, the allowed ones and a "did you mean".
 fn in_words(m: &str, key: Option<&str>) -> String {
@@ -245,23 +255,13 @@ fn in_words(m: &str, key: Option<&str>) -> String {
     if let Some(rest) = m.strip_prefix("unknown variant `")
         && let Some((given, tail)) = rest.split_once('`')
     {
-        let values: Vec<String> = tail
-            .split('`')
-            .skip(1)
-            .step_by(2)
-            .map(String::from)
-            .collect();
+        let values = backticked(tail);
         return format!("{m}{}", did_you_mean(given, &values));
     }
     if let Some(rest) = m.strip_prefix("unknown field `")
         && let Some((given, tail)) = rest.split_once('`')
     {
-        let values: Vec<String> = tail
-            .split('`')
-            .skip(1)
-            .step_by(2)
-            .map(String::from)
-            .collect();
+        let values = backticked(tail);
         return format!(
             "unknown field `{given}`{}{}",
             if values.is_empty() {

@@ -1,7 +1,6 @@
 //! `[kafka]`: the cluster (or the embedded broker), the consumer group, the topics ravel
 //! creates, and the librdkafka options passed through (secrets from `${env:..}` / `${file:..}`).
 
-use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -55,16 +54,7 @@ impl KafkaConfig {
     /// not sit in the config file. Done once at load: a missing variable or file stops the start.
     pub fn resolve_options(&mut self) -> anyhow::Result<()> {
         for (k, v) in self.options.iter_mut() {
-            if let Some(name) = v.strip_prefix("${env:").and_then(|r| r.strip_suffix('}')) {
-                *v = std::env::var(name).with_context(|| {
-                    format!("kafka.options.{k}: environment variable {name} is not set")
-                })?;
-            } else if let Some(path) = v.strip_prefix("${file:").and_then(|r| r.strip_suffix('}')) {
-                *v = std::fs::read_to_string(path)
-                    .with_context(|| format!("kafka.options.{k}: cannot read {path}"))?
-                    .trim()
-                    .to_string();
-            }
+            super::resolve_secret(&format!("kafka.options.{k}"), v)?;
         }
         Ok(())
     }

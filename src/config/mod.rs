@@ -80,6 +80,27 @@ fn check_topic(topic: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `${env:NAME}` from the environment, `${file:PATH}` from a file (trimmed), else as given.
+/// (`kafka.options` and the registry's secrets.)
+pub(crate) fn resolve_secret(key: &str, value: &mut String) -> anyhow::Result<()> {
+    if let Some(name) = value
+        .strip_prefix("${env:")
+        .and_then(|r| r.strip_suffix('}'))
+    {
+        *value = std::env::var(name)
+            .with_context(|| format!("{key}: environment variable {name} is not set"))?;
+    } else if let Some(path) = value
+        .strip_prefix("${file:")
+        .and_then(|r| r.strip_suffix('}'))
+    {
+        *value = std::fs::read_to_string(path)
+            .with_context(|| format!("{key}: cannot read {path}"))?
+            .trim()
+            .to_string();
+    }
+    Ok(())
+}
+
 impl Config {
     /// Loads defaults < file < environment (`RAVEL_...`) < flags, then checks the result.
     pub fn load(args: &ServeArgs) -> anyhow::Result<Config> {

@@ -3,7 +3,7 @@
 //! (`avro_schema_file`), and `[schema_registry]`, the registry the framed formats fetch their
 //! schemas from. Checked here once; `crate::schemas` decodes.
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -129,26 +129,6 @@ impl std::fmt::Debug for SchemaRegistryConfig {
     }
 }
 
-/// `${env:NAME}` from the environment, `${file:PATH}` from a file (trimmed), else as given.
-pub fn resolve_secret(key: &str, value: &mut String) -> anyhow::Result<()> {
-    if let Some(name) = value
-        .strip_prefix("${env:")
-        .and_then(|r| r.strip_suffix('}'))
-    {
-        *value = std::env::var(name)
-            .with_context(|| format!("{key}: environment variable {name} is not set"))?;
-    } else if let Some(path) = value
-        .strip_prefix("${file:")
-        .and_then(|r| r.strip_suffix('}'))
-    {
-        *value = std::fs::read_to_string(path)
-            .with_context(|| format!("{key}: cannot read {path}"))?
-            .trim()
-            .to_string();
-    }
-    Ok(())
-}
-
 impl SchemaRegistryConfig {
     pub fn configured(&self) -> bool {
         !self.url.trim().is_empty()
@@ -163,11 +143,11 @@ impl SchemaRegistryConfig {
     }
     /// Reads the secrets given as `${env:..}` / `${file:..}` (once, at load).
     pub fn resolve_secrets(&mut self) -> anyhow::Result<()> {
-        resolve_secret(
+        super::resolve_secret(
             "schema_registry.basic_auth_password",
             &mut self.basic_auth_password,
         )?;
-        resolve_secret("schema_registry.bearer_token", &mut self.bearer_token)
+        super::resolve_secret("schema_registry.bearer_token", &mut self.bearer_token)
     }
     pub fn check(&self) -> anyhow::Result<()> {
         for u in self.urls() {

@@ -3,29 +3,26 @@
 //! their branch, enums as their symbol, numbers of every width (and the date and time logical
 //! types, as their integers) as numbers.
 
-use crate::reason::{Reason, Rejection};
+use super::schema_error;
+use crate::reason::Rejection;
 use apache_avro::types::Value as Avro;
 use serde_json::{Map, Number, Value};
 
-/// Bytes the decoder may allocate for one datum (a corrupt length cannot ask for more).
+/// Bytes the decoder may allocate for one datum (a corrupt length cannot ask for more), set
+/// once when a schema'd stream is set up (`super::Wire::of_stream`).
 pub const MAX_ALLOCATION_BYTES: usize = 64 << 20;
 
 /// Decodes one datum of `schema` that must fill `bytes` exactly.
 pub fn decode(schema: &apache_avro::Schema, bytes: &[u8]) -> Result<Value, Rejection> {
-    apache_avro::util::max_allocation_bytes(MAX_ALLOCATION_BYTES);
-    let bad = |m: String| Rejection {
-        reason: Reason::Schema,
-        message: m,
-    };
     let reader = apache_avro::reader::datum::GenericDatumReader::builder(schema)
         .build()
-        .map_err(|e| bad(format!("the Avro schema cannot be used: {e}")))?;
+        .map_err(|e| schema_error(format!("the Avro schema cannot be used: {e}")))?;
     let mut rest = bytes;
     let value = reader
         .read_value(&mut rest)
-        .map_err(|e| bad(format!("the datum does not match its Avro schema: {e}")))?;
+        .map_err(|e| schema_error(format!("the datum does not match its Avro schema: {e}")))?;
     if !rest.is_empty() {
-        return Err(bad(format!(
+        return Err(schema_error(format!(
             "{} bytes follow the Avro datum: it does not match its schema",
             rest.len()
         )));
@@ -33,7 +30,8 @@ pub fn decode(schema: &apache_avro::Schema, bytes: &[u8]) -> Result<Value, Rejec
     Ok(to_json(value))
 }
 
-fn float(v: f64) -> Value {
+/// A number, or text when it is not finite.
+pub(super) fn float(v: f64) -> Value {
     // Not finite: text, which a numeric field refuses (`field_type`), never a silent gap.
     Number::from_f64(v).map_or_else(|| Value::String(v.to_string()), Value::Number)
 }
@@ -80,6 +78,7 @@ pub fn to_json(v: Avro) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::reason::Reason;
 
     const SALE: &str = r#"{"type": "record", "name": "Sale", "fields": [
         {"name": "price", "type": "double"},

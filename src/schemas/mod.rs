@@ -63,6 +63,7 @@ impl std::fmt::Debug for Wire {
     }
 }
 
+/// A bad message of reason `schema`.
 fn schema_error(message: impl Into<String>) -> Rejection {
     Rejection {
         reason: Reason::Schema,
@@ -80,6 +81,8 @@ impl Wire {
         if s.format.is_ravel() {
             return Ok(None);
         }
+        // Once for the process: a corrupt length in a datum cannot ask for more.
+        apache_avro::util::max_allocation_bytes(avro::MAX_ALLOCATION_BYTES);
         let plain = match &s.avro_schema_file {
             Some(path) => {
                 let text = std::fs::read_to_string(path).map_err(|e| {

@@ -8,7 +8,8 @@
 //! as lists.
 
 use super::registry::Fetched;
-use crate::reason::{Reason, Rejection};
+use super::schema_error;
+use crate::reason::Rejection;
 use base64::Engine;
 use prost_reflect::prost::Message as _;
 use prost_reflect::prost_types::FileDescriptorProto;
@@ -99,18 +100,14 @@ fn varint(bytes: &mut &[u8]) -> Option<i64> {
 
 /// The message-index list at the start of `bytes` and the message after it.
 pub fn message_indexes(bytes: &[u8]) -> Result<(Vec<i64>, &[u8]), Rejection> {
-    let bad = |m: String| Rejection {
-        reason: Reason::Schema,
-        message: m,
-    };
     let mut rest = bytes;
     let n = varint(&mut rest)
-        .ok_or_else(|| bad("the Protobuf message-index list is cut short".into()))?;
+        .ok_or_else(|| schema_error("the Protobuf message-index list is cut short"))?;
     if n == 0 {
         return Ok((vec![0], rest));
     }
     if n < 0 || n as usize > MAX_INDEXES {
-        return Err(bad(format!(
+        return Err(schema_error(format!(
             "the Protobuf message-index list claims {n} entries (at most {MAX_INDEXES})"
         )));
     }
@@ -118,7 +115,7 @@ pub fn message_indexes(bytes: &[u8]) -> Result<(Vec<i64>, &[u8]), Rejection> {
     for _ in 0..n {
         path.push(
             varint(&mut rest)
-                .ok_or_else(|| bad("the Protobuf message-index list is cut short".into()))?,
+                .ok_or_else(|| schema_error("the Protobuf message-index list is cut short"))?,
         );
     }
     Ok((path, rest))
@@ -154,14 +151,10 @@ impl Messages {
 
     /// Decodes one message of the type at `path`.
     pub fn decode(&self, path: &[i64], body: &[u8]) -> Result<Value, Rejection> {
-        let bad = |m: String| Rejection {
-            reason: Reason::Schema,
-            message: m,
-        };
-        let desc = self.message(path).map_err(bad)?;
+        let desc = self.message(path).map_err(schema_error)?;
         let name = desc.full_name().to_string();
         let msg = DynamicMessage::decode(desc, body)
-            .map_err(|e| bad(format!("the bytes are not a {name} message: {e}")))?;
+            .map_err(|e| schema_error(format!("the bytes are not a {name} message: {e}")))?;
         Ok(to_json(&msg))
     }
 }
@@ -174,8 +167,8 @@ fn scalar(v: &prost_reflect::Value, kind: &Kind) -> Value {
         P::I64(i) => Value::from(*i),
         P::U32(i) => Value::from(*i),
         P::U64(i) => Value::from(*i),
-        P::F32(f) => super::avro::to_json(apache_avro::types::Value::Float(*f)),
-        P::F64(f) => super::avro::to_json(apache_avro::types::Value::Double(*f)),
+        P::F32(f) => super::avro::float(f64::from(*f)),
+        P::F64(f) => super::avro::float(*f),
         P::String(s) => Value::String(s.clone()),
         P::Bytes(b) => Value::String(String::from_utf8_lossy(b).into()),
         P::EnumNumber(n) => match kind {

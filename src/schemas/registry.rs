@@ -92,22 +92,26 @@ fn pem(key: &str, path: &std::path::Path) -> anyhow::Result<Vec<u8>> {
         .map_err(|e| anyhow::anyhow!("schema_registry.{key}: cannot read {}: {e}", path.display()))
 }
 
+/// The certificates of a PEM file's bytes (other items skipped).
+fn certificates(pem: &[u8]) -> Vec<ureq::tls::Certificate<'static>> {
+    ureq::tls::parse_pem(pem)
+        .filter_map(|item| match item {
+            Ok(ureq::tls::PemItem::Certificate(c)) => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
 impl<T> Registry<T> {
     pub fn new(
         config: &SchemaRegistryConfig,
         health: Arc<Health>,
         shutdown: Option<Shutdown>,
     ) -> anyhow::Result<Registry<T>> {
-        use ureq::tls::{Certificate, ClientCert, PrivateKey, RootCerts, TlsConfig};
+        use ureq::tls::{ClientCert, PrivateKey, RootCerts, TlsConfig};
         let mut tls = TlsConfig::builder();
         if let Some(ca) = &config.ca_file {
-            let bytes = pem("ca_file", ca)?;
-            let certs: Vec<Certificate<'static>> = ureq::tls::parse_pem(&bytes)
-                .filter_map(|item| match item {
-                    Ok(ureq::tls::PemItem::Certificate(c)) => Some(c),
-                    _ => None,
-                })
-                .collect();
+            let certs = certificates(&pem("ca_file", ca)?);
             if certs.is_empty() {
                 anyhow::bail!(
                     "schema_registry.ca_file: {} holds no PEM certificate",
@@ -117,13 +121,7 @@ impl<T> Registry<T> {
             tls = tls.root_certs(RootCerts::new_with_certs(&certs));
         }
         if let (Some(cert), Some(key)) = (&config.cert_file, &config.key_file) {
-            let chain_pem = pem("cert_file", cert)?;
-            let chain: Vec<Certificate<'static>> = ureq::tls::parse_pem(&chain_pem)
-                .filter_map(|item| match item {
-                    Ok(ureq::tls::PemItem::Certificate(c)) => Some(c),
-                    _ => None,
-                })
-                .collect();
+            let chain = certificates(&pem("cert_file", cert)?);
             let key = PrivateKey::from_pem(&pem("key_file", key)?).map_err(|e| {
                 anyhow::anyhow!(
                     "schema_registry.key_file: {} holds no PEM private key ({e})",

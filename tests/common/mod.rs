@@ -23,7 +23,7 @@ pub const DEADLINE: Duration = Duration::from_secs(60);
 
 mod procs;
 #[allow(unused_imports)]
-pub use procs::{Proc, produce_in_background, serve, serve_with, stream_n, write_chunks};
+pub use procs::{Proc, produce_file, produce_in_background, serve, serve_with, stream_n, write_chunks};
 
 /// The service under test; stopped (and joined) on drop.
 pub struct TestService {
@@ -362,4 +362,19 @@ pub fn read_topic(
         }
     }
     out
+}
+
+/// Partitions of `topic` as the cluster reports them; None when it does not have the topic
+/// (the probe never makes the embedded broker create it).
+pub fn topic_partitions(brokers: &str, topic: &str) -> Option<usize> {
+    let c: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("allow.auto.create.topics", "false")
+        .create()
+        .unwrap();
+    let md = c
+        .fetch_metadata(Some(topic), Duration::from_secs(10))
+        .ok()?;
+    let t = md.topics().first()?;
+    (t.error().is_none() && !t.partitions().is_empty()).then(|| t.partitions().len())
 }
