@@ -23,7 +23,9 @@ pub const DEADLINE: Duration = Duration::from_secs(60);
 
 mod procs;
 #[allow(unused_imports)]
-pub use procs::{Proc, produce_file, produce_in_background, serve, serve_with, stream_n, write_chunks};
+pub use procs::{
+    Proc, produce_file, produce_in_background, serve, serve_with, stream_n, write_chunks,
+};
 
 /// The service under test; stopped (and joined) on drop.
 pub struct TestService {
