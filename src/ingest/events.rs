@@ -349,7 +349,12 @@ pub fn decode(
         with_unused(e, &unused)
     })?;
     tally.ignored_fields += unused_keys(fields, event.then_some(target), obj);
-    let Some(v) = target_value(label, target, "")? else {
+    let label = if schema.unlabelled {
+        Some(f64::NAN)
+    } else {
+        target_value(label, target, "")?
+    };
+    let Some(v) = label else {
         x.truncate(start);
         if skip_missing_target {
             tally.skipped_rows += 1;
@@ -488,7 +493,11 @@ fn batch(
                 .collect();
             with_unused(e, &unused)
         })?;
-        let v = target_value(label, target, &at)?;
+        let v = if schema.unlabelled {
+            Some(f64::NAN)
+        } else {
+            target_value(label, target, &at)?
+        };
         match (placed, v) {
             (Row::Placed, Some(v)) => {
                 y.push(v);
@@ -544,6 +553,7 @@ mod tests {
             target: Some("price"),
             skip_missing_target: missing != Missing::Reject,
             classification: false,
+            unlabelled: false,
             wire: None,
             schema_header: None,
         }
@@ -593,6 +603,34 @@ mod tests {
         )
         .unwrap();
         assert_eq!(x, [1.0, 30.0, 0.0, 0.0, 1.0]);
+    }
+
+    #[test]
+    fn events_to_score_need_no_target_and_their_target_is_not_read() {
+        let f = housing(Missing::Reject);
+        let s = Schema {
+            unlabelled: true,
+            ..events(&f, Missing::Reject)
+        };
+        let (x, y, _) = dec(r#"{"sqft": 1, "user": {"age": 2}, "region": "south"}"#, &s).unwrap();
+        assert_eq!(x, [1.0, 2.0, 1.0, 0.0, 0.0]);
+        assert!(y[0].is_nan());
+        // A target present, even one that is not a number, is not read.
+        let (x, _, _) = dec(
+            r#"{"sqft": 1, "user": {"age": 2}, "region": "south", "price": "n/a"}"#,
+            &s,
+        )
+        .unwrap();
+        assert_eq!(x, [1.0, 2.0, 1.0, 0.0, 0.0]);
+        // Features are checked as for the stream.
+        let (reason, _) = dec(r#"{"user": {"age": 2}, "region": "south"}"#, &s).unwrap_err();
+        assert_eq!(reason, Reason::MissingFeature);
+        let (reason, _) = dec(
+            r#"{"sqft": "big", "user": {"age": 2}, "region": "south"}"#,
+            &s,
+        )
+        .unwrap_err();
+        assert_eq!(reason, Reason::FieldType);
     }
 
     #[test]

@@ -59,6 +59,9 @@ pub struct Schema<'a> {
     pub skip_missing_target: bool,
     /// Targets must be +1, -1 or 0.
     pub classification: bool,
+    /// Rows to score (`ingest::score`): the target is not read, and a row without one is
+    /// whole; its y is NaN.
+    pub unlabelled: bool,
     /// Schema'd values (`format = "avro"`, ...): decoded by `crate::schemas` into named
     /// fields, then read as an event.
     pub wire: Option<&'a crate::schemas::Wire>,
@@ -75,6 +78,7 @@ impl Schema<'static> {
             target: None,
             skip_missing_target: false,
             classification,
+            unlabelled: false,
             wire: None,
             schema_header: None,
         }
@@ -158,6 +162,9 @@ fn within_limit(values: &[f64]) -> bool {
 
 /// Finiteness and labels of rows already shaped right.
 fn validate(schema: &Schema, x: &[f64], y: &[f64]) -> Result<(), Rejection> {
+    if schema.unlabelled {
+        return validate_features(schema.p, x);
+    }
     // The usual case in one vectorized pass; a message that fails it is read again below,
     // row by row, for the reason and the row to name.
     if !schema.classification && within_limit(x) && within_limit(y) {
@@ -189,6 +196,29 @@ fn validate(schema: &Schema, x: &[f64], y: &[f64]) -> Result<(), Rejection> {
             return reject(
                 Reason::Label,
                 format!("row {i}: label {v} is not +1, -1 or 0"),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `validate` for rows without targets: their features only.
+fn validate_features(p: usize, x: &[f64]) -> Result<(), Rejection> {
+    if within_limit(x) {
+        return Ok(());
+    }
+    for (i, row) in x.chunks(p).enumerate() {
+        if row.iter().any(|v| !v.is_finite()) {
+            return reject(
+                Reason::NonFinite,
+                format!("row {i} has a NaN or infinite value"),
+            );
+        }
+        if !within_limit(row) {
+            let limit = ravel_core::stats::MAX_ABS_VALUE;
+            return reject(
+                Reason::Overflow,
+                format!("row {i} has a value beyond +-{limit:e}"),
             );
         }
     }
@@ -349,6 +379,7 @@ fn decode_json_serde(
     };
     let p = schema.p;
     let one_y = |t: Option<Targets>| match t {
+        _ if schema.unlabelled => Ok(f64::NAN),
         Some(Targets::One(v)) => Ok(v),
         Some(Targets::Many(_)) => reject(
             Reason::Malformed,
@@ -381,6 +412,7 @@ fn decode_json_serde(
         ),
         (None, None, Some(rows)) => {
             let ys = match msg.y {
+                _ if schema.unlabelled => vec![f64::NAN; rows.len()],
                 Some(Targets::Many(v)) => v,
                 Some(Targets::One(_)) => {
                     return reject(Reason::Malformed, "a mini-batch needs y as an array");
@@ -524,6 +556,36 @@ mod tests {
             fields: Some(fields),
             ..Schema::positional(0, false)
         }
+    }
+
+    #[test]
+    fn rows_to_score_need_no_y_but_finite_features() {
+        let s = Schema {
+            unlabelled: true,
+            ..Schema::positional(2, true)
+        };
+        let (x, y) = dec(br#"{"x": [1, 2.5]}"#, &s).unwrap();
+        assert_eq!(x, [1.0, 2.5]);
+        assert!(y[0].is_nan());
+        let (x, y) = dec(br#"{"rows": [[1, 2], [3, 4]]}"#, &s).unwrap();
+        assert_eq!((x, y.len()), (vec![1.0, 2.0, 3.0, 4.0], 2));
+        // A label that is not +-1 is not read; a feature beyond the limit is refused.
+        assert!(dec(br#"{"x": [1, 2], "y": 7}"#, &s).is_ok());
+        assert_eq!(
+            dec(br#"{"x": [1, 1e200]}"#, &s).unwrap_err().reason,
+            Reason::Overflow
+        );
+        assert_eq!(
+            dec(br#"{"x": [1]}"#, &s).unwrap_err().reason,
+            Reason::Dimension
+        );
+        // The stream itself still needs its y.
+        assert_eq!(
+            dec(br#"{"x": [1, 2]}"#, &Schema::positional(2, false))
+                .unwrap_err()
+                .reason,
+            Reason::Malformed
+        );
     }
 
     fn dec(payload: &[u8], s: &Schema) -> Result<(Vec<f64>, Vec<f64>), Rejection> {
@@ -1174,6 +1236,7 @@ mod schemad_tests {
             target: Some("price"),
             skip_missing_target: false,
             classification: false,
+            unlabelled: false,
             wire: Some(&wire),
             schema_header: None,
         };
