@@ -71,6 +71,23 @@ pub struct Unreachable {
     pub error: String,
 }
 
+/// A scorer (`[[scorers]]`): where it reads and writes, how it delivers, and what it does.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct ScorerHealth {
+    pub name: String,
+    pub stream: String,
+    pub topic: String,
+    pub output_topic: String,
+    /// `at_least_once`: predictions are committed after they are acknowledged, so a crash
+    /// may score an event again (the headers say which event each prediction is of).
+    pub delivery: &'static str,
+    /// `waiting_for_rows` (the stream has no model to give yet; the scorer reads nothing)
+    /// or `scoring`.
+    pub state: &'static str,
+    /// Rows of the statistics the current model came from.
+    pub model_rows: Option<u64>,
+}
+
 /// Unix milliseconds as `YYYY-MM-DDTHH:MM:SSZ` (UTC), without a date crate: the days since
 /// 1970 turned into a civil date (Howard Hinnant's `civil_from_days`).
 pub fn utc_rfc3339(unix_ms: u64) -> String {
@@ -104,6 +121,7 @@ pub struct HealthState {
     pub authorization_errors: Vec<Denied>,
     /// Why the Schema Registry cannot answer (None: it answers, or was not needed yet).
     pub schema_registry: Option<String>,
+    pub scorers: Vec<ScorerHealth>,
 }
 
 #[derive(Debug, Default)]
@@ -167,6 +185,14 @@ impl Health {
         let mut s = self.lock();
         if s.schema_registry != outage {
             s.schema_registry = outage;
+        }
+    }
+    /// A scorer's state (replacing the last one of that name).
+    pub fn set_scorer(&self, scorer: ScorerHealth) {
+        let mut state = self.lock();
+        match state.scorers.iter_mut().find(|s| s.name == scorer.name) {
+            Some(s) => *s = scorer,
+            None => state.scorers.push(scorer),
         }
     }
     pub fn set_held(&self, held: Vec<HeldPartition>) {

@@ -33,7 +33,9 @@
 //!   (`format`, `fast_json`, `feature_format`; `events`: named rows and events through the
 //!   stream's field mapping), folding (`fold`, `cv`), `rebalance`,
 //!   `positions`, `lag`, `commit`, `persist` (when checkpoints and state records are written,
-//!   and loading them), dead letters (`dlq`, `held`, `rejections`, `log_rate`), `features`.
+//!   and loading them), dead letters (`dlq`, `held`, `rejections`, `log_rate`), `features`,
+//!   and `score` (the scorers of `[[scorers]]`: events in, predictions out, each on its own
+//!   thread with its own consumer group).
 //! - `api`: the HTTP API: the axum router, handlers, the JSON error type, the web console, and
 //!   `http` (the accept loop with its bounds on clients).
 //! - `server`: `run(config, brokers, listener, shutdown)`, the service wired together.

@@ -12,6 +12,13 @@ use prometheus::{
 
 pub struct Metrics {
     registry: Registry,
+    /// Scorers (`[[scorers]]`): messages scored (a prediction written and acknowledged),
+    /// messages refused by reason, predictions whose delivery failed, and the rows of the
+    /// statistics the current model came from.
+    pub scorer_messages: IntCounterVec,
+    pub scorer_rejected: IntCounterVec,
+    pub scorer_delivery_failures: IntCounterVec,
+    pub scorer_model_rows: IntGaugeVec,
     /// Rows folded into a stream's statistics.
     pub observations_applied: IntCounterVec,
     /// Kafka messages read, by stream.
@@ -288,6 +295,26 @@ impl Metrics {
                 "Rows predicted before being folded since the service started",
                 &["stream"],
             ),
+            scorer_messages: counter(
+                "ravel_scorer_messages_total",
+                "Messages scored: their prediction written to the output topic and acknowledged",
+                &["scorer"],
+            ),
+            scorer_rejected: counter(
+                "ravel_scorer_messages_rejected_total",
+                "Messages a scorer refused (dead-lettered, no prediction), by reason",
+                &["scorer", "reason"],
+            ),
+            scorer_delivery_failures: counter(
+                "ravel_scorer_delivery_failures_total",
+                "Predictions whose delivery failed (their messages are scored again)",
+                &["scorer"],
+            ),
+            scorer_model_rows: int_gauge(
+                "ravel_scorer_model_rows",
+                "Rows of the statistics the scorer's current model was extracted from",
+                &["scorer"],
+            ),
             stream_quality_window_fill: gauge(
                 "ravel_stream_quality_window_fill",
                 "Rows in the quality window over quality.window_rows (per partition folded here): 1 when full",
@@ -445,6 +472,16 @@ impl Metrics {
     /// Creates the per-stream series at zero so dashboards see them before the first row, and
     /// so alert rules on counters (`increase(ravel_stream_drift_alarms_total[..]) > 0`) see the first
     /// event: Prometheus computes no increase for a series that appears already at 1.
+    pub fn declare_scorer(&self, scorer: &str) {
+        self.scorer_messages.with_label_values(&[scorer]);
+        for r in Reason::ROWS {
+            self.scorer_rejected
+                .with_label_values(&[scorer, r.as_str()]);
+        }
+        self.scorer_delivery_failures.with_label_values(&[scorer]);
+        self.scorer_model_rows.with_label_values(&[scorer]);
+    }
+
     pub fn declare_stream(&self, stream: &str) {
         self.observations_applied.with_label_values(&[stream]);
         self.messages_consumed.with_label_values(&[stream]);

@@ -148,7 +148,7 @@ pub async fn run(
         None => None,
     };
     let ingest_thread = ingest::spawn(IngestSetup {
-        clients,
+        clients: clients.clone(),
         ingest: config.ingest.clone(),
         dlq: config.dlq.clone(),
         state: config.state.clone(),
@@ -162,6 +162,25 @@ pub async fn run(
         state_reader,
         shutdown: shutdown.clone(),
     })?;
+    // Scorers: each its own consumer group and producer, on its own thread.
+    let mut scorers = Vec::new();
+    for (sc, model) in config.scorers.iter().zip(config.scorer_models()?) {
+        let stream = streams
+            .get(&sc.stream)
+            .ok_or_else(|| anyhow!("scorer '{}': no stream '{}'", sc.name, sc.stream))?
+            .clone();
+        scorers.push(ingest::score::spawn(ingest::score::ScorerSetup {
+            config: sc.clone(),
+            model,
+            stream,
+            clients: clients.clone(),
+            dlq: config.dlq.clone(),
+            dead_letter: config.ingest.dead_letter,
+            metrics: metrics.clone(),
+            health: health.clone(),
+            shutdown: shutdown.clone(),
+        })?);
+    }
     let ingest_ended = Arc::new(tokio::sync::Notify::new());
     let ended = ingest_ended.clone();
     let ingest_task = tokio::task::spawn_blocking(move || {
@@ -229,6 +248,12 @@ pub async fn run(
     };
     crate::api::http::serve(listener, app, config.http.limits(), open_connections, stop).await;
     let r = ingest_task.await.map_err(|e| anyhow!("ingest task: {e}"))?;
+    // Scorers stop at shutdown; an ingest that failed on its own leaves them to the exit.
+    if shutdown.is_triggered() {
+        for s in scorers {
+            let _ = tokio::task::spawn_blocking(move || s.join()).await;
+        }
+    }
     if r.is_ok() {
         tracing::info!("stopped cleanly");
     }

@@ -42,6 +42,10 @@ pub struct Readiness {
     pub held_partitions: Vec<crate::health::HeldPartition>,
     /// Operations Kafka refused.
     pub authorization_errors: Vec<crate::health::Denied>,
+    /// The scorers (`[[scorers]]`): their topics, delivery guarantee and state (listed, but
+    /// a scorer waiting for its stream's first rows is not a reason to be unready).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub scorers: Vec<crate::health::ScorerHealth>,
     /// When not ready: `not_ready` and every reason.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<error::ErrorDetail>,
@@ -97,6 +101,7 @@ pub(super) async fn readyz(State(st): State<AppState>) -> (StatusCode, Json<Read
         missing_topics: h.missing_topics,
         held_partitions: h.held_partitions,
         authorization_errors: h.authorization_errors,
+        scorers: h.scorers,
         error: (!ready).then(|| error::ErrorDetail {
             code: Code::NotReady.as_str().into(),
             message: reasons.join("; "),

@@ -17,6 +17,7 @@ pub mod limits;
 mod log;
 pub mod quality;
 pub mod schemas;
+pub mod scorers;
 mod streams;
 
 pub use args::*;
@@ -57,6 +58,8 @@ pub struct Config {
     pub schema_registry: schemas::SchemaRegistryConfig,
     pub streams: Vec<StreamConfig>,
     pub feature_streams: Vec<FeatureStreamConfig>,
+    /// `[[scorers]]`: events scored with a stream's model, predictions out to a topic.
+    pub scorers: Vec<scorers::ScorerConfig>,
 }
 
 /// Kafka's rules for topic names: 1 to 249 characters among letters, digits, '.', '_' and
@@ -102,6 +105,23 @@ pub(crate) fn resolve_secret(key: &str, value: &mut String) -> anyhow::Result<()
 }
 
 impl Config {
+    /// Each `[[scorers]]` checked against the streams, with the model it scores with.
+    pub fn scorer_models(&self) -> anyhow::Result<Vec<ravel_core::solve::Request>> {
+        let mut names = HashSet::new();
+        let mut out = Vec::new();
+        for sc in &self.scorers {
+            if !names.insert(sc.name.as_str()) {
+                bail!("scorer '{}' is declared twice in [[scorers]]", sc.name);
+            }
+            let history_k = match self.streams.iter().find(|s| s.name == sc.stream) {
+                Some(s) => s.history(&self.history)?.k,
+                None => 0,
+            };
+            out.push(sc.check(&self.streams, history_k)?);
+        }
+        Ok(out)
+    }
+
     /// Loads defaults < file < environment (`RAVEL_...`) < flags, then checks the result.
     pub fn load(args: &ServeArgs) -> anyhow::Result<Config> {
         Self::load_with_env(args, None)
@@ -337,6 +357,7 @@ impl Config {
             self.check_format(s)?;
         }
         self.schema_registry.check()?;
+        self.scorer_models()?;
         if self.demo_active() {
             let spec = self.demo_spec()?;
             // `complete` declares it; a configuration built in code may not have run that.
@@ -949,7 +970,7 @@ mod tests {
         for line in defaults.lines() {
             if let Some((key, _)) = line
                 .split_once(" = ")
-                .filter(|(k, _)| !matches!(k.trim(), "streams" | "feature_streams"))
+                .filter(|(k, _)| !matches!(k.trim(), "streams" | "feature_streams" | "scorers"))
             {
                 assert!(
                     text.contains(&format!("{} =", key.trim())),
@@ -958,6 +979,37 @@ mod tests {
             }
         }
         assert!(cfg.stream("demo").is_some());
+        // Every field of a scorer is described in the [[scorers]] comment.
+        let scorer = scorers::ScorerConfig {
+            name: "s".into(),
+            stream: "demo".into(),
+            topic: "t".into(),
+            output_topic: "o".into(),
+            model: Some(ravel_core::solve::Request::ols()),
+            refresh_ms: 1000,
+            group_id: Some("g".into()),
+        };
+        let comment = &text[text
+            .find("# One [[scorers]] table")
+            .expect("[[scorers]] comment")..];
+        let fields = toml::to_string(&scorer).unwrap();
+        // The top-level keys (before the first table), and the tables' names (`[model]`).
+        let mut in_table = false;
+        for line in fields.lines().filter(|l| !l.is_empty()) {
+            let key = match line.strip_prefix('[') {
+                Some(table) => {
+                    in_table = true;
+                    table.trim_end_matches(']')
+                }
+                None if in_table => continue,
+                None => line.split_once(" = ").map_or(line, |(k, _)| k),
+            };
+            assert!(
+                comment.contains(&format!("#   {key} ")),
+                "config/ravel.toml's [[scorers]] comment does not describe `{key}`"
+            );
+        }
+        assert!(fields.contains("[model]"), "{fields}");
         // Every field of a feature stream is described in the [[feature_streams]] comment.
         let example = FeatureStreamConfig {
             name: "f".into(),

@@ -47,7 +47,10 @@ pub struct Decoded {
 }
 
 /// What a stream's messages must match (`headers`: the message's, for a schema id there).
-fn schema<'a>(handle: &'a StreamHandle, headers: Option<&'a BorrowedHeaders>) -> Schema<'a> {
+pub(super) fn schema<'a>(
+    handle: &'a StreamHandle,
+    headers: Option<&'a BorrowedHeaders>,
+) -> Schema<'a> {
     let wire = handle.wire.as_ref();
     Schema {
         p: handle.p(),
@@ -55,6 +58,7 @@ fn schema<'a>(handle: &'a StreamHandle, headers: Option<&'a BorrowedHeaders>) ->
         target: handle.config.target.as_deref(),
         skip_missing_target: handle.config.missing() != ravel_core::fields::Missing::Reject,
         classification: handle.task() == ravel_core::Task::Classification,
+        unlabelled: false,
         wire,
         schema_header: wire.and(headers).and_then(|h| {
             h.iter()

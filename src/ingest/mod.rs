@@ -35,7 +35,9 @@
 //! events through the stream's field mapping), `dlq` (dead-letter producer, on its own
 //! thread), `held` (unacknowledged dead-letter copies: the fence on checkpoints and the bound
 //! that pauses a partition), `log_rate` (log lines at a bounded rate), `ahead` (threads that
-//! decode JSON messages, borrowed, while the loop goes on).
+//! decode JSON messages, borrowed, while the loop goes on). `score` is not part of the loop:
+//! each scorer (`[[scorers]]`) is a thread of its own that reads events through a stream's
+//! decoding and predicts them with a model of its snapshot.
 //!
 //! Dead letters never stall the loop: a rejected message's copy goes to the dead-letter thread
 //! and its partition goes on at once. With `dlq.on_failure = "block"` the checkpoints (and so
@@ -64,6 +66,7 @@ pub mod persist;
 pub mod positions;
 pub mod rebalance;
 pub mod rejections;
+pub mod score;
 mod setup;
 
 pub use crate::kafka::{KafkaClients, client_config};

@@ -68,6 +68,9 @@ pub enum Client {
     StateWriter,
     /// The consumer that tails the state topic (`crate::store::kafka`).
     StateReader,
+    /// A scorer's consumer of events and producer of predictions (`crate::ingest::score`).
+    ScorerConsumer,
+    ScorerProducer,
 }
 
 impl Client {
@@ -79,6 +82,8 @@ impl Client {
             Client::Admin => "admin",
             Client::StateWriter => "state-writer",
             Client::StateReader => "state-reader",
+            Client::ScorerConsumer => "scorer",
+            Client::ScorerProducer => "scorer-output",
         }
     }
 }
@@ -163,6 +168,34 @@ impl KafkaClients {
                 // default of 500 ms: ~450 ms from the producer's ack to the snapshot).
                 ("fetch.wait.max.ms", FETCH_WAIT_MAX_MS.to_string()),
                 ("statistics.interval.ms", lag_interval_ms.to_string()),
+            ],
+        )
+    }
+
+    /// A scorer's consumer (`group`: its own group): offsets committed by hand, after the
+    /// predictions of the messages before them are acknowledged.
+    pub fn scorer_consumer(&self, group: &str) -> ClientConfig {
+        self.config(
+            Client::ScorerConsumer,
+            &[
+                ("group.id", group.to_string()),
+                ("enable.auto.commit", "false".into()),
+                ("enable.auto.offset.store", "false".into()),
+                ("auto.offset.reset", "earliest".into()),
+                ("fetch.wait.max.ms", FETCH_WAIT_MAX_MS.to_string()),
+            ],
+        )
+    }
+
+    /// A scorer's producer of predictions: idempotent, acknowledged by every in-sync replica.
+    pub fn scorer_producer(&self) -> ClientConfig {
+        self.config(
+            Client::ScorerProducer,
+            &[
+                ("enable.idempotence", "true".into()),
+                ("acks", "all".into()),
+                ("linger.ms", "5".into()),
+                ("message.timeout.ms", "30000".into()),
             ],
         )
     }

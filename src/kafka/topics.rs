@@ -41,7 +41,8 @@ pub fn dlq_of(topic: &str) -> String {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Needed {
     pub topic: String,
-    /// `stream`, `dead_letters`, `feature_stream` or `state`.
+    /// `stream`, `dead_letters`, `feature_stream`, `state`, `scorer` (events a scorer reads)
+    /// or `scorer_output` (its predictions).
     pub role: &'static str,
     pub partitions: i32,
     /// Whether ravel creates it when missing (the value of `switch`).
@@ -53,7 +54,7 @@ pub struct Needed {
 impl Needed {
     /// Whether ravel only reads this topic (someone else's): a stream or feature-stream topic.
     pub fn is_input(&self) -> bool {
-        matches!(self.role, "stream" | "feature_stream")
+        matches!(self.role, "stream" | "feature_stream" | "scorer")
     }
 
     /// The topic-level settings ravel creates it with: the state topic is compacted (only
@@ -95,6 +96,13 @@ pub fn needed(config: &Config) -> Vec<Needed> {
         out.push(input(f.topic(), "feature_stream", 1));
         if config.ingest.dead_letter {
             out.push(dead_letters(&f.topic(), 1));
+        }
+    }
+    for sc in &config.scorers {
+        out.push(input(sc.topic.clone(), "scorer", parts));
+        out.push(input(sc.output_topic.clone(), "scorer_output", parts));
+        if config.ingest.dead_letter {
+            out.push(dead_letters(&sc.topic, parts));
         }
     }
     if let Some(topic) = config.state.kafka_topic(&config.kafka.group_id) {

@@ -1,0 +1,196 @@
+//! `[[scorers]]`: events read from a topic, scored with a model of a stream's statistics, one
+//! prediction per message written to an output topic (`crate::ingest::score`). Here the
+//! schema, its bounds and its checks against the streams it names.
+//!
+//! ```toml
+//! [[scorers]]
+//! name = "sales-scores"
+//! stream = "sales"                  # whose statistics the model comes from
+//! topic = "sales.requests"          # events to score, in the stream's own format
+//! output_topic = "sales.predictions"
+//! model = { method = "lasso", k = 10 }
+//! refresh_ms = 1000
+//! ```
+
+use super::{StreamConfig, check_topic};
+use anyhow::bail;
+use ravel_core::solve::Request;
+use serde::{Deserialize, Serialize};
+
+/// One `[[scorers]]` table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScorerConfig {
+    /// The name in metrics, logs and the output's headers.
+    pub name: String,
+    /// The `[[streams]]` whose statistics the model is extracted from; the events are read
+    /// through its fields (`features`, `target`, `missing`, `format`).
+    pub stream: String,
+    /// The topic of the events to score.
+    pub topic: String,
+    /// Where the predictions go: one message per event, with the event's key.
+    pub output_topic: String,
+    /// The model (the body of `POST .../model`); default: the stream's quality model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<Request>,
+    /// The model is extracted again at most this often, when the stream's statistics moved.
+    #[serde(default = "refresh_ms")]
+    pub refresh_ms: u64,
+    /// The scorer's consumer group (default `<kafka.group_id>.scorer.<name>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_id: Option<String>,
+}
+
+fn refresh_ms() -> u64 {
+    1000
+}
+
+/// Bounds of `refresh_ms`: 10 ms to one hour.
+pub const REFRESH_MS: std::ops::RangeInclusive<u64> = 10..=3_600_000;
+
+impl ScorerConfig {
+    /// The consumer group of the scorer.
+    pub fn group(&self, service_group: &str) -> String {
+        self.group_id
+            .clone()
+            .unwrap_or_else(|| format!("{service_group}.scorer.{}", self.name))
+    }
+
+    /// Checks the scorer against the declared streams; returns the model request it scores
+    /// with, checked against the stream's p. `history_k` is the default model's k.
+    pub fn check(&self, streams: &[StreamConfig], history_k: usize) -> anyhow::Result<Request> {
+        let name = &self.name;
+        let ok_name = !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+        if !ok_name {
+            bail!(
+                "scorer name '{name}' must be non-empty and use only letters, digits, '-', '_' or '.'"
+            );
+        }
+        let Some(stream) = streams.iter().find(|s| s.name == self.stream) else {
+            let known: Vec<&str> = streams.iter().map(|s| s.name.as_str()).collect();
+            bail!(
+                "scorer '{name}': stream = \"{}\" is not a declared [[streams]] (declared: {})",
+                self.stream,
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
+            );
+        };
+        check_topic(&self.topic).map_err(|e| anyhow::anyhow!("scorer '{name}': topic: {e}"))?;
+        check_topic(&self.output_topic)
+            .map_err(|e| anyhow::anyhow!("scorer '{name}': output_topic: {e}"))?;
+        if self.topic == self.output_topic {
+            bail!(
+                "scorer '{name}': topic and output_topic are both '{}': the scorer would read \
+                 its own predictions; give the predictions their own topic",
+                self.topic
+            );
+        }
+        if let Some(s) = streams
+            .iter()
+            .find(|s| s.topic() == self.output_topic || s.topic() == self.topic)
+        {
+            bail!(
+                "scorer '{name}': topic '{}' is stream '{}''s input: events to score and \
+                 predictions need topics of their own (the stream would fold them as rows)",
+                s.topic(),
+                s.name
+            );
+        }
+        if !REFRESH_MS.contains(&self.refresh_ms) {
+            bail!(
+                "scorer '{name}': refresh_ms = {} must lie in 10..=3600000 (10 ms to one hour)",
+                self.refresh_ms
+            );
+        }
+        if let Some(g) = &self.group_id
+            && g.trim().is_empty()
+        {
+            bail!("scorer '{name}': group_id must not be empty (or leave it out)");
+        }
+        let model = match &self.model {
+            Some(m) => m.clone(),
+            None => {
+                let settings = stream
+                    .quality
+                    .clone()
+                    .unwrap_or_default()
+                    .resolve(stream.task, stream.p(), history_k)
+                    .map_err(|e| anyhow::anyhow!("scorer '{name}': {e}"))?;
+                match settings {
+                    Some(q) => q.model,
+                    None => {
+                        bail!(
+                            "scorer '{name}': give it a model (model = {{ method = \"lasso\", k = 10 }}): \
+                             stream '{}' has quality off, whose model is the default",
+                            self.stream
+                        )
+                    }
+                }
+            }
+        };
+        model
+            .check(stream.p())
+            .map_err(|e| anyhow::anyhow!("scorer '{name}': model: {e}"))?;
+        Ok(model)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn streams() -> Vec<StreamConfig> {
+        let s: StreamConfig =
+            toml::from_str("name = \"r\"\ntopic = \"r.rows\"\nfeatures = [\"a\", \"b\", \"c\"]")
+                .unwrap();
+        vec![s]
+    }
+
+    fn scorer(extra: &str) -> ScorerConfig {
+        toml::from_str(&format!(
+            "name = \"s\"\nstream = \"r\"\ntopic = \"r.events\"\noutput_topic = \"r.scores\"\n{extra}"
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_scorer_scores_with_its_model_or_the_streams_quality_model() {
+        let m = scorer("model = { method = \"ols\" }")
+            .check(&streams(), 2)
+            .unwrap();
+        assert_eq!(m, Request::ols());
+        let m = scorer("").check(&streams(), 2).unwrap();
+        let quality = crate::config::quality::QualityConfig::default()
+            .resolve(ravel_core::Task::Regression, 3, 2)
+            .unwrap()
+            .unwrap()
+            .model;
+        assert_eq!(m, quality);
+        assert_eq!(scorer("").group("ravel"), "ravel.scorer.s");
+    }
+
+    #[test]
+    fn what_a_scorer_may_not_be_is_said_by_key() {
+        let err = |s: ScorerConfig| s.check(&streams(), 2).unwrap_err().to_string();
+        let mut s = scorer("");
+        s.stream = "nope".into();
+        assert!(err(s).contains("stream = \"nope\" is not a declared [[streams]] (declared: r)"));
+        let mut s = scorer("");
+        s.output_topic = "r.events".into();
+        assert!(err(s).contains("would read its own predictions"));
+        let mut s = scorer("");
+        s.output_topic = "r.rows".into();
+        assert!(err(s).contains("is stream 'r''s input"));
+        assert!(err(scorer("refresh_ms = 0")).contains("refresh_ms = 0 must lie in 10..=3600000"));
+        assert!(err(scorer("model = { method = \"lasso\", k = 9 }")).contains("model:"));
+        let mut s = scorer("");
+        s.name = "a b".into();
+        assert!(err(s).contains("scorer name 'a b'"));
+    }
+}

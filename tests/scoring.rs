@@ -1,0 +1,374 @@
+//! Scorers (issue 33 item 3) on a real broker and the real service: events in, one prediction
+//! per event out, each equal to `POST .../predict` with the model version it names; bad events
+//! dead-lettered with their reason and never scored; a scorer restarted mid-stream misses no
+//! event (at least once) and its repeats carry the same prediction.
+
+mod common;
+use common::*;
+use ravel::broker::EmbeddedBroker;
+use ravel::config::scorers::ScorerConfig;
+use ravel::config::{Config, FeatureSchema};
+use ravel_core::Task;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::{Headers, Message};
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+const ROWS: usize = 2000;
+
+/// The stream "r" reads events {"a", "b", "c", "price"} from "r.rows"; scorer "sc" reads the
+/// same events without a price from "r.events" and writes "r.scores".
+fn setup(state: Option<&std::path::Path>) -> Config {
+    let mut s = common::stream(
+        "r",
+        "r.rows",
+        serde_json::from_value::<FeatureSchema>(json!(["a", "b", "c"])).unwrap(),
+        Task::Regression,
+    );
+    s.target = Some("price".into());
+    let mut c = config(vec![s], state);
+    c.scorers.push(ScorerConfig {
+        name: "sc".into(),
+        stream: "r".into(),
+        topic: "r.events".into(),
+        output_topic: "r.scores".into(),
+        model: Some(serde_json::from_value(json!({"method": "lasso", "k": 2})).unwrap()),
+        refresh_ms: 50,
+        group_id: None,
+    });
+    c.kafka
+        .options
+        .insert("session.timeout.ms".into(), "6000".into());
+    c.check().expect("scorer config is valid");
+    c
+}
+
+/// Row i's features: a deterministic, well-conditioned design.
+fn features(i: usize) -> (f64, f64, f64) {
+    let t = i as f64;
+    (
+        (t * 0.37).sin() * 3.0,
+        (t * 0.11).cos() * 2.0 + 0.01 * t,
+        ((t * 1.7).sin() * 5.0).round(),
+    )
+}
+
+fn producer(brokers: &str) -> BaseProducer {
+    ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("linger.ms", "5")
+        .create()
+        .unwrap()
+}
+
+fn send(p: &BaseProducer, topic: &str, key: Option<&str>, payload: &[u8]) {
+    let mut r = BaseRecord::<str, [u8]>::to(topic).payload(payload);
+    if let Some(k) = key {
+        r = r.key(k);
+    }
+    p.send(r).unwrap();
+}
+
+fn train(brokers: &str) {
+    let p = producer(brokers);
+    for i in 0..ROWS {
+        let (a, b, c) = features(i);
+        let price = 2.0 * a - 3.0 * b + 0.5 * ((i * 7919) % 13) as f64 / 13.0;
+        let e = json!({"a": a, "b": b, "c": c, "price": price, "id": i});
+        send(&p, "r.rows", None, &serde_json::to_vec(&e).unwrap());
+        if i % 100 == 0 {
+            p.poll(Duration::ZERO);
+        }
+    }
+    p.flush(Duration::from_secs(30)).unwrap();
+}
+
+/// The event to score with key `e<i>` (no price; an id the stream does not use).
+fn event(i: usize) -> Value {
+    let (a, b, c) = features(10_000 + i);
+    json!({"a": a, "b": b, "c": c, "id": format!("e{i}")})
+}
+
+/// One prediction as read back: its payload and headers.
+struct Scored {
+    key: String,
+    value: Value,
+    headers: BTreeMap<String, String>,
+}
+
+/// Reads `r.scores` from the beginning until `want` messages arrived (or the deadline).
+fn read_scores(brokers: &str, want: usize) -> Vec<Scored> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("group.id", "scores-reader")
+        .set("enable.auto.commit", "false")
+        .create()
+        .unwrap();
+    let md = consumer
+        .fetch_metadata(Some("r.scores"), Duration::from_secs(30))
+        .unwrap();
+    let mut tpl = TopicPartitionList::new();
+    for p in 0..md.topics()[0].partitions().len() as i32 {
+        tpl.add_partition_offset("r.scores", p, Offset::Beginning)
+            .unwrap();
+    }
+    consumer.assign(&tpl).unwrap();
+    let mut out = Vec::new();
+    let start = Instant::now();
+    while out.len() < want && start.elapsed() < Duration::from_secs(90) {
+        if let Some(Ok(m)) = consumer.poll(Duration::from_millis(200)) {
+            let headers = m
+                .headers()
+                .map(|h| {
+                    h.iter()
+                        .map(|hd| {
+                            (
+                                hd.key.to_string(),
+                                String::from_utf8_lossy(hd.value.unwrap_or(&[])).into_owned(),
+                            )
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            out.push(Scored {
+                key: String::from_utf8_lossy(m.key().unwrap_or(&[])).into_owned(),
+                value: serde_json::from_slice(m.payload().unwrap_or(&[])).unwrap(),
+                headers,
+            });
+        }
+    }
+    // A little longer: nothing beyond `want` may come (one prediction per event).
+    let until = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < until {
+        if let Some(Ok(m)) = consumer.poll(Duration::from_millis(200)) {
+            out.push(Scored {
+                key: String::from_utf8_lossy(m.key().unwrap_or(&[])).into_owned(),
+                value: serde_json::from_slice(m.payload().unwrap_or(&[])).unwrap(),
+                headers: BTreeMap::new(),
+            });
+        }
+    }
+    out
+}
+
+/// `POST .../predict` with the scorer's model on `events`: the predictions and the model's n.
+fn predict(svc: &TestService, events: &[Value]) -> (Vec<f64>, u64) {
+    let (status, body) = svc.post(
+        "/v1/streams/r/predict",
+        &json!({"model": {"method": "lasso", "k": 2}, "features": events}),
+    );
+    assert_eq!(status, 200, "{body}");
+    let predictions = body["predictions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    (predictions, body["model"]["n"].as_u64().unwrap())
+}
+
+#[test]
+fn each_event_gets_the_prediction_of_the_model_it_names_and_bad_events_none() {
+    let broker = EmbeddedBroker::start(1).unwrap();
+    let b = broker.bootstrap_servers().to_string();
+    for (t, parts) in [
+        ("r.rows", 2),
+        ("r.rows.dlq", 1),
+        ("r.events", 3),
+        ("r.events.dlq", 1),
+        ("r.scores", 2),
+    ] {
+        broker.create_topic(t, parts).unwrap();
+    }
+    let svc = TestService::start(setup(None), &b);
+    // Before the stream has rows the scorer has no model: it says so and reads nothing.
+    let scorer = |svc: &TestService| svc.get("/readyz").1["scorers"][0].clone();
+    assert_eq!(
+        scorer(&svc)["state"],
+        "waiting_for_rows",
+        "{}",
+        scorer(&svc)
+    );
+    assert_eq!(scorer(&svc)["delivery"], "at_least_once");
+    train(&b);
+    svc.wait_rows("r", ROWS as u64);
+
+    let n_events = 500;
+    let p = producer(&b);
+    let events: Vec<Value> = (0..n_events).map(event).collect();
+    for (i, e) in events.iter().enumerate() {
+        send(
+            &p,
+            "r.events",
+            Some(&format!("e{i}")),
+            &serde_json::to_vec(e).unwrap(),
+        );
+        // Three bad events among them: text in a numeric field, a field missing (the stream
+        // refuses missing values), not JSON.
+        if i == 100 {
+            let bad = json!({"a": "high", "b": 1.0, "c": 2.0});
+            send(
+                &p,
+                "r.events",
+                Some("bad-text"),
+                &serde_json::to_vec(&bad).unwrap(),
+            );
+        }
+        if i == 200 {
+            let bad = json!({"a": 1.0, "c": 2.0});
+            send(
+                &p,
+                "r.events",
+                Some("bad-missing"),
+                &serde_json::to_vec(&bad).unwrap(),
+            );
+        }
+        if i == 300 {
+            send(&p, "r.events", Some("bad-json"), b"{\"a\": 1.0,");
+        }
+    }
+    p.flush(Duration::from_secs(30)).unwrap();
+
+    let scores = read_scores(&b, n_events);
+    assert_eq!(
+        scores.len(),
+        n_events,
+        "one prediction per good event, no more"
+    );
+    let (expected, n) = predict(&svc, &events);
+    assert_eq!(n, ROWS as u64);
+    let mut seen = BTreeMap::new();
+    for s in &scores {
+        let i: usize = s.key.strip_prefix('e').unwrap().parse().unwrap();
+        assert!(seen.insert(i, ()).is_none(), "event {i} scored twice");
+        let v = s.value["prediction"].as_f64().unwrap();
+        assert!(
+            (v - expected[i]).abs() <= 1e-9 * (1.0 + expected[i].abs()),
+            "event {i}: scorer {v}, predict {}",
+            expected[i]
+        );
+        let model = &s.value["model"];
+        assert_eq!(model["stream"], "r");
+        assert_eq!(model["n"], ROWS as u64);
+        assert!(model["as_of"].as_u64().is_some(), "{model}");
+        assert_eq!(model["spec"].as_str().unwrap().len(), 16);
+        assert_eq!(s.headers["ravel-scorer"], "sc");
+        assert_eq!(s.headers["ravel-source-topic"], "r.events");
+        assert_eq!(s.headers["ravel-model-rows"], ROWS.to_string());
+        assert!(s.headers["ravel-source-offset"].parse::<i64>().is_ok());
+    }
+
+    // The bad events: in the dead-letter topic with their reasons, and counted.
+    let dead = read_topic(&b, "r.events.dlq", 3);
+    let mut reasons: Vec<&str> = dead
+        .iter()
+        .map(|(_, h)| h["ravel-reason"].as_str())
+        .collect();
+    reasons.sort_unstable();
+    assert_eq!(
+        reasons,
+        ["field_type", "malformed", "missing_feature"],
+        "{dead:?}"
+    );
+    let m = svc.metrics();
+    assert_eq!(
+        sample(&m, "ravel_scorer_messages_total{scorer=\"sc\"}"),
+        Some(n_events as f64)
+    );
+    assert_eq!(
+        sample(
+            &m,
+            "ravel_scorer_messages_rejected_total{reason=\"malformed\",scorer=\"sc\"}"
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        sample(&m, "ravel_scorer_model_rows{scorer=\"sc\"}"),
+        Some(ROWS as f64)
+    );
+    let s = scorer(&svc);
+    assert_eq!(s["state"], "scoring", "{s}");
+    assert_eq!(s["model_rows"], ROWS as u64);
+    assert_eq!(s["output_topic"], "r.scores");
+    // The stream folded none of the events it was asked to score.
+    assert_eq!(svc.wait_rows("r", ROWS as u64)["n"], ROWS as u64);
+    svc.stop().unwrap();
+}
+
+#[test]
+fn a_scorer_restarted_mid_stream_misses_no_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = EmbeddedBroker::start(1).unwrap();
+    let b = broker.bootstrap_servers().to_string();
+    for (t, parts) in [
+        ("r.rows", 1),
+        ("r.rows.dlq", 1),
+        ("r.events", 2),
+        ("r.events.dlq", 1),
+        ("r.scores", 1),
+    ] {
+        broker.create_topic(t, parts).unwrap();
+    }
+    let svc = TestService::start(setup(Some(dir.path())), &b);
+    train(&b);
+    svc.wait_rows("r", ROWS as u64);
+
+    let n_events = 3000;
+    let events: Vec<Value> = (0..n_events).map(event).collect();
+    let p = producer(&b);
+    // A third of the events, a stop mid-stream, the rest, then a second service.
+    for (i, e) in events.iter().enumerate().take(1000) {
+        send(
+            &p,
+            "r.events",
+            Some(&format!("e{i}")),
+            &serde_json::to_vec(e).unwrap(),
+        );
+    }
+    p.flush(Duration::from_secs(30)).unwrap();
+    let start = Instant::now();
+    while sample(&svc.metrics(), "ravel_scorer_messages_total{scorer=\"sc\"}").unwrap_or(0.0) < 1.0
+    {
+        assert!(start.elapsed() < DEADLINE, "the scorer scored nothing");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (expected, _) = predict(&svc, &events);
+    svc.stop().unwrap();
+    for (i, e) in events.iter().enumerate().skip(1000) {
+        send(
+            &p,
+            "r.events",
+            Some(&format!("e{i}")),
+            &serde_json::to_vec(e).unwrap(),
+        );
+    }
+    p.flush(Duration::from_secs(30)).unwrap();
+    let svc = TestService::start(setup(Some(dir.path())), &b);
+    svc.wait_rows("r", ROWS as u64);
+
+    let scores = read_scores(&b, n_events);
+    let mut by_event: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
+    for s in &scores {
+        let i: usize = s.key.strip_prefix('e').unwrap().parse().unwrap();
+        by_event
+            .entry(i)
+            .or_default()
+            .push(s.value["prediction"].as_f64().unwrap());
+        assert_eq!(s.value["model"]["n"], ROWS as u64);
+    }
+    assert_eq!(by_event.len(), n_events, "every event has a prediction");
+    for (i, vs) in &by_event {
+        for v in vs {
+            assert!(
+                (v - expected[*i]).abs() <= 1e-9 * (1.0 + expected[*i].abs()),
+                "event {i}: {v} vs {}",
+                expected[*i]
+            );
+        }
+    }
+    svc.stop().unwrap();
+}
