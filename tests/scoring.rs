@@ -100,8 +100,25 @@ struct Scored {
     headers: BTreeMap<String, String>,
 }
 
-/// Reads `r.scores` from the beginning until `want` messages arrived (or the deadline).
+/// Reads `r.scores` from the beginning until `want` messages arrived (or the deadline), then
+/// two seconds more: nothing beyond `want` may come.
 fn read_scores(brokers: &str, want: usize) -> Vec<Scored> {
+    let mut out = read_scores_until(brokers, |s| s.len() >= want);
+    let consumer = out.1;
+    let until = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < until {
+        if let Some(Ok(m)) = consumer.poll(Duration::from_millis(200)) {
+            out.0.push(scored(&m));
+        }
+    }
+    out.0
+}
+
+/// Reads `r.scores` from the beginning until `done` holds of what arrived (or 90 s passed).
+fn read_scores_until(
+    brokers: &str,
+    done: impl Fn(&[Scored]) -> bool,
+) -> (Vec<Scored>, BaseConsumer) {
     let consumer: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", brokers)
         .set("group.id", "scores-reader")
@@ -119,40 +136,55 @@ fn read_scores(brokers: &str, want: usize) -> Vec<Scored> {
     consumer.assign(&tpl).unwrap();
     let mut out = Vec::new();
     let start = Instant::now();
-    while out.len() < want && start.elapsed() < Duration::from_secs(90) {
+    while !done(&out) && start.elapsed() < Duration::from_secs(90) {
         if let Some(Ok(m)) = consumer.poll(Duration::from_millis(200)) {
-            let headers = m
-                .headers()
-                .map(|h| {
-                    h.iter()
-                        .map(|hd| {
-                            (
-                                hd.key.to_string(),
-                                String::from_utf8_lossy(hd.value.unwrap_or(&[])).into_owned(),
-                            )
-                        })
-                        .collect()
+            out.push(scored(&m));
+        }
+    }
+    (out, consumer)
+}
+
+fn scored(m: &rdkafka::message::BorrowedMessage<'_>) -> Scored {
+    let headers = m
+        .headers()
+        .map(|h| {
+            h.iter()
+                .map(|hd| {
+                    (
+                        hd.key.to_string(),
+                        String::from_utf8_lossy(hd.value.unwrap_or(&[])).into_owned(),
+                    )
                 })
-                .unwrap_or_default();
-            out.push(Scored {
-                key: String::from_utf8_lossy(m.key().unwrap_or(&[])).into_owned(),
-                value: serde_json::from_slice(m.payload().unwrap_or(&[])).unwrap(),
-                headers,
-            });
-        }
+                .collect()
+        })
+        .unwrap_or_default();
+    Scored {
+        key: String::from_utf8_lossy(m.key().unwrap_or(&[])).into_owned(),
+        value: serde_json::from_slice(m.payload().unwrap_or(&[])).unwrap(),
+        headers,
     }
-    // A little longer: nothing beyond `want` may come (one prediction per event).
-    let until = Instant::now() + Duration::from_secs(2);
-    while Instant::now() < until {
-        if let Some(Ok(m)) = consumer.poll(Duration::from_millis(200)) {
-            out.push(Scored {
-                key: String::from_utf8_lossy(m.key().unwrap_or(&[])).into_owned(),
-                value: serde_json::from_slice(m.payload().unwrap_or(&[])).unwrap(),
-                headers: BTreeMap::new(),
-            });
+}
+
+/// Waits until the scorer's model is of all the training rows (`/readyz` says so): events
+/// produced after that are scored with it.
+fn wait_scorer_model(base: &str) {
+    let start = Instant::now();
+    loop {
+        let r: Value = client()
+            .get(format!("{base}/readyz"))
+            .send()
+            .unwrap()
+            .json()
+            .unwrap();
+        if r["scorers"][0]["model_rows"] == ROWS as u64 {
+            return;
         }
+        assert!(
+            start.elapsed() < DEADLINE,
+            "the scorer has no model of every row: {r}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
     }
-    out
 }
 
 /// `POST .../predict` with the scorer's model on `events`: the predictions and the model's n.
@@ -196,6 +228,7 @@ fn each_event_gets_the_prediction_of_the_model_it_names_and_bad_events_none() {
     assert_eq!(scorer(&svc)["delivery"], "at_least_once");
     train(&b);
     svc.wait_rows("r", ROWS as u64);
+    wait_scorer_model(&svc.url(""));
 
     let n_events = 500;
     let p = producer(&b);
@@ -316,6 +349,7 @@ fn a_scorer_restarted_mid_stream_misses_no_event() {
     let svc = TestService::start(setup(Some(dir.path())), &b);
     train(&b);
     svc.wait_rows("r", ROWS as u64);
+    wait_scorer_model(&svc.url(""));
 
     let n_events = 3000;
     let events: Vec<Value> = (0..n_events).map(event).collect();
@@ -371,4 +405,156 @@ fn a_scorer_restarted_mid_stream_misses_no_event() {
         }
     }
     svc.stop().unwrap();
+}
+
+/// The same through the real binary, SIGKILLed three times while events arrive: each restart
+/// scores again what its predecessor had not committed, so every event has a prediction (some
+/// two: at least once), each equal to `POST .../predict`.
+#[test]
+fn a_scorer_killed_mid_stream_misses_no_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_broker, b) = Proc::start(
+        "ravel broker",
+        &[
+            "broker",
+            "--topic",
+            "r.rows:1",
+            "--topic",
+            "r.rows.dlq:1",
+            "--topic",
+            "r.events:2",
+            "--topic",
+            "r.events.dlq:1",
+            "--topic",
+            "r.scores:1",
+        ],
+        &[],
+        &dir.path().join("broker.log"),
+    );
+    std::fs::write(
+        dir.path().join("ravel.toml"),
+        format!(
+            r#"
+[http]
+addr = "127.0.0.1:0"
+[kafka.options]
+"session.timeout.ms" = "6000"
+"heartbeat.interval.ms" = "500"
+[state]
+dir = "{}"
+checkpoint_interval_ms = 300
+[demo]
+enabled = false
+[[streams]]
+name = "r"
+topic = "r.rows"
+features = ["a", "b", "c"]
+target = "price"
+[[scorers]]
+name = "sc"
+stream = "r"
+topic = "r.events"
+output_topic = "r.scores"
+model = {{ method = "lasso", k = 2 }}
+"#,
+            dir.path().join("state").display()
+        ),
+    )
+    .unwrap();
+    train(&b);
+    let n_events = 6000;
+    let events: Vec<Value> = (0..n_events).map(event).collect();
+    let scored_here = |base: &str| {
+        client()
+            .get(format!("{base}/metrics"))
+            .send()
+            .ok()
+            .and_then(|r| r.text().ok())
+            .and_then(|m| sample(&m, "ravel_scorer_messages_total{scorer=\"sc\"}"))
+            .unwrap_or(0.0)
+    };
+    let mut producing = None;
+    for run in 1..=3 {
+        let (s, base) = serve(dir.path(), &b, run);
+        if run == 1 {
+            // Every model the scorer ever uses is of all the training rows: the events start
+            // once the stream holds them and a checkpoint has them (every restart restores
+            // them before its scorer extracts a model).
+            let start = Instant::now();
+            while stream_n(&base, "r") != Some(ROWS as u64) {
+                assert!(
+                    start.elapsed() < DEADLINE,
+                    "the stream did not get its rows"
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            wait_scorer_model(&base);
+            std::thread::sleep(Duration::from_secs(1));
+            let thread = {
+                let (b, events) = (b.clone(), events.clone());
+                std::thread::spawn(move || {
+                    let p = producer(&b);
+                    for (i, e) in events.iter().enumerate() {
+                        send(
+                            &p,
+                            "r.events",
+                            Some(&format!("e{i}")),
+                            &serde_json::to_vec(e).unwrap(),
+                        );
+                        if i % 200 == 199 {
+                            p.flush(Duration::from_secs(30)).unwrap();
+                            std::thread::sleep(Duration::from_millis(150));
+                        }
+                    }
+                    p.flush(Duration::from_secs(30)).unwrap();
+                })
+            };
+            producing = Some(thread);
+        }
+        // Kill once this run has scored something (its predecessor's uncommitted events
+        // included).
+        let start = Instant::now();
+        while scored_here(&base) < 1.0 {
+            assert!(
+                start.elapsed() < Duration::from_secs(90),
+                "run {run} scored nothing; log: {}",
+                std::fs::read_to_string(dir.path().join(format!("serve{run}.log"))).unwrap()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        s.signal("-KILL");
+        drop(s);
+    }
+    producing.unwrap().join().unwrap();
+    let (mut last, base) = serve(dir.path(), &b, 4);
+    let distinct = |s: &[Scored]| {
+        s.iter()
+            .map(|s| s.key.as_str())
+            .collect::<std::collections::HashSet<_>>()
+            .len()
+    };
+    let (scores, _) = read_scores_until(&b, |s| distinct(s) >= n_events);
+    assert_eq!(distinct(&scores), n_events, "every event has a prediction");
+    let r: Value = client()
+        .post(format!("{base}/v1/streams/r/predict"))
+        .json(&json!({"model": {"method": "lasso", "k": 2}, "features": events}))
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    assert_eq!(r["model"]["n"], ROWS as u64, "{}", r["model"]);
+    for s in &scores {
+        let i: usize = s.key.strip_prefix('e').unwrap().parse().unwrap();
+        let (v, want) = (
+            s.value["prediction"].as_f64().unwrap(),
+            r["predictions"][i].as_f64().unwrap(),
+        );
+        assert!(
+            (v - want).abs() <= 1e-9 * (1.0 + want.abs()),
+            "event {i}: {v} vs {want}"
+        );
+        assert_eq!(s.value["model"]["n"], ROWS as u64);
+    }
+    last.signal("-TERM");
+    assert!(last.wait(), "serve did not exit cleanly after SIGTERM");
 }
