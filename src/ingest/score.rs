@@ -78,21 +78,25 @@ struct Current {
     version: serde_json::Value,
 }
 
-/// Delivery reports of the predictions: the source partition and offset of each failed one.
+/// Delivery reports of the predictions, by batch (a report of an earlier batch, late after
+/// that batch was given up, must not count for the next): how many were delivered, and the
+/// source partition and offset of each failed one.
 #[derive(Default)]
 struct Reports {
-    delivered: Mutex<u64>,
-    failed: Mutex<Vec<(i32, i64, String)>>,
+    delivered: Mutex<BTreeMap<u64, u64>>,
+    failed: Mutex<Vec<(u64, i32, i64, String)>>,
 }
 
 impl ClientContext for Reports {}
 
 impl ProducerContext for Reports {
-    type DeliveryOpaque = Box<(i32, i64)>;
-    fn delivery(&self, result: &DeliveryResult<'_>, source: Box<(i32, i64)>) {
+    /// The batch, and the source partition and offset.
+    type DeliveryOpaque = Box<(u64, i32, i64)>;
+    fn delivery(&self, result: &DeliveryResult<'_>, source: Box<(u64, i32, i64)>) {
+        let (batch, p, o) = *source;
         match result {
-            Ok(_) => *super::lock(&self.delivered) += 1,
-            Err((e, _)) => super::lock(&self.failed).push((source.0, source.1, e.to_string())),
+            Ok(_) => *super::lock(&self.delivered).entry(batch).or_default() += 1,
+            Err((e, _)) => super::lock(&self.failed).push((batch, p, o, e.to_string())),
         }
     }
 }
@@ -112,6 +116,8 @@ struct Scorer {
     shutdown: Shutdown,
     current: Option<Current>,
     logs: BTreeMap<&'static str, RateLimit>,
+    /// The number of the batch being scored (`Reports`).
+    batch: u64,
 }
 
 impl Scorer {
@@ -156,6 +162,7 @@ impl Scorer {
             shutdown: s.shutdown,
             current: None,
             logs: BTreeMap::new(),
+            batch: 0,
         })
     }
 
@@ -274,6 +281,7 @@ impl Scorer {
             return;
         }
         let Some(current) = &self.current else { return };
+        self.batch += 1;
         // Per partition: the first offset of the batch, and the next one to commit.
         let mut first: BTreeMap<i32, i64> = BTreeMap::new();
         let mut next: BTreeMap<i32, i64> = BTreeMap::new();
@@ -381,9 +389,10 @@ impl Scorer {
                 key: "ravel-model-rows",
                 value: Some(rows.as_str()),
             });
-        let mut record = BaseRecord::with_opaque_to(&self.config.output_topic, Box::new((p, o)))
-            .payload(&payload)
-            .headers(headers);
+        let mut record =
+            BaseRecord::with_opaque_to(&self.config.output_topic, Box::new((self.batch, p, o)))
+                .payload(&payload)
+                .headers(headers);
         if let Some(k) = m.key() {
             record = record.key(k);
         }
@@ -395,7 +404,12 @@ impl Scorer {
                     self.producer.poll(Duration::from_millis(50));
                 }
                 Err((e, _)) => {
-                    super::lock(&self.producer.context().failed).push((p, o, e.to_string()));
+                    super::lock(&self.producer.context().failed).push((
+                        self.batch,
+                        p,
+                        o,
+                        e.to_string(),
+                    ));
                     return;
                 }
             }
@@ -407,25 +421,27 @@ impl Scorer {
         let start = Instant::now();
         loop {
             self.producer.poll(Duration::from_millis(10));
-            let failed = std::mem::take(&mut *super::lock(&self.producer.context().failed));
+            let batch = self.batch;
+            let failed: Vec<_> = std::mem::take(&mut *super::lock(&self.producer.context().failed))
+                .into_iter()
+                .filter(|f| f.0 == batch)
+                .collect();
             if !failed.is_empty() {
                 self.metrics
                     .scorer_delivery_failures
                     .with_label_values(&[&self.config.name])
                     .inc_by(failed.len() as u64);
                 if self.admit_log("delivery") {
-                    let (p, o, e) = &failed[0];
+                    let (_, p, o, e) = &failed[0];
                     tracing::warn!(scorer = %self.config.name, output_topic = %self.config.output_topic, partition = p, offset = o, error = %self.clients.scrub(e), "predictions not delivered; their batch is scored again");
                 }
-                // Let the rest of the batch's reports arrive before it is scored again.
-                let _ = self.producer.flush(Duration::from_secs(5));
-                super::lock(&self.producer.context().failed).clear();
-                *super::lock(&self.producer.context().delivered) = 0;
                 return false;
             }
             let mut delivered = super::lock(&self.producer.context().delivered);
-            if *delivered >= sent {
-                *delivered -= sent;
+            // Reports of earlier batches are of no use any more.
+            delivered.retain(|&b, _| b >= batch);
+            if delivered.get(&batch).copied().unwrap_or(0) >= sent {
+                delivered.remove(&batch);
                 return true;
             }
             drop(delivered);
