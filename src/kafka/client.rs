@@ -68,6 +68,8 @@ pub enum Client {
     StateWriter,
     /// The consumer that tails the state topic (`crate::store::kafka`).
     StateReader,
+    /// `ravel check`'s client: metadata, committed offsets, topic configs; never data.
+    Check,
 }
 
 impl Client {
@@ -79,6 +81,7 @@ impl Client {
             Client::Admin => "admin",
             Client::StateWriter => "state-writer",
             Client::StateReader => "state-reader",
+            Client::Check => "check",
         }
     }
 }
