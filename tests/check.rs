@@ -449,3 +449,53 @@ fn an_invalid_configuration_is_a_problem_in_the_report() {
     assert_eq!(list[0]["check"], "config");
     assert_eq!(list[0]["status"], "problem");
 }
+
+#[test]
+fn the_state_topic_is_checked_and_its_compaction_said_when_it_cannot_be() {
+    let broker = EmbeddedBroker::start(1).unwrap();
+    let brokers = broker.bootstrap_servers().to_string();
+    broker.create_topic("c.st", 1).unwrap();
+    broker.create_topic("c.st.dlq", 1).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let stream = STREAM.replace("TOPIC", "c.st");
+    write_config(
+        dir.path(),
+        &brokers,
+        &format!(
+            "[state]\nstore = \"kafka\"\ntopic = \"c.st.state\"\ncreate_topic = false\n{stream}"
+        ),
+    );
+    let (ok, out, _) = check(dir.path(), "json", &[]);
+    assert!(!ok, "{out}");
+    let list = findings(&out);
+    let s = finding(&list, "topic:c.st.state");
+    assert_eq!(s["status"], "problem", "{s}");
+    assert!(
+        s["detail"]
+            .as_str()
+            .unwrap()
+            .contains("the state store's changelog")
+            && s["fix"]
+                .as_str()
+                .unwrap()
+                .ends_with("or set state.create_topic = true to let ravel create it"),
+        "{s}"
+    );
+    assert_eq!(topic_partitions(&brokers, "c.st.state"), None);
+    // Once it exists: fine, and its compaction is said to be unchecked (the embedded broker
+    // does not answer DescribeConfigs), not assumed.
+    broker.create_topic("c.st.state", 1).unwrap();
+    let (ok, out, _) = check(dir.path(), "json", &[]);
+    assert!(ok, "{out}");
+    let list = findings(&out);
+    assert_eq!(finding(&list, "topic:c.st.state")["status"], "ok");
+    let c = finding(&list, "topic-config:c.st.state");
+    assert_eq!(c["status"], "info", "{c}");
+    assert!(
+        c["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("compaction (cleanup.policy = compact) could not be checked"),
+        "{c}"
+    );
+}

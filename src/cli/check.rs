@@ -180,6 +180,10 @@ pub fn run(args: &CheckArgs) -> Report {
     let timeout = Duration::from_millis(args.timeout_ms);
     kafka(&config, timeout, &mut report.findings);
     schema_registry(&config, &mut report.findings);
+    // The long client configuration last, after what was found (a stable sort).
+    report
+        .findings
+        .sort_by_key(|f| f.check == "kafka.client_config");
     let mut secrets: Vec<String> = config
         .kafka
         .librdkafka_options()
