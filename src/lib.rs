@@ -40,7 +40,8 @@
 //!   `http` (the accept loop with its bounds on clients).
 //! - `server`: `run(config, brokers, listener, shutdown)`, the service wired together.
 //! - `cli`: the commands: `serve` (the service with its embedded broker and demo), `fit`,
-//!   `select`, `produce`, the `demo` producer, and `args` (what their clap arguments share).
+//!   `select`, `produce`, `check` (the preflight against the cluster and the registry), the
+//!   `demo` producer, and `args` (what their clap arguments share).
 //!
 //! Modules are private: what the binary, the tests and the benches use is re-exported below,
 //! by name.
@@ -64,10 +65,10 @@ mod store;
 
 /// The demo producer of `ravel serve` without Kafka (the deployment's demo profile).
 pub use cli::demo::DemoProducer;
-/// The commands of the binary: `ravel serve`, `fit`, `select`, `produce` and `broker`
-/// (each module has its clap arguments and a `run`).
+/// The commands of the binary: `ravel serve`, `fit`, `select`, `produce`, `check` and
+/// `broker` (each module has its clap arguments and a `run`).
 pub use cli::serve::serve;
-pub use cli::{fit, produce, select};
+pub use cli::{check, fit, produce, select};
 /// The bytes of a rejected message a dead-letter copy keeps when the whole would not fit.
 pub use ingest::dlq::TRUNCATED_BYTES;
 /// How far a message's Kafka timestamp may lie ahead of the clock before it is held back as

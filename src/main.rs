@@ -1,9 +1,10 @@
 //! The `ravel` command line: `serve` (the default, so `ravel --http-addr X` serves too),
-//! `broker`, `produce`, `fit` and `select`. Each command is a function of a library module;
+//! `broker`, `produce`, `fit`, `select` and `check`. Each command is a function of a library module;
 //! this file only parses and dispatches.
 
 use clap::{Parser, Subcommand};
 use ravel::broker::{self, BrokerArgs};
+use ravel::check::{self, CheckArgs};
 use ravel::config::{LogConfig, ServeArgs};
 use ravel::fit::{self, FitArgs};
 use ravel::produce::{self, ProduceArgs};
@@ -39,6 +40,9 @@ enum Command {
     Fit(Box<FitArgs>),
     /// Stream the columns of a file through online substitution; prints the selected model.
     Select(SelectArgs),
+    /// Check, without reading or writing data, what the service's configuration needs from the
+    /// cluster and the Schema Registry; each problem with its fix, exit status 1 if any.
+    Check(CheckArgs),
 }
 
 /// Prints one line to stdout; a closed pipe (`ravel fit ... | head`) is not an error.
@@ -74,6 +78,14 @@ fn main() -> ExitCode {
         }
         Command::Fit(args) => fit::run(&args).and_then(|json| print_line(&json)),
         Command::Select(args) => select::run(&args).and_then(|json| print_line(&json)),
+        Command::Check(args) => {
+            let report = check::run(&args);
+            let printed = print_line(&report.render(args.format == "json"));
+            return match printed {
+                Ok(()) if report.passed() => ExitCode::SUCCESS,
+                _ => ExitCode::FAILURE,
+            };
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

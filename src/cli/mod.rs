@@ -1,9 +1,11 @@
 //! The commands of the `ravel` binary besides the service's own wiring: `serve` (the service
 //! with its embedded broker and demo when no Kafka is configured), `fit` and `select` (files
-//! through the same statistics, offline), `produce` (rows to a topic) and the demo producer.
+//! through the same statistics, offline), `produce` (rows to a topic), `check` (the
+//! preflight: what the service needs from the cluster and the registry) and the demo producer.
 //! `args` holds what their clap arguments share. `src/main.rs` parses and dispatches.
 
 pub mod args;
+pub mod check;
 pub mod demo;
 pub mod fit;
 pub mod produce;

@@ -49,3 +49,41 @@ pub fn record(health: &Health, metrics: &Metrics, d: Denied) {
         );
     }
 }
+
+/// The command that grants `principal` the `operations` (`Describe`, `Read`, `Write`,
+/// `Create`) on a `topic` or `group` named `name`.
+pub fn grant_command(
+    brokers: &str,
+    principal: &str,
+    resource_type: &str,
+    name: &str,
+    operations: &[&str],
+) -> String {
+    let ops: String = operations
+        .iter()
+        .map(|o| format!(" --operation {o}"))
+        .collect();
+    format!(
+        "kafka-acls.sh --bootstrap-server {brokers} --add --allow-principal {principal}{ops} --{resource_type} {name}"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_grant_names_the_principal_the_operations_and_the_resource() {
+        assert_eq!(
+            grant_command(
+                "k:9092",
+                "User:ravel",
+                "topic",
+                "sales",
+                &["Describe", "Read"]
+            ),
+            "kafka-acls.sh --bootstrap-server k:9092 --add --allow-principal User:ravel \
+             --operation Describe --operation Read --topic sales"
+        );
+    }
+}

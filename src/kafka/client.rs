@@ -71,6 +71,8 @@ pub enum Client {
     /// A scorer's consumer of events and producer of predictions (`crate::ingest::score`).
     ScorerConsumer,
     ScorerProducer,
+    /// `ravel check`'s client: metadata, committed offsets, topic configs; never data.
+    Check,
 }
 
 impl Client {
@@ -84,6 +86,7 @@ impl Client {
             Client::StateReader => "state-reader",
             Client::ScorerConsumer => "scorer",
             Client::ScorerProducer => "scorer-output",
+            Client::Check => "check",
         }
     }
 }

@@ -27,7 +27,7 @@ use crate::kafka::{Client, KafkaClients};
 use crate::metrics::Metrics;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
-use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::Producer;
 use std::time::Duration;
@@ -148,6 +148,12 @@ pub fn missing_reason(n: &Needed, created_tried: bool) -> String {
 /// which has no kafka-topics.sh to offer.
 const MOCK_CLUSTER_ID: &str = "mockCluster";
 
+/// Whether the cluster whose id is `cluster_id` is the embedded broker (no CreateTopics, no
+/// DescribeConfigs, no kafka-topics.sh).
+pub fn is_embedded(cluster_id: Option<&str>) -> bool {
+    cluster_id.is_some_and(|id| id.starts_with(MOCK_CLUSTER_ID))
+}
+
 /// What creates `n` on the cluster whose id is `cluster_id`: on the embedded broker, a
 /// producer's first message (`ravel produce`) or `ravel broker --topic`; elsewhere
 /// kafka-topics.sh (`create_command`).
@@ -157,7 +163,7 @@ pub fn create_command_on(
     n: &Needed,
     replication: i16,
 ) -> String {
-    if cluster_id.is_some_and(|id| id.starts_with(MOCK_CLUSTER_ID)) {
+    if is_embedded(cluster_id) {
         return format!(
             "ravel produce --brokers {brokers} --topic {} --input FILE (the embedded broker \
              creates a topic with its first message), or start ravel broker with --topic {}:{}",
@@ -180,9 +186,14 @@ pub fn create_command(brokers: &str, n: &Needed, replication: i16) -> String {
 }
 
 /// What the cluster says about one topic.
-enum Found {
-    Exists,
+pub enum Found {
+    Exists {
+        partitions: usize,
+        /// Replicas of its first partition.
+        replication: usize,
+    },
     Missing,
+    /// Describe refused: the broker's error.
     Denied(String),
 }
 
@@ -237,8 +248,8 @@ impl TopicCheck {
         let cluster_id = probe.client().fetch_cluster_id(Duration::from_secs(2));
         let mut missing: Vec<&Needed> = Vec::new();
         for n in &self.needed {
-            match found(&probe, &n.topic) {
-                Found::Exists => {
+            match found(&probe, &n.topic, LOOKUP_TIMEOUT) {
+                Found::Exists { .. } => {
                     health.allow("topic", &n.topic);
                 }
                 Found::Missing => missing.push(n),
@@ -256,8 +267,8 @@ impl TopicCheck {
         let to_create: Vec<&Needed> = missing.iter().copied().filter(|n| n.create).collect();
         if !to_create.is_empty() {
             self.create_topics(&probe, &to_create, replication, health, metrics);
-            missing.retain(|n| match found(&probe, &n.topic) {
-                Found::Exists => {
+            missing.retain(|n| match found(&probe, &n.topic, LOOKUP_TIMEOUT) {
+                Found::Exists { .. } => {
                     health.allow("topic", &n.topic);
                     false
                 }
@@ -442,12 +453,19 @@ fn is_unsupported(code: RDKafkaErrorCode) -> bool {
     )
 }
 
-/// Looks one topic up without creating it.
-fn found(probe: &BaseConsumer, topic: &str) -> Found {
-    match probe.fetch_metadata(Some(topic), Duration::from_secs(10)) {
+/// The longest wait for one topic's metadata at start.
+const LOOKUP_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Looks one topic up without creating it (`probe` must have `allow.auto.create.topics =
+/// false`), waiting at most `timeout`.
+pub fn found<C: ConsumerContext>(probe: &BaseConsumer<C>, topic: &str, timeout: Duration) -> Found {
+    match probe.fetch_metadata(Some(topic), timeout) {
         Ok(md) => match md.topics().first() {
             Some(t) => match t.error() {
-                None if !t.partitions().is_empty() => Found::Exists,
+                None if !t.partitions().is_empty() => Found::Exists {
+                    partitions: t.partitions().len(),
+                    replication: t.partitions()[0].replicas().len(),
+                },
                 None => Found::Missing,
                 Some(e) => {
                     let code: RDKafkaErrorCode = e.into();

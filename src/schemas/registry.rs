@@ -257,16 +257,66 @@ impl<T> Registry<T> {
                 "the Schema Registry does not know {at} (404 {})",
                 short(&body)
             )))),
-            401 | 403 => Err(format!(
-                "the Schema Registry at {url} refuses ravel's credentials ({status}): check \
-                 schema_registry.basic_auth_user / basic_auth_password or bearer_token"
-            )),
+            401 | 403 => Err(refused(url, status)),
             _ => Err(format!(
                 "the Schema Registry at {url} answered {status} {}",
                 short(&body)
             )),
         }
     }
+}
+
+impl<T> Registry<T> {
+    /// Asks each URL for the schema types it serves (`GET /schemas/types`, with ravel's
+    /// credentials and TLS settings, within `schema_registry.timeout_ms`), fetching no schema:
+    /// `ravel check`. Per URL: the types (empty when the registry predates the endpoint, 404),
+    /// or why it cannot answer, in the words `/readyz` uses for an outage.
+    pub fn probe(&self) -> Vec<(String, Result<Vec<String>, String>)> {
+        self.urls
+            .iter()
+            .map(|url| (url.clone(), self.probe_one(url)))
+            .collect()
+    }
+
+    fn probe_one(&self, url: &str) -> Result<Vec<String>, String> {
+        let mut req = self.agent.get(format!("{url}/schemas/types"));
+        if let Some(a) = &self.authorization {
+            req = req.header("Authorization", a);
+        }
+        let mut resp = req
+            .header("Accept", "application/vnd.schemaregistry.v1+json")
+            .call()
+            .map_err(|e| format!("cannot reach the Schema Registry at {url}: {e}"))?;
+        let status = resp.status().as_u16();
+        let body = resp
+            .body_mut()
+            .with_config()
+            .limit(MAX_ANSWER_BYTES)
+            .read_to_string()
+            .unwrap_or_default();
+        match status {
+            200 => serde_json::from_str::<Vec<String>>(&body).map_err(|e| {
+                format!(
+                    "the Schema Registry at {url} answered GET /schemas/types with something \
+                     else than a list of types ({e}): is this URL a Schema Registry?"
+                )
+            }),
+            404 => Ok(Vec::new()),
+            401 | 403 => Err(refused(url, status)),
+            _ => Err(format!(
+                "the Schema Registry at {url} answered {status} {}",
+                short(&body)
+            )),
+        }
+    }
+}
+
+/// The registry at `url` answered 401 or 403.
+fn refused(url: &str, status: u16) -> String {
+    format!(
+        "the Schema Registry at {url} refuses ravel's credentials ({status}): check \
+         schema_registry.basic_auth_user / basic_auth_password or bearer_token"
+    )
 }
 
 /// The first 200 characters of an error body.

@@ -1,0 +1,1088 @@
+//! `ravel check`: the preflight of a deployment. It loads the configuration `ravel serve`
+//! would (file < `RAVEL_...` < flags, the same code path) and asks the cluster and the Schema
+//! Registry for everything the service will need from them, without consuming or producing a
+//! message and without creating a topic (its clients set `allow.auto.create.topics = false`;
+//! creation is only validated, with CreateTopics' `validate_only`): the brokers answer, every
+//! topic ravel reads or owns (`kafka::topics::needed`, the list the service checks at start)
+//! exists or will be created, the state topic is compacted and the topics' retention (where
+//! the broker answers DescribeConfigs), the consumer group answers, the registry answers and
+//! accepts ravel's credentials, and the effective client configuration with its secrets
+//! redacted. Each problem comes with its fix; the exit status says whether there is one.
+//!
+//! It exists so that a team finds out what its cluster must allow before it points ravel at
+//! it, in one command, rather than from `/readyz` after a deployment. Every wait is bounded:
+//! `--timeout-ms` for each Kafka request, `schema_registry.timeout_ms` for the registry.
+
+use crate::config::schemas::ValueFormat;
+use crate::config::{Config, ServeArgs};
+use crate::health::Health;
+use crate::kafka::topics::{self, Found, Needed};
+use crate::kafka::{Client, KafkaClients, authz, is_secret, redacted};
+use crate::schemas::registry::Registry;
+use rdkafka::ClientContext;
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, ResourceSpecifier, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::config::RDKafkaLogLevel;
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
+use serde::Serialize;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct CheckArgs {
+    /// Config file (default: config/ravel.toml when it exists), read as `ravel serve` reads it
+    /// (with the `RAVEL_...` environment and these flags over it).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Kafka bootstrap servers (kafka.brokers).
+    #[arg(long)]
+    pub brokers: Option<String>,
+    /// Consumer group (kafka.group_id).
+    #[arg(long)]
+    pub group_id: Option<String>,
+    /// text (one line per check, fixes indented) or json (one document: a list of
+    /// {check, status, detail, fix}, status ok, info or problem).
+    #[arg(long, default_value = "text", value_parser = ["text", "json"])]
+    pub format: String,
+    /// Longest wait for each answer from Kafka, in milliseconds.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(100..=300_000))]
+    pub timeout_ms: u64,
+}
+
+/// How a check came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Ok,
+    /// Worth knowing, not in the way (a topic ravel will create, a setting not checkable).
+    Info,
+    /// The service will not work as configured until it is fixed.
+    Problem,
+}
+
+/// One check's outcome, as `--format json` prints it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Finding {
+    /// What was checked: `config`, `kafka.brokers`, `topic:NAME`, `topic-config:NAME`,
+    /// `group:ID`, `schema_registry:URL`, `kafka.client_config`.
+    pub check: String,
+    pub status: Status,
+    pub detail: String,
+    /// The command to run or the config line to change; null when there is nothing to do.
+    pub fix: Option<String>,
+}
+
+impl Finding {
+    fn new(check: impl Into<String>, status: Status, detail: impl Into<String>) -> Finding {
+        Finding {
+            check: check.into(),
+            status,
+            detail: detail.into(),
+            fix: None,
+        }
+    }
+    fn fix(mut self, fix: impl Into<String>) -> Finding {
+        self.fix = Some(fix.into());
+        self
+    }
+}
+
+/// Everything `ravel check` found.
+#[derive(Debug, Default)]
+pub struct Report {
+    pub findings: Vec<Finding>,
+}
+
+impl Report {
+    /// No problem found (infos allowed).
+    pub fn passed(&self) -> bool {
+        !self.findings.iter().any(|f| f.status == Status::Problem)
+    }
+
+    /// The report as text (`json = false`) or as one JSON document.
+    pub fn render(&self, json: bool) -> String {
+        if json {
+            return serde_json::to_string_pretty(&self.findings).expect("findings serialize");
+        }
+        let mut out = String::new();
+        for f in &self.findings {
+            let status = match f.status {
+                Status::Ok => "ok",
+                Status::Info => "info",
+                Status::Problem => "PROBLEM",
+            };
+            out.push_str(&format!(
+                "{status:<8} {}: {}\n",
+                f.check,
+                f.detail.replace('\n', "\n         ")
+            ));
+            if let Some(fix) = &f.fix {
+                out.push_str(&format!("         fix: {fix}\n"));
+            }
+        }
+        let count = |s| self.findings.iter().filter(|f| f.status == s).count();
+        let problems = count(Status::Problem);
+        out.push_str(&match problems {
+            0 => format!(
+                "no problem found ({} ok, {} info)",
+                count(Status::Ok),
+                count(Status::Info)
+            ),
+            n => format!(
+                "{n} problem{} found: ravel will not run as configured until {} fixed",
+                if n == 1 { "" } else { "s" },
+                if n == 1 { "it is" } else { "they are" }
+            ),
+        });
+        out
+    }
+
+    /// Every secret value replaced by `***` (belt and braces: no check quotes one on purpose,
+    /// but a broker's or a library's error text might).
+    fn scrub(&mut self, secrets: &[String]) {
+        let scrub = |s: &mut String| {
+            for secret in secrets.iter().filter(|s| !s.is_empty()) {
+                *s = s.replace(secret.as_str(), "***");
+            }
+        };
+        for f in &mut self.findings {
+            scrub(&mut f.detail);
+            if let Some(fix) = &mut f.fix {
+                scrub(fix);
+            }
+        }
+    }
+}
+
+/// `ravel check`.
+pub fn run(args: &CheckArgs) -> Report {
+    let serve = ServeArgs {
+        config: args.config.clone(),
+        brokers: args.brokers.clone(),
+        group_id: args.group_id.clone(),
+        ..ServeArgs::default()
+    };
+    let mut report = Report::default();
+    let config = match Config::load(&serve) {
+        Ok(c) => c,
+        Err(e) => {
+            report.findings.push(
+                Finding::new("config", Status::Problem, format!("{e:#}")).fix(
+                    "correct the configuration as the message says (nothing else was checked)",
+                ),
+            );
+            return report;
+        }
+    };
+    let timeout = Duration::from_millis(args.timeout_ms);
+    kafka(&config, timeout, &mut report.findings);
+    schema_registry(&config, &mut report.findings);
+    // The long client configuration last, after what was found (a stable sort).
+    report
+        .findings
+        .sort_by_key(|f| f.check == "kafka.client_config");
+    let mut secrets: Vec<String> = config
+        .kafka
+        .librdkafka_options()
+        .filter(|(k, _)| is_secret(k))
+        .map(|(_, v)| v.to_string())
+        .collect();
+    secrets.push(config.schema_registry.basic_auth_password.clone());
+    secrets.push(config.schema_registry.bearer_token.clone());
+    report.scrub(&secrets);
+    report
+}
+
+/// What librdkafka said on its own while the check ran (connection refused, authentication
+/// failed, TLS errors): the reason behind a request that timed out. Nothing is logged.
+#[derive(Default)]
+struct Heard(Mutex<Vec<String>>);
+
+impl Heard {
+    fn push(&self, line: String) {
+        let mut v = crate::lock(&self.0);
+        if !v.contains(&line) && v.len() < 5 {
+            v.push(line);
+        }
+    }
+    fn said(&self) -> Vec<String> {
+        crate::lock(&self.0).clone()
+    }
+}
+
+impl ClientContext for Heard {
+    fn log(&self, level: RDKafkaLogLevel, _fac: &str, message: &str) {
+        if (level as i32) <= (RDKafkaLogLevel::Error as i32) {
+            self.push(message.to_string());
+        }
+    }
+    fn error(&self, error: KafkaError, reason: &str) {
+        self.push(format!("{error}: {reason}"));
+    }
+}
+
+impl ConsumerContext for Heard {}
+
+/// Brokers, topics, group and client configuration.
+fn kafka(config: &Config, timeout: Duration, out: &mut Vec<Finding>) {
+    if config.kafka.embedded() {
+        out.push(Finding::new(
+            "kafka.brokers",
+            Status::Info,
+            "empty: `ravel serve` starts an embedded broker in its own process and makes every \
+             topic there, so there is no cluster to check; set kafka.brokers (--brokers, \
+             RAVEL_KAFKA__BROKERS) to check one",
+        ));
+        return;
+    }
+    let brokers = config.kafka.brokers.as_str();
+    let clients = KafkaClients::new(&config.kafka, brokers);
+    out.push(Finding::new(
+        "kafka.client_config",
+        Status::Info,
+        client_config(&clients, config.ingest.lag_interval_ms),
+    ));
+    let mut cfg = clients.config(Client::Check, &[("group.id", clients.group().to_string())]);
+    // Never create a topic by asking for it, whatever `kafka.options` say.
+    cfg.set("allow.auto.create.topics", "false");
+    let probe: BaseConsumer<Heard> = match cfg.create_with_context(Heard::default()) {
+        Ok(p) => p,
+        Err(e) => {
+            out.push(
+                Finding::new(
+                    "kafka.options",
+                    Status::Problem,
+                    format!("librdkafka refuses the client configuration: {}", clients.scrub(&e.to_string())),
+                )
+                .fix("correct the property it names under [kafka.options] (or RAVEL_KAFKA__OPTIONS__...)"),
+            );
+            return;
+        }
+    };
+    let md = match probe.fetch_metadata(None::<&str>, timeout) {
+        Ok(md) => md,
+        Err(e) => {
+            out.push(unreachable(
+                brokers,
+                timeout,
+                &e,
+                &probe.context().said(),
+                &clients,
+            ));
+            return;
+        }
+    };
+    let broker_count = md.brokers().len().max(1);
+    let cluster_id = probe.client().fetch_cluster_id(timeout);
+    let embedded = topics::is_embedded(cluster_id.as_deref());
+    out.push(Finding::new(
+        "kafka.brokers",
+        Status::Ok,
+        format!(
+            "{broker_count} broker{} answered at {brokers} (cluster {}{}); connected and authenticated",
+            if broker_count == 1 { "" } else { "s" },
+            cluster_id.as_deref().unwrap_or("id unknown"),
+            if embedded { ", the embedded broker" } else { "" }
+        ),
+    ));
+    let replication = config
+        .kafka
+        .topic_replication
+        .min(broker_count as i16)
+        .max(1);
+    let principal = principal(config);
+    let mut to_create: Vec<&Needed> = Vec::new();
+    let mut existing: Vec<(&Needed, usize)> = Vec::new();
+    let needed = topics::needed(config);
+    for n in &needed {
+        let check = format!("topic:{}", n.topic);
+        let role = role_words(config, n);
+        match topics::found(&probe, &n.topic, timeout) {
+            Found::Exists {
+                partitions,
+                replication: replicas,
+            } => {
+                existing.push((n, partitions));
+                let detail = format!(
+                    "{role}: exists, {partitions} partition{}, replication {replicas}",
+                    if partitions == 1 { "" } else { "s" }
+                );
+                if n.role == "feature_stream" && partitions > 1 {
+                    out.push(
+                        Finding::new(
+                            check,
+                            Status::Problem,
+                            format!(
+                                "{detail}; a feature stream needs one partition: labels come \
+                                 before features and passes keep their order, which Kafka \
+                                 keeps only within a partition"
+                            ),
+                        )
+                        .fix(format!(
+                            "recreate the topic with one partition: {}",
+                            topics::create_command_on(
+                                cluster_id.as_deref(),
+                                brokers,
+                                &Needed {
+                                    partitions: 1,
+                                    ..n.clone()
+                                },
+                                replication
+                            )
+                        )),
+                    );
+                } else {
+                    out.push(Finding::new(check, Status::Ok, detail));
+                }
+            }
+            Found::Missing if n.create => to_create.push(n),
+            Found::Missing => {
+                let command =
+                    topics::create_command_on(cluster_id.as_deref(), brokers, n, replication);
+                out.push(
+                    Finding::new(
+                        check,
+                        Status::Problem,
+                        format!(
+                            "{role}: does not exist; {}",
+                            topics::missing_reason(n, false)
+                        ),
+                    )
+                    .fix(format!(
+                        "{command}; or set {} = true to let ravel create it",
+                        n.switch
+                    )),
+                );
+            }
+            Found::Denied(e) => out.push(
+                Finding::new(
+                    check,
+                    Status::Problem,
+                    format!(
+                        "{role}: Kafka denies describe on topic '{}' to this client ({e})",
+                        n.topic
+                    ),
+                )
+                .fix(authz::grant_command(
+                    brokers,
+                    &principal,
+                    "topic",
+                    &n.topic,
+                    operations(n),
+                )),
+            ),
+        }
+    }
+    if !to_create.is_empty() {
+        out.extend(creations(
+            &clients,
+            config,
+            &to_create,
+            replication,
+            embedded,
+            timeout,
+            &principal,
+        ));
+    }
+    if let Some(f) = group(&probe, config, &existing, timeout, &principal) {
+        out.push(f);
+    }
+    out.extend(topic_configs(&clients, &existing, embedded, timeout));
+}
+
+/// The cluster did not answer the metadata request.
+fn unreachable(
+    brokers: &str,
+    timeout: Duration,
+    e: &KafkaError,
+    heard: &[String],
+    clients: &KafkaClients,
+) -> Finding {
+    let said = if heard.is_empty() {
+        String::new()
+    } else {
+        format!("; librdkafka said: {}", heard.join("; "))
+    };
+    let auth = heard.iter().any(|h| {
+        let h = h.to_ascii_lowercase();
+        h.contains("authentication") || h.contains("sasl")
+    });
+    let tls = heard.iter().any(|h| {
+        let h = h.to_ascii_lowercase();
+        h.contains("ssl") || h.contains("certificate") || h.contains("handshake")
+    });
+    let (what, fix) = if auth {
+        (
+            "Kafka refuses ravel's credentials",
+            "check sasl.mechanisms, sasl.username and sasl.password under [kafka.options] \
+             (the user as the cluster knows it, the mechanism it was created with)",
+        )
+    } else if tls {
+        (
+            "the TLS handshake with Kafka fails",
+            "check security.protocol and ssl.ca.location (the CA that signed the brokers' \
+             certificates) under [kafka.options], and the client certificate if the cluster \
+             asks for one",
+        )
+    } else {
+        (
+            "cannot reach Kafka",
+            "check kafka.brokers (--brokers, RAVEL_KAFKA__BROKERS): host:port of brokers \
+             reachable from here, and that the cluster is up; on a secured listener set \
+             security.protocol and its settings under [kafka.options]",
+        )
+    };
+    Finding::new(
+        "kafka.brokers",
+        Status::Problem,
+        clients.scrub(&format!(
+            "{what} at {brokers} (kafka.brokers): no metadata within {} ms ({e}){said}",
+            timeout.as_millis()
+        )),
+    )
+    .fix(fix)
+}
+
+/// The effective configuration of the service's consumer, secrets as `***`.
+fn client_config(clients: &KafkaClients, lag_interval_ms: u64) -> String {
+    let mut s = String::from(
+        "the consumer's effective librdkafka configuration (the dead-letter, labels and state \
+         clients differ only in client.id and their own settings), secrets as ***:",
+    );
+    for (k, v) in redacted(&clients.consumer(lag_interval_ms)) {
+        s.push_str(&format!("\n  {k} = {v}"));
+    }
+    s
+}
+
+/// Who ravel is to the cluster, for the ACL commands: the SASL user when one is configured.
+fn principal(config: &Config) -> String {
+    config
+        .kafka
+        .librdkafka_options()
+        .find(|(k, _)| k == "sasl.username")
+        .map_or_else(
+            || "User:<ravel's principal>".to_string(),
+            |(_, v)| format!("User:{v}"),
+        )
+}
+
+/// What ravel does with a topic, in the user's words.
+fn role_words(config: &Config, n: &Needed) -> String {
+    let of = |topic: &str| -> String {
+        if let Some(s) = config.streams.iter().find(|s| s.topic() == topic) {
+            format!("stream '{}'", s.name)
+        } else if let Some(f) = config.feature_streams.iter().find(|f| f.topic() == topic) {
+            format!("feature stream '{}'", f.name)
+        } else if let Some(sc) = config.scorers.iter().find(|sc| sc.topic == topic) {
+            format!("scorer '{}'", sc.name)
+        } else {
+            format!("topic '{topic}'")
+        }
+    };
+    match n.role {
+        "stream" => format!("{} reads it", of(&n.topic)),
+        "feature_stream" => format!(
+            "{} reads it (and writes the labels sent over HTTP to it)",
+            of(&n.topic)
+        ),
+        "dead_letters" => {
+            let source = n.topic.strip_suffix(".dlq").unwrap_or(&n.topic);
+            format!("the dead letters of {}", of(source))
+        }
+        "scorer" => format!("{} reads its events there", of(&n.topic)),
+        "scorer_output" => match config.scorers.iter().find(|sc| sc.output_topic == n.topic) {
+            Some(sc) => format!("scorer '{}' writes its predictions there", sc.name),
+            None => format!("topic '{}'", n.topic),
+        },
+        _ => "the state store's changelog (state.store = \"kafka\")".to_string(),
+    }
+}
+
+/// The ACL operations ravel needs on a topic of this role.
+fn operations(n: &Needed) -> &'static [&'static str] {
+    match (n.role, n.create) {
+        ("stream" | "scorer", _) => &["Describe", "Read"],
+        ("scorer_output", false) => &["Describe", "Write"],
+        ("scorer_output", true) => &["Describe", "Write", "Create"],
+        ("feature_stream", _) => &["Describe", "Read", "Write"],
+        ("dead_letters", false) => &["Describe", "Write"],
+        ("dead_letters", true) => &["Describe", "Write", "Create"],
+        (_, false) => &["Describe", "Read", "Write"],
+        (_, true) => &["Describe", "Read", "Write", "Create"],
+    }
+}
+
+/// The missing topics ravel creates at start: whether the cluster would let it (CreateTopics
+/// with `validate_only`, which creates nothing), where the broker serves CreateTopics.
+fn creations(
+    clients: &KafkaClients,
+    config: &Config,
+    missing: &[&Needed],
+    replication: i16,
+    embedded: bool,
+    timeout: Duration,
+    principal: &str,
+) -> Vec<Finding> {
+    let brokers = clients.brokers();
+    let will = |n: &Needed, note: &str| {
+        Finding::new(
+            format!("topic:{}", n.topic),
+            Status::Info,
+            format!(
+                "{}: does not exist; ravel will create it at start ({} = true){note}",
+                role_words(config, n),
+                n.switch
+            ),
+        )
+    };
+    if embedded {
+        let note = ", on the embedded broker through a metadata request that allows automatic \
+                    creation (its CreateTopics is not implemented)";
+        return missing.iter().map(|n| will(n, note)).collect();
+    }
+    let not_checked = |why: &str| -> Vec<Finding> {
+        missing
+            .iter()
+            .map(|n| {
+                will(
+                    n,
+                    &format!("; whether the cluster lets it could not be checked ({why})"),
+                )
+            })
+            .collect()
+    };
+    let admin: AdminClient<DefaultClientContext> = match clients.config(Client::Check, &[]).create()
+    {
+        Ok(a) => a,
+        Err(e) => return not_checked(&clients.scrub(&e.to_string())),
+    };
+    let new: Vec<NewTopic> = missing
+        .iter()
+        .map(|n| {
+            n.settings().iter().fold(
+                NewTopic::new(
+                    &n.topic,
+                    n.partitions,
+                    TopicReplication::Fixed(i32::from(replication)),
+                ),
+                |t, (k, v)| t.set(k, v),
+            )
+        })
+        .collect();
+    let opts = AdminOptions::new()
+        .validate_only(true)
+        .operation_timeout(Some(timeout))
+        .request_timeout(Some(timeout));
+    let answers = match futures::executor::block_on(admin.create_topics(&new, &opts)) {
+        Ok(a) => a,
+        Err(e) => return not_checked(&e.to_string()),
+    };
+    let mut out = Vec::new();
+    for n in missing {
+        let answer = answers.iter().find(|r| match r {
+            Ok(t) | Err((t, _)) => t == &n.topic,
+        });
+        out.push(match answer {
+            Some(Ok(_)) => will(
+                n,
+                &format!(
+                    ", with {} partitions and replication {replication} (validated: the \
+                     cluster accepts the creation)",
+                    n.partitions
+                ),
+            ),
+            Some(Err((_, RDKafkaErrorCode::TopicAlreadyExists))) => Finding::new(
+                format!("topic:{}", n.topic),
+                Status::Ok,
+                format!("{}: exists (created meanwhile)", role_words(config, n)),
+            ),
+            Some(Err((_, code))) if authz::is_denied(*code) => {
+                let command = topics::create_command(brokers, n, replication);
+                Finding::new(
+                    format!("topic:{}", n.topic),
+                    Status::Problem,
+                    format!(
+                        "{}: does not exist, and Kafka would deny ravel its creation: {}",
+                        role_words(config, n),
+                        topics::create_denied(n, &code.to_string(), &command)
+                    ),
+                )
+                .fix(format!(
+                    "{}; or {command} and set {} = false",
+                    authz::grant_command(brokers, principal, "topic", &n.topic, &["Create"]),
+                    n.switch
+                ))
+            }
+            Some(Err((_, code)))
+                if matches!(
+                    code,
+                    RDKafkaErrorCode::UnsupportedVersion
+                        | RDKafkaErrorCode::UnsupportedFeature
+                        | RDKafkaErrorCode::OperationTimedOut
+                        | RDKafkaErrorCode::RequestTimedOut
+                ) =>
+            {
+                will(
+                    n,
+                    &format!("; whether the cluster lets it could not be checked ({code})"),
+                )
+            }
+            Some(Err((_, code))) => Finding::new(
+                format!("topic:{}", n.topic),
+                Status::Problem,
+                format!(
+                    "{}: does not exist, and the cluster would refuse to create it with {} \
+                     partitions and replication {replication}: {code}",
+                    role_words(config, n),
+                    n.partitions
+                ),
+            )
+            .fix(format!(
+                "{}; or set kafka.topic_partitions / kafka.topic_replication to what the \
+                 cluster allows",
+                topics::create_command(brokers, n, replication)
+            )),
+            None => will(n, "; the cluster did not answer about it"),
+        });
+    }
+    out
+}
+
+/// Whether the consumer group answers: the offsets it has committed on the topics that
+/// exist (OffsetFetch, which reads no message and commits nothing).
+fn group(
+    probe: &BaseConsumer<Heard>,
+    config: &Config,
+    existing: &[(&Needed, usize)],
+    timeout: Duration,
+    principal: &str,
+) -> Option<Finding> {
+    let group = &config.kafka.group_id;
+    let check = format!("group:{group}");
+    let mut tpl = TopicPartitionList::new();
+    for (n, partitions) in existing.iter().filter(|(n, _)| n.is_input()) {
+        for p in 0..*partitions {
+            tpl.add_partition(&n.topic, p as i32);
+        }
+    }
+    if tpl.count() == 0 {
+        return None;
+    }
+    let grant = || {
+        authz::grant_command(
+            config.kafka.brokers.as_str(),
+            principal,
+            "group",
+            group,
+            &["Describe", "Read"],
+        )
+    };
+    match probe.committed_offsets(tpl, timeout) {
+        Ok(got) => {
+            let denied = got.elements().iter().find_map(|e| match e.error() {
+                Err(KafkaError::OffsetFetch(code)) if authz::is_denied(code) => Some(code),
+                _ => None,
+            });
+            if let Some(code) = denied {
+                return Some(
+                    Finding::new(
+                        check,
+                        Status::Problem,
+                        format!("Kafka denies reading the offsets of group '{group}' ({code})"),
+                    )
+                    .fix(grant()),
+                );
+            }
+            let committed = got
+                .elements()
+                .iter()
+                .filter(|e| matches!(e.offset(), Offset::Offset(_)))
+                .count();
+            Some(Finding::new(
+                check,
+                Status::Ok,
+                format!(
+                    "consumer group '{group}' (kafka.group_id) answers: offsets committed on \
+                     {committed} of its {} partitions",
+                    got.count()
+                ),
+            ))
+        }
+        Err(KafkaError::OffsetFetch(code)) if authz::is_denied(code) => Some(
+            Finding::new(
+                check,
+                Status::Problem,
+                format!(
+                    "Kafka denies this client the consumer group '{group}' (kafka.group_id): \
+                     {code}"
+                ),
+            )
+            .fix(grant()),
+        ),
+        Err(e) => Some(Finding::new(
+            check,
+            Status::Info,
+            format!("the consumer group '{group}' could not be checked: {e}"),
+        )),
+    }
+}
+
+/// The settings of the existing topics that matter (DescribeConfigs): the state topic's
+/// compaction, the retention of the topics ravel reads.
+fn topic_configs(
+    clients: &KafkaClients,
+    existing: &[(&Needed, usize)],
+    embedded: bool,
+    timeout: Duration,
+) -> Vec<Finding> {
+    let asked: Vec<&Needed> = existing
+        .iter()
+        .map(|(n, _)| *n)
+        .filter(|n| n.is_input() || n.role == "state")
+        .collect();
+    if asked.is_empty() {
+        return Vec::new();
+    }
+    let not_checked = |why: &str| -> Vec<Finding> {
+        asked
+            .iter()
+            .filter(|n| n.role == "state")
+            .map(|n| {
+                Finding::new(
+                    format!("topic-config:{}", n.topic),
+                    Status::Info,
+                    format!("compaction (cleanup.policy = compact) could not be checked: {why}"),
+                )
+            })
+            .collect()
+    };
+    if embedded {
+        return not_checked(
+            "the embedded broker does not answer DescribeConfigs (it neither compacts nor \
+             keeps more than about 5 MB per partition: fine for tests and demos)",
+        );
+    }
+    let admin: AdminClient<DefaultClientContext> = match clients.config(Client::Check, &[]).create()
+    {
+        Ok(a) => a,
+        Err(e) => return not_checked(&clients.scrub(&e.to_string())),
+    };
+    let specs: Vec<ResourceSpecifier> = asked
+        .iter()
+        .map(|n| ResourceSpecifier::Topic(&n.topic))
+        .collect();
+    let opts = AdminOptions::new()
+        .operation_timeout(Some(timeout))
+        .request_timeout(Some(timeout));
+    let answers = match futures::executor::block_on(admin.describe_configs(&specs, &opts)) {
+        Ok(a) => a,
+        Err(e) => return not_checked(&format!("the broker did not answer DescribeConfigs ({e})")),
+    };
+    let mut out = Vec::new();
+    // librdkafka returns the resources in the order they were asked for.
+    for (n, answer) in asked.iter().zip(answers) {
+        match answer {
+            Ok(resource) => {
+                let value = |k: &str| resource.get(k).and_then(|e| e.value.clone());
+                let retention = value("retention.ms").and_then(|v| v.parse().ok());
+                out.extend(topic_settings(
+                    n,
+                    clients.brokers(),
+                    value("cleanup.policy").as_deref(),
+                    retention,
+                ));
+            }
+            Err(code) if n.role == "state" => out.push(Finding::new(
+                format!("topic-config:{}", n.topic),
+                Status::Info,
+                format!(
+                    "compaction (cleanup.policy = compact) could not be checked: {code}{}",
+                    if authz::is_denied(code) {
+                        " (DescribeConfigs needs the DESCRIBE_CONFIGS permission on the topic)"
+                    } else {
+                        ""
+                    }
+                ),
+            )),
+            Err(_) => {}
+        }
+    }
+    out
+}
+
+/// What a topic's `cleanup.policy` and `retention.ms` mean for ravel.
+fn topic_settings(
+    n: &Needed,
+    brokers: &str,
+    cleanup: Option<&str>,
+    retention_ms: Option<i64>,
+) -> Option<Finding> {
+    let check = format!("topic-config:{}", n.topic);
+    let alter = |setting: &str| {
+        format!(
+            "kafka-configs.sh --bootstrap-server {brokers} --alter --entity-type topics \
+             --entity-name {} --add-config {setting}",
+            n.topic
+        )
+    };
+    let deletes = cleanup.is_none_or(|p| p.split(',').any(|p| p.trim() == "delete"));
+    let retention = match retention_ms {
+        Some(ms) if ms >= 0 => Some(ms),
+        _ => None,
+    };
+    match n.role {
+        "state" => match cleanup {
+            Some("compact") => Some(Finding::new(
+                check,
+                Status::Ok,
+                "the state topic is compacted (cleanup.policy = compact)",
+            )),
+            other => Some(
+                Finding::new(
+                    check,
+                    Status::Problem,
+                    format!(
+                        "the state topic has cleanup.policy = {}: its records are deleted after \
+                         retention.ms{}, and the statistics of a partition whose record is gone \
+                         are lost at the next restart; it must be compacted",
+                        other.unwrap_or("(not reported)"),
+                        retention.map_or(String::new(), |ms| format!(" ({})", duration(ms)))
+                    ),
+                )
+                .fix(alter("cleanup.policy=compact")),
+            ),
+        },
+        _ if !deletes => None,
+        role => retention.map(|ms| {
+            let why = if role == "feature_stream" {
+                "a feature stream reads its labels and every pass of features from this topic: \
+                 whatever is deleted before it is read is lost to the selection"
+            } else {
+                "rows older than this are deleted, so a start without saved state (or one that \
+                 falls behind further) never sees them"
+            };
+            Finding::new(
+                check,
+                Status::Info,
+                format!("retention.ms = {ms} ({}): {why}", duration(ms)),
+            )
+            .fix(format!(
+                "if that is too short: {}",
+                alter("retention.ms=-1")
+            ))
+        }),
+    }
+}
+
+/// Milliseconds in the largest whole unit that fits.
+fn duration(ms: i64) -> String {
+    const UNITS: [(i64, &str); 4] = [
+        (86_400_000, "days"),
+        (3_600_000, "hours"),
+        (60_000, "minutes"),
+        (1000, "seconds"),
+    ];
+    UNITS
+        .iter()
+        .find(|(u, _)| ms >= *u)
+        .map_or(format!("{ms} ms"), |(u, name)| {
+            format!("{:.1} {name}", ms as f64 / *u as f64)
+        })
+}
+
+/// The Schema Registry, when a stream reads its schemas from one.
+fn schema_registry(config: &Config, out: &mut Vec<Finding>) {
+    let users: Vec<(&str, ValueFormat)> = config
+        .streams
+        .iter()
+        .filter(|s| !s.format.is_ravel() && s.avro_schema_file.is_none())
+        .map(|s| (s.name.as_str(), s.format))
+        .collect();
+    if users.is_empty() {
+        return;
+    }
+    let registry = match Registry::<()>::new(&config.schema_registry, Arc::new(Health::new()), None)
+    {
+        Ok(r) => r,
+        Err(e) => {
+            out.push(
+                Finding::new("schema_registry", Status::Problem, format!("{e:#}"))
+                    .fix("correct the [schema_registry] setting the message names"),
+            );
+            return;
+        }
+    };
+    let answers = registry.probe();
+    let any_answers = answers.iter().any(|(_, a)| a.is_ok());
+    for (url, answer) in answers {
+        let check = format!("schema_registry:{url}");
+        match answer {
+            Ok(types) => {
+                let missing: Vec<String> = users
+                    .iter()
+                    .filter(|(_, f)| {
+                        !types.is_empty() && !types.iter().any(|t| t == f.schema_type())
+                    })
+                    .map(|(s, f)| format!("stream '{s}' (format = \"{}\")", f.name()))
+                    .collect();
+                if missing.is_empty() {
+                    out.push(Finding::new(
+                        check,
+                        Status::Ok,
+                        format!(
+                            "the Schema Registry at {url} (schema_registry.url) answers and \
+                             accepts ravel's credentials{}",
+                            if types.is_empty() {
+                                String::new()
+                            } else {
+                                format!("; it serves {} schemas", types.join(", "))
+                            }
+                        ),
+                    ));
+                } else {
+                    out.push(
+                        Finding::new(
+                            check,
+                            Status::Problem,
+                            format!(
+                                "the Schema Registry at {url} serves only {} schemas, not those of {}",
+                                types.join(", "),
+                                missing.join(", ")
+                            ),
+                        )
+                        .fix("use a registry that serves them (Confluent Schema Registry 5.5 or later serves AVRO, PROTOBUF and JSON)"),
+                    );
+                }
+            }
+            Err(why) => out.push(
+                Finding::new(
+                    check,
+                    if any_answers {
+                        Status::Info
+                    } else {
+                        Status::Problem
+                    },
+                    format!(
+                        "{why} (schema_registry.url; needed by {})",
+                        users
+                            .iter()
+                            .map(|(s, _)| format!("stream '{s}'"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                )
+                .fix(if why.contains("credentials") {
+                    "set schema_registry.basic_auth_user and basic_auth_password (or \
+                     bearer_token) to credentials the registry accepts"
+                        .to_string()
+                } else {
+                    format!(
+                        "check schema_registry.url (RAVEL_SCHEMA_REGISTRY__URL; now {}) and \
+                         that the registry is up and reachable from here within \
+                         schema_registry.timeout_ms = {}",
+                        config.schema_registry.url, config.schema_registry.timeout_ms
+                    )
+                }),
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn needed(role: &'static str) -> Needed {
+        Needed {
+            topic: "t".into(),
+            role,
+            partitions: 4,
+            create: true,
+            switch: "state.create_topic",
+        }
+    }
+
+    #[test]
+    fn the_state_topic_must_be_compacted() {
+        let n = needed("state");
+        let ok = topic_settings(&n, "k:9092", Some("compact"), Some(604_800_000)).unwrap();
+        assert_eq!(ok.status, Status::Ok);
+        let bad = topic_settings(&n, "k:9092", Some("delete"), Some(604_800_000)).unwrap();
+        assert_eq!(bad.status, Status::Problem);
+        assert!(
+            bad.detail.contains("cleanup.policy = delete") && bad.detail.contains("7.0 days"),
+            "{}",
+            bad.detail
+        );
+        assert_eq!(
+            bad.fix.as_deref(),
+            Some(
+                "kafka-configs.sh --bootstrap-server k:9092 --alter --entity-type topics \
+                 --entity-name t --add-config cleanup.policy=compact"
+            )
+        );
+        let both = topic_settings(&n, "k:9092", Some("compact,delete"), None).unwrap();
+        assert_eq!(both.status, Status::Problem);
+    }
+
+    #[test]
+    fn retention_of_the_topics_ravel_reads_is_said_when_it_deletes() {
+        let f = topic_settings(
+            &needed("feature_stream"),
+            "k",
+            Some("delete"),
+            Some(3_600_000),
+        )
+        .unwrap();
+        assert_eq!(f.status, Status::Info);
+        assert!(
+            f.detail
+                .starts_with("retention.ms = 3600000 (1.0 hours): a feature stream"),
+            "{}",
+            f.detail
+        );
+        assert!(f.fix.unwrap().ends_with("--add-config retention.ms=-1"));
+        // Kept forever, or compacted only: nothing to say.
+        assert_eq!(
+            topic_settings(&needed("stream"), "k", Some("delete"), Some(-1)),
+            None
+        );
+        assert_eq!(
+            topic_settings(&needed("stream"), "k", Some("compact"), Some(1000)),
+            None
+        );
+        assert_eq!(
+            topic_settings(&needed("dead_letters"), "k", Some("delete"), Some(1000))
+                .unwrap()
+                .status,
+            Status::Info
+        );
+    }
+
+    #[test]
+    fn a_report_passes_without_problems_and_scrubs_secrets() {
+        let mut r = Report::default();
+        r.findings.push(Finding::new("a", Status::Ok, "fine"));
+        r.findings.push(Finding::new("b", Status::Info, "noted"));
+        assert!(r.passed());
+        assert!(r.render(false).ends_with("no problem found (1 ok, 1 info)"));
+        r.findings
+            .push(Finding::new("c", Status::Problem, "said hunter2").fix("x hunter2"));
+        r.scrub(&["hunter2".into(), String::new()]);
+        assert!(!r.passed());
+        let text = r.render(false);
+        assert!(
+            !text.contains("hunter2") && text.contains("fix: x ***"),
+            "{text}"
+        );
+        let json: serde_json::Value = serde_json::from_str(&r.render(true)).unwrap();
+        assert_eq!(json[2]["status"], "problem");
+        assert_eq!(json[0]["fix"], serde_json::Value::Null);
+        assert_eq!(duration(90_000), "1.5 minutes");
+        assert_eq!(duration(5), "5 ms");
+    }
+}
