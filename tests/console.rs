@@ -389,6 +389,37 @@ alpha = "adaptive"
         (d > demo0 && f > feat0).then_some(())
     });
     assert!(text(&tab, "tr[data-stream=\"shift\"]").contains("shift"));
+    // Health on the streams page: ready, in words; nothing refused yet.
+    wait_for("the health panel to say ready", DEADLINE, || {
+        text(&tab, "#health [data-col=\"status\"]")
+            .starts_with("Ready")
+            .then_some(())
+    });
+    let refused = "tr[data-stream=\"shift\"] [data-col=\"refused\"]";
+    assert_eq!(text(&tab, refused), "0");
+    // A message the stream refuses: counted in its row, with its reason in the tooltip.
+    let producer: rdkafka::producer::BaseProducer = rdkafka::config::ClientConfig::new()
+        .set("bootstrap.servers", &brokers)
+        .create()
+        .unwrap();
+    producer
+        .send(rdkafka::producer::BaseRecord::<(), [u8]>::to("ravel.shift").payload(b"not json"))
+        .unwrap();
+    rdkafka::producer::Producer::flush(&producer, Duration::from_secs(30)).unwrap();
+    wait_for("the refused message in the streams table", DEADLINE, || {
+        (text(&tab, refused) == "1").then_some(())
+    });
+    let title = js(
+        &tab,
+        "document.querySelector('tr[data-stream=\"shift\"] [data-col=\"refused\"]').title",
+    );
+    assert!(
+        title
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("malformed: 1"),
+        "{title}"
+    );
     screenshot(&tab, &shots, "streams");
 
     // A stream: one series per feature that is ever nonzero on the API's path.

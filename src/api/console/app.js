@@ -228,17 +228,81 @@ function loaded() {
   if (l) l.remove();
 }
 
+// /readyz answers JSON whether ready (200) or not (503): both are shown, never thrown.
+async function readiness() {
+  let r;
+  try {
+    r = await fetch('/readyz', { cache: 'no-store' });
+  } catch (e) {
+    throw new ApiError(0, 'unreachable', 'The service is not answering.');
+  }
+  return r.json();
+}
+
+// What is wrong on the Kafka side, and the scorers: the first thing a person looks for.
+function healthPanel(rz) {
+  const ready = rz.status === 'ready';
+  const items = [];
+  if (rz.kafka_unreachable) {
+    items.push(h('li', {}, 'Kafka at ' + rz.kafka_unreachable.brokers + ' has not answered since ' +
+      rz.kafka_unreachable.since + ' (' + rz.kafka_unreachable.error + ').'));
+  }
+  for (const m of rz.missing_topics || []) {
+    items.push(h('li', { 'data-missing-topic': m.topic }, 'Topic ', h('code', {}, m.topic),
+      ' does not exist (' + m.why + '); create it with ', h('code', {}, m.create_with), '.'));
+  }
+  for (const d of rz.authorization_errors || []) {
+    items.push(h('li', {}, 'Kafka denies ' + d.operation + ' on ' + d.resource_type + ' ', h('code', {}, d.resource),
+      ': ' + d.error));
+  }
+  for (const p of rz.held_partitions || []) {
+    items.push(h('li', {}, 'Partition ' + p.partition + ' of ', h('code', {}, p.topic),
+      ' waits at offset ' + p.offset + ' until its dead-letter copy is delivered.'));
+  }
+  if (!ready && items.length === 0 && rz.error) items.push(h('li', {}, rz.error.message));
+  const parts = [h('p', { class: ready ? 'ok' : 'alarm', 'data-col': 'status' },
+    ready ? 'Ready: Kafka answers, every topic exists and every stream has its partitions.' :
+      'Not ready.')];
+  if (items.length) parts.push(h('ul', {}, items));
+  const scorers = rz.scorers || [];
+  if (scorers.length) {
+    parts.push(h('table', { id: 'scorers-table' },
+      h('caption', { class: 'muted' }, 'Scorers: events in, one prediction per event out'),
+      h('thead', {}, h('tr', {}, ...['Scorer', 'stream', 'events', 'predictions', 'delivery', 'state', 'model rows']
+        .map((t) => h('th', { scope: 'col' }, t)))),
+      h('tbody', {}, scorers.map((sc) => h('tr', { 'data-scorer': sc.name },
+        h('td', {}, sc.name), h('td', {}, sc.stream), h('td', {}, h('code', {}, sc.topic)),
+        h('td', {}, h('code', {}, sc.output_topic)), h('td', {}, sc.delivery.replace(/_/g, ' ')),
+        h('td', { 'data-col': 'state' }, sc.state.replace(/_/g, ' ')),
+        h('td', {}, sc.model_rows === null ? '—' : fmt(sc.model_rows)))))));
+  }
+  return parts;
+}
+
+// A stream's refused messages: the count, the reasons in the title, the summary's note.
+function refusedCell(st) {
+  const a = st.arrivals || { rejected: {} };
+  const reasons = Object.entries(a.rejected).filter(([, n]) => n > 0);
+  const total = reasons.reduce((t, [, n]) => t + n, 0);
+  const title = reasons.map(([r, n]) => r + ': ' + n).join(', ') + (a.note ? ' — ' + a.note : '');
+  return h('td', { 'data-col': 'refused', class: total ? 'alarm' : '', title: title || 'nothing refused' },
+    fmt(total));
+}
+
 function streamsView(main) {
   loaded();
   main.append(h('h1', {}, 'Streams'));
+  const health = h('section', { id: 'health', 'aria-label': 'Health' });
+  main.append(health);
   const obs = h('div', { class: 'scroll' });
   const feat = h('div', { class: 'scroll' });
   main.append(h('h2', {}, 'Observation streams'), obs, h('h2', {}, 'Feature streams'), feat);
   return {
     name: 'streams',
     async update() {
-      const [list, flist, metrics] = await Promise.all([
-        get('/v1/streams'), get('/v1/feature-streams'), call('GET', '/metrics', undefined, true)]);
+      const [list, flist, metrics, rz] = await Promise.all([
+        get('/v1/streams'), get('/v1/feature-streams'), call('GET', '/metrics', undefined, true), readiness()]);
+      health.replaceChildren(...healthPanel(rz));
       const lag = parseLag(metrics);
       const th = (t, title) => h('th', { scope: 'col', title }, t);
       const rows = list.streams.map((st) => {
@@ -253,6 +317,7 @@ function streamsView(main) {
           h('td', { 'data-col': 'alpha' }, fmt(st.alpha)),
           h('td', { 'data-col': 'ess' }, fmt(Math.round(st.drift.effective_sample_size))),
           h('td', { 'data-col': 'alarms', class: alarms ? 'alarm' : '' }, fmt(alarms)),
+          refusedCell(st),
           h('td', { 'data-col': 'partitions' }, st.partitions.assigned + ' / ' + st.partitions.total),
           h('td', {}, h('a', { href: '#/streams/' + enc(st.name) + '/history' }, 'history')));
       });
@@ -261,7 +326,8 @@ function streamsView(main) {
           h('caption', { class: 'muted' }, 'rows/s from the change of n between refreshes; lag: messages not yet read'),
           h('thead', {}, h('tr', {}, th('Stream'), th('n', 'rows in the statistics'), th('rows/s'), th('lag'),
             th('last update'), th('alpha', 'weight of the next row'), th('ESS', 'effective sample size'),
-            th('drift alarms'), th('partitions', 'assigned / total'), th('over time'))),
+            th('drift alarms'), th('refused', 'messages refused since the start (dead-lettered); reasons in the tooltip'),
+            th('partitions', 'assigned / total'), th('over time'))),
           h('tbody', {}, rows)));
       const frows = flist.feature_streams.map((f) => {
         const r = rate('features:' + f.name, f.features_seen);
