@@ -11,7 +11,7 @@ use ravel::config::{Config, FeatureSchema};
 use ravel_core::Task;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::message::{Headers, Message};
+use rdkafka::message::Message;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use serde_json::{Value, json};
@@ -87,6 +87,16 @@ fn train(brokers: &str) {
     p.flush(Duration::from_secs(30)).unwrap();
 }
 
+/// Sends event `i` to `r.events` with key `e<i>`.
+fn send_event(p: &BaseProducer, i: usize, e: &Value) {
+    send(
+        p,
+        "r.events",
+        Some(&format!("e{i}")),
+        &serde_json::to_vec(e).unwrap(),
+    );
+}
+
 /// The event to score with key `e<i>` (no price; an id the stream does not use).
 fn event(i: usize) -> Value {
     let (a, b, c) = features(10_000 + i);
@@ -145,23 +155,10 @@ fn read_scores_until(
 }
 
 fn scored(m: &rdkafka::message::BorrowedMessage<'_>) -> Scored {
-    let headers = m
-        .headers()
-        .map(|h| {
-            h.iter()
-                .map(|hd| {
-                    (
-                        hd.key.to_string(),
-                        String::from_utf8_lossy(hd.value.unwrap_or(&[])).into_owned(),
-                    )
-                })
-                .collect()
-        })
-        .unwrap_or_default();
     Scored {
         key: String::from_utf8_lossy(m.key().unwrap_or(&[])).into_owned(),
         value: serde_json::from_slice(m.payload().unwrap_or(&[])).unwrap(),
-        headers,
+        headers: headers_of(m),
     }
 }
 
@@ -234,12 +231,7 @@ fn each_event_gets_the_prediction_of_the_model_it_names_and_bad_events_none() {
     let p = producer(&b);
     let events: Vec<Value> = (0..n_events).map(event).collect();
     for (i, e) in events.iter().enumerate() {
-        send(
-            &p,
-            "r.events",
-            Some(&format!("e{i}")),
-            &serde_json::to_vec(e).unwrap(),
-        );
+        send_event(&p, i, e);
         // Three bad events among them: text in a numeric field, a field missing (the stream
         // refuses missing values), not JSON.
         if i == 100 {
@@ -356,12 +348,7 @@ fn a_scorer_restarted_mid_stream_misses_no_event() {
     let p = producer(&b);
     // A third of the events, a stop mid-stream, the rest, then a second service.
     for (i, e) in events.iter().enumerate().take(1000) {
-        send(
-            &p,
-            "r.events",
-            Some(&format!("e{i}")),
-            &serde_json::to_vec(e).unwrap(),
-        );
+        send_event(&p, i, e);
     }
     p.flush(Duration::from_secs(30)).unwrap();
     let start = Instant::now();
@@ -373,12 +360,7 @@ fn a_scorer_restarted_mid_stream_misses_no_event() {
     let (expected, _) = predict(&svc, &events);
     svc.stop().unwrap();
     for (i, e) in events.iter().enumerate().skip(1000) {
-        send(
-            &p,
-            "r.events",
-            Some(&format!("e{i}")),
-            &serde_json::to_vec(e).unwrap(),
-        );
+        send_event(&p, i, e);
     }
     p.flush(Duration::from_secs(30)).unwrap();
     let svc = TestService::start(setup(Some(dir.path())), &b);
@@ -495,12 +477,7 @@ model = {{ method = "lasso", k = 2 }}
                 std::thread::spawn(move || {
                     let p = producer(&b);
                     for (i, e) in events.iter().enumerate() {
-                        send(
-                            &p,
-                            "r.events",
-                            Some(&format!("e{i}")),
-                            &serde_json::to_vec(e).unwrap(),
-                        );
+                        send_event(&p, i, e);
                         if i % 200 == 199 {
                             p.flush(Duration::from_secs(30)).unwrap();
                             std::thread::sleep(Duration::from_millis(150));

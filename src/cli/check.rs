@@ -20,7 +20,7 @@ use crate::kafka::topics::{self, Found, Needed};
 use crate::kafka::{Client, KafkaClients, authz, is_secret, redacted};
 use crate::schemas::registry::Registry;
 use rdkafka::ClientContext;
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, ResourceSpecifier, TopicReplication};
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, ResourceSpecifier};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
@@ -560,19 +560,7 @@ fn creations(
         Ok(a) => a,
         Err(e) => return not_checked(&clients.scrub(&e.to_string())),
     };
-    let new: Vec<NewTopic> = missing
-        .iter()
-        .map(|n| {
-            n.settings().iter().fold(
-                NewTopic::new(
-                    &n.topic,
-                    n.partitions,
-                    TopicReplication::Fixed(i32::from(replication)),
-                ),
-                |t, (k, v)| t.set(k, v),
-            )
-        })
-        .collect();
+    let new: Vec<NewTopic> = missing.iter().map(|n| n.new_topic(replication)).collect();
     let opts = AdminOptions::new()
         .validate_only(true)
         .operation_timeout(Some(timeout))

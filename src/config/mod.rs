@@ -83,6 +83,15 @@ fn check_topic(topic: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Whether `name` may name a stream or a scorer: non-empty, letters, digits, '-', '_' or '.'
+/// (it labels metrics and appears in URLs).
+pub(crate) fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
 /// `${env:NAME}` from the environment, `${file:PATH}` from a file (trimmed), else as given.
 /// (`kafka.options` and the registry's secrets.)
 pub(crate) fn resolve_secret(key: &str, value: &mut String) -> anyhow::Result<()> {
@@ -301,11 +310,7 @@ impl Config {
             .map(|s| (&s.name, s.topic()))
             .chain(self.feature_streams.iter().map(|f| (&f.name, f.topic())));
         for (name, topic) in all {
-            let ok_name = !name.is_empty()
-                && name
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-            if !ok_name {
+            if !valid_name(name) {
                 bail!(
                     "stream name '{name}' must be non-empty and use only letters, digits, '-', '_' or '.'"
                 );

@@ -12,7 +12,7 @@
 //! refresh_ms = 1000
 //! ```
 
-use super::{StreamConfig, check_topic};
+use super::{StreamConfig, check_topic, valid_name};
 use anyhow::bail;
 use ravel_core::solve::Request;
 use serde::{Deserialize, Serialize};
@@ -60,11 +60,7 @@ impl ScorerConfig {
     /// with, checked against the stream's p. `history_k` is the default model's k.
     pub fn check(&self, streams: &[StreamConfig], history_k: usize) -> anyhow::Result<Request> {
         let name = &self.name;
-        let ok_name = !name.is_empty()
-            && name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-        if !ok_name {
+        if !valid_name(name) {
             bail!(
                 "scorer name '{name}' must be non-empty and use only letters, digits, '-', '_' or '.'"
             );

@@ -27,7 +27,7 @@ use crate::metrics::Metrics;
 use crate::shutdown::Shutdown;
 use crate::state::streams::{Snapshot, StreamHandle};
 use ravel_core::Task;
-use ravel_core::solve::{Model, Request, model_from_folds};
+use ravel_core::solve::{Checked, Model, Request, model_from_folds};
 use rdkafka::ClientContext;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
@@ -103,7 +103,8 @@ impl ProducerContext for Reports {
 
 struct Scorer {
     config: ScorerConfig,
-    model: Request,
+    /// The model request, checked once against the stream's p.
+    model: Checked,
     /// A hash of the model request, in every prediction's model version.
     spec: String,
     stream: Arc<StreamHandle>,
@@ -147,11 +148,15 @@ impl Scorer {
         } else {
             None
         };
+        let model = s
+            .model
+            .check(s.stream.p())
+            .map_err(|e| anyhow::anyhow!("scorer '{name}': model: {e}"))?;
         s.metrics.declare_scorer(name);
         Ok(Scorer {
             spec: spec_hash(&s.model),
             config: s.config,
-            model: s.model,
+            model,
             stream: s.stream,
             clients: s.clients,
             consumer,
@@ -218,14 +223,12 @@ impl Scorer {
         if snapshot.stats.n() == 0 {
             return self.current.is_some();
         }
-        let extracted = self.model.check(self.stream.p()).and_then(|checked| {
-            model_from_folds(
-                &snapshot.stats,
-                snapshot.folds.as_ref(),
-                &checked,
-                self.stream.names(),
-            )
-        });
+        let extracted = model_from_folds(
+            &snapshot.stats,
+            snapshot.folds.as_ref(),
+            &self.model,
+            self.stream.names(),
+        );
         match extracted {
             Ok(model) => {
                 self.metrics

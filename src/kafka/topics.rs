@@ -57,6 +57,18 @@ impl Needed {
         matches!(self.role, "stream" | "feature_stream" | "scorer")
     }
 
+    /// The CreateTopics request for it, with `replication` replicas and its settings.
+    pub fn new_topic(&self, replication: i16) -> NewTopic<'_> {
+        self.settings().iter().fold(
+            NewTopic::new(
+                &self.topic,
+                self.partitions,
+                TopicReplication::Fixed(i32::from(replication)),
+            ),
+            |t, (k, v)| t.set(k, v),
+        )
+    }
+
     /// The topic-level settings ravel creates it with: the state topic is compacted (only
     /// the latest record of each key matters).
     pub fn settings(&self) -> &'static [(&'static str, &'static str)] {
@@ -340,19 +352,7 @@ impl TopicCheck {
                 return;
             }
         };
-        let new: Vec<NewTopic> = missing
-            .iter()
-            .map(|n| {
-                n.settings().iter().fold(
-                    NewTopic::new(
-                        &n.topic,
-                        n.partitions,
-                        TopicReplication::Fixed(i32::from(replication)),
-                    ),
-                    |t, (k, v)| t.set(k, v),
-                )
-            })
-            .collect();
+        let new: Vec<NewTopic> = missing.iter().map(|n| n.new_topic(replication)).collect();
         let opts = AdminOptions::new()
             .operation_timeout(Some(Duration::from_secs(10)))
             .request_timeout(Some(Duration::from_secs(10)));

@@ -233,24 +233,13 @@ impl<T> Registry<T> {
             SchemaRef::Id(id) => format!("{url}/schemas/ids/{id}"),
             SchemaRef::Guid(g) => format!("{url}/schemas/guids/{g}"),
         };
-        let mut req = self.agent.get(&path);
-        if serialized {
-            req = req.query("format", "serialized");
-        }
-        if let Some(a) = &self.authorization {
-            req = req.header("Authorization", a);
-        }
-        let mut resp = req
-            .header("Accept", "application/vnd.schemaregistry.v1+json")
-            .call()
-            .map_err(|e| format!("cannot reach the Schema Registry at {url}: {e}"))?;
-        let status = resp.status().as_u16();
-        let body = resp
-            .body_mut()
-            .with_config()
-            .limit(MAX_ANSWER_BYTES)
-            .read_to_string()
-            .map_err(|e| format!("the Schema Registry at {url} answered {status} but its body could not be read: {e}"))?;
+        let query = serialized.then_some(("format", "serialized"));
+        let (status, body) = self.ask(url, &path, query)?;
+        let body = body.map_err(|e| {
+            format!(
+                "the Schema Registry at {url} answered {status} but its body could not be read: {e}"
+            )
+        })?;
         match status {
             200 => Ok(parse_answer(at, &body)),
             404 => Ok(Err(FetchError::NotFound(format!(
@@ -278,8 +267,19 @@ impl<T> Registry<T> {
             .collect()
     }
 
-    fn probe_one(&self, url: &str) -> Result<Vec<String>, String> {
-        let mut req = self.agent.get(format!("{url}/schemas/types"));
+    /// GETs `path` (a whole URL under `url`, with `query` if any) with ravel's credentials:
+    /// the status and the body (read up to `MAX_ANSWER_BYTES`, or why it could not be), or
+    /// why the registry could not be asked.
+    fn ask(
+        &self,
+        url: &str,
+        path: &str,
+        query: Option<(&str, &str)>,
+    ) -> Result<(u16, Result<String, String>), String> {
+        let mut req = self.agent.get(path);
+        if let Some((k, v)) = query {
+            req = req.query(k, v);
+        }
         if let Some(a) = &self.authorization {
             req = req.header("Authorization", a);
         }
@@ -293,7 +293,13 @@ impl<T> Registry<T> {
             .with_config()
             .limit(MAX_ANSWER_BYTES)
             .read_to_string()
-            .unwrap_or_default();
+            .map_err(|e| e.to_string());
+        Ok((status, body))
+    }
+
+    fn probe_one(&self, url: &str) -> Result<Vec<String>, String> {
+        let (status, body) = self.ask(url, &format!("{url}/schemas/types"), None)?;
+        let body = body.unwrap_or_default();
         match status {
             200 => serde_json::from_str::<Vec<String>>(&body).map_err(|e| {
                 format!(

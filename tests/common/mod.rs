@@ -347,23 +347,26 @@ pub fn read_topic(
     let start = Instant::now();
     while out.len() < want && start.elapsed() < DEADLINE {
         if let Some(Ok(m)) = consumer.poll(Duration::from_millis(200)) {
-            let headers = m
-                .headers()
-                .map(|h| {
-                    h.iter()
-                        .map(|hd| {
-                            (
-                                hd.key.to_string(),
-                                String::from_utf8_lossy(hd.value.unwrap_or(&[])).into_owned(),
-                            )
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            out.push((m.payload().unwrap_or(&[]).to_vec(), headers));
+            out.push((m.payload().unwrap_or(&[]).to_vec(), headers_of(&m)));
         }
     }
     out
+}
+
+/// A message's headers, values as text.
+pub fn headers_of(m: &impl Message) -> BTreeMap<String, String> {
+    m.headers()
+        .map(|h| {
+            h.iter()
+                .map(|hd| {
+                    (
+                        hd.key.to_string(),
+                        String::from_utf8_lossy(hd.value.unwrap_or(&[])).into_owned(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Partitions of `topic` as the cluster reports them; None when it does not have the topic
