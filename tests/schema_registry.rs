@@ -47,6 +47,8 @@ struct Registered {
     schema_type: String,
     schema: String,
     guid: String,
+    /// The schemas it imports: `[{"name", "subject", "version"}]`.
+    references: Value,
 }
 
 #[derive(Default)]
@@ -131,6 +133,7 @@ async fn register(
     let body: Value = serde_json::from_slice(&body).unwrap();
     let schema = body["schema"].as_str().unwrap().to_string();
     let schema_type = body["schemaType"].as_str().unwrap_or("AVRO").to_string();
+    let references = body.get("references").cloned().unwrap_or(json!([]));
     let mut all = st.schemas.lock().unwrap();
     let id = match all
         .iter()
@@ -144,6 +147,7 @@ async fn register(
                 schema_type,
                 schema,
                 guid,
+                references,
             });
             all.len()
         }
@@ -153,6 +157,19 @@ async fn register(
         StatusCode::OK,
         axum::Json(json!({"id": id, "guid": r.guid, "subject": subject, "version": id})),
     )
+}
+
+/// A schema as the registry gives it; versions are numbered by id here (increasing within a
+/// subject, as a real registry's are).
+fn answer(r: &Registered) -> Value {
+    let mut v = json!({"schema": r.schema, "guid": r.guid, "subject": r.subject});
+    if r.schema_type != "AVRO" {
+        v["schemaType"] = json!(r.schema_type);
+    }
+    if r.references.as_array().is_some_and(|a| !a.is_empty()) {
+        v["references"] = r.references.clone();
+    }
+    v
 }
 
 async fn by(st: &Shared, found: Option<Registered>) -> Answer {
@@ -171,13 +188,7 @@ async fn by(st: &Shared, found: Option<Registered>) -> Answer {
         );
     }
     match found {
-        Some(r) => {
-            let mut v = json!({"schema": r.schema, "guid": r.guid});
-            if r.schema_type != "AVRO" {
-                v["schemaType"] = json!(r.schema_type);
-            }
-            (StatusCode::OK, axum::Json(v))
-        }
+        Some(r) => (StatusCode::OK, axum::Json(answer(&r))),
         None => error(StatusCode::NOT_FOUND, 40403, "Schema not found"),
     }
 }
@@ -216,9 +227,57 @@ async fn by_guid(
     by(&st, found).await
 }
 
+/// `GET /subjects/S/versions/V`: an imported schema, as the service fetches it.
+async fn by_version(
+    State(st): State<Shared>,
+    Path((subject, version)): Path<(String, usize)>,
+    Query(q): Query<HashMap<String, String>>,
+    h: HeaderMap,
+) -> Answer {
+    let path = format!("/subjects/{subject}/versions/{version}");
+    if let Err(refused) = admit(&st, "GET", &path, &q, &h) {
+        return refused;
+    }
+    let found = version
+        .checked_sub(1)
+        .and_then(|i| st.schemas.lock().unwrap().get(i).cloned())
+        .filter(|r| r.subject == subject);
+    by(&st, found).await
+}
+
+/// `POST /subjects/S`: is this schema registered under S, and as which version (what
+/// Confluent's Protobuf serializer asks of each file the message imports).
+async fn lookup(
+    State(st): State<Shared>,
+    Path(subject): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+    h: HeaderMap,
+    body: Bytes,
+) -> Answer {
+    if let Err(refused) = admit(&st, "POST", &format!("/subjects/{subject}"), &q, &h) {
+        return refused;
+    }
+    let body: Value = serde_json::from_slice(&body).unwrap();
+    let all = st.schemas.lock().unwrap();
+    match all
+        .iter()
+        .position(|r| r.subject == subject && Some(r.schema.as_str()) == body["schema"].as_str())
+    {
+        Some(i) => {
+            let mut v = answer(&all[i]);
+            v["id"] = json!(i + 1);
+            v["version"] = json!(i + 1);
+            (StatusCode::OK, axum::Json(v))
+        }
+        None => error(StatusCode::NOT_FOUND, 40403, "Schema not found"),
+    }
+}
+
 async fn versions(State(st): State<Shared>, Path(subject): Path<String>) -> Answer {
     let all = st.schemas.lock().unwrap();
-    let v: Vec<usize> = (1..=all.iter().filter(|r| r.subject == subject).count()).collect();
+    let v: Vec<usize> = (1..=all.len())
+        .filter(|i| all[i - 1].subject == subject)
+        .collect();
     if v.is_empty() {
         return error(StatusCode::NOT_FOUND, 40401, "Subject not found");
     }
@@ -229,7 +288,9 @@ impl Registry {
     fn start() -> Registry {
         let state: Shared = Arc::new(RegistryState::default());
         let app = Router::new()
+            .route("/subjects/{subject}", post(lookup))
             .route("/subjects/{subject}/versions", post(register).get(versions))
+            .route("/subjects/{subject}/versions/{version}", get(by_version))
             .route("/schemas/ids/{id}", get(by_id))
             .route("/schemas/guids/{guid}", get(by_guid))
             .with_state(state.clone());
@@ -571,11 +632,19 @@ fn proto_v1() -> Value {
 }
 
 /// Reordered and widened (`sqft` int64, `rooms` double), fields added (one a well-known
-/// Timestamp, an import).
+/// Timestamp, an import the serializer does not register).
 fn proto_v2() -> Value {
     json!({"name": "Sale", "fields": [["note", "string"], ["sold_at", "timestamp"], ["user", "User"], ["sqft", "int64"],
         ["region", "string"], ["rooms", "double"], ["price", "double"]],
         "nested": {"User": [["id", "string"], ["age", "int64"]]}})
+}
+
+/// `User` from another file the serializer registers as a reference (subject
+/// `shop/people.proto`), which the service fetches with the schema.
+fn proto_v3() -> Value {
+    json!({"name": "Sale", "fields": [["price", "double"], ["sqft", "int64"], ["rooms", "double"],
+        ["region", "string"], ["user", "shop.people.User"]],
+        "imports": {"shop/people.proto": {"package": "shop.people", "messages": {"User": [["age", "int64"]]}}}})
 }
 
 fn proto_records(rows: &[Sale], v2: bool) -> Value {
@@ -617,7 +686,7 @@ fn protobuf_and_json_schema_from_confluents_serializers_give_numpys_ols() {
         ),
         broker.bootstrap_servers(),
     );
-    let rows = sales(700, 2);
+    let rows = sales(900, 2);
     confluent_produce(
         &broker,
         &registry,
@@ -626,7 +695,8 @@ fn protobuf_and_json_schema_from_confluents_serializers_give_numpys_ols() {
         false,
         json!([
             {"schema": proto_v1(), "records": proto_records(&rows[..300], false)},
-            {"schema": proto_v2(), "records": proto_records(&rows[300..], true)},
+            {"schema": proto_v2(), "records": proto_records(&rows[300..700], true)},
+            {"schema": proto_v3(), "records": proto_records(&rows[700..], false)},
         ]),
     );
     let json_rows = sales(500, 3);
@@ -648,7 +718,15 @@ fn protobuf_and_json_schema_from_confluents_serializers_give_numpys_ols() {
         .iter()
         .filter(|l| l.starts_with("GET /schemas/ids/") && l.contains("format=serialized"))
         .collect();
-    assert_eq!(proto_fetches.len(), 2, "{log:?}");
+    assert_eq!(proto_fetches.len(), 3, "{log:?}");
+    // The imported file, by the subject and version its reference names, serialized too.
+    assert!(
+        log.iter().any(
+            |l| l.starts_with("GET /subjects/shop/people.proto/versions/")
+                && l.contains("format=serialized")
+        ),
+        "{log:?}"
+    );
     svc.stop().unwrap();
 }
 
@@ -789,10 +867,17 @@ fn bad_framing_unknown_ids_and_mismatched_datums_are_dead_lettered_and_outages_w
 }
 
 #[test]
-fn ravel_produce_registers_the_rows_schema_and_writes_framed_avro_and_json() {
+fn ravel_produce_registers_the_rows_schema_and_writes_framed_avro_protobuf_and_json() {
     let registry = Registry::start();
     let broker = EmbeddedBroker::start(1).unwrap();
-    for t in ["sr.prod", "sr.prod.dlq", "sr.prodj", "sr.prodj.dlq"] {
+    for t in [
+        "sr.prod",
+        "sr.prod.dlq",
+        "sr.prodp",
+        "sr.prodp.dlq",
+        "sr.prodj",
+        "sr.prodj.dlq",
+    ] {
         broker.create_topic(t, 1).unwrap();
     }
     let numeric = |name: &str, topic: &str, format: ValueFormat| {
@@ -810,6 +895,7 @@ fn ravel_produce_registers_the_rows_schema_and_writes_framed_avro_and_json() {
         registry_config(
             vec![
                 numeric("prod", "sr.prod", ValueFormat::Avro),
+                numeric("prodp", "sr.prodp", ValueFormat::Protobuf),
                 numeric("prodj", "sr.prodj", ValueFormat::JsonSchema),
             ],
             &registry,
@@ -828,7 +914,11 @@ fn ravel_produce_registers_the_rows_schema_and_writes_framed_avro_and_json() {
         .collect();
     std::fs::write(&csv, text).unwrap();
     let auth = format!("{USER}:{PASSWORD}");
-    for (topic, wire) in [("sr.prod", "avro"), ("sr.prodj", "json-schema")] {
+    for (topic, wire) in [
+        ("sr.prod", "avro"),
+        ("sr.prodp", "protobuf"),
+        ("sr.prodj", "json-schema"),
+    ] {
         ravel(&[
             "produce",
             "--brokers",
@@ -848,12 +938,12 @@ fn ravel_produce_registers_the_rows_schema_and_writes_framed_avro_and_json() {
             "--quiet",
         ]);
     }
-    wait_n(&svc, "prod", rows.len());
-    wait_n(&svc, "prodj", rows.len());
-    assert_ols_is_numpys(&svc, "prod", &rows, 3);
-    assert_ols_is_numpys(&svc, "prodj", &rows, 3);
+    for name in ["prod", "prodp", "prodj"] {
+        wait_n(&svc, name, rows.len());
+        assert_ols_is_numpys(&svc, name, &rows, 3);
+    }
     let log = registry.log();
-    for subject in ["sr.prod-value", "sr.prodj-value"] {
+    for subject in ["sr.prod-value", "sr.prodp-value", "sr.prodj-value"] {
         assert!(
             log.iter()
                 .any(|l| l.starts_with(&format!("POST /subjects/{subject}/versions"))),

@@ -38,9 +38,24 @@ pub enum WireFormat {
     /// Confluent-framed Avro, one row per message, its schema registered at
     /// --schema-registry (for a stream with `format = "avro"`; needs a CSV header).
     Avro,
+    /// Confluent-framed Protobuf (proto3, every value a double), one row per message, its
+    /// schema registered at --schema-registry (for a stream with `format = "protobuf"`).
+    Protobuf,
     /// Confluent-framed JSON with a registered JSON Schema, one row per message (for a stream
     /// with `format = "json-schema"`).
     JsonSchema,
+}
+
+impl WireFormat {
+    /// The Confluent-framed formats: the record kind and the flag's value.
+    fn schemad(self) -> Option<(schemad::Kind, &'static str)> {
+        match self {
+            WireFormat::Avro => Some((schemad::Kind::Avro, "avro")),
+            WireFormat::Protobuf => Some((schemad::Kind::Protobuf, "protobuf")),
+            WireFormat::JsonSchema => Some((schemad::Kind::JsonSchema, "json-schema")),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -75,7 +90,7 @@ pub struct ProduceArgs {
     /// message).
     #[arg(long, value_name = "ROWS", default_value_t = 100)]
     pub batch_rows: usize,
-    /// Schema Registry URL where --wire-format avro or json-schema registers the rows' schema
+    /// Schema Registry URL where --wire-format avro, protobuf or json-schema registers the rows' schema
     /// (subject `<topic>-value`).
     #[arg(long, value_name = "URL")]
     pub schema_registry: Option<String>,
@@ -268,7 +283,10 @@ pub fn run(args: &ProduceArgs) -> anyhow::Result<Produced> {
             // Only a message's rows are held; a file whose rows alone pass --max-memory is
             // refused before reading.
             let batch_rows = match args.wire_format {
-                WireFormat::JsonNamed | WireFormat::Avro | WireFormat::JsonSchema => 1,
+                WireFormat::JsonNamed
+                | WireFormat::Avro
+                | WireFormat::Protobuf
+                | WireFormat::JsonSchema => 1,
                 _ => args.batch_rows,
             };
             let csv = match format {
@@ -318,26 +336,17 @@ pub fn run(args: &ProduceArgs) -> anyhow::Result<Produced> {
                 "json-named-batch"
             }
         ),
-        (w @ (WireFormat::Avro | WireFormat::JsonSchema), None) if args.input.is_some() => bail!(
+        (w, None) if args.input.is_some() && w.schemad().is_some() => bail!(
             "--wire-format {} needs feature names: use a CSV file with a header row",
-            if w == WireFormat::Avro {
-                "avro"
-            } else {
-                "json-schema"
-            }
+            w.schemad().expect("checked").1
         ),
         (w, _) => w,
     };
-    let framed = match wire {
-        WireFormat::Avro | WireFormat::JsonSchema => {
+    let framed = match wire.schemad() {
+        Some((kind, flag)) => {
             let Some(url) = &args.schema_registry else {
                 bail!(
-                    "--wire-format {} registers the rows' schema: give --schema-registry URL",
-                    if wire == WireFormat::Avro {
-                        "avro"
-                    } else {
-                        "json-schema"
-                    }
+                    "--wire-format {flag} registers the rows' schema: give --schema-registry URL"
                 );
             };
             // The record's fields: the features' names (x0, x1, ... for --synthetic), then the
@@ -351,11 +360,6 @@ pub fn run(args: &ProduceArgs) -> anyhow::Result<Produced> {
                 .filter(|t| t.parse::<usize>().is_err())
                 .unwrap_or("y");
             fields.push(target.to_string());
-            let kind = if wire == WireFormat::Avro {
-                schemad::Kind::Avro
-            } else {
-                schemad::Kind::JsonSchema
-            };
             let f = schemad::Framed::register(
                 kind,
                 url,
@@ -372,7 +376,7 @@ pub fn run(args: &ProduceArgs) -> anyhow::Result<Produced> {
             }
             Some(f)
         }
-        _ => None,
+        None => None,
     };
     if let (WireFormat::JsonNamedBatch, Some(names), false) = (wire, &names, args.quiet) {
         let shown: Vec<&str> = names.iter().take(8).map(String::as_str).collect();
@@ -452,7 +456,7 @@ pub fn run(args: &ProduceArgs) -> anyhow::Result<Produced> {
                 &mut buf,
             ),
             WireFormat::Binary => format::encode_binary(&x, &y, p, &mut buf),
-            WireFormat::Avro | WireFormat::JsonSchema => {
+            WireFormat::Avro | WireFormat::Protobuf | WireFormat::JsonSchema => {
                 values.clear();
                 values.extend_from_slice(&x);
                 values.push(y[0]);

@@ -1,20 +1,31 @@
-//! `ravel produce --wire-format avro | json-schema --schema-registry URL`: one record per row in
-//! the Confluent wire format, its schema registered the way Confluent's serializers do (`POST
-//! /subjects/<topic>-value/versions`, the answer's id in every message's header bytes), so a
-//! user can try a schema'd stream (`format = "avro"`) without writing a producer. A column
-//! named with dots (`user.age`) becomes a field of a nested record (`{"user": {"age": ..}}`),
-//! as a stream's dotted feature names read it; every value is a double.
+//! `ravel produce --wire-format avro | protobuf | json-schema --schema-registry URL`: one
+//! record per row in the Confluent wire format, its schema registered the way Confluent's
+//! serializers do (`POST /subjects/<topic>-value/versions`, the answer's id in every message's
+//! header bytes; Protobuf as the base64 of a serialized `FileDescriptorProto`, as Confluent's
+//! Python serializer registers it, and the message-index list `[0]`), so a user can try a
+//! schema'd stream (`format = "avro"`) without writing a producer. A column named with dots
+//! (`user.age`) becomes a field of a nested record (`{"user": {"age": ..}}`, a nested message
+//! type in Protobuf), as a stream's dotted feature names read it; every value is a double.
 
 use anyhow::{Context, bail};
 use apache_avro::types::Value as Avro;
+use base64::Engine;
+use prost_reflect::prost::Message as _;
+use prost_reflect::prost_types::field_descriptor_proto::{Label, Type};
+use prost_reflect::prost_types::{DescriptorProto, FieldDescriptorProto, FileDescriptorProto};
+use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor};
 use serde_json::{Value, json};
 
 /// The framed formats `ravel produce` writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     Avro,
+    Protobuf,
     JsonSchema,
 }
+
+/// The Protobuf package of the rows' message type (`ravel.produce.Row`).
+const PROTO_PACKAGE: &str = "ravel.produce";
 
 /// A field of the record: a value, or a nested record of fields.
 #[derive(Debug, Clone, PartialEq)]
@@ -94,12 +105,60 @@ fn json_schema(fields: &[(String, Node)]) -> Value {
     json!({"type": "object", "properties": props, "required": required})
 }
 
+/// The message type `name` of `fields` (records as nested types `<Field>Record`), its fields
+/// numbered in order, every value a double (proto3).
+fn proto_message(name: &str, fields: &[(String, Node)], scope: &str) -> DescriptorProto {
+    let mut m = DescriptorProto {
+        name: Some(name.to_string()),
+        ..Default::default()
+    };
+    for (number, (field, node)) in (1..).zip(fields) {
+        let mut f = FieldDescriptorProto {
+            name: Some(field.clone()),
+            number: Some(number),
+            label: Some(Label::Optional as i32),
+            ..Default::default()
+        };
+        match node {
+            Node::Leaf(_) => f.r#type = Some(Type::Double as i32),
+            Node::Record(children) => {
+                let nested = proto_record_name(field);
+                f.r#type = Some(Type::Message as i32);
+                f.type_name = Some(format!(".{scope}.{name}.{nested}"));
+                m.nested_type
+                    .push(proto_message(&nested, children, &format!("{scope}.{name}")));
+            }
+        }
+        m.field.push(f);
+    }
+    m
+}
+
+/// The nested message type of a record field: `user` -> `UserRecord`.
+fn proto_record_name(field: &str) -> String {
+    let mut c = field.chars();
+    let first = c.next().map(|f| f.to_ascii_uppercase());
+    first.into_iter().chain(c).chain("Record".chars()).collect()
+}
+
+/// The file of the rows' message type, serialized.
+fn proto_file(fields: &[(String, Node)]) -> FileDescriptorProto {
+    FileDescriptorProto {
+        name: Some("ravel_produce_row.proto".into()),
+        package: Some(PROTO_PACKAGE.into()),
+        syntax: Some("proto3".into()),
+        message_type: vec![proto_message("Row", fields, PROTO_PACKAGE)],
+        ..Default::default()
+    }
+}
+
 /// Registers the record schema of `names` and encodes rows with its id.
 pub struct Framed {
     kind: Kind,
     id: u32,
     fields: Vec<(String, Node)>,
     avro: Option<apache_avro::Schema>,
+    proto: Option<MessageDescriptor>,
 }
 
 impl Framed {
@@ -113,10 +172,15 @@ impl Framed {
     ) -> anyhow::Result<Framed> {
         let fields = tree(names)?;
         let (schema, schema_type) = match kind {
-            Kind::Avro => (avro_schema(&fields, "Row"), None),
-            Kind::JsonSchema => (json_schema(&fields), Some("JSON")),
+            Kind::Avro => (avro_schema(&fields, "Row").to_string(), None),
+            Kind::Protobuf => (
+                base64::engine::general_purpose::STANDARD
+                    .encode(proto_file(&fields).encode_to_vec()),
+                Some("PROTOBUF"),
+            ),
+            Kind::JsonSchema => (json_schema(&fields).to_string(), Some("JSON")),
         };
-        let mut body = json!({"schema": schema.to_string()});
+        let mut body = json!({"schema": schema});
         if let Some(t) = schema_type {
             body["schemaType"] = json!(t);
         }
@@ -133,7 +197,6 @@ impl Framed {
             .post(&url)
             .header("Content-Type", "application/vnd.schemaregistry.v1+json");
         if let Some(a) = auth {
-            use base64::Engine;
             req = req.header(
                 "Authorization",
                 format!(
@@ -163,17 +226,26 @@ impl Framed {
             .and_then(|id| u32::try_from(id).ok())
             .with_context(|| format!("the Schema Registry's answer holds no schema id: {text}"))?;
         let avro = match kind {
-            Kind::Avro => Some(
-                apache_avro::Schema::parse_str(&schema.to_string())
-                    .context("the generated Avro schema")?,
-            ),
-            Kind::JsonSchema => None,
+            Kind::Avro => {
+                Some(apache_avro::Schema::parse_str(&schema).context("the generated Avro schema")?)
+            }
+            _ => None,
+        };
+        let proto = match kind {
+            Kind::Protobuf => {
+                let mut pool = DescriptorPool::new();
+                pool.add_file_descriptor_proto(proto_file(&fields))
+                    .context("the generated Protobuf schema")?;
+                pool.get_message_by_name(&format!("{PROTO_PACKAGE}.Row"))
+            }
+            _ => None,
         };
         Ok(Framed {
             kind,
             id,
             fields,
             avro,
+            proto,
         })
     }
 
@@ -207,6 +279,34 @@ impl Framed {
                     .build()?
                     .write_value_to_vec(record(&self.fields, values))?;
                 out.extend_from_slice(&bytes);
+            }
+            (Kind::Protobuf, _) => {
+                fn message(
+                    desc: MessageDescriptor,
+                    fields: &[(String, Node)],
+                    values: &[f64],
+                ) -> DynamicMessage {
+                    let mut m = DynamicMessage::new(desc.clone());
+                    for ((_, node), field) in fields.iter().zip(desc.fields()) {
+                        let v = match node {
+                            Node::Leaf(i) => prost_reflect::Value::F64(values[*i]),
+                            Node::Record(c) => {
+                                let nested = field.kind();
+                                let nested = nested.as_message().expect("a record's field");
+                                prost_reflect::Value::Message(message(nested.clone(), c, values))
+                            }
+                        };
+                        m.set_field(&field, v);
+                    }
+                    m
+                }
+                let desc = self
+                    .proto
+                    .clone()
+                    .expect("registered with its message type");
+                // The message-index list [0] (the file's first message type), then the message.
+                out.push(0);
+                message(desc, &self.fields, values).encode(out)?;
             }
             _ => {
                 fn object(fields: &[(String, Node)], values: &[f64]) -> Value {
