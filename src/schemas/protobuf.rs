@@ -5,7 +5,8 @@
 //! `prost-reflect` decodes the message dynamically. Fields become named values: scalars as
 //! numbers, booleans and text, enums as their value's name, nested messages as objects (unset
 //! ones as absent, so a mapped field inside follows the missing-value policy), repeated fields
-//! as lists.
+//! as lists. A schema that imports other registered schemas (the registry's references) is
+//! built with them, fetched along with it by the registry client, in either form.
 
 use super::registry::Fetched;
 use super::schema_error;
@@ -26,37 +27,52 @@ pub struct Messages {
     file: FileDescriptor,
 }
 
-/// The file a schema compiles to, from its serialized or text form. Imports of Google's
-/// well-known types (`google/protobuf/timestamp.proto` ...) resolve from the ones built in;
-/// imports of other registered schemas are not read yet.
-fn pool_of(f: &Fetched) -> Result<FileDescriptor, String> {
-    if let Some(r) = f
-        .references
-        .iter()
-        .find(|r| !r.starts_with("google/protobuf/"))
-    {
-        return Err(format!(
-            "the schema imports '{r}': Protobuf schemas that import other registered schemas \
-             are not read yet; define the message types in one file (Google's well-known \
-             types may be imported)"
-        ));
-    }
-    let serialized = base64::engine::general_purpose::STANDARD
-        .decode(f.schema.trim())
+/// A schema's text as a serialized `FileDescriptorProto` (the base64 Confluent's Python
+/// serializer registers, and what a registry answers with `format=serialized`), if it is one.
+fn serialized(text: &str) -> Option<FileDescriptorProto> {
+    base64::engine::general_purpose::STANDARD
+        .decode(text.trim())
         .ok()
         .and_then(|bytes| FileDescriptorProto::decode(bytes.as_slice()).ok())
-        .filter(|fdp| !fdp.message_type.is_empty() || !fdp.enum_type.is_empty());
-    if let Some(fdp) = serialized {
+        .filter(|fdp| {
+            !fdp.message_type.is_empty() || !fdp.enum_type.is_empty() || fdp.name.is_some()
+        })
+}
+
+/// The file a schema compiles to, from its serialized or text form, with the files it
+/// imports: Google's well-known types from the ones built in, other registered schemas from
+/// the registry (its references, fetched with it: `Fetched::imports`).
+fn pool_of(f: &Fetched) -> Result<FileDescriptor, String> {
+    if let Some(missing) = f
+        .references
+        .iter()
+        .find(|r| !f.imports.iter().any(|(name, _)| *name == r.name))
+    {
+        return Err(format!(
+            "the imported schema '{}' was not fetched",
+            missing.name
+        ));
+    }
+    let imports: Option<Vec<FileDescriptorProto>> =
+        f.imports.iter().map(|(_, text)| serialized(text)).collect();
+    if let (Some(mut fdp), Some(imports)) = (serialized(&f.schema), imports) {
+        if fdp.name.is_none() {
+            fdp.name = Some(ONE_FILE.into());
+        }
         let name = fdp.name().to_string();
         let mut pool = DescriptorPool::global();
-        pool.add_file_descriptor_proto(fdp)
+        pool.add_file_descriptor_protos(imports.into_iter().chain([fdp]))
             .map_err(|e| format!("the Protobuf schema does not resolve: {e}"))?;
         return pool
             .get_file_by_name(&name)
             .ok_or_else(|| "the Protobuf schema holds no file".to_string());
     }
     let mut resolver = protox::file::ChainFileResolver::new();
-    resolver.add(OneFile(f.schema.clone()));
+    resolver.add(Files(
+        std::iter::once((ONE_FILE.to_string(), f.schema.clone()))
+            .chain(f.imports.iter().cloned())
+            .collect(),
+    ));
     resolver.add(protox::file::GoogleFileResolver::new());
     let mut compiler = protox::Compiler::with_file_resolver(resolver);
     compiler
@@ -71,15 +87,15 @@ fn pool_of(f: &Fetched) -> Result<FileDescriptor, String> {
 /// The name the registry's `.proto` text is compiled under.
 const ONE_FILE: &str = "registry-schema.proto";
 
-/// Serves the registry's `.proto` text as one file.
-struct OneFile(String);
+/// Serves the registry's `.proto` texts by file name: the schema's as `ONE_FILE`, its
+/// imports' by the names they are imported by.
+struct Files(Vec<(String, String)>);
 
-impl protox::file::FileResolver for OneFile {
+impl protox::file::FileResolver for Files {
     fn open_file(&self, name: &str) -> Result<protox::file::File, protox::Error> {
-        if name == ONE_FILE {
-            protox::file::File::from_source(name, &self.0)
-        } else {
-            Err(protox::Error::file_not_found(name))
+        match self.0.iter().find(|(n, _)| n == name) {
+            Some((n, text)) => protox::file::File::from_source(n, text),
+            None => Err(protox::Error::file_not_found(name)),
         }
     }
 }
@@ -253,7 +269,7 @@ mod tests {
         let m = Messages::parse(&Fetched {
             schema_type: "PROTOBUF".into(),
             schema: SALE.into(),
-            references: vec![],
+            ..Default::default()
         })
         .unwrap();
         // Sale { price: 2.5, sqft: 700, user { age: 41 }, region: SOUTH }
@@ -281,5 +297,66 @@ mod tests {
         assert!(e.message.contains("name no message type"), "{e:?}");
         assert!(message_indexes(&[0x04, 0x02]).is_err());
         assert_eq!(message_indexes(&[0]).unwrap().0, vec![0]);
+    }
+
+    #[test]
+    fn imported_schemas_resolve_as_text_and_serialized() {
+        use super::super::registry::Reference;
+        const COMMON: &str = r#"syntax = "proto3";
+            package shop.common;
+            message User { int32 age = 1; }"#;
+        const ORDER: &str = r#"syntax = "proto3";
+            package shop;
+            import "shop/common.proto";
+            message Order { double price = 1; shop.common.User user = 2; }"#;
+        let reference = Reference {
+            name: "shop/common.proto".into(),
+            subject: "shop/common.proto".into(),
+            version: 1,
+        };
+        let text = Fetched {
+            schema_type: "PROTOBUF".into(),
+            schema: ORDER.into(),
+            references: vec![reference.clone()],
+            imports: vec![(reference.name.clone(), COMMON.into())],
+        };
+        // Order { price: 2.5, user { age: 41 } }
+        let body = [
+            0x09, 0, 0, 0, 0, 0, 0, 0x04, 0x40, // 1: double 2.5
+            0x12, 0x02, 0x08, 41, // 2: User { age: 41 }
+        ];
+        let want = serde_json::json!({"price": 2.5, "user": {"age": 41}});
+        assert_eq!(
+            Messages::parse(&text).unwrap().decode(&[0], &body).unwrap(),
+            want
+        );
+        // The same files serialized, as `format=serialized` answers.
+        let m = Messages::parse(&text).unwrap();
+        let b64 = |f: &FileDescriptor| {
+            base64::engine::general_purpose::STANDARD
+                .encode(f.file_descriptor_proto().encode_to_vec())
+        };
+        let common = m.file.dependencies().next().unwrap();
+        let serialized = Fetched {
+            schema_type: "PROTOBUF".into(),
+            schema: b64(&m.file),
+            references: vec![reference.clone()],
+            imports: vec![(reference.name.clone(), b64(&common))],
+        };
+        assert_eq!(
+            Messages::parse(&serialized)
+                .unwrap()
+                .decode(&[0], &body)
+                .unwrap(),
+            want
+        );
+        // An import the registry did not give is named.
+        let e = Messages::parse(&Fetched {
+            imports: vec![],
+            ..text
+        })
+        .err()
+        .unwrap();
+        assert!(e.contains("'shop/common.proto' was not fetched"), "{e}");
     }
 }

@@ -43,15 +43,30 @@ impl std::fmt::Display for SchemaRef {
     }
 }
 
+/// The most schemas one schema may import, directly or through others (each fetched once).
+pub const MAX_REFERENCES: usize = 64;
+
 /// The registry's answer for one schema: its type and text (for Protobuf, the text may be
 /// the base64 of a serialized `FileDescriptorProto`, asked for with `format=serialized`).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Fetched {
     /// `AVRO` (the registry's default when it names none), `PROTOBUF` or `JSON`.
     pub schema_type: String,
     pub schema: String,
-    /// Names of the schemas it imports (Protobuf imports, Avro named types).
-    pub references: Vec<String>,
+    /// The schemas it imports (Protobuf imports, Avro named types).
+    pub references: Vec<Reference>,
+    /// Every schema it imports, directly or through others, by import name, with their text
+    /// (fetched with it, each once, at most `MAX_REFERENCES`).
+    pub imports: Vec<(String, String)>,
+}
+
+/// A schema another imports: the name it is imported by (a `.proto` file name) and the
+/// subject version the registry keeps it under.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reference {
+    pub name: String,
+    pub subject: String,
+    pub version: i64,
 }
 
 /// Why a fetch gave no schema.
@@ -169,7 +184,7 @@ impl<T> Registry<T> {
         if let Some(hit) = self.lock().get(at) {
             return Ok(hit.clone());
         }
-        let fetched = self.fetch(at, serialized)?;
+        let fetched = self.fetch_with_imports(at, serialized)?;
         let parsed = Arc::new(parse(fetched).map_err(FetchError::NotFound)?);
         let mut cache = self.lock();
         if cache.len() >= self.max_schemas {
@@ -184,9 +199,31 @@ impl<T> Registry<T> {
         self.cache.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Fetches `at`, trying the URLs in turn and waiting with backoff (200 ms doubling to 5 s)
+    /// Fetches `at` and every schema it imports (breadth first, each import name once), as
+    /// `fetch` does each.
+    fn fetch_with_imports(&self, at: &SchemaRef, serialized: bool) -> Result<Fetched, FetchError> {
+        let mut fetched = self.fetch(&Target::Schema(at), serialized)?;
+        let mut queue: std::collections::VecDeque<Reference> =
+            fetched.references.iter().cloned().collect();
+        while let Some(r) = queue.pop_front() {
+            if fetched.imports.iter().any(|(name, _)| *name == r.name) {
+                continue;
+            }
+            if fetched.imports.len() == MAX_REFERENCES {
+                return Err(FetchError::NotFound(format!(
+                    "{at} imports more than {MAX_REFERENCES} schemas"
+                )));
+            }
+            let import = self.fetch(&Target::Version(&r), serialized)?;
+            queue.extend(import.references);
+            fetched.imports.push((r.name, import.schema));
+        }
+        Ok(fetched)
+    }
+
+    /// Fetches `what`, trying the URLs in turn and waiting with backoff (200 ms doubling to 5 s)
     /// while none answers; `/readyz` says why meanwhile.
-    fn fetch(&self, at: &SchemaRef, serialized: bool) -> Result<Fetched, FetchError> {
+    fn fetch(&self, at: &Target, serialized: bool) -> Result<Fetched, FetchError> {
         let mut wait = Duration::from_millis(200);
         let mut last_logged: Option<std::time::Instant> = None;
         loop {
@@ -226,12 +263,17 @@ impl<T> Registry<T> {
     fn fetch_from(
         &self,
         url: &str,
-        at: &SchemaRef,
+        at: &Target,
         serialized: bool,
     ) -> Result<Result<Fetched, FetchError>, String> {
         let path = match at {
-            SchemaRef::Id(id) => format!("{url}/schemas/ids/{id}"),
-            SchemaRef::Guid(g) => format!("{url}/schemas/guids/{g}"),
+            Target::Schema(SchemaRef::Id(id)) => format!("{url}/schemas/ids/{id}"),
+            Target::Schema(SchemaRef::Guid(g)) => format!("{url}/schemas/guids/{g}"),
+            Target::Version(r) => format!(
+                "{url}/subjects/{}/versions/{}",
+                percent(&r.subject),
+                r.version
+            ),
         };
         let query = serialized.then_some(("format", "serialized"));
         let (status, body) = self.ask(url, &path, query)?;
@@ -331,7 +373,40 @@ fn short(body: &str) -> String {
 }
 
 /// `{"schema": "...", "schemaType": "...", "references": [{"name": ...}, ...]}`.
-fn parse_answer(at: &SchemaRef, body: &str) -> Result<Fetched, FetchError> {
+/// What a fetch asks for: a schema by id or GUID, or an imported schema by subject version.
+enum Target<'a> {
+    Schema(&'a SchemaRef),
+    Version(&'a Reference),
+}
+
+impl std::fmt::Display for Target<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Target::Schema(at) => at.fmt(f),
+            Target::Version(r) => write!(
+                f,
+                "the imported schema '{}' (subject '{}' version {})",
+                r.name, r.subject, r.version
+            ),
+        }
+    }
+}
+
+/// A subject in a URL path: every byte but letters, digits and `-._~` percent-encoded
+/// (subjects of imports are file names such as `shop/common.proto`).
+fn percent(subject: &str) -> String {
+    subject
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+fn parse_answer(at: &Target, body: &str) -> Result<Fetched, FetchError> {
     let v: serde_json::Value = serde_json::from_str(body).map_err(|e| {
         FetchError::NotFound(format!("the registry's answer for {at} is not JSON ({e})"))
     })?;
@@ -340,15 +415,28 @@ fn parse_answer(at: &SchemaRef, body: &str) -> Result<Fetched, FetchError> {
             "the registry's answer for {at} holds no \"schema\""
         )));
     };
-    let references = v
+    let mut references = Vec::new();
+    for r in v
         .get("references")
         .and_then(|r| r.as_array())
-        .map(|r| {
-            r.iter()
-                .filter_map(|r| r.get("name").and_then(|n| n.as_str()).map(String::from))
-                .collect()
-        })
-        .unwrap_or_default();
+        .into_iter()
+        .flatten()
+    {
+        let (Some(name), Some(subject), Some(version)) = (
+            r.get("name").and_then(|n| n.as_str()),
+            r.get("subject").and_then(|n| n.as_str()),
+            r.get("version").and_then(|n| n.as_i64()),
+        ) else {
+            return Err(FetchError::NotFound(format!(
+                "the registry's answer for {at} has a reference without name, subject and version: {r}"
+            )));
+        };
+        references.push(Reference {
+            name: name.into(),
+            subject: subject.into(),
+            version,
+        });
+    }
     Ok(Fetched {
         schema_type: v
             .get("schemaType")
@@ -357,5 +445,6 @@ fn parse_answer(at: &SchemaRef, body: &str) -> Result<Fetched, FetchError> {
             .to_string(),
         schema: schema.to_string(),
         references,
+        imports: Vec::new(),
     })
 }

@@ -8,7 +8,9 @@ Each part is written with its own schema (a schema change between parts). An Avr
 part's schema is the schema itself; a Protobuf part's is {"name", "fields": [[name, type],
 ...], "nested": {"Name": [[name, type], ...]}}, built into a FileDescriptorProto here (no
 protoc needed), numbered in order; "optional" marks proto3 optional scalars; type "timestamp" is Google's
-well-known Timestamp (an import).
+well-known Timestamp (an import); "imports": {"dir/file.proto": {"package", "messages": {"Name":
+[[name, type], ...]}}} are other files, registered by the serializer as references, whose
+types a field names fully qualified ("pkg.Name").
 """
 
 import json
@@ -40,6 +42,10 @@ def proto_class(spec, version):
             f.label = descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL
             if kind in SCALARS:
                 f.type = SCALARS[kind]
+            elif "." in kind:
+                # A message type of an imported file, fully qualified.
+                f.type = descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE
+                f.type_name = f".{kind}"
             elif kind == "timestamp":
                 # Google's well-known Timestamp: an import the serializer does not register
                 # as a reference (skip.known.types).
@@ -67,6 +73,17 @@ def proto_class(spec, version):
 
     pool = descriptor_pool.DescriptorPool()
     pool.AddSerializedFile(timestamp_pb2.DESCRIPTOR.serialized_pb)
+    for file_name, spec_import in spec.get("imports", {}).items():
+        imported = descriptor_pb2.FileDescriptorProto()
+        imported.name = file_name
+        imported.package = spec_import["package"]
+        imported.syntax = "proto3"
+        for message_name, message_fields in spec_import["messages"].items():
+            m = imported.message_type.add()
+            m.name = message_name
+            fill(m, message_fields, [])
+        pool.Add(imported)
+        fdp.dependency.append(file_name)
     pool.Add(fdp)
     return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"shop.v{version}.{spec['name']}"))
 
