@@ -267,7 +267,7 @@ impl Metrics {
             ),
             stream_effective_sample_size: gauge(
                 "ravel_stream_effective_sample_size",
-                "Rows the running averages effectively span (n for plain averages, ~1/alpha when forgetting)",
+                "Kish effective sample size of the rows' weights (n for plain averages, (2 - alpha)/alpha at a fixed alpha)",
                 &["stream"],
             ),
             stream_quality_window: gauge(

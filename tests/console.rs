@@ -6,7 +6,12 @@
 //! feature that is ever nonzero on the path the API returns; choosing k = 10 with the
 //! keyboard shows exactly the model `POST .../model {"method":"lasso","k":10}` returns; after
 //! the test streams an abrupt change into an adaptive stream, the history view marks the
-//! drift alarm the API reports; a screenshot of each view is not blank; every request the
+//! drift alarm the API reports; an empty stream shows n 0, effective sample size 0 and no
+//! alpha; a stream's page shows its health (ready, the refused message by reason, its
+//! dead-letter copy, partitions, lag); the path in original units and standardized (b_j
+//! sd_j) plots the API's coefficients; the refitted k-model shows the API's standard errors;
+//! the tick labels of every chart are distinct, increasing and inside the data's range (the
+//! EBIC curve on real data included); a screenshot of each view is not blank; every request the
 //! page makes is a route of `/openapi.json` (or the page and its two assets); an unknown
 //! stream, k > p and the service restarting under the page give messages, never a blank page;
 //! no horizontal scrolling at phone width.
@@ -40,6 +45,9 @@ const NORMAL: usize = 0;
 const BAD_INPUT: usize = 1;
 /// The service is down: failed connections are logged too.
 const RESTART: usize = 2;
+/// A stream before its topic has a message: `/readyz` may answer 503 (a missing topic),
+/// which Chromium logs as a failed load.
+const EMPTY: usize = 3;
 
 /// What the page did, as the DevTools protocol reported it.
 #[derive(Default)]
@@ -238,6 +246,117 @@ fn wait_point(base: &str, stream: &str, n: u64) {
     );
 }
 
+/// The range a chart says it plots (its data, not the padding): (min, max) of an axis.
+fn chart_range(tab: &Tab, chart: &str, axis: &str) -> (f64, f64) {
+    let v = js(
+        tab,
+        &format!(
+            "(() => {{ const c = document.querySelector({c}); \
+             return [Number(c.getAttribute('data-{axis}-min')), Number(c.getAttribute('data-{axis}-max'))]; }})()",
+            c = json!(chart)
+        ),
+    );
+    (v[0].as_f64().unwrap(), v[1].as_f64().unwrap())
+}
+
+/// The tick labels of a chart's axes, read as printed: on each axis at least two, all
+/// distinct, increasing along the axis (upwards; rightwards, or leftwards for a reversed x)
+/// and inside the range of the data plotted (`want`: the y range the test computed from the
+/// API, when it has one). Numbers are read from the text (1,234.5 or 1.2e+4), times of day
+/// as seconds. Returns the y labels.
+fn check_ticks(tab: &Tab, chart: &str, want_y: Option<(f64, f64)>) -> Vec<String> {
+    // One read of the chart (the page redraws it every 2 s).
+    let seen = js(
+        tab,
+        &format!(
+            "(() => {{ const c = document.querySelector({}); const a = (k) => Number(c.getAttribute(k)); \
+             return {{ ticks: [...c.querySelectorAll('text.tick')].map(t => [t.getAttribute('data-axis'), \
+             t.textContent, Number(t.getAttribute('x')), Number(t.getAttribute('y'))]), \
+             x: [a('data-x-min'), a('data-x-max')], y: [a('data-y-min'), a('data-y-max')], \
+             reversed: c.getAttribute('data-x-reverse') === 'true' }}; }})()",
+            json!(chart)
+        ),
+    );
+    let ticks: Vec<(String, String, f64, f64)> =
+        serde_json::from_value(seen["ticks"].clone()).unwrap();
+    let reversed = seen["reversed"] == json!(true);
+    let mut ys = vec![];
+    for axis in ["x", "y"] {
+        let (lo, hi) = (
+            seen[axis][0].as_f64().unwrap(),
+            seen[axis][1].as_f64().unwrap(),
+        );
+        if axis == "y"
+            && let Some((a, b)) = want_y
+        {
+            let close = |u: f64, v: f64| (u - v).abs() <= 1e-9 * u.abs().max(v.abs()).max(1e-12);
+            assert!(
+                close(lo, a) && close(hi, b),
+                "{chart}: plots y in [{lo}, {hi}], the API's data is in [{a}, {b}]"
+            );
+        }
+        let mut on: Vec<(f64, String)> = ticks
+            .iter()
+            .filter(|t| t.0 == axis)
+            .map(|t| (if axis == "y" { -t.3 } else { t.2 }, t.1.clone()))
+            .collect();
+        on.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let labels: Vec<String> = on.into_iter().map(|t| t.1).collect();
+        let time = labels.iter().any(|l| l.contains(':'));
+        let value = |l: &str| -> f64 {
+            if time {
+                l.split(':')
+                    .map(|p| p.parse::<f64>().unwrap())
+                    .fold(0.0, |t, p| t * 60.0 + p)
+            } else {
+                l.replace(',', "")
+                    .parse()
+                    .unwrap_or_else(|_| panic!("{chart}: tick label {l:?} is not a number"))
+            }
+        };
+        let values: Vec<f64> = labels.iter().map(|l| value(l)).collect();
+        assert!(
+            labels.len() >= 2 || hi == lo,
+            "{chart}: {axis} ticks {labels:?} on [{lo}, {hi}]"
+        );
+        let distinct: BTreeSet<&String> = labels.iter().collect();
+        assert_eq!(
+            distinct.len(),
+            labels.len(),
+            "{chart}: {axis} ticks {labels:?}"
+        );
+        let increasing = values.windows(2).all(|w| {
+            if axis == "x" && reversed {
+                w[0] > w[1]
+            } else {
+                w[0] < w[1]
+            }
+        });
+        assert!(increasing, "{chart}: {axis} ticks {labels:?} out of order");
+        if !time {
+            // The labels are round values: printed exactly, inside the data's range.
+            let slack = 1e-9 * (hi - lo).abs().max(hi.abs());
+            for (l, v) in labels.iter().zip(&values) {
+                assert!(
+                    *v >= lo - slack && *v <= hi + slack,
+                    "{chart}: {axis} tick {l} outside the data's range [{lo}, {hi}]"
+                );
+            }
+        } else {
+            // Times of day: within the range's seconds (the local day of the page).
+            let span = values.last().unwrap() - values[0];
+            assert!(
+                span <= hi - lo + 1.0,
+                "{chart}: time ticks {labels:?} on [{lo}, {hi}]"
+            );
+        }
+        if axis == "y" {
+            ys = labels;
+        }
+    }
+    ys
+}
+
 #[test]
 fn the_console_in_a_real_browser() {
     let started = Instant::now();
@@ -299,12 +418,6 @@ alpha = "adaptive"
     );
 
     let (mut svc, base, brokers) = start(dir.path());
-    let mut n = 0;
-    for file in &before {
-        produce(&brokers, "ravel.shift", file);
-        n += piece as u64;
-        wait_point(&base, "shift", n);
-    }
 
     let browser = Browser::new(
         LaunchOptions::default_builder()
@@ -364,6 +477,43 @@ alpha = "adaptive"
             .unwrap(),
     )
     .unwrap();
+
+    // An empty stream: n 0, effective sample size 0, no alpha to show; its health section
+    // says whether the service is ready (its topic may not exist before the first message).
+    phase.store(EMPTY, Ordering::SeqCst);
+    tab.navigate_to(&format!("{base}/#/streams/shift")).unwrap();
+    tab.wait_until_navigated().unwrap();
+    wait_for("the empty stream's page", DEADLINE, || {
+        (count(&tab, "#stream-health [data-col=\"status\"]") == 1).then_some(())
+    });
+    let (_, empty) = get(&base, "/v1/streams/shift");
+    assert_eq!(
+        (
+            empty["n"].as_u64(),
+            empty["drift"]["effective_sample_size"].as_f64()
+        ),
+        (Some(0), Some(0.0)),
+        "{empty}"
+    );
+    let card = |col: &str| text(&tab, &format!("#stream-cards [data-col=\"{col}\"] .v"));
+    assert_eq!(
+        (card("n"), card("alpha"), card("ess")),
+        ("0".into(), "—".into(), "0".into())
+    );
+    assert!(text(&tab, "#path-box").contains("No rows yet"));
+    let mut n = 0;
+    for file in &before {
+        produce(&brokers, "ravel.shift", file);
+        n += piece as u64;
+        wait_point(&base, "shift", n);
+    }
+    // Ready once the topic is there: from then on a failed load is an error again (after
+    // the page's answers of before have arrived).
+    wait_for("the service to be ready", DEADLINE, || {
+        (get(&base, "/readyz").0 == 200).then_some(())
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    phase.store(NORMAL, Ordering::SeqCst);
 
     // Streams: demo and demo-features listed, their counts growing.
     tab.navigate_to(&format!("{base}/")).unwrap();
@@ -450,6 +600,81 @@ alpha = "adaptive"
     );
     assert_eq!(series.into_iter().collect::<BTreeSet<_>>(), entered);
 
+    // The stream's health on its page: ready; the refused message by reason, its
+    // dead-letter copy delivered; the partitions and the lag the API and /metrics give.
+    let (_, st) = get(&base, "/v1/streams/shift");
+    let health = |col: &str| text(&tab, &format!("#arrival-cards [data-col=\"{col}\"] .v"));
+    wait_for("the stream's health", DEADLINE, || {
+        (text(&tab, "#stream-health [data-col=\"status\"]").starts_with("Ready")
+            && health("dead-letters").starts_with("1 /")
+            && health("lag").parse::<u64>().is_ok())
+        .then_some(())
+    });
+    assert_eq!(health("refused"), "1");
+    assert_eq!(health("topic"), "ravel.shift");
+    assert_eq!(
+        text(
+            &tab,
+            "#refusals-table tr[data-reason=\"malformed\"] td:last-child"
+        ),
+        "1"
+    );
+    assert_eq!(
+        health("partitions"),
+        format!(
+            "{} / {}",
+            st["partitions"]["assigned"], st["partitions"]["total"]
+        )
+    );
+    // alpha and the effective sample size are the API's (Kish's; at most n).
+    let ess = st["drift"]["effective_sample_size"].as_f64().unwrap();
+    assert!(ess > 0.0 && ess <= first as f64 + 1e-6, "{ess}");
+    assert_eq!(
+        number(&text(&tab, "#stream-cards [data-col=\"ess\"] .v")),
+        ess.round() as u64
+    );
+
+    // The path's axes: ticks distinct, increasing, inside the range of the API's
+    // coefficients (0 where a feature is out of the model) on the path the page draws, the
+    // one that carries the criterion's curve.
+    let (_, drawn) = get(
+        &base,
+        "/v1/streams/shift/path?method=lasso&path_points=40&select=ebic",
+    );
+    let coef_range = |scale: &dyn Fn(usize) -> f64| {
+        let mut r = (0.0f64, 0.0f64);
+        for pt in drawn["points"].as_array().unwrap() {
+            if pt["lambda"].as_f64().unwrap() <= 0.0 {
+                continue;
+            }
+            for c in pt["coefficients"].as_array().unwrap() {
+                let v = c["value"].as_f64().unwrap() * scale(c["index"].as_u64().unwrap() as usize);
+                r = (r.0.min(v), r.1.max(v));
+            }
+        }
+        r
+    };
+    check_ticks(&tab, "#path-chart", Some(coef_range(&|_| 1.0)));
+    // Standardized: each coefficient times its feature's sd (GET /v1/streams/{name}).
+    let sd: Vec<f64> = serde_json::from_value(st["sd_x"].clone()).unwrap();
+    js(
+        &tab,
+        "document.getElementById('units-standardized').click()",
+    );
+    wait_for("the standardized path", DEADLINE, || {
+        text(&tab, "#units-note")
+            .starts_with("Standardized")
+            .then_some(())
+    });
+    assert_eq!(count(&tab, "#path-chart path.series"), entered.len());
+    check_ticks(&tab, "#path-chart", Some(coef_range(&|j| sd[j])));
+    js(&tab, "document.getElementById('units-original').click()");
+    wait_for("the path in original units", DEADLINE, || {
+        text(&tab, "#units-note")
+            .starts_with("Original")
+            .then_some(())
+    });
+
     // The EBIC curve along the same path, with the point the API chooses.
     let (status, sel) = get(
         &base,
@@ -474,6 +699,45 @@ alpha = "adaptive"
         chosen["lambda"].as_f64().unwrap(),
         "the page's chosen lambda is the API's"
     );
+    // The EBIC chart's axes on real data: the y ticks once all read 9.5e+4.
+    let curve: Vec<f64> = sel["selection"]["curve"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["lambda"].as_f64().unwrap() > 0.0)
+        .map(|c| c["value"].as_f64().unwrap())
+        .collect();
+    let ebic_min = curve.iter().copied().fold(f64::INFINITY, f64::min);
+    let (lo, hi) = chart_range(&tab, "#selection-chart", "y");
+    assert_eq!(lo, ebic_min);
+    assert!(hi <= curve.iter().copied().fold(f64::NEG_INFINITY, f64::max));
+    let labels = check_ticks(&tab, "#selection-chart", None);
+    eprintln!("EBIC y ticks on [{lo}, {hi}]: {labels:?}");
+    // The issue's case, a narrow range far from 0 (an EBIC of 95,1xx, where four significant
+    // digits printed 9.5e+4 on every tick), through the page's own tick functions.
+    for (lo, hi) in [(95_123.4, 95_161.9), (2.0e6, 2.0003e6), (0.81, 0.8123)] {
+        let labels: Vec<String> = serde_json::from_value(js(
+            &tab,
+            &format!(
+                "(() => {{ const t = niceTicks({lo}, {hi}, 5); return t.values.map(v => tickLabel(v, t.step, {hi})); }})()"
+            ),
+        ))
+        .unwrap();
+        let values: Vec<f64> = labels
+            .iter()
+            .map(|l| l.replace(',', "").parse().unwrap())
+            .collect();
+        assert!(labels.len() >= 2, "{labels:?}");
+        assert!(
+            values.windows(2).all(|w| w[0] < w[1])
+                && values[0] >= lo
+                && values[values.len() - 1] <= hi,
+            "ticks on [{lo}, {hi}]: {labels:?}"
+        );
+    }
+    // The criterion's model is penalized: no standard errors, and the page says why.
+    assert_eq!(count(&tab, "#model-table [data-col=\"se\"]"), 0);
+    assert!(text(&tab, "#model-table caption").contains("has no standard errors"));
     screenshot_at(&tab, &shots, "selection", Some("#selection-curve"));
     js(&tab, "(() => { window.scrollTo(0, 0); return 1; })()");
 
@@ -516,6 +780,42 @@ alpha = "adaptive"
     shown.sort_by(|a, b| a.0.cmp(&b.0));
     assert_eq!(expect.len(), 10);
     assert_eq!(shown, expect, "the page's model is the API's");
+    // Refitted at k: the standard errors the API gives for the same model.
+    let (status, inferred) = post(
+        &base,
+        "/v1/streams/shift/model",
+        &json!({"method": "lasso", "k": 10, "inference": true}),
+    );
+    assert_eq!(status, 200, "{inferred}");
+    let mut want_se: Vec<(String, f64)> = inferred["inference"]["coefficients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["feature"].as_str().unwrap().to_string(),
+                e["se"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    let shown_se: Vec<(String, String)> = serde_json::from_value(js(
+        &tab,
+        "[...document.querySelectorAll('#model-table tbody tr')].map(r => [r.getAttribute('data-feature'), r.querySelector('[data-col=\"se\"]').getAttribute('data-value')])",
+    ))
+    .unwrap();
+    let mut shown_se: Vec<(String, f64)> = shown_se
+        .into_iter()
+        .map(|(f, v)| (f, v.parse().unwrap()))
+        .collect();
+    want_se.sort_by(|a, b| a.0.cmp(&b.0));
+    shown_se.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        shown_se, want_se,
+        "the page's standard errors are the API's"
+    );
+    assert!(
+        text(&tab, "#model-table caption").contains("standard errors, t and two-sided p-values")
+    );
     // The history's point at this n is the same default model (lasso, history.k = 10).
     let (_, hist) = get(&base, "/v1/streams/shift/history");
     assert_eq!(
@@ -567,7 +867,7 @@ alpha = "adaptive"
     let mut sorted = order.clone();
     sorted.sort();
     assert_eq!(order, sorted, "sorted by name");
-    screenshot(&tab, &shots, "stream");
+    screenshot_at(&tab, &shots, "stream", Some("#model-form"));
 
     // Change over time: stream the change, wait for the API's alarm and a history point
     // with it, then the page marks it.
@@ -605,7 +905,10 @@ alpha = "adaptive"
             && count(&tab, "#quality-box path.series") >= 1)
             .then_some(())
     });
-    screenshot(&tab, &shots, "history");
+    for chart in ["#alpha-box svg", "#ess-box svg", "#quality-box svg"] {
+        check_ticks(&tab, chart, None);
+    }
+    screenshot_at(&tab, &shots, "history", Some(".tabs"));
 
     // A feature stream: selected features, loss per pass.
     tab.navigate_to(&format!("{base}/#/feature-streams/demo-features"))
@@ -614,6 +917,10 @@ alpha = "adaptive"
         (count(&tab, "#selected-table tr[data-feature]") > 0).then_some(())
     });
     assert!(text(&tab, "[data-col=\"labels\"]").contains("received"));
+    wait_for("the loss of a pass", DEADLINE, || {
+        (count(&tab, "#loss-box path.series") == 1).then_some(())
+    });
+    check_ticks(&tab, "#loss-box svg", None);
     screenshot(&tab, &shots, "features");
 
     // Phone width: no horizontal scrolling (wide tables scroll inside their box).

@@ -487,12 +487,14 @@ fn non_adaptive_schedules_report_alpha_and_effective_sample_size() {
     let mut plain = RunningStats::new(2, AlphaSchedule::Plain);
     plain.update_batch(&x, &y).unwrap();
     assert_eq!(plain.current_alpha(), 0.25);
-    assert!((plain.effective_sample_size() - 4.0).abs() < 1e-12);
+    // Kish's size of equal weights: n (not n + 1, the span counting the next row).
+    assert!((plain.effective_sample_size() - 3.0).abs() < 1e-12);
     let mut fixed = RunningStats::new(2, AlphaSchedule::Fixed { alpha: 0.1 });
     for _ in 0..400 {
         fixed.update_batch(&x, &y).unwrap();
     }
-    assert!((fixed.effective_sample_size() - 10.0).abs() < 1e-9);
+    // (2 - alpha) / alpha once n >> 1/alpha: Kish's size of geometric weights.
+    assert!((fixed.effective_sample_size() - 19.0).abs() < 1e-9);
     let s = fixed.drift_status();
     assert_eq!(
         (s.alarms, s.last_alarm_row, s.detector_armed),

@@ -33,7 +33,7 @@ pub struct HistoryPoint {
     pub as_of: Option<u64>,
     /// The alpha the next row gets (003 eq. 6).
     pub alpha: f64,
-    /// Rows the averages effectively span.
+    /// Effective sample size (Kish) of the rows' weights: n for plain averages.
     pub effective_sample_size: f64,
     /// Drift alarms so far (adaptive schedule; 0 otherwise) and the row of the last one.
     pub alarms: u64,

@@ -345,3 +345,129 @@ fn serialized_statistics_hold_the_lower_triangle_and_load_back_exactly() {
         assert!(bad.validate().is_err(), "{s}");
     }
 }
+
+/// The effective sample size reported is Kish's (sum w)^2 / sum w^2 over the rows' final
+/// weights, computed here by brute force from the schedule's alphas (row i's weight: alpha_i
+/// times the (1 - alpha_j) of every later row): n for plain averages, 0 for an empty stream,
+/// under every schedule and batch size; the averages are those weights' average (so they are
+/// the weights the statistics use); merges, and stored statistics with or without the figure.
+/// The solvers' effective n is what it was (min(n, W'/alpha)): no statistic changes.
+#[test]
+fn effective_sample_size_is_kish_of_the_rows_weights() {
+    let p = 3;
+    let (x, y) = rows(11, 700, p);
+    let batches = [1usize, 7, 64, 3, 200, 25, 400];
+    for schedule in [
+        AlphaSchedule::Plain,
+        AlphaSchedule::Fixed { alpha: 0.01 },
+        AlphaSchedule::Fixed { alpha: 0.3 },
+        AlphaSchedule::Floor { alpha_min: 0.05 },
+    ] {
+        let mut stats = RunningStats::new(p, schedule.clone());
+        assert_eq!(stats.effective_sample_size(), 0.0, "{schedule}: empty");
+        assert_eq!(stats.drift_status().effective_sample_size, 0.0);
+        let mut weights: Vec<f64> = vec![];
+        let mut at = 0;
+        for &b in &batches {
+            let b = b.min(700 - at);
+            if b == 0 {
+                break;
+            }
+            // The old solvers' n, before the fold: min(n, ((1 - a) W + a) / a).
+            let a = stats.current_alpha();
+            let span = ((1.0 - a) * stats.total_weight() + a) / a;
+            if stats.n() > 0 {
+                assert_eq!(stats.effective_n(), (stats.n() as f64).min(span));
+            }
+            stats
+                .update_batch(&x[at * p..(at + b) * p], &y[at..at + b])
+                .unwrap();
+            for i in at..at + b {
+                let a = schedule.current_alpha(i as u64);
+                weights.iter_mut().for_each(|w| *w *= 1.0 - a);
+                weights.push(a);
+            }
+            at += b;
+            let (sum, sq) = (
+                weights.iter().sum::<f64>(),
+                weights.iter().map(|w| w * w).sum::<f64>(),
+            );
+            let kish = sum * sum / sq;
+            let got = stats.effective_sample_size();
+            assert!(
+                rel(got, kish) < 1e-9,
+                "{schedule} at n = {at}: {got} vs brute force {kish}"
+            );
+            assert_eq!(stats.drift_status().effective_sample_size, got);
+            if schedule == AlphaSchedule::Plain {
+                assert!(
+                    (got - at as f64).abs() < 1e-9 * at as f64,
+                    "{got} != n = {at}"
+                );
+            }
+            // The averages are these weights' average.
+            let mean0: f64 = (0..at).map(|i| weights[i] * x[i * p]).sum::<f64>() / sum;
+            assert!(rel(stats.mean_x()[0], mean0) < 1e-9, "{schedule}");
+        }
+        if let AlphaSchedule::Fixed { alpha } = schedule {
+            // Far beyond 1/alpha rows: (2 - alpha) / alpha, not 1/alpha.
+            if alpha > 0.1 {
+                let limit = (2.0 - alpha) / alpha;
+                assert!(rel(stats.effective_sample_size(), limit) < 1e-9);
+            }
+        }
+        // Stored and loaded: the same figure; stored before it was kept: plain averages get
+        // n exactly, the others the figure reported then, min(n, W'/alpha).
+        let json = serde_json::to_value(&stats).unwrap();
+        let back: RunningStats = serde_json::from_value(json.clone()).unwrap();
+        assert_eq!(back.effective_sample_size(), stats.effective_sample_size());
+        let mut old = json;
+        old.as_object_mut().unwrap().remove("sum_sq_shares");
+        let old: RunningStats = serde_json::from_value(old).unwrap();
+        let a = stats.current_alpha();
+        let span = ((1.0 - a) * stats.total_weight() + a) / a;
+        let expect = match schedule {
+            AlphaSchedule::Plain => 700.0,
+            _ => span.min(700.0),
+        };
+        assert!(
+            rel(old.effective_sample_size(), expect) < 1e-9,
+            "{schedule}"
+        );
+        assert!(old.validate().is_ok());
+    }
+    // Shards of plain averages merged: n1 + n2; classification: the classes' sum, n.
+    let fold = |r: std::ops::Range<usize>| {
+        let mut s = RunningStats::new(p, AlphaSchedule::Plain);
+        s.update_batch(&x[r.start * p..r.end * p], &y[r]).unwrap();
+        s
+    };
+    let mut a = fold(0..300);
+    a.merge(&fold(300..650)).unwrap();
+    assert!((a.effective_sample_size() - 650.0).abs() < 1e-9);
+    let mut c = ClassStats::new(p, AlphaSchedule::Plain);
+    let labels: Vec<f64> = (0..700)
+        .map(|i| if i % 3 == 0 { 1.0 } else { -1.0 })
+        .collect();
+    c.update_batch(&x, &labels).unwrap();
+    let d = ravel_core::stats::Stats::Classification(c).drift_status();
+    assert!((d.effective_sample_size - 700.0).abs() < 1e-9, "{d:?}");
+}
+
+/// The adaptive schedule tracks the same Kish size for its warm-up: the two agree.
+#[test]
+fn effective_sample_size_agrees_with_the_adaptive_schedules_own() {
+    let p = 3;
+    let (x, y) = rows(12, 900, p);
+    let mut stats = RunningStats::new(p, "adaptive".parse().unwrap());
+    for at in (0..900).step_by(150) {
+        stats
+            .update_batch(&x[at * p..(at + 150) * p], &y[at..at + 150])
+            .unwrap();
+        let AlphaSchedule::Adaptive(a) = stats.schedule() else {
+            unreachable!()
+        };
+        let own = a.kish_size(stats.n());
+        assert!(rel(stats.effective_sample_size(), own) < 1e-9, "{own}");
+    }
+}

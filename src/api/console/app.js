@@ -1,9 +1,12 @@
 // ravel console: reads the service's documented API (GET /v1/streams, /v1/feature-streams,
-// /v1/streams/{name}, .../path, POST .../model, .../history, /metrics) every 2 s and draws
-// what a person wants to see: streams, the coefficient path and the model at a point, the
-// criterion curve along the path (EBIC / BIC / AIC, or CV on streams with fold statistics)
-// with the point it chooses, the model over time with drift alarms, and feature streams. Charts are SVG drawn here; nothing
-// is loaded from elsewhere. Writes (feature-stream labels) need the bearer token typed in.
+// /v1/streams/{name}, .../path, POST .../model, .../history, /metrics, /readyz) every 2 s and
+// draws what a person wants to see: health (readiness, missing topics, held partitions,
+// refusals by reason, dead letters, lag) on the streams page and each stream's, streams, the
+// coefficient path (original units or standardized) and the model at a point (with standard
+// errors where the API gives them), the criterion curve along the path (EBIC / BIC / AIC, or
+// CV on streams with fold statistics) with the point it chooses, the model over time with
+// drift alarms, and feature streams. Charts are SVG drawn here, with ticks at round values;
+// nothing is loaded from elsewhere. Writes (feature-stream labels) need the bearer token typed in.
 'use strict';
 
 const SVG_NS = 'http://www.w3.org/2000/svg';
@@ -239,32 +242,35 @@ async function readiness() {
   return r.json();
 }
 
-// What is wrong on the Kafka side, and the scorers: the first thing a person looks for.
-function healthPanel(rz) {
+// What is wrong on the Kafka side, and the scorers: the first thing a person looks for. With
+// `st` (a stream's page), only what concerns that stream: its topic and dead-letter topic,
+// its held partitions, its scorers; Kafka unreachable and readiness are the service's.
+function healthPanel(rz, st) {
   const ready = rz.status === 'ready';
   const items = [];
+  const mine = (topic) => !st || topic === st.topic || topic === st.topic + '.dlq';
   if (rz.kafka_unreachable) {
     items.push(h('li', {}, 'Kafka at ' + rz.kafka_unreachable.brokers + ' has not answered since ' +
       rz.kafka_unreachable.since + ' (' + rz.kafka_unreachable.error + ').'));
   }
-  for (const m of rz.missing_topics || []) {
+  for (const m of (rz.missing_topics || []).filter((m) => mine(m.topic))) {
     items.push(h('li', { 'data-missing-topic': m.topic }, 'Topic ', h('code', {}, m.topic),
       ' does not exist (' + m.why + '); create it with ', h('code', {}, m.create_with), '.'));
   }
-  for (const d of rz.authorization_errors || []) {
+  for (const d of (rz.authorization_errors || []).filter((d) => d.resource_type !== 'topic' || mine(d.resource))) {
     items.push(h('li', {}, 'Kafka denies ' + d.operation + ' on ' + d.resource_type + ' ', h('code', {}, d.resource),
       ': ' + d.error));
   }
-  for (const p of rz.held_partitions || []) {
-    items.push(h('li', {}, 'Partition ' + p.partition + ' of ', h('code', {}, p.topic),
+  for (const p of (rz.held_partitions || []).filter((p) => !st || p.stream === st.name)) {
+    items.push(h('li', { 'data-held': p.topic + ':' + p.partition }, 'Partition ' + p.partition + ' of ', h('code', {}, p.topic),
       ' waits at offset ' + p.offset + ' until its dead-letter copy is delivered.'));
   }
   if (!ready && items.length === 0 && rz.error) items.push(h('li', {}, rz.error.message));
   const parts = [h('p', { class: ready ? 'ok' : 'alarm', 'data-col': 'status' },
     ready ? 'Ready: Kafka answers, every topic exists and every stream has its partitions.' :
-      'Not ready.')];
+      'Not ready' + (st && items.length === 0 ? ' (nothing concerning this stream: see the streams page).' : '.'))];
   if (items.length) parts.push(h('ul', {}, items));
-  const scorers = rz.scorers || [];
+  const scorers = (rz.scorers || []).filter((sc) => !st || sc.stream === st.name);
   if (scorers.length) {
     parts.push(h('table', { id: 'scorers-table' },
       h('caption', { class: 'muted' }, 'Scorers: events in, one prediction per event out'),
@@ -279,14 +285,45 @@ function healthPanel(rz) {
   return parts;
 }
 
-// A stream's refused messages: the count, the reasons in the title, the summary's note.
-function refusedCell(st) {
+// A stream's refused messages by reason (those with a count), and their total.
+function refusals(st) {
   const a = st.arrivals || { rejected: {} };
   const reasons = Object.entries(a.rejected).filter(([, n]) => n > 0);
-  const total = reasons.reduce((t, [, n]) => t + n, 0);
+  return { a, reasons, total: reasons.reduce((t, [, n]) => t + n, 0) };
+}
+
+// A stream's refused messages: the count, the reasons in the title, the summary's note.
+function refusedCell(st) {
+  const { a, reasons, total } = refusals(st);
   const title = reasons.map(([r, n]) => r + ': ' + n).join(', ') + (a.note ? ' — ' + a.note : '');
   return h('td', { 'data-col': 'refused', class: total ? 'alarm' : '', title: title || 'nothing refused' },
     fmt(total));
+}
+
+// One stream's health (its page): the service's readiness and what concerns the stream
+// (`healthPanel`), then what arrived, what was refused by reason and what became of the
+// dead-letter copies, the partitions and the lag.
+function streamHealth(st, rz, lag) {
+  const { a, reasons, total } = refusals(st);
+  const dl = a.dead_letters || { delivered: 0, failed: 0, skipped: 0 };
+  const cards = h('div', { class: 'cards', id: 'arrival-cards' },
+    card('topic', h('code', {}, st.topic), { 'data-col': 'topic' }),
+    card('messages read', fmt(a.messages), { 'data-col': 'messages' }),
+    card('refused', fmt(total), { 'data-col': 'refused', class: 'card' + (total ? ' alarm' : '') }),
+    card('dead letters delivered / failed / skipped', fmt(dl.delivered) + ' / ' + fmt(dl.failed) + ' / ' + fmt(dl.skipped),
+      { 'data-col': 'dead-letters', title: 'copies of the refused messages in ' + st.topic + '.dlq' }),
+    card('lag', st.topic in lag ? fmt(lag[st.topic]) : '—', { 'data-col': 'lag', title: 'messages not yet read' }),
+    card('partitions', st.partitions.assigned + ' / ' + st.partitions.total, { 'data-col': 'partitions', title: 'assigned here / total' }));
+  const parts = healthPanel(rz, st);
+  parts.splice(1, 0, cards);
+  if (reasons.length) {
+    parts.push(h('table', { id: 'refusals-table' },
+      h('caption', { class: 'muted' }, 'Messages refused since the start, by reason (the ravel-reason header of their dead-letter copies)'),
+      h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'reason'), h('th', { scope: 'col' }, 'messages'))),
+      h('tbody', {}, reasons.map(([r, n]) => h('tr', { 'data-reason': r }, h('td', {}, r), h('td', {}, fmt(n)))))));
+  }
+  if (a.note) parts.push(h('p', { class: total || !a.messages ? 'alarm' : 'muted', id: 'arrivals-note' }, a.note));
+  return parts;
 }
 
 function streamsView(main) {
@@ -314,7 +351,7 @@ function streamsView(main) {
           h('td', { 'data-col': 'rate' }, r === null ? '—' : fmt(Math.round(r))),
           h('td', { 'data-col': 'lag' }, st.topic in lag ? fmt(lag[st.topic]) : '—'),
           h('td', { 'data-col': 'last_update' }, age(st.last_update_ms)),
-          h('td', { 'data-col': 'alpha' }, fmt(st.alpha)),
+          h('td', { 'data-col': 'alpha' }, st.n > 0 ? fmt(st.alpha) : '—'),
           h('td', { 'data-col': 'ess' }, fmt(Math.round(st.drift.effective_sample_size))),
           h('td', { 'data-col': 'alarms', class: alarms ? 'alarm' : '' }, fmt(alarms)),
           refusedCell(st),
@@ -354,10 +391,50 @@ function streamsView(main) {
 
 // ---- charts -----------------------------------------------------------------------------
 
+// Axis ticks at round values (1, 2, 2.5 or 5 times a power of ten) inside [lo, hi], about
+// `count` of them, with their step: labels printed to the step's precision differ from each
+// other however narrow the range is next to its values (an EBIC of 95,1xx: 95,120, 95,140,
+// ..., where four significant digits printed 9.5e+4 five times).
+function niceTicks(lo, hi, count, minStep) {
+  if (!(hi > lo)) return { values: [lo], step: Math.abs(lo) || 1 };
+  const raw = (hi - lo) / count;
+  const mag = Math.pow(10, Math.floor(Math.log10(raw)));
+  const step = Math.max(minStep || 0, [1, 2, 2.5, 5, 10].map((m) => m * mag).find((st) => st >= raw));
+  const values = [];
+  // Multiples of the step, rounded to it so that 0.30000000000000004 prints as 0.3.
+  for (let i = Math.ceil(lo / step - 1e-9); i * step <= hi + step * 1e-9; i++) {
+    const v = Number((i * step).toPrecision(12));
+    if (v >= lo - step * 1e-9 && v <= hi + step * 1e-9) values.push(v);
+  }
+  return { values, step };
+}
+// A tick's label: as many decimals as the step needs (exponential for very large or very
+// small values, with as many digits as the step needs there too).
+function tickLabel(v, step, maxAbs) {
+  const stepExp = Math.floor(Math.log10(step) + 1e-9);
+  const lead = step * Math.pow(10, -stepExp);
+  const extra = Math.abs(lead - Math.round(lead)) > 1e-6 ? 1 : 0; // a step of 2.5 x 10^e
+  if (maxAbs >= 1e6 || maxAbs < 1e-3) {
+    if (v === 0) return '0';
+    const digits = Math.max(1, Math.floor(Math.log10(maxAbs) + 1e-9) - stepExp + extra);
+    return v.toExponential(Math.min(digits, 14));
+  }
+  const decimals = Math.max(0, -stepExp + extra);
+  return v.toLocaleString('en-US', { minimumFractionDigits: decimals, maximumFractionDigits: decimals });
+}
+// Time ticks (Unix seconds): seconds, or tenths when the step is under a second.
+function timeLabel(v, step) {
+  const d = new Date(v * 1000);
+  const t = d.toLocaleTimeString('en-GB', { hour12: false });
+  return step < 1 ? t + '.' + String(d.getMilliseconds()).padStart(3, '0').slice(0, step < 0.1 ? 2 : 1) : t;
+}
+
 // A line chart: series [{name, colour, points: [[x, y], ...], attrs}], vertical marks
-// [{x, cls, label, attrs}]; x may be reversed. Returns the SVG element.
+// [{x, cls, label, attrs}]; x may be reversed, x may be time (`xTime`, Unix seconds). Ticks
+// at round values inside the data's range (`niceTicks`); the range is on the SVG
+// (data-x-min ... data-y-max) and each tick label is a `text.tick` with its axis.
 function lineChart(opts) {
-  const W = opts.width || 720, H = opts.height || 280, L = 56, R = 12, T = 12, B = 34;
+  const W = opts.width || 720, H = opts.height || 280, L = opts.yLabel ? 72 : 60, R = 12, T = 12, B = 34;
   let xs = [], ys = [];
   for (const se of opts.series) for (const [x, y] of se.points) { xs.push(x); ys.push(y); }
   for (const m of opts.marks || []) xs.push(m.x);
@@ -369,6 +446,10 @@ function lineChart(opts) {
   let [x0, x1] = [Math.min(...xs), Math.max(...xs)];
   let [y0, y1] = [Math.min(...ys, opts.yZero ? 0 : Infinity), Math.max(...ys, opts.yZero ? 0 : -Infinity)];
   if (!Number.isFinite(y0)) { y0 = 0; y1 = 1; }
+  const range = { x0, x1, y0, y1 };
+  svg.setAttribute('data-x-min', x0); svg.setAttribute('data-x-max', x1);
+  svg.setAttribute('data-y-min', y0); svg.setAttribute('data-y-max', y1);
+  if (opts.xReverse) svg.setAttribute('data-x-reverse', 'true');
   if (x0 === x1) { x0 -= 1; x1 += 1; }
   if (y0 === y1) { y0 -= 1; y1 += 1; }
   const pad = (y1 - y0) * 0.05; y0 -= pad; y1 += pad;
@@ -376,10 +457,20 @@ function lineChart(opts) {
   const Y = (y) => T + (1 - (y - y0) / (y1 - y0)) * (H - T - B);
   svg.append(s('line', { class: 'axis', x1: L, y1: H - B, x2: W - R, y2: H - B }),
     s('line', { class: 'axis', x1: L, y1: T, x2: L, y2: H - B }));
-  for (let i = 0; i <= 4; i++) {
-    const yv = y0 + (y1 - y0) * i / 4, xv = x0 + (x1 - x0) * i / 4;
-    svg.append(s('text', { x: L - 4, y: Y(yv) + 4, 'text-anchor': 'end' }, (opts.yFmt || fmt)(yv, 2)),
-      s('text', { x: X(xv), y: H - B + 14, 'text-anchor': 'middle' }, (opts.xFmt || fmt)(xv, 2)));
+  // Ticks inside the data's range (not the padding); a single value gets one tick.
+  const yt = niceTicks(range.y0, range.y1, 5);
+  const yMax = Math.max(Math.abs(range.y0), Math.abs(range.y1));
+  for (const v of yt.values) {
+    svg.append(s('text', { class: 'tick', 'data-axis': 'y', 'data-value': v, x: L - 4, y: Y(v) + 4, 'text-anchor': 'end' }, tickLabel(v, yt.step, yMax)));
+  }
+  const xt = niceTicks(range.x0, range.x1, Math.max(2, Math.min(6, Math.floor((W - L - R) / 110))), opts.xInteger ? 1 : 0);
+  const xMax = Math.max(Math.abs(range.x0), Math.abs(range.x1));
+  for (const v of xt.values) {
+    svg.append(s('text', { class: 'tick', 'data-axis': 'x', 'data-value': v, x: X(v), y: H - B + 14, 'text-anchor': 'middle' },
+      opts.xTime ? timeLabel(v, xt.step) : tickLabel(v, xt.step, xMax)));
+  }
+  if (opts.yLabel) {
+    svg.append(s('text', { x: 12, y: (T + H - B) / 2, 'text-anchor': 'middle', transform: 'rotate(-90 12 ' + (T + H - B) / 2 + ')' }, opts.yLabel));
   }
   svg.append(s('text', { x: (L + W - R) / 2, y: H - 4, 'text-anchor': 'middle' }, opts.xLabel || ''));
   if (opts.zeroLine && y0 < 0 && y1 > 0) svg.append(s('line', { class: 'axis', x1: L, x2: W - R, y1: Y(0), y2: Y(0) }));
@@ -412,15 +503,34 @@ function streamHeader(main, st, active) {
   const base = '#/streams/' + enc(st.name);
   main.append(h('h1', {}, st.name, h('span', { class: 'muted' }, ' · ' + st.task + ', p = ' + st.p)),
     h('div', { class: 'cards', id: 'stream-cards' }),
+    h('section', { id: 'stream-health', 'aria-label': 'Health' }),
     h('nav', { class: 'tabs', 'aria-label': 'Stream views' },
       h('a', { href: base, 'aria-current': active === 'model' ? 'page' : null }, 'Path and model'),
       h('a', { href: base + '/history', 'aria-current': active === 'history' ? 'page' : null }, 'Change over time')));
 }
-function fillCards(st) {
-  $('#stream-cards').replaceChildren(card('n', fmt(st.n), { 'data-col': 'n' }), card('alpha', fmt(st.alpha)),
-    card('effective sample size', fmt(Math.round(st.drift.effective_sample_size))),
+// Readiness and the lag of every topic, for a stream's health (`streamHealth`), fetched
+// beside the stream.
+async function healthInputs() {
+  const [rz, metrics] = await Promise.all([readiness(), call('GET', '/metrics', undefined, true)]);
+  return { rz, lag: parseLag(metrics) };
+}
+// An empty stream has no alpha to show (the next row gets alpha 1, whatever the schedule)
+// and an effective sample size of 0.
+function fillCards(st, health) {
+  $('#stream-cards').replaceChildren(card('n', fmt(st.n), { 'data-col': 'n' }),
+    card('alpha', st.n > 0 ? fmt(st.alpha) : '—', { 'data-col': 'alpha', title: st.n > 0 ? 'the weight of the next row' : 'no row yet' }),
+    card('effective sample size', fmt(Math.round(st.drift.effective_sample_size)),
+      { 'data-col': 'ess', title: "Kish's (sum of the rows' weights)² / sum of their squares: n for plain averages" }),
     card('drift alarms', fmt(st.drift.alarms), { class: 'card' + (st.drift.alarms ? ' alarm' : '') }),
     card('schedule', st.schedule.split(':')[0], { title: st.schedule }), card('last update', age(st.last_update_ms)));
+  $('#stream-health').replaceChildren(h('h2', {}, 'Health'), ...streamHealth(st, health.rz, health.lag));
+}
+
+// The features' population standard deviations the solver standardizes with: the stream's
+// (regression) or the negatives' (classification, README "Classification"); null before any.
+function featureSds(st) {
+  const sd = st.sd_x || (st.classes && st.classes.negative.sd_x);
+  return sd && st.n > 0 ? sd : null;
 }
 
 function streamView(main, name) {
@@ -429,18 +539,21 @@ function streamView(main, name) {
   // typing a k or a lambda switches to that point.
   const req = { method: 'lasso', by: 'select', k: null, lambda: null, criterion: 'ebic' };
   const sort = { key: 'abs', desc: true };
+  // The path in original units (the API's) or standardized (b_j times sd_j).
+  const units = { standardized: false };
   let model = null, path = null, modelError = null, selectError = null;
   const view = {
     name: 'stream',
     async update() {
+      let health;
       try {
-        st = await get('/v1/streams/' + enc(name));
+        [st, health] = await Promise.all([get('/v1/streams/' + enc(name)), healthInputs()]);
       } catch (e) {
         if (e.code === 'unknown_stream') { app.view = null; clearTimeout(app.timer); await unknownStream(main, 'stream', name); return; }
         throw e;
       }
       if (!built) { build(); built = true; }
-      fillCards(st);
+      fillCards(st, health);
       // The path and the model: at first, then every 10 s while the stream grows.
       if (Date.now() - lastPathAt > 10000 && st.n > 0) await refresh();
       else if (st.n === 0) $('#path-box').replaceChildren(h('p', { class: 'muted' }, 'No rows yet: the path appears with the first rows.'));
@@ -515,7 +628,12 @@ function streamView(main, name) {
       } else if (req.by === 'k') {
         const kv = Number(req.k);
         if (!/^\d+$/.test(String(req.k)) || kv < 1) modelError = { code: 'invalid_k', message: 'k must be a whole number of at least 1 (the stream has p = ' + st.p + ' features).' };
-        else body.k = kv;
+        else {
+          body.k = kv;
+          // At k the model is refitted on its support (least squares): the API gives its
+          // standard errors, t and p-values (README "Standard errors").
+          if (st.task !== 'classification') body.inference = true;
+        }
       } else {
         const lv = Number(req.lambda);
         if (req.lambda === '' || !Number.isFinite(lv) || lv < 0) modelError = { code: 'invalid_lambda', message: 'lambda must be a number of at least 0, e.g. 0.01.' };
@@ -555,18 +673,22 @@ function streamView(main, name) {
       for (const c of pt.coefficients) if (c.value !== 0 && !byFeature.has(c.feature)) byFeature.set(c.feature, c.index);
     });
     const xOf = (pt) => Math.log10(pt.lambda);
+    const sd = featureSds(st);
+    if (!sd) units.standardized = false;
+    const scale = (idx) => (units.standardized ? sd[idx] : 1);
     const series = [...byFeature.entries()].map(([feat, idx]) => ({
       name: feat, colour: colour(idx), attrs: { 'data-feature': feat },
       points: path.points.filter((pt) => pt.lambda > 0).map((pt) => {
         const c = pt.coefficients.find((c) => c.index === idx);
-        return [xOf(pt), c ? c.value : 0];
+        return [xOf(pt), c ? c.value * scale(idx) : 0];
       }),
     }));
     const marks = model && model.lambda > 0 ? [{ x: Math.log10(model.lambda), label: 'the model below (lambda = ' + fmt(model.lambda) + ')' }] : [];
     const hover = $('#hover');
     const chart = lineChart({
       series, marks, xReverse: true, zeroLine: true, label: 'Coefficient path of ' + name,
-      xLabel: 'log10 lambda (smaller to the right: more features)', xFmt: (v) => v.toFixed(1),
+      xLabel: 'log10 lambda (smaller to the right: more features)',
+      yLabel: units.standardized ? 'b × sd(x): per sd of the feature' : 'coefficient (original units)',
       onHover: (f, svg) => { highlight(svg, f); hover.textContent = f ? 'Feature ' + f : 'Hover a line (or focus a name below) to see its feature.'; },
     });
     chart.id = 'path-chart';
@@ -577,7 +699,20 @@ function streamView(main, name) {
         onfocus: () => { highlight(chart, se.name); hover.textContent = 'Feature ' + se.name; },
         onblur: () => highlight(chart, null), onmouseleave: () => highlight(chart, null),
       }, h('i', { style: 'background:' + se.colour }), se.name))));
-    box.replaceChildren(chart, legend);
+    const toggle = h('fieldset', { class: 'controls', id: 'units', style: 'border:0;padding:0;margin:0 0 4px', 'aria-label': 'Units of the path' },
+      h('legend', { class: 'muted', style: 'float:left;margin-right:8px' }, 'units'),
+      ...[['original', 'original units (b)'], ['standardized', 'standardized (b × sd(x))']].map(([v, label]) =>
+        h('label', { for: 'units-' + v, style: 'flex-direction:row;gap:4px' },
+          h('input', {
+            type: 'radio', name: 'units', value: v, id: 'units-' + v, disabled: !sd,
+            checked: units.standardized === (v === 'standardized'),
+            onchange: () => { units.standardized = v === 'standardized'; drawPath(); $('#units-' + v).focus(); },
+          }), label)));
+    const note = h('p', { class: 'muted', id: 'units-note' }, units.standardized
+      ? 'Standardized: each coefficient times its feature\'s standard deviation' + (st.task === 'classification' ? ' (the negatives\', as the solver standardizes)' : '') +
+        ', the change in the prediction per standard deviation of the feature, in the units of y: comparable across features (glmnet\'s and scikit-learn\'s scale with standardized x; y is not divided by its sd).'
+      : 'Original units: the change in the prediction per unit of the feature, as the API returns the coefficients.');
+    box.replaceChildren(toggle, chart, note, legend);
   }
   function chosenPoint() {
     const sel = path && path.selection;
@@ -619,7 +754,7 @@ function streamView(main, name) {
     }
     const chart = lineChart({
       series, marks, xReverse: true, label: sel.criterion + ' along the path of ' + name,
-      xLabel: 'log10 lambda (smaller to the right: more features)', xFmt: (v) => v.toFixed(1),
+      xLabel: 'log10 lambda (smaller to the right: more features)',
       empty: 'no point on the path',
     });
     chart.id = 'selection-chart';
@@ -644,16 +779,38 @@ function streamView(main, name) {
     const chosenBy = model.selection
       ? card('chosen by', model.selection.criterion, { 'data-col': 'chosen-by', title: 'the point ' + model.selection.criterion + ' chooses along the path (marked on the curve above)' })
       : card('chosen by', req.by === 'lambda' ? 'lambda typed' : 'k typed', { 'data-col': 'chosen-by' });
+    // Standard errors where the API gives them (a model refitted at k), by feature.
+    const inf = model.inference;
+    const est = new Map(inf ? inf.coefficients.map((e) => [e.feature, e]) : []);
+    const sd = featureSds(st);
+    const caption = inf
+      ? 'Coefficients in original units, with their standard errors, t and two-sided p-values (Student t, ' + fmt(inf.df_resid) + ' residual degrees of freedom)' +
+        (inf.post_selection ? '; the support was chosen on the same rows, so the standard errors are too small and the p-values too optimistic.' : '.')
+      : 'Coefficients in original units. ' + (req.by === 'k'
+        ? 'No standard errors: ' + ((d.notes || []).find((n) => n.startsWith('no inference')) || (st.task === 'classification' ? 'they are for regression.' : 'the API gave none.'))
+        : 'A penalized model at a lambda has no standard errors; choose by k for the model refitted on its support, which has them.');
+    const infHeads = inf ? [h('th', { scope: 'col' }, 'SE'), h('th', { scope: 'col' }, 't'), h('th', { scope: 'col' }, 'p')] : [];
     box.replaceChildren(
       h('div', { class: 'cards', id: 'model-cards' },
         card('method', model.method), chosenBy, card('nonzeros k', fmt(model.k), { 'data-col': 'k' }),
         card('lambda', fmt(model.lambda)), card('R²', fmt(d.r2), { 'data-col': 'r2' }),
-        card('n', fmt(model.n)), card('intercept', fmt(model.intercept))),
+        card('n', fmt(model.n)),
+        card('intercept', fmt(model.intercept) + (inf ? ' ± ' + fmt(inf.intercept.se) : ''), { 'data-col': 'intercept', title: inf ? 'estimate ± standard error' : null })),
       h('div', { class: 'scroll' }, h('table', { id: 'model-table' },
-        h('caption', { class: 'muted' }, 'Coefficients in original units; the API gives no standard errors for these estimators.'),
-        h('thead', {}, h('tr', {}, head('Feature', 'name'), head('Coefficient', 'value'), head('|Coefficient|', 'abs'))),
-        h('tbody', {}, rows.map((c) => h('tr', { 'data-feature': c.feature },
-          h('td', {}, c.feature), h('td', { 'data-value': String(c.value) }, fmt(c.value, 6)), h('td', {}, fmt(Math.abs(c.value), 6))))))));
+        h('caption', { class: 'muted' }, caption),
+        h('thead', {}, h('tr', {}, head('Feature', 'name'), head('Coefficient', 'value'), head('|Coefficient|', 'abs'),
+          h('th', { scope: 'col', title: 'coefficient times the feature\'s standard deviation' }, 'b × sd(x)'), ...infHeads)),
+        h('tbody', {}, rows.map((c) => {
+          const e = est.get(c.feature);
+          return h('tr', { 'data-feature': c.feature },
+            h('td', {}, c.feature), h('td', { 'data-value': String(c.value) }, fmt(c.value, 6)), h('td', {}, fmt(Math.abs(c.value), 6)),
+            h('td', { 'data-col': 'standardized' }, sd ? fmt(c.value * sd[c.index], 4) : '—'),
+            ...(inf ? [
+              h('td', { 'data-col': 'se', 'data-value': e ? String(e.se) : '' }, e ? fmt(e.se, 4) : '—'),
+              h('td', { 'data-col': 't' }, e ? fmt(e.t, 4) : '—'),
+              h('td', { 'data-col': 'p', class: e && e.p_value < 0.05 ? 'ok' : '' }, e ? (e.p_value < 1e-4 ? '< 0.0001' : fmt(e.p_value, 2)) : '—'),
+            ] : []));
+        })))));
   }
   view.fail = (e) => { $('#model-error') ? $('#model-error').replaceChildren(errorBox(e)) : main.append(errorBox(e)); };
   return view;
@@ -666,9 +823,9 @@ function historyView(main, name) {
   const view = {
     name: 'history',
     async update() {
-      let st, hist;
+      let st, hist, health;
       try {
-        [st, hist] = await Promise.all([get('/v1/streams/' + enc(name)), get('/v1/streams/' + enc(name) + '/history')]);
+        [st, hist, health] = await Promise.all([get('/v1/streams/' + enc(name)), get('/v1/streams/' + enc(name) + '/history'), healthInputs()]);
       } catch (e) {
         if (e.code === 'unknown_stream') { app.view = null; clearTimeout(app.timer); await unknownStream(main, 'stream', name); return; }
         throw e;
@@ -685,7 +842,7 @@ function historyView(main, name) {
           h('div', {}, h('h2', {}, 'Effective sample size'), h('div', { id: 'ess-box' }))));
         built = true;
       }
-      fillCards(st);
+      fillCards(st, health);
       draw(hist, st);
     },
   };
@@ -704,21 +861,20 @@ function historyView(main, name) {
       x: p.time_ms / 1000, cls: 'alarm-mark', label: 'drift alarm (by row ' + fmt(p.last_alarm_row) + ')',
       attrs: { 'data-alarm': String(p.last_alarm_row), 'stroke-dasharray': '6 3' },
     }));
-    const tfmt = (v) => new Date(v * 1000).toLocaleTimeString();
     $('#alpha-box').replaceChildren(lineChart({
       label: 'alpha over time', series: [{ name: 'alpha', colour: 'var(--accent)', points: pts.map((p) => [p.time_ms / 1000, p.alpha]) }],
-      marks, xFmt: tfmt, xLabel: 'time', height: 220, empty: 'no history point yet',
+      marks, xTime: true, xLabel: 'time', height: 220, empty: 'no history point yet',
     }));
     $('#ess-box').replaceChildren(lineChart({
       label: 'effective sample size over time', series: [{ name: 'effective sample size', colour: 'var(--pos)', points: pts.map((p) => [p.time_ms / 1000, p.effective_sample_size]) }],
-      marks, xFmt: tfmt, xLabel: 'time', height: 220, yZero: true, empty: 'no history point yet',
+      marks, xTime: true, xLabel: 'time', height: 220, yZero: true, empty: 'no history point yet',
     }));
-    quality(pts, st, marks, tfmt);
+    quality(pts, st, marks);
     heat(hist, alarms);
   }
   // Each row predicted before it is folded (README "Quality"): the window's main figure
   // over time (R² or AUC), with the drift alarms, and the figures now.
-  function quality(pts, st, marks, tfmt) {
+  function quality(pts, st, marks) {
     const q = st.quality;
     if (!q) {
       $('#quality-summary').replaceChildren(h('p', { class: 'muted' }, 'Quality is off for this stream (quality.enabled = false).'));
@@ -742,7 +898,7 @@ function historyView(main, name) {
       series.push({ name: 'floor', colour: 'var(--bad)', points: [[pts[0].time_ms / 1000, floor], [pts[pts.length - 1].time_ms / 1000, floor]] });
     }
     $('#quality-box').replaceChildren(lineChart({
-      label: label + ' of the prequential window over time', series, marks, xFmt: tfmt, xLabel: 'time', height: 220,
+      label: label + ' of the prequential window over time', series, marks, xTime: true, xLabel: 'time', height: 220,
       empty: 'no quality figure yet',
     }));
   }
@@ -839,7 +995,7 @@ function featureView(main, name) {
         h('tbody', {}, sel.map((x) => h('tr', { 'data-feature': x.name }, h('td', {}, x.name), h('td', {}, fmt(x.weight)), h('td', {}, fmt(x.coefficient)), h('td', {}, x.worker)))))) : '');
     $('#loss-box').replaceChildren(lineChart({
       label: 'loss at the end of each pass', series: [{ name: 'loss', colour: 'var(--accent)', points: f.loss_per_pass.map((v, i) => [i + 1, v]) }],
-      xLabel: 'pass', xFmt: (v) => v.toFixed(1), height: 220, empty: 'no pass completed yet',
+      xLabel: 'pass', xInteger: true, height: 220, empty: 'no pass completed yet',
     }));
     $('#workers-box').replaceChildren(f.workers > 1 ? h('div', { class: 'scroll' }, h('table', { id: 'workers-table' },
       h('thead', {}, h('tr', {}, h('th', {}, 'worker'), h('th', {}, 'steps'), h('th', {}, 'mean staleness'), h('th', {}, 'max staleness'))),

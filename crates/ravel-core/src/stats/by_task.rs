@@ -78,7 +78,8 @@ impl Stats {
         }
     }
     /// Alpha, effective sample size and drift alarms (classification: the negatives', with
-    /// both classes' alarms).
+    /// both classes' alarms, and the sum of the classes' effective sample sizes, n for plain
+    /// averages).
     pub fn drift_status(&self) -> DriftStatus {
         match self {
             Stats::Regression(s) => s.drift_status(),
@@ -86,6 +87,7 @@ impl Stats {
                 let mut d = s.neg.drift_status();
                 d.alpha = self.current_alpha();
                 d.alarms += s.pos.drift_alarms();
+                d.effective_sample_size += s.pos.effective_sample_size();
                 d
             }
         }

@@ -101,7 +101,7 @@ impl RunningStats {
             self.shift_y = data.y[0];
         }
         let alphas = self.schedule.alphas_for_batch(self.n, rows, &[], &[]);
-        let weight = self.weight;
+        let (weight, sum_sq) = (self.weight, self.sum_sq_shares);
         let (decay, omega) = self.fold_weights(&alphas);
         let folded = match self.apply_kernel(data, decay, &omega, false) {
             Some(folded) => folded,
@@ -111,7 +111,7 @@ impl RunningStats {
             }
         };
         if !folded {
-            self.weight = weight;
+            (self.weight, self.sum_sq_shares) = (weight, sum_sq);
             if let Some((sx, sy)) = old_shift {
                 self.shift_x = sx;
                 self.shift_y = sy;
@@ -134,11 +134,16 @@ impl RunningStats {
     fn fold_weights(&mut self, alphas: &[f64]) -> (f64, Vec<f64>) {
         let mut eff = Vec::with_capacity(alphas.len());
         let mut w = self.weight;
+        let mut sq = self.sum_sq_shares;
         for &a in alphas {
             w = (1.0 - a) * w + a;
-            eff.push(if w > 0.0 { a / w } else { 1.0 });
+            let e = if w > 0.0 { a / w } else { 1.0 };
+            // Every earlier row's share shrinks by 1 - e, the new row's is e.
+            sq = (1.0 - e) * (1.0 - e) * sq + e * e;
+            eff.push(e);
         }
         self.weight = w;
+        self.sum_sq_shares = sq;
         // omega_i = eff_i * prod_{j > i} (1 - eff_j); decay = prod_j (1 - eff_j).
         let mut omega = vec![0.0; eff.len()];
         let mut tail = 1.0;

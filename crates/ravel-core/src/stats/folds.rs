@@ -114,6 +114,9 @@ impl Folds {
             fold.apply(&xs, &ys, decay, &om, true);
             fold.n += rows[j] as u64;
             fold.weight = 1.0;
+            fold.sum_sq_shares = (decay * decay * fold.sum_sq_shares
+                + om.iter().map(|w| w * w).sum::<f64>())
+            .min(1.0);
             self.shares[j] = new;
         }
         let sum: f64 = self.shares.iter().sum();

@@ -105,6 +105,8 @@ impl RunningStats {
         let g = 1.0 - f;
         let mix = |a: &mut f64, b: f64| *a = g * *a + f * b;
         mix(&mut self.weight, other.weight);
+        // Each shard's rows keep their shares scaled by g and f.
+        self.sum_sq_shares = g * g * self.sum_sq_shares + f * f * other.sum_sq_shares;
         mix(&mut self.dy, other.dy);
         mix(&mut self.dyy, other.dyy);
         for (a, &b) in self.dx.iter_mut().zip(&other.dx) {

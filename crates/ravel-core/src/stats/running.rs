@@ -22,6 +22,10 @@ pub struct RunningStats {
     /// Total weight W (1 for plain averages once a row is seen; below 1 early in a
     /// fixed-alpha stream). Kept so the averages can stay normalized.
     pub(super) weight: f64,
+    /// sum_i (w_i / W)^2 over the rows' final weights w_i: 1 / the effective sample size
+    /// (Kish). 1/n for plain averages, 0 before the first row. Reported, never used by the
+    /// statistics or the solvers.
+    pub(super) sum_sq_shares: f64,
     /// E[x - s].
     #[serde(rename = "mean_x")]
     pub(super) dx: Vec<f64>,
@@ -50,6 +54,7 @@ impl RunningStats {
             p,
             n: 0,
             weight: 0.0,
+            sum_sq_shares: 0.0,
             dx: vec![0.0; p],
             dy: 0.0,
             dxx: vec![0.0; p * p],
@@ -132,12 +137,39 @@ impl RunningStats {
     pub fn current_alpha(&self) -> f64 {
         self.schedule.current_alpha(self.n)
     }
-    /// How many rows the averages effectively span, counting the next row: the inverse of
-    /// the normalized weight that row will get, W'/alpha with W' = (1 - alpha) W + alpha. n + 1
-    /// for plain averages, 1/alpha for a fixed alpha once n >> 1/alpha.
+    /// The effective sample size of the averages (Kish): (sum_i w_i)^2 / sum_i w_i^2 over the
+    /// rows' final weights w_i (row i's alpha times the (1 - alpha) of every later row). n for
+    /// plain averages, (2 - alpha)/alpha for a fixed alpha once n >> 1/alpha, 0 for an empty
+    /// stream. The figure reported (`drift_status`); the solvers' `effective_n` is `span`.
     pub fn effective_sample_size(&self) -> f64 {
+        if self.n == 0 || self.sum_sq_shares <= 0.0 {
+            0.0
+        } else {
+            1.0 / self.sum_sq_shares
+        }
+    }
+    /// The rows the averages span for the solvers (`Moments::effective_n`): the inverse of the
+    /// normalized weight the next row will get, W'/alpha with W' = (1 - alpha) W + alpha (n + 1
+    /// for plain averages, 1/alpha for a fixed alpha once n >> 1/alpha). The service reported
+    /// it as the effective sample size before the Kish figure; kept as it was, so that no
+    /// statistic or model changes.
+    fn span(&self) -> f64 {
         let a = self.current_alpha();
         ((1.0 - a) * self.weight + a) / a
+    }
+    /// What `sum_sq_shares` is assumed to be for statistics stored before it was kept: exact
+    /// for plain averages (1/n), and the adaptive schedule's own record when it covers every
+    /// row; otherwise 1 / min(n, span), the figure reported then, which the next rows' weights
+    /// wash out.
+    pub(super) fn assumed_sum_sq_shares(&self) -> f64 {
+        if self.n == 0 {
+            return 0.0;
+        }
+        match &self.schedule {
+            AlphaSchedule::Plain => 1.0 / self.n as f64,
+            AlphaSchedule::Adaptive(a) => 1.0 / a.kish_size(self.n).max(1.0),
+            _ => 1.0 / (self.n as f64).min(self.span()).max(1.0),
+        }
     }
     /// Drift alarms raised by an adaptive schedule (0 for the others).
     pub fn drift_alarms(&self) -> u64 {
@@ -271,7 +303,8 @@ pub struct DriftStatus {
     pub schedule: String,
     /// Raw alpha the next row gets.
     pub alpha: f64,
-    /// Rows the averages effectively span (`RunningStats::effective_sample_size`).
+    /// Effective sample size (Kish): (sum of the rows' weights)^2 / sum of their squares; n
+    /// for plain averages, 0 before the first row (`RunningStats::effective_sample_size`).
     pub effective_sample_size: f64,
     /// Drift alarms so far and the row that raised the last one (adaptive schedule only).
     pub alarms: u64,
@@ -291,9 +324,9 @@ impl crate::gram::Moments for RunningStats {
         self.n
     }
     /// n for plain averages; for a forgetting schedule the rows the averages effectively span
-    /// (`effective_sample_size`, about 1/alpha for a fixed alpha), when that is fewer.
+    /// (`span`, about 1/alpha for a fixed alpha), when that is fewer.
     fn effective_n(&self) -> f64 {
-        (self.n as f64).min(self.effective_sample_size())
+        (self.n as f64).min(self.span())
     }
     fn p(&self) -> usize {
         self.p

@@ -12,6 +12,9 @@ pub(super) struct StoredStats {
     p: usize,
     n: u64,
     weight: f64,
+    /// Absent before the effective sample size was kept (`assumed_sum_sq_shares`).
+    #[serde(default)]
+    sum_sq_shares: Option<f64>,
     mean_x: Vec<f64>,
     mean_y: f64,
     #[serde(default)]
@@ -29,7 +32,8 @@ pub(super) struct StoredStats {
 
 impl From<StoredStats> for RunningStats {
     fn from(s: StoredStats) -> Self {
-        RunningStats {
+        let sum_sq_shares = s.sum_sq_shares;
+        let mut stats = RunningStats {
             shift_x: if s.shift_x.is_empty() {
                 vec![0.0; s.p]
             } else {
@@ -38,6 +42,7 @@ impl From<StoredStats> for RunningStats {
             p: s.p,
             n: s.n,
             weight: s.weight,
+            sum_sq_shares: 0.0,
             dx: s.mean_x,
             dy: s.mean_y,
             dxx: match s.sxx_lower {
@@ -48,7 +53,9 @@ impl From<StoredStats> for RunningStats {
             dyy: s.syy,
             schedule: s.schedule,
             shift_y: s.shift_y,
-        }
+        };
+        stats.sum_sq_shares = sum_sq_shares.unwrap_or_else(|| stats.assumed_sum_sq_shares());
+        stats
     }
 }
 
@@ -99,10 +106,11 @@ fn lower_only(mut m: Vec<f64>, p: usize) -> Vec<f64> {
 impl Serialize for RunningStats {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
-        let mut st = s.serialize_struct("RunningStats", 11)?;
+        let mut st = s.serialize_struct("RunningStats", 12)?;
         st.serialize_field("p", &self.p)?;
         st.serialize_field("n", &self.n)?;
         st.serialize_field("weight", &self.weight)?;
+        st.serialize_field("sum_sq_shares", &self.sum_sq_shares)?;
         st.serialize_field("mean_x", &self.dx)?;
         st.serialize_field("mean_y", &self.dy)?;
         st.serialize_field("sxx_lower", &LowerTriangle(&self.dxx, self.p))?;
@@ -142,6 +150,7 @@ impl RunningStats {
         }
         let scalars = [
             ("weight", self.weight),
+            ("sum_sq_shares", self.sum_sq_shares),
             ("mean_y", self.dy),
             ("syy", self.dyy),
             ("shift_y", self.shift_y),
@@ -163,6 +172,12 @@ impl RunningStats {
             return Err(format!(
                 "total weight {} does not fit n = {} (it lies in (0, 1] once a row is seen)",
                 self.weight, self.n
+            ));
+        }
+        if !(0.0..=1.0 + 1e-9).contains(&self.sum_sq_shares) {
+            return Err(format!(
+                "sum_sq_shares {} is not in [0, 1] (the squared shares of the rows' weights)",
+                self.sum_sq_shares
             ));
         }
         if self.dyy < 0.0 || (0..p).any(|j| self.dxx[j + j * p] < 0.0) {
