@@ -24,7 +24,7 @@
 //!    rows/s of the real service with `quality` off and on (the defaults: lasso k = 10
 //!    re-extracted every 1000 rows, a window of 10000), three runs each, alternating, medians
 //!    (`RAVEL_BENCH_ROWS`, default 300000 here). Target: under 10% cost. The fold alone is
-//!    ravel-core's `cargo bench -p ravel-core --bench prequential`.
+//!    ravel-core's `cargo bench -p ravel-lm --bench prequential`.
 //!    `cargo bench --bench ingest -- quality` runs part 5 alone.
 //!
 //! `RAVEL_BENCH_ROWS` sets the binary rows of part 2 (default 500000; JSON gets 30% of that);

@@ -66,7 +66,7 @@ def rows(p, n, rng):
 
 
 def encode(batch, fmt):
-    """A mini-batch message in one of the formats ingest reads (README "Message formats")."""
+    """A mini-batch message in one of the formats ingest reads (docs/streams.md "Message formats")."""
     if fmt == "json":
         return json.dumps({"rows": [x for x, _ in batch], "y": [y for _, y in batch]}).encode()
     p = len(batch[0][0])

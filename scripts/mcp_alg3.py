@@ -1,5 +1,5 @@
 """Where paper 003's MCP column of Table 2 comes from, measured: ravel's MCP k-model (coordinate
-descent to convergence from two starts, README "Estimators") against paper 003's Algorithm 3 as the
+descent to convergence from two starts, docs/methods.md "Estimators") against paper 003's Algorithm 3 as the
 paper writes it (b = 0, then T steps b <- Theta(b - eta (S_xx b - S_xy); eta lambda) with MCP's
 firm threshold, eta = 1 / largest eigenvalue of S_xx), implemented here in numpy,
 independently of ravel, with lambda bisected until Algorithm 3 returns exactly k = 100 nonzeros.

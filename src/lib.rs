@@ -85,7 +85,7 @@ pub use state::streams::Stats;
 /// Checkpoint files (`state.dir`): their format, atomic write and load.
 pub use store::file as checkpoint;
 
-/// The observation messages a stream reads (README: Message formats): rows and mini-batches as
+/// The observation messages a stream reads (docs/streams.md: Message formats): rows and mini-batches as
 /// JSON or ravel's binary form, written by `ravel produce` and by the tests.
 pub mod wire {
     pub use crate::ingest::format::{

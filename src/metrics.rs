@@ -44,7 +44,7 @@ pub struct Metrics {
     pub ingest_batch_seconds: HistogramVec,
     /// Rows per folded batch.
     pub ingest_batch_rows: HistogramVec,
-    /// Per message: from its Kafka timestamp to its rows visible to readers (README
+    /// Per message: from its Kafka timestamp to its rows visible to readers (docs/concepts.md,
     /// "Freshness").
     pub ingest_freshness: HistogramVec,
     /// Messages whose timestamp was ahead of the service's clock by more than the skew

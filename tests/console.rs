@@ -18,7 +18,7 @@
 //!
 //! (Not `RAVEL_...` variables: the service reads those as configuration.)
 //! `CONSOLE_SCREENSHOTS=DIR` keeps the screenshots in DIR (`scripts/screenshots` writes the
-//! README's, `docs/console/`). Chromium is `chromium` on the PATH (`scripts/test` installs
+//! guide's, `docs/console/`). Chromium is `chromium` on the PATH (`scripts/test` installs
 //! Debian's) or `CHROMIUM_PATH`; without it the test fails, it does not skip.
 
 mod common;

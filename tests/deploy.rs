@@ -11,7 +11,7 @@
 //!   listens on, the ConfigMap mounted where the container reads its config (a config that
 //!   today's service accepts), the PodDisruptionBudget and a grace period longer than a
 //!   checkpoint interval.
-//! - The Dockerfile's build and run lines are the README's; its cargo build makes the binary
+//! - The Dockerfile's build and run lines are the guide's (docs/operations.md); its cargo build makes the binary
 //!   the entrypoint runs; its CMD, with the shipped config, starts a service that its
 //!   HEALTHCHECK command sees ready and that exits 0 on its STOPSIGNAL.
 //! - compose.yaml parses, references files that exist, and its producer command runs.
@@ -577,7 +577,7 @@ fn dockerfile() -> (Vec<(String, String)>, String) {
     (out, text)
 }
 
-/// `docker ...` command lines of a text: README code lines, or `#   docker ...` comments.
+/// `docker ...` command lines of a text: the guide's code lines, or `#   docker ...` comments.
 fn docker_lines(text: &str, prefix: &str) -> BTreeSet<String> {
     text.lines()
         .filter_map(|l| l.strip_prefix(prefix))
@@ -590,15 +590,19 @@ fn docker_lines(text: &str, prefix: &str) -> BTreeSet<String> {
 #[test]
 fn dockerfile_matches_readme_and_its_command_serves_until_sigterm() {
     let (ins, text) = dockerfile();
-    let readme = read("README.md");
-    let section = &readme[readme
-        .find("## Running in production")
-        .expect("README has a 'Running in production' section")..];
+    // The guide's "Operations and production" chapter (docs/operations.md) shows them.
+    let guide = read("docs/operations.md");
+    let section = &guide[guide
+        .find("# Operations and production")
+        .expect("docs/operations.md is the 'Operations and production' chapter")..];
     let from_docker = docker_lines(&text, "#");
     let from_readme = docker_lines(section, "");
     assert!(from_docker.iter().any(|l| l.starts_with("docker build")));
     assert!(from_docker.iter().any(|l| l.starts_with("docker run")));
-    assert_eq!(from_docker, from_readme, "Dockerfile comment vs README");
+    assert_eq!(
+        from_docker, from_readme,
+        "Dockerfile comment vs docs/operations.md"
+    );
     for line in &from_docker {
         if line.starts_with("docker build") {
             // Run from the repository root, with this Dockerfile, on the root as context.
@@ -657,7 +661,7 @@ fn dockerfile_matches_readme_and_its_command_serves_until_sigterm() {
     assert_eq!(get("STOPSIGNAL"), [&"SIGTERM".to_string()]);
     assert!(get("USER")[0].split(':').next().unwrap() != "0" && get("USER")[0] != "root");
 
-    // The config path: shipped there, read from there, and what the README's -v mounts over.
+    // The config path: shipped there, read from there, and what the guide's -v mounts over.
     let config_path = &cmd[cmd.iter().position(|a| a == "--config").unwrap() + 1];
     assert!(get("COPY").contains(&&format!("deploy/ravel.toml {config_path}")));
     for line in from_readme.iter().filter(|l| l.contains(" -v ")) {
@@ -862,7 +866,7 @@ fn the_runtime_image_installs_every_library_the_binary_links() {
         );
         packages.insert(pkg);
     }
-    // TLS, SASL/SCRAM and OIDC (README "TLS and SASL") need OpenSSL and libcurl in the image.
+    // TLS, SASL/SCRAM and OIDC (docs/operations.md, "TLS and SASL") need OpenSSL and libcurl in the image.
     for lib in ["libssl3", "libcurl4"] {
         assert!(packages.contains(lib), "{lib} not linked: {packages:?}");
     }
@@ -878,7 +882,7 @@ fn compose_parses_references_existing_files_and_its_producer_runs() {
             .get(name)
             .unwrap_or_else(|| panic!("compose has no service {name}"))
     };
-    let readme = read("README.md");
+    let readme = read("docs/operations.md");
     let header = read("deploy/compose.yaml");
     let up = "docker compose -f deploy/compose.yaml up --build";
     assert!(readme.contains(up) && header.contains(up));

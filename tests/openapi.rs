@@ -1,5 +1,5 @@
 //! The OpenAPI description against the running service: every route the service answers is
-//! in `/openapi.json` (and in the README), every example in the document validates against
+//! in `/openapi.json` (and in the guide's HTTP API chapter), every example in the document validates against
 //! its schema, and every answer of a real service (a real broker, rows produced over TCP)
 //! has a status the document declares and a body its schema accepts.
 
@@ -77,16 +77,17 @@ fn operations(doc: &Value) -> BTreeSet<(String, String)> {
     ops
 }
 
-/// The routes the README's HTTP API section shows with curl, as (METHOD, path template):
+/// The routes the guide's HTTP API chapter shows with curl (docs/http-api.md, "Routes"), as
+/// (METHOD, path template):
 /// `-XPOST localhost:8080/v1/streams/demo/model` -> (POST, /v1/streams/{name}/model).
 fn readme_routes() -> BTreeSet<(String, String)> {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let start = readme
-        .find("### HTTP API")
-        .expect("README has an HTTP API section");
-    let section = &readme[start..];
-    let section = &section[..section[3..].find("\n### ").map_or(section.len(), |e| e + 3)];
+    let guide =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/http-api.md")).unwrap();
+    let start = guide
+        .find("\n## Routes\n")
+        .expect("docs/http-api.md has a 'Routes' section");
+    let section = &guide[start + 1..];
+    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |e| e + 3)];
     let mut routes = BTreeSet::new();
     for line in section.lines().filter(|l| l.starts_with("curl")) {
         let method = ["POST", "PUT", "DELETE"]
@@ -96,7 +97,7 @@ fn readme_routes() -> BTreeSet<(String, String)> {
         let url = line
             .split_whitespace()
             .find_map(|w| w.trim_matches('\'').strip_prefix("localhost:8080"))
-            .unwrap_or_else(|| panic!("no URL in README line {line}"));
+            .unwrap_or_else(|| panic!("no URL in docs/http-api.md line {line}"));
         let path = url.split('?').next().unwrap();
         let template: Vec<String> = path
             .split('/')
@@ -287,20 +288,20 @@ fn every_route_is_described_and_every_answer_matches_its_schema() {
     let doc: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(doc["openapi"], "3.1.0");
 
-    // Every route is described, and the README shows the same routes (less /openapi.json,
+    // Every route is described, and the guide shows the same routes (less /openapi.json,
     // which it names in prose, and the operations' second method on /path).
     let ops = operations(&doc);
     let readme = readme_routes();
     for r in &readme {
         assert!(
             ops.contains(r),
-            "README route {r:?} is not in /openapi.json"
+            "docs/http-api.md route {r:?} is not in /openapi.json"
         );
     }
     for op in &ops {
         let (m, t) = (op.0.as_str(), op.1.as_str());
         if !readme.contains(op) && t != "/openapi.json" && !(m == "GET" && t.ends_with("/path")) {
-            panic!("{op:?} is in /openapi.json but not in the README's HTTP API section");
+            panic!("{op:?} is in /openapi.json but not in docs/http-api.md's Routes section");
         }
     }
 

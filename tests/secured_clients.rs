@@ -1,4 +1,4 @@
-//! Issue 16 item 3: the README's worked examples for secured clusters (TLS with a client
+//! Issue 16 item 3: the guide's worked examples for secured clusters (TLS with a client
 //! certificate, SASL/PLAIN, SASL/SCRAM and SASL/OAUTHBEARER with OIDC over TLS) start the real
 //! binary: librdkafka is built with OpenSSL and libcurl, loads the certificates, the encrypted
 //! key and the secrets from files and the environment, and the service runs (not ready: no
@@ -6,7 +6,7 @@
 //! password stops it with librdkafka's error, which shows the certificate really is loaded.
 //!
 //! The embedded broker (librdkafka's mock cluster) speaks neither TLS nor SASL, so the
-//! handshake itself is not exercised here; the examples are read from README.md, so the
+//! handshake itself is not exercised here; the examples are read from docs/operations.md, so the
 //! documentation and this test cannot drift apart.
 
 mod common;
@@ -20,14 +20,15 @@ const KEY_PASSWORD: &str = "key-pass-4f1d";
 const SASL_PASSWORD: &str = "sasl-pass-9c2e";
 const OIDC_SECRET: &str = "oidc-secret-77ab";
 
-/// The `toml` code blocks of the README's "TLS and SASL" section, in order.
+/// The `toml` code blocks of the guide's "TLS and SASL" section (docs/operations.md), in order.
 fn readme_examples() -> Vec<String> {
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
-    let start = readme
-        .find("### TLS and SASL")
-        .expect("README has a 'TLS and SASL' section");
-    let rest = &readme[start + 3..];
+    let guide =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/operations.md"))
+            .unwrap();
+    let start = guide
+        .find("\n## TLS and SASL\n")
+        .expect("docs/operations.md has a 'TLS and SASL' section");
+    let rest = &guide[start + 4..];
     let section = &rest[..rest.find("\n## ").unwrap_or(rest.len())];
     section
         .split("```toml\n")
@@ -157,7 +158,7 @@ fn readme_tls_and_sasl_examples_start_the_service_with_their_secrets_hidden() {
     for m in &mechanisms {
         assert!(
             examples.iter().any(|e| e.contains(m)),
-            "README has no example with {m}: {examples:#?}"
+            "docs/operations.md has no example with {m}: {examples:#?}"
         );
     }
     let creds = tempfile::tempdir().unwrap();
@@ -224,7 +225,7 @@ fn a_wrong_key_password_stops_the_service_with_the_tls_error() {
     let tls = readme_examples()
         .into_iter()
         .find(|e| e.contains("ssl.key.password"))
-        .expect("README has the TLS example with an encrypted key");
+        .expect("docs/operations.md has the TLS example with an encrypted key");
     let dir = tempfile::tempdir().unwrap();
     credentials(dir.path());
     write_config(dir.path(), dir.path(), &tls);

@@ -13,14 +13,14 @@ use utoipa::ToSchema;
 macro_rules! codes {
     ($( $(#[$doc:meta])* $variant:ident = $text:literal, )*) => {
         /// Every error code the API answers with: the stable, machine-readable `error.code` of
-        /// the JSON body (README: the table of codes). One list: `as_str` is the JSON text.
+        /// the JSON body (docs/http-api.md: the table of codes). One list: `as_str` is the JSON text.
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
         pub enum Code {
             $( $(#[$doc])* $variant, )*
         }
 
         impl Code {
-            /// Every code, in the list's order (the README test walks them).
+            /// Every code, in the list's order (the guide's test walks them).
             #[cfg(test)]
             pub const ALL: &[Code] = &[$( Code::$variant, )*];
 
@@ -213,12 +213,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_code_is_documented_in_the_readme() {
-        let readme = include_str!("../../README.md");
+    fn every_code_is_documented_in_the_guide() {
+        let guide = include_str!("../../docs/http-api.md");
         for code in Code::ALL {
             assert!(
-                readme.contains(&format!("`{code}`")),
-                "error code `{code}` is not in README.md (HTTP API: the table of codes)"
+                guide.contains(&format!("`{code}`")),
+                "error code `{code}` is not in docs/http-api.md (the table of codes)"
             );
         }
     }

@@ -38,7 +38,7 @@ pub struct FitArgs {
     /// Replay the file test-then-train and print one JSON line per N rows,
     /// {"rows","rmse","alpha","alarms","quality"}: the RMSE of those rows, each predicted by
     /// the --method model before the row was folded in, and the quality figures of the last N
-    /// rows, weighted and in total (the service's `quality` on a stream: README "Quality").
+    /// rows, weighted and in total (the service's `quality` on a stream: docs/streams.md "Quality").
     #[arg(long, value_name = "N", conflicts_with = "path")]
     pub prequential: Option<u64>,
     /// With --prequential: re-extract the model at every multiple of R rows (default
@@ -168,7 +168,7 @@ impl ColumnArgs {
 #[derive(Debug, Clone, clap::Args)]
 pub struct ExtractArgs {
     /// The estimator: ols, ridge, olsth, fsa, lasso, elastic-net, mcp, scad, fw-lasso, iht, htp
-    /// or k-support (README "Estimators"). Without it, --select chooses along OLSth's k-path
+    /// or k-support (docs/methods.md "Estimators"). Without it, --select chooses along OLSth's k-path
     /// k = 1..=min(p, 300, n / 2) (or to --k).
     #[arg(long)]
     pub method: Option<String>,

@@ -50,7 +50,7 @@ pub fn redacted(config: &ClientConfig) -> std::collections::BTreeMap<String, Str
         .collect()
 }
 
-/// The consumer's `fetch.wait.max.ms` (README "Freshness"); `kafka.options` may override it.
+/// The consumer's `fetch.wait.max.ms` (docs/concepts.md "Freshness"); `kafka.options` may override it.
 pub const FETCH_WAIT_MAX_MS: u64 = 5;
 
 /// The service's Kafka clients.

@@ -1,4 +1,4 @@
-//! Each stream's live prequential quality (`quality = { ... }`; README "Quality"): ingest
+//! Each stream's live prequential quality (`quality = { ... }`; docs/streams.md "Quality"): ingest
 //! predicts every row with the stream's quality model before folding it
 //! (`ravel_core::prequential::TestThenTrain`, the definition `ravel fit --prequential` uses)
 //! and records the prediction here; the API, `/metrics` and the history read the figures.

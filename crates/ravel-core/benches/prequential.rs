@@ -1,5 +1,5 @@
 //! The cost of test-then-train (`prequential`; the service's live `quality`, issue 33) on the
-//! ingest path, a bench binary that prints a table (`cargo bench -p ravel-core --bench
+//! ingest path, a bench binary that prints a table (`cargo bench -p ravel-lm --bench
 //! prequential`): rows/s of `Stats::update_batch` in batches of 1000 rows against the same
 //! rows through `TestThenTrain` (each row predicted by a lasso with k = 10 nonzeros,
 //! re-extracted at every multiple of R rows) and `Quality::observe` (a window of 10000 rows),

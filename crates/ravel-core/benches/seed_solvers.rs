@@ -9,7 +9,7 @@
 //! (p^2 n = 10^12 flops) is left out of the benchmark.
 //!
 //! extract: extraction times at p = 1000 on 003's Table 2 design (n = 3000), beside the
-//! 100-point Lasso path of coordinate descent, for README's benchmark table; each through the
+//! 100-point Lasso path of coordinate descent, for the benchmark table of docs/benchmarks.md; each through the
 //! estimator interface (a JSON request, checked, extracted from the statistics) as the HTTP
 //! API and `ravel fit` run it.
 

@@ -4,7 +4,7 @@
 //! `scripts/detection_select.py` runs the same rules end to end through `ravel fit`; this is
 //! the quick form (no files, no process per fit), the figures of docs/selection.md:
 //!
-//!     cargo run --release -p ravel-core --example detection_select [-- SEEDS]
+//!     cargo run --release -p ravel-lm --example detection_select [-- SEEDS]
 //!
 //! Designs (`SyntheticSpec`: x = z 1 + u, pairwise correlation 0.5, beta*_j = 1 at
 //! j = (p / k*) i + p / k* - 1, y = x beta* + N(0, 1)): table2 (p = 1000, k* = 100,

@@ -3,7 +3,7 @@
 //! and keep the statistics (JSON) to extract other models later without the file.
 //!
 //! ```sh
-//! cargo run --release -p ravel-core --example file_to_model
+//! cargo run --release -p ravel-lm --example file_to_model
 //! ```
 
 use ndarray::{ArrayView1, ArrayView2, s};

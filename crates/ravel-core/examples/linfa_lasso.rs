@@ -2,7 +2,7 @@
 //! coefficients at the same penalty, and the times side by side. Needs the `linfa` feature:
 //!
 //! ```sh
-//! cargo run --release -p ravel-core --features linfa --example linfa_lasso
+//! cargo run --release -p ravel-lm --features linfa --example linfa_lasso
 //! ```
 //!
 //! Penalty scaling: both minimize 1/(2n) ||y - b0 - X b||^2 + lambda |b|_1 when ravel's request

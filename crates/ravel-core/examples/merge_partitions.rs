@@ -3,7 +3,7 @@
 //! single pass over them up to rounding.
 //!
 //! ```sh
-//! cargo run --release -p ravel-core --example merge_partitions
+//! cargo run --release -p ravel-lm --example merge_partitions
 //! ```
 
 use ndarray::{Array1, Array2, s};

@@ -11,7 +11,7 @@
 //! from those statistics alone, at any sparsity k or penalty lambda, and equals the offline
 //! method on all rows (paper 003). Feature streams keep the best s of a stream of columns
 //! (paper 000). This crate knows nothing of Kafka, HTTP or the command line: its dependencies
-//! hold that boundary (`cargo tree -p ravel-core`).
+//! hold that boundary (`cargo tree -p ravel-lm`).
 //! Papers are cited by short name ("003 eq. 6"); docs/references.md in the repository
 //! lists them (authors, title, venue, year).
 //!

@@ -872,7 +872,7 @@ function historyView(main, name) {
     quality(pts, st, marks);
     heat(hist, alarms);
   }
-  // Each row predicted before it is folded (README "Quality"): the window's main figure
+  // Each row predicted before it is folded (docs/streams.md "Quality"): the window's main figure
   // over time (R² or AUC), with the drift alarms, and the figures now.
   function quality(pts, st, marks) {
     const q = st.quality;

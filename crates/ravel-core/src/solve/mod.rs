@@ -14,7 +14,7 @@
 //! (constrained Lasso, paper 004), `iht` (IHT / HTP with the sparse duality certificate, paper
 //! 002 ch. 3), `ksupport` (k-support-norm regression by k-FCFW, paper 002 ch. 2). Adding a
 //! solver is one such file, one line in the `estimators!` list below and its name in
-//! `model::estimator_names!`; README "Adding a solver". Beside the families: `select` (which point of
+//! `model::estimator_names!`; docs/contributing.md "Adding a solver". Beside the families: `select` (which point of
 //! a path: information criteria and exact K-fold cross-validation, a request's `select`) and
 //! `inference` (standard errors of least-squares models, a request's `inference`).
 

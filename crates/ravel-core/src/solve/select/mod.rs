@@ -308,7 +308,7 @@ pub fn default_method_note(criterion: Criterion, k_max: usize) -> String {
         "no method named: {criterion} over OLSth's k-path k = 1..{k_max} (one OLS fit on all \
          features, then the k largest coefficients refitted for each k), the default because \
          on correlated designs it recovers the true support where Lasso's path selects many \
-         false features too (README \"Choosing k\", docs/selection.md); name a method to \
+         false features too (docs/methods.md \"Choosing k\", docs/selection.md); name a method to \
          select along its own path",
         criterion = criterion.name()
     )
