@@ -29,7 +29,7 @@ use common::*;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How every producer of these tests (and ravel's own, through `kafka.options`) works around
 /// Tansu 0.6.0's record-batch defects (ListOffsets and Fetch inside a batch): one record a batch.
@@ -72,40 +72,16 @@ struct Tansu {
 impl Tansu {
     fn start(dir: &Path) -> Tansu {
         let bin = tansu_binary();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let url = format!("tcp://127.0.0.1:{port}");
-        let (proc, banner) = Proc::start_program(
+        let (proc, banner, brokers) = start_tansu_family(
             "tansu",
             &bin,
-            &[
-                "broker",
-                "--listener-url",
-                &url,
-                "--advertised-listener-url",
-                &url,
-                "--storage-engine",
-                "memory://tansu/",
-            ],
-            &[],
+            &["--storage-engine", "memory://tansu/"],
             &dir.join("tansu.log"),
         );
         assert_eq!(
             banner, "tansu broker 0.6.0",
             "the Tansu these tests measured"
         );
-        let brokers = format!("127.0.0.1:{port}");
-        let start = Instant::now();
-        while std::net::TcpStream::connect(&brokers).is_err() {
-            assert!(
-                start.elapsed() < DEADLINE,
-                "Tansu never listened on {brokers}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
         Tansu {
             _proc: proc,
             brokers,
@@ -665,26 +641,6 @@ fn a_missing_stream_topic_is_named_until_it_exists_and_owned_topics_are_created(
     wait_rows_stable(&base, "t", 200, &log);
 }
 
-/// `ravel check --config dir/ravel.toml --format json`: (exit success, findings).
-fn check(dir: &Path) -> (bool, Vec<Value>) {
-    let out = Command::new(env!("CARGO_BIN_EXE_ravel"))
-        .args([
-            "check",
-            "--config",
-            dir.join("ravel.toml").to_str().unwrap(),
-            "--format",
-            "json",
-            "--timeout-ms",
-            "5000",
-        ])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8(out.stdout).unwrap();
-    let v: Value = serde_json::from_str(&stdout)
-        .unwrap_or_else(|e| panic!("{e}: {stdout} {}", String::from_utf8_lossy(&out.stderr)));
-    (out.status.success(), v.as_array().unwrap().clone())
-}
-
 #[test]
 fn ravel_check_reads_tansus_topics_and_configs() {
     let dir = tempfile::tempdir().unwrap();
@@ -705,7 +661,7 @@ fn ravel_check_reads_tansus_topics_and_configs() {
     // A correct setup: exit 0, the topics as Tansu has them, the state topic's compaction
     // read through DescribeConfigs (which the embedded broker does not answer).
     setup("");
-    let (ok, list) = check(dir.path());
+    let (ok, list, _) = ravel_check(dir.path(), &[]);
     assert!(ok, "{list:#?}");
     assert!(
         finding(&list, "kafka.brokers")["detail"]
@@ -741,7 +697,7 @@ fn ravel_check_reads_tansus_topics_and_configs() {
             .replace("\"c.in\"", "\"c.absent\""),
     )
     .unwrap();
-    let (ok, list) = check(dir.path());
+    let (ok, list, _) = ravel_check(dir.path(), &[]);
     assert!(!ok, "{list:#?}");
     let t = finding(&list, "topic:c.absent");
     assert_eq!(t["status"], "problem", "{t}");

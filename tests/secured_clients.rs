@@ -11,65 +11,18 @@
 
 mod common;
 
-use common::{Proc, client, serve_with};
+use common::{Proc, client, make_ca, openssl, readme_examples, serve_with, sign_with_ca};
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 const KEY_PASSWORD: &str = "key-pass-4f1d";
 const SASL_PASSWORD: &str = "sasl-pass-9c2e";
 const OIDC_SECRET: &str = "oidc-secret-77ab";
 
-/// The `toml` code blocks of the README's "TLS and SASL" section, in order.
-fn readme_examples() -> Vec<String> {
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
-    let start = readme
-        .find("### TLS and SASL")
-        .expect("README has a 'TLS and SASL' section");
-    let rest = &readme[start + 3..];
-    let section = &rest[..rest.find("\n## ").unwrap_or(rest.len())];
-    section
-        .split("```toml\n")
-        .skip(1)
-        .map(|b| b[..b.find("```").unwrap()].to_string())
-        .collect()
-}
-
-fn openssl(dir: &Path, args: &[&str]) {
-    let out = Command::new("openssl")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("the openssl command (scripts/test installs it)");
-    assert!(
-        out.status.success(),
-        "openssl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// A CA, and a client certificate signed by it whose key is encrypted with `KEY_PASSWORD`;
 /// the secrets the examples read from files.
 fn credentials(dir: &Path) {
-    openssl(
-        dir,
-        &[
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-keyout",
-            "ca.key",
-            "-out",
-            "ca.pem",
-            "-days",
-            "2",
-            "-subj",
-            "/CN=ravel-test-ca",
-        ],
-    );
+    make_ca(dir, "ca");
     let pass = format!("pass:{KEY_PASSWORD}");
     openssl(
         dir,
@@ -87,24 +40,7 @@ fn credentials(dir: &Path) {
             "/CN=ravel",
         ],
     );
-    openssl(
-        dir,
-        &[
-            "x509",
-            "-req",
-            "-in",
-            "client.csr",
-            "-CA",
-            "ca.pem",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-out",
-            "client.pem",
-            "-days",
-            "2",
-        ],
-    );
+    sign_with_ca(dir, "client", "ca", &[]);
     std::fs::write(dir.join("kafka-key-password"), format!("{KEY_PASSWORD}\n")).unwrap();
     std::fs::write(dir.join("kafka-password"), format!("{SASL_PASSWORD}\n")).unwrap();
 }

@@ -25,8 +25,8 @@ pub const DEADLINE: Duration = Duration::from_secs(60);
 mod procs;
 #[allow(unused_imports)]
 pub use procs::{
-    Proc, metrics_of, produce_as, produce_file, produce_in_background, serve, serve_with, stream_n,
-    write_chunks,
+    Proc, free_port, metrics_of, produce_as, produce_file, produce_in_background, serve,
+    serve_with, start_tansu_family, stream_n, wait_listening, write_chunks,
 };
 
 /// The service under test; stopped (and joined) on drop.
@@ -520,4 +520,109 @@ pub fn finding<'a>(list: &'a [Value], check: &str) -> &'a Value {
     list.iter()
         .find(|f| f["check"] == check)
         .unwrap_or_else(|| panic!("no check {check} in {list:#?}"))
+}
+
+/// The `toml` code blocks of the README's "TLS and SASL" section, in order (the secured tests
+/// run the documented configurations).
+pub fn readme_examples() -> Vec<String> {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let start = readme
+        .find("### TLS and SASL")
+        .expect("README has a 'TLS and SASL' section");
+    let rest = &readme[start + 3..];
+    let section = &rest[..rest.find("\n## ").unwrap_or(rest.len())];
+    section
+        .split("```toml\n")
+        .skip(1)
+        .map(|b| b[..b.find("```").unwrap()].to_string())
+        .collect()
+}
+
+/// Runs `openssl ARGS` in `dir` (certificates for the secured tests).
+pub fn openssl(dir: &Path, args: &[&str]) {
+    let out = std::process::Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("the openssl command (scripts/test installs it)");
+    assert!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A self-signed CA in `dir/NAME.pem` (its key in `dir/NAME.key`), for 2 days.
+pub fn make_ca(dir: &Path, name: &str) {
+    let (key, pem, subject) = (
+        format!("{name}.key"),
+        format!("{name}.pem"),
+        format!("/CN=ravel-{name}"),
+    );
+    openssl(
+        dir,
+        &[
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", &key, "-out", &pem,
+            "-days", "2", "-subj", &subject,
+        ],
+    );
+}
+
+/// Signs `dir/NAME.csr` with the CA `dir/CA.pem` into `dir/NAME.pem` (2 days), with more
+/// `openssl x509` arguments `extra` (`-extfile` for names).
+pub fn sign_with_ca(dir: &Path, name: &str, ca: &str, extra: &[&str]) {
+    let (csr, pem, ca_pem, ca_key) = (
+        format!("{name}.csr"),
+        format!("{name}.pem"),
+        format!("{ca}.pem"),
+        format!("{ca}.key"),
+    );
+    let mut args = vec![
+        "x509",
+        "-req",
+        "-in",
+        &csr,
+        "-CA",
+        &ca_pem,
+        "-CAkey",
+        &ca_key,
+        "-CAcreateserial",
+        "-out",
+        &pem,
+        "-days",
+        "2",
+    ];
+    args.extend(extra);
+    openssl(dir, &args);
+}
+
+/// `ravel check --config dir/ravel.toml --format json --timeout-ms 5000` with `env`: (exit
+/// success, the findings, everything it printed on stdout and stderr).
+pub fn ravel_check(dir: &Path, env: &[(&str, &str)]) -> (bool, Vec<Value>, String) {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_ravel"));
+    cmd.args([
+        "check",
+        "--config",
+        dir.join("ravel.toml").to_str().unwrap(),
+        "--format",
+        "json",
+        "--timeout-ms",
+        "5000",
+    ]);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    let list: Value =
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}{stderr}"));
+    (
+        out.status.success(),
+        list.as_array().expect("a list of checks").clone(),
+        stdout + &stderr,
+    )
 }

@@ -92,6 +92,52 @@ impl Drop for Proc {
     }
 }
 
+/// A port nothing listens on now (bound and released: a broker started on it next gets it).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Waits until something accepts TCP connections at `addr` (`host:port`).
+pub fn wait_listening(addr: &str, what: &str) {
+    let start = Instant::now();
+    while std::net::TcpStream::connect(addr).is_err() {
+        assert!(
+            start.elapsed() < DEADLINE,
+            "{what} never listened on {addr}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Starts a Tansu-family broker (`BIN broker --listener-url .. --advertised-listener-url ..`:
+/// Tansu and its successor Nisshi) on a free port of 127.0.0.1 with more arguments `extra`,
+/// its output in `log`; returns it, the first line it printed (its name and version) and its
+/// address, once it accepts connections.
+pub fn start_tansu_family(
+    name: &'static str,
+    bin: &Path,
+    extra: &[&str],
+    log: &Path,
+) -> (Proc, String, String) {
+    let brokers = format!("127.0.0.1:{}", free_port());
+    let url = format!("tcp://{brokers}");
+    let mut args = vec![
+        "broker",
+        "--listener-url",
+        &url,
+        "--advertised-listener-url",
+        &url,
+    ];
+    args.extend(extra);
+    let (proc, banner) = Proc::start_program(name, bin, &args, &[], log);
+    wait_listening(&brokers, name);
+    (proc, banner, brokers)
+}
+
 /// Starts `ravel serve --config dir/ravel.toml` on `brokers` (given through the configuration's
 /// environment layer), its log in `dir/serve<run>.log`; returns it with its base URL.
 pub fn serve(dir: &Path, brokers: &str, run: usize) -> (Proc, String) {
