@@ -307,7 +307,7 @@ fn a_wrong_password_keeps_ravel_not_ready_saying_so_with_no_secret_shown() {
         &nisshi.brokers,
         &scram_options(dir.path(), Some("${env:KAFKA_PASSWORD}"), "ca.pem"),
         &[("KAFKA_PASSWORD", WRONG_PASSWORD)],
-        "authentication",
+        "refuses ravel's credentials",
     );
 }
 
@@ -321,7 +321,7 @@ fn a_wrong_ca_keeps_ravel_not_ready_saying_so_with_no_secret_shown() {
         &nisshi.brokers,
         &scram_options(dir.path(), None, "other-ca.pem"),
         &[],
-        "certificate verify failed",
+        "the tls handshake with kafka",
     );
 }
 
