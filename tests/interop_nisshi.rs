@@ -7,7 +7,7 @@
 //!
 //! Nisshi builds from source for far longer than CI can spare, so these tests are ignored by
 //! `cargo test` (the reason names the script) and run by `scripts/interop_nisshi`, which finds
-//! or builds Nisshi and passes it in `RAVEL_NISSHI`.
+//! or builds Nisshi and passes it in `NISSHI_BIN`.
 
 mod common;
 
@@ -22,11 +22,16 @@ const TOPIC: &str = "secured.in";
 
 fn nisshi_binary() -> PathBuf {
     let path =
-        PathBuf::from(std::env::var("RAVEL_NISSHI").expect(
-            "RAVEL_NISSHI is not set: run scripts/interop_nisshi (it finds or builds Nisshi)",
+        PathBuf::from(std::env::var("NISSHI_BIN").expect(
+            "NISSHI_BIN is not set: run scripts/interop_nisshi (it finds or builds Nisshi)",
         ));
-    assert!(path.is_file(), "RAVEL_NISSHI={} is no file", path.display());
+    assert!(path.is_file(), "NISSHI_BIN={} is no file", path.display());
     path
+}
+
+/// A temporary directory under `target/` (see `Nisshi::start` for why).
+fn nisshi_dir() -> tempfile::TempDir {
+    tempfile::tempdir_in(concat!(env!("CARGO_MANIFEST_DIR"), "/target")).unwrap()
 }
 
 /// `nisshi ARGS`, which must succeed.
@@ -81,7 +86,13 @@ impl Nisshi {
     fn start(dir: &Path) -> Nisshi {
         let bin = nisshi_binary();
         certificates(dir);
-        let storage = format!("sqlite://{}/nisshi.db", dir.display());
+        // Nisshi 0.8.1 reads a sqlite:// URL's path relative to its working directory (even
+        // sqlite:///an/absolute/path), the crate root here: the test's directory is under it.
+        let db = dir.join("nisshi.db");
+        let relative = db
+            .strip_prefix(env!("CARGO_MANIFEST_DIR"))
+            .expect("the test directory is under the crate (nisshi_dir)");
+        let storage = format!("sqlite://{}", relative.display());
         let (mut plain, banner, setup) = start_tansu_family(
             "nisshi (plaintext, set-up)",
             &bin,
@@ -184,7 +195,7 @@ fn assert_no_secret(what: &str, text: &str) {
 #[test]
 #[ignore = "needs Nisshi 0.8.1: run scripts/interop_nisshi"]
 fn a_stream_is_read_exactly_over_tls_with_scram_from_a_file_and_from_the_environment() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = nisshi_dir();
     let nisshi = Nisshi::start(dir.path());
     let brokers = &nisshi.brokers;
     let names = names(3);
@@ -300,7 +311,7 @@ fn assert_refused(dir: &Path, brokers: &str, options: &str, env: &[(&str, &str)]
 #[test]
 #[ignore = "needs Nisshi 0.8.1: run scripts/interop_nisshi"]
 fn a_wrong_password_keeps_ravel_not_ready_saying_so_with_no_secret_shown() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = nisshi_dir();
     let nisshi = Nisshi::start(dir.path());
     assert_refused(
         dir.path(),
@@ -314,7 +325,7 @@ fn a_wrong_password_keeps_ravel_not_ready_saying_so_with_no_secret_shown() {
 #[test]
 #[ignore = "needs Nisshi 0.8.1: run scripts/interop_nisshi"]
 fn a_wrong_ca_keeps_ravel_not_ready_saying_so_with_no_secret_shown() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = nisshi_dir();
     let nisshi = Nisshi::start(dir.path());
     assert_refused(
         dir.path(),
