@@ -110,6 +110,60 @@ pub fn utc_rfc3339(unix_ms: u64) -> String {
     )
 }
 
+/// Why a cluster that does not answer turns ravel away, read from librdkafka's words: the
+/// difference between "check the address" and "check the password" (the service's `/readyz`
+/// and `ravel check` say the same).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// SASL: the mechanism, the user or the password.
+    Credentials,
+    /// TLS: the handshake (the CA, the certificate, the protocol).
+    Tls,
+}
+
+impl Refusal {
+    /// The refusal librdkafka's `text` reports, if any. The listener's scheme (`sasl_ssl://`)
+    /// prefixes many of its lines, so it is taken out first; TLS is tried first, as a failed
+    /// handshake ends the connection before SASL starts.
+    pub fn of(text: &str) -> Option<Refusal> {
+        let mut t = text.to_ascii_lowercase();
+        for scheme in ["sasl_ssl://", "sasl_plaintext://", "ssl://", "plaintext://"] {
+            t = t.replace(scheme, "//");
+        }
+        if ["ssl handshake", "certificate", "ssl error", "tls"]
+            .iter()
+            .any(|m| t.contains(m))
+        {
+            Some(Refusal::Tls)
+        } else if t.contains("authentication") || t.contains("sasl") {
+            Some(Refusal::Credentials)
+        } else {
+            None
+        }
+    }
+
+    /// What went wrong with the cluster at `brokers`, and what to check.
+    pub fn explain(refusal: Option<Refusal>, brokers: &str) -> (String, &'static str) {
+        match refusal {
+            Some(Refusal::Credentials) => (
+                format!("Kafka at {brokers} refuses ravel's credentials"),
+                "check sasl.mechanisms, sasl.username and sasl.password under [kafka.options] \
+                 (the user as the cluster knows it, the mechanism it was created with)",
+            ),
+            Some(Refusal::Tls) => (
+                format!("the TLS handshake with Kafka at {brokers} fails"),
+                "check security.protocol and ssl.ca.location (the CA that signed the brokers' \
+                 certificates) under [kafka.options], and the client certificate if the \
+                 cluster asks for one",
+            ),
+            None => (
+                format!("cannot reach Kafka at {brokers}"),
+                "check kafka.brokers (--brokers) and that the cluster is up",
+            ),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct HealthState {
     /// Set while the cluster does not answer.
@@ -145,7 +199,9 @@ impl Health {
     pub fn set_brokers(&self, brokers: &str) {
         *self.brokers.lock().unwrap_or_else(|e| e.into_inner()) = brokers.to_string();
     }
-    /// The cluster did not answer (since `since`, unless it was already not answering).
+    /// The cluster did not answer (since `since`, unless it was already not answering). An
+    /// error that says why (a [`Refusal`]: credentials, TLS) replaces one that does not, so
+    /// `/readyz` names the cause rather than "no answer".
     pub fn unreachable(&self, since: std::time::SystemTime, error: &str) {
         let brokers = self
             .brokers
@@ -153,19 +209,25 @@ impl Health {
             .unwrap_or_else(|e| e.into_inner())
             .clone();
         let mut s = self.lock();
-        if s.kafka_unreachable.is_none() {
-            let since_ms = crate::unix_ms(since);
-            tracing::error!(
-                brokers = %brokers, error = %error,
-                "cannot reach Kafka at {brokers}: check kafka.brokers (--brokers) and that the cluster is up; not ready until it answers"
-            );
-            s.kafka_unreachable = Some(Unreachable {
-                brokers,
-                since_ms,
-                since: utc_rfc3339(since_ms),
-                error: error.to_string(),
-            });
+        let refusal = Refusal::of(error);
+        match &mut s.kafka_unreachable {
+            Some(u) if refusal.is_none() || Refusal::of(&u.error).is_some() => return,
+            Some(u) => u.error = error.to_string(),
+            None => {
+                let since_ms = crate::unix_ms(since);
+                s.kafka_unreachable = Some(Unreachable {
+                    brokers: brokers.clone(),
+                    since_ms,
+                    since: utc_rfc3339(since_ms),
+                    error: error.to_string(),
+                });
+            }
         }
+        let (what, fix) = Refusal::explain(refusal, &brokers);
+        tracing::error!(
+            brokers = %brokers, error = %error,
+            "{what}: {fix}; not ready until it answers"
+        );
     }
     /// The cluster answered.
     pub fn reachable(&self) {
@@ -257,5 +319,36 @@ mod tests {
         );
         h.reachable();
         assert_eq!(h.snapshot().kafka_unreachable, None);
+    }
+
+    #[test]
+    fn a_refusal_names_its_cause_and_replaces_a_bare_no_answer() {
+        let h = Health::new();
+        let t0 = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000);
+        h.unreachable(t0, "no answer to a metadata request");
+        let auth = "Global error: Authentication (Local: Authentication failure): \
+                    sasl_ssl://k:9092/bootstrap: SASL authentication error: Authentication failed";
+        h.unreachable(t0 + std::time::Duration::from_secs(1), auth);
+        let u = h.snapshot().kafka_unreachable.unwrap();
+        assert_eq!((u.since_ms, u.error.as_str()), (1_700_000_000_000, auth));
+        // A later bare "no answer" does not hide it.
+        h.unreachable(t0, "Local: All broker connections are down");
+        assert_eq!(h.snapshot().kafka_unreachable.unwrap().error, auth);
+
+        assert_eq!(Refusal::of(auth), Some(Refusal::Credentials));
+        // On a SASL_SSL listener a failed TLS handshake is TLS, whatever the scheme says.
+        assert_eq!(
+            Refusal::of(
+                "sasl_ssl://127.0.0.1:9093/bootstrap: SSL handshake failed: \
+                 error:0A000086:SSL routines::certificate verify failed"
+            ),
+            Some(Refusal::Tls)
+        );
+        assert_eq!(Refusal::of("Local: Broker transport failure"), None);
+        assert!(
+            Refusal::explain(Some(Refusal::Credentials), "k:9092")
+                .0
+                .contains("credentials")
+        );
     }
 }

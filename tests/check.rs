@@ -64,12 +64,6 @@ fn findings(stdout: &str) -> Vec<Value> {
     list
 }
 
-fn finding<'a>(list: &'a [Value], check: &str) -> &'a Value {
-    list.iter()
-        .find(|f| f["check"] == check)
-        .unwrap_or_else(|| panic!("no check {check} in {list:#?}"))
-}
-
 fn write_config(dir: &Path, brokers: &str, body: &str) {
     std::fs::write(
         dir.join("ravel.toml"),

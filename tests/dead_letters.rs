@@ -14,12 +14,11 @@ mod common;
 
 use common::*;
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::consumer::Consumer;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
-use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use serde_json::{Value, json};
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const PARTITIONS: i32 = 3;
 const P: usize = 3;
@@ -85,66 +84,6 @@ fn get(base: &str, path: &str) -> (u16, Value) {
             (s, r.json().unwrap_or(Value::Null))
         }
         Err(_) => (0, Value::Null),
-    }
-}
-
-fn group_client(brokers: &str, group: &str) -> BaseConsumer {
-    ClientConfig::new()
-        .set("bootstrap.servers", brokers)
-        .set("group.id", group)
-        .set("enable.auto.commit", "false")
-        .set("session.timeout.ms", "6000")
-        .create()
-        .unwrap()
-}
-
-/// The group's committed offset per partition (-1: none).
-fn committed(brokers: &str, group: &str, topic: &str) -> Vec<i64> {
-    let consumer = group_client(brokers, group);
-    let mut tpl = TopicPartitionList::new();
-    for p in 0..PARTITIONS {
-        tpl.add_partition(topic, p);
-    }
-    let got = consumer
-        .committed_offsets(tpl, Duration::from_secs(30))
-        .unwrap();
-    let out = (0..PARTITIONS)
-        .map(|p| match got.find_partition(topic, p).unwrap().offset() {
-            Offset::Offset(o) => o,
-            _ => -1,
-        })
-        .collect();
-    drop(got);
-    out
-}
-
-fn high_watermarks(brokers: &str, topic: &str) -> Vec<i64> {
-    let consumer = group_client(brokers, "watermarks");
-    let mut out = Vec::new();
-    for p in 0..PARTITIONS {
-        out.push(
-            consumer
-                .fetch_watermarks(topic, p, Duration::from_secs(30))
-                .unwrap()
-                .1,
-        );
-    }
-    out
-}
-
-/// Polls `f` every 100 ms until it returns Some, or panics with `what` and the log.
-fn wait_for<T>(what: &str, log: &Path, mut f: impl FnMut() -> Option<T>) -> T {
-    let start = Instant::now();
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(
-            start.elapsed() < DEADLINE,
-            "{what}; log:\n{}",
-            std::fs::read_to_string(log).unwrap_or_default()
-        );
-        std::thread::sleep(Duration::from_millis(100));
     }
 }
 
@@ -254,7 +193,7 @@ fn a_dead_letter_that_cannot_be_written_holds_its_partition_across_a_crash_until
     // The bad message lands on partition 1 after a third of the rows.
     let bad = stream_rows(&brokers, TOPIC, &x, &y, &[(1, n / 3)]);
     let bad_offset = bad[0].1;
-    let high = high_watermarks(&brokers, TOPIC);
+    let high = end_offsets(&brokers, TOPIC, PARTITIONS);
     assert!(high[1] > bad_offset + 100, "rows follow the bad message");
 
     // Every row is folded (the partition goes on past the bad message: issue 30), but no
@@ -295,7 +234,7 @@ fn a_dead_letter_that_cannot_be_written_holds_its_partition_across_a_crash_until
         );
     };
     cp_at("held");
-    assert!(committed(&brokers, GROUP, TOPIC)[1] <= bad_offset);
+    assert!(committed_offsets(&brokers, GROUP, TOPIC, PARTITIONS)[1] <= bad_offset);
     let (_, ready) = get(&base, "/readyz");
     assert_eq!(ready["held_partitions"][0]["topic"], TOPIC, "{ready}");
     // The failure is counted and logged with its reason; nothing was delivered.
@@ -329,7 +268,7 @@ fn a_dead_letter_that_cannot_be_written_holds_its_partition_across_a_crash_until
                 .then_some(())
         },
     );
-    assert!(committed(&brokers, GROUP, TOPIC)[1] <= bad_offset);
+    assert!(committed_offsets(&brokers, GROUP, TOPIC, PARTITIONS)[1] <= bad_offset);
     cp_at("held after the restart");
 
     // The dead-letter topic appears (created by hand, as an operator would): the copy is
@@ -347,7 +286,7 @@ fn a_dead_letter_that_cannot_be_written_holds_its_partition_across_a_crash_until
         (v["n"].as_u64() == Some(n as u64) && v["held_partitions"] == json!([])).then_some(())
     });
     wait_for("every partition committed to its end", &log, || {
-        (committed(&brokers, GROUP, TOPIC) == high).then_some(())
+        (committed_offsets(&brokers, GROUP, TOPIC, PARTITIONS) == high).then_some(())
     });
     let dlq = read_topic(&brokers, "t.dlhold.dlq", 1);
     assert_eq!(dlq.len(), 1);
@@ -388,7 +327,7 @@ fn skip_mode_moves_on_and_counts_and_logs_every_skipped_message() {
     write_config(dir.path(), TOPIC, GROUP, "skip", false);
     let (mut svc, base, log) = serve(dir.path(), &brokers, 1);
     let bad = stream_rows(&brokers, TOPIC, &x, &y, &[(0, 100), (1, 700), (2, 1200)]);
-    let high = high_watermarks(&brokers, TOPIC);
+    let high = end_offsets(&brokers, TOPIC, PARTITIONS);
     wait_for(
         "every bad message skipped and every partition committed",
         &log,
@@ -400,7 +339,7 @@ fn skip_mode_moves_on_and_counts_and_logs_every_skipped_message() {
                 .text()
                 .ok()?;
             (sample(&m, "ravel_dead_letters_skipped_total{stream=\"r\"}")? == 3.0
-                && committed(&brokers, GROUP, TOPIC) == high)
+                && committed_offsets(&brokers, GROUP, TOPIC, PARTITIONS) == high)
                 .then_some(())
         },
     );

@@ -62,37 +62,16 @@ fn group_client(brokers: &str) -> BaseConsumer {
         .unwrap()
 }
 
-/// The group's committed offset per partition.
+/// The group's committed offset per partition (0 where none).
 fn committed(brokers: &str) -> Vec<i64> {
-    let consumer = group_client(brokers);
-    let mut tpl = TopicPartitionList::new();
-    for p in 0..PARTITIONS {
-        tpl.add_partition(TOPIC, p);
-    }
-    let got = consumer
-        .committed_offsets(tpl, Duration::from_secs(30))
-        .unwrap();
-    let out = (0..PARTITIONS)
-        .map(|p| match got.find_partition(TOPIC, p).unwrap().offset() {
-            Offset::Offset(o) => o,
-            _ => 0,
-        })
-        .collect();
-    // The list must be gone before the consumer (its destructor hangs otherwise).
-    drop(got);
-    out
+    committed_offsets(brokers, GROUP, TOPIC, PARTITIONS)
+        .into_iter()
+        .map(|o| o.max(0))
+        .collect()
 }
 
 fn high_watermarks(brokers: &str) -> Vec<i64> {
-    let consumer = group_client(brokers);
-    (0..PARTITIONS)
-        .map(|p| {
-            consumer
-                .fetch_watermarks(TOPIC, p, Duration::from_secs(30))
-                .unwrap()
-                .1
-        })
-        .collect()
+    end_offsets(brokers, TOPIC, PARTITIONS)
 }
 
 /// Commits offset 0 for every partition: the state a crash between checkpoint and commit
@@ -451,7 +430,7 @@ fn sigkill_between_checkpoints_during_a_stream_loses_and_double_counts_nothing()
                 });
                 let brokers = brokers.clone();
                 producing = Some(std::thread::spawn(move || {
-                    produce_file(&brokers, CRASH_TOPIC, &file)
+                    produce_file(&brokers, CRASH_TOPIC, &file, &[])
                 }));
             }
             assert!(
@@ -468,7 +447,7 @@ fn sigkill_between_checkpoints_during_a_stream_loses_and_double_counts_nothing()
         p.join().unwrap();
     }
     for file in chunks {
-        produce_file(&brokers, CRASH_TOPIC, &file);
+        produce_file(&brokers, CRASH_TOPIC, &file, &[]);
     }
     run += 1;
     let (mut last, base) = serve(dir.path(), &brokers, run);

@@ -192,7 +192,13 @@ fn replicas_share_partitions_and_each_answers_for_every_row_through_kills_and_re
         let (p, base) = serve(dir.path(), &brokers, run);
         replicas.push((p, base, run));
     }
-    let producer = produce_in_background(&brokers, TOPIC, chunk_files, Duration::from_millis(300));
+    let producer = produce_in_background(
+        &brokers,
+        TOPIC,
+        chunk_files,
+        Duration::from_millis(300),
+        &[],
+    );
     // Mid-stream: SIGKILL a replica that holds rows, and start another.
     let start = Instant::now();
     while n_of(&replicas[0].1).unwrap_or(0) < total as u64 / 4 {

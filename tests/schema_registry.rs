@@ -320,22 +320,11 @@ impl Registry {
 
 /// The Python with Confluent's serializers and numpy.
 fn python() -> String {
-    let candidate = std::env::var("RAVEL_TEST_PYTHON")
-        .unwrap_or_else(|_| format!("{}/target/pyenv/bin/python", env!("CARGO_MANIFEST_DIR")));
-    let ok = std::process::Command::new(&candidate)
-        .args([
-            "-c",
-            "import confluent_kafka.schema_registry.avro, confluent_kafka.schema_registry.protobuf, \
-             confluent_kafka.schema_registry.json_schema, numpy",
-        ])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    assert!(
-        ok,
-        "no Python with confluent-kafka's Schema Registry serializers and numpy at {candidate}: \
-         run scripts/test (it creates target/pyenv) or set RAVEL_TEST_PYTHON"
-    );
-    candidate
+    pyenv_python(
+        "import confluent_kafka.schema_registry.avro, confluent_kafka.schema_registry.protobuf, \
+         confluent_kafka.schema_registry.json_schema, numpy",
+        "confluent-kafka's Schema Registry serializers and numpy",
+    )
 }
 
 fn run_python(args: &[&str]) -> String {

@@ -1,4 +1,4 @@
-//! Issue 16 item 3: the guide's worked examples for secured clusters (TLS with a client
+//! Issue 16 item 3: the README's worked examples for secured clusters (TLS with a client
 //! certificate, SASL/PLAIN, SASL/SCRAM and SASL/OAUTHBEARER with OIDC over TLS) start the real
 //! binary: librdkafka is built with OpenSSL and libcurl, loads the certificates, the encrypted
 //! key and the secrets from files and the environment, and the service runs (not ready: no
@@ -6,71 +6,23 @@
 //! password stops it with librdkafka's error, which shows the certificate really is loaded.
 //!
 //! The embedded broker (librdkafka's mock cluster) speaks neither TLS nor SASL, so the
-//! handshake itself is not exercised here; the examples are read from docs/operations.md, so the
+//! handshake itself is not exercised here; the examples are read from README.md, so the
 //! documentation and this test cannot drift apart.
 
 mod common;
 
-use common::{Proc, client, serve_with};
+use common::{Proc, client, make_ca, openssl, readme_examples, serve_with, sign_with_ca};
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 const KEY_PASSWORD: &str = "key-pass-4f1d";
 const SASL_PASSWORD: &str = "sasl-pass-9c2e";
 const OIDC_SECRET: &str = "oidc-secret-77ab";
 
-/// The `toml` code blocks of the guide's "TLS and SASL" section (docs/operations.md), in order.
-fn readme_examples() -> Vec<String> {
-    let guide =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/operations.md"))
-            .unwrap();
-    let start = guide
-        .find("\n## TLS and SASL\n")
-        .expect("docs/operations.md has a 'TLS and SASL' section");
-    let rest = &guide[start + 4..];
-    let section = &rest[..rest.find("\n## ").unwrap_or(rest.len())];
-    section
-        .split("```toml\n")
-        .skip(1)
-        .map(|b| b[..b.find("```").unwrap()].to_string())
-        .collect()
-}
-
-fn openssl(dir: &Path, args: &[&str]) {
-    let out = Command::new("openssl")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("the openssl command (scripts/test installs it)");
-    assert!(
-        out.status.success(),
-        "openssl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// A CA, and a client certificate signed by it whose key is encrypted with `KEY_PASSWORD`;
 /// the secrets the examples read from files.
 fn credentials(dir: &Path) {
-    openssl(
-        dir,
-        &[
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-keyout",
-            "ca.key",
-            "-out",
-            "ca.pem",
-            "-days",
-            "2",
-            "-subj",
-            "/CN=ravel-test-ca",
-        ],
-    );
+    make_ca(dir, "ca");
     let pass = format!("pass:{KEY_PASSWORD}");
     openssl(
         dir,
@@ -88,24 +40,7 @@ fn credentials(dir: &Path) {
             "/CN=ravel",
         ],
     );
-    openssl(
-        dir,
-        &[
-            "x509",
-            "-req",
-            "-in",
-            "client.csr",
-            "-CA",
-            "ca.pem",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-out",
-            "client.pem",
-            "-days",
-            "2",
-        ],
-    );
+    sign_with_ca(dir, "client", "ca", &[]);
     std::fs::write(dir.join("kafka-key-password"), format!("{KEY_PASSWORD}\n")).unwrap();
     std::fs::write(dir.join("kafka-password"), format!("{SASL_PASSWORD}\n")).unwrap();
 }
@@ -158,7 +93,7 @@ fn readme_tls_and_sasl_examples_start_the_service_with_their_secrets_hidden() {
     for m in &mechanisms {
         assert!(
             examples.iter().any(|e| e.contains(m)),
-            "docs/operations.md has no example with {m}: {examples:#?}"
+            "README has no example with {m}: {examples:#?}"
         );
     }
     let creds = tempfile::tempdir().unwrap();
@@ -225,7 +160,7 @@ fn a_wrong_key_password_stops_the_service_with_the_tls_error() {
     let tls = readme_examples()
         .into_iter()
         .find(|e| e.contains("ssl.key.password"))
-        .expect("docs/operations.md has the TLS example with an encrypted key");
+        .expect("README has the TLS example with an encrypted key");
     let dir = tempfile::tempdir().unwrap();
     credentials(dir.path());
     write_config(dir.path(), dir.path(), &tls);

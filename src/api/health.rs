@@ -65,11 +65,9 @@ pub(super) async fn readyz(State(st): State<AppState>) -> (StatusCode, Json<Read
     let assigned = st.ready.load(Ordering::SeqCst);
     let mut reasons: Vec<String> = Vec::new();
     if let Some(u) = &h.kafka_unreachable {
-        reasons.push(format!(
-            "cannot reach Kafka at {} since {} ({}): check kafka.brokers (--brokers) and that \
-             the cluster is up",
-            u.brokers, u.since, u.error
-        ));
+        let (what, fix) =
+            crate::health::Refusal::explain(crate::health::Refusal::of(&u.error), &u.brokers);
+        reasons.push(format!("{what} since {} ({}): {fix}", u.since, u.error));
     }
     for m in &h.missing_topics {
         reasons.push(format!(

@@ -15,20 +15,18 @@
 
 use crate::config::schemas::ValueFormat;
 use crate::config::{Config, ServeArgs};
-use crate::health::Health;
+use crate::health::{Health, Refusal};
 use crate::kafka::topics::{self, Found, Needed};
-use crate::kafka::{Client, KafkaClients, authz, is_secret, redacted};
+use crate::kafka::{Client, Heard, KafkaClients, authz, is_secret, redacted};
 use crate::schemas::registry::Registry;
-use rdkafka::ClientContext;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, ResourceSpecifier};
 use rdkafka::client::DefaultClientContext;
-use rdkafka::config::RDKafkaLogLevel;
-use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
+use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use serde::Serialize;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Debug, Clone, clap::Args)]
@@ -195,36 +193,6 @@ pub fn run(args: &CheckArgs) -> Report {
     report.scrub(&secrets);
     report
 }
-
-/// What librdkafka said on its own while the check ran (connection refused, authentication
-/// failed, TLS errors): the reason behind a request that timed out. Nothing is logged.
-#[derive(Default)]
-struct Heard(Mutex<Vec<String>>);
-
-impl Heard {
-    fn push(&self, line: String) {
-        let mut v = crate::lock(&self.0);
-        if !v.contains(&line) && v.len() < 5 {
-            v.push(line);
-        }
-    }
-    fn said(&self) -> Vec<String> {
-        crate::lock(&self.0).clone()
-    }
-}
-
-impl ClientContext for Heard {
-    fn log(&self, level: RDKafkaLogLevel, _fac: &str, message: &str) {
-        if (level as i32) <= (RDKafkaLogLevel::Error as i32) {
-            self.push(message.to_string());
-        }
-    }
-    fn error(&self, error: KafkaError, reason: &str) {
-        self.push(format!("{error}: {reason}"));
-    }
-}
-
-impl ConsumerContext for Heard {}
 
 /// Brokers, topics, group and client configuration.
 fn kafka(config: &Config, timeout: Duration, out: &mut Vec<Finding>) {
@@ -406,40 +374,20 @@ fn unreachable(
     } else {
         format!("; librdkafka said: {}", heard.join("; "))
     };
-    let auth = heard.iter().any(|h| {
-        let h = h.to_ascii_lowercase();
-        h.contains("authentication") || h.contains("sasl")
-    });
-    let tls = heard.iter().any(|h| {
-        let h = h.to_ascii_lowercase();
-        h.contains("ssl") || h.contains("certificate") || h.contains("handshake")
-    });
-    let (what, fix) = if auth {
-        (
-            "Kafka refuses ravel's credentials",
-            "check sasl.mechanisms, sasl.username and sasl.password under [kafka.options] \
-             (the user as the cluster knows it, the mechanism it was created with)",
-        )
-    } else if tls {
-        (
-            "the TLS handshake with Kafka fails",
-            "check security.protocol and ssl.ca.location (the CA that signed the brokers' \
-             certificates) under [kafka.options], and the client certificate if the cluster \
-             asks for one",
-        )
+    let refusal = heard.iter().find_map(|h| Refusal::of(h));
+    let (what, refused_fix) = Refusal::explain(refusal, brokers);
+    let fix = if refusal.is_some() {
+        refused_fix
     } else {
-        (
-            "cannot reach Kafka",
-            "check kafka.brokers (--brokers, RAVEL_KAFKA__BROKERS): host:port of brokers \
-             reachable from here, and that the cluster is up; on a secured listener set \
-             security.protocol and its settings under [kafka.options]",
-        )
+        "check kafka.brokers (--brokers, RAVEL_KAFKA__BROKERS): host:port of brokers reachable \
+         from here, and that the cluster is up; on a secured listener set security.protocol \
+         and its settings under [kafka.options]"
     };
     Finding::new(
         "kafka.brokers",
         Status::Problem,
         clients.scrub(&format!(
-            "{what} at {brokers} (kafka.brokers): no metadata within {} ms ({e}){said}",
+            "{what} (kafka.brokers): no metadata within {} ms ({e}){said}",
             timeout.as_millis()
         )),
     )

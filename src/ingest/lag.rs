@@ -11,6 +11,7 @@
 use super::lock;
 use super::positions;
 use super::rebalance::IngestContext;
+use crate::health::Refusal;
 use rdkafka::client::ClientContext;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::statistics::Statistics;
@@ -23,9 +24,14 @@ pub fn partition_lag(next: Option<i64>, low: i64, high: i64) -> i64 {
 
 impl ClientContext for IngestContext {
     fn error(&self, error: KafkaError, reason: &str) {
-        if error.rdkafka_error_code() == Some(RDKafkaErrorCode::AllBrokersDown) {
-            self.health
-                .unreachable(std::time::SystemTime::now(), &format!("{error}: {reason}"));
+        let text = format!("{error}: {reason}");
+        // A refused login or TLS handshake is why no broker answers: `/readyz` says so.
+        let refused = matches!(
+            error.rdkafka_error_code(),
+            Some(RDKafkaErrorCode::Authentication | RDKafkaErrorCode::SSL)
+        ) && Refusal::of(&text).is_some();
+        if refused || error.rdkafka_error_code() == Some(RDKafkaErrorCode::AllBrokersDown) {
+            self.health.unreachable(std::time::SystemTime::now(), &text);
         } else {
             tracing::warn!(error = %error, reason, "Kafka client error");
         }

@@ -5,7 +5,11 @@
 //! and its own settings, with the user's options applied last to every one of them.
 
 use crate::config::KafkaConfig;
-use rdkafka::config::ClientConfig;
+use rdkafka::ClientContext;
+use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
+use rdkafka::consumer::ConsumerContext;
+use rdkafka::error::KafkaError;
+use std::sync::Mutex;
 
 /// A librdkafka client configuration for `brokers` with the pass-through options applied last
 /// (`client.id` "ravel"): the command-line producers (`ravel produce`, the demo).
@@ -253,6 +257,37 @@ pub fn cached_log_start<C: rdkafka::consumer::ConsumerContext>(
     };
     (err == rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR && low >= 0).then_some(low)
 }
+
+/// What librdkafka said on its own while a client ran (connection refused, authentication
+/// failed, TLS errors): the reason behind a request that timed out (`ravel check`, and the
+/// service's topic probe, which names a refused login in `/readyz`). Nothing is logged.
+#[derive(Default)]
+pub struct Heard(Mutex<Vec<String>>);
+
+impl Heard {
+    fn push(&self, line: String) {
+        let mut v = crate::lock(&self.0);
+        if !v.contains(&line) && v.len() < 5 {
+            v.push(line);
+        }
+    }
+    pub fn said(&self) -> Vec<String> {
+        crate::lock(&self.0).clone()
+    }
+}
+
+impl ClientContext for Heard {
+    fn log(&self, level: RDKafkaLogLevel, _fac: &str, message: &str) {
+        if (level as i32) <= (RDKafkaLogLevel::Error as i32) {
+            self.push(message.to_string());
+        }
+    }
+    fn error(&self, error: KafkaError, reason: &str) {
+        self.push(format!("{error}: {reason}"));
+    }
+}
+
+impl ConsumerContext for Heard {}
 
 #[cfg(test)]
 mod tests {

@@ -22,8 +22,8 @@
 //! command that creates it, and the check is repeated until it exists.
 
 use crate::config::Config;
-use crate::health::{Denied, Health, MissingTopic};
-use crate::kafka::{Client, KafkaClients};
+use crate::health::{Denied, Health, MissingTopic, Refusal};
+use crate::kafka::{Client, Heard, KafkaClients};
 use crate::metrics::Metrics;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
@@ -231,7 +231,7 @@ impl TopicCheck {
         // A metadata request that never creates a topic, whatever the user's options say.
         let mut cfg = self.clients.config(Client::Admin, &[]);
         cfg.set("allow.auto.create.topics", "false");
-        let probe: BaseConsumer = match cfg.create() {
+        let probe: BaseConsumer<Heard> = match cfg.create_with_context(Heard::default()) {
             Ok(c) => c,
             Err(e) => {
                 tracing::error!(error = %self.clients.scrub(&e.to_string()), "cannot create the client that checks the topics");
@@ -244,7 +244,15 @@ impl TopicCheck {
         let asked_at = std::time::SystemTime::now();
         let answer = probe.fetch_metadata(None::<&str>, Duration::from_secs(4));
         if let Err(e) = &answer {
-            health.unreachable(asked_at, &e.to_string());
+            // A refused login or TLS handshake (librdkafka says so on its own, not in the
+            // request's error) is the reason to name.
+            let why = probe
+                .context()
+                .said()
+                .into_iter()
+                .find(|h| Refusal::of(h).is_some())
+                .unwrap_or_else(|| e.to_string());
+            health.unreachable(asked_at, &self.clients.scrub(&why));
         }
         let brokers = match answer {
             Ok(md) => {
@@ -324,7 +332,7 @@ impl TopicCheck {
     /// a metadata request that allows automatic creation.
     fn create_topics(
         &self,
-        probe: &BaseConsumer,
+        probe: &BaseConsumer<Heard>,
         missing: &[&Needed],
         replication: i16,
         health: &Health,

@@ -10,6 +10,7 @@ use ravel_core::Task;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::{Headers, Message};
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -24,7 +25,8 @@ pub const DEADLINE: Duration = Duration::from_secs(60);
 mod procs;
 #[allow(unused_imports)]
 pub use procs::{
-    Proc, produce_file, produce_in_background, serve, serve_with, stream_n, write_chunks,
+    Proc, free_port, metrics_of, produce_as, produce_file, produce_in_background, serve,
+    serve_with, start_tansu_family, stream_n, wait_listening, write_chunks,
 };
 
 /// The service under test; stopped (and joined) on drop.
@@ -312,6 +314,23 @@ pub fn ravel(args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// The Python of `target/pyenv` (which `scripts/test` makes; `RAVEL_TEST_PYTHON` overrides it),
+/// checked to run `imports`; panics naming `what` is missing and how to install it.
+pub fn pyenv_python(imports: &str, what: &str) -> String {
+    let candidate = std::env::var("RAVEL_TEST_PYTHON")
+        .unwrap_or_else(|_| format!("{}/target/pyenv/bin/python", env!("CARGO_MANIFEST_DIR")));
+    let ok = std::process::Command::new(&candidate)
+        .args(["-c", imports])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        ok,
+        "no Python with {what} at {candidate}: run scripts/test (it creates target/pyenv) or set \
+         RAVEL_TEST_PYTHON"
+    );
+    candidate
+}
+
 /// Value of a Prometheus sample `name{labels}` in the text exposition (labels as printed).
 pub fn sample(metrics: &str, name_and_labels: &str) -> Option<f64> {
     metrics
@@ -382,4 +401,229 @@ pub fn topic_partitions(brokers: &str, topic: &str) -> Option<usize> {
         .ok()?;
     let t = md.topics().first()?;
     (t.error().is_none() && !t.partitions().is_empty()).then(|| t.partitions().len())
+}
+
+/// A consumer of `group` that does not join it, for reading offsets (6 s sessions: the mock
+/// broker makes the next join wait for the session timeout of the last member that left).
+pub fn group_client(brokers: &str, group: &str) -> BaseConsumer {
+    ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("group.id", group)
+        .set("enable.auto.commit", "false")
+        .set("session.timeout.ms", "6000")
+        .create()
+        .unwrap()
+}
+
+/// `group`'s committed offset of each of `topic`'s partitions 0..`partitions` (-1: none).
+pub fn committed_offsets(brokers: &str, group: &str, topic: &str, partitions: i32) -> Vec<i64> {
+    let consumer = group_client(brokers, group);
+    let mut tpl = TopicPartitionList::new();
+    for p in 0..partitions {
+        tpl.add_partition(topic, p);
+    }
+    let got = consumer
+        .committed_offsets(tpl, Duration::from_secs(30))
+        .unwrap();
+    let out = (0..partitions)
+        .map(|p| match got.find_partition(topic, p).unwrap().offset() {
+            Offset::Offset(o) => o,
+            _ => -1,
+        })
+        .collect();
+    // The list must be gone before the consumer (its destructor hangs otherwise).
+    drop(got);
+    out
+}
+
+/// The end (high watermark, ListOffsets latest) of each of `topic`'s partitions 0..`partitions`.
+pub fn end_offsets(brokers: &str, topic: &str, partitions: i32) -> Vec<i64> {
+    let consumer = group_client(brokers, "watermarks");
+    (0..partitions)
+        .map(|p| {
+            consumer
+                .fetch_watermarks(topic, p, Duration::from_secs(30))
+                .unwrap()
+                .1
+        })
+        .collect()
+}
+
+/// Polls `f` every 100 ms until it returns Some, or panics with `what` and the log.
+pub fn wait_for<T>(what: &str, log: &Path, mut f: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(
+            start.elapsed() < DEADLINE,
+            "{what}; log:\n{}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Asks the service at `base` for `stream`'s model `body` and checks it is the model `ravel fit
+/// FILE FLAGS` gives (1e-9 relative), over `n` rows.
+pub fn assert_model_is_fits(
+    base: &str,
+    stream: &str,
+    body: &Value,
+    file: &Path,
+    flags: &[&str],
+    n: u64,
+) {
+    let r = client()
+        .post(format!("{base}/v1/streams/{stream}/model"))
+        .json(body)
+        .send()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200, "{stream}: {body}");
+    let api: Value = r.json().unwrap();
+    let mut args = vec!["fit", file.to_str().unwrap()];
+    args.extend(flags);
+    let fit: Value = serde_json::from_str(&ravel(&args)).unwrap();
+    assert_eq!(api["n"], n, "{stream}: {body}: {api}");
+    assert_same_model(&api, &fit, 1e-9, &format!("{stream}: {body}"));
+}
+
+/// Sends `payloads` to `topic` in order (to `partition`, or the partitioner's choice), with
+/// librdkafka properties `options`, and waits until the broker has every one.
+pub fn send(
+    brokers: &str,
+    topic: &str,
+    partition: Option<i32>,
+    payloads: &[Vec<u8>],
+    options: &[(&str, &str)],
+) {
+    let mut cfg = ClientConfig::new();
+    cfg.set("bootstrap.servers", brokers);
+    for (k, v) in options {
+        cfg.set(*k, *v);
+    }
+    let producer: BaseProducer = cfg.create().unwrap();
+    for payload in payloads {
+        let mut record = BaseRecord::<[u8], [u8]>::to(topic).payload(payload.as_slice());
+        if let Some(p) = partition {
+            record = record.partition(p);
+        }
+        producer.send(record).map_err(|(e, _)| e).unwrap();
+        producer.poll(Duration::ZERO);
+    }
+    producer.flush(Duration::from_secs(30)).unwrap();
+}
+
+/// The finding of `ravel check --format json` named `check`.
+pub fn finding<'a>(list: &'a [Value], check: &str) -> &'a Value {
+    list.iter()
+        .find(|f| f["check"] == check)
+        .unwrap_or_else(|| panic!("no check {check} in {list:#?}"))
+}
+
+/// The `toml` code blocks of the guide's "TLS and SASL" section (docs/operations.md), in
+/// order (the secured tests run the documented configurations).
+pub fn readme_examples() -> Vec<String> {
+    let guide =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/operations.md"))
+            .unwrap();
+    let start = guide
+        .find("\n## TLS and SASL\n")
+        .expect("docs/operations.md has a 'TLS and SASL' section");
+    let rest = &guide[start + 4..];
+    let section = &rest[..rest.find("\n## ").unwrap_or(rest.len())];
+    section
+        .split("```toml\n")
+        .skip(1)
+        .map(|b| b[..b.find("```").unwrap()].to_string())
+        .collect()
+}
+
+/// Runs `openssl ARGS` in `dir` (certificates for the secured tests).
+pub fn openssl(dir: &Path, args: &[&str]) {
+    let out = std::process::Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("the openssl command (scripts/test installs it)");
+    assert!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A self-signed CA in `dir/NAME.pem` (its key in `dir/NAME.key`), for 2 days.
+pub fn make_ca(dir: &Path, name: &str) {
+    let (key, pem, subject) = (
+        format!("{name}.key"),
+        format!("{name}.pem"),
+        format!("/CN=ravel-{name}"),
+    );
+    openssl(
+        dir,
+        &[
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", &key, "-out", &pem,
+            "-days", "2", "-subj", &subject,
+        ],
+    );
+}
+
+/// Signs `dir/NAME.csr` with the CA `dir/CA.pem` into `dir/NAME.pem` (2 days), with more
+/// `openssl x509` arguments `extra` (`-extfile` for names).
+pub fn sign_with_ca(dir: &Path, name: &str, ca: &str, extra: &[&str]) {
+    let (csr, pem, ca_pem, ca_key) = (
+        format!("{name}.csr"),
+        format!("{name}.pem"),
+        format!("{ca}.pem"),
+        format!("{ca}.key"),
+    );
+    let mut args = vec![
+        "x509",
+        "-req",
+        "-in",
+        &csr,
+        "-CA",
+        &ca_pem,
+        "-CAkey",
+        &ca_key,
+        "-CAcreateserial",
+        "-out",
+        &pem,
+        "-days",
+        "2",
+    ];
+    args.extend(extra);
+    openssl(dir, &args);
+}
+
+/// `ravel check --config dir/ravel.toml --format json --timeout-ms 5000` with `env`: (exit
+/// success, the findings, everything it printed on stdout and stderr).
+pub fn ravel_check(dir: &Path, env: &[(&str, &str)]) -> (bool, Vec<Value>, String) {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_ravel"));
+    cmd.args([
+        "check",
+        "--config",
+        dir.join("ravel.toml").to_str().unwrap(),
+        "--format",
+        "json",
+        "--timeout-ms",
+        "5000",
+    ]);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    let list: Value =
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}{stderr}"));
+    (
+        out.status.success(),
+        list.as_array().expect("a list of checks").clone(),
+        stdout + &stderr,
+    )
 }

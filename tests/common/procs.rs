@@ -21,7 +21,19 @@ impl Proc {
         env: &[(&str, &str)],
         log: &Path,
     ) -> (Proc, String) {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_ravel"));
+        Proc::start_program(name, Path::new(env!("CARGO_BIN_EXE_ravel")), args, env, log)
+    }
+
+    /// Starts `program ARGS` (another broker, for the interop tests) and returns it with the
+    /// first line it prints on stdout; its stderr goes to `log`.
+    pub fn start_program(
+        name: &'static str,
+        program: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+        log: &Path,
+    ) -> (Proc, String) {
+        let mut cmd = Command::new(program);
         cmd.args(args)
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(log).unwrap());
@@ -33,8 +45,12 @@ impl Proc {
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let mut line = String::new();
-            let _ = BufReader::new(stdout).read_line(&mut line);
+            let mut stdout = BufReader::new(stdout);
+            let _ = stdout.read_line(&mut line);
             let _ = tx.send(line);
+            // The rest is read and dropped: a program that prints more (Tansu's "listening
+            // on" line) must not die of a closed pipe.
+            let _ = std::io::copy(&mut stdout, &mut std::io::sink());
         });
         let line = rx.recv_timeout(Duration::from_secs(60)).unwrap_or_default();
         assert!(
@@ -76,6 +92,52 @@ impl Drop for Proc {
     }
 }
 
+/// A port nothing listens on now (bound and released: a broker started on it next gets it).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Waits until something accepts TCP connections at `addr` (`host:port`).
+pub fn wait_listening(addr: &str, what: &str) {
+    let start = Instant::now();
+    while std::net::TcpStream::connect(addr).is_err() {
+        assert!(
+            start.elapsed() < DEADLINE,
+            "{what} never listened on {addr}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Starts a Tansu-family broker (`BIN broker --listener-url .. --advertised-listener-url ..`:
+/// Tansu and its successor Nisshi) on a free port of 127.0.0.1 with more arguments `extra`,
+/// its output in `log`; returns it, the first line it printed (its name and version) and its
+/// address, once it accepts connections.
+pub fn start_tansu_family(
+    name: &'static str,
+    bin: &Path,
+    extra: &[&str],
+    log: &Path,
+) -> (Proc, String, String) {
+    let brokers = format!("127.0.0.1:{}", free_port());
+    let url = format!("tcp://{brokers}");
+    let mut args = vec![
+        "broker",
+        "--listener-url",
+        &url,
+        "--advertised-listener-url",
+        &url,
+    ];
+    args.extend(extra);
+    let (proc, banner) = Proc::start_program(name, bin, &args, &[], log);
+    wait_listening(&brokers, name);
+    (proc, banner, brokers)
+}
+
 /// Starts `ravel serve --config dir/ravel.toml` on `brokers` (given through the configuration's
 /// environment layer), its log in `dir/serve<run>.log`; returns it with its base URL.
 pub fn serve(dir: &Path, brokers: &str, run: usize) -> (Proc, String) {
@@ -109,6 +171,16 @@ pub fn stream_n(base: &str, stream: &str) -> Option<u64> {
     r.json::<serde_json::Value>().ok()?["n"].as_u64()
 }
 
+/// The metrics of the service at `base` (Prometheus text).
+pub fn metrics_of(base: &str) -> String {
+    super::client()
+        .get(format!("{base}/metrics"))
+        .send()
+        .unwrap()
+        .text()
+        .unwrap()
+}
+
 /// Writes rows `x` (p columns) and `y` to `dir/chunk<c>.csv`, `chunk_rows` rows each, for
 /// producing a stream a piece at a time.
 pub fn write_chunks(
@@ -130,9 +202,28 @@ pub fn write_chunks(
 }
 
 /// Produces `file` to `topic` with `ravel produce`: binary messages of 100 rows, each to a
-/// random partition.
-pub fn produce_file(brokers: &str, topic: &str, file: &Path) {
-    ravel(&[
+/// random partition, with more librdkafka properties `options` (`KEY=VALUE`).
+pub fn produce_file(brokers: &str, topic: &str, file: &Path, options: &[&str]) {
+    // Each message to a random partition: librdkafka's sticky partitioner can put far more
+    // than a fair share of the rows in one partition, past the embedded broker's 5 MB per
+    // partition, which then deletes rows before they are read.
+    let mut all = vec!["sticky.partitioning.linger.ms=0"];
+    all.extend(options);
+    produce_as(brokers, topic, file, "binary", 100, &all);
+}
+
+/// Produces `file` to `topic` with `ravel produce --wire-format FORMAT --batch-rows ROWS`,
+/// with librdkafka properties `options` (`KEY=VALUE`, each passed as `-X`).
+pub fn produce_as(
+    brokers: &str,
+    topic: &str,
+    file: &Path,
+    format: &str,
+    batch_rows: usize,
+    options: &[&str],
+) {
+    let rows = batch_rows.to_string();
+    let mut args = vec![
         "produce",
         "--brokers",
         brokers,
@@ -141,16 +232,15 @@ pub fn produce_file(brokers: &str, topic: &str, file: &Path) {
         "--input",
         file.to_str().unwrap(),
         "--wire-format",
-        "binary",
+        format,
         "--batch-rows",
-        "100",
-        // Each message to a random partition: librdkafka's sticky partitioner can put far more
-        // than a fair share of the rows in one partition, past the embedded broker's 5 MB per
-        // partition, which then deletes rows before they are read.
-        "-X",
-        "sticky.partitioning.linger.ms=0",
+        &rows,
         "--quiet",
-    ]);
+    ];
+    for o in options {
+        args.extend(["-X", o]);
+    }
+    ravel(&args);
 }
 
 /// Produces `files` to `topic` on a thread, one `ravel produce` per file with `pause`
@@ -160,11 +250,12 @@ pub fn produce_in_background(
     topic: &str,
     files: Vec<PathBuf>,
     pause: Duration,
+    options: &'static [&'static str],
 ) -> std::thread::JoinHandle<()> {
     let (brokers, topic) = (brokers.to_string(), topic.to_string());
     std::thread::spawn(move || {
         for file in files {
-            produce_file(&brokers, &topic, &file);
+            produce_file(&brokers, &topic, &file, options);
             std::thread::sleep(pause);
         }
     })
