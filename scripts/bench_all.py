@@ -168,17 +168,21 @@ def rows_seen(api, stream):
     return next((s["n"] for s in json.loads(body)["streams"] if s["name"] == stream), 0)
 
 
-def serve_once(ravel, bootstrap, p, total, workdir, logf, group, folds=0, deadline_s=600):
+def serve_once(ravel, bootstrap, p, total, workdir, logf, group, folds=0, deadline_s=600,
+               stream_toml=None, sections=""):
     """Seconds from process start to every row visible; rows/s from the first row to the last;
     the process's CPU seconds by then (less sensitive than the times to other work on the
-    machine)."""
+    machine). `stream_toml` replaces the stream's `features = p` line (named fields, a format);
+    `sections` is more configuration ([schema_registry] ...)."""
     cfg = os.path.join(workdir, f"{group}.toml")
     with open(cfg, "w") as f:
         f.write(f'[http]\naddr = "127.0.0.1:0"\n\n[kafka]\nbrokers = "{bootstrap}"\ngroup_id = "{group}"\n')
         f.write('[kafka.options]\n"session.timeout.ms" = "6000"\n\n')
         # A fresh state directory: every run starts from the beginning of the topic.
         f.write(f'[state]\ndir = "{tempfile.mkdtemp(dir=workdir)}"\n\n[demo]\nenabled = false\n\n')
-        f.write(f'[[streams]]\nname = "tput"\ntopic = "bench.tput"\nfeatures = {p}\n')
+        f.write(sections)
+        f.write(f'[[streams]]\nname = "tput"\ntopic = "bench.tput"\n')
+        f.write(stream_toml or f"features = {p}\n")
         if folds:
             # Exact K-fold CV statistics beside the totals (scripts/bench_folds.py).
             f.write(f"cv.folds = {folds}\n")
