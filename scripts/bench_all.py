@@ -44,7 +44,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_e2e  # noqa: E402
-from bench_freshness import Api, Procs, cpu_seconds, start_broker  # noqa: E402
+from bench_freshness import Procs, cpu_seconds, start_broker, start_serve  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -181,7 +181,7 @@ def serve_once(ravel, bootstrap, p, total, workdir, logf, group, folds=0, deadli
         # A fresh state directory: every run starts from the beginning of the topic.
         f.write(f'[state]\ndir = "{tempfile.mkdtemp(dir=workdir)}"\n\n[demo]\nenabled = false\n\n')
         f.write(sections)
-        f.write(f'[[streams]]\nname = "tput"\ntopic = "bench.tput"\n')
+        f.write('[[streams]]\nname = "tput"\ntopic = "bench.tput"\n')
         f.write(stream_toml or f"features = {p}\n")
         if folds:
             # Exact K-fold CV statistics beside the totals (scripts/bench_folds.py).
@@ -189,12 +189,7 @@ def serve_once(ravel, bootstrap, p, total, workdir, logf, group, folds=0, deadli
     procs = Procs()
     try:
         start = time.perf_counter()
-        proc = procs.start([ravel, "serve", "--config", cfg], logf)
-        line = proc.stdout.readline().strip()
-        if not line.startswith("listening on http://"):
-            sys.exit(f"ravel serve did not start: {line!r} (log: {logf.name})")
-        host, port = line.removeprefix("listening on http://").rsplit(":", 1)
-        api = Api(host, int(port))
+        proc, api = start_serve(procs, ravel, cfg, logf)
         first = None
         deadline = start + deadline_s
         while True:
@@ -318,10 +313,7 @@ def serve_features(ravel, workdir, n, s, p, labels, payloads, group):
                 f.write(f'[http]\naddr = "127.0.0.1:0"\n\n[kafka]\nbrokers = "{bootstrap}"\ngroup_id = "{group}"\n')
                 f.write(f'[state]\ndir = "{tempfile.mkdtemp(dir=workdir)}"\n\n[demo]\nenabled = false\n\n')
                 f.write(f'[[feature_streams]]\nname = "fbench"\ntopic = "bench.features"\nn = {n}\ns = {s}\n')
-            proc = procs.start([ravel, "serve", "--config", cfg], logf)
-            line = proc.stdout.readline().strip()
-            host, port = line.removeprefix("listening on http://").rsplit(":", 1)
-            api = Api(host, int(port))
+            proc, api = start_serve(procs, ravel, cfg, logf)
             producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 1, "message.max.bytes": 10_000_000})
             producer.produce("bench.features", labels)
             sent, seen, first = 0, 0, None

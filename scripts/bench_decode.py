@@ -52,7 +52,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "python"))
 import bench_all as B  # noqa: E402
-from bench_freshness import Procs, cpu_seconds, start_broker  # noqa: E402
+from bench_freshness import Procs, cpu_seconds, start_broker, start_serve  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PARTITIONS = 128
@@ -235,12 +235,7 @@ def score_once(ravel, bootstrap, events, workdir, logf, k):
         f.write(f'output_topic = "bench.pred{k}"\nmodel = {{ method = "lasso", k = 10 }}\n')
     procs = Procs()
     try:
-        proc = procs.start([ravel, "serve", "--config", cfg], logf)
-        line = proc.stdout.readline().strip()
-        if not line.startswith("listening on http://"):
-            sys.exit(f"ravel serve did not start: {line!r} (log: {logf.name})")
-        host, port = line.removeprefix("listening on http://").rsplit(":", 1)
-        api = B.Api(host, int(port))
+        proc, api = start_serve(procs, ravel, cfg, logf)
         deadline = time.monotonic() + 600
         while scored(api) < events:
             if time.monotonic() > deadline:

@@ -32,7 +32,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_all import fill, rows_seen  # noqa: E402
-from bench_freshness import Api, Procs, cpu_seconds, start_broker  # noqa: E402
+from bench_freshness import Procs, cpu_seconds, start_broker, start_serve  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 P = 100
@@ -93,12 +93,7 @@ def serve_once(ravel, bootstrap, case, topic, total, workdir, logf, group):
         f.write(stream_toml(case, topic))
     procs = Procs()
     try:
-        proc = procs.start([ravel, "serve", "--config", cfg], logf)
-        line = proc.stdout.readline().strip()
-        if not line.startswith("listening on http://"):
-            sys.exit(f"ravel serve did not start: {line!r} (log: {logf.name})")
-        host, port = line.removeprefix("listening on http://").rsplit(":", 1)
-        api = Api(host, int(port))
+        proc, api = start_serve(procs, ravel, cfg, logf)
         first, deadline = None, time.perf_counter() + 600
         while True:
             n, now = rows_seen(api, "tput"), time.perf_counter()

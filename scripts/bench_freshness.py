@@ -121,6 +121,17 @@ def start_broker(procs, ravel, topics, log):
     return proc, bootstrap
 
 
+def start_serve(procs, ravel, cfg, log):
+    """`ravel serve --config CFG` (its [http] addr a free port): the process and its API, once it
+    prints the address it listens on."""
+    proc = procs.start([ravel, "serve", "--config", cfg], log)
+    line = proc.stdout.readline().strip()
+    if not line.startswith("listening on http://"):
+        sys.exit(f"ravel serve did not start: {line!r} (log: {log.name})")
+    host, port = line.removeprefix("listening on http://").rsplit(":", 1)
+    return proc, Api(host, int(port))
+
+
 def start_service(procs, ravel, bootstrap, streams, workdir, log, ready=True):
     """`ravel serve` with the default configuration but for its streams and a free port;
     waits until it is ready when asked to."""
@@ -130,12 +141,7 @@ def start_service(procs, ravel, bootstrap, streams, workdir, log, ready=True):
         f.write(f'[state]\ndir = "{os.path.join(workdir, "state")}"\n\n[demo]\nenabled = false\n\n')
         for name, topic, p in streams:
             f.write(f'[[streams]]\nname = "{name}"\ntopic = "{topic}"\nfeatures = {p}\n\n')
-    proc = procs.start([ravel, "serve", "--config", cfg], log)
-    line = proc.stdout.readline().strip()
-    if not line.startswith("listening on http://"):
-        sys.exit(f"ravel serve did not start: {line!r} (log: {log.name})")
-    host, port = line.removeprefix("listening on http://").rsplit(":", 1)
-    api = Api(host, int(port))
+    proc, api = start_serve(procs, ravel, cfg, log)
     deadline = time.monotonic() + 120
     while ready and api.get("/readyz")[0] != 200:
         if time.monotonic() > deadline:
