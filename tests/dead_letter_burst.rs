@@ -88,22 +88,6 @@ fn metric(base: &str, name: &str) -> Option<f64> {
     sample(&m, name)
 }
 
-/// Polls `f` every 50 ms until it returns Some, or panics with `what` and the log.
-fn wait_for<T>(what: &str, log: &Path, limit: Duration, mut f: impl FnMut() -> Option<T>) -> T {
-    let start = Instant::now();
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(
-            start.elapsed() < limit,
-            "{what} (after {limit:?}); log:\n{}",
-            std::fs::read_to_string(log).unwrap_or_default()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 fn consumer(brokers: &str, group: &str) -> BaseConsumer {
     ClientConfig::new()
         .set("bootstrap.servers", brokers)
@@ -287,7 +271,7 @@ fn a_burst_of_bad_messages_does_not_stall_the_stream_and_every_copy_lands() {
     let started = Instant::now();
     let mut bad = produce(&brokers, TOPIC, PARTS, &x, &y, 0..4000, is_bad, &mut counts);
     // Mid-burst: SIGKILL once some copies are delivered, then restart.
-    wait_for(
+    wait_within(
         "copies delivered before the kill",
         &logs[0],
         DEADLINE,
@@ -299,7 +283,7 @@ fn a_burst_of_bad_messages_does_not_stall_the_stream_and_every_copy_lands() {
     logs.push(dir.path().join("serve2.log"));
     // Once the restarted service has its partitions again (the group waits out the killed
     // member's session) and has read what was there, the rest of the burst comes.
-    wait_for("the restarted service resumed", &logs[1], DEADLINE, || {
+    wait_within("the restarted service resumed", &logs[1], DEADLINE, || {
         (stream_n(&base, "r")? == 4000).then_some(())
     });
     bad.extend(produce(
@@ -320,12 +304,12 @@ fn a_burst_of_bad_messages_does_not_stall_the_stream_and_every_copy_lands() {
         .ok()
         .and_then(|s| s.parse().ok())
         .map_or(DEADLINE, Duration::from_secs);
-    wait_for("the stream caught up", &logs[1], patience, || {
+    wait_within("the stream caught up", &logs[1], patience, || {
         (stream_n(&base, "r")? == n as u64).then_some(())
     });
     let catch_up = produced.elapsed();
     let high = high_watermarks(&brokers, TOPIC, PARTS);
-    wait_for(
+    wait_within(
         "every partition committed to its end",
         &logs[1],
         DEADLINE,
@@ -405,7 +389,7 @@ fn copies_that_start_failing_hold_checkpoints_and_commits_until_delivered_after_
     let is_bad = |i: usize| i % 25 == 7;
     let mut counts = vec![0i64; PARTS as usize];
     let mut bad = produce(&brokers, TOPIC, PARTS, &x, &y, 0..1000, is_bad, &mut counts);
-    wait_for("the first copies delivered", &log1, DEADLINE, || {
+    wait_within("the first copies delivered", &log1, DEADLINE, || {
         (metric(&base, "ravel_dead_letters_total{stream=\"r\"}")? == bad.len() as f64
             && stream_n(&base, "r")? == 1000)
             .then_some(())
@@ -420,7 +404,7 @@ fn copies_that_start_failing_hold_checkpoints_and_commits_until_delivered_after_
     std::thread::sleep(Duration::from_millis(1000));
     let second = produce(&brokers, TOPIC, PARTS, &x, &y, 1000..n, is_bad, &mut counts);
     // The partitions go on folding (the bound is far), and say they are held.
-    let held = wait_for("both partitions held", &log1, DEADLINE, || {
+    let held = wait_within("both partitions held", &log1, DEADLINE, || {
         let v = get(&base, "/v1/streams/r");
         (v["n"].as_u64()? == n as u64 && v["held_partitions"].as_array()?.len() == PARTS as usize)
             .then_some(v["held_partitions"].clone())
@@ -485,12 +469,12 @@ fn copies_that_start_failing_hold_checkpoints_and_commits_until_delivered_after_
     // The restart reads from the checkpoint before the failed copies and sends them again.
     let (mut svc, base) = serve(dir.path(), &brokers, 2);
     let log2 = dir.path().join("serve2.log");
-    wait_for("caught up and released", &log2, DEADLINE, || {
+    wait_within("caught up and released", &log2, DEADLINE, || {
         let v = get(&base, "/v1/streams/r");
         (v["n"].as_u64()? == n as u64 && v["held_partitions"] == json!([])).then_some(())
     });
     let high = high_watermarks(&brokers, TOPIC, PARTS);
-    wait_for(
+    wait_within(
         "every partition committed to its end",
         &log2,
         DEADLINE,

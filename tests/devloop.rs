@@ -9,7 +9,6 @@ mod common;
 
 use common::*;
 use serde_json::{Value, json};
-use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -26,22 +25,6 @@ fn get(base: &str, path: &str) -> Option<(u16, Value)> {
     let r = client().get(format!("{base}{path}")).send().ok()?;
     let status = r.status().as_u16();
     Some((status, r.json().unwrap_or(Value::Null)))
-}
-
-/// Polls `f` until it gives a value; panics after `deadline` with `what` and the log.
-fn wait_for<T>(what: &str, deadline: Duration, log: &Path, mut f: impl FnMut() -> Option<T>) -> T {
-    let start = Instant::now();
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(
-            start.elapsed() < deadline,
-            "{what}: not within {deadline:?}; log:\n{}",
-            std::fs::read_to_string(log).unwrap_or_default()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 #[test]
@@ -100,7 +83,7 @@ features = ["sqft", "rooms", "age", "floor"]
     let (_svc, base) = serve(dir.path(), &address, 1);
     // Started before anything was produced: the stream's topic does not exist yet, and
     // /readyz says what creates it on this broker (no kafka-topics.sh here).
-    let waiting = wait_for("/readyz naming the stream topic", DEADLINE, &log, || {
+    let waiting = wait_for("/readyz naming the stream topic", &log, || {
         get(&base, "/readyz")
             .map(|(_, v)| v)
             .filter(|v| v["missing_topics"][0]["topic"] == "sales")
@@ -129,14 +112,14 @@ features = ["sqft", "rooms", "age", "floor"]
     ]);
 
     // Ready, with no topic made by hand: ravel made its dead-letter topic.
-    let ready = wait_for("/readyz 200", DEADLINE, &log, || {
+    let ready = wait_for("/readyz 200", &log, || {
         get(&base, "/readyz")
             .filter(|(s, _)| *s == 200)
             .map(|(_, v)| v)
     });
     assert_eq!(ready["missing_topics"], json!([]), "{ready}");
     assert!(topic_partitions(&address, "sales.dlq").is_some());
-    let summary = wait_for("every row folded", DEADLINE, &log, || {
+    let summary = wait_for("every row folded", &log, || {
         get(&base, "/v1/streams/sales")
             .map(|(_, v)| v)
             .filter(|v| v["n"].as_u64() == Some(3000))

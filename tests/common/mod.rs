@@ -449,19 +449,30 @@ pub fn end_offsets(brokers: &str, topic: &str, partitions: i32) -> Vec<i64> {
         .collect()
 }
 
-/// Polls `f` every 100 ms until it returns Some, or panics with `what` and the log.
-pub fn wait_for<T>(what: &str, log: &Path, mut f: impl FnMut() -> Option<T>) -> T {
+/// Polls `f` every 50 ms until it returns Some, or panics after `DEADLINE` with `what` and the
+/// log.
+pub fn wait_for<T>(what: &str, log: &Path, f: impl FnMut() -> Option<T>) -> T {
+    wait_within(what, log, DEADLINE, f)
+}
+
+/// Polls `f` every 50 ms until it returns Some, or panics after `limit` with `what` and the log.
+pub fn wait_within<T>(
+    what: &str,
+    log: &Path,
+    limit: Duration,
+    mut f: impl FnMut() -> Option<T>,
+) -> T {
     let start = Instant::now();
     loop {
         if let Some(v) = f() {
             return v;
         }
         assert!(
-            start.elapsed() < DEADLINE,
-            "{what}; log:\n{}",
+            start.elapsed() < limit,
+            "{what}: not within {limit:?}; log:\n{}",
             std::fs::read_to_string(log).unwrap_or_default()
         );
-        std::thread::sleep(Duration::from_millis(100));
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
