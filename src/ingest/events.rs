@@ -144,6 +144,8 @@ pub fn lookup<'v>(obj: &'v Map<String, Value>, path: &str) -> Option<&'v Value> 
 /// its columns' fields.
 enum Source<'v> {
     Object(&'v Map<String, Value>),
+    /// Each field's value, found already (`crate::schemas::avro::pick`).
+    Slots(&'v [Option<Value>]),
     Columns {
         /// The field of each column (None: a column the stream does not use).
         of: &'v [Option<usize>],
@@ -215,6 +217,11 @@ fn fill(fields: &Fields, source: &Source, row: &mut [f64], at: &str) -> Result<R
         Source::Object(obj) => {
             for (f, field) in fields.fields().iter().enumerate() {
                 skipped |= !put(f, lookup(obj, &field.name))?;
+            }
+        }
+        Source::Slots(values) => {
+            for (f, v) in values.iter().enumerate() {
+                skipped |= !put(f, v.as_ref())?;
             }
         }
         Source::Columns { of, row: values } => {
@@ -305,9 +312,7 @@ pub fn decode(
     y: &mut Vec<f64>,
     tally: &mut Tally,
 ) -> Result<usize, Rejection> {
-    let p = fields.p();
     let target = schema.target.unwrap_or("y");
-    let skip_missing_target = schema.skip_missing_target;
     if msg.contains_key("columns") || (schema.target.is_none() && msg.contains_key("rows")) {
         return batch(msg, schema, fields, x, y, tally);
     }
@@ -338,17 +343,72 @@ pub fn decode(
         }
         (Some(t), _) => (msg, lookup(msg, t), true),
     };
-    let start = x.len();
-    x.resize(start + p, 0.0);
-    let row = fill(fields, &Source::Object(obj), &mut x[start..], "").map_err(|e| {
+    let unused = unused_keys(fields, event.then_some(target), obj);
+    let refused = |e| {
         let unused: Vec<&str> = obj
             .keys()
             .filter(|k| !fields.uses(k) && (!event || *k != target))
             .map(String::as_str)
             .collect();
         with_unused(e, &unused)
-    })?;
-    tally.ignored_fields += unused_keys(fields, event.then_some(target), obj);
+    };
+    place(
+        &Source::Object(obj),
+        label,
+        unused,
+        refused,
+        schema,
+        fields,
+        x,
+        y,
+        tally,
+    )
+}
+
+/// An event whose fields were read straight from a schema'd value (`picked`), exactly as
+/// `decode` reads the same event from its tree. A refusal does not name the keys the stream
+/// does not use: the caller reads the value again as a tree for that.
+pub fn decode_picked(
+    picked: &crate::schemas::avro::Picked,
+    schema: &Schema,
+    fields: &Fields,
+    x: &mut Vec<f64>,
+    y: &mut Vec<f64>,
+    tally: &mut Tally,
+) -> Result<usize, Rejection> {
+    place(
+        &Source::Slots(&picked.values),
+        picked.label.as_ref(),
+        picked.unused,
+        |e| e,
+        schema,
+        fields,
+        x,
+        y,
+        tally,
+    )
+}
+
+/// An event's row from `source` and its `label` (the target's value): appended to `x` and
+/// `y`, or skipped (counted in `tally`, with the `unused` keys), or refused (a field's refusal
+/// through `refused`).
+#[allow(clippy::too_many_arguments)]
+fn place(
+    source: &Source,
+    label: Option<&Value>,
+    unused: u64,
+    refused: impl FnOnce(Rejection) -> Rejection,
+    schema: &Schema,
+    fields: &Fields,
+    x: &mut Vec<f64>,
+    y: &mut Vec<f64>,
+    tally: &mut Tally,
+) -> Result<usize, Rejection> {
+    let target = schema.target.unwrap_or("y");
+    let start = x.len();
+    x.resize(start + fields.p(), 0.0);
+    let row = fill(fields, source, &mut x[start..], "").map_err(refused)?;
+    tally.ignored_fields += unused;
     let label = if schema.unlabelled {
         Some(f64::NAN)
     } else {
@@ -356,7 +416,7 @@ pub fn decode(
     };
     let Some(v) = label else {
         x.truncate(start);
-        if skip_missing_target {
+        if schema.skip_missing_target {
             tally.skipped_rows += 1;
             return Ok(0);
         }

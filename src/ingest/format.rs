@@ -136,6 +136,25 @@ fn decode_schemad(
     y: &mut Vec<f64>,
     tally: &mut Tally,
 ) -> Result<usize, Rejection> {
+    if let (Some(fields), Some(target)) = (schema.fields, schema.target) {
+        let names = fields.fields().iter().map(|f| f.name.as_str());
+        if let Some(picked) = wire.pick(payload, schema.schema_header, names, target) {
+            let (x0, y0) = (x.len(), y.len());
+            let mut local = Tally::default();
+            match events::decode_picked(&picked, schema, fields, x, y, &mut local) {
+                Ok(rows) => {
+                    tally.add(local);
+                    return Ok(rows);
+                }
+                // Refused: read again as a tree, whose refusal names the keys the stream does
+                // not use (a misspelled name is usually among them).
+                Err(_) => {
+                    x.truncate(x0);
+                    y.truncate(y0);
+                }
+            }
+        }
+    }
     let record = match wire.decode(payload, schema.schema_header)? {
         crate::schemas::Record::Tree(v) => v,
         crate::schemas::Record::Json(text) => events::parse(text)?,
@@ -1255,5 +1274,193 @@ mod schemad_tests {
         let e = decode_with(Missing::Reject).unwrap_err();
         assert_eq!(e.reason, Reason::MissingFeature, "{e:?}");
         assert!(e.message.contains("rooms"), "{e:?}");
+    }
+}
+
+/// The Avro hot path (`crate::schemas::avro::pick`) against the tree it skips: the same rows,
+/// tallies and refusals for every kind of field, nullable and nested records, absent fields
+/// and values a field refuses.
+#[cfg(test)]
+mod picked_tests {
+    use super::*;
+    use apache_avro::types::Value as A;
+    use ravel_core::fields::{Field, Fields, Kind, Missing};
+
+    const SCHEMA: &str = r#"{"type": "record", "name": "Sale", "fields": [
+        {"name": "id", "type": "string"},
+        {"name": "sqft", "type": "double"},
+        {"name": "rooms", "type": ["null", "int"]},
+        {"name": "ratio", "type": "float"},
+        {"name": "garden", "type": "boolean"},
+        {"name": "region", "type": ["null", "string"]},
+        {"name": "when", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+        {"name": "user", "type": ["null", {"type": "record", "name": "User", "fields": [
+            {"name": "age", "type": ["null", "long"]},
+            {"name": "home", "type": {"type": "record", "name": "Home", "fields": [
+                {"name": "floor", "type": "int"}, {"name": "note", "type": "string"}]}}]}]},
+        {"name": "price", "type": ["null", "double"]}
+    ]}"#;
+
+    fn fields(missing: Missing) -> Fields {
+        let with = |f: Field| Field { missing, ..f };
+        Fields::new(vec![
+            with(Field::numeric("sqft")),
+            with(Field::numeric("rooms")),
+            with(Field::numeric("ratio")),
+            with(Field::numeric("garden")),
+            with(Field {
+                kind: Kind::Categorical {
+                    levels: vec!["north".into(), "south".into()],
+                },
+                ..Field::numeric("region")
+            }),
+            with(Field::numeric("when")),
+            with(Field::numeric("user.age")),
+            with(Field::numeric("user.home.floor")),
+            // A field no schema has: missing in every record (skipped or indicated; refused
+            // under `reject`, which the refused records below cover already).
+            Field {
+                missing: Missing::Indicator,
+                ..Field::numeric("user.shoe")
+            },
+        ])
+        .unwrap()
+    }
+
+    /// Record `i` of a deterministic mix: nulls, NaN, absent users, every region.
+    fn record(i: u64) -> A {
+        let some = |v: A, null: bool| {
+            if null {
+                A::Union(0, Box::new(A::Null))
+            } else {
+                A::Union(1, Box::new(v))
+            }
+        };
+        let user = A::Record(vec![
+            ("age".into(), some(A::Long(20 + i as i64 % 50), i % 7 == 0)),
+            (
+                "home".into(),
+                A::Record(vec![
+                    ("floor".into(), A::Int((i % 9) as i32)),
+                    ("note".into(), A::String(format!("n{i}"))),
+                ]),
+            ),
+        ]);
+        A::Record(vec![
+            ("id".into(), A::String(format!("sale-{i}"))),
+            ("sqft".into(), A::Double(500.0 + 3.25 * i as f64)),
+            ("rooms".into(), some(A::Int((i % 5) as i32), i % 4 == 0)),
+            (
+                "ratio".into(),
+                A::Float(if i % 97 == 5 {
+                    f32::NAN
+                } else {
+                    i as f32 / 8.0
+                }),
+            ),
+            ("garden".into(), A::Boolean(i % 2 == 0)),
+            (
+                "region".into(),
+                some(
+                    A::String(["north", "south", "east"][i as usize % 3].into()),
+                    i % 11 == 0,
+                ),
+            ),
+            (
+                "when".into(),
+                A::TimestampMillis(1_700_000_000_000 + i as i64),
+            ),
+            ("user".into(), some(user, i % 13 == 0)),
+            ("price".into(), some(A::Double(i as f64 * 0.5), i % 29 == 0)),
+        ])
+    }
+
+    type Decoded = Result<(Vec<f64>, Vec<f64>, Tally), Rejection>;
+
+    /// Through `decode_tallied` (which picks) and through the tree alone.
+    fn both(wire: &crate::schemas::Wire, fields: &Fields, bytes: &[u8]) -> (Decoded, Decoded) {
+        let schema = Schema {
+            p: fields.p(),
+            fields: Some(fields),
+            target: Some("price"),
+            skip_missing_target: true,
+            classification: false,
+            unlabelled: false,
+            wire: Some(wire),
+            schema_header: None,
+        };
+        let (mut x, mut y, mut t) = (vec![], vec![], Tally::default());
+        let picked = decode_tallied(bytes, &schema, &mut x, &mut y, &mut t).map(|_| (x, y, t));
+        let (mut x, mut y, mut t) = (vec![], vec![], Tally::default());
+        let tree = match wire.decode(bytes, None) {
+            Ok(crate::schemas::Record::Tree(serde_json::Value::Object(obj))) => {
+                events::decode(&obj, &schema, fields, &mut x, &mut y, &mut t)
+                    .and_then(|rows| validate(&schema, &x, &y).map(|_| rows))
+                    .map(|_| (x, y, t))
+            }
+            other => panic!("{other:?}"),
+        };
+        (picked, tree)
+    }
+
+    #[test]
+    fn picked_fields_read_as_the_tree_does() {
+        let avro = apache_avro::Schema::parse_str(SCHEMA).unwrap();
+        assert!(crate::schemas::avro::pickable(&avro));
+        let writer = apache_avro::writer::datum::GenericDatumWriter::builder(&avro)
+            .build()
+            .unwrap();
+        for missing in [Missing::Indicator, Missing::SkipRow, Missing::Reject] {
+            let wire = crate::schemas::Wire::plain(avro.clone());
+            let fields = fields(missing);
+            let names = || fields.fields().iter().map(|f| f.name.as_str());
+            let (mut read, mut refused) = (0, 0);
+            for i in 0..400 {
+                let bytes = writer.write_value_to_vec(record(i)).unwrap();
+                // The hot path does read this datum (it is not left to the tree).
+                assert!(wire.pick(&bytes, None, names(), "price").is_some(), "{i}");
+                let (picked, tree) = both(&wire, &fields, &bytes);
+                assert_eq!(picked, tree, "record {i}, missing = {missing:?}");
+                if picked.is_ok() {
+                    read += 1;
+                } else {
+                    refused += 1;
+                }
+            }
+            // Both outcomes were exercised.
+            assert!(
+                read > 0 && refused > 0,
+                "{missing:?}: {read} read, {refused} refused"
+            );
+        }
+    }
+
+    #[test]
+    fn schemas_pick_cannot_read_exactly_take_the_tree() {
+        let enums = r#"{"type": "record", "name": "R", "fields": [
+            {"name": "e", "type": {"type": "enum", "name": "E", "symbols": ["a"]}}]}"#;
+        let arrays = r#"{"type": "record", "name": "R", "fields": [
+            {"name": "tags", "type": {"type": "array", "items": "string"}}]}"#;
+        let batch = r#"{"type": "record", "name": "R", "fields": [
+            {"name": "columns", "type": "string"}]}"#;
+        for text in [enums, arrays, batch, r#""double""#] {
+            let schema = apache_avro::Schema::parse_str(text).unwrap();
+            assert!(!crate::schemas::avro::pickable(&schema), "{text}");
+        }
+        // A datum cut short is not picked: the tree says what is wrong with it.
+        let avro = apache_avro::Schema::parse_str(SCHEMA).unwrap();
+        let bytes = apache_avro::writer::datum::GenericDatumWriter::builder(&avro)
+            .build()
+            .unwrap()
+            .write_value_to_vec(record(1))
+            .unwrap();
+        let wire = crate::schemas::Wire::plain(avro);
+        let fields = fields(Missing::Indicator);
+        let names = || fields.fields().iter().map(|f| f.name.as_str());
+        let cut = &bytes[..bytes.len() - 3];
+        assert!(wire.pick(cut, None, names(), "price").is_none());
+        let mut longer = bytes.clone();
+        longer.push(1);
+        assert!(wire.pick(&longer, None, names(), "price").is_none());
     }
 }

@@ -2,11 +2,23 @@
 //! then records as objects (nested records as nested objects, found by dotted path), unions as
 //! their branch, enums as their symbol, numbers of every width (and the date and time logical
 //! types, as their integers) as numbers.
+//!
+//! `pick` is the hot path of the usual schema (records of numbers, strings, booleans and
+//! nullable unions): it reads only the fields a stream maps, straight from the datum through
+//! the crate's serde deserializer, into one value per field, with neither the crate's value
+//! tree nor the JSON tree. Whatever it cannot read exactly as the tree would (other types, a
+//! datum that does not match) it leaves to `decode`, which then says what is wrong.
 
 use super::schema_error;
 use crate::reason::Rejection;
+use apache_avro::Schema;
 use apache_avro::types::Value as Avro;
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::{Map, Number, Value};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
 
 /// Bytes the decoder may allocate for one datum (a corrupt length cannot ask for more), set
 /// once when a schema'd stream is set up (`super::Wire::of_stream`).
@@ -72,6 +84,270 @@ pub fn to_json(v: Avro) -> Value {
         Avro::Decimal(_) => Value::String("an Avro decimal".into()),
         Avro::Duration(_) => Value::String("an Avro duration".into()),
         Avro::Uuid(u) => Value::String(u.to_string()),
+    }
+}
+
+/// Whether `pick` reads datums of `schema` exactly as `decode` and the field mapping would: a
+/// record whose types, at every depth, are records, nullable unions, numbers (the date and
+/// time logical types among them), strings and booleans. Enums, bytes, fixed, decimals,
+/// UUIDs, arrays, maps and named references take the tree.
+pub fn pickable(schema: &Schema) -> bool {
+    fn plain(s: &Schema) -> bool {
+        match s {
+            Schema::Null
+            | Schema::Boolean
+            | Schema::Int
+            | Schema::Long
+            | Schema::Float
+            | Schema::Double
+            | Schema::String
+            | Schema::Date
+            | Schema::TimeMillis
+            | Schema::TimeMicros
+            | Schema::TimestampMillis
+            | Schema::TimestampMicros
+            | Schema::TimestampNanos
+            | Schema::LocalTimestampMillis
+            | Schema::LocalTimestampMicros
+            | Schema::LocalTimestampNanos => true,
+            Schema::Record(r) => r.fields.iter().all(|f| plain(&f.schema)),
+            Schema::Union(u) => u.variants().iter().all(plain),
+            _ => false,
+        }
+    }
+    // A top-level field named `columns` makes the record a named mini-batch (`events`).
+    matches!(schema, Schema::Record(r) if !r.lookup.contains_key("columns")) && plain(schema)
+}
+
+/// The fields a stream maps and its target, as a tree of record field names: what `pick`
+/// reads of a datum.
+pub struct Plan {
+    root: Level,
+    fields: usize,
+}
+
+#[derive(Default)]
+struct Level(HashMap<String, Entry>);
+
+enum Entry {
+    /// The value of the field of this index.
+    Field(usize),
+    Target,
+    /// A record holding mapped fields (a dotted path's segment).
+    Inner(Level),
+}
+
+impl Level {
+    fn insert(&mut self, path: &str, leaf: Entry) -> Option<()> {
+        match path.split_once('.') {
+            None => match self.0.entry(path.to_string()) {
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    v.insert(leaf);
+                    Some(())
+                }
+                std::collections::hash_map::Entry::Occupied(_) => None,
+            },
+            Some((head, rest)) => match self
+                .0
+                .entry(head.to_string())
+                .or_insert_with(|| Entry::Inner(Level::default()))
+            {
+                Entry::Inner(inner) => inner.insert(rest, leaf),
+                _ => None,
+            },
+        }
+    }
+}
+
+impl Plan {
+    /// The plan of fields named `names` (by name or dotted path, in the field order) and the
+    /// target; None when one name is a prefix of another (a field inside a field), which the
+    /// tree answers with its own refusal.
+    pub fn new<'a>(names: impl IntoIterator<Item = &'a str>, target: &str) -> Option<Plan> {
+        let mut root = Level::default();
+        let mut fields = 0;
+        for (i, name) in names.into_iter().enumerate() {
+            root.insert(name, Entry::Field(i))?;
+            fields = i + 1;
+        }
+        root.insert(target, Entry::Target)?;
+        Some(Plan { root, fields })
+    }
+}
+
+/// What `pick` read: each mapped field's value (None: absent), the target's, and how many
+/// top-level fields the stream does not use.
+#[derive(Debug, PartialEq)]
+pub struct Picked {
+    pub values: Vec<Option<Value>>,
+    pub label: Option<Value>,
+    pub unused: u64,
+}
+
+thread_local! {
+    /// The plan of the datum being read: `read_deser` takes an owned type and no seed, so the
+    /// plan reaches `Picked::deserialize` this way, for the length of one `pick`.
+    static PLAN: RefCell<Option<Arc<Plan>>> = const { RefCell::new(None) };
+}
+
+/// Reads the fields of `plan` from one datum of a `pickable` schema that must fill `bytes`
+/// exactly; None when it cannot (the datum does not match its schema ...): `decode` then
+/// reads it and says why.
+pub fn pick(schema: &Schema, bytes: &[u8], plan: &Arc<Plan>) -> Option<Picked> {
+    let reader = apache_avro::reader::datum::GenericDatumReader::builder(schema)
+        .build()
+        .ok()?;
+    PLAN.with(|p| *p.borrow_mut() = Some(Arc::clone(plan)));
+    let mut rest = bytes;
+    let picked = reader.read_deser::<Picked>(&mut rest);
+    PLAN.with(|p| p.borrow_mut().take());
+    picked.ok().filter(|_| rest.is_empty())
+}
+
+impl<'de> de::Deserialize<'de> for Picked {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Picked, D::Error> {
+        let plan = PLAN
+            .with(|p| p.borrow().clone())
+            .ok_or_else(|| de::Error::custom("no plan to read the datum with"))?;
+        let mut out = Picked {
+            values: vec![None; plan.fields],
+            label: None,
+            unused: 0,
+        };
+        d.deserialize_any(Record {
+            level: &plan.root,
+            out: &mut out,
+            top: true,
+        })?;
+        Ok(out)
+    }
+}
+
+/// A record's fields, the mapped ones read and the others skipped.
+struct Record<'a> {
+    level: &'a Level,
+    out: &'a mut Picked,
+    top: bool,
+}
+
+impl<'de> DeserializeSeed<'de> for Record<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Record<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a record")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let Record { level, out, top } = self;
+        while let Some(entry) = map.next_key_seed(Key(level))? {
+            match entry {
+                Some(Entry::Field(i)) => out.values[*i] = Some(map.next_value_seed(Scalar)?),
+                Some(Entry::Target) => out.label = Some(map.next_value_seed(Scalar)?),
+                Some(Entry::Inner(level)) => map.next_value_seed(Record {
+                    level,
+                    out: &mut *out,
+                    top: false,
+                })?,
+                None => {
+                    map.next_value::<IgnoredAny>()?;
+                    out.unused += u64::from(top);
+                }
+            }
+        }
+        Ok(())
+    }
+    // A dotted path into a value that is not a record (a null branch of a union): the fields
+    // under it are absent, as `events::lookup` finds none there.
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+}
+
+/// A field's name, looked up in its level without a copy.
+struct Key<'a>(&'a Level);
+
+impl<'de, 'a> DeserializeSeed<'de> for Key<'a> {
+    type Value = Option<&'a Entry>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_identifier(self)
+    }
+}
+
+impl<'de, 'a> Visitor<'de> for Key<'a> {
+    type Value = Option<&'a Entry>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a field name")
+    }
+    fn visit_str<E>(self, name: &str) -> Result<Self::Value, E> {
+        Ok(self.0.0.get(name))
+    }
+}
+
+/// A mapped field's value as `to_json` makes it (numbers of every width, text, booleans,
+/// null); anything else is an error, and the datum goes to the tree.
+struct Scalar;
+
+impl<'de> DeserializeSeed<'de> for Scalar {
+    type Value = Value;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Scalar {
+    type Value = Value;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a number, a string, a boolean or null")
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_f32<E>(self, v: f32) -> Result<Value, E> {
+        Ok(float(f64::from(v)))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(float(v))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
     }
 }
 

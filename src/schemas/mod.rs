@@ -36,11 +36,26 @@ pub enum Record<'a> {
 
 /// A schema as decoding needs it, parsed once per id.
 pub enum Parsed {
-    Avro(Box<apache_avro::Schema>),
+    Avro(Box<AvroSchema>),
     Protobuf(protobuf::Messages),
     /// JSON Schema: the id is checked to be known and of this type; the JSON is read as an
     /// event.
     Json,
+}
+
+/// An Avro schema, and whether `avro::pick` reads its datums.
+pub struct AvroSchema {
+    pub schema: apache_avro::Schema,
+    pub pickable: bool,
+}
+
+impl AvroSchema {
+    pub fn new(schema: apache_avro::Schema) -> AvroSchema {
+        AvroSchema {
+            pickable: avro::pickable(&schema),
+            schema,
+        }
+    }
 }
 
 /// The registry the framed formats share.
@@ -50,8 +65,11 @@ pub type SchemaRegistry = Registry<Parsed>;
 pub struct Wire {
     format: ValueFormat,
     /// `avro_schema_file`: plain datums of this schema.
-    plain: Option<apache_avro::Schema>,
+    plain: Option<AvroSchema>,
     registry: Option<Arc<SchemaRegistry>>,
+    /// The stream's fields and target as `avro::pick` reads them, made on first use (None:
+    /// fields it cannot lay out, read through the tree).
+    plan: std::sync::OnceLock<Option<Arc<avro::Plan>>>,
 }
 
 impl std::fmt::Debug for Wire {
@@ -92,13 +110,15 @@ impl Wire {
                         path.display()
                     )
                 })?;
-                Some(apache_avro::Schema::parse_str(&text).map_err(|e| {
-                    anyhow::anyhow!(
-                        "stream '{}': avro_schema_file {} is not an Avro schema: {e}",
-                        s.name,
-                        path.display()
-                    )
-                })?)
+                Some(AvroSchema::new(
+                    apache_avro::Schema::parse_str(&text).map_err(|e| {
+                        anyhow::anyhow!(
+                            "stream '{}': avro_schema_file {} is not an Avro schema: {e}",
+                            s.name,
+                            path.display()
+                        )
+                    })?,
+                ))
             }
             None => None,
         };
@@ -113,6 +133,7 @@ impl Wire {
             format: s.format,
             plain,
             registry: registry.cloned(),
+            plan: Default::default(),
         }))
     }
 
@@ -120,8 +141,9 @@ impl Wire {
     pub fn plain(schema: apache_avro::Schema) -> Wire {
         Wire {
             format: ValueFormat::Avro,
-            plain: Some(schema),
+            plain: Some(AvroSchema::new(schema)),
             registry: None,
+            plan: Default::default(),
         }
     }
 
@@ -133,8 +155,61 @@ impl Wire {
         header: Option<&[u8]>,
     ) -> Result<Record<'a>, Rejection> {
         if let Some(schema) = &self.plain {
-            return avro::decode(schema, payload).map(Record::Tree);
+            return avro::decode(&schema.schema, payload).map(Record::Tree);
         }
+        let (at, parsed, rest, indexes) = self.schema_of(payload, header)?;
+        match &*parsed {
+            Parsed::Avro(schema) => avro::decode(&schema.schema, rest)
+                .map(Record::Tree)
+                .map_err(|e| schema_error(format!("{at}: {}", e.message))),
+            Parsed::Protobuf(messages) => {
+                let (path, body) = protobuf::message_indexes(indexes)?;
+                // With the id in the header, the payload is the message itself.
+                let body = if header.is_some() { payload } else { body };
+                messages
+                    .decode(&path, body)
+                    .map(Record::Tree)
+                    .map_err(|e| schema_error(format!("{at}: {}", e.message)))
+            }
+            Parsed::Json => Ok(Record::Json(rest)),
+        }
+    }
+
+    /// The fields of `names` and the target of an Avro value, read straight from the datum
+    /// (`avro::pick`) when its schema allows; None when it does not, or for anything amiss
+    /// (framing, registry, datum): `decode` then reads the value and says what is wrong.
+    pub fn pick<'n>(
+        &self,
+        payload: &[u8],
+        header: Option<&[u8]>,
+        names: impl IntoIterator<Item = &'n str>,
+        target: &str,
+    ) -> Option<avro::Picked> {
+        let plan = self
+            .plan
+            .get_or_init(|| avro::Plan::new(names, target).map(Arc::new))
+            .as_ref()?;
+        if let Some(schema) = &self.plain {
+            return avro::pick(schema.pickable.then_some(&schema.schema)?, payload, plan);
+        }
+        if self.format != ValueFormat::Avro {
+            return None;
+        }
+        let (_, parsed, rest, _) = self.schema_of(payload, header).ok()?;
+        match &*parsed {
+            Parsed::Avro(schema) if schema.pickable => avro::pick(&schema.schema, rest, plan),
+            _ => None,
+        }
+    }
+
+    /// A registry value's schema: the reference it names (in its framing or its header),
+    /// the schema parsed, the rest of the payload after the framing and where the Protobuf
+    /// message indexes are.
+    fn schema_of<'a: 'h, 'h>(
+        &self,
+        payload: &'a [u8],
+        header: Option<&'h [u8]>,
+    ) -> Result<(SchemaRef, Arc<Parsed>, &'a [u8], &'h [u8]), Rejection> {
         let (at, rest, indexes) = match header {
             Some(h) => {
                 let (at, indexes) = header_ref(h)?;
@@ -161,21 +236,7 @@ impl Wire {
                     message: format!("stopping before the Schema Registry gave {at}"),
                 },
             })?;
-        match &*parsed {
-            Parsed::Avro(schema) => avro::decode(schema, rest)
-                .map(Record::Tree)
-                .map_err(|e| schema_error(format!("{at}: {}", e.message))),
-            Parsed::Protobuf(messages) => {
-                let (path, body) = protobuf::message_indexes(indexes)?;
-                // With the id in the header, the payload is the message itself.
-                let body = if header.is_some() { payload } else { body };
-                messages
-                    .decode(&path, body)
-                    .map(Record::Tree)
-                    .map_err(|e| schema_error(format!("{at}: {}", e.message)))
-            }
-            Parsed::Json => Ok(Record::Json(rest)),
-        }
+        Ok((at, parsed, rest, indexes))
     }
 }
 
@@ -241,7 +302,7 @@ fn parse(format: ValueFormat, at: &SchemaRef, f: Fetched) -> Result<Parsed, Stri
     }
     match format {
         ValueFormat::Avro | ValueFormat::Ravel => apache_avro::Schema::parse_str(&f.schema)
-            .map(|s| Parsed::Avro(Box::new(s)))
+            .map(|s| Parsed::Avro(Box::new(AvroSchema::new(s))))
             .map_err(|e| format!("{at} is not an Avro schema: {e}")),
         ValueFormat::Protobuf => protobuf::Messages::parse(&f)
             .map(Parsed::Protobuf)
