@@ -23,6 +23,10 @@
 //!   pauses the broker.
 //! - CreateTopics with `validate_only` creates the topic: `ravel check`, which only validates
 //!   the topics ravel would create, leaves them created on Tansu (the check test shows it).
+//! - Fetch answers carry no aborted transactions, so a `read_committed` consumer sees aborted
+//!   records, and a fenced producer's EndTxn has its connection closed instead of an error
+//!   code. No test here uses transactions: ravel's scorers are at least once, since exactly
+//!   once cannot work on Tansu (`scripts/txn_probe.py --tansu` shows both defects).
 
 mod common;
 

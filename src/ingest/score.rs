@@ -13,9 +13,17 @@
 //! (and every dead-letter copy) of it is acknowledged; a failed delivery rewinds its
 //! partitions to the batch's start and scores them again. A crash between acknowledgement and
 //! commit scores those events again (the source coordinates in each prediction's headers let
-//! a consumer drop the repeats). Exactly once with Kafka transactions is not offered: the
-//! embedded broker does not implement them (its EndTxn writes no markers, its
-//! TxnOffsetCommit commits nothing), so it could not be tested here.
+//! a consumer drop the repeats).
+//!
+//! Exactly once with Kafka transactions is not offered: no broker these tests run delivers
+//! it, so it could not be shown to work (`scripts/txn_probe.py` checks a broker with a plain
+//! confluent-kafka client; docs/compatibility.md has the results). The embedded broker
+//! accepts every transactional call but writes no markers and its TxnOffsetCommit commits
+//! nothing. Tansu 0.6.0 commits, aborts, moves the group's offsets with the transaction and
+//! hides open transactions, but answers every Fetch with an empty list of aborted
+//! transactions, so a `read_committed` consumer sees aborted records: after a SIGKILL, the
+//! killed scorer's transaction, which the restarted one's `init_transactions` aborts, would
+//! show next to the rescored predictions, exactly the duplicates transactions exist to hide.
 
 use super::dlq::{self, DeadLetters};
 use super::format::{self, Reason, Rejection};
