@@ -1,7 +1,8 @@
 //! The OpenAPI description against the running service: every route the service answers is
 //! in `/openapi.json` (and in the guide's HTTP API chapter), every example in the document validates against
 //! its schema, and every answer of a real service (a real broker, rows produced over TCP)
-//! has a status the document declares and a body its schema accepts.
+//! has a status the document declares and a body its schema accepts. And the guide's HTTP API
+//! chapter's commands, run as a user pastes them.
 
 mod common;
 
@@ -14,6 +15,7 @@ use rdkafka::config::ClientConfig;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
+use std::path::Path;
 use std::time::Duration;
 
 fn send(brokers: &str, topic: &str, payloads: &[Value]) {
@@ -81,13 +83,7 @@ fn operations(doc: &Value) -> BTreeSet<(String, String)> {
 /// (METHOD, path template):
 /// `-XPOST localhost:8080/v1/streams/demo/model` -> (POST, /v1/streams/{name}/model).
 fn readme_routes() -> BTreeSet<(String, String)> {
-    let guide =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/http-api.md")).unwrap();
-    let start = guide
-        .find("\n## Routes\n")
-        .expect("docs/http-api.md has a 'Routes' section");
-    let section = &guide[start + 1..];
-    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |e| e + 3)];
+    let section = doc_section("docs/http-api.md", "## Routes");
     let mut routes = BTreeSet::new();
     for line in section.lines().filter(|l| l.starts_with("curl")) {
         let method = ["POST", "PUT", "DELETE"]
@@ -537,4 +533,138 @@ fn every_route_is_described_and_every_answer_matches_its_schema() {
         called, ops,
         "operations in the document that the test never called"
     );
+}
+
+/// Starts `cmd` (`ravel serve`, as the guide shows it) in a new directory whose
+/// config/ravel.toml (what `ravel serve` reads by default) listens on a free port and declares
+/// the `genes` feature stream of docs/concepts.md beside the demo; with more environment
+/// `env`. Returns the directory, the service and its port, once ready with demo rows.
+fn serve_as_documented(cmd: &str, env: &[(&str, &str)]) -> (tempfile::TempDir, Proc, String) {
+    let genes = code_blocks(&doc_section("docs/concepts.md", "## Feature streams"))
+        .into_iter()
+        .find(|(lang, b)| lang == "toml" && b.contains("name = \"genes\""))
+        .expect("docs/concepts.md declares the genes feature stream")
+        .1;
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port().to_string();
+    std::fs::create_dir(dir.path().join("config")).unwrap();
+    std::fs::write(
+        dir.path().join("config/ravel.toml"),
+        format!("[http]\naddr = \"127.0.0.1:{port}\"\n\n{genes}"),
+    )
+    .unwrap();
+    let log = dir.path().join("serve.log");
+    let (proc, line) = Proc::shell("ravel serve", dir.path(), cmd, env, &log);
+    let base = format!("http://127.0.0.1:{port}");
+    assert_eq!(line, format!("listening on {base}"));
+    wait_for("ready, with 1000 demo rows", &log, || {
+        let ready = client().get(format!("{base}/readyz")).send().ok()?;
+        (ready.status().as_u16() == 200 && stream_n(&base, "demo")? >= 1000).then_some(())
+    });
+    (dir, proc, port)
+}
+
+/// Runs `commands` (one shell session, stopping at the first that fails) in `dir` with
+/// `env`; returns what each printed.
+fn run_commands(dir: &Path, commands: &[String], env: &[(&str, &str)]) -> Vec<String> {
+    const MARK: &str = "--- end of command ---";
+    let script: String = std::iter::once("set -e\n".to_string())
+        .chain(
+            commands
+                .iter()
+                .map(|c| format!("{c}\nprintf '\\n{MARK}\\n'\n")),
+        )
+        .collect();
+    let (ok, out, err) = shell(dir, &script, env);
+    assert!(ok, "{err}\n{out}");
+    let outputs: Vec<String> = out.split(MARK).map(|o| o.trim().to_string()).collect();
+    assert_eq!(outputs.len(), commands.len() + 1, "{out}");
+    outputs[..commands.len()].to_vec()
+}
+
+/// docs/http-api.md's commands as a user pastes them (bash, curl, python3), only the port
+/// changed: the Routes section against the demo (and the genes feature stream of
+/// docs/concepts.md), every answer not an error, the prediction a number and the labels
+/// applied; then the Access section's `ravel serve` with a token and its request, which the
+/// token authorizes (and a wrong one does not).
+#[test]
+fn the_guides_http_api_commands_run_as_written() {
+    for (tool, package) in [("curl", "curl"), ("python3", "python3")] {
+        assert!(
+            shell(Path::new("."), &format!("{tool} --version"), &[]).0,
+            "`{tool}` is not installed: apt-get install {package}"
+        );
+    }
+    // The shell blocks of a section, as commands.
+    let blocks = |heading: &str| -> Vec<Vec<String>> {
+        code_blocks(&doc_section("docs/http-api.md", heading))
+            .into_iter()
+            .filter(|(lang, _)| lang == "sh")
+            .map(|(_, b)| shell_commands(&b))
+            .collect()
+    };
+    let on = |cmd: &String, port: &str| cmd.replace("8080", port);
+
+    let (dir, svc, port) = serve_as_documented("ravel serve", &[]);
+    let routes: Vec<String> = blocks("## Routes")
+        .concat()
+        .iter()
+        .map(|c| on(c, &port))
+        .collect();
+    let outputs = run_commands(dir.path(), &routes, &[]);
+    let mut curls = 0;
+    for (cmd, out) in routes.iter().zip(&outputs) {
+        if !cmd.starts_with("curl") {
+            assert!(out.is_empty(), "{cmd}: {out}");
+            continue;
+        }
+        curls += 1;
+        let Ok(v) = serde_json::from_str::<Value>(out) else {
+            assert!(
+                cmd.contains("/metrics") && out.contains("# TYPE ravel_"),
+                "{cmd}: {out}"
+            );
+            continue;
+        };
+        assert!(v.get("error").is_none(), "{cmd}: {v}");
+        if cmd.contains("/predict") {
+            let p = v["predictions"][0].as_f64();
+            assert!(p.is_some_and(f64::is_finite), "{cmd}: {v}");
+        }
+        if cmd.contains("/labels") {
+            assert_eq!(
+                (&v["status"], &v["n"]),
+                (&json!("applied"), &json!(200)),
+                "{v}"
+            );
+        }
+    }
+    assert!(curls >= 15, "only {curls} curl commands in Routes");
+    assert!(routes.iter().any(|c| c.contains("/predict")));
+    let labels = routes
+        .iter()
+        .find(|c| c.starts_with("labels="))
+        .expect("Routes makes $labels")
+        .clone();
+    drop(svc);
+
+    // Access: `ravel serve` with the token its first line exports, and the request.
+    let access = blocks("## Access and TLS");
+    let serve = &access[0];
+    assert!(
+        serve[0].starts_with("export RAVEL_HTTP__TOKEN=") && serve[1] == "ravel serve",
+        "{serve:?}"
+    );
+    let token = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    let (dir, _svc, port) = serve_as_documented(&serve[1], &[("RAVEL_HTTP__TOKEN", token)]);
+    let request = on(&access[1][0], &port);
+    let put = vec![labels, request];
+    for (token, status) in [(token, json!("applied")), ("not-the-token", Value::Null)] {
+        let out = run_commands(dir.path(), &put, &[("RAVEL_HTTP__TOKEN", token)]);
+        let v: Value = serde_json::from_str(&out[1]).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+        assert_eq!(v["status"], status, "token {token}: {v}");
+        if status.is_null() {
+            assert_eq!(v["error"]["code"], "unauthorized", "{v}");
+        }
+    }
 }

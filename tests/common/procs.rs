@@ -34,13 +34,41 @@ impl Proc {
         log: &Path,
     ) -> (Proc, String) {
         let mut cmd = Command::new(program);
-        cmd.args(args)
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(log).unwrap());
+        cmd.args(args);
         for (k, v) in env {
             cmd.env(k, v);
         }
-        let mut child = cmd.spawn().unwrap();
+        Proc::start_command(name, cmd, log)
+    }
+
+    /// Starts a command as the documentation shows it (`ravel serve --config sales.toml`),
+    /// run by bash in `dir` with `ravel` the binary under test (`shell_path`) and more
+    /// environment `env`; the command replaces the shell (`exec`), so that the Proc is the
+    /// command itself. Returns it with the first line it prints on stdout; its stderr goes to
+    /// `log`.
+    pub fn shell(
+        name: &'static str,
+        dir: &Path,
+        line: &str,
+        env: &[(&str, &str)],
+        log: &Path,
+    ) -> (Proc, String) {
+        let mut cmd = Command::new("bash");
+        cmd.args(["-c", &format!("exec {line}")])
+            .current_dir(dir)
+            .env("PATH", shell_path());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        Proc::start_command(name, cmd, log)
+    }
+
+    fn start_command(name: &'static str, mut cmd: Command, log: &Path) -> (Proc, String) {
+        cmd.stdout(Stdio::piped())
+            .stderr(std::fs::File::create(log).unwrap());
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("{name}: cannot start {cmd:?}: {e}"));
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
@@ -90,6 +118,38 @@ impl Drop for Proc {
             let _ = self.child.wait();
         }
     }
+}
+
+/// `PATH` with the directory of the `ravel` binary under test first: the commands of the
+/// documentation, run by a shell, run this build.
+pub fn shell_path() -> String {
+    let bin = Path::new(env!("CARGO_BIN_EXE_ravel")).parent().unwrap();
+    format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// Runs `script` with bash in `dir`, `ravel` being the binary under test (`shell_path`), with
+/// more environment `env`; returns (exit success, stdout, stderr). Fails naming bash when
+/// there is none.
+pub fn shell(dir: &Path, script: &str, env: &[(&str, &str)]) -> (bool, String, String) {
+    let mut cmd = Command::new("bash");
+    cmd.args(["-c", script])
+        .current_dir(dir)
+        .env("PATH", shell_path());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("bash (apt-get install bash): {e}"));
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 /// A port nothing listens on now (bound and released: a broker started on it next gets it).
