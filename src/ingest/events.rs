@@ -369,7 +369,7 @@ pub fn decode(
 /// `decode` reads the same event from its tree. A refusal does not name the keys the stream
 /// does not use: the caller reads the value again as a tree for that.
 pub fn decode_picked(
-    picked: &crate::schemas::avro::Picked,
+    picked: &crate::schemas::Picked,
     schema: &Schema,
     fields: &Fields,
     x: &mut Vec<f64>,

@@ -137,8 +137,7 @@ fn decode_schemad(
     tally: &mut Tally,
 ) -> Result<usize, Rejection> {
     if let (Some(fields), Some(target)) = (schema.fields, schema.target) {
-        let names = fields.fields().iter().map(|f| f.name.as_str());
-        if let Some(picked) = wire.pick(payload, schema.schema_header, names, target) {
+        if let Some(picked) = wire.pick(payload, schema.schema_header, fields, target) {
             let (x0, y0) = (x.len(), y.len());
             let mut local = Tally::default();
             match events::decode_picked(&picked, schema, fields, x, y, &mut local) {
@@ -1413,12 +1412,11 @@ mod picked_tests {
         for missing in [Missing::Indicator, Missing::SkipRow, Missing::Reject] {
             let wire = crate::schemas::Wire::plain(avro.clone());
             let fields = fields(missing);
-            let names = || fields.fields().iter().map(|f| f.name.as_str());
             let (mut read, mut refused) = (0, 0);
             for i in 0..400 {
                 let bytes = writer.write_value_to_vec(record(i)).unwrap();
                 // The hot path does read this datum (it is not left to the tree).
-                assert!(wire.pick(&bytes, None, names(), "price").is_some(), "{i}");
+                assert!(wire.pick(&bytes, None, &fields, "price").is_some(), "{i}");
                 let (picked, tree) = both(&wire, &fields, &bytes);
                 assert_eq!(picked, tree, "record {i}, missing = {missing:?}");
                 if picked.is_ok() {
@@ -1456,11 +1454,154 @@ mod picked_tests {
             .unwrap();
         let wire = crate::schemas::Wire::plain(avro);
         let fields = fields(Missing::Indicator);
-        let names = || fields.fields().iter().map(|f| f.name.as_str());
         let cut = &bytes[..bytes.len() - 3];
-        assert!(wire.pick(cut, None, names(), "price").is_none());
+        assert!(wire.pick(cut, None, &fields, "price").is_none());
         let mut longer = bytes.clone();
         longer.push(1);
-        assert!(wire.pick(&longer, None, names(), "price").is_none());
+        assert!(wire.pick(&longer, None, &fields, "price").is_none());
+    }
+}
+
+/// The Protobuf plan (`crate::schemas::protobuf::Plan`) against the tree it skips: each
+/// mapped field's value, the target's and the unused count as `events` finds them in the
+/// message's named fields.
+#[cfg(test)]
+mod picked_protobuf_tests {
+    use crate::schemas::protobuf::{Messages, Plan, to_json};
+    use crate::schemas::registry::Fetched;
+    use prost_reflect::{DynamicMessage, Value as P};
+    use ravel_core::fields::{Field, Fields, Kind, Missing};
+
+    const SALE: &str = r#"syntax = "proto3";
+        package shop;
+        enum Region { NORTH = 0; SOUTH = 1; EAST = 2; }
+        message Sale {
+          double price = 1;
+          int64 sqft = 2;
+          optional int32 rooms = 3;
+          float ratio = 4;
+          bool garden = 5;
+          Region region = 6;
+          User user = 7;
+          repeated string tags = 8;
+          map<string, double> extras = 9;
+          string id = 10;
+          message User { optional int64 age = 1; Home home = 2; repeated int32 visits = 3; }
+          message Home { int32 floor = 1; }
+        }"#;
+
+    fn fields() -> Fields {
+        let named = |n: &str| Field {
+            missing: Missing::Indicator,
+            ..Field::numeric(n)
+        };
+        Fields::new(vec![
+            named("sqft"),
+            named("rooms"),
+            named("ratio"),
+            named("garden"),
+            Field {
+                kind: Kind::Categorical {
+                    levels: vec!["NORTH".into(), "SOUTH".into()],
+                },
+                ..named("region")
+            },
+            named("user.age"),
+            named("user.home.floor"),
+            named("user.shoe"),
+            named("user.visits.first"),
+            named("sqft.inner"),
+        ])
+        .unwrap()
+    }
+
+    #[test]
+    fn planned_fields_are_the_trees() {
+        let m = Messages::parse(&Fetched {
+            schema_type: "PROTOBUF".into(),
+            schema: SALE.into(),
+            ..Default::default()
+        })
+        .unwrap();
+        let desc = m.message(&[0]).unwrap();
+        let fields = fields();
+        for target in ["price", "user.age"] {
+            let plan = Plan::new(&desc, &fields, target).unwrap();
+            for i in 0..200i64 {
+                let mut msg = DynamicMessage::new(desc.clone());
+                msg.set_field_by_name("price", P::F64(i as f64 / 4.0));
+                msg.set_field_by_name("sqft", P::I64(500 + i));
+                if i % 3 != 0 {
+                    msg.set_field_by_name("rooms", P::I32((i % 5) as i32));
+                }
+                let ratio = if i % 37 == 3 {
+                    f32::NAN
+                } else {
+                    i as f32 / 8.0
+                };
+                msg.set_field_by_name("ratio", P::F32(ratio));
+                msg.set_field_by_name("garden", P::Bool(i % 2 == 0));
+                msg.set_field_by_name("region", P::EnumNumber((i % 4) as i32));
+                if i % 5 != 0 {
+                    let user = desc.get_field_by_name("user").unwrap();
+                    let prost_reflect::Kind::Message(ud) = user.kind() else {
+                        unreachable!()
+                    };
+                    let mut u = DynamicMessage::new(ud.clone());
+                    if i % 7 != 0 {
+                        u.set_field_by_name("age", P::I64(20 + i % 40));
+                    }
+                    if i % 2 == 1 {
+                        let home = ud.get_field_by_name("home").unwrap();
+                        let prost_reflect::Kind::Message(hd) = home.kind() else {
+                            unreachable!()
+                        };
+                        let mut h = DynamicMessage::new(hd);
+                        h.set_field_by_name("floor", P::I32((i % 9) as i32));
+                        u.set_field_by_name("home", P::Message(h));
+                    }
+                    msg.set_field_by_name("user", P::Message(u));
+                }
+                msg.set_field_by_name("tags", P::List(vec![P::String(format!("t{i}"))]));
+                msg.set_field_by_name("id", P::String(format!("sale-{i}")));
+                // Decoded from its bytes, as the service meets it.
+                let bytes = prost_reflect::prost::Message::encode_to_vec(&msg);
+                let msg = DynamicMessage::decode(desc.clone(), bytes.as_slice()).unwrap();
+                let tree = to_json(&msg);
+                let obj = tree.as_object().unwrap();
+                let picked = plan.pick(&msg);
+                for (f, field) in fields.fields().iter().enumerate() {
+                    assert_eq!(
+                        picked.values[f].as_ref(),
+                        super::events::lookup(obj, &field.name),
+                        "message {i}, field {}",
+                        field.name
+                    );
+                }
+                assert_eq!(
+                    picked.label.as_ref(),
+                    super::events::lookup(obj, target),
+                    "{i}"
+                );
+                let unused = obj
+                    .keys()
+                    .filter(|k| {
+                        !fields.uses(k) && *k != target && !target.starts_with(&format!("{k}."))
+                    })
+                    .count() as u64;
+                assert_eq!(picked.unused, unused, "{i}");
+            }
+        }
+        // A path through a map, and a `columns` field: the tree reads those.
+        let extras = Fields::new(vec![Field::numeric("extras.a")]).unwrap();
+        assert!(Plan::new(&desc, &extras, "price").is_none());
+        let batch = Messages::parse(&Fetched {
+            schema_type: "PROTOBUF".into(),
+            schema: "syntax = \"proto3\"; message B { string columns = 1; double y = 2; }".into(),
+            ..Default::default()
+        })
+        .unwrap();
+        let y = Fields::new(vec![Field::numeric("y")]).unwrap();
+        assert!(Plan::new(&batch.message(&[0]).unwrap(), &y, "y").is_none());
     }
 }

@@ -9,14 +9,13 @@
 //! tree nor the JSON tree. Whatever it cannot read exactly as the tree would (other types, a
 //! datum that does not match) it leaves to `decode`, which then says what is wrong.
 
-use super::schema_error;
+use super::{Picked, schema_error};
 use crate::reason::Rejection;
 use apache_avro::Schema;
 use apache_avro::types::Value as Avro;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::{Map, Number, Value};
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -127,7 +126,7 @@ pub struct Plan {
 }
 
 #[derive(Default)]
-struct Level(HashMap<String, Entry>);
+struct Level(foldhash::HashMap<String, Entry>);
 
 enum Entry {
     /// The value of the field of this index.
@@ -173,15 +172,6 @@ impl Plan {
         root.insert(target, Entry::Target)?;
         Some(Plan { root, fields })
     }
-}
-
-/// What `pick` read: each mapped field's value (None: absent), the target's, and how many
-/// top-level fields the stream does not use.
-#[derive(Debug, PartialEq)]
-pub struct Picked {
-    pub values: Vec<Option<Value>>,
-    pub label: Option<Value>,
-    pub unused: u64,
 }
 
 thread_local! {

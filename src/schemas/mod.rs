@@ -20,6 +20,7 @@ pub mod registry;
 use crate::config::StreamConfig;
 use crate::config::schemas::ValueFormat;
 use crate::reason::{Reason, Rejection};
+use ravel_core::fields::Fields;
 use registry::{FetchError, Fetched, Registry, SchemaRef};
 use serde_json::Value;
 use std::sync::Arc;
@@ -32,6 +33,15 @@ pub const VALUE_SCHEMA_HEADER: &str = "__value_schema_id";
 pub enum Record<'a> {
     Tree(Value),
     Json(&'a [u8]),
+}
+
+/// A value's mapped fields read without its tree (`Wire::pick`): each field's value (None:
+/// absent), the target's, and how many top-level fields the stream does not use.
+#[derive(Debug, PartialEq)]
+pub struct Picked {
+    pub values: Vec<Option<Value>>,
+    pub label: Option<Value>,
+    pub unused: u64,
 }
 
 /// A schema as decoding needs it, parsed once per id.
@@ -70,7 +80,17 @@ pub struct Wire {
     /// The stream's fields and target as `avro::pick` reads them, made on first use (None:
     /// fields it cannot lay out, read through the tree).
     plan: std::sync::OnceLock<Option<Arc<avro::Plan>>>,
+    /// Its plans in the Protobuf message types met so far.
+    proto_plans: std::sync::Mutex<ProtoPlans>,
 }
+
+type ProtoPlans = Vec<(
+    prost_reflect::MessageDescriptor,
+    Option<Arc<protobuf::Plan>>,
+)>;
+
+/// Message types a stream keeps a Protobuf plan for (schema versions times types).
+const MAX_PROTOBUF_PLANS: usize = 64;
 
 impl std::fmt::Debug for Wire {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -134,6 +154,7 @@ impl Wire {
             plain,
             registry: registry.cloned(),
             plan: Default::default(),
+            proto_plans: Default::default(),
         }))
     }
 
@@ -144,6 +165,7 @@ impl Wire {
             plain: Some(AvroSchema::new(schema)),
             registry: None,
             plan: Default::default(),
+            proto_plans: Default::default(),
         }
     }
 
@@ -175,31 +197,68 @@ impl Wire {
         }
     }
 
-    /// The fields of `names` and the target of an Avro value, read straight from the datum
-    /// (`avro::pick`) when its schema allows; None when it does not, or for anything amiss
-    /// (framing, registry, datum): `decode` then reads the value and says what is wrong.
-    pub fn pick<'n>(
+    /// The stream's `fields` and `target` of a value, read without its tree when its schema
+    /// allows: an Avro datum straight through the crate's deserializer (`avro::pick`), a
+    /// Protobuf message from its decoded fields (`protobuf::Plan`). None when the schema does
+    /// not allow it, or for anything amiss (framing, registry, bytes): `decode` then reads the
+    /// value and says what is wrong.
+    pub fn pick(
         &self,
         payload: &[u8],
         header: Option<&[u8]>,
-        names: impl IntoIterator<Item = &'n str>,
+        fields: &Fields,
         target: &str,
-    ) -> Option<avro::Picked> {
-        let plan = self
-            .plan
-            .get_or_init(|| avro::Plan::new(names, target).map(Arc::new))
-            .as_ref()?;
+    ) -> Option<Picked> {
+        let names = || fields.fields().iter().map(|f| f.name.as_str());
+        let avro_plan = || {
+            self.plan
+                .get_or_init(|| avro::Plan::new(names(), target).map(Arc::new))
+                .clone()
+        };
         if let Some(schema) = &self.plain {
-            return avro::pick(schema.pickable.then_some(&schema.schema)?, payload, plan);
+            return avro::pick(
+                schema.pickable.then_some(&schema.schema)?,
+                payload,
+                &avro_plan()?,
+            );
         }
-        if self.format != ValueFormat::Avro {
-            return None;
-        }
-        let (_, parsed, rest, _) = self.schema_of(payload, header).ok()?;
+        let (_, parsed, rest, indexes) = self.schema_of(payload, header).ok()?;
         match &*parsed {
-            Parsed::Avro(schema) if schema.pickable => avro::pick(&schema.schema, rest, plan),
+            Parsed::Avro(schema) if schema.pickable => {
+                avro::pick(&schema.schema, rest, &avro_plan()?)
+            }
+            Parsed::Protobuf(messages) => {
+                let (path, body) = protobuf::message_indexes(indexes).ok()?;
+                let body = if header.is_some() { payload } else { body };
+                let desc = messages.message(&path).ok()?;
+                let plan = self.proto_plan(&desc, fields, target)?;
+                let msg = prost_reflect::DynamicMessage::decode(desc, body).ok()?;
+                Some(plan.pick(&msg))
+            }
             _ => None,
         }
+    }
+
+    /// The stream's plan in message type `desc`, made once per type (at most
+    /// `MAX_PROTOBUF_PLANS`; beyond, None: the tree reads those).
+    fn proto_plan(
+        &self,
+        desc: &prost_reflect::MessageDescriptor,
+        fields: &Fields,
+        target: &str,
+    ) -> Option<Arc<protobuf::Plan>> {
+        let mut plans = self
+            .proto_plans
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((_, plan)) = plans.iter().find(|(d, _)| d == desc) {
+            return plan.clone();
+        }
+        let plan = protobuf::Plan::new(desc, fields, target).map(Arc::new);
+        if plans.len() < MAX_PROTOBUF_PLANS {
+            plans.push((desc.clone(), plan.clone()));
+        }
+        plan
     }
 
     /// A registry value's schema: the reference it names (in its framing or its header),

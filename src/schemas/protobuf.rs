@@ -9,14 +9,16 @@
 //! built with them, fetched along with it by the registry client, in either form.
 
 use super::registry::Fetched;
-use super::schema_error;
+use super::{Picked, schema_error};
 use crate::reason::Rejection;
 use base64::Engine;
 use prost_reflect::prost::Message as _;
 use prost_reflect::prost_types::FileDescriptorProto;
 use prost_reflect::{
-    DescriptorPool, DynamicMessage, FileDescriptor, Kind, MessageDescriptor, ReflectMessage,
+    DescriptorPool, DynamicMessage, FieldDescriptor, FileDescriptor, Kind, MessageDescriptor,
+    ReflectMessage,
 };
+use ravel_core::fields::Fields;
 use serde_json::{Map, Value};
 
 /// Longest message-index list (nesting of the message type in its file).
@@ -143,7 +145,7 @@ impl Messages {
     }
 
     /// The message type at `path` (indexes into the file's messages, then nested ones).
-    fn message(&self, path: &[i64]) -> Result<MessageDescriptor, String> {
+    pub fn message(&self, path: &[i64]) -> Result<MessageDescriptor, String> {
         let out_of_range = || {
             format!(
                 "the message indexes {path:?} name no message type of {} (it has {} at the top)",
@@ -220,18 +222,130 @@ fn map_key(k: &prost_reflect::MapKey) -> String {
 pub fn to_json(msg: &DynamicMessage) -> Value {
     let mut obj = Map::new();
     for field in msg.descriptor().fields() {
-        if field.supports_presence() && !msg.has_field(&field) {
-            continue;
+        if let Some(v) = field_value(msg, &field) {
+            obj.insert(field.name().to_string(), v);
         }
-        let v = msg.get_field(&field);
-        let kind = match field.kind() {
-            // A map's values are of its entry's value field's kind.
-            Kind::Message(m) if field.is_map() => m.map_entry_value_field().kind(),
-            k => k,
-        };
-        obj.insert(field.name().to_string(), scalar(&v, &kind));
     }
     Value::Object(obj)
+}
+
+/// A field's named value in `msg` (None: a field with presence that is not set).
+fn field_value(msg: &DynamicMessage, field: &FieldDescriptor) -> Option<Value> {
+    if !present(msg, field) {
+        return None;
+    }
+    let kind = match field.kind() {
+        // A map's values are of its entry's value field's kind.
+        Kind::Message(m) if field.is_map() => m.map_entry_value_field().kind(),
+        k => k,
+    };
+    Some(scalar(&msg.get_field(field), &kind))
+}
+
+fn present(msg: &DynamicMessage, field: &FieldDescriptor) -> bool {
+    !field.supports_presence() || msg.has_field(field)
+}
+
+/// A stream's fields and target in one message type, read from a decoded message without
+/// its tree of named fields (`crate::schemas::Wire::pick`): the fields on the way to each
+/// (None: a name this type does not have, absent as `to_json` would leave it), and the
+/// top-level fields the stream does not use.
+pub struct Plan {
+    fields: Vec<Option<Vec<FieldDescriptor>>>,
+    target: Option<Vec<FieldDescriptor>>,
+    unused: Vec<FieldDescriptor>,
+}
+
+impl Plan {
+    /// None when the tree must read the type: a dotted path through a map field (whose keys
+    /// the tree reads as names), or a `columns` field (a named mini-batch, `events`).
+    pub fn new(desc: &MessageDescriptor, fields: &Fields, target: &str) -> Option<Plan> {
+        if desc.get_field_by_name("columns").is_some() {
+            return None;
+        }
+        let paths = fields
+            .fields()
+            .iter()
+            .map(|f| path(desc, &f.name))
+            .collect::<Option<Vec<_>>>()?;
+        let target_prefix = |name: &str| {
+            target == name
+                || target
+                    .strip_prefix(name)
+                    .is_some_and(|rest| rest.starts_with('.'))
+        };
+        Some(Plan {
+            fields: paths,
+            target: path(desc, target)?,
+            unused: desc
+                .fields()
+                .filter(|f| !fields.uses(f.name()) && !target_prefix(f.name()))
+                .collect(),
+        })
+    }
+
+    /// The stream's fields of `msg`, a message of the plan's type.
+    pub fn pick(&self, msg: &DynamicMessage) -> Picked {
+        Picked {
+            values: self
+                .fields
+                .iter()
+                .map(|p| p.as_deref().and_then(|p| value_at(msg, p)))
+                .collect(),
+            label: self.target.as_deref().and_then(|p| value_at(msg, p)),
+            unused: self.unused.iter().filter(|f| present(msg, f)).count() as u64,
+        }
+    }
+}
+
+/// The fields on the way to `name` (by dotted path) in `desc`, as `events::lookup` walks the
+/// tree: Some(None) where the path ends (a name the type lacks, a value that is not a
+/// message), None where it passes through a map.
+fn path(desc: &MessageDescriptor, name: &str) -> Option<Option<Vec<FieldDescriptor>>> {
+    let mut out = Vec::new();
+    let mut at = desc.clone();
+    let mut rest = name;
+    loop {
+        let (head, tail) = match rest.split_once('.') {
+            // Protobuf names have no dots: the whole rest is never one field's name.
+            Some((head, tail)) => (head, Some(tail)),
+            None => (rest, None),
+        };
+        let Some(field) = at.get_field_by_name(head) else {
+            return Some(None);
+        };
+        let Some(tail) = tail else {
+            out.push(field);
+            return Some(Some(out));
+        };
+        if field.is_map() {
+            return None;
+        }
+        match field.kind() {
+            Kind::Message(inner) if !field.is_list() => {
+                out.push(field);
+                at = inner;
+                rest = tail;
+            }
+            // A scalar or a list: nothing is found inside it.
+            _ => return Some(None),
+        }
+    }
+}
+
+/// The value at the end of `path` in `msg` (None: absent on the way).
+fn value_at(msg: &DynamicMessage, path: &[FieldDescriptor]) -> Option<Value> {
+    let (first, rest) = path.split_first()?;
+    if rest.is_empty() {
+        return field_value(msg, first);
+    }
+    if !present(msg, first) {
+        return None;
+    }
+    match &*msg.get_field(first) {
+        prost_reflect::Value::Message(inner) => value_at(inner, rest),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
