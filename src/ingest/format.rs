@@ -136,21 +136,21 @@ fn decode_schemad(
     y: &mut Vec<f64>,
     tally: &mut Tally,
 ) -> Result<usize, Rejection> {
-    if let (Some(fields), Some(target)) = (schema.fields, schema.target) {
-        if let Some(picked) = wire.pick(payload, schema.schema_header, fields, target) {
-            let (x0, y0) = (x.len(), y.len());
-            let mut local = Tally::default();
-            match events::decode_picked(&picked, schema, fields, x, y, &mut local) {
-                Ok(rows) => {
-                    tally.add(local);
-                    return Ok(rows);
-                }
-                // Refused: read again as a tree, whose refusal names the keys the stream does
-                // not use (a misspelled name is usually among them).
-                Err(_) => {
-                    x.truncate(x0);
-                    y.truncate(y0);
-                }
+    if let (Some(fields), Some(target)) = (schema.fields, schema.target)
+        && let Some(picked) = wire.pick(payload, schema.schema_header, fields, target)
+    {
+        let (x0, y0) = (x.len(), y.len());
+        let mut local = Tally::default();
+        match events::decode_picked(&picked, schema, fields, x, y, &mut local) {
+            Ok(rows) => {
+                tally.add(local);
+                return Ok(rows);
+            }
+            // Refused: read again as a tree, whose refusal names the keys the stream does
+            // not use (a misspelled name is usually among them).
+            Err(_) => {
+                x.truncate(x0);
+                y.truncate(y0);
             }
         }
     }
@@ -1336,7 +1336,10 @@ mod picked_tests {
             }
         };
         let user = A::Record(vec![
-            ("age".into(), some(A::Long(20 + i as i64 % 50), i % 7 == 0)),
+            (
+                "age".into(),
+                some(A::Long(20 + i as i64 % 50), i.is_multiple_of(7)),
+            ),
             (
                 "home".into(),
                 A::Record(vec![
@@ -1348,7 +1351,10 @@ mod picked_tests {
         A::Record(vec![
             ("id".into(), A::String(format!("sale-{i}"))),
             ("sqft".into(), A::Double(500.0 + 3.25 * i as f64)),
-            ("rooms".into(), some(A::Int((i % 5) as i32), i % 4 == 0)),
+            (
+                "rooms".into(),
+                some(A::Int((i % 5) as i32), i.is_multiple_of(4)),
+            ),
             (
                 "ratio".into(),
                 A::Float(if i % 97 == 5 {
@@ -1357,20 +1363,23 @@ mod picked_tests {
                     i as f32 / 8.0
                 }),
             ),
-            ("garden".into(), A::Boolean(i % 2 == 0)),
+            ("garden".into(), A::Boolean(i.is_multiple_of(2))),
             (
                 "region".into(),
                 some(
                     A::String(["north", "south", "east"][i as usize % 3].into()),
-                    i % 11 == 0,
+                    i.is_multiple_of(11),
                 ),
             ),
             (
                 "when".into(),
                 A::TimestampMillis(1_700_000_000_000 + i as i64),
             ),
-            ("user".into(), some(user, i % 13 == 0)),
-            ("price".into(), some(A::Double(i as f64 * 0.5), i % 29 == 0)),
+            ("user".into(), some(user, i.is_multiple_of(13))),
+            (
+                "price".into(),
+                some(A::Double(i as f64 * 0.5), i.is_multiple_of(29)),
+            ),
         ])
     }
 

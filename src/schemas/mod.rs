@@ -84,6 +84,10 @@ pub struct Wire {
     proto_plans: std::sync::Mutex<ProtoPlans>,
 }
 
+/// A registry value's schema reference, its schema, the payload after the framing and the
+/// bytes where the Protobuf message indexes are (`Wire::schema_of`).
+type Located<'a, 'h> = (SchemaRef, Arc<Parsed>, &'a [u8], &'h [u8]);
+
 type ProtoPlans = Vec<(
     prost_reflect::MessageDescriptor,
     Option<Arc<protobuf::Plan>>,
@@ -268,7 +272,7 @@ impl Wire {
         &self,
         payload: &'a [u8],
         header: Option<&'h [u8]>,
-    ) -> Result<(SchemaRef, Arc<Parsed>, &'a [u8], &'h [u8]), Rejection> {
+    ) -> Result<Located<'a, 'h>, Rejection> {
         let (at, rest, indexes) = match header {
             Some(h) => {
                 let (at, indexes) = header_ref(h)?;

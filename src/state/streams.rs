@@ -101,8 +101,11 @@ impl StreamHandle {
     pub fn name(&self) -> &str {
         &self.config.name
     }
+    /// Columns: the declared fields' (counted once, as every message asks), else the count.
     pub fn p(&self) -> usize {
-        self.config.p()
+        self.fields
+            .as_ref()
+            .map_or_else(|| self.config.p(), Fields::p)
     }
     pub fn task(&self) -> Task {
         self.config.task
