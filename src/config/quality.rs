@@ -20,9 +20,10 @@ use std::collections::BTreeMap;
 pub struct QualityConfig {
     /// Predict every row before it is folded, and keep the figures.
     pub enabled: bool,
-    /// R: the model is re-extracted at every multiple of R rows (default max(1000, 10 p):
-    /// an extraction costs about p^2 times what a row's fold does, so a wide stream refits
-    /// less often).
+    /// R: the model is re-extracted at every multiple of R rows (default max(5000, 10 p):
+    /// an extraction costs about as much as a few hundred rows' folds at p = 100 and more
+    /// as p grows, so that the live quality stays under a tenth of the service's cost even on
+    /// binary mini-batches, where everything else is cheap; docs/benchmarks.md).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub every_rows: Option<u64>,
     /// W: the window of the exact figures (the last W rows).
@@ -81,7 +82,7 @@ impl QualityConfig {
         if !self.enabled {
             return Ok(None);
         }
-        let every_rows = self.every_rows.unwrap_or((10 * p as u64).max(1000));
+        let every_rows = self.every_rows.unwrap_or((10 * p as u64).max(5000));
         if !EVERY_ROWS.contains(&every_rows) {
             return Err(format!(
                 "every_rows must lie in {}..={}, got {every_rows}",
@@ -180,12 +181,12 @@ mod tests {
             .resolve(Task::Regression, 20, 10)
             .unwrap()
             .unwrap();
-        assert_eq!(q.every_rows, 1000);
+        assert_eq!(q.every_rows, 5000);
         let wide = QualityConfig::default()
-            .resolve(Task::Regression, 500, 10)
+            .resolve(Task::Regression, 800, 10)
             .unwrap()
             .unwrap();
-        assert_eq!(wide.every_rows, 5000, "max(1000, 10 p)");
+        assert_eq!(wide.every_rows, 8000, "max(5000, 10 p)");
         assert_eq!(q.spec.window, 10_000);
         assert_eq!(q.model.method().name(), "lasso");
         assert!(
