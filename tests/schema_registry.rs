@@ -615,6 +615,57 @@ fn avro_from_confluents_serializer_gives_numpys_ols_across_schema_changes_and_he
     svc.stop().unwrap();
 }
 
+/// Issue 32: an Avro schema whose `User` type lives in another subject (a registry reference,
+/// as Confluent's serializer registers it): fetched along with the schema, by subject and
+/// version, and the records read as any other.
+#[test]
+fn avro_schemas_with_references_give_numpys_ols() {
+    let registry = Registry::start();
+    let broker = EmbeddedBroker::start(1).unwrap();
+    broker.create_topic("sr.avroref", 1).unwrap();
+    broker.create_topic("sr.avroref.dlq", 1).unwrap();
+    let svc = TestService::start(
+        registry_config(
+            vec![sales_stream("avroref", "sr.avroref", ValueFormat::Avro)],
+            &registry,
+        ),
+        broker.bootstrap_servers(),
+    );
+    let user = json!({"type": "record", "name": "User", "namespace": "shop", "fields": [
+        {"name": "id", "type": "string"}, {"name": "age", "type": "long"}]});
+    let mut sale = avro_v2();
+    sale["fields"][0]["type"] = json!("shop.User");
+    let rows = sales(500, 7);
+    confluent_produce(
+        &broker,
+        &registry,
+        "sr.avroref",
+        "avro",
+        false,
+        json!([{"schema": sale, "references": {"shop.User": user},
+                "records": avro_records(&rows, true)}]),
+    );
+    // Every record read (none refused as `schema`: without its reference the schema does not
+    // parse, `shop.User` being unknown) and the model numpy's.
+    wait_n(&svc, "avroref", rows.len());
+    assert_ols_is_numpys(&svc, "avroref", &rows, 5);
+    let log = registry.log();
+    assert!(
+        log.iter()
+            .any(|l| l.starts_with("GET /subjects/shop.User/versions/")),
+        "the referenced subject was fetched (by the serializer and the service): {log:?}"
+    );
+    let m = svc.metrics();
+    assert_eq!(
+        sample(
+            &m,
+            "ravel_messages_rejected_total{reason=\"schema\",stream=\"avroref\"}"
+        ),
+        Some(0.0)
+    );
+    svc.stop().unwrap();
+}
+
 fn proto_v1() -> Value {
     json!({"name": "Sale", "fields": [["price", "double"], ["sqft", "int32"], ["rooms", "int32"],
         ["region", "string"], ["user", "User"]], "nested": {"User": [["age", "int32"]]}})

@@ -9,7 +9,7 @@
 //! tree nor the JSON tree. Whatever it cannot read exactly as the tree would (other types, a
 //! datum that does not match) it leaves to `decode`, which then says what is wrong.
 
-use super::{Picked, schema_error};
+use super::{AvroSchema, Picked, schema_error};
 use crate::reason::Rejection;
 use apache_avro::Schema;
 use apache_avro::types::Value as Avro;
@@ -23,11 +23,20 @@ use std::sync::Arc;
 /// once when a schema'd stream is set up (`super::Wire::of_stream`).
 pub const MAX_ALLOCATION_BYTES: usize = 64 << 20;
 
-/// Decodes one datum of `schema` that must fill `bytes` exactly.
-pub fn decode(schema: &apache_avro::Schema, bytes: &[u8]) -> Result<Value, Rejection> {
-    let reader = apache_avro::reader::datum::GenericDatumReader::builder(schema)
-        .build()
-        .map_err(|e| schema_error(format!("the Avro schema cannot be used: {e}")))?;
+/// Decodes one datum of `schema` (with the named types of its references) that must fill
+/// `bytes` exactly.
+pub fn decode(schema: &AvroSchema, bytes: &[u8]) -> Result<Value, Rejection> {
+    use apache_avro::reader::datum::GenericDatumReader;
+    let reader = if schema.refs.is_empty() {
+        GenericDatumReader::builder(&schema.schema).build()
+    } else {
+        // The referenced types first, then the schema's own.
+        let all = schema.refs.iter().chain([&schema.schema]).collect();
+        GenericDatumReader::builder(&schema.schema)
+            .writer_schemata(all)
+            .and_then(|b| b.build())
+    }
+    .map_err(|e| schema_error(format!("the Avro schema cannot be used: {e}")))?;
     let mut rest = bytes;
     let value = reader
         .read_value(&mut rest)
@@ -375,7 +384,7 @@ mod tests {
 
     #[test]
     fn a_record_becomes_named_nested_fields() {
-        let schema = apache_avro::Schema::parse_str(SALE).unwrap();
+        let schema = AvroSchema::new(apache_avro::Schema::parse_str(SALE).unwrap());
         let v = decode(&schema, &sale(3.25, Some(41))).unwrap();
         assert_eq!(
             v,
@@ -387,7 +396,7 @@ mod tests {
 
     #[test]
     fn a_datum_that_does_not_fill_its_bytes_is_refused() {
-        let schema = apache_avro::Schema::parse_str(SALE).unwrap();
+        let schema = AvroSchema::new(apache_avro::Schema::parse_str(SALE).unwrap());
         let bytes = sale(3.25, Some(41));
         let e = decode(&schema, &bytes[..bytes.len() - 1]).unwrap_err();
         assert_eq!(e.reason, Reason::Schema, "{e:?}");
@@ -395,5 +404,67 @@ mod tests {
         longer.push(7);
         let e = decode(&schema, &longer).unwrap_err();
         assert!(e.message.contains("1 bytes follow"), "{e:?}");
+    }
+
+    #[test]
+    fn schemas_with_references_read_their_named_types() {
+        use super::super::registry::Fetched;
+        // `shop.User` lives in another subject; the order's second user reuses it by name.
+        const USER: &str = r#"{"type": "record", "name": "User", "namespace": "shop",
+            "fields": [{"name": "age", "type": "long"}]}"#;
+        const ORDER: &str = r#"{"type": "record", "name": "Order", "namespace": "shop",
+            "fields": [{"name": "price", "type": "double"}, {"name": "buyer", "type": "User"},
+                       {"name": "home", "type": {"type": "record", "name": "Home",
+                           "fields": [{"name": "floor", "type": "int"}]}},
+                       {"name": "away", "type": "Home"}]}"#;
+        let fetched = Fetched {
+            schema_type: "AVRO".into(),
+            schema: ORDER.into(),
+            imports: vec![("shop.User".into(), USER.into())],
+            ..Default::default()
+        };
+        let at = super::super::registry::SchemaRef::Id(7);
+        let Ok(super::super::Parsed::Avro(schema)) =
+            super::super::parse(crate::config::schemas::ValueFormat::Avro, &at, fetched)
+        else {
+            panic!("the schema with its reference does not parse");
+        };
+        assert!(!schema.pickable, "references go through the tree");
+        // The datum, written with the referenced type defined inline (same bytes).
+        let full = apache_avro::Schema::parse_str(&ORDER.replace("\"User\"", USER)).unwrap();
+        let bytes = apache_avro::writer::datum::GenericDatumWriter::builder(&full)
+            .build()
+            .unwrap()
+            .write_value_to_vec(Avro::Record(vec![
+                ("price".into(), Avro::Double(9.5)),
+                (
+                    "buyer".into(),
+                    Avro::Record(vec![("age".into(), Avro::Long(33))]),
+                ),
+                (
+                    "home".into(),
+                    Avro::Record(vec![("floor".into(), Avro::Int(2))]),
+                ),
+                (
+                    "away".into(),
+                    Avro::Record(vec![("floor".into(), Avro::Int(5))]),
+                ),
+            ]))
+            .unwrap();
+        assert_eq!(
+            decode(&schema, &bytes).unwrap(),
+            serde_json::json!({"price": 9.5, "buyer": {"age": 33}, "home": {"floor": 2},
+                               "away": {"floor": 5}})
+        );
+        // Without the referenced subject the schema is refused, naming it.
+        let alone = Fetched {
+            schema_type: "AVRO".into(),
+            schema: ORDER.into(),
+            ..Default::default()
+        };
+        let e = super::super::parse(crate::config::schemas::ValueFormat::Avro, &at, alone)
+            .err()
+            .unwrap();
+        assert!(e.contains("User"), "{e}");
     }
 }

@@ -53,17 +53,25 @@ pub enum Parsed {
     Json,
 }
 
-/// An Avro schema, and whether `avro::pick` reads its datums.
+/// An Avro schema, the named types it references, and whether `avro::pick` reads its datums.
 pub struct AvroSchema {
     pub schema: apache_avro::Schema,
+    /// The schemas of the registry's references (`Fetched::imports`), where the schema's
+    /// references to named types of other subjects are defined.
+    pub refs: Vec<apache_avro::Schema>,
     pub pickable: bool,
 }
 
 impl AvroSchema {
     pub fn new(schema: apache_avro::Schema) -> AvroSchema {
+        AvroSchema::with_refs(schema, Vec::new())
+    }
+
+    pub fn with_refs(schema: apache_avro::Schema, refs: Vec<apache_avro::Schema>) -> AvroSchema {
         AvroSchema {
-            pickable: avro::pickable(&schema),
+            pickable: refs.is_empty() && avro::pickable(&schema),
             schema,
+            refs,
         }
     }
 }
@@ -181,11 +189,11 @@ impl Wire {
         header: Option<&[u8]>,
     ) -> Result<Record<'a>, Rejection> {
         if let Some(schema) = &self.plain {
-            return avro::decode(&schema.schema, payload).map(Record::Tree);
+            return avro::decode(schema, payload).map(Record::Tree);
         }
         let (at, parsed, rest, indexes) = self.schema_of(payload, header)?;
         match &*parsed {
-            Parsed::Avro(schema) => avro::decode(&schema.schema, rest)
+            Parsed::Avro(schema) => avro::decode(schema, rest)
                 .map(Record::Tree)
                 .map_err(|e| schema_error(format!("{at}: {}", e.message))),
             Parsed::Protobuf(messages) => {
@@ -364,9 +372,19 @@ fn parse(format: ValueFormat, at: &SchemaRef, f: Fetched) -> Result<Parsed, Stri
         ));
     }
     match format {
-        ValueFormat::Avro | ValueFormat::Ravel => apache_avro::Schema::parse_str(&f.schema)
-            .map(|s| Parsed::Avro(Box::new(AvroSchema::new(s))))
-            .map_err(|e| format!("{at} is not an Avro schema: {e}")),
+        ValueFormat::Avro | ValueFormat::Ravel => {
+            let parsed = if f.imports.is_empty() {
+                apache_avro::Schema::parse_str(&f.schema).map(AvroSchema::new)
+            } else {
+                // Named types of other subjects (the registry's references), defined there.
+                let imported = f.imports.iter().map(|(_, text)| text);
+                apache_avro::Schema::parse_str_with_list(&f.schema, imported)
+                    .map(|(schema, refs)| AvroSchema::with_refs(schema, refs))
+            };
+            parsed
+                .map(|s| Parsed::Avro(Box::new(s)))
+                .map_err(|e| format!("{at} is not an Avro schema (with its references): {e}"))
+        }
         ValueFormat::Protobuf => protobuf::Messages::parse(&f)
             .map(Parsed::Protobuf)
             .map_err(|e| format!("{at}: {e}")),

@@ -10,7 +10,9 @@ part's schema is the schema itself; a Protobuf part's is {"name", "fields": [[na
 protoc needed), numbered in order; "optional" marks proto3 optional scalars; type "timestamp" is Google's
 well-known Timestamp (an import); "imports": {"dir/file.proto": {"package", "messages": {"Name":
 [[name, type], ...]}}} are other files, registered by the serializer as references, whose
-types a field names fully qualified ("pkg.Name").
+types a field names fully qualified ("pkg.Name"). An Avro part's "references": {"subject":
+schema} are named types registered under their own subjects first, which the part's schema
+uses by name.
 """
 
 import json
@@ -104,7 +106,17 @@ def main():
         if fmt == "avro":
             from confluent_kafka.schema_registry.avro import AvroSerializer
 
-            ser = AvroSerializer(client, json.dumps(part["schema"]), conf=ser_conf)
+            from confluent_kafka.schema_registry import Schema, SchemaReference
+
+            # Named types of other subjects: registered first, then named by the schema's
+            # references (the serializer reads them back by subject and version).
+            refs = []
+            for subject, named in part.get("references", {}).items():
+                registered = Schema(json.dumps(named), "AVRO")
+                client.register_schema(subject, registered)
+                version = client.lookup_schema(subject, registered).version
+                refs.append(SchemaReference(subject, subject, version))
+            ser = AvroSerializer(client, Schema(json.dumps(part["schema"]), "AVRO", refs), conf=ser_conf)
             make = lambda r: r
         elif fmt == "json":
             from confluent_kafka.schema_registry.json_schema import JSONSerializer
