@@ -136,8 +136,10 @@ fn decode_schemad(
     y: &mut Vec<f64>,
     tally: &mut Tally,
 ) -> Result<usize, Rejection> {
+    // The framing read and the schema found once, for both ways of reading the value.
+    let located = wire.locate(payload, schema.schema_header)?;
     if let (Some(fields), Some(target)) = (schema.fields, schema.target)
-        && let Some(picked) = wire.pick(payload, schema.schema_header, fields, target)
+        && let Some(picked) = located.pick(fields, target)
     {
         let (x0, y0) = (x.len(), y.len());
         let mut local = Tally::default();
@@ -154,7 +156,7 @@ fn decode_schemad(
             }
         }
     }
-    let record = match wire.decode(payload, schema.schema_header)? {
+    let record = match located.tree()? {
         crate::schemas::Record::Tree(v) => v,
         crate::schemas::Record::Json(text) => events::parse(text)?,
     };
@@ -1425,7 +1427,13 @@ mod picked_tests {
             for i in 0..400 {
                 let bytes = writer.write_value_to_vec(record(i)).unwrap();
                 // The hot path does read this datum (it is not left to the tree).
-                assert!(wire.pick(&bytes, None, &fields, "price").is_some(), "{i}");
+                assert!(
+                    wire.locate(&bytes, None)
+                        .unwrap()
+                        .pick(&fields, "price")
+                        .is_some(),
+                    "{i}"
+                );
                 let (picked, tree) = both(&wire, &fields, &bytes);
                 assert_eq!(picked, tree, "record {i}, missing = {missing:?}");
                 if picked.is_ok() {
@@ -1464,10 +1472,20 @@ mod picked_tests {
         let wire = crate::schemas::Wire::plain(avro);
         let fields = fields(Missing::Indicator);
         let cut = &bytes[..bytes.len() - 3];
-        assert!(wire.pick(cut, None, &fields, "price").is_none());
+        assert!(
+            wire.locate(cut, None)
+                .unwrap()
+                .pick(&fields, "price")
+                .is_none()
+        );
         let mut longer = bytes.clone();
         longer.push(1);
-        assert!(wire.pick(&longer, None, &fields, "price").is_none());
+        assert!(
+            wire.locate(&longer, None)
+                .unwrap()
+                .pick(&fields, "price")
+                .is_none()
+        );
     }
 }
 

@@ -35,7 +35,7 @@ pub enum Record<'a> {
     Json(&'a [u8]),
 }
 
-/// A value's mapped fields read without its tree (`Wire::pick`): each field's value (None:
+/// A value's mapped fields read without its tree (`Located::pick`): each field's value (None:
 /// absent), the target's, and how many top-level fields the stream does not use.
 #[derive(Debug, PartialEq)]
 pub struct Picked {
@@ -92,9 +92,97 @@ pub struct Wire {
     proto_plans: std::sync::Mutex<ProtoPlans>,
 }
 
-/// A registry value's schema reference, its schema, the payload after the framing and the
-/// bytes where the Protobuf message indexes are (`Wire::schema_of`).
-type Located<'a, 'h> = (SchemaRef, Arc<Parsed>, &'a [u8], &'h [u8]);
+/// Where one value's schema was found (`Wire::locate`).
+enum Found<'w> {
+    /// The stream's `avro_schema_file`.
+    Plain(&'w AvroSchema),
+    /// The registry's schema of this reference.
+    Registry(SchemaRef, Arc<Parsed>),
+}
+
+/// One value with its schema: read by `pick` without its tree when the schema allows, or
+/// as a tree by `tree`.
+pub struct Located<'w, 'a> {
+    wire: &'w Wire,
+    schema: Found<'w>,
+    payload: &'a [u8],
+    /// The payload after the framing.
+    rest: &'a [u8],
+    /// Where the Protobuf message indexes are (after the framing, or in the header).
+    indexes: &'a [u8],
+    /// The schema id came in the header: the payload is the message itself.
+    header: bool,
+}
+
+impl<'a> Located<'_, 'a> {
+    /// The Avro schema, if the value is Avro.
+    fn avro(&self) -> Option<&AvroSchema> {
+        match &self.schema {
+            Found::Plain(schema) => Some(schema),
+            Found::Registry(_, parsed) => match &**parsed {
+                Parsed::Avro(schema) => Some(schema),
+                _ => None,
+            },
+        }
+    }
+
+    /// The Protobuf message's type path and bytes.
+    fn protobuf(&self) -> Result<(Vec<i64>, &'a [u8]), Rejection> {
+        let (path, body) = protobuf::message_indexes(self.indexes)?;
+        Ok((path, if self.header { self.payload } else { body }))
+    }
+
+    /// The stream's `fields` and `target` of the value, read without its tree when its
+    /// schema allows: an Avro datum straight through the crate's deserializer
+    /// (`avro::pick`), a Protobuf message from its decoded fields (`protobuf::Plan`). None
+    /// when the schema does not allow it, or the bytes do not match it: `tree` then reads
+    /// the value and says what is wrong.
+    pub fn pick(&self, fields: &Fields, target: &str) -> Option<Picked> {
+        if let Some(schema) = self.avro() {
+            let plan = self
+                .wire
+                .plan
+                .get_or_init(|| {
+                    let names = fields.fields().iter().map(|f| f.name.as_str());
+                    avro::Plan::new(names, target).map(Arc::new)
+                })
+                .as_ref()?;
+            return avro::pick(schema.pickable.then_some(&schema.schema)?, self.rest, plan);
+        }
+        let Found::Registry(_, parsed) = &self.schema else {
+            return None;
+        };
+        let Parsed::Protobuf(messages) = &**parsed else {
+            return None;
+        };
+        let (path, body) = self.protobuf().ok()?;
+        let desc = messages.message(&path).ok()?;
+        let plan = self.wire.proto_plan(&desc, fields, target)?;
+        let msg = prost_reflect::DynamicMessage::decode(desc, body).ok()?;
+        Some(plan.pick(&msg))
+    }
+
+    /// The value as a tree of named fields (or the JSON text of a JSON Schema value).
+    pub fn tree(&self) -> Result<Record<'a>, Rejection> {
+        let (at, parsed) = match &self.schema {
+            Found::Plain(schema) => return avro::decode(schema, self.rest).map(Record::Tree),
+            Found::Registry(at, parsed) => (at, parsed),
+        };
+        match &**parsed {
+            Parsed::Avro(schema) => avro::decode(schema, self.rest)
+                .map(Record::Tree)
+                .map_err(|e| schema_error(format!("{at}: {}", e.message))),
+            Parsed::Protobuf(messages) => {
+                let (path, body) = self.protobuf()?;
+                messages
+                    .decode(&path, body)
+                    .map(Record::Tree)
+                    .map_err(|e| schema_error(format!("{at}: {}", e.message)))
+            }
+            Parsed::Json => Ok(Record::Json(self.rest)),
+        }
+    }
+}
 
 type ProtoPlans = Vec<(
     prost_reflect::MessageDescriptor,
@@ -186,101 +274,28 @@ impl Wire {
     pub fn decode<'a>(
         &self,
         payload: &'a [u8],
-        header: Option<&[u8]>,
+        header: Option<&'a [u8]>,
     ) -> Result<Record<'a>, Rejection> {
-        if let Some(schema) = &self.plain {
-            return avro::decode(schema, payload).map(Record::Tree);
-        }
-        let (at, parsed, rest, indexes) = self.schema_of(payload, header)?;
-        match &*parsed {
-            Parsed::Avro(schema) => avro::decode(schema, rest)
-                .map(Record::Tree)
-                .map_err(|e| schema_error(format!("{at}: {}", e.message))),
-            Parsed::Protobuf(messages) => {
-                let (path, body) = protobuf::message_indexes(indexes)?;
-                // With the id in the header, the payload is the message itself.
-                let body = if header.is_some() { payload } else { body };
-                messages
-                    .decode(&path, body)
-                    .map(Record::Tree)
-                    .map_err(|e| schema_error(format!("{at}: {}", e.message)))
-            }
-            Parsed::Json => Ok(Record::Json(rest)),
-        }
+        self.locate(payload, header)?.tree()
     }
 
-    /// The stream's `fields` and `target` of a value, read without its tree when its schema
-    /// allows: an Avro datum straight through the crate's deserializer (`avro::pick`), a
-    /// Protobuf message from its decoded fields (`protobuf::Plan`). None when the schema does
-    /// not allow it, or for anything amiss (framing, registry, bytes): `decode` then reads the
-    /// value and says what is wrong.
-    pub fn pick(
-        &self,
-        payload: &[u8],
-        header: Option<&[u8]>,
-        fields: &Fields,
-        target: &str,
-    ) -> Option<Picked> {
-        let names = || fields.fields().iter().map(|f| f.name.as_str());
-        let avro_plan = || {
-            self.plan
-                .get_or_init(|| avro::Plan::new(names(), target).map(Arc::new))
-                .clone()
-        };
-        if let Some(schema) = &self.plain {
-            return avro::pick(
-                schema.pickable.then_some(&schema.schema)?,
-                payload,
-                &avro_plan()?,
-            );
-        }
-        let (_, parsed, rest, indexes) = self.schema_of(payload, header).ok()?;
-        match &*parsed {
-            Parsed::Avro(schema) if schema.pickable => {
-                avro::pick(&schema.schema, rest, &avro_plan()?)
-            }
-            Parsed::Protobuf(messages) => {
-                let (path, body) = protobuf::message_indexes(indexes).ok()?;
-                let body = if header.is_some() { payload } else { body };
-                let desc = messages.message(&path).ok()?;
-                let plan = self.proto_plan(&desc, fields, target)?;
-                let msg = prost_reflect::DynamicMessage::decode(desc, body).ok()?;
-                Some(plan.pick(&msg))
-            }
-            _ => None,
-        }
-    }
-
-    /// The stream's plan in message type `desc`, made once per type (at most
-    /// `MAX_PROTOBUF_PLANS`; beyond, None: the tree reads those).
-    fn proto_plan(
-        &self,
-        desc: &prost_reflect::MessageDescriptor,
-        fields: &Fields,
-        target: &str,
-    ) -> Option<Arc<protobuf::Plan>> {
-        let mut plans = self
-            .proto_plans
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some((_, plan)) = plans.iter().find(|(d, _)| d == desc) {
-            return plan.clone();
-        }
-        let plan = protobuf::Plan::new(desc, fields, target).map(Arc::new);
-        if plans.len() < MAX_PROTOBUF_PLANS {
-            plans.push((desc.clone(), plan.clone()));
-        }
-        plan
-    }
-
-    /// A registry value's schema: the reference it names (in its framing or its header),
-    /// the schema parsed, the rest of the payload after the framing and where the Protobuf
-    /// message indexes are.
-    fn schema_of<'a: 'h, 'h>(
+    /// The schema of one value (its framing or header read, its schema fetched or cached),
+    /// once, for `Located::pick` and then, if need be, `Located::tree`.
+    pub fn locate<'a>(
         &self,
         payload: &'a [u8],
-        header: Option<&'h [u8]>,
-    ) -> Result<Located<'a, 'h>, Rejection> {
+        header: Option<&'a [u8]>,
+    ) -> Result<Located<'_, 'a>, Rejection> {
+        if let Some(schema) = &self.plain {
+            return Ok(Located {
+                wire: self,
+                schema: Found::Plain(schema),
+                payload,
+                rest: payload,
+                indexes: payload,
+                header: false,
+            });
+        }
         let (at, rest, indexes) = match header {
             Some(h) => {
                 let (at, indexes) = header_ref(h)?;
@@ -307,7 +322,36 @@ impl Wire {
                     message: format!("stopping before the Schema Registry gave {at}"),
                 },
             })?;
-        Ok((at, parsed, rest, indexes))
+        Ok(Located {
+            wire: self,
+            schema: Found::Registry(at, parsed),
+            payload,
+            rest,
+            indexes,
+            header: header.is_some(),
+        })
+    }
+
+    /// The stream's plan in message type `desc`, made once per type (at most
+    /// `MAX_PROTOBUF_PLANS`; beyond, None: the tree reads those).
+    fn proto_plan(
+        &self,
+        desc: &prost_reflect::MessageDescriptor,
+        fields: &Fields,
+        target: &str,
+    ) -> Option<Arc<protobuf::Plan>> {
+        let mut plans = self
+            .proto_plans
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((_, plan)) = plans.iter().find(|(d, _)| d == desc) {
+            return plan.clone();
+        }
+        let plan = protobuf::Plan::new(desc, fields, target).map(Arc::new);
+        if plans.len() < MAX_PROTOBUF_PLANS {
+            plans.push((desc.clone(), plan.clone()));
+        }
+        plan
     }
 }
 
