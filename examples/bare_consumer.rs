@@ -7,6 +7,8 @@
 //!
 //! `cargo run --release --example bare_consumer -- --brokers HOST:PORT --topic T --messages N`
 
+#[path = "common/args.rs"]
+mod args;
 use ravel::KafkaClients;
 use ravel::config::{IngestConfig, KafkaConfig};
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -14,14 +16,9 @@ use rdkafka::message::Message;
 use std::time::{Duration, Instant};
 
 fn main() -> anyhow::Result<()> {
-    let args: Vec<String> = std::env::args().collect();
-    let arg = |name: &str| {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-            .ok_or_else(|| anyhow::anyhow!("{name} is required"))
-    };
+    let arg = args::required;
     let (brokers, topic) = (arg("--brokers")?, arg("--topic")?);
+    let (brokers, topic) = (brokers.as_str(), topic.as_str());
     let messages: u64 = arg("--messages")?.parse()?;
     let kafka = KafkaConfig {
         group_id: format!("bare-{}", std::process::id()),
@@ -30,7 +27,7 @@ fn main() -> anyhow::Result<()> {
     let consumer: BaseConsumer = KafkaClients::new(&kafka, brokers)
         .consumer(IngestConfig::default().lag_interval_ms)
         .create()?;
-    consumer.subscribe(&[topic.as_str()])?;
+    consumer.subscribe(&[topic])?;
     let (mut got, mut rows, mut first) = (0u64, 0u64, None);
     while got < messages {
         match consumer.poll(Duration::from_millis(100)) {

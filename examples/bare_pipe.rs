@@ -11,6 +11,8 @@
 //! `cargo run --release --example bare_pipe -- --brokers HOST:PORT --topic T --output-topic O
 //!  --messages N`
 
+#[path = "common/args.rs"]
+mod args;
 use ravel::KafkaClients;
 use ravel::config::KafkaConfig;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
@@ -21,14 +23,9 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 fn main() -> anyhow::Result<()> {
-    let args: Vec<String> = std::env::args().collect();
-    let arg = |name: &str| {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-            .ok_or_else(|| anyhow::anyhow!("{name} is required"))
-    };
+    let arg = args::required;
     let (brokers, topic, output) = (arg("--brokers")?, arg("--topic")?, arg("--output-topic")?);
+    let (brokers, topic, output) = (brokers.as_str(), topic.as_str(), output.as_str());
     let messages: u64 = arg("--messages")?.parse()?;
     let kafka = KafkaConfig::default();
     let clients = KafkaClients::new(&kafka, brokers);
@@ -36,7 +33,7 @@ fn main() -> anyhow::Result<()> {
         .scorer_consumer(&format!("bare-pipe-{}", std::process::id()))
         .create()?;
     let producer: ThreadedProducer<_> = clients.scorer_producer().create()?;
-    consumer.subscribe(&[topic.as_str()])?;
+    consumer.subscribe(&[topic])?;
     let (mut piped, mut first) = (0u64, None);
     while piped < messages {
         let mut batch = Vec::new();

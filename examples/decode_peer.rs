@@ -15,6 +15,8 @@
 //!
 //! `cargo run --release --example decode_peer -- --format avro --payloads F --schema S --repeat 5`
 
+#[path = "common/args.rs"]
+mod args;
 use anyhow::{Context, bail};
 use base64::Engine;
 use prost_reflect::prost::Message as _;
@@ -45,16 +47,13 @@ fn varint(bytes: &mut &[u8]) -> anyhow::Result<u64> {
 }
 
 fn main() -> anyhow::Result<()> {
-    let args: Vec<String> = std::env::args().collect();
-    let arg = |name: &str| {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-            .map(String::as_str)
-    };
-    let format = arg("--format").context("--format is required")?;
-    let file = std::fs::read(arg("--payloads").context("--payloads is required")?)?;
-    let repeat: usize = arg("--repeat").unwrap_or("1").parse()?;
+    let format = args::required("--format")?;
+    let format = format.as_str();
+    let file = std::fs::read(args::required("--payloads")?)?;
+    let repeat: usize = args::optional("--repeat")
+        .as_deref()
+        .unwrap_or("1")
+        .parse()?;
     let mut payloads = Vec::new();
     let mut rest = file.as_slice();
     while !rest.is_empty() {
@@ -62,11 +61,8 @@ fn main() -> anyhow::Result<()> {
         payloads.push(&rest[4..4 + len]);
         rest = &rest[4 + len..];
     }
-    let schema_text = || -> anyhow::Result<String> {
-        Ok(std::fs::read_to_string(
-            arg("--schema").context("--schema is required")?,
-        )?)
-    };
+    let schema_text =
+        || -> anyhow::Result<String> { Ok(std::fs::read_to_string(args::required("--schema")?)?) };
     let start = Instant::now();
     let mut rows = 0usize;
     match format {
@@ -108,9 +104,9 @@ fn main() -> anyhow::Result<()> {
             let fdp = prost_reflect::prost_types::FileDescriptorProto::decode(bytes.as_slice())?;
             let mut pool = DescriptorPool::new();
             pool.add_file_descriptor_proto(fdp)?;
-            let name = arg("--message").context("--message is required")?;
+            let name = args::required("--message")?;
             let desc = pool
-                .get_message_by_name(name)
+                .get_message_by_name(&name)
                 .with_context(|| format!("no message {name} in the schema"))?;
             for _ in 0..repeat {
                 for p in &payloads {

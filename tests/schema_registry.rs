@@ -557,19 +557,27 @@ fn wait_n(svc: &TestService, stream: &str, n: usize) {
     assert_eq!(s["n"].as_u64(), Some(n as u64), "{s}");
 }
 
-#[test]
-fn avro_from_confluents_serializer_gives_numpys_ols_across_schema_changes_and_header_ids() {
+/// A registry, a broker with topic `sr.<name>` (and its dead letters) and the service reading
+/// it as Avro stream `name` (`sales_stream`).
+fn avro_service(name: &str) -> (Registry, EmbeddedBroker, TestService) {
     let registry = Registry::start();
     let broker = EmbeddedBroker::start(1).unwrap();
-    broker.create_topic("sr.avro", 1).unwrap();
-    broker.create_topic("sr.avro.dlq", 1).unwrap();
+    let topic = format!("sr.{name}");
+    broker.create_topic(&topic, 1).unwrap();
+    broker.create_topic(&format!("{topic}.dlq"), 1).unwrap();
     let svc = TestService::start(
         registry_config(
-            vec![sales_stream("avro", "sr.avro", ValueFormat::Avro)],
+            vec![sales_stream(name, &topic, ValueFormat::Avro)],
             &registry,
         ),
         broker.bootstrap_servers(),
     );
+    (registry, broker, svc)
+}
+
+#[test]
+fn avro_from_confluents_serializer_gives_numpys_ols_across_schema_changes_and_header_ids() {
+    let (registry, broker, svc) = avro_service("avro");
     let rows = sales(900, 1);
     confluent_produce(
         &broker,
@@ -620,17 +628,7 @@ fn avro_from_confluents_serializer_gives_numpys_ols_across_schema_changes_and_he
 /// version, and the records read as any other.
 #[test]
 fn avro_schemas_with_references_give_numpys_ols() {
-    let registry = Registry::start();
-    let broker = EmbeddedBroker::start(1).unwrap();
-    broker.create_topic("sr.avroref", 1).unwrap();
-    broker.create_topic("sr.avroref.dlq", 1).unwrap();
-    let svc = TestService::start(
-        registry_config(
-            vec![sales_stream("avroref", "sr.avroref", ValueFormat::Avro)],
-            &registry,
-        ),
-        broker.bootstrap_servers(),
-    );
+    let (registry, broker, svc) = avro_service("avroref");
     let user = json!({"type": "record", "name": "User", "namespace": "shop", "fields": [
         {"name": "id", "type": "string"}, {"name": "age", "type": "long"}]});
     let mut sale = avro_v2();
