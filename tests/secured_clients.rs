@@ -5,13 +5,18 @@
 //! broker listens) instead of stopping with "OpenSSL not available at build time". A wrong key
 //! password stops it with librdkafka's error, which shows the certificate really is loaded.
 //!
-//! The embedded broker (librdkafka's mock cluster) speaks neither TLS nor SASL, so the
-//! handshake itself is not exercised here; the examples are read from README.md, so the
-//! documentation and this test cannot drift apart.
+//! The embedded broker (librdkafka's mock cluster) speaks neither TLS nor SASL, so the Kafka
+//! handshake itself is not exercised here (tests/interop_nisshi.rs does, against Nisshi); the
+//! examples are read from README.md, so the documentation and this test cannot drift apart.
+//! A TLS handshake that fails is: OpenSSL's own test server (`openssl s_server`) presents a
+//! certificate from another CA, and `ravel check`, `/readyz` and the log name it.
 
 mod common;
 
-use common::{Proc, client, make_ca, openssl, readme_examples, serve_with, sign_with_ca};
+use common::{
+    Proc, client, finding, free_port, make_ca, openssl, ravel_check, readme_examples, serve_with,
+    sign_with_ca, wait_for,
+};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -177,4 +182,105 @@ fn a_wrong_key_password_stops_the_service_with_the_tls_error() {
         !text.contains(KEY_PASSWORD) && !text.contains("not-the-key-pass-31"),
         "{text}"
     );
+}
+
+/// `dir/ravel.toml` for a TLS listener whose certificates `ca` signed (a file in `dir`).
+fn write_tls_config(dir: &Path, ca: &str) {
+    let d = dir.display();
+    std::fs::write(
+        dir.join("ravel.toml"),
+        format!(
+            "[http]\naddr = \"127.0.0.1:0\"\n[kafka]\ngroup_id = \"tls\"\n[kafka.options]\n\
+             \"security.protocol\" = \"SSL\"\n\"ssl.ca.location\" = \"{d}/{ca}\"\n[state]\n\
+             dir = \"\"\n[demo]\nenabled = false\n[[streams]]\nname = \"s\"\ntopic = \"secured\"\n\
+             features = 3\n"
+        ),
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_broker_certificate_from_another_ca_is_named_by_check_readyz_and_the_log() {
+    // A real TLS listener: OpenSSL's test server with a certificate for 127.0.0.1 signed by
+    // `ca`. It speaks no Kafka, so only the handshake can succeed or fail, and a client that
+    // trusts `other-ca` fails it with "certificate verify failed".
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    make_ca(d, "ca");
+    make_ca(d, "other-ca");
+    openssl(
+        d,
+        &[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "broker.key",
+            "-out",
+            "broker.csr",
+            "-subj",
+            "/CN=127.0.0.1",
+        ],
+    );
+    std::fs::write(d.join("san.ext"), "subjectAltName = IP:127.0.0.1\n").unwrap();
+    sign_with_ca(d, "broker", "ca", &["-extfile", "san.ext"]);
+    let port = free_port();
+    let accept = format!("127.0.0.1:{port}");
+    // -www: it answers each connection on its own and keeps listening (librdkafka reconnects).
+    let (_server, _) = Proc::start_program(
+        "openssl s_server",
+        Path::new("openssl"),
+        &[
+            "s_server",
+            "-accept",
+            &accept,
+            "-cert",
+            &format!("{}/broker.pem", d.display()),
+            "-key",
+            &format!("{}/broker.key", d.display()),
+            "-www",
+        ],
+        &[],
+        &d.join("s_server.log"),
+    );
+
+    // The control: with the right CA the handshake succeeds, and nothing blames TLS.
+    write_tls_config(d, "ca.pem");
+    let (ok, list, _) = ravel_check(d, &[("RAVEL_KAFKA__BROKERS", accept.as_str())]);
+    assert!(!ok, "{list:#?}");
+    let b = finding(&list, "kafka.brokers");
+    assert_eq!(b["status"], "problem", "{b}");
+    let detail = b["detail"].as_str().unwrap();
+    assert!(detail.starts_with("cannot reach Kafka"), "{b}");
+    assert!(!detail.contains("certificate verify failed"), "{b}");
+
+    write_tls_config(d, "other-ca.pem");
+    let (ok, list, _) = ravel_check(d, &[("RAVEL_KAFKA__BROKERS", accept.as_str())]);
+    assert!(!ok, "{list:#?}");
+    let b = finding(&list, "kafka.brokers");
+    let detail = b["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with(&format!("the TLS handshake with Kafka at {accept} fails"))
+            && detail.contains("certificate verify failed"),
+        "{b}"
+    );
+    assert!(
+        b["fix"].as_str().unwrap().contains("ssl.ca.location"),
+        "{b}"
+    );
+
+    let (mut svc, base) = serve_with(d, &accept, 0, &[]);
+    let log = d.join("serve0.log");
+    let readyz = wait_for("/readyz naming the TLS handshake", &log, || {
+        let r = client().get(format!("{base}/readyz")).send().ok()?;
+        let status = r.status().as_u16();
+        let text = r.text().ok()?;
+        (status == 503 && text.contains("the TLS handshake with Kafka")).then_some(text)
+    });
+    assert!(readyz.contains("ssl.ca.location"), "{readyz}");
+    svc.signal("-TERM");
+    assert!(svc.wait(), "{}", std::fs::read_to_string(&log).unwrap());
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("the TLS handshake with Kafka"), "{text}");
 }

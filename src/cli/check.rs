@@ -237,7 +237,7 @@ fn kafka(config: &Config, timeout: Duration, out: &mut Vec<Finding>) {
                 brokers,
                 timeout,
                 &e,
-                &probe.context().said(),
+                &Heard::said_by(&probe),
                 &clients,
             ));
             return;

@@ -271,8 +271,19 @@ impl Heard {
             v.push(line);
         }
     }
-    pub fn said(&self) -> Vec<String> {
-        crate::lock(&self.0).clone()
+
+    /// What `probe`'s librdkafka said so far. Its errors and logs wait in the client's queue
+    /// until the client is polled (rdkafka routes logs there too), and a probe that only asks
+    /// for metadata is never polled otherwise: without this a refused login or TLS handshake
+    /// reads as "cannot reach Kafka". At most 1000 queued events are served, without waiting.
+    pub fn said_by(probe: &rdkafka::consumer::BaseConsumer<Heard>) -> Vec<String> {
+        for _ in 0..1000 {
+            if probe.poll(std::time::Duration::ZERO).is_none() {
+                break;
+            }
+        }
+        use rdkafka::consumer::Consumer;
+        crate::lock(&probe.context().0).clone()
     }
 }
 

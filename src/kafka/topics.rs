@@ -246,9 +246,7 @@ impl TopicCheck {
         if let Err(e) = &answer {
             // A refused login or TLS handshake (librdkafka says so on its own, not in the
             // request's error) is the reason to name.
-            let why = probe
-                .context()
-                .said()
+            let why = Heard::said_by(&probe)
                 .into_iter()
                 .find(|h| Refusal::of(h).is_some())
                 .unwrap_or_else(|| e.to_string());
