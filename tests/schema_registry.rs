@@ -12,6 +12,8 @@
 //!   match its schema, a Protobuf message-index list out of range: each dead-lettered with
 //!   reason `schema`. A registry answering 500 then recovering: nothing dead-lettered, n exact.
 //!   A registry that never answers: not ready, and `/readyz` names it.
+//! - The three formats through Tansu 0.6.0 too (issue 36's interop suite: a broker we did not
+//!   write), with the same serializers and registry.
 //!
 //! Python with confluent-kafka, fastavro, protobuf and numpy: `$RAVEL_TEST_PYTHON`, else
 //! `target/pyenv/bin/python`, which `scripts/test` creates; without it these tests fail
@@ -349,10 +351,32 @@ fn confluent_produce(
     header_id: bool,
     parts: Value,
 ) {
+    confluent_produce_to(
+        broker.bootstrap_servers(),
+        json!({}),
+        registry,
+        topic,
+        format,
+        header_id,
+        parts,
+    );
+}
+
+/// `confluent_produce` to any broker, with more producer settings `producer`.
+fn confluent_produce_to(
+    brokers: &str,
+    producer: Value,
+    registry: &Registry,
+    topic: &str,
+    format: &str,
+    header_id: bool,
+    parts: Value,
+) {
     let dir = tempfile::tempdir().unwrap();
     let plan = dir.path().join("plan.json");
     let body = json!({
-        "brokers": broker.bootstrap_servers(),
+        "brokers": brokers,
+        "producer": producer,
         "topic": topic,
         "registry": registry.url,
         "user": USER,
@@ -765,6 +789,76 @@ fn protobuf_and_json_schema_from_confluents_serializers_give_numpys_ols() {
         ),
         "{log:?}"
     );
+    svc.stop().unwrap();
+}
+
+/// Issue 36 item 1: the schema'd formats through a broker neither we nor librdkafka's authors
+/// wrote (Tansu 0.6.0, tests/interop.rs): Confluent's Avro, Protobuf and JSON Schema
+/// serializers, each with a schema change or a reference, one record a batch (Tansu's batch
+/// defects); n and the OLS model equal numpy's.
+#[test]
+fn schemad_formats_through_tansu_give_numpys_ols() {
+    let dir = tempfile::tempdir().unwrap();
+    let tansu = Tansu::start(dir.path());
+    let registry = Registry::start();
+    let formats = [
+        ("avro", ValueFormat::Avro),
+        ("proto", ValueFormat::Protobuf),
+        ("json", ValueFormat::JsonSchema),
+    ];
+    for (name, _) in formats {
+        tansu.create_topic(&format!("tansu.{name}"), 1, None);
+        tansu.create_topic(&format!("tansu.{name}.dlq"), 1, None);
+    }
+    let mut c = registry_config(
+        formats
+            .iter()
+            .map(|(name, f)| sales_stream(name, &format!("tansu.{name}"), *f))
+            .collect(),
+        &registry,
+    );
+    c.kafka
+        .options
+        .insert("batch.num.messages".into(), "1".into());
+    let svc = TestService::start(c, &tansu.brokers);
+    let one_per_batch = json!({"batch.num.messages": 1});
+    let rows = sales(600, 11);
+    let (a, b) = rows.split_at(300);
+    let parts = [
+        (
+            "avro",
+            json!([
+                {"schema": avro_v1(), "records": avro_records(a, false)},
+                {"schema": avro_v2(), "records": avro_records(b, true)},
+            ]),
+        ),
+        (
+            "protobuf",
+            json!([
+                {"schema": proto_v1(), "records": proto_records(a, false)},
+                {"schema": proto_v3(), "records": proto_records(b, false)},
+            ]),
+        ),
+        (
+            "json",
+            json!([{"schema": json_schema(), "records": avro_records(&rows, false)}]),
+        ),
+    ];
+    for ((name, _), (format, parts)) in formats.iter().zip(parts) {
+        confluent_produce_to(
+            &tansu.brokers,
+            one_per_batch.clone(),
+            &registry,
+            &format!("tansu.{name}"),
+            format,
+            false,
+            parts,
+        );
+    }
+    for (name, _) in formats {
+        wait_n(&svc, name, rows.len());
+        assert_ols_is_numpys(&svc, name, &rows, 5);
+    }
     svc.stop().unwrap();
 }
 

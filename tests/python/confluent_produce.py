@@ -3,7 +3,8 @@ ProtobufSerializer and JSONSerializer) against a Schema Registry, for tests/sche
 
 Usage: confluent_produce.py PLAN.json, where the plan is
   {"brokers", "topic", "registry", "user", "password", "format": "avro" | "protobuf" | "json",
-   "header_id": false, "parts": [{"schema": ..., "records": [{...}, ...]}, ...]}
+   "header_id": false, "producer": {more librdkafka settings}, "parts": [{"schema": ...,
+   "records": [{...}, ...]}, ...]}
 Each part is written with its own schema (a schema change between parts). An Avro or JSON
 part's schema is the schema itself; a Protobuf part's is {"name", "fields": [[name, type],
 ...], "nested": {"Name": [[name, type], ...]}}, built into a FileDescriptorProto here (no
@@ -96,7 +97,7 @@ def main():
     if plan.get("user"):
         conf["basic.auth.user.info"] = f"{plan['user']}:{plan['password']}"
     client = SchemaRegistryClient(conf)
-    producer = Producer({"bootstrap.servers": plan["brokers"], "linger.ms": 5})
+    producer = Producer({"bootstrap.servers": plan["brokers"], "linger.ms": 5, **plan.get("producer", {})})
     ser_conf = {"auto.register.schemas": True}
     if plan.get("header_id"):
         ser_conf["schema.id.serializer"] = header_schema_id_serializer
