@@ -34,7 +34,6 @@ mod common;
 use common::*;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 /// How every producer of these tests (and ravel's own, through `kafka.options`) works around
