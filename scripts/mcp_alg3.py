@@ -12,8 +12,10 @@ minimizes): with k fixed, the lower loss is the better k-sparse fit of the data.
 `--classification` uses Table 3's design (y = sign(x^T beta + N(0, 1)); ravel with `--task
 classification`, Algorithm 3 on least squares on the +-1 labels, which for balanced classes
 is the class-weighted problem up to the intercept).
+`--weak` uses the weak-signal design (beta = 0.01) and the paper's weak column
+(docs/table2.md, "Weak-signal MCP at n = 1000").
 Run: cargo build --release && python3 scripts/mcp_alg3.py [--n 300,500,1000] [--seeds 5]
-     [--T 1000,3000,5000] [--gamma 3] [--classification]
+     [--T 1000,3000,5000] [--gamma 3] [--classification | --weak]
 (about 20 s per n, seed and T on 2 cores.)
 """
 import argparse
