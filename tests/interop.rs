@@ -10,6 +10,9 @@
 //! store shared by two replicas, the topics ravel checks and creates (CreateTopics, which the
 //! mock broker lacks), and `ravel check` (DescribeConfigs too).
 //!
+//! `scripts/interop_nisshi` runs the same tests on Nisshi 0.8.1, Tansu's successor
+//! (`RAVEL_INTEROP_BROKER`, see [`Tansu`]): plaintext and in memory, like Tansu here.
+//!
 //! Tansu 0.6.0's defects, each reproducible with a plain confluent-kafka client, and what the
 //! tests do about them (in the tests, never in ravel; docs/compatibility.md lists them):
 //! - ListOffsets(latest) counts a record batch of several records as one offset, and a Fetch
@@ -676,6 +679,7 @@ fn ravel_check_reads_tansus_topics_and_configs() {
     assert_eq!(
         topic_partitions(brokers, "c.absent.dlq"),
         Some(4),
-        "Tansu 0.6.0 creates a topic on CreateTopics with validate_only"
+        "{} creates a topic on CreateTopics with validate_only",
+        tansu.family
     );
 }
