@@ -17,6 +17,8 @@ the same transactional.id, whose dead transaction read_committed must never show
 line per check (ok / FAIL and what was seen) and exits 1 when any fails. About 55 s.
 
 Measured (docs/compatibility.md): both brokers fail, so ravel offers no exactly-once scoring.
+(Nisshi 0.8.1, Tansu's successor, given as HOST:PORT, refuses init_transactions itself:
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED; it serves idempotent producers only.)
 - Tansu 0.6.0: init_transactions, commit, abort, send_offsets_to_transaction (the group's offset
   moves on commit, not on abort), the markers (one offset each) and the last stable offset (an
   open transaction is hidden) work; but every Fetch answers with an empty aborted_transactions

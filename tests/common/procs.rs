@@ -222,9 +222,10 @@ pub fn tansu_binary() -> PathBuf {
     path
 }
 
-/// A Tansu broker on a free port, in memory, killed on drop. With `RAVEL_INTEROP_BROKER` set
-/// to a Nisshi 0.8.1 binary (Tansu's successor; `scripts/interop_nisshi` sets it), the same
-/// tests run on Nisshi instead, plaintext and in memory too.
+/// A Tansu broker on a free port, in memory, killed on drop. With `INTEROP_BROKER` set to a
+/// Nisshi 0.8.1 binary (Tansu's successor; `scripts/interop_nisshi` sets it), the same tests
+/// run on Nisshi instead, plaintext and in memory too. (Not a `RAVEL_` variable: the service
+/// under test would read it as configuration and refuse it.)
 pub struct Tansu {
     _proc: Proc,
     pub brokers: String,
@@ -235,7 +236,7 @@ pub struct Tansu {
 
 impl Tansu {
     pub fn start(dir: &Path) -> Tansu {
-        let (bin, family, storage) = match std::env::var_os("RAVEL_INTEROP_BROKER") {
+        let (bin, family, storage) = match std::env::var_os("INTEROP_BROKER") {
             Some(b) => (PathBuf::from(b), "Nisshi 0.8.1", "memory://nisshi/"),
             None => (tansu_binary(), "Tansu 0.6.0", "memory://tansu/"),
         };
