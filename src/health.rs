@@ -143,22 +143,34 @@ impl Refusal {
     }
 
     /// What went wrong with the cluster at `brokers`, and what to check.
-    pub fn explain(refusal: Option<Refusal>, brokers: &str) -> (String, &'static str) {
+    /// A failed TLS handshake reads the same whether the CA is wrong or the broker's
+    /// certificate expired or names another host (librdkafka says "certificate verify
+    /// failed"), so its fix names all three and the command that tells them apart.
+    pub fn explain(refusal: Option<Refusal>, brokers: &str) -> (String, String) {
         match refusal {
             Some(Refusal::Credentials) => (
                 format!("Kafka at {brokers} refuses ravel's credentials"),
                 "check sasl.mechanisms, sasl.username and sasl.password under [kafka.options] \
-                 (the user as the cluster knows it, the mechanism it was created with)",
+                 (the user as the cluster knows it, the mechanism it was created with)"
+                    .to_string(),
             ),
-            Some(Refusal::Tls) => (
-                format!("the TLS handshake with Kafka at {brokers} fails"),
-                "check security.protocol and ssl.ca.location (the CA that signed the brokers' \
-                 certificates) under [kafka.options], and the client certificate if the \
-                 cluster asks for one",
-            ),
+            Some(Refusal::Tls) => {
+                let first = brokers.split(',').next().unwrap_or(brokers).trim();
+                (
+                    format!("the TLS handshake with Kafka at {brokers} fails"),
+                    format!(
+                        "check security.protocol and ssl.ca.location (the CA that signed the \
+                         brokers' certificates) under [kafka.options], that the brokers' \
+                         certificates have not expired and name the host ravel connects to, \
+                         and the client certificate if the cluster asks for one; `openssl \
+                         s_client -connect {first} -CAfile <ssl.ca.location>` shows the \
+                         brokers' certificate and why it is refused"
+                    ),
+                )
+            }
             None => (
                 format!("cannot reach Kafka at {brokers}"),
-                "check kafka.brokers (--brokers) and that the cluster is up",
+                "check kafka.brokers (--brokers) and that the cluster is up".to_string(),
             ),
         }
     }

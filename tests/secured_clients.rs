@@ -199,13 +199,33 @@ fn write_tls_config(dir: &Path, ca: &str) {
     .unwrap();
 }
 
-#[test]
-fn a_broker_certificate_from_another_ca_is_named_by_check_readyz_and_the_log() {
-    // A real TLS listener: OpenSSL's test server with a certificate for 127.0.0.1 signed by
-    // `ca`. It speaks no Kafka, so only the handshake can succeed or fail, and a client that
-    // trusts `other-ca` fails it with "certificate verify failed".
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
+/// OpenSSL's own TLS server on a free port, presenting `dir/CERT.pem` (key `dir/broker.key`);
+/// returns it with its address. It speaks no Kafka, so only the handshake can succeed or fail.
+fn tls_listener(d: &Path, cert: &str) -> (Proc, String) {
+    let accept = format!("127.0.0.1:{}", free_port());
+    // -www: it answers each connection on its own and keeps listening (librdkafka reconnects).
+    let (server, _) = Proc::start_program(
+        "openssl s_server",
+        Path::new("openssl"),
+        &[
+            "s_server",
+            "-accept",
+            &accept,
+            "-cert",
+            &format!("{}/{cert}.pem", d.display()),
+            "-key",
+            &format!("{}/broker.key", d.display()),
+            "-www",
+        ],
+        &[],
+        &d.join(format!("s_server-{cert}.log")),
+    );
+    (server, accept)
+}
+
+/// The CAs `ca` and `other-ca`, and the key and signing request of a certificate for
+/// 127.0.0.1 (`broker.key`, `broker.csr`, `san.ext`).
+fn broker_request(d: &Path) {
     make_ca(d, "ca");
     make_ca(d, "other-ca");
     openssl(
@@ -224,41 +244,36 @@ fn a_broker_certificate_from_another_ca_is_named_by_check_readyz_and_the_log() {
         ],
     );
     std::fs::write(d.join("san.ext"), "subjectAltName = IP:127.0.0.1\n").unwrap();
+}
+
+/// `ravel check`'s finding on the brokers at `accept`, with `dir/ravel.toml`.
+fn brokers_finding(d: &Path, accept: &str) -> serde_json::Value {
+    let (ok, list, _) = ravel_check(d, &[("RAVEL_KAFKA__BROKERS", accept)]);
+    assert!(!ok, "{list:#?}");
+    let b = finding(&list, "kafka.brokers").clone();
+    assert_eq!(b["status"], "problem", "{b}");
+    b
+}
+
+#[test]
+fn a_broker_certificate_from_another_ca_is_named_by_check_readyz_and_the_log() {
+    // The broker's certificate is signed by `ca`; a client that trusts `other-ca` fails the
+    // handshake with "certificate verify failed".
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    broker_request(d);
     sign_with_ca(d, "broker", "ca", &["-extfile", "san.ext"]);
-    let port = free_port();
-    let accept = format!("127.0.0.1:{port}");
-    // -www: it answers each connection on its own and keeps listening (librdkafka reconnects).
-    let (_server, _) = Proc::start_program(
-        "openssl s_server",
-        Path::new("openssl"),
-        &[
-            "s_server",
-            "-accept",
-            &accept,
-            "-cert",
-            &format!("{}/broker.pem", d.display()),
-            "-key",
-            &format!("{}/broker.key", d.display()),
-            "-www",
-        ],
-        &[],
-        &d.join("s_server.log"),
-    );
+    let (_server, accept) = tls_listener(d, "broker");
 
     // The control: with the right CA the handshake succeeds, and nothing blames TLS.
     write_tls_config(d, "ca.pem");
-    let (ok, list, _) = ravel_check(d, &[("RAVEL_KAFKA__BROKERS", accept.as_str())]);
-    assert!(!ok, "{list:#?}");
-    let b = finding(&list, "kafka.brokers");
-    assert_eq!(b["status"], "problem", "{b}");
+    let b = brokers_finding(d, &accept);
     let detail = b["detail"].as_str().unwrap();
     assert!(detail.starts_with("cannot reach Kafka"), "{b}");
     assert!(!detail.contains("certificate verify failed"), "{b}");
 
     write_tls_config(d, "other-ca.pem");
-    let (ok, list, _) = ravel_check(d, &[("RAVEL_KAFKA__BROKERS", accept.as_str())]);
-    assert!(!ok, "{list:#?}");
-    let b = finding(&list, "kafka.brokers");
+    let b = brokers_finding(d, &accept);
     let detail = b["detail"].as_str().unwrap();
     assert!(
         detail.starts_with(&format!("the TLS handshake with Kafka at {accept} fails"))
@@ -283,4 +298,61 @@ fn a_broker_certificate_from_another_ca_is_named_by_check_readyz_and_the_log() {
     assert!(svc.wait(), "{}", std::fs::read_to_string(&log).unwrap());
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(text.contains("the TLS handshake with Kafka"), "{text}");
+}
+
+#[test]
+fn an_expired_broker_certificate_is_named_as_a_failed_tls_handshake() {
+    // Signed by the CA ravel trusts, but valid for 0 days: expired by the time it is used.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    broker_request(d);
+    openssl(
+        d,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "broker.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "expired.pem",
+            "-days",
+            "0",
+            "-extfile",
+            "san.ext",
+        ],
+    );
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let (_server, accept) = tls_listener(d, "expired");
+    write_tls_config(d, "ca.pem");
+    let b = brokers_finding(d, &accept);
+    let detail = b["detail"].as_str().unwrap();
+    // librdkafka words an expired certificate as it words a wrong CA ("certificate verify
+    // failed"), so the fix names both, and the command that tells them apart.
+    assert!(
+        detail.starts_with(&format!("the TLS handshake with Kafka at {accept} fails"))
+            && detail.contains("certificate verify failed"),
+        "{b}"
+    );
+    let fix = b["fix"].as_str().unwrap();
+    assert!(
+        fix.contains("have not expired")
+            && fix.contains(&format!("openssl s_client -connect {accept}")),
+        "{b}"
+    );
+    let out = std::process::Command::new("openssl")
+        .args(["s_client", "-connect", &accept, "-CAfile"])
+        .arg(d.join("ca.pem"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("certificate has expired"),
+        "the fix's command says: {said}"
+    );
 }

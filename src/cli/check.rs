@@ -382,6 +382,7 @@ fn unreachable(
         "check kafka.brokers (--brokers, RAVEL_KAFKA__BROKERS): host:port of brokers reachable \
          from here, and that the cluster is up; on a secured listener set security.protocol \
          and its settings under [kafka.options]"
+            .to_string()
     };
     Finding::new(
         "kafka.brokers",
