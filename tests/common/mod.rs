@@ -25,9 +25,9 @@ pub const DEADLINE: Duration = Duration::from_secs(60);
 mod procs;
 #[allow(unused_imports)]
 pub use procs::{
-    Proc, Tansu, free_port, metrics_of, produce_as, produce_file, produce_in_background, serve,
-    serve_with, shell, shell_path, start_tansu_family, stream_n, tansu_binary, wait_listening,
-    write_chunks,
+    Proc, Tansu, free_port, interop_broker, metrics_of, produce_as, produce_file,
+    produce_in_background, serve, serve_with, shell, shell_path, start_tansu_family, stream_n,
+    tansu_binary, wait_listening, write_chunks,
 };
 
 /// The service under test; stopped (and joined) on drop.

@@ -222,6 +222,11 @@ pub fn tansu_binary() -> PathBuf {
     path
 }
 
+/// The broker binary `INTEROP_BROKER` names (Nisshi 0.8.1), if any: see [`Tansu`].
+pub fn interop_broker() -> Option<PathBuf> {
+    std::env::var_os("INTEROP_BROKER").map(PathBuf::from)
+}
+
 /// A Tansu broker on a free port, in memory, killed on drop. With `INTEROP_BROKER` set to a
 /// Nisshi 0.8.1 binary (Tansu's successor; `scripts/interop_nisshi` sets it), the same tests
 /// run on Nisshi instead, plaintext and in memory too. (Not a `RAVEL_` variable: the service
@@ -236,8 +241,8 @@ pub struct Tansu {
 
 impl Tansu {
     pub fn start(dir: &Path) -> Tansu {
-        let (bin, family, storage) = match std::env::var_os("INTEROP_BROKER") {
-            Some(b) => (PathBuf::from(b), "Nisshi 0.8.1", "memory://nisshi/"),
+        let (bin, family, storage) = match interop_broker() {
+            Some(b) => (b, "Nisshi 0.8.1", "memory://nisshi/"),
             None => (tansu_binary(), "Tansu 0.6.0", "memory://tansu/"),
         };
         let (proc, banner, brokers) = start_tansu_family(
