@@ -48,28 +48,7 @@ fn nisshi(bin: &Path, args: &[&str]) {
 /// A CA, the broker's certificate for 127.0.0.1 signed by it, and another CA that signed
 /// nothing here (the wrong one); the password file the README's example reads.
 fn certificates(dir: &Path) {
-    make_ca(dir, "ca");
-    make_ca(dir, "other-ca");
-    openssl(
-        dir,
-        &[
-            "req",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-keyout",
-            "broker.key",
-            "-out",
-            "broker.csr",
-            "-subj",
-            "/CN=127.0.0.1",
-        ],
-    );
-    std::fs::write(
-        dir.join("san.ext"),
-        "subjectAltName = IP:127.0.0.1, DNS:localhost\n",
-    )
-    .unwrap();
+    broker_request(dir);
     sign_with_ca(dir, "broker", "ca", &["-extfile", "san.ext"]);
     std::fs::write(dir.join("kafka-password"), format!("{PASSWORD}\n")).unwrap();
 }

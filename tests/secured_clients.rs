@@ -14,8 +14,8 @@
 mod common;
 
 use common::{
-    Proc, client, finding, free_port, make_ca, openssl, ravel_check, readme_examples, serve_with,
-    sign_with_ca, wait_for,
+    Proc, broker_request, client, finding, free_port, make_ca, openssl, ravel_check,
+    readme_examples, serve_with, sign_with_ca, wait_for,
 };
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -223,29 +223,6 @@ fn tls_listener(d: &Path, cert: &str) -> (Proc, String) {
     (server, accept)
 }
 
-/// The CAs `ca` and `other-ca`, and the key and signing request of a certificate for
-/// 127.0.0.1 (`broker.key`, `broker.csr`, `san.ext`).
-fn broker_request(d: &Path) {
-    make_ca(d, "ca");
-    make_ca(d, "other-ca");
-    openssl(
-        d,
-        &[
-            "req",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-keyout",
-            "broker.key",
-            "-out",
-            "broker.csr",
-            "-subj",
-            "/CN=127.0.0.1",
-        ],
-    );
-    std::fs::write(d.join("san.ext"), "subjectAltName = IP:127.0.0.1\n").unwrap();
-}
-
 /// `ravel check`'s finding on the brokers at `accept`, with `dir/ravel.toml`.
 fn brokers_finding(d: &Path, accept: &str) -> serde_json::Value {
     let (ok, list, _) = ravel_check(d, &[("RAVEL_KAFKA__BROKERS", accept)]);
@@ -253,6 +230,21 @@ fn brokers_finding(d: &Path, accept: &str) -> serde_json::Value {
     let b = finding(&list, "kafka.brokers").clone();
     assert_eq!(b["status"], "problem", "{b}");
     b
+}
+
+/// `b` (a brokers finding) names a failed TLS handshake with `accept`, in librdkafka's words
+/// ("certificate verify failed"), and its fix the CA setting.
+fn assert_tls_refused(b: &serde_json::Value, accept: &str) {
+    let detail = b["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with(&format!("the TLS handshake with Kafka at {accept} fails"))
+            && detail.contains("certificate verify failed"),
+        "{b}"
+    );
+    assert!(
+        b["fix"].as_str().unwrap().contains("ssl.ca.location"),
+        "{b}"
+    );
 }
 
 #[test]
@@ -273,17 +265,7 @@ fn a_broker_certificate_from_another_ca_is_named_by_check_readyz_and_the_log() {
     assert!(!detail.contains("certificate verify failed"), "{b}");
 
     write_tls_config(d, "other-ca.pem");
-    let b = brokers_finding(d, &accept);
-    let detail = b["detail"].as_str().unwrap();
-    assert!(
-        detail.starts_with(&format!("the TLS handshake with Kafka at {accept} fails"))
-            && detail.contains("certificate verify failed"),
-        "{b}"
-    );
-    assert!(
-        b["fix"].as_str().unwrap().contains("ssl.ca.location"),
-        "{b}"
-    );
+    assert_tls_refused(&brokers_finding(d, &accept), &accept);
 
     let (mut svc, base) = serve_with(d, &accept, 0, &[]);
     let log = d.join("serve0.log");
@@ -329,15 +311,10 @@ fn an_expired_broker_certificate_is_named_as_a_failed_tls_handshake() {
     std::thread::sleep(std::time::Duration::from_millis(1100));
     let (_server, accept) = tls_listener(d, "expired");
     write_tls_config(d, "ca.pem");
-    let b = brokers_finding(d, &accept);
-    let detail = b["detail"].as_str().unwrap();
     // librdkafka words an expired certificate as it words a wrong CA ("certificate verify
     // failed"), so the fix names both, and the command that tells them apart.
-    assert!(
-        detail.starts_with(&format!("the TLS handshake with Kafka at {accept} fails"))
-            && detail.contains("certificate verify failed"),
-        "{b}"
-    );
+    let b = brokers_finding(d, &accept);
+    assert_tls_refused(&b, &accept);
     let fix = b["fix"].as_str().unwrap();
     assert!(
         fix.contains("have not expired")

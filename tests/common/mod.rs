@@ -645,6 +645,34 @@ pub fn make_ca(dir: &Path, name: &str) {
     );
 }
 
+/// The CAs `ca` and `other-ca` (the wrong one) in `dir`, and the key and signing request of
+/// a broker certificate for 127.0.0.1 and localhost (`broker.key`, `broker.csr`, and
+/// `san.ext` for `sign_with_ca`'s `-extfile`).
+pub fn broker_request(dir: &Path) {
+    make_ca(dir, "ca");
+    make_ca(dir, "other-ca");
+    openssl(
+        dir,
+        &[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "broker.key",
+            "-out",
+            "broker.csr",
+            "-subj",
+            "/CN=127.0.0.1",
+        ],
+    );
+    std::fs::write(
+        dir.join("san.ext"),
+        "subjectAltName = IP:127.0.0.1, DNS:localhost\n",
+    )
+    .unwrap();
+}
+
 /// Signs `dir/NAME.csr` with the CA `dir/CA.pem` into `dir/NAME.pem` (2 days), with more
 /// `openssl x509` arguments `extra` (`-extfile` for names).
 pub fn sign_with_ca(dir: &Path, name: &str, ca: &str, extra: &[&str]) {
