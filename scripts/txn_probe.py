@@ -171,38 +171,34 @@ def probe(brokers):
         check("init_transactions", False, repr(e.args[0]))
         return
 
-    # Transaction 1: committed, with the offsets of the first 5 source records.
-    try:
-        tp.begin_transaction()
-        for m in got[:5]:
-            tp.produce(out, key=m.key(), value=b"committed-" + m.value(), partition=0)
-        tp.send_offsets_to_transaction(
-            [TopicPartition(src, 0, got[4].offset() + 1)], consumer.consumer_group_metadata(), 15)
-        tp.commit_transaction(15)
-        check("transaction 1 committed (5 records, offsets to 5)", True)
-    except KafkaException as e:
-        check("transaction 1 committed (5 records, offsets to 5)", False, repr(e.args[0]))
+    def consume_transform_produce(label, records, prefix, finish):
+        """One transaction of the scorer's loop: `records` copied to `out` with `prefix`, the
+        group's offset sent to just past the last of them, then `finish` (commit or abort)."""
+        try:
+            tp.begin_transaction()
+            for m in records:
+                tp.produce(out, key=m.key(), value=prefix + m.value(), partition=0)
+            tp.flush(10)
+            tp.send_offsets_to_transaction(
+                [TopicPartition(src, 0, records[-1].offset() + 1)],
+                consumer.consumer_group_metadata(), 15)
+            finish(15)
+            check(label, True)
+        except KafkaException as e:
+            check(label, False, repr(e.args[0]))
 
-    committed = consumer.committed([TopicPartition(src, 0)], 10)
-    check("group offset after send_offsets_to_transaction + commit is 5",
-          committed[0].offset == got[4].offset() + 1, f"committed {committed[0].offset}")
+    def group_offset_is_5(label):
+        committed = consumer.committed([TopicPartition(src, 0)], 10)
+        check(label, committed[0].offset == got[4].offset() + 1, f"committed {committed[0].offset}")
+
+    # Transaction 1: committed, with the offsets of the first 5 source records.
+    consume_transform_produce("transaction 1 committed (5 records, offsets to 5)", got[:5],
+                              b"committed-", tp.commit_transaction)
+    group_offset_is_5("group offset after send_offsets_to_transaction + commit is 5")
 
     # Transaction 2: aborted, with offsets to 10.
-    try:
-        tp.begin_transaction()
-        for m in got[5:]:
-            tp.produce(out, key=m.key(), value=b"aborted-" + m.value(), partition=0)
-        tp.flush(10)
-        tp.send_offsets_to_transaction(
-            [TopicPartition(src, 0, got[9].offset() + 1)], consumer.consumer_group_metadata(), 15)
-        tp.abort_transaction(15)
-        check("transaction 2 aborted", True)
-    except KafkaException as e:
-        check("transaction 2 aborted", False, repr(e.args[0]))
-
-    committed = consumer.committed([TopicPartition(src, 0)], 10)
-    check("group offset after the abort is still 5",
-          committed[0].offset == got[4].offset() + 1, f"committed {committed[0].offset}")
+    consume_transform_produce("transaction 2 aborted", got[5:], b"aborted-", tp.abort_transaction)
+    group_offset_is_5("group offset after the abort is still 5")
 
     # Transaction 3: committed again (the last stable offset must move past the aborted batch).
     try:
