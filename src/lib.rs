@@ -25,8 +25,9 @@
 //!   decoded into named fields for the ingest's field mapping.
 //! - `state`: what ingest publishes and the API reads: `published` (a snapshot swapped after
 //!   every batch), `streams`, `feature_streams`, `history` (each stream's default model
-//!   over time, in a bounded ring, with its recorder) and `quality` (each stream's live
-//!   test-then-train figures, recorded by ingest).
+//!   over time, in a bounded ring, with its recorder), `quality` (each stream's live
+//!   test-then-train figures, recorded by ingest) and `sightings` (which declared fields and
+//!   target a stream's first events carried, and those never seen).
 //! - `store`: what survives a restart, one concept with two back ends: `file` (checkpoint
 //!   files, `state.dir`) and `kafka` (a compacted changelog topic, `state.store = "kafka"`).
 //! - `ingest`: the consumer loop (`mod.rs`) and one file per concern: message formats
@@ -40,8 +41,9 @@
 //!   `http` (the accept loop with its bounds on clients).
 //! - `server`: `run(config, brokers, listener, shutdown)`, the service wired together.
 //! - `cli`: the commands: `serve` (the service with its embedded broker and demo), `fit`,
-//!   `select`, `produce`, `check` (the preflight against the cluster and the registry), the
-//!   `demo` producer, and `args` (what their clap arguments share).
+//!   `select`, `produce`, `check` (the preflight against the cluster and the registry),
+//!   `replay` (dead letters produced again), the `demo` producer, and `args` (what their clap
+//!   arguments share).
 //!
 //! Modules are private: what the binary, the tests and the benches use is re-exported below,
 //! by name.
@@ -65,10 +67,10 @@ mod store;
 
 /// The demo producer of `ravel serve` without Kafka (the deployment's demo profile).
 pub use cli::demo::DemoProducer;
-/// The commands of the binary: `ravel serve`, `fit`, `select`, `produce`, `check` and
-/// `broker` (each module has its clap arguments and a `run`).
+/// The commands of the binary: `ravel serve`, `fit`, `select`, `produce`, `check`, `replay`
+/// and `broker` (each module has its clap arguments and a `run`).
 pub use cli::serve::serve;
-pub use cli::{check, fit, produce, select};
+pub use cli::{check, fit, produce, replay, select};
 /// The bytes of a rejected message a dead-letter copy keeps when the whole would not fit.
 pub use ingest::dlq::TRUNCATED_BYTES;
 /// How far a message's Kafka timestamp may lie ahead of the clock before it is held back as

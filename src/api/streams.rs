@@ -66,6 +66,11 @@ pub struct StreamSummary {
     quality: Option<crate::state::quality::QualitySummary>,
     /// What arrived on `topic` since the service started, and what was refused.
     arrivals: Arrivals,
+    /// Streams declared with names: which declared fields and target the first events since
+    /// the start carried (`ingest.field_check_events` of them), and, once that many were
+    /// read, those absent from all of them with the closest event keys.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fields_seen: Option<crate::state::sightings::FieldsSeen>,
 }
 
 /// The messages a stream read since the service started (the counters of `/metrics`), so that
@@ -183,6 +188,7 @@ fn summary(
         partition_states: partition_states(&snap),
         quality: h.quality.as_ref().map(|q| q.summary()),
         arrivals: arrivals(h, metrics),
+        fields_seen: h.sightings.as_ref().map(|s| s.summary()),
     }
 }
 
@@ -590,6 +596,7 @@ pub(super) async fn predict(
     let params = parse_params(req.model.clone())?.check(h.p())?;
     let rows = predict_rows(req, &h)?;
     let snap = h.snapshot();
+    let trained = snap.clone();
     let as_of = snap.as_of_ms;
     let method = params.method();
     let hh = h.clone();
@@ -603,7 +610,7 @@ pub(super) async fn predict(
             )?)
         })
         .await?;
-    check_missing(&rows, h.fields.as_ref(), &model)?;
+    check_missing(&rows, h.fields.as_ref(), &model, &trained.stats)?;
     let predictions: Vec<f64> = rows.iter().map(|r| model.predict(&r.x)).collect();
     let labels = (h.task() == Task::Classification).then(|| {
         predictions
