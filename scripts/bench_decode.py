@@ -104,6 +104,9 @@ class Registry:
                 path = self.path.split("?")[0]
                 if path == "/schemas/types":
                     return self.reply(200, ["AVRO", "PROTOBUF", "JSON"])
+                if path == "/subjects":
+                    # What ravel asks first: a registry answers it with its subjects.
+                    return self.reply(200, [])
                 if path.startswith("/schemas/ids/"):
                     i = int(path.rsplit("/", 1)[1]) - 1
                     if 0 <= i < len(registry.schemas):

@@ -31,8 +31,9 @@
 //!   Protobuf (`protobuf`) records decoded into named fields for the ingest's field mapping.
 //! - `state`: what ingest publishes and the API reads: `published` (a snapshot swapped after
 //!   every batch), `streams`, `feature_streams`, `history` (each stream's default model over
-//!   time, in a bounded ring), `recorder` (the task that fills the ring) and `quality` (each
-//!   stream's live test-then-train figures, recorded by ingest).
+//!   time, in a bounded ring), `recorder` (the task that fills the ring), `quality` (each
+//!   stream's live test-then-train figures, recorded by ingest) and `sightings` (which declared
+//!   fields and target a stream's first events carried, and those never seen).
 //! - `store`: what survives a restart, one concept with two back ends: `file` (checkpoint
 //!   files, `state.dir`) and `kafka` (a compacted changelog topic, `state.store = "kafka"`:
 //!   its `writer` and its `reader`).
@@ -60,8 +61,9 @@
 //! - `server`: `run(config, brokers, listener, shutdown)`, the service wired together.
 //! - `cli`: the commands: `serve` (the service with its embedded broker and demo), `fit`,
 //!   `select`, `produce` (with `schemad`: records through a Schema Registry), `check` (the
-//!   preflight: `check/kafka` the cluster's questions, `check/registry` the registry's), the
-//!   `demo` producer, and `args` (what their clap arguments share).
+//!   preflight: `check/kafka` the cluster's questions, `check/registry` the registry's),
+//!   `replay` (dead letters produced again), the `demo` producer, and `args` (what their clap
+//!   arguments share).
 //!
 //! Modules are private: what the binary, the tests and the benches use is re-exported below,
 //! by name.
@@ -87,10 +89,10 @@ mod store;
 
 /// The demo producer of `ravel serve` without Kafka (the deployment's demo profile).
 pub use cli::demo::DemoProducer;
-/// The commands of the binary: `ravel serve`, `fit`, `select`, `produce`, `check` and
-/// `broker` (each module has its clap arguments and a `run`).
+/// The commands of the binary: `ravel serve`, `fit`, `select`, `produce`, `check`, `replay`
+/// and `broker` (each module has its clap arguments and a `run`).
 pub use cli::serve::serve;
-pub use cli::{check, fit, produce, select};
+pub use cli::{check, fit, produce, replay, select};
 /// The bytes of a rejected message a dead-letter copy keeps when the whole would not fit.
 pub use ingest::dead_letters::dlq::TRUNCATED_BYTES;
 /// How far a message's Kafka timestamp may lie ahead of the clock before it is held back as

@@ -1,5 +1,5 @@
 //! The `ravel` command line: `serve` (the default, so `ravel --http-addr X` serves too),
-//! `broker`, `produce`, `fit`, `select` and `check`. Each command is a function of a library module;
+//! `broker`, `produce`, `fit`, `select`, `check` and `replay`. Each command is a function of a library module;
 //! this file only parses and dispatches.
 
 use clap::{Parser, Subcommand};
@@ -8,6 +8,7 @@ use ravel::check::{self, CheckArgs};
 use ravel::config::{LogConfig, ServeArgs};
 use ravel::fit::{self, FitArgs};
 use ravel::produce::{self, ProduceArgs};
+use ravel::replay::{self, ReplayArgs};
 use ravel::select::{self, SelectArgs};
 use std::process::ExitCode;
 
@@ -40,9 +41,13 @@ enum Command {
     Fit(Box<FitArgs>),
     /// Stream the columns of a file through online substitution; prints the selected model.
     Select(SelectArgs),
-    /// Check, without reading or writing data, what the service's configuration needs from the
-    /// cluster and the Schema Registry; each problem with its fix, exit status 1 if any.
+    /// Check, without writing data or committing offsets, what the service's configuration
+    /// needs from the cluster and the Schema Registry, and the declared fields against the
+    /// topics' latest messages; each problem with its fix, exit status 1 if any.
     Check(CheckArgs),
+    /// Produce a stream's dead-lettered messages again (original key, value and headers) to
+    /// their source topic or another, filtered by reason, partition and offsets.
+    Replay(ReplayArgs),
 }
 
 /// Prints one line to stdout; a closed pipe (`ravel fit ... | head`) is not an error.
@@ -73,6 +78,21 @@ fn main() -> ExitCode {
                 print_line(&format!(
                     "produced {} rows in {} messages ({} bytes) to {}",
                     p.rows, p.messages, p.bytes, args.topic
+                ))
+            })
+        }
+        Command::Replay(args) => {
+            ravel::init_logging(&quiet);
+            replay::run(&args).and_then(|r| {
+                let to: Vec<String> = r.replayed.iter().map(|(t, n)| format!("{n} to {t}")).collect();
+                print_line(&format!(
+                    "{} {} of {} dead letters ({}); {} left out by the filters, {} truncated copies not replayable",
+                    if args.dry_run { "would replay" } else { "replayed" },
+                    r.total(),
+                    r.read,
+                    if to.is_empty() { "none".to_string() } else { to.join(", ") },
+                    r.filtered,
+                    r.truncated
                 ))
             })
         }

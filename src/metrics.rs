@@ -27,8 +27,17 @@ pub struct Metrics {
     pub messages_rejected: IntCounterVec,
     /// Keys of named messages and events the stream does not use (ignored, not refused).
     pub fields_ignored: IntCounterVec,
-    /// Rows left out under `missing = "skip_row"`.
+    /// Rows left out under `missing = "skip_row"`: a feature's value missing.
     pub rows_skipped: IntCounterVec,
+    /// Rows left out because their target was absent or null (the stream's `missing` is not
+    /// `reject`): their own count, because a misspelled `target` leaves out every row.
+    pub rows_without_target: IntCounterVec,
+    /// Declared fields (and the target, as `field = "target:NAME"`) absent from every one of
+    /// the stream's first `ingest.field_check_events` events since start (1 each).
+    pub fields_never_seen: IntGaugeVec,
+    /// 1 while schema'd messages wait for the Schema Registry (unreachable, refusing ravel's
+    /// credentials, or not answering as a registry); `/readyz` says why.
+    pub schema_registry_waiting: IntGauge,
     /// Rejected messages whose copy reached `<topic>.dlq`, and those whose copy failed.
     pub dead_letters: IntCounterVec,
     pub dead_letter_failures: IntCounterVec,
@@ -178,8 +187,18 @@ impl Metrics {
             ),
             rows_skipped: counter(
                 "ravel_ingest_rows_skipped_total",
-                "Rows left out because a value was missing (missing = \"skip_row\")",
+                "Rows left out because a feature's value was missing (missing = \"skip_row\")",
                 &["stream"],
+            ),
+            rows_without_target: counter(
+                "ravel_ingest_rows_without_target_total",
+                "Rows left out because their target was absent or null",
+                &["stream"],
+            ),
+            fields_never_seen: int_gauge(
+                "ravel_ingest_fields_never_seen",
+                "Declared fields (target:NAME for the target) absent from every one of the stream's first ingest.field_check_events events (1 each)",
+                &["stream", "field"],
             ),
             dead_letters: counter(
                 "ravel_dead_letters_total",
@@ -455,6 +474,17 @@ impl Metrics {
                     .expect("unique metric");
                 g
             },
+            schema_registry_waiting: {
+                let g = IntGauge::new(
+                    "ravel_schema_registry_waiting",
+                    "1 while schema'd messages wait for the Schema Registry (/readyz says why)",
+                )
+                .expect("valid metric");
+                registry
+                    .register(Box::new(g.clone()))
+                    .expect("unique metric");
+                g
+            },
             build_info: gauge(
                 "ravel_build_info",
                 "Build information (value 1)",
@@ -491,6 +521,7 @@ impl Metrics {
         }
         self.fields_ignored.with_label_values(&[stream]);
         self.rows_skipped.with_label_values(&[stream]);
+        self.rows_without_target.with_label_values(&[stream]);
         self.dead_letters.with_label_values(&[stream]);
         self.dead_letter_failures.with_label_values(&[stream]);
         self.dead_letters_skipped.with_label_values(&[stream]);

@@ -61,11 +61,20 @@ pub async fn run(
     health.set_brokers(&brokers);
     // One Schema Registry client for the streams of schema'd formats.
     let registry = if config.schema_registry.configured() {
-        Some(Arc::new(crate::schemas::SchemaRegistry::new(
+        let registry = Arc::new(crate::schemas::SchemaRegistry::new(
             &config.schema_registry,
             health.clone(),
             Some(shutdown.clone()),
-        )?))
+        )?);
+        // Probed only when a stream fetches its schemas from it.
+        if config
+            .streams
+            .iter()
+            .any(|s| !s.format.is_ravel() && s.avro_schema_file.is_none())
+        {
+            registry.watch();
+        }
+        Some(registry)
     } else {
         None
     };
@@ -96,6 +105,7 @@ pub async fn run(
         let history = sc.history(&config.history)?;
         let mut handle = StreamHandle::new(sc.clone(), snap, history)?;
         handle.wire = crate::schemas::Wire::of_stream(sc, registry.as_ref())?;
+        handle.sample_fields(config.ingest.field_check_events);
         handles.push(handle);
     }
     let streams = Arc::new(Streams::new(handles));

@@ -1,6 +1,6 @@
 //! Issue 36 item 3: `ravel check`, the preflight, run as the real binary against the embedded
 //! broker (librdkafka's mock cluster, in this process) and a Schema Registry served here (the
-//! one REST call the check makes, `GET /schemas/types`, with basic auth). A correct setup
+//! REST calls the check makes, `GET /subjects` and `GET /schemas/types`, with basic auth). A correct setup
 //! passes (text and JSON); a missing input topic, a missing dead-letter topic that ravel is
 //! told not to create, a topic the cluster denies, a broker that does not answer and a
 //! registry that does not answer or refuses the credentials are each a problem with its fix;
@@ -88,19 +88,23 @@ fn closed_port() -> u16 {
         .port()
 }
 
-/// A Schema Registry's `GET /schemas/types` behind basic auth (user "ravel").
+/// A Schema Registry's `GET /subjects` and `GET /schemas/types` behind basic auth (user
+/// "ravel").
 fn registry() -> String {
     async fn types(h: HeaderMap) -> (StatusCode, axum::Json<Value>) {
+        answer(h, json!(["JSON", "PROTOBUF", "AVRO"]))
+    }
+    async fn subjects(h: HeaderMap) -> (StatusCode, axum::Json<Value>) {
+        answer(h, json!(["c.ok-value"]))
+    }
+    fn answer(h: HeaderMap, ok: Value) -> (StatusCode, axum::Json<Value>) {
         use base64::Engine;
         let want = format!(
             "Basic {}",
             base64::engine::general_purpose::STANDARD.encode(format!("ravel:{REGISTRY_PASSWORD}"))
         );
         if h.get("authorization").and_then(|v| v.to_str().ok()) == Some(want.as_str()) {
-            (
-                StatusCode::OK,
-                axum::Json(json!(["JSON", "PROTOBUF", "AVRO"])),
-            )
+            (StatusCode::OK, axum::Json(ok))
         } else {
             (
                 StatusCode::UNAUTHORIZED,
@@ -108,7 +112,9 @@ fn registry() -> String {
             )
         }
     }
-    let app = Router::new().route("/schemas/types", get(types));
+    let app = Router::new()
+        .route("/schemas/types", get(types))
+        .route("/subjects", get(subjects));
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread()

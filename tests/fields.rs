@@ -10,7 +10,9 @@
 //!   absent or null) and as `ravel produce` named batches of the CSV's cells give the model of
 //!   `ravel fit` on the file;
 //! - a prediction from an event needs only the fields of the model's nonzero coefficients;
-//! - an event of the wrong shape is dead-lettered with its reason, nothing of it applied.
+//! - an event of the wrong shape is dead-lettered with its reason, nothing of it applied;
+//! - a misspelled feature or target is named once the first events are read (issue 45), in the
+//!   log, the summary, the metrics and `ravel check`, with the closest keys.
 
 mod common;
 use common::*;
@@ -434,4 +436,192 @@ features = [
         !err.status.success() && stderr.contains("--stream other") && stderr.contains("sales"),
         "{stderr}"
     );
+}
+
+/// Issue 45: a misspelled feature under `missing = "indicator"` and a misspelled target are
+/// named once the stream's first `ingest.field_check_events` events are read, with the event
+/// keys closest to them: in the log, the stream's summary, `ravel_ingest_fields_never_seen`
+/// and `ravel check`; the rows the target's absence leaves out are counted apart. And a
+/// prediction without a field no training row lacked is `missing_feature`, naming it.
+#[test]
+fn misspelled_fields_and_targets_are_named_with_the_closest_keys() {
+    let broker = EmbeddedBroker::start(1).unwrap();
+    let b = broker.bootstrap_servers().to_string();
+    for t in ["t.orders", "t.orders.dlq", "t.days", "t.days.dlq"] {
+        broker.create_topic(t, 1).unwrap();
+    }
+    let n = 50usize;
+    let events: Vec<Vec<u8>> = (0..n)
+        .map(|i| {
+            serde_json::to_vec(&json!({
+                "id": format!("o-{i}"),
+                "customer": {"age": 20 + (i * 7) % 50, "name": "c"},
+                "qty": 1 + (i * 3) % 7,
+                "price": 10.0 + 0.5 * ((i * 7) % 50) as f64 + 2.0 * ((i * 3) % 7) as f64
+                    + ((i * 13) % 5) as f64 / 10.0,
+                "delivery_days": 1 + i % 4,
+            }))
+            .unwrap()
+        })
+        .collect();
+    send(&b, "t.orders", None, &events, &[]);
+    send(&b, "t.days", None, &events, &[]);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("ravel.toml"),
+        r#"
+[http]
+addr = "127.0.0.1:0"
+[ingest]
+field_check_events = 40
+[state]
+store = "none"
+[demo]
+enabled = false
+[[streams]]
+name = "orders"
+topic = "t.orders"
+target = "price"
+missing = "indicator"
+features = ["customer.agee", "qty"]
+[[streams]]
+name = "days"
+topic = "t.days"
+target = "delivery_day"
+missing = "indicator"
+features = ["customer.age", "qty"]
+"#,
+    )
+    .unwrap();
+    // The real binary, its log in dir/serve1.log.
+    let (svc, base) = serve(dir.path(), &b, 1);
+    let summary = |name: &str| -> Value {
+        client()
+            .get(format!("{base}/v1/streams/{name}"))
+            .send()
+            .unwrap()
+            .json()
+            .unwrap()
+    };
+    let log = dir.path().join("serve1.log");
+    let (orders, days) = wait_for("both samples full", &log, || {
+        let (o, d) = (summary("orders"), summary("days"));
+        let full = |s: &Value| {
+            s["fields_seen"]["never_seen"]
+                .as_array()
+                .is_some_and(|v| !v.is_empty())
+        };
+        (full(&o) && full(&d) && o["n"] == n).then_some((o, d))
+    });
+    // The summary: counts over the 40 events, the misspelled names with the closest keys.
+    let seen = &orders["fields_seen"];
+    assert_eq!(
+        (seen["events"].as_u64(), seen["sample"].as_u64()),
+        (Some(40), Some(40)),
+        "{seen}"
+    );
+    assert_eq!(
+        seen["fields"],
+        json!([{"field": "customer.agee", "events": 0}, {"field": "qty", "events": 40}])
+    );
+    assert_eq!(seen["target"], json!({"field": "price", "events": 40}));
+    assert_eq!(seen["never_seen"].as_array().unwrap().len(), 1, "{seen}");
+    assert_eq!(seen["never_seen"][0]["field"], "customer.agee");
+    assert_eq!(seen["never_seen"][0]["role"], "field");
+    assert_eq!(
+        seen["never_seen"][0]["did_you_mean"][0], "customer.age",
+        "{seen}"
+    );
+    let seen = &days["fields_seen"];
+    assert_eq!(seen["never_seen"].as_array().unwrap().len(), 1, "{seen}");
+    assert_eq!(seen["never_seen"][0]["field"], "delivery_day");
+    assert_eq!(seen["never_seen"][0]["role"], "target");
+    assert_eq!(
+        seen["never_seen"][0]["did_you_mean"][0], "delivery_days",
+        "{seen}"
+    );
+    assert_eq!(days["n"], 0, "{days}");
+    // The log, once per stream.
+    let text = std::fs::read_to_string(&log).unwrap();
+    let line = "absent from every one of the first 40 events: field 'customer.agee' (did you mean customer.age";
+    assert_eq!(text.matches(line).count(), 1, "{text}");
+    assert_eq!(
+        text.matches("the target 'delivery_day' (did you mean delivery_days")
+            .count(),
+        1,
+        "{text}"
+    );
+    // The metrics.
+    let m = metrics_of(&base);
+    let never = |field: &str, stream: &str| {
+        sample(
+            &m,
+            &format!("ravel_ingest_fields_never_seen{{field=\"{field}\",stream=\"{stream}\"}}"),
+        )
+    };
+    assert_eq!(never("customer.agee", "orders"), Some(1.0), "{m}");
+    assert_eq!(never("qty", "orders"), Some(0.0));
+    assert_eq!(never("target:price", "orders"), Some(0.0));
+    assert_eq!(never("target:delivery_day", "days"), Some(1.0));
+    assert_eq!(never("customer.age", "days"), Some(0.0));
+    let without = |s: &str| {
+        sample(
+            &m,
+            &format!("ravel_ingest_rows_without_target_total{{stream=\"{s}\"}}"),
+        )
+    };
+    assert_eq!(
+        (without("days"), without("orders")),
+        (Some(n as f64), Some(0.0))
+    );
+    assert_eq!(
+        sample(&m, "ravel_ingest_rows_skipped_total{stream=\"days\"}"),
+        Some(0.0)
+    );
+
+    // A prediction without qty, which every training row had: the model uses it and knows
+    // nothing of rows without it. With qty: answered.
+    let predict = |features: Value| {
+        let r = client()
+            .post(format!("{base}/v1/streams/orders/predict"))
+            .json(&json!({"model": {"method": "ols"}, "features": [features]}))
+            .send()
+            .unwrap();
+        (r.status().as_u16(), r.json::<Value>().unwrap())
+    };
+    let (status, body) = predict(json!({"customer": {"age": 30}, "qtty": 2}));
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["code"], "missing_feature", "{body}");
+    let msg = body["error"]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("feature 'qty' is missing and the model uses it; its indicator 'qty=missing' was never 1 in the 50 rows")
+            && msg.contains("does not use: qtty"),
+        "{msg}"
+    );
+    let (status, body) = predict(json!({"customer": {"age": 30}, "qty": 2}));
+    assert_eq!(status, 200, "{body}");
+
+    // `ravel check` reads the topics' latest messages and names the same.
+    let (ok, list, out) = ravel_check(dir.path(), &[("RAVEL_KAFKA__BROKERS", b.as_str())]);
+    assert!(!ok, "{out}");
+    let f = finding(&list, "fields:orders");
+    assert_eq!(f["status"], "problem", "{f}");
+    let detail = f["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("absent from every one of the latest 40 events: field 'customer.agee' (did you mean customer.age"),
+        "{detail}"
+    );
+    assert!(
+        f["fix"].as_str().unwrap().contains("name = \"orders\""),
+        "{f}"
+    );
+    let f = finding(&list, "fields:days");
+    assert!(
+        f["detail"]
+            .as_str()
+            .unwrap()
+            .contains("the target 'delivery_day' (did you mean delivery_days?)"),
+        "{f}"
+    );
+    drop(svc);
 }

@@ -4,6 +4,10 @@
 //! - Regression, one partition, an abrupt change of the coefficients halfway: the service's
 //!   figures (total, window, weighted) equal the last line of the real `ravel fit
 //!   --prequential` on the same rows to 1e-9, and the change shows in the trace.
+//! - Quality from the first row (issue 45): on a stationary stream whose targets are far from
+//!   0, rows before the first model are predicted by the null model (the running mean of the
+//!   targets), so the total and weighted R^2 are never below 0 by more than noise, from the
+//!   first window on; the service still equals `ravel fit --prequential` to 1e-9.
 //! - Classification: the service's window AUC equals scikit-learn's `roc_auc_score` on the
 //!   window's prequential scores (replayed through `ravel_core::prequential`), and its
 //!   balanced accuracy and Brier score equal scikit-learn's too.
@@ -67,8 +71,23 @@ fn the_services_prequential_figures_equal_ravel_fit_prequential_across_an_abrupt
     sc.quality = Some(quality(
         "every_rows = 250\nwindow_rows = 1000\nmodel = { method = \"lasso\", k = 3 }\nfloor = { r2 = 0.2 }",
     ));
-    let svc = TestService::start(config(vec![sc], None), broker.bootstrap_servers());
+    // Issue 45: a stationary stream beside it, its targets around 50 and its first model at
+    // 2000 rows, on the same service.
+    let mut still = DriftingStream::new(p, 3, Drift::None, n as u64, 45);
+    let (mut sx, mut sy) = (Vec::new(), Vec::new());
+    still.fill(n, &mut sx, &mut sy);
+    sy.iter_mut().for_each(|v| *v += 50.0);
+    let still_file = dir.path().join("still.csv");
+    write_csv(&still_file, &names(p), &sx, &sy);
+    broker.create_topic("q.still", 1).unwrap();
+    broker.create_topic("q.still.dlq", 1).unwrap();
+    let mut st = stream_config("still", "q.still", p, Task::Regression);
+    st.quality = Some(quality(
+        "every_rows = 2000\nwindow_rows = 500\nmodel = { method = \"ols\" }",
+    ));
+    let svc = TestService::start(config(vec![sc, st], None), broker.bootstrap_servers());
     produce(broker.bootstrap_servers(), "q.reg", &file);
+    produce(broker.bootstrap_servers(), "q.still", &still_file);
     let summary = svc.wait_rows("reg", n as u64);
     let q = &summary["quality"];
     assert_eq!(q["rows"].as_u64(), Some(n as u64), "{q}");
@@ -150,6 +169,57 @@ fn the_services_prequential_figures_equal_ravel_fit_prequential_across_an_abrupt
         None,
         "a regression stream has no AUC"
     );
+
+    // The stationary stream: every window of `ravel fit --prequential`, the first three before
+    // any model, has a total and weighted R^2 of at least -0.01 (the null model's R^2 is 0
+    // to the bit; a model's, once there is one, near the signal's share of the variance);
+    // the service ends with the same figures.
+    let summary = svc.wait_rows("still", n as u64);
+    let q = &summary["quality"];
+    let out = ravel(&[
+        "fit",
+        still_file.to_str().unwrap(),
+        "--method",
+        "ols",
+        "--prequential",
+        "500",
+        "--refit-every",
+        "2000",
+    ]);
+    let lines: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), n / 500);
+    for (i, l) in lines.iter().enumerate() {
+        for scope in ["total", "weighted"] {
+            let r2 = l["quality"][scope]["r2"].as_f64().unwrap();
+            assert!(r2 >= -0.01, "window {i}: {scope} R^2 {r2}: {out}");
+            if i < 3 {
+                assert_eq!(r2, 0.0, "window {i} is before the first model: {out}");
+            }
+        }
+    }
+    assert!(
+        lines[n / 500 - 1]["quality"]["total"]["r2"]
+            .as_f64()
+            .unwrap()
+            > 0.5,
+        "the models explain the signal: {out}"
+    );
+    let fit = &lines[n / 500 - 1]["quality"];
+    for scope in ["window", "weighted", "total"] {
+        for figure in ["rmse", "mae", "r2"] {
+            let (a, b) = (
+                q["figures"][scope][figure].as_f64().unwrap(),
+                fit[scope][figure].as_f64().unwrap(),
+            );
+            assert!(
+                rel(a, b) < 1e-9,
+                "still: {scope} {figure}: service {a} vs ravel fit {b}"
+            );
+        }
+    }
     svc.stop().unwrap();
 }
 

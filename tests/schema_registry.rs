@@ -60,6 +60,9 @@ struct RegistryState {
     fail_next: AtomicUsize,
     /// Never answer schema lookups.
     hang: AtomicBool,
+    /// Answer every lookup by id "Schema not found" (40403), as a registry whose schemas were
+    /// deleted does.
+    gone: AtomicBool,
     /// Every request: method, path and query.
     log: Mutex<Vec<String>>,
 }
@@ -206,8 +209,43 @@ async fn by_id(
     }
     let found = id
         .checked_sub(1)
-        .and_then(|i| st.schemas.lock().unwrap().get(i).cloned());
+        .and_then(|i| st.schemas.lock().unwrap().get(i).cloned())
+        .filter(|_| !st.gone.load(Ordering::SeqCst));
     by(&st, found).await
+}
+
+/// `GET /subjects`: the route every registry serves, which ravel asks before trusting one.
+async fn subjects(
+    State(st): State<Shared>,
+    Query(q): Query<HashMap<String, String>>,
+    h: HeaderMap,
+) -> Answer {
+    if let Err(refused) = admit(&st, "GET", "/subjects", &q, &h) {
+        return refused;
+    }
+    let mut names: Vec<String> = st
+        .schemas
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|r| r.subject.clone())
+        .collect();
+    names.sort();
+    names.dedup();
+    (StatusCode::OK, axum::Json(json!(names)))
+}
+
+/// A web page where a registry was expected (a proxy's or a console's).
+async fn html() -> (
+    StatusCode,
+    [(axum::http::HeaderName, &'static str); 1],
+    &'static str,
+) {
+    (
+        StatusCode::OK,
+        [(axum::http::header::CONTENT_TYPE, "text/html")],
+        "<html><body><h1>Welcome</h1></body></html>",
+    )
 }
 
 async fn by_guid(
@@ -290,6 +328,8 @@ impl Registry {
     fn start() -> Registry {
         let state: Shared = Arc::new(RegistryState::default());
         let app = Router::new()
+            .route("/subjects", get(subjects))
+            .route("/console/subjects", get(html))
             .route("/subjects/{subject}", post(lookup))
             .route("/subjects/{subject}/versions", post(register).get(versions))
             .route("/subjects/{subject}/versions/{version}", get(by_version))
@@ -1130,5 +1170,172 @@ fn plain_avro_datums_of_a_configured_schema_need_no_registry() {
     let dead = read_topic(broker.bootstrap_servers(), "sr.plain.dlq", 1);
     assert_eq!(dead.len(), 1);
     assert_eq!(dead[0].1["ravel-reason"], "schema", "{dead:?}");
+    svc.stop().unwrap();
+}
+
+/// `dir/ravel.toml` for the real binary's `ravel check` and `ravel replay`: the Avro stream
+/// `name` on `topic` (as `sales_stream`), its schemas from `url`.
+fn write_avro_config(dir: &std::path::Path, name: &str, topic: &str, url: &str) {
+    std::fs::write(
+        dir.join("ravel.toml"),
+        format!(
+            r#"
+[schema_registry]
+url = "{url}"
+basic_auth_user = "{USER}"
+basic_auth_password = "{PASSWORD}"
+timeout_ms = 2000
+[[streams]]
+name = "{name}"
+topic = "{topic}"
+format = "avro"
+target = "price"
+features = ["sqft", "rooms", "user.age", {{ name = "region", kind = "categorical", levels = ["north", "south"] }}]
+"#
+        ),
+    )
+    .unwrap();
+}
+
+/// Issue 45: a registry is a registry. A `schema_registry.url` with a wrong path (the server
+/// answers a plain 404, or a web page): `ravel check` reports a problem, `/readyz` is 503
+/// saying why, `ravel_schema_registry_waiting` is 1 and nothing is dead-lettered; after the
+/// URL is fixed and the service restarted, n and OLS equal numpy's on every good event. Then
+/// the registry's own "schema not found" (40403) does dead-letter good events, and once the
+/// schema is back `ravel replay` brings n and OLS to numpy's on all of them, each once.
+#[test]
+fn a_wrong_registry_path_waits_and_replayed_dead_letters_come_back_once() {
+    let registry = Registry::start();
+    let broker = EmbeddedBroker::start(1).unwrap();
+    let b = broker.bootstrap_servers().to_string();
+    broker.create_topic("sr.path", 1).unwrap();
+    broker.create_topic("sr.path.dlq", 1).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("RAVEL_KAFKA__BROKERS", b.as_str())];
+
+    // `ravel check`: a plain 404 and a web page are each a problem naming the URL.
+    for wrong in [
+        format!("{}/apis/ccompat/v7", registry.url),
+        format!("{}/console", registry.url),
+    ] {
+        write_avro_config(dir.path(), "path", "sr.path", &wrong);
+        let (ok, list, out) = ravel_check(dir.path(), &env);
+        assert!(!ok, "{out}");
+        let f = finding(&list, &format!("schema_registry:{wrong}"));
+        assert_eq!(f["status"], "problem", "{f}");
+        let detail = f["detail"].as_str().unwrap();
+        assert!(
+            detail.contains(&format!(
+                "{wrong} is not a Schema Registry: GET {wrong}/subjects answered"
+            )),
+            "{detail}"
+        );
+    }
+
+    // The service on the wrong path: the messages wait, nothing is dead-lettered.
+    let wrong = format!("{}/apis/ccompat/v7", registry.url);
+    let mut c = registry_config(
+        vec![sales_stream("path", "sr.path", ValueFormat::Avro)],
+        &registry,
+    );
+    c.schema_registry.url = wrong.clone();
+    c.schema_registry.timeout_ms = 2000;
+    let svc = TestService::start(c.clone(), &b);
+    let rows = sales(500, 45);
+    confluent_produce(
+        &broker,
+        &registry,
+        "sr.path",
+        "avro",
+        false,
+        json!([{"schema": avro_v1(), "records": avro_records(&rows[..300], false)}]),
+    );
+    // The old client dead-lettered each such message within milliseconds of reading it.
+    std::thread::sleep(Duration::from_secs(2));
+    let (status, body) = svc.get("/readyz");
+    assert_eq!(status, 503, "{body}");
+    let why = body["error"]["message"].as_str().unwrap().to_string();
+    assert!(
+        why.contains(&format!("{wrong} is not a Schema Registry")) && why.contains("messages wait"),
+        "{why}"
+    );
+    let m = svc.metrics();
+    assert_eq!(
+        sample(&m, "ravel_schema_registry_waiting"),
+        Some(1.0),
+        "{m}"
+    );
+    assert_eq!(
+        sample(&m, "ravel_dead_letters_total{stream=\"path\"}"),
+        Some(0.0)
+    );
+    assert_eq!(
+        sample(
+            &m,
+            "ravel_messages_rejected_total{reason=\"schema\",stream=\"path\"}"
+        ),
+        Some(0.0)
+    );
+    assert_eq!(svc.get("/v1/streams/path").1["n"], 0);
+    svc.stop().unwrap();
+
+    // Fixed and restarted: every good event, numpy's model.
+    c.schema_registry.url = registry.url.clone();
+    let svc = TestService::start(c, &b);
+    wait_n(&svc, "path", 300);
+    assert_ols_is_numpys(&svc, "path", &rows[..300], 5);
+    assert_eq!(
+        sample(&svc.metrics(), "ravel_schema_registry_waiting"),
+        Some(0.0)
+    );
+
+    // The registry says a new schema is not found (deleted, say): its good events are
+    // dead-lettered as `schema`, by the registry's own answer.
+    registry.state.gone.store(true, Ordering::SeqCst);
+    confluent_produce(
+        &broker,
+        &registry,
+        "sr.path",
+        "avro",
+        false,
+        json!([{"schema": avro_v2(), "records": avro_records(&rows[300..], true)}]),
+    );
+    let dead = read_topic(&b, "sr.path.dlq", 200);
+    assert_eq!(dead.len(), 200);
+    assert!(
+        dead.iter().all(|(_, h)| h["ravel-reason"] == "schema"),
+        "{:?}",
+        dead[0]
+    );
+    assert_eq!(svc.get("/v1/streams/path").1["n"], 300);
+
+    // Restored: `ravel replay` produces them again, each once; n and OLS are numpy's on all.
+    registry.state.gone.store(false, Ordering::SeqCst);
+    write_avro_config(dir.path(), "path", "sr.path", &registry.url);
+    let out = ravel(&[
+        "replay",
+        "--config",
+        dir.path().join("ravel.toml").to_str().unwrap(),
+        "--brokers",
+        b.as_str(),
+        "--stream",
+        "path",
+        "--reason",
+        "schema",
+    ]);
+    assert!(
+        out.starts_with("replayed 200 of 200 dead letters (200 to sr.path)"),
+        "{out}"
+    );
+    wait_n(&svc, "path", 500);
+    assert_ols_is_numpys(&svc, "path", &rows, 5);
+    let m = svc.metrics();
+    assert_eq!(
+        sample(&m, "ravel_dead_letters_total{stream=\"path\"}"),
+        Some(200.0)
+    );
+    // Nothing else arrives: each replayed event once.
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(svc.get("/v1/streams/path").1["n"], 500);
     svc.stop().unwrap();
 }

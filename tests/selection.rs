@@ -247,7 +247,8 @@ fn criteria_along_every_path_equal_a_brute_force_from_the_rows() {
 
 /// `--select` without `--method` (issue 34): OLSth's k-path to min(p, 300, n / 2), the same model
 /// as asking for it by name, with a first note saying what was chosen and why; `--k` bounds
-/// the path; CV works on it too.
+/// the path; CV works on it too. A k-path method named without `--k` (issue 45) takes the same
+/// default.
 #[test]
 fn select_without_a_method_chooses_along_olsths_k_path() {
     let dir = tempfile::tempdir().unwrap();
@@ -264,6 +265,24 @@ fn select_without_a_method_chooses_along_olsths_k_path() {
     let named = fit_json(&[fstr, "--method", "olsth", "--k", "40", "--select", "ebic"]);
     assert_same_model(&model, &named, 0.0, "default k-path");
     assert_eq!(model["selection"]["curve"], named["selection"]["curve"]);
+    // Issue 45: a method whose path runs over k, named without --k, takes the same default
+    // largest k (it failed with "missing field `--k`").
+    for method in ["olsth", "fsa", "iht", "htp"] {
+        let unbounded = fit_json(&[fstr, "--method", method, "--select", "ebic"]);
+        let bounded = fit_json(&[fstr, "--method", method, "--k", "40", "--select", "ebic"]);
+        assert_same_model(&unbounded, &bounded, 0.0, method);
+        assert_eq!(
+            unbounded["selection"]["curve"], bounded["selection"]["curve"],
+            "{method}"
+        );
+        let note = unbounded["selection"]["notes"][0].as_str().unwrap();
+        assert!(
+            note.starts_with(&format!(
+                "ebic over {method}'s k-path k = 1..40 (no --k given"
+            )),
+            "{method}: {note}"
+        );
+    }
     let path = fit_json(&[fstr, "--select", "bic", "--k", "12", "--path"]);
     assert_eq!(path["points"].as_array().unwrap().len(), 12);
     assert!(

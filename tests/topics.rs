@@ -2,7 +2,7 @@
 //! topics on its own (clients with `allow.auto.create.topics = false`); authorization errors
 //! named in `/readyz` and the metrics; and secrets in `kafka.options` never shown. Issue 35:
 //! ravel creates the topics it owns (dead letters) unless told not to, never by default the
-//! ones it reads.
+//! ones it reads; a stream topic made after the start gets its partition count (issue 45).
 
 mod common;
 
@@ -153,6 +153,17 @@ fn ravel_creates_the_topics_it_owns_and_never_by_default_the_ones_it_reads() {
     broker.create_topic("t.own", 2).unwrap();
     let v = wait_readyz(&svc, "ready once the stream topic exists", |s, _| s == 200);
     assert_eq!(v["missing_topics"], json!([]));
+    // Issue 45: the stream's partition count follows the topic made after the start (it
+    // stayed at 0 until a restart).
+    let start = Instant::now();
+    loop {
+        let (_, s) = svc.get("/v1/streams/s");
+        if s["partitions"] == json!({"assigned": 2, "total": 2}) {
+            break;
+        }
+        assert!(start.elapsed() < DEADLINE, "{}", s["partitions"]);
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 #[test]

@@ -118,6 +118,9 @@ pub(super) async fn readyz(State(st): State<AppState>) -> (StatusCode, Json<Read
     responses((status = 200, description = "Prometheus text exposition format 0.0.4",
         content_type = "text/plain", body = String)))]
 pub(super) async fn metrics(State(st): State<AppState>) -> Response {
+    st.metrics
+        .schema_registry_waiting
+        .set(i64::from(st.health.snapshot().schema_registry.is_some()));
     for h in st.streams.iter() {
         if let Some(q) = &h.quality {
             let q = q.summary();

@@ -32,16 +32,30 @@ pub struct PredictRequest {
 
 /// Fills in the method of a `select` request that names none (issue 34): OLSth's k-path to
 /// the body's `k`, else to `select::default_k_max` of the stream's p and n rows
-/// (`select::DEFAULT_METHOD`).
+/// (`select::DEFAULT_METHOD`); and the `k` of one that names a method whose path runs over k
+/// (`select::selects_over_k`) without it (issue 45), to the same default.
 /// Returns the note the answer carries on what was chosen and why; None (the body as it was)
 /// when a method is named or nothing is selected.
 pub(super) fn default_method(v: &mut Value, p: usize, n: u64) -> Option<String> {
     use ravel_core::solve::select;
     let obj = v.as_object_mut()?;
-    if obj.contains_key("method") {
-        return None;
-    }
     let criterion: ravel_core::solve::Criterion = obj.get("select")?.as_str()?.parse().ok()?;
+    if let Some(m) = obj.get("method") {
+        // A method whose path runs over k, named without k: the default largest k.
+        let method: Method = m.as_str()?.parse().ok()?;
+        if !select::selects_over_k(method) || obj.contains_key("k") {
+            return None;
+        }
+        let k = select::default_k_max(p, n as f64);
+        obj.insert("k".into(), Value::from(k));
+        return Some(format!(
+            "{} over {}'s k-path k = 1..{k} (no k given: the default largest k, at most {}, \
+             p and n / 2)",
+            criterion.name(),
+            method.name(),
+            select::DEFAULT_K_MAX
+        ));
+    }
     let k = match obj.get("k").and_then(Value::as_u64) {
         Some(k) => k as usize,
         None => {
@@ -139,6 +153,9 @@ pub(super) fn query_to_json(q: HashMap<String, String>) -> Value {
 pub(super) struct PredictRow {
     pub(super) x: Vec<f64>,
     missing: Vec<usize>,
+    /// Fields missing under `missing = "indicator"`: their indicator is set, which the model
+    /// can only answer for when training saw it set (`check_missing`).
+    indicated: Vec<usize>,
     /// Keys of the row no field uses (named in the error when a used field is missing).
     unused: Vec<String>,
 }
@@ -170,6 +187,7 @@ pub(super) fn predict_rows(
                 .map(|x| PredictRow {
                     x,
                     missing: Vec::new(),
+                    indicated: Vec::new(),
                     unused: Vec::new(),
                 })
                 .collect())
@@ -206,6 +224,7 @@ fn named_row(
 ) -> Result<PredictRow, ApiError> {
     let mut x = vec![0.0; fields.p()];
     let mut missing = Vec::new();
+    let mut indicated = Vec::new();
     let wrong = |m: String| ApiError::bad_request(Code::FieldType, format!("row {i}: {m}"));
     for (f, field) in fields.fields().iter().enumerate() {
         let name = &field.name;
@@ -244,16 +263,19 @@ fn named_row(
                 )));
             }
         };
-        if cell == Cell::Missing && field.missing != Missing::Indicator {
-            missing.push(f);
-            continue;
+        if cell == Cell::Missing {
+            if field.missing != Missing::Indicator {
+                missing.push(f);
+                continue;
+            }
+            indicated.push(f);
         }
         fields.put(f, cell, &mut x).map_err(|r| match r {
             Refusal::Wrong(m) | Refusal::Missing(m) => wrong(m),
             Refusal::SkipRow => wrong(format!("feature '{name}' is missing")),
         })?;
     }
-    let unused = if missing.is_empty() {
+    let unused = if missing.is_empty() && indicated.is_empty() {
         Vec::new()
     } else {
         obj.keys()
@@ -262,38 +284,121 @@ fn named_row(
             .cloned()
             .collect()
     };
-    Ok(PredictRow { x, missing, unused })
+    Ok(PredictRow {
+        x,
+        missing,
+        indicated,
+        unused,
+    })
 }
 
-/// Refuses rows that miss a field whose columns the model uses (a nonzero coefficient).
+/// Refuses rows that miss a field whose columns the model uses (a nonzero coefficient): a
+/// field without an indicator, or one whose indicator column was never 1 in the rows the
+/// model was trained on (`stats`): the model then knows nothing of rows without the field,
+/// and its answer would be that of a value of 0.
 pub(super) fn check_missing(
     rows: &[PredictRow],
     fields: Option<&Fields>,
     model: &ravel_core::Model,
+    stats: &ravel_core::stats::Stats,
 ) -> Result<(), ApiError> {
     let used: std::collections::HashSet<usize> =
         model.coefficients.iter().map(|c| c.index).collect();
+    let mut never_set: HashMap<usize, bool> = HashMap::new();
     for (i, r) in rows.iter().enumerate() {
+        let hint = || {
+            if r.unused.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " (the row has keys the stream does not use: {})",
+                    r.unused.join(", ")
+                )
+            }
+        };
         for &f in &r.missing {
             let (name, columns) = match fields {
                 Some(fs) => (fs.fields()[f].name.clone(), fs.columns_of(f)),
                 None => (f.to_string(), f..f + 1),
             };
             if columns.clone().any(|j| used.contains(&j)) {
-                let hint = if r.unused.is_empty() {
-                    String::new()
-                } else {
-                    format!(
-                        " (the row has keys the stream does not use: {})",
-                        r.unused.join(", ")
-                    )
-                };
                 return Err(ApiError::bad_request(
                     Code::MissingFeature,
-                    format!("row {i}: feature '{name}' is missing and the model uses it{hint}"),
+                    format!(
+                        "row {i}: feature '{name}' is missing and the model uses it{}",
+                        hint()
+                    ),
+                ));
+            }
+        }
+        let Some(fs) = fields else { continue };
+        for &f in &r.indicated {
+            let columns = fs.columns_of(f);
+            // The indicator is the block's last column.
+            let indicator = columns.end - 1;
+            let never = *never_set
+                .entry(indicator)
+                .or_insert_with(|| indicator_never_set(stats, indicator));
+            if never && columns.clone().any(|j| used.contains(&j)) {
+                let name = &fs.fields()[f].name;
+                return Err(ApiError::bad_request(
+                    Code::MissingFeature,
+                    format!(
+                        "row {i}: feature '{name}' is missing and the model uses it; its \
+                         indicator '{}' was never 1 in the {} rows the model learned from, so \
+                         the model knows nothing of rows without it{}",
+                        fs.columns()[indicator],
+                        stats.n(),
+                        hint()
+                    ),
                 ));
             }
         }
     }
     Ok(())
+}
+
+/// Whether column `j` was 0 in every row of `stats` (its mean is exactly 0: a running mean of
+/// zeros stays exactly 0, and one 1 makes it positive whatever the weights).
+fn indicator_never_set(stats: &ravel_core::stats::Stats, j: usize) -> bool {
+    use ravel_core::stats::Stats;
+    match stats {
+        Stats::Regression(s) => s.mean_x().get(j).is_none_or(|m| *m == 0.0),
+        Stats::Classification(c) => [&c.pos, &c.neg]
+            .iter()
+            .all(|s| s.mean_x().get(j).is_none_or(|m| *m == 0.0)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_select_request_gets_the_default_k_path_with_or_without_a_method_named() {
+        // No method: OLSth's k-path to min(300, p, n / 2).
+        let mut v = json!({"select": "ebic"});
+        let note = default_method(&mut v, 40, 300).unwrap();
+        assert_eq!(v, json!({"select": "ebic", "method": "olsth", "k": 40}));
+        assert!(note.starts_with("no method named"), "{note}");
+        // A method whose path runs over k, without k (issue 45): the same largest k.
+        for m in ["olsth", "fsa", "iht", "htp"] {
+            let mut v = json!({"method": m, "select": "bic"});
+            let note = default_method(&mut v, 500, 100).unwrap();
+            assert_eq!(v, json!({"method": m, "select": "bic", "k": 50}), "{m}");
+            assert!(note.contains("k = 1..50 (no k given"), "{note}");
+            assert!(parse_params(v).is_ok(), "{m}");
+        }
+        // A k given, a method over lambda, no select: untouched.
+        for body in [
+            json!({"method": "olsth", "select": "bic", "k": 7}),
+            json!({"method": "lasso", "select": "bic"}),
+            json!({"method": "olsth", "k": 7}),
+        ] {
+            let mut v = body.clone();
+            assert_eq!(default_method(&mut v, 40, 300), None);
+            assert_eq!(v, body);
+        }
+    }
 }

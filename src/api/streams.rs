@@ -67,6 +67,11 @@ pub struct StreamSummary {
     quality: Option<crate::state::quality::QualitySummary>,
     /// What arrived on `topic` since the service started, and what was refused.
     arrivals: Arrivals,
+    /// Streams declared with names: which declared fields and target the first events since
+    /// the start carried (`ingest.field_check_events` of them), and, once that many were
+    /// read, those absent from all of them with the closest event keys.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fields_seen: Option<crate::state::sightings::FieldsSeen>,
 }
 
 /// The messages a stream read since the service started (the counters of `/metrics`), so that
@@ -184,6 +189,7 @@ fn summary(
         partition_states: partition_states(&snap),
         quality: h.quality.as_ref().map(|q| q.summary()),
         arrivals: arrivals(h, metrics),
+        fields_seen: h.sightings.as_ref().map(|s| s.summary()),
     }
 }
 
@@ -443,6 +449,8 @@ struct Extracted<T> {
     as_of: Option<u64>,
     /// The partitions merged into it (`state.store = "kafka"`).
     partition_states: Vec<PartitionStateSummary>,
+    /// The snapshot itself.
+    snapshot: Arc<Snapshot>,
 }
 
 /// The one way the stream handlers extract: `f` runs on the stream's current snapshot and
@@ -460,6 +468,7 @@ where
     ApiError: From<E>,
 {
     let snap = h.snapshot();
+    let snapshot = snap.clone();
     let as_of = snap.as_of_ms;
     let partition_states = partition_states(&snap);
     let hh = h.clone();
@@ -470,6 +479,7 @@ where
         answer,
         as_of,
         partition_states,
+        snapshot,
     })
 }
 
@@ -594,7 +604,7 @@ pub(super) async fn predict(
     })
     .await?;
     let (model, as_of) = (at.answer, at.as_of);
-    check_missing(&rows, h.fields.as_ref(), &model)?;
+    check_missing(&rows, h.fields.as_ref(), &model, &at.snapshot.stats)?;
     let predictions: Vec<f64> = rows.iter().map(|r| model.predict(&r.x)).collect();
     let labels = (h.task() == Task::Classification).then(|| {
         predictions

@@ -238,7 +238,8 @@ pub struct ExtractArgs {
     /// Choose the model along the path: aic, bic, ebic (information criteria from the
     /// statistics), cv or cv_1se (exact K-fold cross-validation, --folds). Replaces --k /
     /// --lambda for lasso, elastic-net, mcp, scad, fw-lasso; for olsth, fsa, iht, htp --k is
-    /// the largest k tried (k = 1..=k). With --path: the whole path and the selection.
+    /// the largest k tried (k = 1..=k; without --k, min(300, p, n / 2)). With --path: the
+    /// whole path and the selection.
     #[arg(long, value_name = "CRITERION")]
     pub select: Option<String>,
     /// EBIC's gamma in [0, 1] (default 1 - ln n / (2 ln p), clipped).
@@ -278,7 +279,7 @@ impl ExtractArgs {
         };
         use serde_json::json;
         put("method", Some(json!(method.name())));
-        let k = match self.default_method() {
+        let k = match self.default_k() {
             true => Some(self.k.unwrap_or(solve::select::DEFAULT_K_MAX)),
             false => self.k,
         };
@@ -327,6 +328,17 @@ impl ExtractArgs {
         self.method.is_none() && self.select.is_some()
     }
 
+    /// Whether the k-path's largest k is the default: --select without --k, and without
+    /// --method or with one whose path runs over k (`select::selects_over_k`).
+    fn default_k(&self) -> bool {
+        self.select.is_some()
+            && self.k.is_none()
+            && self
+                .method
+                .as_deref()
+                .is_none_or(|m| m.parse::<Method>().is_ok_and(solve::select::selects_over_k))
+    }
+
     /// `request` for a file of p features and (once read) n rows: the default k-path to
     /// `select::default_k_max(p, n)` (p alone before the rows are read), and the note its
     /// answer carries.
@@ -336,18 +348,41 @@ impl ExtractArgs {
         n: Option<u64>,
     ) -> anyhow::Result<(Request, Option<String>)> {
         let mut req = self.request()?;
-        if !self.default_method() {
+        if !self.default_method() && !self.default_k() {
             return Ok((req, None));
         }
+        let k_max = |k: usize| match n {
+            Some(n) => solve::select::default_k_max(p, n as f64),
+            None => k.min(p).max(1),
+        };
         let mut note = None;
-        if let (solve::Estimator::Olsth(o), Some(c)) = (&mut req.estimator, req.select) {
-            if self.k.is_none() {
-                o.k = match n {
-                    Some(n) => solve::select::default_k_max(p, n as f64),
-                    None => o.k.min(p).max(1),
-                };
+        if self.default_method() {
+            if let (solve::Estimator::Olsth(o), Some(c)) = (&mut req.estimator, req.select) {
+                if self.k.is_none() {
+                    o.k = k_max(o.k);
+                }
+                note = Some(solve::select::default_method_note(c, o.k));
             }
-            note = Some(solve::select::default_method_note(c, o.k));
+            return Ok((req, note));
+        }
+        // A method whose path runs over k, without --k: the default largest k.
+        let (method, select) = (req.estimator.method(), req.select);
+        let k = match &mut req.estimator {
+            solve::Estimator::Olsth(e) => Some(&mut e.k),
+            solve::Estimator::Fsa(e) => Some(&mut e.k),
+            solve::Estimator::Iht(e) => Some(&mut e.0.k),
+            solve::Estimator::Htp(e) => Some(&mut e.0.k),
+            _ => None,
+        };
+        if let (Some(k), Some(c)) = (k, select) {
+            *k = k_max(*k);
+            note = Some(format!(
+                "{} over {}'s k-path k = 1..{k} (no --k given: the default largest k, at most \
+                 {}, p and n / 2)",
+                c.name(),
+                method.name(),
+                solve::select::DEFAULT_K_MAX
+            ));
         }
         Ok((req, note))
     }

@@ -1,7 +1,9 @@
 //! The commands of the `ravel` binary besides the service's own wiring: `serve` (the service
 //! with its embedded broker and demo when no Kafka is configured), `fit` and `select` (files
 //! through the same statistics, offline), `produce` (rows to a topic), `check` (the
-//! preflight: what the service needs from the cluster and the registry) and the demo producer.
+//! preflight: what the service needs from the cluster and the registry, and the declared
+//! fields against the topics' latest messages), `replay` (dead letters produced again) and
+//! the demo producer.
 //! `args` holds what their clap arguments share. `src/main.rs` parses and dispatches.
 
 pub mod args;
@@ -9,6 +11,7 @@ pub mod check;
 pub mod demo;
 pub mod fit;
 pub mod produce;
+pub mod replay;
 mod schemad;
 pub mod select;
 pub mod serve;

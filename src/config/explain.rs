@@ -320,7 +320,7 @@ pub fn did_you_mean(given: &str, values: &[String]) -> String {
 }
 
 /// Levenshtein distance.
-fn edit_distance(a: &str, b: &str) -> usize {
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut row: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.chars().enumerate() {

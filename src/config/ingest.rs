@@ -18,6 +18,10 @@ pub struct IngestConfig {
     pub dead_letter: bool,
     /// How often consumer lag is refreshed (librdkafka statistics interval), in milliseconds.
     pub lag_interval_ms: u64,
+    /// Events of each stream (since start) in which ravel counts which declared fields and
+    /// target arrive; one absent from every one of them is a warning (a misspelled name), in
+    /// the log, the stream's summary, `ravel_ingest_fields_never_seen` and `ravel check`.
+    pub field_check_events: u64,
 }
 
 impl Default for IngestConfig {
@@ -27,6 +31,7 @@ impl Default for IngestConfig {
             max_batch_wait_ms: 50,
             dead_letter: true,
             lag_interval_ms: 5000,
+            field_check_events: 300,
         }
     }
 }

@@ -411,6 +411,13 @@ impl Config {
                 self.ingest.lag_interval_ms
             );
         }
+        if !(1..=100_000).contains(&self.ingest.field_check_events) {
+            bail!(
+                "ingest.field_check_events = {}: it must lie in 1..=100000 (the events of each \
+                 stream in which ravel looks for every declared field and the target)",
+                self.ingest.field_check_events
+            );
+        }
         if self.ingest.max_batch_rows == 0 {
             bail!("ingest.max_batch_rows must be at least 1");
         }

@@ -98,6 +98,41 @@ pub fn decode(
     }
 }
 
+/// The end of a stream's field sample (`crate::state::sightings`): each declared field's and
+/// the target's `ravel_ingest_fields_never_seen` (1 when absent from every sampled event),
+/// and one warning naming those, with the closest keys.
+fn never_seen(
+    stream: &str,
+    metrics: &Metrics,
+    sightings: &crate::state::sightings::Sightings,
+    never: &[crate::state::sightings::NeverSeen],
+) {
+    let (names, target) = sightings.names();
+    let label = |n: &crate::state::sightings::NeverSeen| match n.role {
+        "target" => format!("target:{}", n.field),
+        _ => n.field.clone(),
+    };
+    for f in names {
+        let absent = never.iter().any(|n| n.role == "field" && n.field == *f);
+        metrics
+            .fields_never_seen
+            .with_label_values(&[stream, f])
+            .set(i64::from(absent));
+    }
+    if let Some(t) = target {
+        let absent = never.iter().any(|n| n.role == "target");
+        metrics
+            .fields_never_seen
+            .with_label_values(&[stream, &format!("target:{t}")])
+            .set(i64::from(absent));
+    }
+    let summary = sightings.summary();
+    if let Some(w) = crate::state::sightings::warning(never, summary.events) {
+        let fields: Vec<String> = never.iter().map(label).collect();
+        tracing::warn!(stream = %stream, fields = %fields.join(","), "stream '{stream}': {w}");
+    }
+}
+
 /// The key of a stream's one part with the `dir` store: all its partitions.
 pub const ALL: i32 = -1;
 
@@ -343,6 +378,19 @@ impl StreamIngest {
             ),
         };
         part.dirty = true;
+        if let Some(sightings) = &handle.sightings
+            && sightings.wants()
+            && result
+                .as_ref()
+                .err()
+                .is_none_or(|r| r.reason == format::Reason::MissingFeature)
+            && let Some(seen) = msg
+                .payload()
+                .and_then(|b| format::presence(b, &schema(&handle, msg.headers())))
+            && let Some(never) = sightings.record(seen)
+        {
+            never_seen(name, metrics, sightings, &never);
+        }
         if tally.ignored_fields > 0 {
             metrics
                 .fields_ignored
@@ -354,6 +402,12 @@ impl StreamIngest {
                 .rows_skipped
                 .with_label_values(&[name])
                 .inc_by(tally.skipped_rows);
+        }
+        if tally.without_target > 0 {
+            metrics
+                .rows_without_target
+                .with_label_values(&[name])
+                .inc_by(tally.without_target);
         }
         match result {
             Ok(n) => {
@@ -423,8 +477,7 @@ impl StreamIngest {
             let folded = match part.quality.as_mut() {
                 Some(q) => {
                     q.scores.clear();
-                    q.ttt
-                        .push(&mut part.stats, x, batch, &mut q.scores, &mut fold)
+                    q.ttt.push(&mut part.stats, x, y, &mut q.scores, &mut fold)
                 }
                 None => fold(&mut part.stats, 0..batch),
             };

@@ -6,7 +6,8 @@
 //! The same callbacks say whether the cluster answers: librdkafka reports "all brokers down"
 //! as a client error, and the statistics list each broker's connection state, so `/readyz`
 //! names an unreachable cluster while the consumer waits for it, and forgets it once a
-//! connection is up again.
+//! connection is up again; and they list each topic's partitions, so a stream topic created
+//! or grown after the start gets its partition count (`partitions.total`).
 
 use super::checkpoints::positions;
 use super::rebalance::IngestContext;
@@ -41,6 +42,11 @@ impl ClientContext for IngestContext {
         if s.brokers.values().any(|b| b.state == "UP") {
             self.health.reachable();
         }
+        // Topics created or grown after the start (`partitions.total` of the summaries).
+        self.seen_totals(s.topics.iter().map(|(topic, t)| {
+            let n = t.partitions.keys().filter(|p| **p >= 0).count();
+            (topic.clone(), n)
+        }));
         let assigned = self.assigned();
         let positions = lock(&self.positions);
         for (topic, t) in &s.topics {

@@ -47,8 +47,8 @@ pub enum Change {
 pub struct IngestContext {
     pub(super) positions: Arc<Mutex<Positions>>,
     pub(super) assigned: Mutex<BTreeSet<(String, i32)>>,
-    /// Partitions each topic has (from the metadata at start); a topic not listed yet counts
-    /// as needing one.
+    /// Partitions each topic has (from the metadata at start, then from librdkafka's
+    /// statistics: `seen_totals`); a topic not listed yet counts as needing one.
     totals: Mutex<BTreeMap<String, usize>>,
     topics: Vec<String>,
     ready: Arc<AtomicBool>,
@@ -193,6 +193,30 @@ impl IngestContext {
     pub(super) fn set_totals(&self, totals: BTreeMap<String, usize>) {
         *lock(&self.totals) = totals;
         self.update_assignment(|_| {});
+    }
+
+    /// Records partition counts seen after the start (librdkafka's statistics list each
+    /// subscribed topic's partitions from its latest metadata): a topic created after the
+    /// start, or given more partitions, is counted as it is now. Only the stream topics, only
+    /// when a count changed (then readiness is re-evaluated).
+    pub(super) fn seen_totals(&self, seen: impl IntoIterator<Item = (String, usize)>) {
+        let changed = {
+            let mut totals = lock(&self.totals);
+            let mut changed = false;
+            for (topic, n) in seen {
+                if self.topics.contains(&topic)
+                    && totals.get(&topic).is_none_or(|c| n > *c)
+                    && n > 0
+                {
+                    totals.insert(topic, n);
+                    changed = true;
+                }
+            }
+            changed
+        };
+        if changed {
+            self.update_assignment(|_| {});
+        }
     }
 
     fn update_assignment(&self, f: impl FnOnce(&mut BTreeSet<(String, i32)>)) {

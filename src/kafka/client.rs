@@ -75,8 +75,11 @@ pub enum Client {
     /// A scorer's consumer of events and producer of predictions (`crate::ingest::score`).
     ScorerConsumer,
     ScorerProducer,
-    /// `ravel check`'s client: metadata, committed offsets, topic configs; never data.
+    /// `ravel check`'s client: metadata, committed offsets, topic configs, and the latest
+    /// messages of the streams' topics (read by assignment, never committed).
     Check,
+    /// `ravel replay`'s consumer of a dead-letter topic and producer of its messages.
+    Replay,
 }
 
 impl Client {
@@ -91,6 +94,7 @@ impl Client {
             Client::ScorerConsumer => "scorer",
             Client::ScorerProducer => "scorer-output",
             Client::Check => "check",
+            Client::Replay => "replay",
         }
     }
 }

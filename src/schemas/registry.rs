@@ -7,8 +7,17 @@
 //! decoded once the registry answers, so nothing is dead-lettered for an outage. A stop
 //! requested meanwhile ends the wait: the message is left unread (`Reason::Unavailable`), its
 //! partition's position stays before it, and the next start reads it again. Only an
-//! answer about the schema itself (404: no such id, or a schema that does not parse) makes the
-//! message a bad one (reason `schema`).
+//! answer about the schema itself makes the message a bad one (reason `schema`): the
+//! registry's own "not found" (a 404 with its error body, `error_code` 40403, or 40401 and
+//! 40402 for an imported subject version), or a schema that does not parse.
+//!
+//! A registry is a registry: before its answers count, each URL must answer `GET /subjects`
+//! (a route every Confluent-compatible registry serves: Confluent's, Karapace, Redpanda,
+//! Apicurio's `ccompat` API) with a list of subjects. A URL that answers anything else (a
+//! plain 404 or an HTML page: a wrong path such as `/apis/ccompat/v7` where the registry is
+//! served at the root) is an outage like any other, so a wrong `schema_registry.url` makes
+//! messages wait and `/readyz` say why instead of dead-lettering every message as `schema`.
+//! The service probes at start (`watch`) so that `/readyz` says it before the first message.
 //!
 //! The client is blocking (ureq): it runs on the ingest thread or a decoding thread, never on
 //! the async runtime. Secrets (the password, the token) go into the `Authorization` header
@@ -91,6 +100,9 @@ pub struct Registry<T> {
     max_schemas: usize,
     health: Arc<Health>,
     shutdown: Option<Shutdown>,
+    /// The URLs that answered `GET /subjects` as a Schema Registry (`is_registry`): only
+    /// their "not found" makes a message a bad one.
+    verified: Mutex<std::collections::HashSet<String>>,
 }
 
 impl<T> std::fmt::Debug for Registry<T> {
@@ -170,6 +182,7 @@ impl<T> Registry<T> {
             max_schemas: config.max_schemas,
             health,
             shutdown,
+            verified: Mutex::new(Default::default()),
         })
     }
 
@@ -266,6 +279,10 @@ impl<T> Registry<T> {
         at: &Target,
         serialized: bool,
     ) -> Result<Result<Fetched, FetchError>, String> {
+        if !crate::lock(&self.verified).contains(url) {
+            self.is_registry(url)?;
+            crate::lock(&self.verified).insert(url.to_string());
+        }
         let path = match at {
             Target::Schema(SchemaRef::Id(id)) => format!("{url}/schemas/ids/{id}"),
             Target::Schema(SchemaRef::Guid(g)) => format!("{url}/schemas/guids/{g}"),
@@ -284,10 +301,20 @@ impl<T> Registry<T> {
         })?;
         match status {
             200 => Ok(parse_answer(at, &body)),
-            404 => Ok(Err(FetchError::NotFound(format!(
-                "the Schema Registry does not know {at} (404 {})",
-                short(&body)
-            )))),
+            404 => match registry_error(&body) {
+                Some((code, message)) if not_found(at, code) => Ok(Err(FetchError::NotFound(
+                    format!("the Schema Registry does not know {at} ({code} {message})"),
+                ))),
+                // Not the registry's own "not found": the URL may no longer lead to it.
+                _ => {
+                    crate::lock(&self.verified).remove(url);
+                    Err(format!(
+                        "{url} answered 404 for {at} without a Schema Registry's error body ({}): \
+                         check that schema_registry.url is the registry's base URL",
+                        short(&body)
+                    ))
+                }
+            },
             401 | 403 => Err(refused(url, status)),
             _ => Err(format!(
                 "the Schema Registry at {url} answered {status} {}",
@@ -298,10 +325,11 @@ impl<T> Registry<T> {
 }
 
 impl<T> Registry<T> {
-    /// Asks each URL for the schema types it serves (`GET /schemas/types`, with ravel's
-    /// credentials and TLS settings, within `schema_registry.timeout_ms`), fetching no schema:
-    /// `ravel check`. Per URL: the types (empty when the registry predates the endpoint, 404),
-    /// or why it cannot answer, in the words `/readyz` uses for an outage.
+    /// Asks each URL whether it is a Schema Registry (`GET /subjects` answers a list) and the
+    /// schema types it serves (`GET /schemas/types`), with ravel's credentials and TLS
+    /// settings, within `schema_registry.timeout_ms`, fetching no schema: `ravel check`. Per
+    /// URL: the types (empty when the registry predates the endpoint, 404), or why it cannot
+    /// answer, in the words `/readyz` uses for an outage.
     pub fn probe(&self) -> Vec<(String, Result<Vec<String>, String>)> {
         self.urls
             .iter()
@@ -340,6 +368,8 @@ impl<T> Registry<T> {
     }
 
     fn probe_one(&self, url: &str) -> Result<Vec<String>, String> {
+        self.is_registry(url)?;
+        crate::lock(&self.verified).insert(url.to_string());
         let (status, body) = self.ask(url, &format!("{url}/schemas/types"), None)?;
         let body = body.unwrap_or_default();
         match status {
@@ -356,6 +386,91 @@ impl<T> Registry<T> {
                 short(&body)
             )),
         }
+    }
+
+    /// Whether `url` answers as a Schema Registry: `GET /subjects` (every Confluent-compatible
+    /// registry serves it) answers a list of subjects; else why not, as an outage.
+    fn is_registry(&self, url: &str) -> Result<(), String> {
+        let (status, body) = self.ask(url, &format!("{url}/subjects"), None)?;
+        let body = body.unwrap_or_default();
+        match status {
+            200 if serde_json::from_str::<Vec<String>>(&body).is_ok() => Ok(()),
+            401 | 403 => Err(refused(url, status)),
+            _ if registry_error(&body).is_some() => Err(format!(
+                "the Schema Registry at {url} answered {status} {}",
+                short(&body)
+            )),
+            _ => Err(format!(
+                "{url} is not a Schema Registry: GET {url}/subjects answered {status} {}{}; \
+                 set schema_registry.url to the registry's base URL (the one its clients use, \
+                 e.g. http://host:8081, or Apicurio's .../apis/ccompat/v7)",
+                if status == 200 {
+                    "with something else than a list of subjects: "
+                } else {
+                    ""
+                },
+                short(&body)
+            )),
+        }
+    }
+
+    /// Probes the registry on a thread of its own until one URL answers as a Schema Registry
+    /// (backoff 1 s doubling to 30 s), so that `/readyz` names a wrong URL or an outage
+    /// before the first schema'd message asks for a schema; ends with the service.
+    pub fn watch(self: &Arc<Self>)
+    where
+        T: Send + Sync + 'static,
+    {
+        let registry = self.clone();
+        let spawned = std::thread::Builder::new()
+            .name("ravel-registry-probe".into())
+            .spawn(move || {
+                let mut wait = Duration::from_secs(1);
+                loop {
+                    let mut why = String::new();
+                    for url in &registry.urls {
+                        match registry.is_registry(url) {
+                            Ok(()) => {
+                                crate::lock(&registry.verified).insert(url.clone());
+                                registry.health.set_schema_registry(None);
+                                return;
+                            }
+                            Err(e) => why = e,
+                        }
+                    }
+                    tracing::warn!(error = %why, "the Schema Registry does not answer as one; schema'd messages wait for it");
+                    registry.health.set_schema_registry(Some(why));
+                    let until = std::time::Instant::now() + wait;
+                    while std::time::Instant::now() < until {
+                        if registry.shutdown.as_ref().is_none_or(Shutdown::is_triggered) {
+                            return;
+                        }
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                    wait = (wait * 2).min(Duration::from_secs(30));
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::warn!("cannot start the Schema Registry probe: {e}");
+        }
+    }
+}
+
+/// The registry's own error body, `{"error_code": 40403, "message": "..."}`: its code and
+/// message (None: not a Schema Registry's error).
+fn registry_error(body: &str) -> Option<(i64, String)> {
+    let v: serde_json::Value = serde_json::from_str(body).ok()?;
+    let code = v.get("error_code")?.as_i64()?;
+    let message = v.get("message").and_then(|m| m.as_str()).unwrap_or("");
+    Some((code, message.to_string()))
+}
+
+/// Whether `code` is the registry saying it does not have `at`: 40403 (schema not found),
+/// and for an imported subject version also 40401 (subject) and 40402 (version).
+fn not_found(at: &Target, code: i64) -> bool {
+    match at {
+        Target::Schema(_) => code == 40403,
+        Target::Version(_) => matches!(code, 40401..=40403),
     }
 }
 

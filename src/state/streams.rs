@@ -77,6 +77,9 @@ pub struct StreamHandle {
     pub quality: Option<crate::state::quality::LiveQuality>,
     /// How schema'd values are decoded (`format`; None: ravel's own formats).
     pub wire: Option<crate::schemas::Wire>,
+    /// Which declared fields and target the first events carried (`sightings`; None: a
+    /// stream declared by count, or before `sample_fields`).
+    pub sightings: Option<crate::state::sightings::Sightings>,
 }
 
 impl StreamHandle {
@@ -90,6 +93,7 @@ impl StreamHandle {
             .map(crate::state::quality::LiveQuality::new);
         Ok(StreamHandle {
             wire: None,
+            sightings: None,
             quality,
             topic: config.topic(),
             fields,
@@ -100,6 +104,17 @@ impl StreamHandle {
     }
     pub fn name(&self) -> &str {
         &self.config.name
+    }
+    /// Counts which declared fields and target the first `events` events carry (streams
+    /// declared with names).
+    pub fn sample_fields(&mut self, events: u64) {
+        self.sightings = self.fields.as_ref().map(|f| {
+            crate::state::sightings::Sightings::new(
+                f.fields().iter().map(|f| f.name.clone()).collect(),
+                self.config.target.clone(),
+                events,
+            )
+        });
     }
     /// Columns: the declared fields' (counted once, as every message asks), else the count.
     pub fn p(&self) -> usize {

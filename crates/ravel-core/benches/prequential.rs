@@ -71,7 +71,7 @@ fn main() {
                     let e = (c + batch).min(n);
                     let (xs, ys) = (&x[c * p..e * p], &y[c..e]);
                     scores.clear();
-                    ttt.push(&mut stats, xs, e - c, &mut scores, |s, r| {
+                    ttt.push(&mut stats, xs, ys, &mut scores, |s, r| {
                         s.update_batch(&xs[r.start * p..r.end * p], &ys[r])
                     })
                     .unwrap();

@@ -323,6 +323,9 @@ function streamHealth(st, rz, lag) {
       h('tbody', {}, reasons.map(([r, n]) => h('tr', { 'data-reason': r }, h('td', {}, r), h('td', {}, fmt(n)))))));
   }
   if (a.note) parts.push(h('p', { class: total || !a.messages ? 'alarm' : 'muted', id: 'arrivals-note' }, a.note));
+  // Declared fields or a target absent from every one of the first events (a misspelled name).
+  const fs = st.fields_seen;
+  if (fs && fs.warning) parts.push(h('p', { class: 'alarm', id: 'fields-never-seen' }, 'Fields never seen: ' + fs.warning));
   return parts;
 }
 

@@ -5,17 +5,20 @@
 //! creation is only validated, with CreateTopics' `validate_only`): the brokers answer, every
 //! topic ravel reads or owns (`kafka::topics::needed`, the list the service checks at start)
 //! exists or will be created, the state topic is compacted and the topics' retention (where
-//! the broker answers DescribeConfigs), the consumer group answers, the registry answers and
-//! accepts ravel's credentials, and the effective client configuration with its secrets
-//! redacted. Each problem comes with its fix; the exit status says whether there is one.
+//! the broker answers DescribeConfigs), the consumer group answers, the registry answers as a
+//! Schema Registry and accepts ravel's credentials, every declared field and target is in the
+//! topic's latest messages (read by assignment, never committed), and the effective client
+//! configuration with its secrets redacted. Each problem comes with its fix; the exit status
+//! says whether there is one.
 //!
 //! It exists so that a team finds out what its cluster must allow before it points ravel at
 //! it, in one command, rather than from `/readyz` after a deployment. Every wait is bounded:
 //! `--timeout-ms` for each Kafka request, `schema_registry.timeout_ms` for the registry.
 //!
-//! `kafka.rs` asks the cluster, `registry.rs` the Schema Registry; this file holds the
-//! command's arguments, its findings and the report.
+//! `kafka.rs` asks the cluster, `registry.rs` the Schema Registry, `fields.rs` samples the
+//! data; this file holds the command's arguments, its findings and the report.
 
+mod fields;
 mod kafka;
 mod registry;
 
@@ -61,7 +64,7 @@ pub enum Status {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Finding {
     /// What was checked: `config`, `kafka.brokers`, `topic:NAME`, `topic-config:NAME`,
-    /// `group:ID`, `schema_registry:URL`, `kafka.client_config`.
+    /// `group:ID`, `schema_registry:URL`, `fields:STREAM`, `kafka.client_config`.
     pub check: String,
     pub status: Status,
     pub detail: String,
@@ -173,7 +176,8 @@ pub fn run(args: &CheckArgs) -> Report {
     };
     let timeout = Duration::from_millis(args.timeout_ms);
     kafka::check(&config, timeout, &mut report.findings);
-    registry::check(&config, &mut report.findings);
+    let registry_ok = registry::check(&config, &mut report.findings);
+    fields::check(&config, timeout, registry_ok, &mut report.findings);
     // The long client configuration last, after what was found (a stable sort).
     report
         .findings

@@ -1,5 +1,7 @@
 //! `ravel check`'s question to the Schema Registry: when a stream reads its schemas from one,
-//! does it answer within `schema_registry.timeout_ms` and accept ravel's credentials.
+//! does it answer within `schema_registry.timeout_ms` as a Schema Registry (`GET /subjects`
+//! answers a list: a URL with a wrong path answering 404 or an HTML page is a problem) and
+//! accept ravel's credentials.
 
 use super::{Finding, Status};
 use crate::config::Config;
@@ -8,8 +10,9 @@ use crate::health::Health;
 use crate::schemas::registry::Registry;
 use std::sync::Arc;
 
-/// The Schema Registry, when a stream reads its schemas from one.
-pub(super) fn check(config: &Config, out: &mut Vec<Finding>) {
+/// The Schema Registry, when a stream reads its schemas from one; whether it answered (true
+/// when no stream needs it).
+pub(super) fn check(config: &Config, out: &mut Vec<Finding>) -> bool {
     let users: Vec<(&str, ValueFormat)> = config
         .streams
         .iter()
@@ -17,7 +20,7 @@ pub(super) fn check(config: &Config, out: &mut Vec<Finding>) {
         .map(|s| (s.name.as_str(), s.format))
         .collect();
     if users.is_empty() {
-        return;
+        return true;
     }
     let registry = match Registry::<()>::new(&config.schema_registry, Arc::new(Health::new()), None)
     {
@@ -27,7 +30,7 @@ pub(super) fn check(config: &Config, out: &mut Vec<Finding>) {
                 Finding::new("schema_registry", Status::Problem, format!("{e:#}"))
                     .fix("correct the [schema_registry] setting the message names"),
             );
-            return;
+            return false;
         }
     };
     let answers = registry.probe();
@@ -48,8 +51,8 @@ pub(super) fn check(config: &Config, out: &mut Vec<Finding>) {
                         check,
                         Status::Ok,
                         format!(
-                            "the Schema Registry at {url} (schema_registry.url) answers and \
-                             accepts ravel's credentials{}",
+                            "the Schema Registry at {url} (schema_registry.url) answers as a \
+                             Schema Registry and accepts ravel's credentials{}",
                             if types.is_empty() {
                                 String::new()
                             } else {
@@ -104,4 +107,5 @@ pub(super) fn check(config: &Config, out: &mut Vec<Finding>) {
             ),
         }
     }
+    any_answers
 }

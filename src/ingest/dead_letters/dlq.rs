@@ -1,7 +1,9 @@
 //! The dead-letter producer: every rejected message is copied, unchanged, to `<topic>.dlq` with
 //! headers saying why (`ravel-reason`: the rejection reason label, `ravel-error`: the
 //! message) and where it came from (`ravel-stream`, `ravel-source-topic`,
-//! `ravel-source-partition`, `ravel-source-offset`), so a user can inspect, fix and replay it.
+//! `ravel-source-partition`, `ravel-source-offset`), beside the message's own headers (a
+//! schema id in `__value_schema_id`), so a user can inspect, fix and replay it (`ravel
+//! replay` re-produces it with its own headers, less ravel's).
 //!
 //! The producer lives on its own thread (`ravel-dlq`), so the ingest thread never waits on it:
 //! ingest hands a `Copy` over a channel and reads `Outcome`s back when it likes. A copy whose
@@ -48,6 +50,8 @@ pub struct Copy {
     /// The original payload's length when the copy carries only its first
     /// `TRUNCATED_BYTES` (the whole message was over the producer's or topic's size limit).
     pub truncated_from: Option<usize>,
+    /// The message's own headers (those named `ravel-...` left out: the copy's are ravel's).
+    pub headers: Vec<(String, Option<Vec<u8>>)>,
 }
 
 /// What a copy keeps of a payload too large to copy whole.
@@ -77,7 +81,20 @@ impl Copy {
             reason: rejection.reason.as_str().to_string(),
             error: rejection.message.clone(),
             truncated_from: None,
+            headers: Vec::new(),
         }
+    }
+
+    /// The copy with the message's own headers (`ravel-...` ones left out).
+    pub fn with_headers(mut self, headers: Option<&rdkafka::message::BorrowedHeaders>) -> Copy {
+        use rdkafka::message::Headers;
+        self.headers = headers
+            .into_iter()
+            .flat_map(|h| h.iter())
+            .filter(|h| !h.key.starts_with("ravel-"))
+            .map(|h| (h.key.to_string(), h.value.map(<[u8]>::to_vec)))
+            .collect();
+        self
     }
 }
 
@@ -326,7 +343,14 @@ impl Worker {
         let (key, payload) = (c.key.clone(), c.payload.clone());
         let (partition, offset) = (c.partition.to_string(), c.offset.to_string());
         let truncated = c.truncated_from.map(|n| n.to_string());
-        let mut headers = OwnedHeaders::new()
+        let mut headers = OwnedHeaders::new_with_capacity(c.headers.len() + 7);
+        for (k, v) in &c.headers {
+            headers = headers.insert(Header {
+                key: k.as_str(),
+                value: v.as_deref(),
+            });
+        }
+        let mut headers = headers
             .insert(Header {
                 key: "ravel-reason",
                 value: Some(c.reason.as_str()),

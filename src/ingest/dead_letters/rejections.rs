@@ -61,15 +61,18 @@ impl Warnings {
         }
         match dead_letters {
             Some(d) => {
-                d.send(Copy::new(
-                    stream,
-                    msg.topic(),
-                    msg.partition(),
-                    msg.offset(),
-                    msg.key(),
-                    msg.payload().unwrap_or(&[]),
-                    rej,
-                ));
+                d.send(
+                    Copy::new(
+                        stream,
+                        msg.topic(),
+                        msg.partition(),
+                        msg.offset(),
+                        msg.key(),
+                        msg.payload().unwrap_or(&[]),
+                        rej,
+                    )
+                    .with_headers(msg.headers()),
+                );
                 true
             }
             None => false,

@@ -28,8 +28,11 @@ use std::fmt;
 pub struct Tally {
     /// Keys (of events, named rows or a named batch's columns) the stream does not use.
     pub ignored_fields: u64,
-    /// Rows left out under `missing = "skip_row"` (a feature or the target missing).
+    /// Rows left out under `missing = "skip_row"` (a feature's value missing).
     pub skipped_rows: u64,
+    /// Rows left out because their target was absent or null (under any `missing` but
+    /// `reject`, which refuses the message).
+    pub without_target: u64,
 }
 
 impl Tally {
@@ -37,6 +40,7 @@ impl Tally {
     pub fn add(&mut self, other: Tally) {
         self.ignored_fields += other.ignored_fields;
         self.skipped_rows += other.skipped_rows;
+        self.without_target += other.without_target;
     }
 }
 
@@ -126,6 +130,57 @@ pub fn parse(payload: &[u8]) -> Result<Value, Rejection> {
     match serde_json::from_slice::<Strict>(payload) {
         Ok(Strict(v)) => Ok(v),
         Err(e) => reject(Reason::Malformed, format!("not valid JSON ({e})")),
+    }
+}
+
+/// Keys of one event kept for `state::sightings` (dotted paths to its values), and the
+/// nesting followed.
+const MAX_EVENT_KEYS: usize = 256;
+const MAX_KEY_DEPTH: usize = 8;
+
+/// Which declared fields and target an event carries (present and not null), and its keys
+/// as dotted paths to its values: one sampled event of `crate::state::sightings`. A named
+/// row's fields are those of its `"features"`; a named mini-batch is not sampled (None).
+pub fn presence(
+    msg: &Map<String, Value>,
+    fields: &Fields,
+    target: Option<&str>,
+) -> Option<crate::state::sightings::Presence> {
+    let obj = match (target, msg.get("features")) {
+        (Some(_), _) => msg,
+        (None, Some(Value::Object(features))) => features,
+        (None, _) => return None,
+    };
+    if target.is_none() && msg.contains_key("columns") {
+        return None;
+    }
+    let carried = |path: &str| lookup(obj, path).is_some_and(|v| !v.is_null());
+    let mut keys = Vec::new();
+    leaf_paths(obj, "", 0, &mut keys);
+    Some(crate::state::sightings::Presence {
+        fields: fields.fields().iter().map(|f| carried(&f.name)).collect(),
+        target: target.is_some_and(carried),
+        keys,
+    })
+}
+
+/// The dotted paths to the values of `obj` (at most `MAX_EVENT_KEYS`, `MAX_KEY_DEPTH` deep).
+fn leaf_paths(obj: &Map<String, Value>, prefix: &str, depth: usize, out: &mut Vec<String>) {
+    for (k, v) in obj {
+        if out.len() >= MAX_EVENT_KEYS {
+            return;
+        }
+        let path = if prefix.is_empty() {
+            k.clone()
+        } else {
+            format!("{prefix}.{k}")
+        };
+        match v {
+            Value::Object(inner) if depth + 1 < MAX_KEY_DEPTH && !inner.is_empty() => {
+                leaf_paths(inner, &path, depth + 1, out)
+            }
+            _ => out.push(path),
+        }
     }
 }
 
@@ -406,7 +461,7 @@ fn place(
     let Some(v) = label else {
         x.truncate(start);
         if schema.skip_missing_target {
-            tally.skipped_rows += 1;
+            tally.without_target += 1;
             return Ok(0);
         }
         return reject(
@@ -500,7 +555,7 @@ fn batch(
         .enumerate()
         .filter(|(i, f)| f.is_none() && Some(*i) != target_column)
         .count() as u64;
-    let (mut got, mut skipped) = (0, 0);
+    let (mut got, mut skipped, mut without_target) = (0, 0, 0);
     x.reserve(rows.len() * p);
     for (i, r) in rows.iter().enumerate() {
         let Value::Array(values) = r else {
@@ -558,7 +613,11 @@ fn batch(
                     format!("{at}the target '{target}' is missing"),
                 );
             }
-            _ => {
+            (_, None) => {
+                x.truncate(start);
+                without_target += 1;
+            }
+            (Row::Skipped, Some(_)) => {
                 x.truncate(start);
                 skipped += 1;
             }
@@ -566,6 +625,7 @@ fn batch(
     }
     tally.ignored_fields += unused * rows.len() as u64;
     tally.skipped_rows += skipped;
+    tally.without_target += without_target;
     Ok(got)
 }
 
@@ -719,7 +779,7 @@ mod tests {
         let f = housing(Missing::Indicator);
         let (_, y, t) = dec(no_target, &events(&f, Missing::Indicator)).unwrap();
         assert!(y.is_empty());
-        assert_eq!(t.skipped_rows, 1);
+        assert_eq!((t.without_target, t.skipped_rows), (1, 0));
     }
 
     #[test]
@@ -784,6 +844,44 @@ mod tests {
             assert_eq!(r, reason, "{msg:.80}: {m}");
             assert!(m.contains(needle), "{msg:.80}: {m}");
         }
+    }
+
+    #[test]
+    fn presence_names_the_fields_and_target_an_event_carries_and_its_keys() {
+        let f = housing(Missing::Indicator);
+        let msg = |text: &str| match super::parse(text.as_bytes()).unwrap() {
+            serde_json::Value::Object(m) => m,
+            _ => unreachable!(),
+        };
+        let p = super::presence(
+            &msg(r#"{"sqft": 1, "user": {"agee": 3, "name": null}, "region": null, "price": 2}"#),
+            &f,
+            Some("price"),
+        )
+        .unwrap();
+        assert_eq!(p.fields, [true, false, false]);
+        assert!(p.target);
+        let mut keys = p.keys.clone();
+        keys.sort();
+        assert_eq!(keys, ["price", "region", "sqft", "user.agee", "user.name"]);
+        let p = super::presence(&msg(r#"{"sqft": 1, "delivery": 2}"#), &f, Some("price")).unwrap();
+        assert!(!p.target);
+        // Named rows: the fields of "features"; named mini-batches are not sampled.
+        let p = super::presence(
+            &msg(r#"{"features": {"region": "east"}, "y": 1}"#),
+            &f,
+            None,
+        )
+        .unwrap();
+        assert_eq!(p.fields, [false, false, true]);
+        assert!(
+            super::presence(
+                &msg(r#"{"columns": ["sqft"], "rows": [[1]], "y": [1]}"#),
+                &f,
+                None
+            )
+            .is_none()
+        );
     }
 
     #[test]

@@ -87,6 +87,32 @@ pub fn decode_tallied(
     }
 }
 
+/// Which declared fields and target a message carries (`events::presence`), read as
+/// `decode` reads it: a JSON event or named row, or a schema'd value's record. None for what
+/// is not read by name (positional and binary rows, named mini-batches) or cannot be read.
+pub fn presence(payload: &[u8], schema: &Schema) -> Option<crate::state::sightings::Presence> {
+    let fields = schema.fields?;
+    let value = if let Some(wire) = schema.wire {
+        match wire
+            .locate(payload, schema.schema_header)
+            .ok()?
+            .tree()
+            .ok()?
+        {
+            crate::schemas::Record::Tree(v) => v,
+            crate::schemas::Record::Json(text) => events::parse(text).ok()?,
+        }
+    } else if payload.starts_with(&BINARY_MAGIC) {
+        return None;
+    } else {
+        events::parse(payload).ok()?
+    };
+    match value {
+        serde_json::Value::Object(msg) => events::presence(&msg, fields, schema.target),
+        _ => None,
+    }
+}
+
 /// A schema'd value: its record as named fields, read as an event through the stream's fields.
 fn decode_schemad(
     wire: &crate::schemas::Wire,

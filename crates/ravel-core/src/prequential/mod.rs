@@ -7,7 +7,9 @@
 //! extracted from the statistics at every whole multiple of R rows (`refit`, the service's
 //! `quality.every_rows`): row t (1-based) is predicted by the model of the statistics after
 //! the first floor((t - 1) / R) R rows, so the schedule does not depend on how rows are
-//! batched. Before the first refit point there is no model and the prediction is 0; a failed
+//! batched. Before the first model the prediction is the null model's: the running mean of
+//! the targets pushed before the row (0 for the first), the baseline the figures' R^2 compares
+//! with (`quality`), so R^2 is 0 until the first model instead of below it; a failed
 //! extraction (too few rows, one class only) keeps the previous model until the next refit
 //! point. Statistics that start with rows (a service restarted from a checkpoint at n not a
 //! multiple of R) get their first model at once. With R = 1 every row is predicted from all
@@ -72,6 +74,9 @@ pub struct TestThenTrain {
     /// Extractions tried and failed.
     extractions: u64,
     failures: u64,
+    /// The targets pushed so far and their running mean: the null model's prediction.
+    targets: u64,
+    mean_y: f64,
 }
 
 impl TestThenTrain {
@@ -98,6 +103,8 @@ impl TestThenTrain {
             started_at: None,
             extractions: 0,
             failures: 0,
+            targets: 0,
+            mean_y: 0.0,
         })
     }
 
@@ -121,9 +128,10 @@ impl TestThenTrain {
         (self.extractions, self.failures)
     }
 
-    /// Predicts each row of a batch (row-major x, p per row) into `scores` (appended), then
-    /// folds it into `stats` with `fold(stats, rows)`, in pieces that end at the refit
-    /// points; the model is re-extracted at each. On an error of `fold` the rows before the
+    /// Predicts each row of a batch (row-major x, p per row; `y` its targets) into `scores`
+    /// (appended), then folds it into `stats` with `fold(stats, rows)`, in pieces that end at
+    /// the refit points; the model is re-extracted at each. Before the first model a row is
+    /// predicted by the running mean of the targets before it (the null model). On an error of `fold` the rows before the
     /// failed piece stay folded and `scores` holds the predictions up to the failed piece's
     /// end: callers check the rows first (the service validates every message; `Prequential`
     /// checks the batch).
@@ -131,11 +139,12 @@ impl TestThenTrain {
         &mut self,
         stats: &mut Stats,
         x: &[f64],
-        rows: usize,
+        y: &[f64],
         scores: &mut Vec<f64>,
         mut fold: impl FnMut(&mut Stats, Range<usize>) -> Result<(), E>,
     ) -> Result<(), E> {
         let p = stats.p();
+        let rows = y.len();
         let started_at = *self.started_at.get_or_insert(stats.n());
         let mut at = 0;
         while at < rows {
@@ -149,9 +158,15 @@ impl TestThenTrain {
             }
             let next = (n / self.refit + 1) * self.refit;
             let end = at + ((rows - at) as u64).min(next - n) as usize;
-            match &self.model {
-                Some(m) => scores.extend((at..end).map(|i| m.score(&x[i * p..(i + 1) * p]))),
-                None => scores.extend(std::iter::repeat_n(0.0, end - at)),
+            for (i, &target) in y.iter().enumerate().take(end).skip(at) {
+                scores.push(match &self.model {
+                    Some(m) => m.score(&x[i * p..(i + 1) * p]),
+                    None => self.mean_y,
+                });
+                // As `Quality::observe` updates its baseline, so that the null model's
+                // prediction is that baseline to the bit.
+                self.targets += 1;
+                self.mean_y += (target - self.mean_y) / self.targets as f64;
             }
             fold(stats, at..end)?;
             at = end;
@@ -302,7 +317,7 @@ impl Prequential {
             let (xs, ys) = (&x[at * p..end * p], &y[at..end]);
             self.scores.clear();
             self.ttt
-                .push(&mut self.stats, xs, len, &mut self.scores, |s, r| {
+                .push(&mut self.stats, xs, ys, &mut self.scores, |s, r| {
                     s.update_batch(&xs[r.start * p..r.end * p], &ys[r])
                 })?;
             self.window_sq += ys
@@ -369,7 +384,7 @@ mod tests {
         while at < y.len() {
             let end = (at + batch).min(y.len());
             let (bx, by) = (&x[at * p..end * p], &y[at..end]);
-            ttt.push(&mut stats, bx, end - at, &mut scores, |s, r| {
+            ttt.push(&mut stats, bx, by, &mut scores, |s, r| {
                 s.update_batch(&bx[r.start * p..r.end * p], &by[r])
             })
             .unwrap();
@@ -384,7 +399,8 @@ mod tests {
         assert_eq!(a.1, b.1, "{what}: extractions");
         assert_eq!(a.0.len(), b.0.len(), "{what}");
         for (i, (x, y)) in a.0.iter().zip(&b.0).enumerate() {
-            // Exactly 0 where no model predicts, within 1e-12 where one does.
+            // Exactly 0 where both predict 0 (the null model's first row), within 1e-12
+            // elsewhere.
             assert_eq!(*x == 0.0, *y == 0.0, "{what}: row {i}: {x} vs {y}");
             assert!(
                 (x - y).abs() <= 1e-12 * x.abs().max(1.0),
@@ -398,10 +414,31 @@ mod tests {
         let (p, n) = (3, 57);
         let (x, y) = rows(n, p);
         let (one, ext) = replay(&x, &y, p, 0, 1);
-        // Models at 10, 20, ..., 50 rows; rows 1-10 are predicted as 0.
+        // Models at 10, 20, ..., 50 rows; rows 1-10 are predicted by the null model: the mean
+        // of the targets before each (0 for the first), exactly as the figures' baseline.
         assert_eq!(ext, 5);
-        assert!(one[..10].iter().all(|&s| s == 0.0));
+        let mut mean = 0.0;
+        for (i, &s) in one[..10].iter().enumerate() {
+            assert_eq!(s, mean, "row {}", i + 1);
+            mean += (y[i] - mean) / (i + 1) as f64;
+        }
+        let plain: f64 = y[..9].iter().sum::<f64>() / 9.0;
+        assert!(
+            (one[9] - plain).abs() <= 1e-12 * plain.abs(),
+            "{} vs {plain}",
+            one[9]
+        );
         assert!(one[10..].iter().all(|&s| s != 0.0));
+        // Its figures: R^2 exactly 0 over those rows (the baseline predicts the same).
+        let mut q = Quality::new(QualitySpec {
+            task: Task::Regression,
+            window: 10,
+            decay_rows: 10.0,
+            w_pos: 1.0,
+            w_neg: 1.0,
+        });
+        q.observe(&one[..10], &y[..10]);
+        assert_eq!(q.report().total.r2, Some(0.0));
         for batch in [3, 7, 10, 13, 57] {
             // A first batch that ends between refit points extracts no model there.
             let batched = replay(&x, &y, p, 0, batch);

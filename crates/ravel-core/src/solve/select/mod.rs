@@ -293,6 +293,16 @@ pub const DEFAULT_METHOD: Method = Method::Olsth;
 /// while covering supports three times paper 003's k* = 100. A request's `k` goes further.
 pub const DEFAULT_K_MAX: usize = 300;
 
+/// Whether `method`'s path runs over k (k = 1..=k, the support growing): olsth, fsa, iht,
+/// htp. A `select` request naming one without `k` takes the default largest k
+/// (`default_k_max`), as a request naming no method does.
+pub fn selects_over_k(method: Method) -> bool {
+    matches!(
+        method,
+        Method::Olsth | Method::Fsa | Method::Iht | Method::Htp
+    )
+}
+
 /// The largest k of the default k-path on a stream of p features and n rows: `DEFAULT_K_MAX`,
 /// at most p and n / 2. Beyond n / 2 a least-squares refit spends half the rows on its
 /// coefficients (its RSS falls by about k / n of the noise whatever the features), and the

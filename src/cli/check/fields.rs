@@ -1,0 +1,221 @@
+//! `ravel check`'s look at the data: for each stream declared with named fields, the topic's
+//! latest messages (at most `ingest.field_check_events`, read from the end of each partition
+//! by assignment, never committed) decoded with the stream's format as ingest decodes them,
+//! and every declared field or target absent from all of them named with the event keys
+//! closest to it ("did you mean customer.age"). A misspelled name is otherwise learned
+//! quietly: a column of zeros, or no row at all.
+
+use super::{Finding, Status};
+use crate::config::{Config, StreamConfig};
+use crate::health::Health;
+use crate::ingest::format::{self, Schema};
+use crate::kafka::{Client, KafkaClients};
+use crate::schemas::{SchemaRegistry, Wire};
+use crate::state::sightings::Sightings;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::{Headers, Message};
+use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The declared fields of each stream against its topic's latest messages. `registry_ok`:
+/// the Schema Registry answered the registry check (schema'd streams are sampled only then).
+pub(super) fn check(config: &Config, timeout: Duration, registry_ok: bool, out: &mut Vec<Finding>) {
+    if config.kafka.embedded() {
+        return;
+    }
+    let named: Vec<&StreamConfig> = config
+        .streams
+        .iter()
+        .filter(|s| s.fields().ok().flatten().is_some())
+        .collect();
+    if named.is_empty() {
+        return;
+    }
+    let clients = KafkaClients::new(&config.kafka, &config.kafka.brokers);
+    let mut cfg = clients.config(
+        Client::Check,
+        &[
+            ("group.id", clients.group().to_string()),
+            ("enable.auto.commit", "false".into()),
+            ("enable.auto.offset.store", "false".into()),
+        ],
+    );
+    cfg.set("allow.auto.create.topics", "false");
+    let Ok(consumer) = cfg.create::<BaseConsumer>() else {
+        // The cluster check names a configuration librdkafka refuses.
+        return;
+    };
+    // The registry's waits end with the check's (a stop of the fetch's backoff).
+    let (stop, stopping) = crate::shutdown::channel();
+    let registry = config
+        .schema_registry
+        .configured()
+        .then(|| {
+            SchemaRegistry::new(
+                &config.schema_registry,
+                Arc::new(Health::new()),
+                Some(stopping),
+            )
+            .ok()
+            .map(Arc::new)
+        })
+        .flatten();
+    let until = Instant::now() + timeout;
+    std::thread::spawn(move || {
+        std::thread::sleep(timeout);
+        drop(stop);
+    });
+    for s in named {
+        let schemad = !s.format.is_ravel() && s.avro_schema_file.is_none();
+        if schemad && !registry_ok {
+            out.push(Finding::new(
+                format!("fields:{}", s.name),
+                Status::Info,
+                format!(
+                    "topic '{}' not sampled: its schemas come from the Schema Registry, which \
+                     did not answer (see its check)",
+                    s.topic()
+                ),
+            ));
+            continue;
+        }
+        out.push(stream(config, s, &consumer, registry.as_ref(), until));
+    }
+}
+
+/// One stream's finding.
+fn stream(
+    config: &Config,
+    s: &StreamConfig,
+    consumer: &BaseConsumer,
+    registry: Option<&Arc<SchemaRegistry>>,
+    until: Instant,
+) -> Finding {
+    let check = format!("fields:{}", s.name);
+    let topic = s.topic();
+    let fields = match s.fields() {
+        Ok(Some(f)) => f,
+        _ => return Finding::new(check, Status::Info, "no named fields"),
+    };
+    let wire = match Wire::of_stream(s, registry) {
+        Ok(w) => w,
+        Err(e) => return Finding::new(check, Status::Problem, format!("{e:#}")),
+    };
+    let limit = config.ingest.field_check_events;
+    let sightings = Sightings::new(
+        fields.fields().iter().map(|f| f.name.clone()).collect(),
+        s.target.clone(),
+        limit,
+    );
+    let left = |until: Instant| until.saturating_duration_since(Instant::now());
+    let partitions: Vec<i32> = match consumer.fetch_metadata(Some(topic.as_str()), left(until)) {
+        Ok(md) => md
+            .topics()
+            .iter()
+            .flat_map(|t| t.partitions().iter().map(|p| p.id()))
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    if partitions.is_empty() {
+        return Finding::new(
+            check,
+            Status::Info,
+            format!("topic '{topic}' has no partition to sample (see its check)"),
+        );
+    }
+    // The latest messages, shared out between the partitions.
+    let parts = partitions.len() as i64;
+    let quota = (limit as i64 + parts - 1) / parts;
+    let mut tpl = TopicPartitionList::new();
+    let mut expected = 0i64;
+    for p in &partitions {
+        let Ok((low, high)) = consumer.fetch_watermarks(&topic, *p, left(until)) else {
+            continue;
+        };
+        let start = low.max(high - quota);
+        if high > start {
+            expected += high - start;
+            let _ = tpl.add_partition_offset(&topic, *p, Offset::Offset(start));
+        }
+    }
+    if expected == 0 || consumer.assign(&tpl).is_err() {
+        return Finding::new(
+            check,
+            Status::Info,
+            format!("topic '{topic}' holds no message to sample yet"),
+        );
+    }
+    let schema = Schema {
+        p: fields.p(),
+        fields: Some(&fields),
+        target: s.target.as_deref(),
+        skip_missing_target: true,
+        classification: false,
+        unlabelled: false,
+        wire: wire.as_ref(),
+        schema_header: None,
+    };
+    let mut read = 0i64;
+    while read < expected && sightings.wants() && Instant::now() < until {
+        let Some(Ok(m)) = consumer.poll(left(until).min(Duration::from_millis(200))) else {
+            continue;
+        };
+        read += 1;
+        let header = m.headers().and_then(|h| {
+            h.iter()
+                .find(|h| h.key == crate::schemas::VALUE_SCHEMA_HEADER)
+                .and_then(|h| h.value)
+        });
+        let schema = Schema {
+            schema_header: wire.as_ref().and(header),
+            ..schema
+        };
+        if let Some(seen) = m.payload().and_then(|b| format::presence(b, &schema)) {
+            sightings.record(seen);
+        }
+    }
+    let _ = consumer.unassign();
+    let summary = sightings.summary();
+    if summary.events == 0 {
+        return Finding::new(
+            check,
+            Status::Info,
+            format!(
+                "none of the {read} latest messages of topic '{topic}' is read by name (an \
+                 event or a named row): nothing to compare the declared fields with"
+            ),
+        );
+    }
+    let never = sightings.absent();
+    match crate::state::sightings::warning(&never, summary.events) {
+        None => Finding::new(
+            check,
+            Status::Ok,
+            format!(
+                "every declared field{} of stream '{}' is in the {} latest messages of topic \
+                 '{topic}'",
+                if s.target.is_some() {
+                    " and the target"
+                } else {
+                    ""
+                },
+                s.name,
+                summary.events
+            ),
+        ),
+        Some(w) => Finding::new(
+            check,
+            Status::Problem,
+            format!(
+                "stream '{}' on topic '{topic}': {}",
+                s.name,
+                w.replace("the first", "the latest")
+            ),
+        )
+        .fix(format!(
+            "correct the names in [[streams]] name = \"{}\" (features, target) to the events' keys",
+            s.name
+        )),
+    }
+}
