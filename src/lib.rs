@@ -19,7 +19,8 @@
 //!   configured streams are checked against).
 //! - `kafka`: the cluster itself: the one librdkafka client configuration (`client`), the
 //!   embedded broker (`broker`, `ravel broker`), every topic checked at start (`topics`),
-//!   authorization errors (`authz`).
+//!   authorization errors (`authz`), standalone assignment and its watch for a second
+//!   instance (`standalone`).
 //! - `schemas`: schema'd message values (`format = "avro"`, `protobuf`, `json-schema`): the
 //!   Confluent framing, the Schema Registry client (`registry`), Avro and Protobuf records
 //!   decoded into named fields for the ingest's field mapping.

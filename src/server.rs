@@ -160,6 +160,7 @@ pub async fn run(
         ready: ready.clone(),
         health: health.clone(),
         state_reader,
+        assignment: config.kafka.assignment,
         shutdown: shutdown.clone(),
     })?;
     // Scorers: each its own consumer group and producer, on its own thread.
@@ -178,6 +179,8 @@ pub async fn run(
             dead_letter: config.ingest.dead_letter,
             metrics: metrics.clone(),
             health: health.clone(),
+            assignment: config.kafka.assignment,
+            shared: config.state.store == StoreKind::Kafka,
             shutdown: shutdown.clone(),
         })?);
     }
