@@ -591,9 +591,26 @@ fn each_bad_message_has_one_dead_letter_copy_across_sigkills() {
         *seen.entry(source).or_insert(0) += 1;
     }
     let twice: Vec<_> = seen.iter().filter(|(_, n)| **n > 1).collect();
+    // What each run found in the dead-letter topic at its first copy.
+    let found: Vec<String> = (1..=kills + 1)
+        .flat_map(|run| {
+            let text = std::fs::read_to_string(dir.path().join(format!("serve{run}.log")))
+                .unwrap_or_default();
+            text.lines()
+                .filter(|l| l.contains("dead-letter topic"))
+                .map(|l| format!("run {run}: {l}"))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(
+        found
+            .iter()
+            .all(|l| !l.contains("cannot read the dead-letter topic")),
+        "{found:#?}"
+    );
     assert!(
         twice.is_empty(),
-        "{} bad messages copied more than once (first {:?})",
+        "{} bad messages copied more than once (first {:?}); {found:#?}",
         twice.len(),
         &twice[..twice.len().min(5)]
     );

@@ -438,7 +438,8 @@ fn a_scorer_killed_mid_stream_scores_every_event_exactly_once() {
             t.create_topic(topic, n, None);
         }
         let b = t.brokers.clone();
-        let kafka = "[kafka]\nassignment = \"standalone\"\n[kafka.options]\n\"batch.num.messages\" = \"1\"";
+        let kafka =
+            "[kafka]\nassignment = \"standalone\"\n[kafka.options]\n\"batch.num.messages\" = \"1\"";
         (None, Some(t), b, kafka)
     } else {
         let args: Vec<String> = topics
@@ -513,9 +514,16 @@ model = {{ method = "lasso", k = 2 }}
                 std::thread::sleep(Duration::from_millis(50));
             }
             wait_scorer_model(&base);
-            let r = client().get(format!("{base}/readyz")).send().unwrap();
-            let r: Value = r.json().unwrap();
-            assert_eq!(r["scorers"][0]["delivery"], "exactly_once", "{r}");
+            // Decided when the scorer starts reading (its topics' partition counts).
+            wait_for(
+                "exactly_once in /readyz",
+                &dir.path().join("serve1.log"),
+                || {
+                    let r = client().get(format!("{base}/readyz")).send().ok()?;
+                    let r: Value = r.json().ok()?;
+                    (r["scorers"][0]["delivery"] == "exactly_once").then_some(())
+                },
+            );
             std::thread::sleep(Duration::from_secs(1));
             let thread = {
                 let (b, events) = (b.clone(), events.clone());
@@ -580,6 +588,19 @@ model = {{ method = "lasso", k = 2 }}
             "event {i}: {v} vs {want}"
         );
         assert_eq!(s.value["model"]["n"], ROWS as u64);
+    }
+    // Every restart read its output's tail (else it would resume at the committed offset: at
+    // least once).
+    for run in 1..=kills + 1 {
+        let log = std::fs::read_to_string(dir.path().join(format!("serve{run}.log"))).unwrap();
+        assert!(
+            !log.contains("cannot read the output's tail"),
+            "run {run}: {log}"
+        );
+        assert!(
+            log.contains("scorer partition assigned"),
+            "run {run}: {log}"
+        );
     }
     let twice: Vec<usize> = (0..n_events).filter(|&i| by_event[i] > 1).collect();
     let missing: Vec<usize> = (0..n_events).filter(|&i| by_event[i] == 0).collect();

@@ -66,7 +66,7 @@ type Source = (String, String, i32, i64);
 
 /// Reads the copies already in a dead-letter topic.
 struct Tail {
-    /// A consumer of no group, assigned the topic being read.
+    /// A consumer assigned the topic being read (`KafkaClients::reader`).
     reader: rdkafka::consumer::BaseConsumer,
 }
 
@@ -236,7 +236,7 @@ pub struct DeadLetters {
 
 impl DeadLetters {
     /// Creates the producer (`config` is the dead-letter client's) and starts its thread;
-    /// `reader` (a consumer's configuration, no group) reads the copies already in each
+    /// `reader` (`KafkaClients::reader`'s configuration) reads the copies already in each
     /// dead-letter topic (None: none are looked for, delivery is at least once).
     pub fn start(
         config: &ClientConfig,

@@ -145,7 +145,7 @@ const TAIL_WAIT: Duration = Duration::from_secs(30);
 
 /// Exactly once: reads the tail of the output partitions.
 struct Tail {
-    /// A consumer of no group: assigned one output partition at a time.
+    /// A consumer that assigns itself one output partition at a time (`KafkaClients::reader`).
     reader: BaseConsumer,
     scorer: String,
     topic: String,
@@ -577,16 +577,9 @@ impl Scorer {
         }
         let reader: Result<BaseConsumer, _> = self
             .clients
-            .config(
+            .reader(
                 crate::kafka::Client::ScorerConsumer,
-                &[
-                    ("enable.auto.commit", "false".into()),
-                    ("auto.offset.reset", "earliest".into()),
-                    (
-                        "fetch.wait.max.ms",
-                        crate::kafka::FETCH_WAIT_MAX_MS.to_string(),
-                    ),
-                ],
+                &self.config.group(self.clients.group()),
             )
             .create();
         match reader {

@@ -292,11 +292,20 @@ impl KafkaClients {
         self.config(Client::DeadLetters, &[("linger.ms", "20".into())])
     }
 
-    /// The reader of the copies already in a dead-letter topic: a consumer of no group.
+    /// The reader of the copies already in a dead-letter topic: a consumer that assigns
+    /// itself partitions and never joins nor commits to its group `<group>.reader`
+    /// (librdkafka refuses an assignment to a consumer without a group id).
     pub fn dead_letter_reader(&self) -> ClientConfig {
+        self.reader(Client::DeadLetterReader, &self.group)
+    }
+
+    /// A consumer that reads topics back by assigning itself partitions (never joining nor
+    /// committing to `<group>.reader`): the dead-letter reader, a scorer's output reader.
+    pub fn reader(&self, client: Client, group: &str) -> ClientConfig {
         self.config(
-            Client::DeadLetterReader,
+            client,
             &[
+                ("group.id", format!("{group}.reader")),
                 ("enable.auto.commit", "false".into()),
                 ("auto.offset.reset", "earliest".into()),
                 ("fetch.wait.max.ms", FETCH_WAIT_MAX_MS.to_string()),
@@ -473,7 +482,7 @@ mod tests {
             k.dead_letter_reader().get("session.timeout.ms"),
             Some("30000")
         );
-        assert_eq!(k.dead_letter_reader().get("group.id"), None);
+        assert_eq!(k.dead_letter_reader().get("group.id"), Some("ravel.reader"));
         for c in [
             k.dead_letters(),
             k.labels(),
