@@ -88,6 +88,20 @@ pub struct ScorerHealth {
     pub model_rows: Option<u64>,
 }
 
+/// A consumer that assigns itself every partition of its topics (`kafka.assignment =
+/// "standalone"`): its group, the name its commits carry, and the other instances seen
+/// committing to the same group in that mode (each one a reason to be not ready: both read
+/// every message).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct StandaloneHealth {
+    /// `ingest` or `scorer '<name>'`.
+    pub consumer: String,
+    pub group: String,
+    /// This instance's name in its commits (`kafka.instance_id`, else host and process id).
+    pub instance: String,
+    pub other_instances: Vec<String>,
+}
+
 /// Unix milliseconds as `YYYY-MM-DDTHH:MM:SSZ` (UTC), without a date crate: the days since
 /// 1970 turned into a civil date (Howard Hinnant's `civil_from_days`).
 pub fn utc_rfc3339(unix_ms: u64) -> String {
@@ -188,6 +202,8 @@ pub struct HealthState {
     /// Why the Schema Registry cannot answer (None: it answers, or was not needed yet).
     pub schema_registry: Option<String>,
     pub scorers: Vec<ScorerHealth>,
+    /// The consumers in standalone assignment (`kafka.assignment`).
+    pub standalone: Vec<StandaloneHealth>,
 }
 
 #[derive(Debug, Default)]
@@ -263,6 +279,18 @@ impl Health {
         match state.scorers.iter_mut().find(|s| s.name == scorer.name) {
             Some(s) => *s = scorer,
             None => state.scorers.push(scorer),
+        }
+    }
+    /// A standalone consumer's state (replacing the last one of that consumer).
+    pub fn set_standalone(&self, s: StandaloneHealth) {
+        let mut state = self.lock();
+        match state
+            .standalone
+            .iter_mut()
+            .find(|x| x.consumer == s.consumer)
+        {
+            Some(x) => *x = s,
+            None => state.standalone.push(s),
         }
     }
     pub fn set_held(&self, held: Vec<HeldPartition>) {

@@ -25,7 +25,8 @@
 //!   decoding and the API's predictions.
 //! - `kafka`: the cluster itself: the one librdkafka client configuration (`client`), the
 //!   embedded broker (`broker`, `ravel broker`), every topic checked at start (`topics`),
-//!   authorization errors (`authz`).
+//!   authorization errors (`authz`), standalone assignment and its watch for a second
+//!   instance (`standalone`).
 //! - `schemas`: schema'd message values (`format = "avro"`, `protobuf`, `json-schema`): the
 //!   Confluent framing (`mod.rs`), the Schema Registry client (`registry`), Avro (`avro`) and
 //!   Protobuf (`protobuf`) records decoded into named fields for the ingest's field mapping.

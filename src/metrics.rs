@@ -19,6 +19,7 @@ pub struct Metrics {
     pub scorer_rejected: IntCounterVec,
     pub scorer_delivery_failures: IntCounterVec,
     pub scorer_model_rows: IntGaugeVec,
+    pub scorer_lag: IntGaugeVec,
     /// Rows folded into a stream's statistics.
     pub observations_applied: IntCounterVec,
     /// Kafka messages read, by stream.
@@ -334,6 +335,11 @@ impl Metrics {
                 "Rows of the statistics the scorer's current model was extracted from",
                 &["scorer"],
             ),
+            scorer_lag: int_gauge(
+                "ravel_scorer_lag_messages",
+                "Messages of the scorer's input not read yet (the partitions' ends as last fetched, less the scorer's positions), over its assigned partitions",
+                &["scorer"],
+            ),
             stream_quality_window_fill: gauge(
                 "ravel_stream_quality_window_fill",
                 "Rows in the quality window over quality.window_rows (per partition folded here): 1 when full",
@@ -510,6 +516,7 @@ impl Metrics {
         }
         self.scorer_delivery_failures.with_label_values(&[scorer]);
         self.scorer_model_rows.with_label_values(&[scorer]);
+        self.scorer_lag.with_label_values(&[scorer]);
     }
 
     pub fn declare_stream(&self, stream: &str) {

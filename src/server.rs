@@ -170,6 +170,7 @@ pub async fn run(
         ready: ready.clone(),
         health: health.clone(),
         state_reader,
+        assignment: config.kafka.assignment,
         shutdown: shutdown.clone(),
     })?;
     // Scorers: each its own consumer group and producer, on its own thread.
@@ -188,6 +189,8 @@ pub async fn run(
             dead_letter: config.ingest.dead_letter,
             metrics: metrics.clone(),
             health: health.clone(),
+            assignment: config.kafka.assignment,
+            shared: config.state.store == StoreKind::Kafka,
             shutdown: shutdown.clone(),
         })?);
     }

@@ -478,3 +478,136 @@ fn secrets_in_kafka_options_are_never_logged_or_served() {
     }
     drop(broker);
 }
+
+/// Issue 46: bad messages among good ones while the service is SIGKILLed at random points:
+/// each restart re-reads what its last checkpoint did not hold, and each bad message's copy is
+/// in `.dlq` exactly once (by source partition and offset); n and OLS are those of the good
+/// rows. `RAVEL_DLQ_BAD` and `RAVEL_DLQ_KILLS` set the size (CI: 1500 bad messages among 6000
+/// rows, 3 kills; issue 46: 5000 and 3).
+#[test]
+fn each_bad_message_has_one_dead_letter_copy_across_sigkills() {
+    let env = |name: &str, default: usize| -> usize {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let (bad_n, kills) = (env("RAVEL_DLQ_BAD", 1500), env("RAVEL_DLQ_KILLS", 3));
+    let rows = 4 * bad_n;
+    const TOPIC: &str = "t.once";
+    let dir = tempfile::tempdir().unwrap();
+    let (_broker, brokers) = Proc::start(
+        "ravel broker",
+        &[
+            "broker",
+            "--topic",
+            &format!("{TOPIC}:{PARTITIONS}"),
+            "--topic",
+            &format!("{TOPIC}.dlq:1"),
+        ],
+        &[],
+        &dir.path().join("broker.log"),
+    );
+    write_config(dir.path(), TOPIC, "once", "block", false);
+    let names = names(P);
+    let (x, y) = synthetic(P, 2, rows, 46);
+    let all = dir.path().join("all.csv");
+    write_csv(&all, &names, &x, &y);
+    // Bad messages spread over the partitions and the stream.
+    let bad: Vec<(i32, usize)> = (0..bad_n)
+        .map(|i| ((i % PARTITIONS as usize) as i32, i * rows / bad_n))
+        .collect();
+    let dead_here = |base: &str| {
+        client()
+            .get(format!("{base}/metrics"))
+            .send()
+            .ok()
+            .and_then(|r| r.text().ok())
+            .and_then(|m| sample(&m, "ravel_dead_letters_total{stream=\"r\"}"))
+            .unwrap_or(0.0)
+    };
+    let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut random_ms = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % 1000
+    };
+    let mut producing = None;
+    let mut bad_offsets = None;
+    for run in 1..=kills {
+        let (s, base, log) = serve(dir.path(), &brokers, run);
+        if run == 1 {
+            wait_for("ready", &log, || {
+                (get(&base, "/readyz").0 == 200).then_some(())
+            });
+            let (b, x, y, bad) = (brokers.clone(), x.clone(), y.clone(), bad.clone());
+            producing = Some(std::thread::spawn(move || {
+                stream_rows(&b, TOPIC, &x, &y, &bad)
+            }));
+        }
+        // Kill once this run has sent copies, at a random point after.
+        wait_for("a dead-letter copy", &log, || {
+            (dead_here(&base) >= 1.0).then_some(())
+        });
+        std::thread::sleep(Duration::from_millis(random_ms()));
+        s.signal("-KILL");
+        drop(s);
+        if run == kills {
+            bad_offsets = producing.take().map(|t| t.join().unwrap());
+        }
+    }
+    let bad_offsets = bad_offsets.unwrap();
+    let (mut last, base, log) = serve(dir.path(), &brokers, kills + 1);
+    wait_for("every good row", &log, || {
+        (get(&base, "/v1/streams/r").1["n"].as_u64()? == rows as u64).then_some(())
+    });
+    ols_equals_fit(&base, &all, rows);
+    // Every copy delivered (nothing held), then the topic holds one per bad message.
+    wait_for("no held partition", &log, || {
+        get(&base, "/readyz").1["held_partitions"]
+            .as_array()?
+            .is_empty()
+            .then_some(())
+    });
+    std::thread::sleep(Duration::from_secs(1));
+    let copies = read_topic(&brokers, &format!("{TOPIC}.dlq"), bad_n);
+    let mut seen = std::collections::BTreeMap::new();
+    for (_, h) in &copies {
+        let source: (i32, i64) = (
+            h["ravel-source-partition"].parse().unwrap(),
+            h["ravel-source-offset"].parse().unwrap(),
+        );
+        *seen.entry(source).or_insert(0) += 1;
+    }
+    let twice: Vec<_> = seen.iter().filter(|(_, n)| **n > 1).collect();
+    // What each run found in the dead-letter topic at its first copy.
+    let found: Vec<String> = (1..=kills + 1)
+        .flat_map(|run| {
+            let text = std::fs::read_to_string(dir.path().join(format!("serve{run}.log")))
+                .unwrap_or_default();
+            text.lines()
+                .filter(|l| l.contains("dead-letter topic"))
+                .map(|l| format!("run {run}: {l}"))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(
+        found
+            .iter()
+            .all(|l| !l.contains("cannot read the dead-letter topic")),
+        "{found:#?}"
+    );
+    assert!(
+        twice.is_empty(),
+        "{} bad messages copied more than once (first {:?}); {found:#?}",
+        twice.len(),
+        &twice[..twice.len().min(5)]
+    );
+    let want: std::collections::BTreeSet<(i32, i64)> = bad_offsets.into_iter().collect();
+    let have: std::collections::BTreeSet<(i32, i64)> = seen.keys().copied().collect();
+    assert_eq!(have, want, "one copy of each bad message");
+    assert_eq!(messages_in(&brokers, &format!("{TOPIC}.dlq")), bad_n as i64);
+    last.signal("-TERM");
+    assert!(last.wait());
+}

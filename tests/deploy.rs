@@ -426,8 +426,8 @@ fn labels_match(selector: &Yaml, labels: &Yaml) -> bool {
 fn kustomize_renders_probes_config_mount_pdb_and_grace_period() {
     let docs = kustomize();
     let kind = |k: &str| -> Vec<&Yaml> { docs.iter().filter(|d| d["kind"] == k).collect() };
-    let [deploy] = kind("Deployment")[..] else {
-        panic!("one Deployment")
+    let [deploy] = kind("StatefulSet")[..] else {
+        panic!("one StatefulSet")
     };
     let [cm] = kind("ConfigMap")[..] else {
         panic!("one ConfigMap")
@@ -511,6 +511,19 @@ fn kustomize_renders_probes_config_mount_pdb_and_grace_period() {
         assert_eq!(get["path"], path, "{probe}");
         assert_eq!(port_of(&get["port"]), port, "{probe} port");
     }
+    // Static group membership: each pod's stable name (`ravel-0`, `ravel-1`) is its
+    // kafka.instance_id, so a restarted pod gets its partitions back without a rebalance.
+    let instance = c["env"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "RAVEL_KAFKA__INSTANCE_ID")
+        .expect("RAVEL_KAFKA__INSTANCE_ID is set");
+    assert_eq!(
+        instance["valueFrom"]["fieldRef"]["fieldPath"],
+        "metadata.name"
+    );
+    assert_eq!(deploy["spec"]["serviceName"], svc["metadata"]["name"]);
     assert!(c["resources"]["requests"]["cpu"].as_str().is_some());
     assert!(c["resources"]["limits"]["memory"].as_str().is_some());
 
@@ -939,6 +952,8 @@ fn compose_parses_references_existing_files_and_its_producer_runs() {
     assert_eq!(replicas, ["ravel-1", "ravel-2"]);
     for r in &replicas {
         assert_eq!(svc(r)["environment"]["RAVEL_KAFKA__BROKERS"], "kafka:9092");
+        // Static group membership: the service's name, stable across restarts.
+        assert_eq!(svc(r)["environment"]["RAVEL_KAFKA__INSTANCE_ID"], *r);
         assert!(svc(r)["build"].is_mapping());
         // SIGTERM, then the last checkpoint and the HTTP drain before SIGKILL.
         let grace: u64 = s(&svc(r)["stop_grace_period"])

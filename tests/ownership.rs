@@ -47,6 +47,9 @@ fn a_second_group_member_taking_partitions_makes_the_service_not_ready() {
         None,
     );
     cfg.kafka.group_id = "ownership-test".into();
+    // The group protocol (on the embedded broker `auto` is standalone assignment, which no
+    // member of the group takes partitions from).
+    cfg.kafka.assignment = ravel::config::Assignment::Group;
     cfg.kafka
         .options
         .insert("session.timeout.ms".into(), "6000".into());

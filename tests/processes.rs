@@ -75,16 +75,11 @@ fn high_watermarks(brokers: &str) -> Vec<i64> {
 }
 
 /// Commits offset 0 for every partition: the state a crash between checkpoint and commit
-/// leaves (Kafka's offsets behind the checkpoint's). The commit comes from a member of the
-/// group (the mock broker refuses commits from outside the group), which then leaves it.
+/// leaves (Kafka's offsets behind the checkpoint's). The commit comes from outside the group,
+/// as the service's own in standalone assignment (the default on the embedded broker): the
+/// group has never had a member (the mock broker refuses such commits once it had one).
 fn rewind_group(brokers: &str) {
     let consumer = group_client(brokers);
-    consumer.subscribe(&[TOPIC]).unwrap();
-    let start = Instant::now();
-    while consumer.assignment().unwrap().count() < PARTITIONS as usize {
-        assert!(start.elapsed() < DEADLINE, "rewind: no assignment");
-        let _ = consumer.poll(Duration::from_millis(100));
-    }
     let mut tpl = TopicPartitionList::new();
     for p in 0..PARTITIONS {
         tpl.add_partition_offset(TOPIC, p, Offset::Offset(0))
@@ -277,10 +272,12 @@ fn the_default_serves_a_live_demo_stream() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("demo.log");
     // The shipped config/ravel.toml (the test runs in the crate root), any free port.
+    // With a consumer-only librdkafka property, as docs/concepts.md advises: it goes to the
+    // consumers only, so no client logs a CONFWARN about it.
     let (mut s, line) = Proc::start(
         "ravel serve",
         &["serve", "--http-addr", "127.0.0.1:0"],
-        &[],
+        &[("RAVEL_KAFKA__OPTIONS__SESSION_TIMEOUT_MS", "30000")],
         &log,
     );
     let base = line.strip_prefix("listening on ").unwrap().to_string();
@@ -369,6 +366,126 @@ fn the_default_serves_a_live_demo_stream() {
         "serve did not exit 0 on SIGINT: {}",
         std::fs::read_to_string(&log).unwrap()
     );
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        text.contains("session.timeout.ms"),
+        "the option is in the effective config: {text}"
+    );
+    assert!(!text.contains("CONFWARN"), "{text}");
+}
+
+/// Whether `/readyz` at `base` answers 200, and its body.
+fn readyz(base: &str) -> (bool, Value) {
+    match client().get(format!("{base}/readyz")).send() {
+        Ok(r) => (r.status().as_u16() == 200, r.json().unwrap_or(Value::Null)),
+        Err(_) => (false, Value::Null),
+    }
+}
+
+/// Issue 46: one instance with default settings on `ravel broker` needs no group: after a
+/// SIGTERM and after a SIGKILL it is ready again within seconds (the group protocol on the
+/// embedded broker waits for the departed member's 45 s session), resumes where it stopped,
+/// and a second instance reading the same group's partitions on its own is named by both in
+/// `/readyz` (not ready) until it stops.
+#[test]
+fn one_instance_restarts_ready_at_once_and_a_second_one_is_named() {
+    const SOLO: &str = "t.solo";
+    let dir = tempfile::tempdir().unwrap();
+    let (_broker, brokers) = Proc::start(
+        "ravel broker",
+        &["broker", "--topic", &format!("{SOLO}:3")],
+        &[],
+        &dir.path().join("broker.log"),
+    );
+    let names = names(3);
+    let (x, y) = synthetic(3, 2, 900, 5);
+    let chunks = write_chunks(dir.path(), &names, &x, &y, 300);
+    let config = |state: &str| {
+        format!(
+            "[http]\naddr = \"127.0.0.1:0\"\n[state]\ndir = \"{}\"\ncheckpoint_interval_ms = 200\n\
+             [demo]\nenabled = false\n[[streams]]\nname = \"r\"\ntopic = \"{SOLO}\"\nfeatures = [\"x0\", \"x1\", \"x2\"]\n",
+            dir.path().join(state).display()
+        )
+    };
+    std::fs::write(dir.path().join("ravel.toml"), config("state")).unwrap();
+    let log = |run: usize| dir.path().join(format!("serve{run}.log"));
+    let ready_within = |base: &str, run: usize| {
+        let start = Instant::now();
+        wait_within("ready", &log(run), Duration::from_secs(20), || {
+            readyz(base).0.then_some(())
+        });
+        start.elapsed()
+    };
+    let produce = |i: usize| {
+        produce_as(
+            &brokers,
+            SOLO,
+            &chunks[i],
+            "binary",
+            10,
+            &["sticky.partitioning.linger.ms=0"],
+        )
+    };
+
+    let (mut s1, base) = serve(dir.path(), &brokers, 1);
+    let first = ready_within(&base, 1);
+    let (_, body) = readyz(&base);
+    assert_eq!(body["standalone"][0]["consumer"], "ingest", "{body}");
+    produce(0);
+    wait_for("300 rows", &log(1), || {
+        (stream_n(&base, "r")? == 300).then_some(())
+    });
+    s1.signal("-TERM");
+    assert!(s1.wait());
+
+    // After a SIGTERM: ready at once, at the checkpoint.
+    let (s2, base) = serve(dir.path(), &brokers, 2);
+    let after_term = ready_within(&base, 2);
+    produce(1);
+    wait_for("600 rows", &log(2), || {
+        (stream_n(&base, "r")? == 600).then_some(())
+    });
+    std::thread::sleep(Duration::from_millis(600));
+    s2.signal("-KILL");
+    drop(s2);
+
+    // After a SIGKILL: ready at once too.
+    let (mut s3, base) = serve(dir.path(), &brokers, 3);
+    let after_kill = ready_within(&base, 3);
+    wait_for("600 rows again", &log(3), || {
+        (stream_n(&base, "r")? == 600).then_some(())
+    });
+    eprintln!(
+        "ready after start {first:?}, after SIGTERM {after_term:?}, after SIGKILL {after_kill:?}"
+    );
+
+    // A second instance on the same group (its own state): both name the other.
+    std::fs::write(dir.path().join("ravel.toml"), config("state2")).unwrap();
+    let (mut s4, base4) = serve(dir.path(), &brokers, 4);
+    produce(2);
+    for (base, run) in [(&base, 3), (&base4, 4)] {
+        let body = wait_for("the other instance named", &log(run), || {
+            let (ready, body) = readyz(base);
+            let others = body["standalone"][0]["other_instances"].as_array()?.len();
+            (!ready && others == 1).then_some(body)
+        });
+        let why = body["error"]["message"].as_str().unwrap();
+        assert!(why.contains("standalone mode"), "{why}");
+    }
+    let text = std::fs::read_to_string(log(3)).unwrap();
+    assert!(
+        text.contains("another instance reads the same partitions"),
+        "{text}"
+    );
+    // Once it stops, the first is ready again.
+    s4.signal("-TERM");
+    assert!(s4.wait());
+    wait_for("ready again", &log(3), || readyz(&base).0.then_some(()));
+    wait_for("900 rows", &log(3), || {
+        (stream_n(&base, "r")? == 900).then_some(())
+    });
+    s3.signal("-TERM");
+    assert!(s3.wait());
 }
 
 /// Issue 10 item 10: SIGKILL lands while rows are folded in memory but not yet checkpointed,

@@ -46,6 +46,11 @@ pub struct Readiness {
     /// a scorer waiting for its stream's first rows is not a reason to be unready).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub scorers: Vec<crate::health::ScorerHealth>,
+    /// The consumers that assign themselves every partition (`kafka.assignment =
+    /// "standalone"`), with the other instances seen reading the same partitions that way
+    /// (each a reason to be not ready).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub standalone: Vec<crate::health::StandaloneHealth>,
     /// When not ready: `not_ready` and every reason.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<error::ErrorDetail>,
@@ -86,6 +91,16 @@ pub(super) async fn readyz(State(st): State<AppState>) -> (StatusCode, Json<Read
             "messages wait for their schemas: {why} (they are read once it answers)"
         ));
     }
+    for s in &h.standalone {
+        if !s.other_instances.is_empty() {
+            reasons.push(format!(
+                "{} of group '{}' reads every partition in standalone mode (kafka.assignment), and so does {} (seen committing to the same group): both read every message; stop one, give each its own kafka.group_id, or use kafka.assignment = \"group\"",
+                s.consumer,
+                s.group,
+                s.other_instances.join(", ")
+            ));
+        }
+    }
     // Partitions cannot be assigned by a cluster that does not answer: that reason says it.
     if !assigned && h.kafka_unreachable.is_none() {
         reasons.push(
@@ -100,6 +115,7 @@ pub(super) async fn readyz(State(st): State<AppState>) -> (StatusCode, Json<Read
         held_partitions: h.held_partitions,
         authorization_errors: h.authorization_errors,
         scorers: h.scorers,
+        standalone: h.standalone,
         error: (!ready).then(|| error::ErrorDetail {
             code: Code::NotReady.as_str().into(),
             message: reasons.join("; "),

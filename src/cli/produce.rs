@@ -1,5 +1,5 @@
 //! `ravel produce`: pushes the rows of a CSV/LIBSVM/NPY file, or a synthetic stream, to a
-//! Kafka topic in one of the formats ingest reads (`ingest::format`), with a progress bar.
+//! Kafka topic in one of the formats ingest reads (`ingest::decode::format`), with a progress bar.
 //! Every message is confirmed by the broker before the command reports success.
 
 use super::schemad;

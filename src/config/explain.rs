@@ -299,6 +299,7 @@ fn allowed_values(type_name: &str) -> Option<Vec<String>> {
         "LogFormat" => of::<super::LogFormat>(),
         "OnFailure" => of::<super::OnFailure>(),
         "StoreKind" => of::<super::StoreKind>(),
+        "Assignment" => of::<super::Assignment>(),
         "FoldBy" => of::<super::FoldBy>(),
         "Loss" => of::<ravel_core::features::Loss>(),
         "Missing" => of::<ravel_core::fields::Missing>(),

@@ -25,7 +25,50 @@ pub struct KafkaConfig {
     pub topic_replication: i16,
     /// librdkafka properties passed through to every client (SASL, TLS, timeouts). A value
     /// `${env:NAME}` is read from the environment, `${file:PATH}` from a file (trimmed).
+    /// Consumer-only properties (`session.timeout.ms`, ...) go to the consumers only.
     pub options: BTreeMap<String, String>,
+    /// This instance's static group membership (KIP-345, librdkafka's `group.instance.id`) in
+    /// every consumer group it joins; empty: dynamic membership. A restart within the
+    /// session timeout gets its partitions back without a rebalance; a stop does not hand them
+    /// over at once (the group waits for the member's session to end).
+    pub instance_id: String,
+    /// How partitions are had: `group` (the group protocol shares them among the group's
+    /// members), `standalone` (this instance reads every partition of its topics itself, offsets
+    /// still committed to the group), `auto` (standalone on the embedded broker unless
+    /// `state.store = "kafka"`, group elsewhere).
+    pub assignment: Assignment,
+}
+
+/// `kafka.assignment`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Assignment {
+    /// `standalone` on the embedded broker (unless `state.store = "kafka"`), `group` elsewhere.
+    #[default]
+    Auto,
+    /// The group protocol: partitions shared among the members of the consumer group.
+    Group,
+    /// Every partition of every topic assigned by this instance to itself, no group membership.
+    Standalone,
+}
+
+/// What `group.instance.id` may hold (as a group id): letters, digits, `.`, `_`, `-`.
+pub fn check_instance_id(id: &str) -> anyhow::Result<()> {
+    if id.len() > 249 {
+        anyhow::bail!(
+            "kafka.instance_id is {} characters long: at most 249",
+            id.len()
+        );
+    }
+    if let Some(c) = id
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+    {
+        anyhow::bail!(
+            "kafka.instance_id {id:?} holds {c:?}: only letters, digits, '.', '_' and '-' are allowed"
+        );
+    }
+    Ok(())
 }
 
 impl Default for KafkaConfig {
@@ -38,6 +81,8 @@ impl Default for KafkaConfig {
             topic_partitions: 4,
             topic_replication: 3,
             options: BTreeMap::new(),
+            instance_id: String::new(),
+            assignment: Assignment::Auto,
         }
     }
 }

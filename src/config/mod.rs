@@ -427,6 +427,14 @@ impl Config {
         if self.kafka.group_id.trim().is_empty() {
             bail!("kafka.group_id must not be empty");
         }
+        kafka::check_instance_id(&self.kafka.instance_id)?;
+        if self.kafka.assignment == kafka::Assignment::Standalone
+            && self.state.store == StoreKind::Kafka
+        {
+            bail!(
+                "kafka.assignment = \"standalone\" cannot go with state.store = \"kafka\": the replicas of the kafka store share the group's partitions (use \"group\" or \"auto\")"
+            );
+        }
         if !(1..=1000).contains(&self.kafka.embedded_partitions) {
             bail!("kafka.embedded_partitions must lie in 1..=1000");
         }
@@ -1000,6 +1008,7 @@ mod tests {
             model: Some(ravel_core::solve::Request::ols()),
             refresh_ms: 1000,
             group_id: Some("g".into()),
+            create_output_topic: true,
         };
         let comment = &text[text
             .find("# One [[scorers]] table")

@@ -39,10 +39,20 @@ pub struct ScorerConfig {
     /// The scorer's consumer group (default `<kafka.group_id>.scorer.<name>`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group_id: Option<String>,
+    /// At start, create the output topic when the cluster lacks it (with
+    /// `kafka.topic_partitions` partitions), as ravel creates the other topics it owns; off, a
+    /// missing one keeps the service not ready, naming it. Independent of
+    /// `kafka.create_topics`, which is about the topics ravel reads.
+    #[serde(default = "yes")]
+    pub create_output_topic: bool,
 }
 
 fn refresh_ms() -> u64 {
     1000
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// Bounds of `refresh_ms`: 10 ms to one hour.

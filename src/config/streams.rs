@@ -232,7 +232,7 @@ pub struct StreamConfig {
     pub features: FeatureSchema,
     /// Events: the field that holds y, a name or dotted path (`price`, `sale.price`). Declaring
     /// it makes every JSON message of the stream an event whose fields are found by name (see
-    /// `crate::ingest::format`).
+    /// `crate::ingest::decode::format`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
     /// What a missing value does, for every field that names no policy of its own:

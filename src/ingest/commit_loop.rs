@@ -80,19 +80,42 @@ impl Ingest {
             None => true,
         };
         let assigned = self.consumer.context().assigned();
-        let mut tpl = TopicPartitionList::new();
-        let mut pending = Vec::new();
-        for ((topic, p), next) in commit::plan(
+        let mut plan = commit::plan(
             &positions,
             &durable,
             durable_partition,
             &self.committed,
             &assigned,
-        ) {
-            if tpl
-                .add_partition_offset(&topic, p, Offset::Offset(next))
-                .is_ok()
-            {
+        );
+        // Standalone: every commit names this instance, every assigned partition with a
+        // committed offset is committed again (a heartbeat another instance sees), and the
+        // commits are read back first for another instance's (`kafka::standalone`).
+        let metadata = match &mut self.standalone {
+            Some(s) => {
+                s.check(
+                    &self.consumer,
+                    assigned.iter().cloned(),
+                    Duration::from_millis(500),
+                );
+                for part in &assigned {
+                    if let Some(&at) = self.committed.get(part)
+                        && !plan.iter().any(|(q, _)| q == part)
+                    {
+                        plan.push((part.clone(), at));
+                    }
+                }
+                Some(s.metadata())
+            }
+            None => None,
+        };
+        let mut tpl = TopicPartitionList::new();
+        let mut pending = Vec::new();
+        for ((topic, p), next) in plan {
+            let mut e = tpl.add_partition(&topic, p);
+            if e.set_offset(Offset::Offset(next)).is_ok() {
+                if let Some(m) = &metadata {
+                    e.set_metadata(m.as_str());
+                }
                 pending.push(((topic, p), next));
             }
         }
@@ -114,7 +137,14 @@ impl Ingest {
                     .offset_commits
                     .with_label_values(&["error"])
                     .inc();
-                tracing::warn!(error = %e, "offset commit failed; the next checkpoint retries");
+                if self.standalone.is_some()
+                    && e.rdkafka_error_code()
+                        == Some(rdkafka::types::RDKafkaErrorCode::UnknownMemberId)
+                {
+                    tracing::error!(error = %e, group = %self.group, "offset commit refused: the group has members using the group protocol (another instance with kafka.assignment = \"group\"?) while this one reads every partition in standalone mode; both read every message");
+                } else {
+                    tracing::warn!(error = %e, "offset commit failed; the next checkpoint retries");
+                }
             }
         }
     }

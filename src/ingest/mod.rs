@@ -127,8 +127,13 @@ pub struct IngestSetup {
     pub health: Arc<Health>,
     /// The `kafka` state store's reader (`state.store = "kafka"`), started by the server.
     pub state_reader: Option<Arc<StateReader>>,
+    /// `kafka.assignment`.
+    pub assignment: crate::config::Assignment,
     pub shutdown: Shutdown,
 }
+
+/// How often a standalone consumer looks for new partitions and topics.
+const DISCOVER_EVERY: Duration = Duration::from_secs(10);
 
 /// Where the statistics are saved at every checkpoint interval.
 enum Store {
@@ -210,6 +215,11 @@ struct Ingest {
     ahead_threads: usize,
     /// When the feature streams last published.
     features_published: Instant,
+    /// Standalone assignment (`kafka.assignment`): this instance's name in its commits and
+    /// the watch for a second one. None: the group protocol.
+    standalone: Option<crate::kafka::standalone::Standalone>,
+    /// When a standalone consumer last looked for new partitions.
+    discovered: Instant,
 }
 
 impl Ingest {
@@ -236,6 +246,12 @@ impl Ingest {
                 if last_checkpoint.elapsed() >= self.checkpoint_interval {
                     self.checkpoint_and_commit(CommitMode::Async);
                     last_checkpoint = Instant::now();
+                }
+                if self.standalone.is_some() && self.discovered.elapsed() >= DISCOVER_EVERY {
+                    self.consumer
+                        .context()
+                        .assign_standalone(&self.consumer, Duration::from_secs(1));
+                    self.discovered = Instant::now();
                 }
             }
             Ok(())

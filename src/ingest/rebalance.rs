@@ -184,6 +184,57 @@ impl IngestContext {
         }
     }
 
+    /// Standalone assignment (`kafka.assignment`): assigns to this consumer every partition of
+    /// its topics that it does not have yet (all of them at start, partitions and topics that
+    /// appear later at the next call), each at its position as after a rebalance; the topics'
+    /// partition counts follow the metadata. A topic whose metadata does not come within
+    /// `timeout` is asked again at the next call.
+    pub(super) fn assign_standalone(&self, consumer: &BaseConsumer<Self>, timeout: Duration) {
+        let have = self.assigned();
+        let mut totals = lock(&self.totals).clone();
+        let mut new = Vec::new();
+        for topic in &self.topics {
+            let Ok(md) = consumer.fetch_metadata(Some(topic), timeout) else {
+                continue;
+            };
+            let Some(t) = md.topics().first() else {
+                continue;
+            };
+            if t.error().is_some() || t.partitions().is_empty() {
+                continue;
+            }
+            totals.insert(topic.clone(), t.partitions().len());
+            for p in t.partitions() {
+                if !have.contains(&(topic.clone(), p.id())) {
+                    new.push((topic.clone(), p.id()));
+                }
+            }
+        }
+        *lock(&self.totals) = totals;
+        if new.is_empty() {
+            self.update_assignment(|_| {});
+            return;
+        }
+        let mut tpl = TopicPartitionList::new();
+        {
+            let positions = lock(&self.positions);
+            for (t, p) in &new {
+                let start = positions::start(&positions, t, *p);
+                if let Err(e) = tpl.add_partition_offset(t, *p, start) {
+                    tracing::error!(topic = %t, partition = p, error = %e, "cannot set start offset");
+                }
+                tracing::info!(topic = %t, partition = p, start = ?start, "partition assigned (standalone)");
+            }
+        }
+        match consumer.incremental_assign(&tpl) {
+            Ok(()) => {
+                self.assigned_once.store(true, Ordering::SeqCst);
+                self.update_assignment(|a| a.extend(new));
+            }
+            Err(e) => tracing::error!(error = %e, "cannot assign partitions"),
+        }
+    }
+
     /// The partitions assigned now.
     pub(super) fn assigned(&self) -> BTreeSet<(String, i32)> {
         lock(&self.assigned).clone()

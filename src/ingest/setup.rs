@@ -1,6 +1,7 @@
 //! Setting the loop up (`Ingest::new`): the consumer and its rebalance context, the
 //! positions checked against the cluster, the store of checkpoints or state records, the
-//! dead-letter producer, and the subscription.
+//! dead-letter producer, and the subscription (or, in standalone assignment, every partition
+//! assigned here: `crate::kafka::standalone`).
 
 use super::checkpoints::{persist, positions};
 use super::dead_letters::dlq::DeadLetters;
@@ -17,6 +18,8 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use crate::config::Assignment;
+use crate::kafka::standalone;
 
 /// How long the cluster may take to answer at start before it is reported unreachable.
 const UNANSWERED: Duration = Duration::from_secs(3);
@@ -117,6 +120,7 @@ impl Ingest {
             Some(
                 DeadLetters::start(
                     &setup.clients.dead_letters(),
+                    Some(&setup.clients.dead_letter_reader()),
                     &setup.dlq,
                     setup.metrics.clone(),
                 )
@@ -125,22 +129,49 @@ impl Ingest {
         } else {
             None
         };
-        let topic_refs: Vec<&str> = topics.iter().map(String::as_str).collect();
-        consumer
-            .subscribe(&topic_refs)
-            .with_context(|| format!("cannot subscribe to {topics:?}"))?;
-        tracing::info!(topics = ?topics, group = %setup.clients.group(), "subscribed");
-        // How many partitions each topic has: ready needs all of them (rebalance.rs).
-        let mut totals = std::collections::BTreeMap::new();
-        for topic in &topics {
-            if let Some(md) = patiently(shutdown, |t| consumer.fetch_metadata(Some(topic), t).ok())
-                && let Some(t) = md.topics().first()
-                && !t.partitions().is_empty()
-            {
-                totals.insert(topic.clone(), t.partitions().len());
+        let standalone = match setup.assignment {
+            Assignment::Standalone => true,
+            Assignment::Group => false,
+            // The embedded broker keeps a departed member for its whole session timeout: a
+            // restart would wait that long for its partitions.
+            Assignment::Auto => {
+                setup.state_reader.is_none()
+                    && cluster_id
+                        .as_deref()
+                        .is_some_and(standalone::is_embedded_cluster)
             }
-        }
-        consumer.context().set_totals(totals);
+        };
+        let standalone = if standalone {
+            consumer
+                .context()
+                .assign_standalone(&consumer, Duration::from_secs(5));
+            Some(standalone::Standalone::new(
+                standalone::instance_name(setup.clients.instance_id()),
+                "ingest",
+                setup.clients.group(),
+                Duration::from_millis(setup.state.checkpoint_interval_ms),
+                setup.health.clone(),
+            ))
+        } else {
+            let topic_refs: Vec<&str> = topics.iter().map(String::as_str).collect();
+            consumer
+                .subscribe(&topic_refs)
+                .with_context(|| format!("cannot subscribe to {topics:?}"))?;
+            tracing::info!(topics = ?topics, group = %setup.clients.group(), instance = ?setup.clients.instance_id(), "subscribed");
+            // How many partitions each topic has: ready needs all of them (rebalance.rs).
+            let mut totals = std::collections::BTreeMap::new();
+            for topic in &topics {
+                if let Some(md) =
+                    patiently(shutdown, |t| consumer.fetch_metadata(Some(topic), t).ok())
+                    && let Some(t) = md.topics().first()
+                    && !t.partitions().is_empty()
+                {
+                    totals.insert(topic.clone(), t.partitions().len());
+                }
+            }
+            consumer.context().set_totals(totals);
+            None
+        };
         // Labels must come before features and passes keep their order: one partition.
         for topic in setup.feature_streams.topics() {
             if let Ok(md) = consumer.fetch_metadata(Some(&topic), Duration::from_secs(10))
@@ -225,6 +256,8 @@ impl Ingest {
             last_poll_error: None,
             ahead_threads: std::thread::available_parallelism().map_or(2, |n| n.get().clamp(1, 4)),
             features_published: Instant::now(),
+            standalone,
+            discovered: Instant::now(),
         })
     }
 }

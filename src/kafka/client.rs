@@ -18,9 +18,56 @@ pub fn client_config(kafka: &KafkaConfig, brokers: &str) -> ClientConfig {
     c.set("bootstrap.servers", brokers)
         .set("client.id", "ravel");
     for (k, v) in kafka.librdkafka_options() {
-        c.set(k, v);
+        if !consumer_only(&k) {
+            c.set(k, v);
+        }
     }
     c
+}
+
+/// librdkafka's consumer-only properties (scope `C` in its CONFIGURATION.md): given to a
+/// producer or an admin client, librdkafka ignores them with a CONFWARN line at every start,
+/// so they go to the consumers only.
+const CONSUMER_ONLY: &[&str] = &[
+    "group.id",
+    "group.instance.id",
+    "partition.assignment.strategy",
+    "session.timeout.ms",
+    "heartbeat.interval.ms",
+    "group.protocol.type",
+    "group.protocol",
+    "group.remote.assignor",
+    "coordinator.query.interval.ms",
+    "max.poll.interval.ms",
+    "enable.auto.commit",
+    "auto.commit.interval.ms",
+    "enable.auto.offset.store",
+    "queued.min.messages",
+    "queued.max.messages.kbytes",
+    "fetch.wait.max.ms",
+    "fetch.queue.backoff.ms",
+    "fetch.message.max.bytes",
+    "max.partition.fetch.bytes",
+    "fetch.max.bytes",
+    "fetch.min.bytes",
+    "fetch.error.backoff.ms",
+    "offset.store.method",
+    "isolation.level",
+    "consume_cb",
+    "rebalance_cb",
+    "offset_commit_cb",
+    "enable.partition.eof",
+    "check.crcs",
+    "auto.commit.enable",
+    "auto.offset.reset",
+    "offset.store.path",
+    "offset.store.sync.interval.ms",
+    "consume.callback.max.messages",
+];
+
+/// Whether librdkafka property `key` is for consumers only.
+pub fn consumer_only(key: &str) -> bool {
+    CONSUMER_ONLY.contains(&key)
 }
 
 /// Whether a librdkafka property holds a secret (passwords, keys, OAuth secrets and tokens,
@@ -62,8 +109,10 @@ pub const FETCH_WAIT_MAX_MS: u64 = 5;
 pub enum Client {
     /// The one consumer of every stream topic.
     Consumer,
-    /// The dead-letter producer (`ingest::dlq`).
+    /// The dead-letter producer (`ingest::dead_letters::dlq`).
     DeadLetters,
+    /// The reader of the copies already in a dead-letter topic (`ingest::dead_letters::dlq`).
+    DeadLetterReader,
     /// The producer of labels sent over HTTP to feature-stream topics.
     Labels,
     /// The topic check and creation at start (`crate::kafka::topics`).
@@ -72,12 +121,14 @@ pub enum Client {
     StateWriter,
     /// The consumer that tails the state topic (`crate::store::kafka`).
     StateReader,
-    /// A scorer's consumer of events and producer of predictions (`crate::ingest::score`).
+    /// A scorer's consumer of events and producer of predictions (`crate::score`).
     ScorerConsumer,
     ScorerProducer,
-    /// `ravel check`'s client: metadata, committed offsets, topic configs, and the latest
-    /// messages of the streams' topics (read by assignment, never committed).
+    /// `ravel check`'s consumer: metadata, committed offsets, and the latest messages of the
+    /// streams' topics (read by assignment, never committed).
     Check,
+    /// `ravel check`'s admin client: topic configs.
+    CheckAdmin,
     /// `ravel replay`'s consumer of a dead-letter topic and producer of its messages.
     Replay,
 }
@@ -87,15 +138,28 @@ impl Client {
         match self {
             Client::Consumer => "consumer",
             Client::DeadLetters => "dlq",
+            Client::DeadLetterReader => "dlq-reader",
             Client::Labels => "labels",
             Client::Admin => "admin",
             Client::StateWriter => "state-writer",
             Client::StateReader => "state-reader",
             Client::ScorerConsumer => "scorer",
             Client::ScorerProducer => "scorer-output",
-            Client::Check => "check",
+            Client::Check | Client::CheckAdmin => "check",
             Client::Replay => "replay",
         }
+    }
+
+    /// Whether the client is a consumer (it takes the consumer-only properties).
+    fn consumes(self) -> bool {
+        matches!(
+            self,
+            Client::Consumer
+                | Client::StateReader
+                | Client::ScorerConsumer
+                | Client::Check
+                | Client::DeadLetterReader
+        )
     }
 }
 
@@ -106,6 +170,8 @@ pub struct KafkaClients {
     group: String,
     /// `kafka.options`, dots restored.
     options: Vec<(String, String)>,
+    /// `kafka.instance_id` (empty: none).
+    instance_id: String,
 }
 
 impl KafkaClients {
@@ -117,6 +183,7 @@ impl KafkaClients {
                 .librdkafka_options()
                 .map(|(k, v)| (k, v.to_string()))
                 .collect(),
+            instance_id: kafka.instance_id.clone(),
         }
     }
     /// `text` (an error from librdkafka, which may quote a property's value) with the value of
@@ -141,8 +208,13 @@ impl KafkaClients {
         format!("ravel-{}-{}", self.group, client.suffix())
     }
 
+    /// `kafka.instance_id`, when set.
+    pub fn instance_id(&self) -> Option<&str> {
+        (!self.instance_id.is_empty()).then_some(self.instance_id.as_str())
+    }
+
     /// The configuration of `client`: brokers, its `client.id`, its own settings, then the
-    /// user's options.
+    /// user's options (the consumer-only ones for consumers only).
     pub fn config(&self, client: Client, settings: &[(&str, String)]) -> ClientConfig {
         let mut c = ClientConfig::new();
         c.set("bootstrap.servers", &self.brokers)
@@ -151,51 +223,59 @@ impl KafkaClients {
             c.set(*k, v);
         }
         for (k, v) in &self.options {
-            c.set(k, v);
+            if client.consumes() || !consumer_only(k) {
+                c.set(k, v);
+            }
         }
         c
     }
 
+    /// `group.id`, and `group.instance.id` when `kafka.instance_id` is set (static
+    /// membership), for a consumer of `group`.
+    fn membership(&self, group: &str) -> Vec<(&'static str, String)> {
+        let mut m = vec![("group.id", group.to_string())];
+        if let Some(id) = self.instance_id() {
+            m.push(("group.instance.id", id.to_string()));
+        }
+        m
+    }
+
     /// The consumer: offsets committed by hand, lag statistics every `lag_interval_ms`.
     pub fn consumer(&self, lag_interval_ms: u64) -> ClientConfig {
-        self.config(
-            Client::Consumer,
-            &[
-                ("group.id", self.group.clone()),
-                // Offsets are committed by hand, after the checkpoint that holds the rows.
-                ("enable.auto.commit", "false".into()),
-                ("enable.auto.offset.store", "false".into()),
-                ("auto.offset.reset", "earliest".into()),
-                // Folding is slower than fetching, so the prefetch queue fills up; librdkafka
-                // then pauses each partition's fetching for this long (default 1 s), which
-                // starved the loop for most of the time (bench: binary rows/s several times
-                // lower).
-                ("fetch.queue.backoff.ms", "10".into()),
-                // Freshness: a fetch that finds no new message waits at most this long. A Kafka
-                // broker answers a waiting fetch as soon as a message arrives (fetch.min.bytes
-                // = 1), so there this only bounds how often an idle consumer asks (200 fetches
-                // a second per broker); the embedded broker answers only when the wait is
-                // over, so there it is the delay of every row of a quiet stream (librdkafka's
-                // default of 500 ms: ~450 ms from the producer's ack to the snapshot).
-                ("fetch.wait.max.ms", FETCH_WAIT_MAX_MS.to_string()),
-                ("statistics.interval.ms", lag_interval_ms.to_string()),
-            ],
-        )
+        let mut settings = self.membership(&self.group);
+        settings.extend([
+            // Offsets are committed by hand, after the checkpoint that holds the rows.
+            ("enable.auto.commit", "false".into()),
+            ("enable.auto.offset.store", "false".into()),
+            ("auto.offset.reset", "earliest".into()),
+            // Folding is slower than fetching, so the prefetch queue fills up; librdkafka
+            // then pauses each partition's fetching for this long (default 1 s), which
+            // starved the loop for most of the time (bench: binary rows/s several times
+            // lower).
+            ("fetch.queue.backoff.ms", "10".into()),
+            // Freshness: a fetch that finds no new message waits at most this long. A Kafka
+            // broker answers a waiting fetch as soon as a message arrives (fetch.min.bytes
+            // = 1), so there this only bounds how often an idle consumer asks (200 fetches
+            // a second per broker); the embedded broker answers only when the wait is
+            // over, so there it is the delay of every row of a quiet stream (librdkafka's
+            // default of 500 ms: ~450 ms from the producer's ack to the snapshot).
+            ("fetch.wait.max.ms", FETCH_WAIT_MAX_MS.to_string()),
+            ("statistics.interval.ms", lag_interval_ms.to_string()),
+        ]);
+        self.config(Client::Consumer, &settings)
     }
 
     /// A scorer's consumer (`group`: its own group): offsets committed by hand, after the
     /// predictions of the messages before them are acknowledged.
     pub fn scorer_consumer(&self, group: &str) -> ClientConfig {
-        self.config(
-            Client::ScorerConsumer,
-            &[
-                ("group.id", group.to_string()),
-                ("enable.auto.commit", "false".into()),
-                ("enable.auto.offset.store", "false".into()),
-                ("auto.offset.reset", "earliest".into()),
-                ("fetch.wait.max.ms", FETCH_WAIT_MAX_MS.to_string()),
-            ],
-        )
+        let mut settings = self.membership(group);
+        settings.extend([
+            ("enable.auto.commit", "false".into()),
+            ("enable.auto.offset.store", "false".into()),
+            ("auto.offset.reset", "earliest".into()),
+            ("fetch.wait.max.ms", FETCH_WAIT_MAX_MS.to_string()),
+        ]);
+        self.config(Client::ScorerConsumer, &settings)
     }
 
     /// A scorer's producer of predictions: idempotent, acknowledged by every in-sync replica.
@@ -214,6 +294,27 @@ impl KafkaClients {
     /// The dead-letter producer.
     pub fn dead_letters(&self) -> ClientConfig {
         self.config(Client::DeadLetters, &[("linger.ms", "20".into())])
+    }
+
+    /// The reader of the copies already in a dead-letter topic: a consumer that assigns
+    /// itself partitions and never joins nor commits to its group `<group>.reader`
+    /// (librdkafka refuses an assignment to a consumer without a group id).
+    pub fn dead_letter_reader(&self) -> ClientConfig {
+        self.reader(Client::DeadLetterReader, &self.group)
+    }
+
+    /// A consumer that reads topics back by assigning itself partitions (never joining nor
+    /// committing to `<group>.reader`): the dead-letter reader, a scorer's output reader.
+    pub fn reader(&self, client: Client, group: &str) -> ClientConfig {
+        self.config(
+            client,
+            &[
+                ("group.id", format!("{group}.reader")),
+                ("enable.auto.commit", "false".into()),
+                ("auto.offset.reset", "earliest".into()),
+                ("fetch.wait.max.ms", FETCH_WAIT_MAX_MS.to_string()),
+            ],
+        )
     }
 
     /// Logs the effective configuration of every client, secrets redacted.
@@ -236,13 +337,24 @@ impl KafkaClients {
 
 /// A partition's log start as librdkafka last heard it (every fetch response carries it),
 /// without a broker round trip: rdkafka's safe API has only `fetch_watermarks`, a round trip
-/// per call. None when librdkafka has not heard it yet. The one FFI call of the service.
-#[allow(unsafe_code)]
+/// per call. None when librdkafka has not heard it yet.
 pub fn cached_log_start<C: rdkafka::consumer::ConsumerContext>(
     consumer: &rdkafka::consumer::BaseConsumer<C>,
     topic: &str,
     partition: i32,
 ) -> Option<i64> {
+    cached_watermarks(consumer, topic, partition).map(|(low, _)| low)
+}
+
+/// A partition's log start and end as librdkafka last heard them (every fetch response
+/// carries them), without a broker round trip. None when librdkafka has not heard the log
+/// start yet (the end is then -1 too, or not yet heard). The one FFI call of the service.
+#[allow(unsafe_code)]
+pub fn cached_watermarks<C: rdkafka::consumer::ConsumerContext>(
+    consumer: &rdkafka::consumer::BaseConsumer<C>,
+    topic: &str,
+    partition: i32,
+) -> Option<(i64, i64)> {
     use rdkafka::bindings::{rd_kafka_get_watermark_offsets, rd_kafka_resp_err_t};
     use rdkafka::consumer::Consumer;
     let topic = std::ffi::CString::new(topic).ok()?;
@@ -259,7 +371,7 @@ pub fn cached_log_start<C: rdkafka::consumer::ConsumerContext>(
             &mut high,
         )
     };
-    (err == rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR && low >= 0).then_some(low)
+    (err == rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR && low >= 0).then_some((low, high))
 }
 
 /// What librdkafka said on its own while a client ran (connection refused, authentication
@@ -353,6 +465,43 @@ mod tests {
         assert_eq!(c.get("statistics.interval.ms"), Some("100"));
         assert_eq!(all[1].get("group.id"), None);
         assert_eq!(all[2].get("message.timeout.ms"), Some("10000"));
+    }
+
+    #[test]
+    fn consumer_only_options_go_to_consumers_only_and_the_instance_id_to_group_members() {
+        let mut kafka = KafkaConfig {
+            instance_id: "ravel-0".into(),
+            ..KafkaConfig::default()
+        };
+        kafka
+            .options
+            .insert("session.timeout.ms".into(), "30000".into());
+        kafka.options.insert("linger.ms".into(), "7".into());
+        let k = KafkaClients::new(&kafka, "b:9092");
+        for c in [k.consumer(100), k.scorer_consumer("g.scorer.s")] {
+            assert_eq!(c.get("session.timeout.ms"), Some("30000"));
+            assert_eq!(c.get("group.instance.id"), Some("ravel-0"));
+        }
+        assert_eq!(
+            k.dead_letter_reader().get("session.timeout.ms"),
+            Some("30000")
+        );
+        assert_eq!(k.dead_letter_reader().get("group.id"), Some("ravel.reader"));
+        for c in [
+            k.dead_letters(),
+            k.labels(),
+            k.scorer_producer(),
+            k.config(Client::Admin, &[]),
+            k.config(Client::CheckAdmin, &[]),
+            client_config(&kafka, "b:9092"),
+        ] {
+            assert_eq!(c.get("session.timeout.ms"), None);
+            assert_eq!(c.get("group.instance.id"), None);
+            assert_eq!(c.get("linger.ms"), Some("7"));
+        }
+        // Without an instance id, dynamic membership.
+        let k = KafkaClients::new(&KafkaConfig::default(), "b:9092");
+        assert_eq!(k.consumer(100).get("group.instance.id"), None);
     }
 
     #[test]

@@ -108,7 +108,13 @@ pub fn needed(config: &Config) -> Vec<Needed> {
     }
     for sc in &config.scorers {
         out.push(input(sc.topic.clone(), "scorer", parts));
-        out.push(input(sc.output_topic.clone(), "scorer_output", parts));
+        out.push(Needed {
+            topic: sc.output_topic.clone(),
+            role: "scorer_output",
+            partitions: parts,
+            create: sc.create_output_topic,
+            switch: "scorers.create_output_topic",
+        });
         if config.ingest.dead_letter {
             out.push(dead_letters(&sc.topic, parts));
         }

@@ -9,11 +9,23 @@
 //! (the statistics' n and `as_of`, and a hash of the model request). Before its stream has a
 //! first row the scorer does not join its group at all.
 //!
-//! Delivery is at least once: a batch's offsets are committed only after every prediction
-//! (and every dead-letter copy) of it is acknowledged; a failed delivery rewinds its
-//! partitions to the batch's start and scores them again. A crash between acknowledgement and
-//! commit scores those events again (the source coordinates in each prediction's headers let
-//! a consumer drop the repeats).
+//! Delivery is exactly once without Kafka transactions (as Apache Apex's exactly-once Kafka
+//! output and Feldera's Kafka output do it), when the output topic has at least as many
+//! partitions as the input: the predictions of input partition i go to output partition i,
+//! in order, with the idempotent producer, each carrying its source coordinates in headers.
+//! On every assignment the scorer reads the tail of each output partition it takes, past the
+//! output's end recorded in the last commit's metadata (`out=`, so the scan covers what was
+//! written since that commit), and resumes the input right after the last source offset found
+//! there: the output topic is the truth, the committed offset a lower bound. A failed delivery
+//! resumes the same way. Limits: a writer cut off from the group (a network partition) that
+//! still writes is not fenced (Kafka transactions would fence it); retention deleting the
+//! output's tail before a restart reads it makes the committed offset the resume point (at
+//! least once since it). Dead-letter copies of refusals are sent once the same way
+//! (`dlq`: the copies already in the dead-letter topic are not sent again). The key a downstream consumer can deduplicate on: (`ravel-source-topic`,
+//! `ravel-source-partition`, `ravel-source-offset`). With fewer output partitions than input
+//! ones delivery is at least once: a batch's offsets are committed only after every
+//! prediction of it is acknowledged, a failed delivery rewinds to the batch's start, and a
+//! crash between acknowledgement and commit scores those events again.
 //!
 //! Exactly once with Kafka transactions is not offered: no broker these tests run delivers
 //! it, so it could not be shown to work (`scripts/txn_probe.py` checks a broker with a plain
@@ -21,9 +33,7 @@
 //! accepts every transactional call but writes no markers and its TxnOffsetCommit commits
 //! nothing. Tansu 0.6.0 commits, aborts, moves the group's offsets with the transaction and
 //! hides open transactions, but answers every Fetch with an empty list of aborted
-//! transactions, so a `read_committed` consumer sees aborted records: after a SIGKILL, the
-//! killed scorer's transaction, which the restarted one's `init_transactions` aborts, would
-//! show next to the rescored predictions, exactly the duplicates transactions exist to hide.
+//! transactions, so a `read_committed` consumer sees aborted records.
 
 use crate::config::DlqConfig;
 use crate::config::scorers::ScorerConfig;
@@ -37,12 +47,13 @@ use crate::state::streams::{Snapshot, StreamHandle};
 use ravel_core::Task;
 use ravel_core::solve::{Checked, Model, Request, model_from_folds};
 use rdkafka::ClientContext;
-use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, RebalanceProtocol};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::{BorrowedMessage, Header, Message, OwnedHeaders};
+use rdkafka::message::{BorrowedMessage, Header, Headers, Message, OwnedHeaders};
 use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
-use std::collections::BTreeMap;
+use rdkafka::types::RDKafkaRespErr;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -62,8 +73,18 @@ pub struct ScorerSetup {
     pub dead_letter: bool,
     pub metrics: Arc<Metrics>,
     pub health: Arc<crate::health::Health>,
+    /// `kafka.assignment`, and whether replicas share the scorer's group (`state.store =
+    /// "kafka"`: then `auto` is the group protocol).
+    pub assignment: crate::config::Assignment,
+    pub shared: bool,
     pub shutdown: Shutdown,
 }
+
+/// How often the scorer's input lag is computed (`ravel_scorer_lag_messages`).
+const LAG_EVERY: Duration = Duration::from_secs(1);
+
+/// How often a standalone scorer looks for new partitions of its topic.
+const DISCOVER_EVERY: Duration = Duration::from_secs(10);
 
 /// Starts the scorer's thread; it runs until shutdown.
 pub fn spawn(setup: ScorerSetup) -> anyhow::Result<std::thread::JoinHandle<()>> {
@@ -93,6 +114,8 @@ struct Current {
 struct Reports {
     delivered: Mutex<BTreeMap<u64, u64>>,
     failed: Mutex<Vec<(u64, i32, i64, String)>>,
+    /// Per output partition, the offset after the last prediction delivered there.
+    ends: Mutex<BTreeMap<i32, i64>>,
 }
 
 impl ClientContext for Reports {}
@@ -103,8 +126,228 @@ impl ProducerContext for Reports {
     fn delivery(&self, result: &DeliveryResult<'_>, source: Box<(u64, i32, i64)>) {
         let (batch, p, o) = *source;
         match result {
-            Ok(_) => *crate::lock(&self.delivered).entry(batch).or_default() += 1,
+            Ok(m) => {
+                *crate::lock(&self.delivered).entry(batch).or_default() += 1;
+                let mut ends = crate::lock(&self.ends);
+                let end = ends.entry(m.partition()).or_insert(0);
+                *end = (*end).max(m.offset() + 1);
+            }
             Err((e, _)) => crate::lock(&self.failed).push((batch, p, o, e.to_string())),
+        }
+    }
+}
+
+/// At most this many messages of an output partition are read back to find where its input
+/// partition resumes, when the last commit recorded no output end (`out=`).
+const MAX_TAIL: i64 = 10_000;
+/// How long reading an output partition's tail may take.
+const TAIL_WAIT: Duration = Duration::from_secs(30);
+
+/// Exactly once: reads the tail of the output partitions.
+struct Tail {
+    /// A consumer that assigns itself one output partition at a time (`KafkaClients::reader`).
+    reader: BaseConsumer,
+    scorer: String,
+    topic: String,
+    output: String,
+}
+
+impl Tail {
+    /// The offset after the last source offset of input partition `p` that output partition
+    /// `p` holds from offset `hint` on (from `MAX_TAIL` before its end without one); None when
+    /// it holds none there.
+    fn resume(&self, p: i32, hint: Option<i64>) -> Result<Option<i64>, String> {
+        let (low, high) = self
+            .reader
+            .fetch_watermarks(&self.output, p, Duration::from_secs(10))
+            .map_err(|e| format!("cannot read the end of {}/{p}: {e}", self.output))?;
+        let from = match hint {
+            Some(h) => h.clamp(low, high),
+            None => (high - MAX_TAIL).max(low),
+        };
+        if from >= high {
+            return Ok(None);
+        }
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset(&self.output, p, Offset::Offset(from))
+            .map_err(|e| e.to_string())?;
+        self.reader.assign(&tpl).map_err(|e| e.to_string())?;
+        let start = Instant::now();
+        let mut last = None;
+        let outcome = loop {
+            if start.elapsed() > TAIL_WAIT {
+                break Err(format!(
+                    "{}/{p} not read from {from} to its end {high} within {} s",
+                    self.output,
+                    TAIL_WAIT.as_secs()
+                ));
+            }
+            match self.reader.poll(Duration::from_millis(100)) {
+                Some(Ok(m)) => {
+                    if let Some(o) = self.source_offset(&m, p) {
+                        last = Some(last.map_or(o, |l: i64| l.max(o)));
+                    }
+                    if m.offset() >= high - 1 {
+                        break Ok(last.map(|o| o + 1));
+                    }
+                }
+                Some(Err(e)) => break Err(format!("cannot read {}/{p}: {e}", self.output)),
+                None => {}
+            }
+        };
+        let _ = self.reader.unassign();
+        outcome
+    }
+
+    /// The source offset of a prediction of this scorer of input partition `p`.
+    fn source_offset(&self, m: &BorrowedMessage<'_>, p: i32) -> Option<i64> {
+        let headers = m.headers()?;
+        let get = |key: &str| {
+            headers
+                .iter()
+                .find(|h| h.key == key)
+                .and_then(|h| h.value)
+                .and_then(|v| std::str::from_utf8(v).ok())
+        };
+        (get("ravel-scorer")? == self.scorer
+            && get("ravel-source-topic")? == self.topic
+            && get("ravel-source-partition")?.parse::<i32>().ok()? == p)
+            .then(|| get("ravel-source-offset")?.parse().ok())
+            .flatten()
+    }
+}
+
+/// The scorer consumer's context: the partitions assigned now, and (exactly once) the reader
+/// of the output's tail that says where each newly assigned partition resumes.
+struct ScorerContext {
+    name: String,
+    topic: String,
+    tail: Mutex<Option<Tail>>,
+    assigned: Mutex<BTreeSet<i32>>,
+}
+
+impl ClientContext for ScorerContext {}
+
+impl ScorerContext {
+    /// Where each of `parts` starts: the group's committed offset (else the beginning), or,
+    /// exactly once, right after the last source offset its output partition holds past the
+    /// commit's recorded output end, when that is later. A tail that cannot be read leaves the
+    /// committed offset (at least once for that partition), said in the log.
+    fn starts(&self, consumer: &BaseConsumer<Self>, parts: &[i32]) -> Vec<(i32, Offset)> {
+        let mut tpl = TopicPartitionList::new();
+        for &p in parts {
+            tpl.add_partition(&self.topic, p);
+        }
+        let committed = consumer
+            .committed_offsets(tpl, Duration::from_secs(10))
+            .ok();
+        let tail = super::lock(&self.tail);
+        parts
+            .iter()
+            .map(|&p| {
+                let e = committed
+                    .as_ref()
+                    .and_then(|c| c.find_partition(&self.topic, p));
+                let (at, hint) = match &e {
+                    Some(e) => (
+                        match e.offset() {
+                            Offset::Offset(o) => Some(o),
+                            _ => None,
+                        },
+                        crate::kafka::standalone::fields(e.metadata())
+                            .and_then(|f| f.get("out")?.parse::<i64>().ok()),
+                    ),
+                    None => (None, None),
+                };
+                let resumed = tail.as_ref().and_then(|t| match t.resume(p, hint) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        tracing::error!(scorer = %self.name, partition = p, error = %e, "cannot read the output's tail: the partition resumes at its committed offset (at least once for it)");
+                        None
+                    }
+                });
+                let start = match (at, resumed) {
+                    (Some(a), Some(r)) => Offset::Offset(a.max(r)),
+                    (None, Some(r)) => Offset::Offset(r),
+                    (Some(a), None) => Offset::Offset(a),
+                    (None, None) => Offset::Beginning,
+                };
+                tracing::info!(scorer = %self.name, partition = p, committed = ?at, output_end_hint = ?hint, from_output = ?resumed, start = ?start, "scorer partition assigned");
+                (p, start)
+            })
+            .collect()
+    }
+
+    /// Assigns `tpl`'s partitions at their starts.
+    fn assign(
+        &self,
+        consumer: &BaseConsumer<Self>,
+        tpl: &mut TopicPartitionList,
+        incremental: bool,
+    ) {
+        let parts: Vec<i32> = tpl.elements().iter().map(|e| e.partition()).collect();
+        for (p, start) in self.starts(consumer, &parts) {
+            let _ = tpl.set_partition_offset(&self.topic, p, start);
+        }
+        let r = if incremental {
+            consumer.incremental_assign(tpl)
+        } else {
+            consumer.assign(tpl)
+        };
+        match r {
+            Ok(()) => {
+                let mut a = super::lock(&self.assigned);
+                if !incremental {
+                    a.clear();
+                }
+                a.extend(parts);
+            }
+            Err(e) => tracing::error!(scorer = %self.name, error = %e, "cannot assign partitions"),
+        }
+    }
+}
+
+impl ConsumerContext for ScorerContext {
+    fn rebalance(
+        &self,
+        consumer: &BaseConsumer<Self>,
+        err: RDKafkaRespErr,
+        tpl: &mut TopicPartitionList,
+    ) {
+        let cooperative = matches!(
+            consumer.rebalance_protocol(),
+            RebalanceProtocol::Cooperative
+        );
+        match err {
+            RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => {
+                self.assign(consumer, tpl, cooperative)
+            }
+            RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS => {
+                // Every prediction of the batches before was acknowledged (a batch waits for
+                // its deliveries before the next poll); the messages of the batch being
+                // gathered from these partitions are dropped (`Scorer::batch`).
+                let r = if cooperative {
+                    consumer.incremental_unassign(tpl)
+                } else {
+                    consumer.unassign()
+                };
+                if let Err(e) = r {
+                    tracing::error!(scorer = %self.name, error = %e, "cannot unassign partitions");
+                }
+                let mut a = super::lock(&self.assigned);
+                if cooperative {
+                    for e in tpl.elements() {
+                        a.remove(&e.partition());
+                    }
+                } else {
+                    a.clear();
+                }
+            }
+            other => {
+                tracing::error!(scorer = %self.name, error = ?other, "rebalance failed; dropping the assignment");
+                let _ = consumer.unassign();
+                super::lock(&self.assigned).clear();
+            }
         }
     }
 }
@@ -117,8 +360,11 @@ struct Scorer {
     spec: String,
     stream: Arc<StreamHandle>,
     clients: KafkaClients,
-    consumer: BaseConsumer,
+    consumer: BaseConsumer<ScorerContext>,
     producer: BaseProducer<Reports>,
+    /// Whether predictions go to the output partition of their input's number (exactly
+    /// once), decided when the scorer starts reading.
+    exactly_once: bool,
     dead_letters: Option<DeadLetters>,
     metrics: Arc<Metrics>,
     health: Arc<crate::health::Health>,
@@ -127,16 +373,27 @@ struct Scorer {
     logs: BTreeMap<&'static str, RateLimit>,
     /// The number of the batch being scored (`Reports`).
     batch: u64,
+    assignment: crate::config::Assignment,
+    shared: bool,
+    /// Standalone assignment: the name in the commits, the watch for a second instance, the
+    /// partitions assigned and when new ones were last looked for.
+    standalone: Option<(crate::kafka::standalone::Standalone, Vec<i32>, Instant)>,
 }
 
 impl Scorer {
     fn new(s: ScorerSetup) -> anyhow::Result<Scorer> {
         let name = &s.config.name;
         let scrub = |e: KafkaError| s.clients.scrub(&e.to_string());
-        let consumer: BaseConsumer = s
+        let context = ScorerContext {
+            name: name.clone(),
+            topic: s.config.topic.clone(),
+            tail: Mutex::new(None),
+            assigned: Mutex::new(BTreeSet::new()),
+        };
+        let consumer: BaseConsumer<ScorerContext> = s
             .clients
             .scorer_consumer(&s.config.group(s.clients.group()))
-            .create()
+            .create_with_context(context)
             .map_err(|e| {
                 anyhow::anyhow!("scorer '{name}': cannot create its consumer: {}", scrub(e))
             })?;
@@ -150,6 +407,7 @@ impl Scorer {
         let dead_letters = if s.dead_letter {
             Some(DeadLetters::start(
                 &s.clients.dead_letters(),
+                Some(&s.clients.dead_letter_reader()),
                 &s.dlq,
                 s.metrics.clone(),
             )?)
@@ -169,6 +427,7 @@ impl Scorer {
             clients: s.clients,
             consumer,
             producer,
+            exactly_once: false,
             dead_letters,
             metrics: s.metrics,
             health: s.health,
@@ -176,6 +435,9 @@ impl Scorer {
             current: None,
             logs: BTreeMap::new(),
             batch: 0,
+            assignment: s.assignment,
+            shared: s.shared,
+            standalone: None,
         })
     }
 
@@ -186,7 +448,11 @@ impl Scorer {
             stream: self.config.stream.clone(),
             topic: self.config.topic.clone(),
             output_topic: self.config.output_topic.clone(),
-            delivery: "at_least_once",
+            delivery: if self.exactly_once {
+                "exactly_once"
+            } else {
+                "at_least_once"
+            },
             state: if self.current.is_some() {
                 "scoring"
             } else {
@@ -205,17 +471,168 @@ impl Scorer {
             }
             std::thread::sleep(Duration::from_millis(200));
         }
-        if let Err(e) = self.consumer.subscribe(&[self.config.topic.as_str()]) {
+        use crate::config::Assignment;
+        let standalone = match self.assignment {
+            Assignment::Standalone => true,
+            Assignment::Group => false,
+            Assignment::Auto => {
+                !self.shared
+                    && self
+                        .consumer
+                        .client()
+                        .fetch_cluster_id(Duration::from_secs(10))
+                        .is_some_and(|id| crate::kafka::standalone::is_embedded_cluster(&id))
+            }
+        };
+        let group = self.config.group(self.clients.group());
+        self.exactly_once = self.start_exactly_once();
+        self.report();
+        if standalone {
+            let watch = crate::kafka::standalone::Standalone::new(
+                crate::kafka::standalone::instance_name(self.clients.instance_id()),
+                &format!("scorer '{name}'"),
+                &group,
+                Duration::from_secs(5),
+                self.health.clone(),
+            );
+            self.standalone = Some((watch, Vec::new(), Instant::now()));
+            self.assign_new();
+        } else if let Err(e) = self.consumer.subscribe(&[self.config.topic.as_str()]) {
             tracing::error!(scorer = %name, error = %self.clients.scrub(&e.to_string()), "cannot subscribe to the scorer's topic");
             return;
         }
-        tracing::info!(scorer = %name, topic = %self.config.topic, output_topic = %self.config.output_topic, "scorer started");
+        tracing::info!(scorer = %name, topic = %self.config.topic, output_topic = %self.config.output_topic, group = %group, standalone, "scorer started");
+        let mut lag_at = Instant::now();
         while !self.shutdown.is_triggered() {
             self.refresh();
             self.batch();
+            if lag_at.elapsed() >= LAG_EVERY {
+                self.report_lag();
+                lag_at = Instant::now();
+            }
+            if let Some((_, _, at)) = &self.standalone
+                && at.elapsed() >= DISCOVER_EVERY
+            {
+                self.assign_new();
+            }
         }
         self.producer.poll(Duration::ZERO);
         tracing::info!(scorer = %name, "scorer stopped");
+    }
+
+    /// `ravel_scorer_lag_messages`: over the assigned partitions, the end librdkafka last heard
+    /// less the scorer's position (a partition not read yet counts from its log start).
+    fn report_lag(&self) {
+        let assigned: Vec<i32> = super::lock(&self.consumer.context().assigned)
+            .iter()
+            .copied()
+            .collect();
+        let positions = self.consumer.position().ok();
+        let mut lag = 0;
+        for p in assigned {
+            let Some((low, high)) =
+                crate::kafka::cached_watermarks(&self.consumer, &self.config.topic, p)
+            else {
+                continue;
+            };
+            let at = positions
+                .as_ref()
+                .and_then(|t| t.find_partition(&self.config.topic, p))
+                .and_then(|e| match e.offset() {
+                    Offset::Offset(o) => Some(o),
+                    _ => None,
+                })
+                .unwrap_or(low);
+            lag += (high - at).max(0);
+        }
+        self.metrics
+            .scorer_lag
+            .with_label_values(&[&self.config.name])
+            .set(lag);
+    }
+
+    /// Exactly once when the output topic has at least as many partitions as the input: then
+    /// the output's tail reader is made; else at least once, said in the log.
+    fn start_exactly_once(&mut self) -> bool {
+        let count = |topic: &str| {
+            self.consumer
+                .fetch_metadata(Some(topic), Duration::from_secs(10))
+                .ok()
+                .and_then(|md| md.topics().first().map(|t| t.partitions().len()))
+                .filter(|&n| n > 0)
+        };
+        let (name, topic, output) = (
+            &self.config.name,
+            &self.config.topic,
+            &self.config.output_topic,
+        );
+        let (input, out) = (count(topic), count(output));
+        match (input, out) {
+            (Some(i), Some(o)) if o >= i => {}
+            _ => {
+                tracing::warn!(scorer = %name, topic = %topic, output_topic = %output, input_partitions = ?input, output_partitions = ?out,
+                    "scorer delivers at least once: exactly once needs an output topic with at least as many partitions as the input (predictions of input partition i go to output partition i)");
+                return false;
+            }
+        }
+        let reader: Result<BaseConsumer, _> = self
+            .clients
+            .reader(
+                crate::kafka::Client::ScorerConsumer,
+                &self.config.group(self.clients.group()),
+            )
+            .create();
+        match reader {
+            Ok(reader) => {
+                *super::lock(&self.consumer.context().tail) = Some(Tail {
+                    reader,
+                    scorer: name.clone(),
+                    topic: topic.clone(),
+                    output: output.clone(),
+                });
+                true
+            }
+            Err(e) => {
+                tracing::warn!(scorer = %name, error = %self.clients.scrub(&e.to_string()), "scorer delivers at least once: cannot create the reader of its output's tail");
+                false
+            }
+        }
+    }
+
+    /// Standalone: assigns every partition of the topic not assigned yet, each where it
+    /// resumes (`ScorerContext::starts`).
+    fn assign_new(&mut self) {
+        let Some((_, have, at)) = &mut self.standalone else {
+            return;
+        };
+        *at = Instant::now();
+        let Ok(md) = self
+            .consumer
+            .fetch_metadata(Some(&self.config.topic), Duration::from_secs(5))
+        else {
+            return;
+        };
+        let Some(t) = md.topics().first() else { return };
+        if t.error().is_some() {
+            return;
+        }
+        let mut tpl = TopicPartitionList::new();
+        let mut new = Vec::new();
+        for p in t.partitions() {
+            if !have.contains(&p.id()) {
+                tpl.add_partition(&self.config.topic, p.id());
+                new.push(p.id());
+            }
+        }
+        drop(md);
+        if new.is_empty() {
+            return;
+        }
+        self.consumer
+            .context()
+            .assign(&self.consumer, &mut tpl, true);
+        let assigned = super::lock(&self.consumer.context().assigned).clone();
+        have.extend(new.into_iter().filter(|p| assigned.contains(p)));
     }
 
     /// Extracts the model again when the stream's snapshot changed and `refresh_ms` passed
@@ -288,10 +705,18 @@ impl Scorer {
             }
             wait = Duration::ZERO;
         }
+        // Messages of partitions revoked while the batch was gathered are another member's now.
+        {
+            let assigned = super::lock(&self.consumer.context().assigned);
+            messages.retain(|m| assigned.contains(&m.partition()));
+        }
         if messages.is_empty() {
             return;
         }
         let Some(current) = &self.current else { return };
+        // Exactly once: each output partition's end before this batch, where a failed batch's
+        // partitions look for what was delivered.
+        let ends_before = super::lock(&self.producer.context().ends).clone();
         self.batch += 1;
         // Per partition: the first offset of the batch, and the next one to commit.
         let mut first: BTreeMap<i32, i64> = BTreeMap::new();
@@ -345,9 +770,18 @@ impl Scorer {
         }
         let delivered = self.await_deliveries(scored) && self.await_dead_letters(copies);
         if !delivered {
-            // Score the batch again from its start: at least once.
+            // Score the batch again from its start (at least once), or, exactly once, from
+            // after the last of its predictions the output holds.
             for (&p, &o) in &first {
-                self.seek(p, o);
+                let resumed = if self.exactly_once {
+                    let tail = super::lock(&self.consumer.context().tail);
+                    tail.as_ref()
+                        .and_then(|t| t.resume(p, ends_before.get(&p).copied()).ok())
+                        .flatten()
+                } else {
+                    None
+                };
+                self.seek(p, resumed.map_or(o, |r| r.max(o)));
             }
             std::thread::sleep(Duration::from_secs(1));
             return;
@@ -360,8 +794,31 @@ impl Scorer {
             .with_label_values(&[&self.config.name])
             .inc_by(scored);
         let mut tpl = TopicPartitionList::new();
+        if let Some((watch, have, _)) = &mut self.standalone {
+            let parts = have.iter().map(|&p| (self.config.topic.clone(), p));
+            watch.check(&self.consumer, parts, Duration::from_millis(500));
+        }
+        let ends = super::lock(&self.producer.context().ends).clone();
         for (&p, &o) in &next {
-            let _ = tpl.add_partition_offset(&self.config.topic, p, Offset::Offset(o));
+            let mut e = tpl.add_partition(&self.config.topic, p);
+            let _ = e.set_offset(Offset::Offset(o));
+            // The output's end at this commit: where the next assignment's tail scan starts.
+            let more: Vec<(&str, String)> = match ends.get(&p) {
+                Some(end) if self.exactly_once => vec![("out", end.to_string())],
+                _ => vec![],
+            };
+            let metadata = match &self.standalone {
+                Some((watch, _, _)) => Some(watch.metadata_with(&more)),
+                None if !more.is_empty() => Some(crate::kafka::standalone::metadata(
+                    &crate::kafka::standalone::instance_name(self.clients.instance_id()),
+                    crate::unix_ms(std::time::SystemTime::now()),
+                    &more,
+                )),
+                None => None,
+            };
+            if let Some(m) = metadata {
+                e.set_metadata(m);
+            }
         }
         if tpl.count() > 0
             && let Err(e) = self.consumer.commit(&tpl, CommitMode::Sync)
@@ -404,6 +861,9 @@ impl Scorer {
             BaseRecord::with_opaque_to(&self.config.output_topic, Box::new((self.batch, p, o)))
                 .payload(&payload)
                 .headers(headers);
+        if self.exactly_once {
+            record = record.partition(p);
+        }
         if let Some(k) = m.key() {
             record = record.key(k);
         }

@@ -326,11 +326,11 @@ fn creations(
             })
             .collect()
     };
-    let admin: AdminClient<DefaultClientContext> = match clients.config(Client::Check, &[]).create()
-    {
-        Ok(a) => a,
-        Err(e) => return not_checked(&clients.scrub(&e.to_string())),
-    };
+    let admin: AdminClient<DefaultClientContext> =
+        match clients.config(Client::CheckAdmin, &[]).create() {
+            Ok(a) => a,
+            Err(e) => return not_checked(&clients.scrub(&e.to_string())),
+        };
     let new: Vec<NewTopic> = missing.iter().map(|n| n.new_topic(replication)).collect();
     let opts = AdminOptions::new()
         .validate_only(true)
@@ -525,11 +525,11 @@ fn topic_configs(
              keeps more than about 5 MB per partition: fine for tests and demos)",
         );
     }
-    let admin: AdminClient<DefaultClientContext> = match clients.config(Client::Check, &[]).create()
-    {
-        Ok(a) => a,
-        Err(e) => return not_checked(&clients.scrub(&e.to_string())),
-    };
+    let admin: AdminClient<DefaultClientContext> =
+        match clients.config(Client::CheckAdmin, &[]).create() {
+            Ok(a) => a,
+            Err(e) => return not_checked(&clients.scrub(&e.to_string())),
+        };
     let specs: Vec<ResourceSpecifier> = asked
         .iter()
         .map(|n| ResourceSpecifier::Topic(&n.topic))

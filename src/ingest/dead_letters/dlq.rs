@@ -14,9 +14,14 @@
 //! `ravel_dead_letters_skipped_total` and logged. Copies are pipelined: the thread never waits
 //! for one before sending the next, so librdkafka batches them like any produce (`linger.ms`),
 //! and a burst of bad messages costs about what the same burst of good rows costs. What a
-//! checkpoint must wait for is ingest's business (`ingest::held`): this module only delivers
-//! and reports. Delivery is at least once: a copy whose acknowledgement was lost (a crash) is
-//! sent again. Its log lines are bounded per stream and kind (`log_rate`): one line every
+//! checkpoint must wait for is ingest's business (`ingest::dead_letters::held`): this module only delivers
+//! and reports. Delivery is once across restarts without Kafka transactions: the first copy
+//! to a dead-letter topic after a start reads that topic's last `MAX_TAIL` messages (`Tail`),
+//! and a copy whose source (stream, topic, partition, offset) is already there, sent before
+//! a crash by the process that read the message then, is reported delivered and not sent
+//! again. Its limits: more than `MAX_TAIL` copies between the restart's checkpoint and the
+//! crash, or retention deleting them, let the older ones be sent again; a dead-letter topic
+//! that cannot be read makes delivery at least once (said in the log). Its log lines are bounded per stream and kind (`log_rate`): one line every
 //! `LOG_EVERY` at most, with the number of events held back since, never one per copy.
 //! A message too large to copy whole is copied as a truncated envelope: its first 16 KiB,
 //! the headers, and `ravel-truncated-from` with its length.
@@ -30,7 +35,7 @@ use rdkafka::config::ClientConfig;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -52,6 +57,99 @@ pub struct Copy {
     pub truncated_from: Option<usize>,
     /// The message's own headers (those named `ravel-...` left out: the copy's are ravel's).
     pub headers: Vec<(String, Option<Vec<u8>>)>,
+}
+
+/// At most this many messages of each partition of a dead-letter topic are read back at the
+/// first copy after a start, for the copies already there.
+pub const MAX_TAIL: i64 = 100_000;
+/// How long reading a dead-letter topic's tail may take.
+const TAIL_WAIT: Duration = Duration::from_secs(30);
+
+/// A copy's source: stream, topic, partition, offset.
+type Source = (String, String, i32, i64);
+
+/// Reads the copies already in a dead-letter topic.
+struct Tail {
+    /// A consumer assigned the topic being read (`KafkaClients::reader`).
+    reader: rdkafka::consumer::BaseConsumer,
+}
+
+impl Tail {
+    /// The sources of the copies among the last `MAX_TAIL` messages of each partition of `dlq`.
+    fn sources(&self, dlq: &str) -> Result<HashSet<Source>, String> {
+        use rdkafka::consumer::Consumer;
+        use rdkafka::message::{Headers, Message};
+        use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
+        let md = self
+            .reader
+            .fetch_metadata(Some(dlq), Duration::from_secs(10))
+            .map_err(|e| e.to_string())?;
+        let parts: Vec<i32> = md
+            .topics()
+            .first()
+            .map(|t| t.partitions().iter().map(|p| p.id()).collect())
+            .unwrap_or_default();
+        let mut tpl = TopicPartitionList::new();
+        let mut ends = HashMap::new();
+        for p in parts {
+            let (low, high) = self
+                .reader
+                .fetch_watermarks(dlq, p, Duration::from_secs(10))
+                .map_err(|e| e.to_string())?;
+            if high > low {
+                tpl.add_partition_offset(dlq, p, Offset::Offset((high - MAX_TAIL).max(low)))
+                    .map_err(|e| e.to_string())?;
+                ends.insert(p, high);
+            }
+        }
+        let mut out = HashSet::new();
+        if ends.is_empty() {
+            return Ok(out);
+        }
+        self.reader.assign(&tpl).map_err(|e| e.to_string())?;
+        let start = Instant::now();
+        let result = loop {
+            if ends.is_empty() {
+                break Ok(());
+            }
+            if start.elapsed() > TAIL_WAIT {
+                break Err(format!(
+                    "not read to its end within {} s",
+                    TAIL_WAIT.as_secs()
+                ));
+            }
+            match self.reader.poll(Duration::from_millis(100)) {
+                Some(Ok(m)) => {
+                    if let Some(h) = m.headers() {
+                        let get = |key: &str| {
+                            h.iter()
+                                .find(|x| x.key == key)
+                                .and_then(|x| x.value)
+                                .and_then(|v| std::str::from_utf8(v).ok())
+                        };
+                        if let (Some(st), Some(t), Some(p), Some(o)) = (
+                            get("ravel-stream"),
+                            get("ravel-source-topic"),
+                            get("ravel-source-partition").and_then(|v| v.parse().ok()),
+                            get("ravel-source-offset").and_then(|v| v.parse().ok()),
+                        ) {
+                            out.insert((st.to_string(), t.to_string(), p, o));
+                        }
+                    }
+                    if ends
+                        .get(&m.partition())
+                        .is_some_and(|&e| m.offset() >= e - 1)
+                    {
+                        ends.remove(&m.partition());
+                    }
+                }
+                Some(Err(e)) => break Err(e.to_string()),
+                None => {}
+            }
+        };
+        let _ = self.reader.unassign();
+        result.map(|()| out)
+    }
 }
 
 /// What a copy keeps of a payload too large to copy whole.
@@ -154,9 +252,12 @@ pub struct DeadLetters {
 }
 
 impl DeadLetters {
-    /// Creates the producer (`config` is the dead-letter client's) and starts its thread.
+    /// Creates the producer (`config` is the dead-letter client's) and starts its thread;
+    /// `reader` (`KafkaClients::reader`'s configuration) reads the copies already in each
+    /// dead-letter topic (None: none are looked for, delivery is at least once).
     pub fn start(
         config: &ClientConfig,
+        reader: Option<&ClientConfig>,
         dlq: &DlqConfig,
         metrics: Arc<Metrics>,
     ) -> anyhow::Result<Self> {
@@ -171,9 +272,19 @@ impl DeadLetters {
                 reports: Mutex::new(Vec::new()),
             })
             .map_err(|e| anyhow::anyhow!("cannot create the dead-letter producer: {e}"))?;
+        let tail = match reader {
+            Some(r) => Some(Tail {
+                reader: r
+                    .create()
+                    .map_err(|e| anyhow::anyhow!("cannot create the dead-letter reader: {e}"))?,
+            }),
+            None => None,
+        };
         let (copies, copies_rx) = mpsc::channel();
         let (outcomes_tx, outcomes) = mpsc::channel();
         let worker = Worker {
+            tail,
+            there: HashMap::new(),
             producer,
             metrics,
             mode: dlq.on_failure,
@@ -221,6 +332,10 @@ impl Drop for DeadLetters {
 
 struct Worker {
     producer: BaseProducer<DlqContext>,
+    tail: Option<Tail>,
+    /// Per dead-letter topic, the sources of the copies found there at its first copy
+    /// (empty when it could not be read).
+    there: HashMap<String, HashSet<Source>>,
     metrics: Arc<Metrics>,
     mode: OnFailure,
     initial: Duration,
@@ -336,9 +451,40 @@ impl Worker {
         }
     }
 
-    /// Queues one attempt; a failure to queue counts as a failed attempt.
+    /// Whether the copy is in its dead-letter topic already (sent before a restart); the
+    /// topic's tail is read at its first copy.
+    fn already_there(&mut self, dlq: &str, c: &Copy) -> bool {
+        let Some(tail) = &self.tail else {
+            return false;
+        };
+        let there = self.there.entry(dlq.to_string()).or_insert_with(|| {
+            match tail.sources(dlq) {
+                Ok(s) => {
+                    tracing::info!(topic = %dlq, copies = s.len(), "dead-letter topic's tail read: copies already there are not sent again");
+                    s
+                }
+                Err(e) => {
+                    tracing::warn!(topic = %dlq, error = %e, "cannot read the dead-letter topic's tail: copies sent before a crash may be sent again");
+                    HashSet::new()
+                }
+            }
+        });
+        there.remove(&(c.stream.clone(), c.topic.clone(), c.partition, c.offset))
+    }
+
+    /// Queues one attempt; a failure to queue counts as a failed attempt. A first attempt of a
+    /// copy already in its topic is reported delivered without sending it.
     fn submit(&mut self, attempt: Attempt) {
         let dlq = crate::config::dlq_of(&attempt.copy.topic);
+        if attempt.failed == 0 && self.already_there(&dlq, &attempt.copy) {
+            let c = &attempt.copy;
+            let _ = self.outcomes.send(Outcome::Delivered {
+                topic: c.topic.clone(),
+                partition: c.partition,
+                offset: c.offset,
+            });
+            return;
+        }
         let c = &attempt.copy;
         let (key, payload) = (c.key.clone(), c.payload.clone());
         let (partition, offset) = (c.partition.to_string(), c.offset.to_string());
