@@ -112,12 +112,15 @@ pub fn csc_bytes(n: u64, p: u64, nnz: u64) -> u64 {
 }
 
 /// Bytes of the matrix and the raw-data solver's vectors (`wide::WideProblem` and its
-/// iterate): per column the mean, squared norm, z^T y, the coefficient and a sampling
-/// permutation (36 bytes), and seven n-vectors.
+/// iterate): per column the mean, squared norm, a correlation, the coefficient and a sampling
+/// permutation (36 bytes), eight n-vectors, and the Gram block of the active columns' cache
+/// (at most 2048 columns: min(p, 2048)^2 doubles).
 pub fn wide_bytes(n: u64, p: u64, nnz: u64) -> u64 {
+    let cached = p.min(2048);
     csc_bytes(n, p, nnz)
         .saturating_add(p.saturating_mul(36))
-        .saturating_add(n.saturating_mul(56))
+        .saturating_add(n.saturating_mul(64))
+        .saturating_add(cached * cached * 8)
 }
 
 /// How a wide file is read.
@@ -663,7 +666,7 @@ mod tests {
 
     #[test]
     fn a_file_over_the_memory_limit_is_refused_before_its_matrix_is_allocated() {
-        // 10 rows of 100 nonzeros, p = 100: 12000 + 808 + 80 bytes of arrays, 4160 more.
+        // 10 rows of 100 nonzeros, p = 100: 12000 + 808 + 80 bytes of arrays, 84240 more.
         let mut body = String::new();
         for i in 0..10 {
             body.push_str(&i.to_string());
@@ -678,7 +681,7 @@ mod tests {
             "the largest feature index is 100 (line 1), so p = 100",
             "n = 10 rows and 1000 nonzeros",
             "the sparse columns (12.6 KiB)",
-            "an estimated 16.6 KiB, over the limit of 9.8 KiB (--max-memory)",
+            "an estimated 94.9 KiB, over the limit of 9.8 KiB (--max-memory)",
         ] {
             assert!(e.contains(part), "'{part}' missing from: {e}");
         }
@@ -691,7 +694,7 @@ mod tests {
         );
         assert_eq!(
             wide_bytes(3, 1000, 4),
-            4 * 12 + 1001 * 8 + 3 * 8 + 36 * 1000 + 56 * 3
+            4 * 12 + 1001 * 8 + 3 * 8 + 36 * 1000 + 64 * 3 + 1000 * 1000 * 8
         );
     }
 }

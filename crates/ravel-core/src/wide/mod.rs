@@ -173,7 +173,28 @@ pub struct WideSolver<'p, 'a> {
     c: Vec<f64>,
     perm: Vec<u32>,
     rng: StdRng,
+    cache: Cache,
 }
+
+/// The correlations of the columns that have been active, kept up to date without a pass over
+/// them (004's "method of active covariates", for the active set only): for each cached
+/// column j, sigma_j = z_c_j^T y_c, h_j = z_c_j^T q and the Gram entries z_c_j^T z_c_k with
+/// the other cached columns; a step q += gamma (a q + s z_c_i) moves h_j by
+/// gamma (a h_j + s G_ji), O(cached) instead of a dot with every active column (frequent
+/// columns have thousands of nonzeros). A column enters when it first becomes active, at the
+/// cost of one dot with each cached column. Beyond `CACHE_MAX` columns (its Gram block would
+/// take 32 MiB) the cache is dropped and active correlations are computed by dots again.
+struct Cache {
+    on: bool,
+    cols: Vec<usize>,
+    pos: std::collections::HashMap<usize, usize>,
+    sigma: Vec<f64>,
+    h: Vec<f64>,
+    gram: Vec<Vec<f64>>,
+    scatter: Vec<f64>,
+}
+
+const CACHE_MAX: usize = 2048;
 
 /// An atom to step away from: column j's vertex, or the origin.
 struct Away {
@@ -205,6 +226,96 @@ impl<'p, 'a> WideSolver<'p, 'a> {
             c: Vec::new(),
             perm,
             rng: StdRng::seed_from_u64(seed),
+            cache: Cache {
+                on: true,
+                cols: Vec::new(),
+                pos: Default::default(),
+                sigma: Vec::new(),
+                h: Vec::new(),
+                gram: Vec::new(),
+                scatter: Vec::new(),
+            },
+        }
+    }
+
+    /// Column j's correlation z_c_j^T r from the cache (None: not cached).
+    #[inline]
+    fn cached_corr(&self, j: usize) -> Option<f64> {
+        let k = *self.cache.pos.get(&j)?;
+        Some(self.cache.sigma[k] - self.cache.h[k])
+    }
+
+    /// Puts column i in the cache (before it becomes active); counts its dots.
+    fn cache_add(&mut self, i: usize, dots: &mut u64) {
+        if !self.cache.on || self.cache.pos.contains_key(&i) {
+            return;
+        }
+        if self.cache.cols.len() >= CACHE_MAX {
+            self.cache.on = false;
+            self.cache.cols.clear();
+            self.cache.pos.clear();
+            self.cache.gram.clear();
+            return;
+        }
+        let x = self.pr.x;
+        let n = x.n as f64;
+        if self.cache.scatter.len() != x.n {
+            self.cache.scatter = vec![0.0; x.n];
+        }
+        let (rows, vals) = x.column(i);
+        for (&r, &v) in rows.iter().zip(vals) {
+            self.cache.scatter[r as usize] = v;
+        }
+        let mi = self.pr.mean[i];
+        let mut row = Vec::with_capacity(self.cache.cols.len() + 1);
+        for (k, &j) in self.cache.cols.iter().enumerate() {
+            let g = x.dot(j, &self.cache.scatter) - n * self.pr.mean[j] * mi;
+            self.cache.gram[k].push(g);
+            row.push(g);
+        }
+        for &r in rows {
+            self.cache.scatter[r as usize] = 0.0;
+        }
+        row.push(self.pr.norm2[i]);
+        *dots += self.cache.cols.len() as u64 + 2;
+        let ysum: f64 = self.pr.yc.iter().sum();
+        let qsum: f64 = self.q.iter().sum();
+        self.cache.sigma.push(self.pr.corr(i, &self.pr.yc, ysum));
+        self.cache.h.push(self.pr.corr(i, &self.q, qsum));
+        self.cache.pos.insert(i, self.cache.cols.len());
+        self.cache.cols.push(i);
+        self.cache.gram.push(row);
+    }
+
+    /// The cache after q += gamma (a q + s z_c_i) (i None: s = 0).
+    fn cache_step(&mut self, gamma: f64, a: f64, s: f64, i: Option<usize>) {
+        if !self.cache.on || gamma == 0.0 {
+            return;
+        }
+        match i.and_then(|i| self.cache.pos.get(&i).copied()) {
+            Some(ki) => {
+                let g = &self.cache.gram[ki];
+                for (h, gk) in self.cache.h.iter_mut().zip(g) {
+                    *h += gamma * (a * *h + s * gk);
+                }
+            }
+            None => {
+                debug_assert!(i.is_none() || s == 0.0);
+                for h in self.cache.h.iter_mut() {
+                    *h += gamma * a * *h;
+                }
+            }
+        }
+    }
+
+    /// h recomputed from q (rounding does not accumulate).
+    fn cache_refresh(&mut self) {
+        if !self.cache.on {
+            return;
+        }
+        let qsum: f64 = self.q.iter().sum();
+        for (k, &j) in self.cache.cols.iter().enumerate() {
+            self.cache.h[k] = self.pr.corr(j, &self.q, qsum);
         }
     }
 
@@ -237,6 +348,7 @@ impl<'p, 'a> WideSolver<'p, 'a> {
             *q -= shift;
             *r = y - *q;
         }
+        self.cache_refresh();
     }
 
     /// The warm start for `delta`: b moved along its ray to the best feasible multiple.
@@ -355,6 +467,8 @@ impl<'p, 'a> WideSolver<'p, 'a> {
             for &j in &self.active {
                 let c = if exact {
                     self.c[j]
+                } else if let Some(c) = self.cached_corr(j) {
+                    c
                 } else {
                     dots += 1;
                     self.pr.corr(j, &self.r, rsum)
@@ -437,6 +551,7 @@ impl<'p, 'a> WideSolver<'p, 'a> {
                         let v = self.b[j].signum() * delta;
                         self.direction(1.0, -v, Some(j));
                         let gamma = self.line_search(gmax);
+                        self.cache_step(gamma, 1.0, -v, Some(j));
                         for &k in &self.active {
                             self.b[k] *= 1.0 + gamma;
                         }
@@ -449,6 +564,7 @@ impl<'p, 'a> WideSolver<'p, 'a> {
                     None => {
                         self.direction(1.0, 0.0, None);
                         let gamma = self.line_search(gmax);
+                        self.cache_step(gamma, 1.0, 0.0, None);
                         for &k in &self.active {
                             self.b[k] *= 1.0 + gamma;
                         }
@@ -461,8 +577,10 @@ impl<'p, 'a> WideSolver<'p, 'a> {
                 continue; // a sampled vertex that is no descent direction
             }
             // b <- (1 - gamma) b + gamma u e_best: q moves along u z_c_best - q.
+            self.cache_add(best, &mut dots);
             self.direction(-1.0, u, Some(best));
             let gamma = self.line_search(1.0);
+            self.cache_step(gamma, -1.0, u, Some(best));
             if gamma > 0.0 {
                 let new = self.b[best] == 0.0;
                 for &k in &self.active {
