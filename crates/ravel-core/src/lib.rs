@@ -55,7 +55,10 @@
 //!   `PredictInplace` for `Model`.
 //! - [`prequential`]: test-then-train replay, to compare weight schedules offline.
 //! - [`data`]: streaming readers for CSV, LIBSVM and NPY files, one file per format
-//!   (`data::npy` holds the memory map) and the memory budget (`data::budget`).
+//!   (`data::npy` holds the memory map) and the memory budget (`data::budget`); `data::csc`
+//!   holds a wide file column-major and sparse (`Csc`) in O(nnz + n + p) memory.
+//! - [`wide`]: paper 004's raw-data Frank-Wolfe Lasso path (Algorithm 2, randomized or
+//!   deterministic) on a `Csc`, for files whose Gram matrix cannot exist.
 //! - [`synthetic`]: the simulated design of paper 003 (demo stream, tests, benchmarks).
 //! - [`scenarios`]: the same design with drifting coefficients (drift checks and report).
 
@@ -75,6 +78,7 @@ pub mod spec;
 pub mod stats;
 pub mod synthetic;
 pub mod task;
+pub mod wide;
 
 pub use stats::Observations;
 

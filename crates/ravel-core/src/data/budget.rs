@@ -150,12 +150,23 @@ impl Dimensions<'_> {
                 ByteSize(compact)
             );
         }
+        // The statistics hold p^2 numbers; the raw-data path holds the nonzeros only.
+        let wide = match budget.plan {
+            Plan::Stats {
+                task: Task::Regression,
+                ..
+            } => {
+                " Or fit the Lasso path on the raw sparse columns without the statistics \
+                 (paper 004's Frank-Wolfe, memory in the nonzeros): ravel fit --wide."
+            }
+            _ => "",
+        };
         Err(DataError::File {
             path: self.path.into(),
             msg: format!(
                 "too large for the memory limit: {}{rows}; {} would need an estimated {est}, \
                  over the limit of {} ({}).{hint} Drop or hash features, learn them as a feature \
-                 stream (ravel select, [[feature_streams]]), or raise the limit.",
+                 stream (ravel select, [[feature_streams]]), or raise the limit.{wide}",
                 self.driver,
                 budget.plan.describe(),
                 ByteSize(budget.max_bytes),

@@ -183,6 +183,8 @@ mod tests {
             "only 2 distinct feature indices: --compact-features renumbers them (p = 2",
             "Drop or hash features",
             "raise the limit",
+            "the raw sparse columns without the statistics",
+            "ravel fit --wide",
         ] {
             assert!(e.contains(part), "'{part}' missing from: {e}");
         }

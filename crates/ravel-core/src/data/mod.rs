@@ -20,6 +20,7 @@
 //! types every format shares (`RowReader`, `DataError`, `Format`, `OpenOptions`).
 
 mod budget;
+pub mod csc;
 mod csv;
 mod libsvm;
 #[allow(unsafe_code)] // the memory map of an NPY file (`map_values`)

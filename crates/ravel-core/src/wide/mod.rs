@@ -1,0 +1,895 @@
+//! Paper 004's Frank-Wolfe Lasso on the raw data (its Algorithm 2), for wide sparse files
+//! held column-major (`data::csc::Csc`): min f(b) = 1/(2n) ||y_c - X_c b||^2 subject to
+//! ||b||_1 <= delta, and the path over delta with warm starts.
+//!
+//! Centering. `X_c` and `y_c` are the centered columns and targets, so the model has an
+//! intercept (y_mean - mean^T b), as ravel's Gram-form Frank-Wolfe and scikit-learn's Lasso
+//! with `fit_intercept` have, and as 004 assumes ("centering the training data"). The columns
+//! are never centered in memory (that would make them dense): the iterate keeps q = X_c b and
+//! the residual r = y_c - q as n-vectors, whose sums are 0, and a correlation is
+//! z_c^T r = z^T r - mean_j sum(r), one sparse dot. Columns are not standardized: the
+//! objective, delta and the coefficients are in the file's units (004 and `lasso_path` work on
+//! the raw columns; ravel's Gram-form solver standardizes unless `--no-standardize`). The
+//! objective is half the training MSE, as in the Gram form (Q = S_xx): f(0) = Var(y)/2.
+//!
+//! One iteration (004 Alg. 2): the correlations z_c^T r of a sample S of columns (kappa of
+//! them, a uniform kappa-subset drawn by a partial Fisher-Yates shuffle each iteration, seeded;
+//! or all p: the deterministic rule) and of the active columns; the vertex u = delta sign(c_i)
+//! e_i of the largest |c_i|; an exact line search along q + gamma (X_c u - q); b, q and r
+//! updated (004 eq. 10). The active columns' correlations also give away steps
+//! (Guelat-Marcotte, as the Gram-form solver): weight moved off the worst active vertex, or off
+//! the origin, dropped exactly when it reaches 0, so coefficients that should be 0 become 0.
+//!
+//! Stopping: the duality gap G = grad^T b + delta ||grad||_inf >= f(b) - f* (004 eq. 17-18)
+//! with grad^T b = -q^T r / n. The randomized rule sees only the sampled part of grad, whose
+//! gap is a lower bound: when it falls under the tolerance, one pass over every column gives
+//! the exact gap, and if that is not under the tolerance either, the iteration steps to the
+//! exact argmax (a deterministic step) and the next exact check waits twice as many
+//! iterations. Every point of the path ends with an exact gap: it certifies the point.
+//! Tolerance: G <= tol * f(b), so (f(b) - f*) / f* <= tol / (1 - tol).
+//!
+//! Path: 004's grid, `points` deltas geometric from delta_max / 100 to delta_max, solved from
+//! the sparsest, each warm-started from the previous solution moved along its ray to the best
+//! feasible multiple (004 rescales it to l1 norm delta). 004 takes delta_max = ||b||_1 of
+//! glmnet's solution at lambda_min = lambda_max / 100; without a given delta_max, `delta_max`
+//! finds it with the solver itself: deltas doubled until the multiplier of the constraint,
+//! lambda(delta) = ||grad||_inf at the solution, falls to lambda_max / 100, then bisected (in
+//! log delta) to within 10 % of that lambda.
+
+use crate::data::csc::Csc;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+/// The centered problem's fixed vectors.
+pub struct WideProblem<'a> {
+    /// The data.
+    pub x: &'a Csc,
+    yc: Vec<f64>,
+    y_mean: f64,
+    mean: Vec<f64>,
+    norm2: Vec<f64>,
+    /// f(0) = ||y_c||^2 / (2n).
+    pub f0: f64,
+}
+
+impl<'a> WideProblem<'a> {
+    /// The means, the centered squared norms of the columns, and y centered.
+    pub fn new(x: &'a Csc) -> WideProblem<'a> {
+        let n = x.n.max(1) as f64;
+        let y_mean = x.y.iter().sum::<f64>() / n;
+        let yc: Vec<f64> = x.y.iter().map(|v| v - y_mean).collect();
+        let mut mean = Vec::with_capacity(x.p);
+        let mut norm2 = Vec::with_capacity(x.p);
+        for j in 0..x.p {
+            let (_, v) = x.column(j);
+            let s: f64 = v.iter().sum();
+            let ss: f64 = v.iter().map(|a| a * a).sum();
+            let m = s / n;
+            mean.push(m);
+            norm2.push((ss - n * m * m).max(0.0));
+        }
+        let f0 = yc.iter().map(|v| v * v).sum::<f64>() / (2.0 * n);
+        WideProblem {
+            x,
+            yc,
+            y_mean,
+            mean,
+            norm2,
+            f0,
+        }
+    }
+
+    /// z_c_j^T v for an n-vector v summing to `vsum`.
+    #[inline]
+    fn corr(&self, j: usize, v: &[f64], vsum: f64) -> f64 {
+        self.x.dot(j, v) - self.mean[j] * vsum
+    }
+
+    /// lambda_max = ||X_c^T y_c||_inf / n: the smallest penalty whose Lasso solution is 0.
+    pub fn lambda_max(&self) -> f64 {
+        let s: f64 = self.yc.iter().sum();
+        (0..self.x.p)
+            .map(|j| self.corr(j, &self.yc, s).abs())
+            .fold(0.0, f64::max)
+            / self.x.n.max(1) as f64
+    }
+
+    /// The intercept of coefficients b (dense, p).
+    pub fn intercept(&self, b: &[(usize, f64)]) -> f64 {
+        self.y_mean - b.iter().map(|&(j, v)| self.mean[j] * v).sum::<f64>()
+    }
+}
+
+/// How the vertex is chosen.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Sampling {
+    /// Every column each iteration (deterministic FW).
+    Full,
+    /// `kappa` columns drawn each iteration (004 Alg. 2), from `seed`.
+    Randomized {
+        /// Columns sampled per iteration.
+        kappa: usize,
+        /// The seed.
+        seed: u64,
+    },
+}
+
+/// Solver settings.
+#[derive(Debug, Clone, Copy)]
+pub struct WideOptions {
+    /// Deterministic or randomized.
+    pub sampling: Sampling,
+    /// Stop at duality gap <= tol * objective.
+    pub tol: f64,
+    /// Iterations per delta at most.
+    pub max_iterations: usize,
+    /// Away steps (default true; 004's Algorithm 2 has none).
+    pub away_steps: bool,
+}
+
+impl Default for WideOptions {
+    fn default() -> Self {
+        WideOptions {
+            sampling: Sampling::Full,
+            tol: 1e-3,
+            max_iterations: 100_000,
+            away_steps: true,
+        }
+    }
+}
+
+/// The answer at one delta.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WidePoint {
+    /// The l1 radius.
+    pub delta: f64,
+    /// f(b) = ||y_c - X_c b||^2 / (2n), recomputed from b.
+    pub objective: f64,
+    /// The exact duality gap at b (>= f(b) - f*).
+    pub gap: f64,
+    /// ||grad f(b)||_inf: at the solution, the lambda of the penalized Lasso with this answer.
+    pub lambda: f64,
+    /// Iterations at this delta.
+    pub iterations: usize,
+    /// Column dot products at this delta (sampled, active and full passes).
+    pub dot_products: u64,
+    /// Whether the gap met the tolerance.
+    pub converged: bool,
+    /// The nonzero coefficients (column, value), by column.
+    pub coefficients: Vec<(usize, f64)>,
+    /// The intercept.
+    pub intercept: f64,
+}
+
+/// The solver's state along a path: the iterate and its images.
+pub struct WideSolver<'p, 'a> {
+    pr: &'p WideProblem<'a>,
+    opt: WideOptions,
+    b: Vec<f64>,
+    active: Vec<usize>,
+    q: Vec<f64>,
+    r: Vec<f64>,
+    w: Vec<f64>,
+    c: Vec<f64>,
+    perm: Vec<u32>,
+    rng: StdRng,
+    cache: Cache,
+}
+
+/// The correlations of the columns that have been active, kept up to date without a pass over
+/// them (004's "method of active covariates", for the active set only): for each cached
+/// column j, sigma_j = z_c_j^T y_c, h_j = z_c_j^T q and the Gram entries z_c_j^T z_c_k with
+/// the other cached columns; a step q += gamma (a q + s z_c_i) moves h_j by
+/// gamma (a h_j + s G_ji), O(cached) instead of a dot with every active column (frequent
+/// columns have thousands of nonzeros). A column enters when it first becomes active, at the
+/// cost of one dot with each cached column. Beyond `CACHE_MAX` columns (its Gram block would
+/// take 32 MiB) the cache is dropped and active correlations are computed by dots again.
+struct Cache {
+    on: bool,
+    cols: Vec<usize>,
+    pos: std::collections::HashMap<usize, usize>,
+    sigma: Vec<f64>,
+    h: Vec<f64>,
+    gram: Vec<Vec<f64>>,
+    scatter: Vec<f64>,
+}
+
+const CACHE_MAX: usize = 2048;
+
+/// An atom to step away from: column j's vertex, or the origin.
+struct Away {
+    j: Option<usize>,
+    weight: f64,
+    descent: f64,
+}
+
+impl<'p, 'a> WideSolver<'p, 'a> {
+    /// A solver at b = 0.
+    pub fn new(pr: &'p WideProblem<'a>, opt: WideOptions) -> Self {
+        let (n, p) = (pr.x.n, pr.x.p);
+        let seed = match opt.sampling {
+            Sampling::Randomized { seed, .. } => seed,
+            Sampling::Full => 0,
+        };
+        let perm = match opt.sampling {
+            Sampling::Randomized { kappa, .. } if kappa < p => (0..p as u32).collect(),
+            _ => Vec::new(),
+        };
+        WideSolver {
+            pr,
+            opt,
+            b: vec![0.0; p],
+            active: Vec::new(),
+            q: vec![0.0; n],
+            r: pr.yc.clone(),
+            w: vec![0.0; n],
+            c: Vec::new(),
+            perm,
+            rng: StdRng::seed_from_u64(seed),
+            cache: Cache {
+                on: true,
+                cols: Vec::new(),
+                pos: Default::default(),
+                sigma: Vec::new(),
+                h: Vec::new(),
+                gram: Vec::new(),
+                scatter: Vec::new(),
+            },
+        }
+    }
+
+    /// Column j's correlation z_c_j^T r from the cache (None: not cached).
+    #[inline]
+    fn cached_corr(&self, j: usize) -> Option<f64> {
+        let k = *self.cache.pos.get(&j)?;
+        Some(self.cache.sigma[k] - self.cache.h[k])
+    }
+
+    /// Puts column i in the cache (before it becomes active); counts its dots.
+    fn cache_add(&mut self, i: usize, dots: &mut u64) {
+        if !self.cache.on || self.cache.pos.contains_key(&i) {
+            return;
+        }
+        if self.cache.cols.len() >= CACHE_MAX {
+            self.cache.on = false;
+            self.cache.cols.clear();
+            self.cache.pos.clear();
+            self.cache.gram.clear();
+            return;
+        }
+        let x = self.pr.x;
+        let n = x.n as f64;
+        if self.cache.scatter.len() != x.n {
+            self.cache.scatter = vec![0.0; x.n];
+        }
+        let (rows, vals) = x.column(i);
+        for (&r, &v) in rows.iter().zip(vals) {
+            self.cache.scatter[r as usize] = v;
+        }
+        let mi = self.pr.mean[i];
+        let mut row = Vec::with_capacity(self.cache.cols.len() + 1);
+        for (k, &j) in self.cache.cols.iter().enumerate() {
+            let g = x.dot(j, &self.cache.scatter) - n * self.pr.mean[j] * mi;
+            self.cache.gram[k].push(g);
+            row.push(g);
+        }
+        for &r in rows {
+            self.cache.scatter[r as usize] = 0.0;
+        }
+        row.push(self.pr.norm2[i]);
+        *dots += self.cache.cols.len() as u64 + 2;
+        let ysum: f64 = self.pr.yc.iter().sum();
+        let qsum: f64 = self.q.iter().sum();
+        self.cache.sigma.push(self.pr.corr(i, &self.pr.yc, ysum));
+        self.cache.h.push(self.pr.corr(i, &self.q, qsum));
+        self.cache.pos.insert(i, self.cache.cols.len());
+        self.cache.cols.push(i);
+        self.cache.gram.push(row);
+    }
+
+    /// The cache after q += gamma (a q + s z_c_i) (i None: s = 0).
+    fn cache_step(&mut self, gamma: f64, a: f64, s: f64, i: Option<usize>) {
+        if !self.cache.on || gamma == 0.0 {
+            return;
+        }
+        match i.and_then(|i| self.cache.pos.get(&i).copied()) {
+            Some(ki) => {
+                let g = &self.cache.gram[ki];
+                for (h, gk) in self.cache.h.iter_mut().zip(g) {
+                    *h += gamma * (a * *h + s * gk);
+                }
+            }
+            None => {
+                debug_assert!(i.is_none() || s == 0.0);
+                for h in self.cache.h.iter_mut() {
+                    *h += gamma * a * *h;
+                }
+            }
+        }
+    }
+
+    /// h recomputed from q (rounding does not accumulate).
+    fn cache_refresh(&mut self) {
+        if !self.cache.on {
+            return;
+        }
+        let qsum: f64 = self.q.iter().sum();
+        for (k, &j) in self.cache.cols.iter().enumerate() {
+            self.cache.h[k] = self.pr.corr(j, &self.q, qsum);
+        }
+    }
+
+    fn n(&self) -> f64 {
+        self.pr.x.n.max(1) as f64
+    }
+
+    fn l1(&self) -> f64 {
+        self.active.iter().map(|&j| self.b[j].abs()).sum()
+    }
+
+    fn objective(&self) -> f64 {
+        self.r.iter().map(|v| v * v).sum::<f64>() / (2.0 * self.n())
+    }
+
+    /// q = X_c b and r = y_c - q recomputed from b (rounding does not accumulate).
+    fn refresh(&mut self) {
+        self.active.retain(|&j| self.b[j] != 0.0);
+        self.q.iter_mut().for_each(|v| *v = 0.0);
+        let mut shift = 0.0;
+        for &j in &self.active {
+            let bj = self.b[j];
+            let (rows, vals) = self.pr.x.column(j);
+            for (&i, &v) in rows.iter().zip(vals) {
+                self.q[i as usize] += bj * v;
+            }
+            shift += bj * self.pr.mean[j];
+        }
+        for ((q, r), y) in self.q.iter_mut().zip(&mut self.r).zip(&self.pr.yc) {
+            *q -= shift;
+            *r = y - *q;
+        }
+        self.cache_refresh();
+    }
+
+    /// The warm start for `delta`: b moved along its ray to the best feasible multiple.
+    fn rescale(&mut self, delta: f64) {
+        let l1 = self.l1();
+        if l1 <= 0.0 {
+            return;
+        }
+        let qq: f64 = self.q.iter().map(|v| v * v).sum();
+        let qy: f64 = self.q.iter().zip(&self.pr.yc).map(|(a, b)| a * b).sum();
+        let t = if qq > 0.0 { qy / qq } else { 1.0 };
+        let t = t.clamp(0.0, delta / l1);
+        for &j in &self.active {
+            self.b[j] *= t;
+        }
+        self.refresh();
+    }
+
+    /// Moves q along w by the exact line-search step in [0, gmax]; returns the step.
+    fn line_search(&mut self, gmax: f64) -> f64 {
+        let (mut rw, mut ww) = (0.0, 0.0);
+        for (r, w) in self.r.iter().zip(&self.w) {
+            rw += r * w;
+            ww += w * w;
+        }
+        let gamma = if ww > 0.0 {
+            (rw / ww).clamp(0.0, gmax)
+        } else {
+            0.0
+        };
+        if gamma > 0.0 {
+            for ((q, r), w) in self.q.iter_mut().zip(&mut self.r).zip(&self.w) {
+                *q += gamma * w;
+                *r -= gamma * w;
+            }
+        }
+        gamma
+    }
+
+    /// w = a q + s z_c_j (a dense n-vector).
+    fn direction(&mut self, a: f64, s: f64, j: Option<usize>) {
+        let shift = j.map_or(0.0, |j| s * self.pr.mean[j]);
+        for (w, q) in self.w.iter_mut().zip(&self.q) {
+            *w = a * q - shift;
+        }
+        if let Some(j) = j {
+            let (rows, vals) = self.pr.x.column(j);
+            for (&i, &v) in rows.iter().zip(vals) {
+                self.w[i as usize] += s * v;
+            }
+        }
+    }
+
+    /// Every column's correlation with r: the largest |c_j| and its column.
+    fn full_pass(&mut self, rsum: f64, dots: &mut u64) -> (usize, f64) {
+        let p = self.pr.x.p;
+        self.c.resize(p, 0.0);
+        let mut best = (0usize, 0.0f64);
+        for j in 0..p {
+            let c = self.pr.corr(j, &self.r, rsum);
+            self.c[j] = c;
+            if c.abs() > best.1 {
+                best = (j, c.abs());
+            }
+        }
+        *dots += p as u64;
+        best
+    }
+
+    /// Solves at `delta` from the current iterate (the previous point's solution).
+    pub fn solve(&mut self, delta: f64) -> WidePoint {
+        let p = self.pr.x.p;
+        let n = self.n();
+        let mut dots = 0u64;
+        let mut iterations = 0usize;
+        let mut converged = false;
+        self.rescale(delta);
+        let mut wait = 0usize; // iterations before the next exact check (randomized)
+        let mut cooldown = 1usize;
+        let mut exact_gap;
+        let mut lambda;
+        loop {
+            if iterations > 0 && iterations % 1000 == 0 {
+                self.refresh();
+            }
+            let rsum: f64 = self.r.iter().sum();
+            let qr: f64 = self.q.iter().zip(&self.r).map(|(a, b)| a * b).sum();
+            let f = self.objective();
+            // The vertex and the (sampled or exact) largest correlation.
+            let (mut best, mut cmax, mut exact) = match self.opt.sampling {
+                Sampling::Full => {
+                    let (j, c) = self.full_pass(rsum, &mut dots);
+                    (j, c, true)
+                }
+                Sampling::Randomized { kappa, .. } if kappa >= p => {
+                    let (j, c) = self.full_pass(rsum, &mut dots);
+                    (j, c, true)
+                }
+                Sampling::Randomized { kappa, .. } => {
+                    let mut best = (0usize, -1.0f64);
+                    for k in 0..kappa {
+                        let s = self.rng.random_range(k..p);
+                        self.perm.swap(k, s);
+                        let j = self.perm[k] as usize;
+                        let c = self.pr.corr(j, &self.r, rsum).abs();
+                        if c > best.1 {
+                            best = (j, c);
+                        }
+                    }
+                    dots += kappa as u64;
+                    (best.0, best.1.max(0.0), false)
+                }
+            };
+            // The active columns' correlations (away steps, and candidates for the vertex).
+            let mut act_c: Vec<f64> = Vec::with_capacity(self.active.len());
+            for &j in &self.active {
+                let c = if exact {
+                    self.c[j]
+                } else if let Some(c) = self.cached_corr(j) {
+                    c
+                } else {
+                    dots += 1;
+                    self.pr.corr(j, &self.r, rsum)
+                };
+                if !exact && c.abs() > cmax {
+                    (best, cmax) = (j, c.abs());
+                }
+                act_c.push(c);
+            }
+            let mut gap = (delta * cmax - qr) / n;
+            if !exact && gap <= self.opt.tol * f && wait == 0 {
+                // The sampled gap is a lower bound: check it on every column.
+                let (j, c) = self.full_pass(rsum, &mut dots);
+                (best, cmax, exact) = (j, c, true);
+                for (k, &j) in self.active.iter().enumerate() {
+                    act_c[k] = self.c[j];
+                }
+                gap = (delta * cmax - qr) / n;
+                if gap > self.opt.tol * f {
+                    cooldown *= 2;
+                    wait = cooldown;
+                }
+            }
+            wait = wait.saturating_sub(1);
+            if exact {
+                exact_gap = Some(gap);
+                lambda = cmax / n;
+                if gap <= self.opt.tol * f || delta <= 0.0 || cmax == 0.0 {
+                    converged = true;
+                    break;
+                }
+            } else {
+                exact_gap = None;
+                lambda = 0.0;
+            }
+            if iterations >= self.opt.max_iterations || crate::solve::interrupt::stop() {
+                break;
+            }
+            iterations += 1;
+            // The FW vertex u = delta sign(c_best) e_best and the descent it promises.
+            let c_best = if exact {
+                self.c[best]
+            } else {
+                self.pr.corr(best, &self.r, rsum)
+            };
+            let u = delta * c_best.signum();
+            let fw_descent = (delta * c_best.abs() - qr) / n;
+            let l1 = self.l1();
+            let away = if self.opt.away_steps {
+                let mut a: Option<Away> = None;
+                let slack = 1.0 - l1 / delta;
+                if slack > 1e-12 && l1 > 0.0 {
+                    a = Some(Away {
+                        j: None,
+                        weight: slack,
+                        descent: qr / n, // grad^T (0 - b)
+                    });
+                }
+                for (k, &j) in self.active.iter().enumerate() {
+                    let bj = self.b[j];
+                    // grad^T (v - b) with v = sign(b_j) delta e_j: the descent of b - v.
+                    let d = (qr - bj.signum() * delta * act_c[k]) / n;
+                    if a.as_ref().is_none_or(|x| d > x.descent) {
+                        a = Some(Away {
+                            j: Some(j),
+                            weight: bj.abs() / delta,
+                            descent: d,
+                        });
+                    }
+                }
+                a.filter(|a| a.weight < 1.0 - 1e-12 && a.descent > fw_descent && a.descent > 0.0)
+            } else {
+                None
+            };
+            if let Some(a) = away {
+                let gmax = a.weight / (1.0 - a.weight);
+                // b <- b + gamma (b - v): q moves along q - X_c v.
+                match a.j {
+                    Some(j) => {
+                        let v = self.b[j].signum() * delta;
+                        self.direction(1.0, -v, Some(j));
+                        let gamma = self.line_search(gmax);
+                        self.cache_step(gamma, 1.0, -v, Some(j));
+                        for &k in &self.active {
+                            self.b[k] *= 1.0 + gamma;
+                        }
+                        self.b[j] = if gamma >= gmax {
+                            0.0
+                        } else {
+                            self.b[j] - gamma * v
+                        };
+                    }
+                    None => {
+                        self.direction(1.0, 0.0, None);
+                        let gamma = self.line_search(gmax);
+                        self.cache_step(gamma, 1.0, 0.0, None);
+                        for &k in &self.active {
+                            self.b[k] *= 1.0 + gamma;
+                        }
+                    }
+                }
+                self.active.retain(|&j| self.b[j] != 0.0);
+                continue;
+            }
+            if fw_descent <= 0.0 {
+                continue; // a sampled vertex that is no descent direction
+            }
+            // b <- (1 - gamma) b + gamma u e_best: q moves along u z_c_best - q.
+            self.cache_add(best, &mut dots);
+            self.direction(-1.0, u, Some(best));
+            let gamma = self.line_search(1.0);
+            self.cache_step(gamma, -1.0, u, Some(best));
+            if gamma > 0.0 {
+                let new = self.b[best] == 0.0;
+                for &k in &self.active {
+                    self.b[k] *= 1.0 - gamma;
+                }
+                if new {
+                    self.active.push(best);
+                }
+                self.b[best] += gamma * u;
+                if gamma >= 1.0 {
+                    // At the vertex itself: every other coefficient is 0.
+                    for &k in &self.active {
+                        if k != best {
+                            self.b[k] = 0.0;
+                        }
+                    }
+                }
+                self.active.retain(|&j| self.b[j] != 0.0);
+            }
+        }
+        self.refresh();
+        let objective = self.objective();
+        let gap = match exact_gap {
+            Some(g) if converged => g,
+            _ => {
+                // Stopped by the iteration cap: the exact gap of the final iterate.
+                let rsum: f64 = self.r.iter().sum();
+                let qr: f64 = self.q.iter().zip(&self.r).map(|(a, b)| a * b).sum();
+                let (_, cmax) = self.full_pass(rsum, &mut dots);
+                lambda = cmax / n;
+                (delta * cmax - qr) / n
+            }
+        };
+        let mut coefficients: Vec<(usize, f64)> =
+            self.active.iter().map(|&j| (j, self.b[j])).collect();
+        coefficients.sort_by_key(|c| c.0);
+        WidePoint {
+            delta,
+            objective,
+            gap: gap.max(0.0),
+            lambda,
+            iterations,
+            dot_products: dots,
+            converged,
+            intercept: self.pr.intercept(&coefficients),
+            coefficients,
+        }
+    }
+}
+
+/// 004's grid: `points` deltas geometric from delta_max * ratio up to delta_max.
+pub fn delta_grid(delta_max: f64, ratio: f64, points: usize) -> Vec<f64> {
+    if points <= 1 {
+        return vec![delta_max];
+    }
+    (0..points)
+        .map(|i| delta_max * ratio.powf(1.0 - i as f64 / (points - 1) as f64))
+        .collect()
+}
+
+/// The path along increasing `deltas`, warm-started.
+pub fn path(pr: &WideProblem, deltas: &[f64], opt: WideOptions) -> Vec<WidePoint> {
+    let mut s = WideSolver::new(pr, opt);
+    deltas.iter().map(|&d| s.solve(d)).collect()
+}
+
+/// What `find_delta_max` found.
+#[derive(Debug, Clone)]
+pub struct DeltaSearch {
+    /// The delta whose multiplier is within 10 % of lambda_max * ratio.
+    pub delta_max: f64,
+    /// lambda_max.
+    pub lambda_max: f64,
+    /// Deltas tried.
+    pub tried: usize,
+    /// Iterations and dot products spent.
+    pub iterations: usize,
+    /// Dot products spent (lambda_max included).
+    pub dot_products: u64,
+}
+
+/// 004's delta_max without glmnet: the l1 norm of the Lasso solution at lambda_max * ratio,
+/// found by doubling delta (warm-started, at `opt`'s tolerance) until the constraint's
+/// multiplier ||grad||_inf falls to that lambda, then bisecting.
+pub fn find_delta_max(pr: &WideProblem, ratio: f64, opt: WideOptions) -> DeltaSearch {
+    let lambda_max = pr.lambda_max();
+    let target = lambda_max * ratio;
+    let mut out = DeltaSearch {
+        delta_max: 0.0,
+        lambda_max,
+        tried: 0,
+        iterations: 0,
+        dot_products: pr.x.p as u64,
+    };
+    if lambda_max <= 0.0 {
+        return out;
+    }
+    // The first delta: the one-column least-squares coefficient of the best column.
+    let s: f64 = pr.yc.iter().sum();
+    let (mut j0, mut c0) = (0, 0.0f64);
+    for j in 0..pr.x.p {
+        let c = pr.corr(j, &pr.yc, s).abs();
+        if c > c0 {
+            (j0, c0) = (j, c);
+        }
+    }
+    let mut delta = c0 / pr.norm2[j0].max(f64::MIN_POSITIVE);
+    let mut solver = WideSolver::new(pr, opt);
+    let mut lo: Option<f64> = None;
+    let mut solve = |delta: f64, out: &mut DeltaSearch| {
+        let pt = solver.solve(delta);
+        out.tried += 1;
+        out.iterations += pt.iterations;
+        out.dot_products += pt.dot_products;
+        pt.lambda
+    };
+    // Doubling until the multiplier falls to the target ...
+    loop {
+        let lam = solve(delta, &mut out);
+        if lam <= target || out.tried >= 60 {
+            break;
+        }
+        lo = Some(delta);
+        delta *= 2.0;
+    }
+    // ... then bisection (in log delta) to within 10 % of it. lambda(delta) falls to 0 at
+    // the least-squares norm when n > p, so interpolating it could overshoot.
+    let (mut lo, mut hi) = (lo.unwrap_or(delta), delta);
+    let mut best = hi;
+    for _ in 0..8 {
+        if hi <= lo {
+            break;
+        }
+        let mid = (lo * hi).sqrt();
+        let lam = solve(mid, &mut out);
+        if lam > target {
+            lo = mid;
+        } else {
+            hi = mid;
+            best = mid;
+        }
+        if (lam / target - 1.0).abs() <= 0.1 {
+            best = mid;
+            break;
+        }
+    }
+    out.delta_max = best;
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A small dense problem with a known structure.
+    fn problem(n: usize, p: usize, seed: u64) -> Csc {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let mut x = vec![0.0; n * p];
+        for v in x.iter_mut() {
+            if rng.random::<f64>() < 0.3 {
+                *v = rng.random::<f64>() * 2.0 - 0.5;
+            }
+        }
+        let y: Vec<f64> = (0..n)
+            .map(|i| {
+                3.0 * x[i * p] - 2.0 * x[i * p + 1] + x[i * p + 2] + 0.1 * rng.random::<f64>() + 5.0
+            })
+            .collect();
+        Csc::from_dense(&x, &y, p)
+    }
+
+    /// f(b) from the dense rows with an intercept fitted as the model gives it.
+    fn objective_of(x: &Csc, pt: &WidePoint) -> f64 {
+        let mut pred = vec![pt.intercept; x.n];
+        for &(j, v) in &pt.coefficients {
+            let (rows, vals) = x.column(j);
+            for (&i, &a) in rows.iter().zip(vals) {
+                pred[i as usize] += v * a;
+            }
+        }
+        pred.iter()
+            .zip(&x.y)
+            .map(|(a, b)| (a - b).powi(2))
+            .sum::<f64>()
+            / (2.0 * x.n as f64)
+    }
+
+    #[test]
+    fn the_reported_objective_is_the_models_training_loss_and_feasible() {
+        let x = problem(40, 12, 1);
+        let pr = WideProblem::new(&x);
+        let deltas = delta_grid(6.0, 0.01, 15);
+        for sampling in [Sampling::Full, Sampling::Randomized { kappa: 4, seed: 7 }] {
+            let opt = WideOptions {
+                sampling,
+                tol: 1e-6,
+                ..WideOptions::default()
+            };
+            for pt in path(&pr, &deltas, opt) {
+                assert!(pt.converged, "{pt:?}");
+                let l1: f64 = pt.coefficients.iter().map(|c| c.1.abs()).sum();
+                assert!(l1 <= pt.delta * (1.0 + 1e-9), "{l1} > {}", pt.delta);
+                let f = objective_of(&x, &pt);
+                assert!((f - pt.objective).abs() <= 1e-9 * (1.0 + f), "{f} {pt:?}");
+                assert!(pt.gap <= 1e-6 * pt.objective * (1.0 + 1e-9));
+            }
+        }
+    }
+
+    /// Euclidean projection onto the l1 ball of radius delta (Duchi et al. 2008).
+    fn project_l1(v: &[f64], delta: f64) -> Vec<f64> {
+        if v.iter().map(|a| a.abs()).sum::<f64>() <= delta {
+            return v.to_vec();
+        }
+        let mut u: Vec<f64> = v.iter().map(|a| a.abs()).collect();
+        u.sort_by(|a, b| b.partial_cmp(a).unwrap());
+        let (mut acc, mut theta) = (0.0, 0.0);
+        for (k, &uk) in u.iter().enumerate() {
+            acc += uk;
+            let t = (acc - delta) / (k + 1) as f64;
+            if uk > t {
+                theta = t;
+            }
+        }
+        v.iter()
+            .map(|a| a.signum() * (a.abs() - theta).max(0.0))
+            .collect()
+    }
+
+    /// An independent solver on the dense centered rows: projected gradient with step 1/L,
+    /// run far past convergence.
+    fn projected_gradient(x: &Csc, delta: f64) -> f64 {
+        let (n, p) = (x.n, x.p);
+        let mut dense = vec![0.0; n * p];
+        for j in 0..p {
+            let (rows, vals) = x.column(j);
+            for (&i, &v) in rows.iter().zip(vals) {
+                dense[i as usize * p + j] = v;
+            }
+        }
+        let ym = x.y.iter().sum::<f64>() / n as f64;
+        for j in 0..p {
+            let m = (0..n).map(|i| dense[i * p + j]).sum::<f64>() / n as f64;
+            (0..n).for_each(|i| dense[i * p + j] -= m);
+        }
+        let yc: Vec<f64> = x.y.iter().map(|v| v - ym).collect();
+        let resid = |b: &[f64]| -> Vec<f64> {
+            (0..n)
+                .map(|i| yc[i] - (0..p).map(|j| dense[i * p + j] * b[j]).sum::<f64>())
+                .collect()
+        };
+        // L <= trace(X^T X) / n.
+        let l: f64 = dense.iter().map(|v| v * v).sum::<f64>() / n as f64;
+        let mut b = vec![0.0; p];
+        for _ in 0..20_000 {
+            let r = resid(&b);
+            let g: Vec<f64> = (0..p)
+                .map(|j| -(0..n).map(|i| dense[i * p + j] * r[i]).sum::<f64>() / n as f64)
+                .collect();
+            let step: Vec<f64> = b.iter().zip(&g).map(|(bj, gj)| bj - gj / l).collect();
+            b = project_l1(&step, delta);
+        }
+        resid(&b).iter().map(|v| v * v).sum::<f64>() / (2.0 * n as f64)
+    }
+
+    #[test]
+    fn a_tiny_problem_agrees_with_projected_gradient() {
+        let x = problem(25, 6, 5);
+        let pr = WideProblem::new(&x);
+        let deltas = [0.3, 1.0, 2.5, 4.0];
+        let opt = WideOptions {
+            tol: 1e-9,
+            ..WideOptions::default()
+        };
+        for pt in path(&pr, &deltas, opt) {
+            let f = projected_gradient(&x, pt.delta);
+            assert!(
+                (pt.objective - f).abs() <= 1e-7 * f,
+                "delta {}: {} vs {f}",
+                pt.delta,
+                pt.objective
+            );
+            assert!(pt.objective - pt.gap <= f * (1.0 + 1e-12));
+        }
+    }
+
+    #[test]
+    fn seeded_runs_repeat() {
+        let x = problem(30, 20, 2);
+        let pr = WideProblem::new(&x);
+        let opt = WideOptions {
+            sampling: Sampling::Randomized { kappa: 3, seed: 11 },
+            ..WideOptions::default()
+        };
+        let deltas = delta_grid(4.0, 0.01, 10);
+        assert_eq!(path(&pr, &deltas, opt), path(&pr, &deltas, opt));
+    }
+
+    #[test]
+    fn delta_max_search_lands_on_the_target_multiplier() {
+        let x = problem(50, 15, 3);
+        let pr = WideProblem::new(&x);
+        let opt = WideOptions {
+            tol: 1e-8,
+            ..WideOptions::default()
+        };
+        let s = find_delta_max(&pr, 0.01, opt);
+        let pt = WideSolver::new(&pr, opt).solve(s.delta_max);
+        let rel = pt.lambda / (0.01 * s.lambda_max);
+        assert!((0.7..1.4).contains(&rel), "{rel} {s:?} {pt:?}");
+    }
+}
