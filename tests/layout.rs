@@ -374,14 +374,14 @@ fn resolve(files: &Files, uses: &Uses, path: &[String], depth: usize) -> String 
         }
         k += 1;
     }
-    if depth < 4 && k < path.len() {
-        if let Some(target) = uses.get(&to).and_then(|u| u.get(&path[k])) {
-            if *target != path[..=k] {
-                let mut p = target.clone();
-                p.extend(path[k + 1..].iter().cloned());
-                return resolve(files, uses, &p, depth + 1);
-            }
-        }
+    if depth < 4
+        && k < path.len()
+        && let Some(target) = uses.get(&to).and_then(|u| u.get(&path[k]))
+        && *target != path[..=k]
+    {
+        let mut p = target.clone();
+        p.extend(path[k + 1..].iter().cloned());
+        return resolve(files, uses, &p, depth + 1);
     }
     to
 }
@@ -677,7 +677,7 @@ fn check(crate_dir: &str, files: &Files) -> Vec<String> {
             errors.push(format!(
                 "{crate_dir}: a circle between the entries of {shown}/: {}\n{}",
                 scc.join(", "),
-                ties(&imports, &entry, &scc)
+                ties(&imports, entry, &scc)
             ));
         }
     }
