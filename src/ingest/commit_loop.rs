@@ -11,7 +11,7 @@ use crate::store::kafka::{PartitionState, StateWriter};
 use rdkafka::consumer::{CommitMode, Consumer};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use std::collections::BTreeSet;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 impl Ingest {
     /// Writes the checkpoint of every stream that changed, then commits the offsets they
