@@ -12,7 +12,7 @@
 //! `ravel_dead_letters_skipped_total` and logged. Copies are pipelined: the thread never waits
 //! for one before sending the next, so librdkafka batches them like any produce (`linger.ms`),
 //! and a burst of bad messages costs about what the same burst of good rows costs. What a
-//! checkpoint must wait for is ingest's business (`ingest::held`): this module only delivers
+//! checkpoint must wait for is ingest's business (`ingest::dead_letters::held`): this module only delivers
 //! and reports. Delivery is once across restarts without Kafka transactions: the first copy
 //! to a dead-letter topic after a start reads that topic's last `MAX_TAIL` messages (`Tail`),
 //! and a copy whose source (stream, topic, partition, offset) is already there, sent before
@@ -223,7 +223,7 @@ impl ProducerContext for DlqContext {
             Ok(_) => Ok(()),
             Err((e, _)) => Err(e.clone()),
         };
-        super::lock(&self.reports).push((attempt, r));
+        crate::lock(&self.reports).push((attempt, r));
     }
 }
 
@@ -405,7 +405,7 @@ impl Worker {
     /// Serves delivery reports and acts on them.
     fn serve_reports(&mut self) {
         self.producer.poll(Duration::ZERO);
-        let reports = std::mem::take(&mut *super::lock(&self.producer.context().reports));
+        let reports = std::mem::take(&mut *crate::lock(&self.producer.context().reports));
         for (attempt, result) in reports {
             match result {
                 Ok(()) => {
@@ -458,7 +458,7 @@ impl Worker {
     /// Queues one attempt; a failure to queue counts as a failed attempt. A first attempt of a
     /// copy already in its topic is reported delivered without sending it.
     fn submit(&mut self, attempt: Attempt) {
-        let dlq = crate::kafka::topics::dlq_of(&attempt.copy.topic);
+        let dlq = crate::config::dlq_of(&attempt.copy.topic);
         if attempt.failed == 0 && self.already_there(&dlq, &attempt.copy) {
             let c = &attempt.copy;
             let _ = self.outcomes.send(Outcome::Delivered {
@@ -560,7 +560,7 @@ impl Worker {
             .dead_letter_failures
             .with_label_values(&[c.stream.as_str()])
             .inc();
-        let dlq = crate::kafka::topics::dlq_of(&c.topic);
+        let dlq = crate::config::dlq_of(&c.topic);
         let retry_in = match self.mode {
             OnFailure::Block => {
                 let doubling = 2u32.saturating_pow(attempt.failed.saturating_sub(1).min(20));
@@ -617,7 +617,7 @@ impl Worker {
         self.retries = wait;
         let mut refreshed: Vec<String> = Vec::new();
         for (_, attempt) in due {
-            let dlq = crate::kafka::topics::dlq_of(&attempt.copy.topic);
+            let dlq = crate::config::dlq_of(&attempt.copy.topic);
             if !refreshed.contains(&dlq) {
                 let _ = self
                     .producer
