@@ -482,7 +482,7 @@ fn secrets_in_kafka_options_are_never_logged_or_served() {
 /// Issue 46: bad messages among good ones while the service is SIGKILLed at random points:
 /// each restart re-reads what its last checkpoint did not hold, and each bad message's copy is
 /// in `.dlq` exactly once (by source partition and offset); n and OLS are those of the good
-/// rows. `RAVEL_DLQ_BAD` and `RAVEL_DLQ_KILLS` set the size (CI: 1500 bad messages among 6000
+/// rows. `DLQ_ONCE_BAD` and `DLQ_ONCE_KILLS` set the size (CI: 1500 bad messages among 6000
 /// rows, 3 kills; issue 46: 5000 and 3).
 #[test]
 fn each_bad_message_has_one_dead_letter_copy_across_sigkills() {
@@ -492,7 +492,7 @@ fn each_bad_message_has_one_dead_letter_copy_across_sigkills() {
             .and_then(|v| v.parse().ok())
             .unwrap_or(default)
     };
-    let (bad_n, kills) = (env("RAVEL_DLQ_BAD", 1500), env("RAVEL_DLQ_KILLS", 3));
+    let (bad_n, kills) = (env("DLQ_ONCE_BAD", 1500), env("DLQ_ONCE_KILLS", 3));
     let rows = 4 * bad_n;
     const TOPIC: &str = "t.once";
     let dir = tempfile::tempdir().unwrap();

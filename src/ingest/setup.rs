@@ -10,7 +10,9 @@ use super::features::FeatureIngest;
 use super::fold::StreamIngest;
 use super::rebalance::{IngestContext, Restore};
 use super::{Checked, Ingest, IngestSetup, Store, Target, patiently};
+use crate::config::Assignment;
 use crate::config::OnFailure;
+use crate::kafka::standalone;
 use crate::lock;
 use crate::store::kafka::StateWriter;
 use anyhow::{Context, bail};
@@ -18,8 +20,6 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use crate::config::Assignment;
-use crate::kafka::standalone;
 
 /// How long the cluster may take to answer at start before it is reported unreachable.
 const UNANSWERED: Duration = Duration::from_secs(3);
