@@ -39,8 +39,9 @@
 //! - `api`: the HTTP API: the axum router, handlers, the JSON error type, the web console, and
 //!   `http` (the accept loop with its bounds on clients).
 //! - `server`: `run(config, brokers, listener, shutdown)`, the service wired together.
-//! - `cli`: the commands: `serve` (the service with its embedded broker and demo), `fit`,
-//!   `select`, `produce`, `check` (the preflight against the cluster and the registry), the
+//! - `cli`: the commands: `serve` (the service with its embedded broker and demo), `fit`
+//!   (`fit_wide`: `ravel fit --wide`, paper 004's Lasso path on a wide file's raw sparse
+//!   columns), `select`, `produce`, `check` (the preflight against the cluster and the registry), the
 //!   `demo` producer, and `args` (what their clap arguments share).
 //!
 //! Modules are private: what the binary, the tests and the benches use is re-exported below,
