@@ -8,10 +8,10 @@
 //! names an unreachable cluster while the consumer waits for it, and forgets it once a
 //! connection is up again.
 
-use super::lock;
-use super::positions;
+use super::checkpoints::positions;
 use super::rebalance::IngestContext;
 use crate::health::Refusal;
+use crate::lock;
 use rdkafka::client::ClientContext;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::statistics::Statistics;
