@@ -414,7 +414,7 @@ fn summary(
     ));
     let step = (path.len() / 10).max(1);
     for (k, pt) in path.iter().enumerate() {
-        if k % step != 0 && k + 1 != path.len() && best.is_none_or(|b| b.0 != k) {
+        if !k.is_multiple_of(step) && k + 1 != path.len() && best.is_none_or(|b| b.0 != k) {
             continue;
         }
         let mse = match (test, &answer["path"][k]["test_mse"]) {
