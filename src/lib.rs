@@ -60,9 +60,10 @@
 //!   error type), `openapi` (`/openapi.json`), `console` (the web console, its files in
 //!   `api/console/`) and `http` (the accept loop with its bounds on clients).
 //! - `server`: `run(config, brokers, listener, shutdown)`, the service wired together.
-//! - `cli`: the commands: `serve` (the service with its embedded broker and demo), `fit`,
-//!   `select`, `produce` (with `schemad`: records through a Schema Registry), `check` (the
-//!   preflight: `check/kafka` the cluster's questions, `check/registry` the registry's),
+//! - `cli`: the commands: `serve` (the service with its embedded broker and demo), `fit`
+//!   (`fit_wide`: `ravel fit --wide`, paper 004's Lasso path on a wide file's raw sparse
+//!   columns), `select`, `produce` (with `schemad`: records through a Schema Registry), `check`
+//!   (the preflight: `check/kafka` the cluster's questions, `check/registry` the registry's),
 //!   `replay` (dead letters produced again), the `demo` producer, and `args` (what their clap
 //!   arguments share).
 //!

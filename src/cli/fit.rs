@@ -63,6 +63,8 @@ pub struct FitArgs {
     pub columns: ColumnArgs,
     #[command(flatten)]
     pub memory: MemoryArgs,
+    #[command(flatten)]
+    pub wide: crate::cli::fit_wide::WideArgs,
 }
 
 /// How a CSV file's columns become features (`ravel fit`, and `ravel produce` for its checks):
@@ -541,6 +543,9 @@ pub fn read_folds(
 
 /// Runs `ravel fit` and returns the JSON to print.
 pub fn run(args: &FitArgs) -> anyhow::Result<String> {
+    if args.wide.wide {
+        return crate::cli::fit_wide::run(args);
+    }
     let schedule: AlphaSchedule = args.alpha.parse().map_err(anyhow::Error::msg)?;
     let mut params = args.extract.request()?;
     let format = args.format.as_deref().map(|f| match f {

@@ -1,6 +1,7 @@
 //! The commands of the `ravel` binary besides the service's own wiring: `serve` (the service
 //! with its embedded broker and demo when no Kafka is configured), `fit` and `select` (files
-//! through the same statistics, offline), `produce` (rows to a topic), `check` (the
+//! through the same statistics, offline; `fit_wide`, `ravel fit --wide`: paper 004's Lasso
+//! path on the raw sparse columns of a wide file), `produce` (rows to a topic), `check` (the
 //! preflight: what the service needs from the cluster and the registry, and the declared
 //! fields against the topics' latest messages), `replay` (dead letters produced again) and
 //! the demo producer.
@@ -10,6 +11,7 @@ pub mod args;
 pub mod check;
 pub mod demo;
 pub mod fit;
+pub mod fit_wide;
 pub mod produce;
 pub mod replay;
 mod schemad;

@@ -94,7 +94,7 @@ impl<'a> WideProblem<'a> {
             / self.x.n.max(1) as f64
     }
 
-    /// The intercept of coefficients b (dense, p).
+    /// The intercept of the nonzero coefficients b (column, value).
     pub fn intercept(&self, b: &[(usize, f64)]) -> f64 {
         self.y_mean - b.iter().map(|&(j, v)| self.mean[j] * v).sum::<f64>()
     }
@@ -407,9 +407,9 @@ impl<'p, 'a> WideSolver<'p, 'a> {
         let p = self.pr.x.p;
         self.c.resize(p, 0.0);
         let mut best = (0usize, 0.0f64);
-        for j in 0..p {
+        for (j, cj) in self.c.iter_mut().enumerate() {
             let c = self.pr.corr(j, &self.r, rsum);
-            self.c[j] = c;
+            *cj = c;
             if c.abs() > best.1 {
                 best = (j, c.abs());
             }
@@ -431,7 +431,7 @@ impl<'p, 'a> WideSolver<'p, 'a> {
         let mut exact_gap;
         let mut lambda;
         loop {
-            if iterations > 0 && iterations % 1000 == 0 {
+            if iterations > 0 && iterations.is_multiple_of(1000) {
                 self.refresh();
             }
             let rsum: f64 = self.r.iter().sum();

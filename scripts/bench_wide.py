@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""Paper 004's Tables 4-5 on the stand-ins of scripts/make_wide.py: `ravel fit --wide` (the
+randomized Frank-Wolfe path on the raw columns) against scikit-learn's `lasso_path` (coordinate
+descent, the glmnet-style peer) on the same centered sparse CSC matrix, whole processes, release
+build, interleaved rounds.
+
+Protocol (004 section 5): scikit-learn runs first in each round: its 100-alpha path from
+alpha_max to alpha_max / 100 (eps = 1e-2, its default tol 1e-4), on the CSC matrix with the
+column means passed as X_offset (implicit centering, as LassoCV does for sparse X), so both
+solve the same centered problem; delta_max is the l1 norm of its last solution, and ravel
+runs its 100 deltas from delta_max / 100 to delta_max with --delta-max (as 004 takes delta_max
+from glmnet). A second ravel run finds delta_max itself (no --delta-max).
+
+Measured per process (os.wait4): wall seconds, CPU seconds (user + system), peak RSS; from
+their answers: the solver's own seconds, iterations (ravel: FW iterations; sklearn: CD epochs,
+sum of n_iter), dot products (ravel: column dot products; sklearn: epochs x p, as 004 counts
+a CD cycle as p), mean active features along the path, and with a test file the least test
+MSE along the path.
+
+Run (release build first: cargo build --release --bin ravel):
+  /usr/bin/python3 scripts/bench_wide.py --data DIR --sets pyrim tfidf --rounds 3
+Prints a JSON line per run and a Markdown table at the end (docs/table5.md).
+"""
+import argparse
+import json
+import pathlib
+import subprocess
+import sys
+import time
+
+SKLEARN = r'''
+import json, sys, time
+import numpy as np
+from scipy import sparse
+t0 = time.time()
+train, test = sys.argv[1], sys.argv[2]
+def load(path):
+    if path.endswith(".npy"):
+        a = np.load(path)
+        return sparse.csc_matrix(a[:, :-1]), a[:, -1].copy()
+    from sklearn.datasets import load_svmlight_file
+    x, y = load_svmlight_file(path)
+    return x.tocsc(), y
+x, y = load(train)
+from sklearn.linear_model import lasso_path
+n, p = x.shape
+mean = np.asarray(x.mean(axis=0)).ravel()
+ym = y.mean()
+t1 = time.time()
+alphas, coefs, gaps, iters = lasso_path(x, y - ym, eps=1e-2, n_alphas=100,
+    X_offset=mean, X_scale=np.ones(p), return_n_iter=True)
+t2 = time.time()
+nnz = (coefs != 0).sum(axis=0)
+out = {"n": n, "p": p, "nnz": int(x.nnz), "read_seconds": t1 - t0, "path_seconds": t2 - t1,
+       "iterations": int(np.sum(iters)), "dot_products": int(np.sum(iters)) * p,
+       "mean_active_features": float(nnz.mean()),
+       "delta_max": float(np.abs(coefs[:, -1]).sum())}
+if test != "-":
+    xt, yt = load(test)
+    if xt.shape[1] < p:
+        xt = sparse.hstack([xt, sparse.csc_matrix((xt.shape[0], p - xt.shape[1]))]).tocsc()
+    xt = xt[:, :p]
+    icpt = ym - mean @ coefs
+    pred = np.asarray(xt @ coefs) + icpt
+    mse = ((pred - yt[:, None]) ** 2).mean(axis=0)
+    k = int(np.argmin(mse))
+    out.update(test_mse_min=float(mse[k]), best_index=k, best_nonzeros=int(nnz[k]))
+print(json.dumps(out))
+'''
+
+
+def measured(cmd):
+    """A whole process under /usr/bin/time: wall and CPU seconds (user + system), peak RSS."""
+    t = time.time()
+    proc = subprocess.run(["/usr/bin/time", "-f", "%M %U %S"] + cmd, capture_output=True,
+                          text=True)
+    wall = time.time() - t
+    if proc.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed:\n{proc.stderr[-3000:]}")
+    last = proc.stderr.strip().splitlines()[-1].split()
+    peak_kb, user, system = int(last[0]), float(last[1]), float(last[2])
+    return proc.stdout, {"wall": wall, "cpu": user + system, "peak_mib": peak_kb / 1024}
+
+
+def files(data, name):
+    if name in ("pyrim", "triazines"):
+        return data / f"{name}.npy", None
+    return data / f"{name}.train.svm", data / f"{name}.test.svm"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data", type=pathlib.Path, required=True)
+    ap.add_argument("--sets", nargs="+", default=["pyrim", "tfidf"])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--fraction", type=float, default=0.01)
+    ap.add_argument("--tol", type=float, default=None, help="ravel --tol (default its own)")
+    ap.add_argument("--ravel", default="target/release/ravel")
+    ap.add_argument("--python", default="/usr/bin/python3")
+    ap.add_argument("--no-search", action="store_true", help="skip the run without --delta-max")
+    a = ap.parse_args()
+    results = {}
+    for name in a.sets:
+        train, test = files(a.data, name)
+        rows = results.setdefault(name, {"sklearn": [], "ravel": [], "ravel_search": []})
+        for r in range(a.rounds):
+            out, m = measured([a.python, "-c", SKLEARN, str(train), str(test or "-")])
+            sk = json.loads(out)
+            sk.update(m)
+            rows["sklearn"].append(sk)
+            print(json.dumps({"set": name, "round": r, "tool": "sklearn", **sk}), flush=True)
+            base = [a.ravel, "fit", str(train), "--wide", "--sample-fraction", str(a.fraction),
+                    "--seed", str(r)]
+            if test:
+                base += ["--test", str(test)]
+            if a.tol:
+                base += ["--tol", str(a.tol)]
+            runs = [("ravel", base + ["--delta-max", repr(sk["delta_max"])])]
+            if not a.no_search:
+                runs.append(("ravel_search", base))
+            for tool, cmd in runs:
+                out, m = measured(cmd)
+                rv = json.loads(out)
+                row = {k: rv[k] for k in ("n", "p", "nnz", "iterations", "dot_products",
+                                          "mean_active_features", "delta_max",
+                                          "memory_estimate")}
+                row["read_seconds"] = rv["seconds"]["read"]
+                row["path_seconds"] = rv["seconds"]["path"]
+                row["csc_mib"] = (rv["nnz"] * 12 + (rv["p"] + 1) * 8 + rv["n"] * 8) / 2**20
+                row["not_converged"] = sum(1 for p in rv["path"] if not p["converged"])
+                if rv.get("best"):
+                    row["test_mse_min"] = rv["best"]["test_mse"]
+                    row["best_nonzeros"] = rv["best"]["nonzeros"]
+                row.update(m)
+                rows[tool].append(row)
+                print(json.dumps({"set": name, "round": r, "tool": tool, **row}), flush=True)
+    table(results)
+
+
+def med(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2] if xs else float("nan")
+
+
+def table(results):
+    print("\n| set | solver | wall s | CPU s | path s | iterations | dot products | "
+          "active (mean) | peak MiB | CSC MiB | test MSE min |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for name, rows in results.items():
+        for tool, rs in rows.items():
+            if not rs:
+                continue
+            f = lambda k: med([r.get(k, float("nan")) for r in rs])
+            print(f"| {name} | {tool} | {f('wall'):.2f} | {f('cpu'):.2f} | "
+                  f"{f('path_seconds'):.2f} | {f('iterations'):.0f} | {f('dot_products'):.3g} | "
+                  f"{f('mean_active_features'):.1f} | {f('peak_mib'):.0f} | "
+                  f"{f('csc_mib') if 'csc_mib' in rs[0] else float('nan'):.0f} | "
+                  f"{f('test_mse_min'):.5f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,447 @@
+//! `ravel fit --wide`: paper 004's Frank-Wolfe Lasso path on the raw sparse columns of a wide
+//! file (p far above n, up to millions of features), where the running statistics' p x p
+//! matrix cannot exist. The file is held column-major (`ravel_core::data::csc`, checked
+//! against --max-memory from its nonzeros before it is allocated) and `ravel_core::wide` runs
+//! the path; this file turns the flags into its options and its points into the answer: the
+//! JSON on stdout (one object, as `ravel fit` prints), a short table on stderr.
+//!
+//! `ravel fit` never switches to this path by itself: a file whose statistics would not fit
+//! is refused with a message that names --wide (`data::budget`), because the two answer
+//! different questions (any method at any k or lambda from the statistics, against one
+//! constrained Lasso path here).
+
+use crate::cli::fit::FitArgs;
+use ravel_core::data::csc::{Csc, CscOptions, read_csc, wide_bytes};
+use ravel_core::data::{Format, Plan};
+use ravel_core::memory::ByteSize;
+use ravel_core::wide::{Sampling, WideOptions, WidePoint, WideProblem, delta_grid, find_delta_max};
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// The flags of the raw-data path.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct WideArgs {
+    /// The Lasso path by paper 004's Frank-Wolfe on the raw sparse columns (no statistics:
+    /// memory in the nonzeros), for files with far more features than rows. Prints the path
+    /// (delta, objective, gap, nonzeros, dot products). Takes --variant (default randomized),
+    /// --kappa or --sample-fraction, --seed, --tol, --max-iterations, --path-points,
+    /// --delta-min-ratio, --lambda-min-ratio, --no-away-steps (docs/wide.md).
+    #[arg(long)]
+    pub wide: bool,
+    /// --wide randomized: the columns sampled per iteration as a fraction of p (default 0.01,
+    /// 004's Table 3); --kappa gives the number instead.
+    #[arg(long, value_name = "F", requires = "wide")]
+    pub sample_fraction: Option<f64>,
+    /// --wide: the largest delta of the path (default: found, the l1 norm of the Lasso
+    /// solution at lambda_max times --lambda-min-ratio, as 004 takes it from glmnet's).
+    #[arg(long, value_name = "D", requires = "wide")]
+    pub delta_max: Option<f64>,
+    /// --wide: a test file (same format and columns): the test MSE at every point of the path
+    /// and the best point.
+    #[arg(long, value_name = "FILE", requires = "wide")]
+    pub test: Option<PathBuf>,
+    /// --wide: the number of features the file declares; an index above it is an error
+    /// (default: the largest index in the file).
+    #[arg(long, value_name = "P", requires = "wide")]
+    pub features: Option<usize>,
+}
+
+/// One point of the answer.
+#[derive(Serialize)]
+struct PointOut {
+    delta: f64,
+    objective: f64,
+    gap: f64,
+    lambda: f64,
+    nonzeros: usize,
+    iterations: usize,
+    dot_products: u64,
+    converged: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    test_mse: Option<f64>,
+    intercept: f64,
+    /// Feature (the file's index) -> coefficient.
+    coefficients: Map<String, Value>,
+}
+
+/// Refuses the flags of the statistics' methods, which do not apply to the raw-data path.
+fn check_flags(args: &FitArgs) -> anyhow::Result<()> {
+    let e = &args.extract;
+    if let Some(m) = &e.method
+        && m != "fw-lasso"
+    {
+        anyhow::bail!(
+            "--wide fits the Frank-Wolfe Lasso path (--method fw-lasso), not --method {m}"
+        );
+    }
+    let refused: [(&str, bool); 16] = [
+        ("--k", e.k.is_some()),
+        ("--lambda", e.lambda.is_some()),
+        ("--l1-ratio", e.l1_ratio.is_some()),
+        ("--gamma", e.gamma.is_some()),
+        ("--refit", e.refit || e.no_refit),
+        (
+            "--no-standardize (the columns are never standardized)",
+            e.no_standardize,
+        ),
+        (
+            "--delta (the path covers every delta; --delta-max sets its end)",
+            e.delta.is_some(),
+        ),
+        ("--select", e.select.is_some()),
+        ("--inference", e.inference),
+        ("--prequential", args.prequential.is_some()),
+        ("--folds", args.folds.is_some()),
+        (
+            "--compact-features (empty columns cost nothing here)",
+            args.compact_features,
+        ),
+        ("--categorical", !args.columns.categorical.is_empty()),
+        ("--hashed", !args.columns.hashed.is_empty()),
+        ("--stream", args.columns.stream.is_some()),
+        (
+            "--task classification",
+            args.task != ravel_core::Task::Regression,
+        ),
+    ];
+    for (flag, given) in refused {
+        if given {
+            anyhow::bail!("{flag} does not apply to --wide");
+        }
+    }
+    if args.alpha != "plain" {
+        anyhow::bail!("--alpha does not apply to --wide: every row weighs the same");
+    }
+    if e.variant.as_deref() == Some("deterministic")
+        && (e.kappa.is_some() || args.wide.sample_fraction.is_some())
+    {
+        anyhow::bail!("--kappa and --sample-fraction apply to --variant randomized only");
+    }
+    if e.kappa.is_some() && args.wide.sample_fraction.is_some() {
+        anyhow::bail!("give --kappa or --sample-fraction, not both");
+    }
+    Ok(())
+}
+
+/// The solver's options from the flags, for a file of p columns.
+fn options(args: &FitArgs, p: usize) -> anyhow::Result<(WideOptions, Option<usize>)> {
+    let e = &args.extract;
+    let d = WideOptions::default();
+    let sampling = match e.variant.as_deref() {
+        Some("deterministic") => Sampling::Full,
+        _ => {
+            let kappa = match (e.kappa, args.wide.sample_fraction) {
+                (Some(k), _) => k,
+                (None, f) => {
+                    let f = f.unwrap_or(0.01);
+                    if !(f > 0.0 && f <= 1.0) {
+                        anyhow::bail!("--sample-fraction {f}: it must lie in (0, 1]");
+                    }
+                    ((f * p as f64).ceil() as usize).max(1)
+                }
+            };
+            if kappa == 0 {
+                anyhow::bail!("--kappa must be at least 1");
+            }
+            Sampling::Randomized {
+                kappa: kappa.min(p),
+                seed: e.seed.unwrap_or(0),
+            }
+        }
+    };
+    let tol = e.tol.unwrap_or(d.tol);
+    if !(tol > 0.0 && tol < 1.0) {
+        anyhow::bail!("--tol {tol}: --wide takes a relative duality gap in (0, 1)");
+    }
+    let max_iterations = e.max_iterations.unwrap_or(d.max_iterations);
+    if max_iterations == 0 || max_iterations > ravel_core::solve::limits::MAX_FW_ITERATIONS {
+        anyhow::bail!(
+            "--max-iterations {max_iterations}: it must lie in [1, {}]",
+            ravel_core::solve::limits::MAX_FW_ITERATIONS
+        );
+    }
+    let kappa = match sampling {
+        Sampling::Randomized { kappa, .. } => Some(kappa),
+        Sampling::Full => None,
+    };
+    Ok((
+        WideOptions {
+            sampling,
+            tol,
+            max_iterations,
+            away_steps: !e.no_away_steps,
+        },
+        kappa,
+    ))
+}
+
+fn ratio(flag: &str, v: Option<f64>) -> anyhow::Result<f64> {
+    let r = v.unwrap_or(0.01);
+    if !(r > 0.0 && r < 1.0) {
+        anyhow::bail!("{flag} {r}: it must lie in (0, 1)");
+    }
+    Ok(r)
+}
+
+/// Test MSE of a point: the test rows' predictions from its coefficients.
+fn test_mse(test: &Csc, train: &Csc, pt: &WidePoint, pred: &mut Vec<f64>) -> f64 {
+    pred.clear();
+    pred.resize(test.n, pt.intercept);
+    for &(j, v) in &pt.coefficients {
+        // Columns are matched by the file's index.
+        let Some(k) = test_column(train, test, j) else {
+            continue;
+        };
+        let (rows, vals) = test.column(k);
+        for (&i, &a) in rows.iter().zip(vals) {
+            pred[i as usize] += v * a;
+        }
+    }
+    pred.iter()
+        .zip(&test.y)
+        .map(|(a, b)| (a - b) * (a - b))
+        .sum::<f64>()
+        / test.n.max(1) as f64
+}
+
+/// The test file's column of training column j (same file index), if it has one.
+fn test_column(train: &Csc, test: &Csc, j: usize) -> Option<usize> {
+    let idx = train.first_index + j;
+    let k = idx.checked_sub(test.first_index)?;
+    (k < test.p).then_some(k)
+}
+
+/// Runs `ravel fit --wide` and returns the JSON to print.
+pub fn run(args: &FitArgs) -> anyhow::Result<String> {
+    check_flags(args)?;
+    let limit = args.memory.limit();
+    let format = args.format.as_deref().map(|f| match f {
+        "csv" => Format::Csv,
+        "npy" => Format::Npy,
+        _ => Format::Libsvm,
+    });
+    let budget = limit.budget(Plan::Rows { batch_rows: 1 });
+    let t0 = Instant::now();
+    let x = read_csc(
+        &args.file,
+        &CscOptions {
+            target: args.target.as_deref(),
+            format,
+            p: args.wide.features,
+            budget: budget.clone(),
+        },
+    )?;
+    let read_seconds = t0.elapsed().as_secs_f64();
+    let (opt, kappa) = options(args, x.p)?;
+    let points = args.extract.path_points.unwrap_or(100);
+    if points == 0 || points > ravel_core::solve::limits::MAX_PATH_POINTS {
+        anyhow::bail!(
+            "--path-points {points}: it must lie in [1, {}]",
+            ravel_core::solve::limits::MAX_PATH_POINTS
+        );
+    }
+    let delta_ratio = ratio("--delta-min-ratio", args.extract.delta_min_ratio)?;
+    let lambda_ratio = ratio("--lambda-min-ratio", args.extract.lambda_min_ratio)?;
+    let test = match &args.wide.test {
+        None => None,
+        Some(path) => {
+            // The test matrix shares the limit with the training one.
+            let mut b = budget.clone();
+            b.max_bytes =
+                b.max_bytes
+                    .saturating_sub(wide_bytes(x.n as u64, x.p as u64, x.nnz() as u64));
+            let t = read_csc(
+                path,
+                &CscOptions {
+                    target: args.target.as_deref(),
+                    format,
+                    p: None,
+                    budget: b,
+                },
+            )?;
+            Some(t)
+        }
+    };
+    let t1 = Instant::now();
+    let pr = WideProblem::new(&x);
+    let (delta_max, search) = match args.wide.delta_max {
+        Some(d) if d.is_finite() && d > 0.0 => (d, None),
+        Some(d) => anyhow::bail!("--delta-max {d}: it must be a finite number > 0"),
+        None => {
+            let s = find_delta_max(&pr, lambda_ratio, opt);
+            (s.delta_max, Some(s))
+        }
+    };
+    let deltas = delta_grid(delta_max, delta_ratio, points);
+    let path = if delta_max > 0.0 {
+        ravel_core::wide::path(&pr, &deltas, opt)
+    } else {
+        Vec::new()
+    };
+    let solve_seconds = t1.elapsed().as_secs_f64();
+    let mut pred = Vec::new();
+    let mut out = Vec::with_capacity(path.len());
+    let mut best: Option<(usize, f64)> = None;
+    for (k, pt) in path.iter().enumerate() {
+        let mse = test.as_ref().map(|t| test_mse(t, &x, pt, &mut pred));
+        if let Some(m) = mse
+            && best.is_none_or(|b| m < b.1)
+        {
+            best = Some((k, m));
+        }
+        let coefficients = pt
+            .coefficients
+            .iter()
+            .map(|&(j, v)| (x.name(j), json!(v)))
+            .collect();
+        out.push(PointOut {
+            delta: pt.delta,
+            objective: pt.objective,
+            gap: pt.gap,
+            lambda: pt.lambda,
+            nonzeros: pt.coefficients.len(),
+            iterations: pt.iterations,
+            dot_products: pt.dot_products,
+            converged: pt.converged,
+            test_mse: mse,
+            intercept: pt.intercept,
+            coefficients,
+        });
+    }
+    let iterations: usize = path.iter().map(|p| p.iterations).sum();
+    let dots: u64 = path.iter().map(|p| p.dot_products).sum();
+    let mean_active = if path.is_empty() {
+        0.0
+    } else {
+        path.iter().map(|p| p.coefficients.len()).sum::<usize>() as f64 / path.len() as f64
+    };
+    let not_converged = path.iter().filter(|p| !p.converged).count();
+    let mut notes = Vec::new();
+    if not_converged > 0 {
+        notes.push(format!(
+            "{not_converged} of the {} points stopped at --max-iterations {} before the gap \
+             met --tol {}: their gaps say how far they may be from the optimum",
+            path.len(),
+            opt.max_iterations,
+            opt.tol
+        ));
+    }
+    if x.empty_columns > 0 {
+        notes.push(format!(
+            "{} of the {} columns have no nonzero (indices the file never uses): they are \
+             never selected",
+            x.empty_columns, x.p
+        ));
+    }
+    if delta_max == 0.0 {
+        notes.push("y is constant or every column is: the model is the mean of y".into());
+    }
+    let variant = match opt.sampling {
+        Sampling::Full => "deterministic",
+        Sampling::Randomized { .. } => "randomized",
+    };
+    let answer = json!({
+        "method": "fw-lasso",
+        "wide": true,
+        "variant": variant,
+        "kappa": kappa,
+        "seed": match opt.sampling { Sampling::Randomized { seed, .. } => Some(seed), _ => None },
+        "tol": opt.tol,
+        "away_steps": opt.away_steps,
+        "n": x.n,
+        "p": x.p,
+        "nnz": x.nnz(),
+        "empty_columns": x.empty_columns,
+        "memory_estimate": wide_bytes(x.n as u64, x.p as u64, x.nnz() as u64),
+        "lambda_max": search.as_ref().map(|s| s.lambda_max),
+        "delta_max": delta_max,
+        "delta_max_from": if search.is_some() { "search" } else { "--delta-max" },
+        "delta_max_search": search.as_ref().map(|s| json!({
+            "deltas_tried": s.tried,
+            "iterations": s.iterations,
+            "dot_products": s.dot_products,
+        })),
+        "iterations": iterations,
+        "dot_products": dots,
+        "mean_active_features": mean_active,
+        "seconds": { "read": read_seconds, "path": solve_seconds },
+        "best": best.map(|(k, m)| json!({
+            "index": k,
+            "delta": path[k].delta,
+            "test_mse": m,
+            "nonzeros": path[k].coefficients.len(),
+        })),
+        "notes": notes,
+        "path": out,
+    });
+    summary(&args.file, &x, &answer, &path, best, test.as_ref());
+    Ok(serde_json::to_string(&answer)?)
+}
+
+/// The human-readable summary on stderr: the file, every tenth point and the best.
+fn summary(
+    file: &std::path::Path,
+    x: &Csc,
+    answer: &Value,
+    path: &[WidePoint],
+    best: Option<(usize, f64)>,
+    test: Option<&Csc>,
+) {
+    let mut s = format!(
+        "{}: n = {}, p = {}, {} nonzeros ({} in memory); {} path, {} points, delta_max {:.6} ({})\n",
+        file.display(),
+        x.n,
+        x.p,
+        x.nnz(),
+        ByteSize(x.bytes()),
+        answer["variant"].as_str().unwrap_or(""),
+        path.len(),
+        answer["delta_max"].as_f64().unwrap_or(0.0),
+        answer["delta_max_from"].as_str().unwrap_or("")
+    );
+    s.push_str(&format!(
+        "{:>5} {:>12} {:>12} {:>10} {:>8} {:>6} {:>12}{}\n",
+        "point",
+        "delta",
+        "objective",
+        "gap",
+        "nonzeros",
+        "iters",
+        "dot products",
+        if test.is_some() { "     test MSE" } else { "" }
+    ));
+    let step = (path.len() / 10).max(1);
+    for (k, pt) in path.iter().enumerate() {
+        if !k.is_multiple_of(step) && k + 1 != path.len() && best.is_none_or(|b| b.0 != k) {
+            continue;
+        }
+        let mse = match (test, &answer["path"][k]["test_mse"]) {
+            (Some(_), v) => format!(" {:>12.6}", v.as_f64().unwrap_or(f64::NAN)),
+            _ => String::new(),
+        };
+        s.push_str(&format!(
+            "{:>5} {:>12.6} {:>12.6e} {:>10.3e} {:>8} {:>6} {:>12}{mse}{}\n",
+            k,
+            pt.delta,
+            pt.objective,
+            pt.gap,
+            pt.coefficients.len(),
+            pt.iterations,
+            pt.dot_products,
+            if best.is_some_and(|b| b.0 == k) {
+                "  <- best"
+            } else {
+                ""
+            }
+        ));
+    }
+    s.push_str(&format!(
+        "total: {} iterations, {} dot products, {:.1} active features on average",
+        answer["iterations"],
+        answer["dot_products"],
+        answer["mean_active_features"].as_f64().unwrap_or(0.0)
+    ));
+    eprintln!("{s}");
+}
