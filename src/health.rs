@@ -202,24 +202,20 @@ impl Health {
         Health::default()
     }
     fn lock(&self) -> std::sync::MutexGuard<'_, HealthState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        crate::lock(&self.state)
     }
     pub fn snapshot(&self) -> HealthState {
         self.lock().clone()
     }
     /// The bootstrap servers the service uses, named when they do not answer.
     pub fn set_brokers(&self, brokers: &str) {
-        *self.brokers.lock().unwrap_or_else(|e| e.into_inner()) = brokers.to_string();
+        *crate::lock(&self.brokers) = brokers.to_string();
     }
     /// The cluster did not answer (since `since`, unless it was already not answering). An
     /// error that says why (a [`Refusal`]: credentials, TLS) replaces one that does not, so
     /// `/readyz` names the cause rather than "no answer".
     pub fn unreachable(&self, since: std::time::SystemTime, error: &str) {
-        let brokers = self
-            .brokers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
+        let brokers = crate::lock(&self.brokers).clone();
         let mut s = self.lock();
         let refusal = Refusal::of(error);
         match &mut s.kafka_unreachable {

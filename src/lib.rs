@@ -7,43 +7,64 @@
 //!
 //! # Layout
 //! The tree draws the data flow: Kafka -> `ingest` -> `state` -> `api`. Modules are listed
-//! bottom-up; each imports only modules above it in this list (`tests/layout.rs` holds this,
+//! bottom-up; each imports only modules above it in this list, no files or folders import
+//! each other in a circle, and every file is named here (`tests/layout.rs` holds all three,
 //! reading the order from this block).
 //! - `shutdown`: the shutdown signal passed down to ingest and HTTP.
 //! - `reason`: why a message was refused (`Reason`, `Rejection`), below metrics and ingest.
 //! - `health`: what is wrong on the Kafka side (missing topics, held partitions, denied
 //!   access), shared by the threads that find it and the API that reports it.
 //! - `metrics`: every Prometheus metric, in one place.
-//! - `config`: the configuration schema, file < `RAVEL_...` environment < flags; one file per
-//!   section that needs more than a struct (`history`, `quality`, `limits`: the memory limit files and
-//!   configured streams are checked against).
+//! - `config`: the configuration schema, file < `RAVEL_...` environment < flags (`mod.rs`
+//!   loads the layers and checks the whole); one file per section: `http`, `kafka`, `ingest`
+//!   (with `[dlq]` and `[state]`), `streams`, `schemas` (schema'd formats and the registry),
+//!   `scorers`, `history`, `quality`, `limits` (the memory limit files and configured streams
+//!   are checked against), `demo`, `log`; `args` (the serve flags) and `explain` (errors in
+//!   the user's words).
+//! - `dotted`: dotted paths into JSON events (`customer.age`), read the same way by ingest's
+//!   decoding and the API's predictions.
 //! - `kafka`: the cluster itself: the one librdkafka client configuration (`client`), the
 //!   embedded broker (`broker`, `ravel broker`), every topic checked at start (`topics`),
 //!   authorization errors (`authz`).
 //! - `schemas`: schema'd message values (`format = "avro"`, `protobuf`, `json-schema`): the
-//!   Confluent framing, the Schema Registry client (`registry`), Avro and Protobuf records
-//!   decoded into named fields for the ingest's field mapping.
+//!   Confluent framing (`mod.rs`), the Schema Registry client (`registry`), Avro (`avro`) and
+//!   Protobuf (`protobuf`) records decoded into named fields for the ingest's field mapping.
 //! - `state`: what ingest publishes and the API reads: `published` (a snapshot swapped after
-//!   every batch), `streams`, `feature_streams`, `history` (each stream's default model
-//!   over time, in a bounded ring, with its recorder), `quality` (each stream's live
-//!   test-then-train figures, recorded by ingest) and `sightings` (which declared fields and
-//!   target a stream's first events carried, and those never seen).
+//!   every batch), `streams`, `feature_streams`, `history` (each stream's default model over
+//!   time, in a bounded ring), `recorder` (the task that fills the ring), `quality` (each
+//!   stream's live test-then-train figures, recorded by ingest) and `sightings` (which
+//!   declared fields and target a stream's first events carried, and those never seen).
 //! - `store`: what survives a restart, one concept with two back ends: `file` (checkpoint
-//!   files, `state.dir`) and `kafka` (a compacted changelog topic, `state.store = "kafka"`).
-//! - `ingest`: the consumer loop (`mod.rs`) and one file per concern: message formats
-//!   (`format`, `fast_json`, `feature_format`; `events`: named rows and events through the
-//!   stream's field mapping), folding (`fold`, `cv`), `rebalance`,
-//!   `positions`, `lag`, `commit`, `persist` (when checkpoints and state records are written,
-//!   and loading them), dead letters (`dlq`, `held`, `rejections`, `log_rate`), `features`,
-//!   and `score` (the scorers of `[[scorers]]`: events in, predictions out, each on its own
-//!   thread with its own consumer group).
-//! - `api`: the HTTP API: the axum router, handlers, the JSON error type, the web console, and
-//!   `http` (the accept loop with its bounds on clients).
+//!   files, `state.dir`) and `kafka` (a compacted changelog topic, `state.store = "kafka"`:
+//!   its `writer` and its `reader`).
+//! - `ingest`: the consumer loop, by stage. The loop itself (`mod.rs`: gather, fold, publish,
+//!   checkpoint, commit) and its steps: `setup`, `gather` (a batch; `ahead`: JSON decoded on
+//!   other threads), `accept` (one message), `denied` (consumer and authorization errors),
+//!   `commit_loop` (checkpoints, then commits), `rebalance` (assignment), `lag`; folding:
+//!   `fold` (rows into statistics), `cv` (the cross-validation fold of a row), `features`
+//!   (feature-stream columns into the selection); `decode/`: `format` (every observation
+//!   format), `schema` (what a message must match), `events` (named rows and events through
+//!   the stream's field mapping), `fast_json` (the JSON fast path) and its `number` parser,
+//!   `feature_format` (feature-stream messages); `dead_letters/`: `rejections` (counted,
+//!   logged, copied), `dlq` (the producer thread), `held` (the fence on checkpoints),
+//!   `log_rate`; `checkpoints/`: `positions`, `persist` (checkpoints written and loaded),
+//!   `commit` (which offsets may be committed).
+//! - `score`: the scorers of `[[scorers]]`, a pipeline of their own beside ingest: events in
+//!   through a stream's decoding, predictions with a model of its snapshot, predictions out;
+//!   each on its own thread with its own consumer group.
+//! - `api`: the HTTP API (axum; `mod.rs` the router and the shared state): `streams` and
+//!   `features` (the handlers of the two stream kinds), `params` (request parsing), `health`
+//!   (`/healthz`, `/readyz`, `/metrics`), `admission` (extraction slots), `requests` (counted
+//!   and timed, fallbacks), `auth` (the token of state-changing requests), `error` (the JSON
+//!   error type), `openapi` (`/openapi.json`), `console` (the web console, its files in
+//!   `api/console/`) and `http` (the accept loop with its bounds on clients).
 //! - `server`: `run(config, brokers, listener, shutdown)`, the service wired together.
 //! - `cli`: the commands: `serve` (the service with its embedded broker and demo), `fit`,
-//!   `select`, `produce`, `check` (the preflight against the cluster and the registry),
-//!   `replay` (dead letters produced again), the `demo` producer, and `args` (what their clap
-//!   arguments share).
+//!   `select`, `produce` (with `schemad`: records through a Schema Registry), `check` (the
+//!   preflight: `check/kafka` the cluster's questions, `check/registry` the registry's,
+//!   `check/fields` the declared fields against the topics' latest messages), `replay` (dead
+//!   letters produced again), the `demo` producer, and `args` (what their clap arguments
+//!   share).
 //!
 //! Modules are private: what the binary, the tests and the benches use is re-exported below,
 //! by name.
@@ -51,12 +72,14 @@
 mod api;
 mod cli;
 pub mod config;
+mod dotted;
 mod health;
 mod ingest;
 mod kafka;
 mod metrics;
 mod reason;
 mod schemas;
+mod score;
 mod server;
 pub mod shutdown;
 mod state;
@@ -72,7 +95,7 @@ pub use cli::demo::DemoProducer;
 pub use cli::serve::serve;
 pub use cli::{check, fit, produce, replay, select};
 /// The bytes of a rejected message a dead-letter copy keeps when the whole would not fit.
-pub use ingest::dlq::TRUNCATED_BYTES;
+pub use ingest::dead_letters::dlq::TRUNCATED_BYTES;
 /// How far a message's Kafka timestamp may lie ahead of the clock before it is held back as
 /// skewed (`ravel_messages_clock_skewed_total`).
 pub use ingest::fold::SKEW_ALLOWANCE_MS;
@@ -90,15 +113,26 @@ pub use store::file as checkpoint;
 /// The observation messages a stream reads (docs/streams.md: Message formats): rows and mini-batches as
 /// JSON or ravel's binary form, written by `ravel produce` and by the tests.
 pub mod wire {
-    pub use crate::ingest::format::{
+    pub use crate::ingest::decode::format::{
         Schema, decode, encode_binary, encode_json, encode_json_named_batch,
     };
 }
 
 /// Locks a mutex whether or not a thread panicked while holding it: the data behind every
 /// lock of this crate stays consistent at each unlock, so a poisoned lock is still usable.
+/// The one way this crate takes a lock (with `read` and `write` for its `RwLock`s).
 pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `lock` for reading an `RwLock`.
+pub(crate) fn read<T>(l: &std::sync::RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    l.read().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `lock` for writing an `RwLock`.
+pub(crate) fn write<T>(l: &std::sync::RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    l.write().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Milliseconds since the Unix epoch of `t`; 0 for a time before it (a clock set before

@@ -179,7 +179,7 @@ pub async fn run(
             .get(&sc.stream)
             .ok_or_else(|| anyhow!("scorer '{}': no stream '{}'", sc.name, sc.stream))?
             .clone();
-        scorers.push(ingest::score::spawn(ingest::score::ScorerSetup {
+        scorers.push(crate::score::spawn(crate::score::ScorerSetup {
             config: sc.clone(),
             model,
             stream,
@@ -225,7 +225,11 @@ pub async fn run(
     );
     // The history's extractions take the API's permits: together they use at most
     // http.max_concurrent_extractions cores.
-    crate::state::history::spawn_recorders(&streams, extractions.running.clone(), shutdown.clone());
+    crate::state::recorder::spawn_recorders(
+        &streams,
+        extractions.running.clone(),
+        shutdown.clone(),
+    );
     let state = AppState {
         streams,
         feature_streams,

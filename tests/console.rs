@@ -75,20 +75,6 @@ fn chromium() -> PathBuf {
     );
 }
 
-fn get(base: &str, path: &str) -> (u16, Value) {
-    let r = client().get(format!("{base}{path}")).send().expect("GET");
-    (r.status().as_u16(), r.json().unwrap_or(Value::Null))
-}
-
-fn post(base: &str, path: &str, body: &Value) -> (u16, Value) {
-    let r = client()
-        .post(format!("{base}{path}"))
-        .json(body)
-        .send()
-        .expect("POST");
-    (r.status().as_u16(), r.json().unwrap_or(Value::Null))
-}
-
 /// Polls `f` until it returns Some, or panics with `what` after `limit`.
 fn wait_for<T>(what: &str, limit: Duration, mut f: impl FnMut() -> Option<T>) -> T {
     let start = Instant::now();

@@ -69,15 +69,6 @@ features = [{}]
     .unwrap();
 }
 
-fn get(base: &str, path: &str) -> Value {
-    client()
-        .get(format!("{base}{path}"))
-        .send()
-        .ok()
-        .and_then(|r| r.json().ok())
-        .unwrap_or(Value::Null)
-}
-
 fn metric(base: &str, name: &str) -> Option<f64> {
     let m = client()
         .get(format!("{base}/metrics"))
@@ -346,7 +337,7 @@ fn a_burst_of_bad_messages_does_not_stall_the_stream_and_every_copy_lands() {
         bad.len()
     );
     ols_equals_fit(&base, &all, n);
-    let v = get(&base, "/v1/streams/r");
+    let v = get(&base, "/v1/streams/r").1;
     assert_eq!(v["held_partitions"], json!([]), "{v}");
     svc.signal("-TERM");
     assert!(svc.wait());
@@ -405,7 +396,7 @@ fn copies_that_start_failing_hold_checkpoints_and_commits_until_delivered_after_
     let second = produce(&brokers, TOPIC, PARTS, &x, &y, 1000..n, is_bad, &mut counts);
     // The partitions go on folding (the bound is far), and say they are held.
     let held = wait_within("both partitions held", &log1, DEADLINE, || {
-        let v = get(&base, "/v1/streams/r");
+        let v = get(&base, "/v1/streams/r").1;
         (v["n"].as_u64()? == n as u64 && v["held_partitions"].as_array()?.len() == PARTS as usize)
             .then_some(v["held_partitions"].clone())
     });
@@ -415,7 +406,7 @@ fn copies_that_start_failing_hold_checkpoints_and_commits_until_delivered_after_
         Some(PARTS as f64)
     );
     assert!(
-        get(&base, "/readyz")["held_partitions"]
+        get(&base, "/readyz").1["held_partitions"]
             .as_array()
             .is_some_and(|a| a.len() == PARTS as usize)
     );
@@ -470,7 +461,7 @@ fn copies_that_start_failing_hold_checkpoints_and_commits_until_delivered_after_
     let (mut svc, base) = serve(dir.path(), &brokers, 2);
     let log2 = dir.path().join("serve2.log");
     wait_within("caught up and released", &log2, DEADLINE, || {
-        let v = get(&base, "/v1/streams/r");
+        let v = get(&base, "/v1/streams/r").1;
         (v["n"].as_u64()? == n as u64 && v["held_partitions"] == json!([])).then_some(())
     });
     let high = high_watermarks(&brokers, TOPIC, PARTS);

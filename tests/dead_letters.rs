@@ -77,16 +77,6 @@ fn serve(dir: &Path, brokers: &str, run: usize) -> (Proc, String, std::path::Pat
     (p, base, log)
 }
 
-fn get(base: &str, path: &str) -> (u16, Value) {
-    match client().get(format!("{base}{path}")).send() {
-        Ok(r) => {
-            let s = r.status().as_u16();
-            (s, r.json().unwrap_or(Value::Null))
-        }
-        Err(_) => (0, Value::Null),
-    }
-}
-
 /// Streams `rows` good rows, one a message, round robin over the partitions, in chunks with
 /// short pauses; `bad` messages (partition, after this many rows) go in between. Returns the
 /// offset of every bad message.

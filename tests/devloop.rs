@@ -21,12 +21,6 @@ fn free_port() -> u16 {
         .port()
 }
 
-fn get(base: &str, path: &str) -> Option<(u16, Value)> {
-    let r = client().get(format!("{base}{path}")).send().ok()?;
-    let status = r.status().as_u16();
-    Some((status, r.json().unwrap_or(Value::Null)))
-}
-
 #[test]
 fn own_data_on_ravel_broker_is_ready_without_a_topic_made_by_hand() {
     let dir = tempfile::tempdir().unwrap();
@@ -84,7 +78,7 @@ features = ["sqft", "rooms", "age", "floor"]
     // Started before anything was produced: the stream's topic does not exist yet, and
     // /readyz says what creates it on this broker (no kafka-topics.sh here).
     let waiting = wait_for("/readyz naming the stream topic", &log, || {
-        get(&base, "/readyz")
+        try_get(&base, "/readyz")
             .map(|(_, v)| v)
             .filter(|v| v["missing_topics"][0]["topic"] == "sales")
     });
@@ -113,14 +107,14 @@ features = ["sqft", "rooms", "age", "floor"]
 
     // Ready, with no topic made by hand: ravel made its dead-letter topic.
     let ready = wait_for("/readyz 200", &log, || {
-        get(&base, "/readyz")
+        try_get(&base, "/readyz")
             .filter(|(s, _)| *s == 200)
             .map(|(_, v)| v)
     });
     assert_eq!(ready["missing_topics"], json!([]), "{ready}");
     assert!(topic_partitions(&address, "sales.dlq").is_some());
     let summary = wait_for("every row folded", &log, || {
-        get(&base, "/v1/streams/sales")
+        try_get(&base, "/v1/streams/sales")
             .map(|(_, v)| v)
             .filter(|v| v["n"].as_u64() == Some(3000))
     });

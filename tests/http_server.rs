@@ -1,5 +1,5 @@
 //! The HTTP server's protections, against the real service over TCP: the bounds on what
-//! clients can hold (src/http.rs), and the bearer token that state-changing requests need
+//! clients can hold (src/api/http.rs), and the bearer token that state-changing requests need
 //! when `http.token` is set (src/api/auth.rs). Bounds: clients that trickle their headers or sit idle are disconnected after
 //! `http.header_read_timeout_ms`, at most `http.max_connections` are open at once, and the
 //! slots they held go to waiting clients (before, such clients held a socket each for good).

@@ -97,11 +97,6 @@ fn names_toml(names: &[String]) -> String {
 }
 
 /// `GET base path`: status and JSON.
-fn get(base: &str, path: &str) -> (u16, Value) {
-    let r = client().get(format!("{base}{path}")).send().unwrap();
-    (r.status().as_u16(), r.json().unwrap_or(Value::Null))
-}
-
 fn wait_ready(base: &str, log: &Path) -> Value {
     wait_for("ravel never became ready on Tansu", log, || {
         let (status, v) = get(base, "/readyz");

@@ -1,238 +1,845 @@
-//! The service crate's layer order, held: `src/lib.rs`'s Layout block lists the top-level
-//! modules bottom-up, and every `crate::` path in a module's files must name a module listed
-//! above it (or an item of the crate root). So there is no circle between modules, and a new
-//! import against the data flow (Kafka -> ingest -> state -> api) fails here, naming the file
-//! and the import. The order is read from the Layout block itself: it is written once.
+//! The layout of both crates of the workspace (`src/` and `crates/ravel-core/src/`), held by
+//! one checker that reads every `crate::`, `super::` and `self::` path of every file (and
+//! paths through a child module, `checkpoints::positions::next`), outside comments, strings
+//! and `#[cfg(test)]` modules, and resolves each to the file it names:
+//!
+//! - each crate's `src/lib.rs` Layout block lists its top-level modules bottom-up, exactly
+//!   those lib.rs declares, and a module imports only modules listed above it, so a new import
+//!   against the data flow (Kafka -> ingest -> state -> api) fails here, naming the file and
+//!   the import;
+//! - no circle at any level: none between files, and none between the files and folders of
+//!   any one folder (a folder counts as one, its `mod.rs` as its own file). A path lands on
+//!   the file it names (`super::RunningStats` on `stats/mod.rs`), and a folder's `mod.rs`
+//!   declares, re-exports and wires its parts, so its imports of its own folder are not edges;
+//! - every file of the service's `src/` is named in its Layout block.
+//!
+//! The order is read from the Layout blocks themselves: it is written once.
 
-use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 
-/// The module names of a Layout block, bottom-up: its bullet lines "//! - `name`: ...".
-fn layout_order(lib_rs: &str) -> Vec<String> {
-    let block = lib_rs
-        .split("//! # Layout")
-        .nth(1)
-        .expect("src/lib.rs has a `# Layout` block");
+/// One crate's sources: path under `src/` (with `/`) to text.
+type Files = BTreeMap<String, String>;
+
+/// The Layout block of a lib.rs: the doc lines after `//! # Layout`, up to the next heading
+/// or the end of the doc.
+fn layout_block(lib_rs: &str) -> String {
+    let mut block = String::new();
+    let mut inside = false;
+    for line in lib_rs.lines() {
+        let Some(doc) = line.strip_prefix("//!") else {
+            if inside {
+                break;
+            }
+            continue;
+        };
+        let doc = doc.trim();
+        if doc.starts_with('#') {
+            inside = doc == "# Layout";
+            continue;
+        }
+        if inside {
+            block.push_str(doc);
+            block.push('\n');
+        }
+    }
     block
+}
+
+/// The module names of a Layout block's bullets (`- `name`: ...` or `- [`name`]: ...`),
+/// bottom-up.
+fn layout_order(lib_rs: &str) -> Vec<String> {
+    layout_block(lib_rs)
         .lines()
-        .skip(1) // the rest of the heading's line
-        .take_while(|l| l.starts_with("//!"))
-        .filter_map(|l| l.strip_prefix("//! - `"))
-        .filter_map(|l| l.split('`').next())
-        .map(str::to_string)
+        .filter_map(|l| l.strip_prefix("- "))
+        .filter_map(|l| {
+            let l = l.trim_start_matches('[');
+            l.strip_prefix('`')?.split('`').next().map(str::to_string)
+        })
         .collect()
 }
 
-/// The source without comments (line comments, doc comments and block comments), so that a
-/// path named in prose is not an import. String literals are kept: none of ours holds
-/// `crate::`.
-fn strip_comments(src: &str) -> String {
-    let b = src.as_bytes();
+/// The code of a file: comments removed, string and character literals blanked (their quotes
+/// kept) and every `#[cfg(test)] mod name { ... }` removed, so that only the file's own
+/// imports remain and braces balance.
+fn code_of(source: &str) -> String {
+    let b = source.as_bytes();
     let mut out = Vec::with_capacity(b.len());
-    let (mut i, mut in_str) = (0, false);
+    let mut i = 0;
     while i < b.len() {
         let c = b[i];
-        if in_str {
-            out.push(c);
-            if c == b'\\' && i + 1 < b.len() {
-                out.push(b[i + 1]);
-                i += 2;
-                continue;
-            }
-            in_str = c != b'"';
-            i += 1;
-        } else if c == b'"' {
-            in_str = true;
-            out.push(c);
-            i += 1;
-        } else if b[i..].starts_with(b"//") {
+        if b[i..].starts_with(b"//") {
             while i < b.len() && b[i] != b'\n' {
                 i += 1;
             }
         } else if b[i..].starts_with(b"/*") {
-            i = src[i..].find("*/").map_or(b.len(), |e| i + e + 2);
-        } else if c == b'\'' && i + 2 < b.len() && b[i + 2] == b'\'' {
-            // A char literal such as '"' (not a lifetime): copy it whole.
-            out.extend_from_slice(&b[i..i + 3]);
-            i += 3;
+            let mut depth = 0usize;
+            while i < b.len() {
+                if b[i..].starts_with(b"/*") {
+                    depth += 1;
+                    i += 2;
+                } else if b[i..].starts_with(b"*/") {
+                    depth -= 1;
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    i += 1;
+                }
+            }
+        } else if (c == b'r' || (c == b'b' && b.get(i + 1) == Some(&b'r')))
+            && !prev_is_ident(b, i)
+            && raw_string_at(b, i + usize::from(c == b'b') + 1).is_some()
+        {
+            let start = i + usize::from(c == b'b') + 1;
+            let hashes = raw_string_at(b, start).unwrap();
+            let close: Vec<u8> = std::iter::once(b'"')
+                .chain(std::iter::repeat_n(b'#', hashes))
+                .collect();
+            let body = start + hashes + 1;
+            let end = b[body..]
+                .windows(close.len())
+                .position(|w| w == close.as_slice())
+                .map_or(b.len(), |e| body + e + close.len());
+            out.extend_from_slice(b"\"\"");
+            i = end;
+        } else if c == b'"' {
+            i += 1;
+            while i < b.len() && b[i] != b'"' {
+                i += if b[i] == b'\\' { 2 } else { 1 };
+            }
+            out.extend_from_slice(b"\"\"");
+            i += 1;
+        } else if c == b'\'' {
+            // A character literal ('x', '\n', '\'', '\u{..}') or a lifetime ('a, 'static).
+            if b.get(i + 1) == Some(&b'\\') {
+                let mut j = i + 2;
+                while j < b.len() && b[j] != b'\'' {
+                    j += 1;
+                }
+                out.extend_from_slice(b"' '");
+                i = j + 1;
+            } else if let Some(len) = source[i + 1..]
+                .chars()
+                .next()
+                .map(char::len_utf8)
+                .filter(|&len| b.get(i + 1 + len) == Some(&b'\''))
+            {
+                out.extend_from_slice(b"' '");
+                i += len + 2;
+            } else {
+                out.push(c);
+                i += 1;
+            }
         } else {
             out.push(c);
             i += 1;
         }
     }
-    // Only whole comments were cut (they start and end at ASCII bytes): still UTF-8.
-    String::from_utf8(out).expect("comments end at ASCII bytes")
+    let mut code = String::from_utf8_lossy(&out).into_owned();
+    // Drop each `#[cfg(test)] mod name { ... }` (balanced braces: literals are blank).
+    let mut from = 0;
+    while let Some(at) = code[from..].find("#[cfg(test)]").map(|a| a + from) {
+        let after = &code[at + "#[cfg(test)]".len()..];
+        let is_mod = after.trim_start().starts_with("mod ");
+        let open = after.find(['{', ';']);
+        match open {
+            Some(open) if is_mod && after.as_bytes()[open] == b'{' => {
+                let start = at + "#[cfg(test)]".len() + open;
+                let end = matching_brace(&code, start).map_or(code.len(), |e| e + 1);
+                code.replace_range(at..end, "");
+            }
+            _ => from = at + 1,
+        }
+    }
+    code
 }
 
-/// The first segments of every `crate::` path in `src` (grouped uses `crate::{a, b::c}`
-/// give a and b).
-fn crate_imports(src: &str) -> BTreeSet<String> {
-    let code = strip_comments(src);
-    let mut found = BTreeSet::new();
-    let ident = |s: &str| -> String {
-        s.chars()
-            .take_while(|c| c.is_alphanumeric() || *c == '_')
-            .collect()
-    };
-    for (at, _) in code.match_indices("crate::") {
-        let before = code[..at].chars().next_back();
-        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$') {
-            continue; // `ravel_core::...`-like names ending in "crate", or `$crate`
-        }
-        let rest = &code[at + "crate::".len()..];
-        if let Some(group) = rest.strip_prefix('{') {
-            // Top-level items of the group, up to its closing brace.
-            let (mut depth, mut item_start) = (0usize, true);
-            for (i, c) in group.char_indices() {
-                match c {
-                    '{' => depth += 1,
-                    '}' if depth == 0 => break,
-                    '}' => depth -= 1,
-                    ',' if depth == 0 => item_start = true,
-                    c if item_start && !c.is_whitespace() => {
-                        item_start = false;
-                        let name = ident(&group[i..]);
-                        if !name.is_empty() {
-                            found.insert(name);
-                        }
-                    }
-                    _ => {}
+/// Whether `b[..i]` ends with a character of an identifier.
+fn prev_is_ident(b: &[u8], i: usize) -> bool {
+    i > 0 && (b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_')
+}
+
+/// At `b[i..]` = `#*"`: the number of `#`.
+fn raw_string_at(b: &[u8], i: usize) -> Option<usize> {
+    let hashes = b.get(i..)?.iter().take_while(|&&c| c == b'#').count();
+    (b.get(i + hashes) == Some(&b'"')).then_some(hashes)
+}
+
+/// The index of the brace closing the one at `open`.
+fn matching_brace(code: &str, open: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    for (i, c) in code[open..].char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(open + i);
                 }
             }
-        } else {
-            let name = ident(rest);
-            if !name.is_empty() {
-                found.insert(name);
-            }
+            _ => {}
+        }
+    }
+    None
+}
+
+fn ident(s: &str) -> &str {
+    let end = s
+        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .unwrap_or(s.len());
+    &s[..end]
+}
+
+/// The module path of a file: `ingest/decode/format.rs` is `ingest::decode::format`,
+/// `ingest/mod.rs` is `ingest`, `lib.rs` the root.
+fn module_of(file: &str) -> Vec<String> {
+    let stem = file.trim_end_matches(".rs");
+    let mut parts: Vec<String> = stem.split('/').map(str::to_string).collect();
+    if matches!(parts.last().map(String::as_str), Some("mod" | "lib")) {
+        parts.pop();
+    }
+    parts
+}
+
+/// The file of module `path`: `a/b.rs` or `a/b/mod.rs` (`lib.rs` for the root).
+fn file_of(files: &Files, path: &[String]) -> Option<String> {
+    if path.is_empty() {
+        return Some("lib.rs".into());
+    }
+    let p = path.join("/");
+    [format!("{p}.rs"), format!("{p}/mod.rs")]
+        .into_iter()
+        .find(|f| files.contains_key(f))
+}
+
+/// The inline modules (`mod name { ... }`) of a code, as (name, start, end) byte ranges.
+fn inline_modules(code: &str) -> Vec<(String, usize, usize)> {
+    let mut found = Vec::new();
+    let mut from = 0;
+    while let Some(at) = code[from..].find("mod ").map(|a| a + from) {
+        from = at + 4;
+        if prev_is_ident(code.as_bytes(), at) {
+            continue;
+        }
+        let name = ident(code[at + 4..].trim_start());
+        let rest = code[at + 4..].trim_start()[name.len()..].trim_start();
+        if name.is_empty() || !rest.starts_with('{') {
+            continue;
+        }
+        let open = code.len() - rest.len();
+        if let Some(close) = matching_brace(code, open) {
+            found.push((name.to_string(), open, close));
         }
     }
     found
 }
 
-/// Violations of `order` by `files` (top-level module, file name, source): an import of a
-/// module at or after the importer's place, or of a name that is neither a listed module nor
-/// one of `root_items`.
-fn violations(
-    order: &[String],
-    root_items: &BTreeSet<String>,
-    files: &[(String, String, String)],
-) -> Vec<String> {
-    let place = |m: &str| order.iter().position(|o| o == m);
-    let mut out = Vec::new();
-    for (module, file, src) in files {
-        let Some(mine) = place(module) else {
-            out.push(format!(
-                "{file}: module `{module}` is not in the Layout block"
-            ));
-            continue;
+/// Expands a path starting at `s` (after its first segments, `prefix`, were read) with `use`
+/// groups: `a::{b, c::{d, e as f}}` gives a::b, a::c::d and a::c::e, each with the name it is
+/// visible under (b, d and f).
+fn expand(s: &str, prefix: Vec<String>, out: &mut Vec<(Vec<String>, String)>) {
+    let mut path = prefix;
+    let mut rest = s;
+    loop {
+        let r = rest.trim_start();
+        let Some(after) = r.strip_prefix("::") else {
+            let name = match r.strip_prefix("as ") {
+                Some(alias) => ident(alias.trim_start()).to_string(),
+                None => path.last().cloned().unwrap_or_default(),
+            };
+            out.push((path, name));
+            return;
         };
-        for name in crate_imports(src) {
-            if name == *module || root_items.contains(&name) {
+        let after = after.trim_start();
+        if let Some(group) = after.strip_prefix('{') {
+            let mut depth = 0usize;
+            let mut item = String::new();
+            for c in group.chars() {
+                match c {
+                    '{' => {
+                        depth += 1;
+                        item.push(c);
+                    }
+                    '}' if depth == 0 => break,
+                    '}' => {
+                        depth -= 1;
+                        item.push(c);
+                    }
+                    ',' if depth == 0 => {
+                        expand_item(&item, &path, out);
+                        item.clear();
+                    }
+                    _ => item.push(c),
+                }
+            }
+            expand_item(&item, &path, out);
+            return;
+        }
+        let name = ident(after);
+        if name.is_empty() {
+            let last = path.last().cloned().unwrap_or_default();
+            out.push((path, last)); // `a::*`
+            return;
+        }
+        path.push(name.to_string());
+        rest = &after[name.len()..];
+    }
+}
+
+fn expand_item(item: &str, prefix: &[String], out: &mut Vec<(Vec<String>, String)>) {
+    let item = item.trim();
+    let first = ident(item);
+    if first.is_empty() {
+        return; // `*`, or an empty entry after a trailing comma
+    }
+    let mut path = prefix.to_vec();
+    if first != "self" {
+        path.push(first.to_string());
+    }
+    expand(&item[first.len()..], path, out);
+}
+
+/// Where a path written in module `here` starts: `crate`, `self`, `super`, or a child module
+/// of `here`; None for anything else (another crate, a type, a variable).
+fn start_of(files: &Files, here: &[String], first: &str) -> Option<Vec<String>> {
+    match first {
+        "crate" => Some(Vec::new()),
+        "self" => Some(here.to_vec()),
+        "super" => here.split_last().map(|(_, up)| up.to_vec()),
+        name => {
+            let mut child = here.to_vec();
+            child.push(name.to_string());
+            file_of(files, &child).map(|_| child)
+        }
+    }
+}
+
+/// `a::b::super::c` is `a::c`.
+fn normalize(mut path: Vec<String>) -> Vec<String> {
+    while let Some(at) = path.iter().position(|s| s == "super") {
+        path.remove(at);
+        if at > 0 {
+            path.remove(at - 1);
+        }
+    }
+    path
+}
+
+/// The names the crate root's `use` declarations make visible, to their module paths: what
+/// `crate::Task` means when lib.rs says `pub use task::Task` (by file, so lib.rs only). A path
+/// into any other file lands on that file, the one it names: `super::RunningStats` on
+/// `stats/mod.rs`, whatever that file re-exports.
+type Uses = BTreeMap<String, BTreeMap<String, Vec<String>>>;
+
+fn uses_of(files: &Files) -> Uses {
+    let mut all = Uses::new();
+    for (file, source) in files.iter().filter(|(f, _)| *f == "lib.rs") {
+        let code = code_of(source);
+        let here = module_of(file);
+        let mut names = BTreeMap::new();
+        let b = code.as_bytes();
+        let mut from = 0;
+        while let Some(at) = code[from..].find("use ").map(|a| a + from) {
+            from = at + 4;
+            if prev_is_ident(b, at) {
                 continue;
             }
-            match place(&name) {
-                Some(theirs) if theirs < mine => {}
-                Some(_) => out.push(format!(
-                    "{file}: `{module}` imports `crate::{name}`, which the Layout block lists \
-                     after it (a module imports only modules above it)"
-                )),
-                None => out.push(format!(
-                    "{file}: imports `crate::{name}`, neither a module of the Layout block nor \
-                     an item of the crate root"
-                )),
+            let body = code[at + 4..].split(';').next().unwrap_or("").trim_start();
+            let first = ident(body);
+            let Some(start) = start_of(files, &here, first) else {
+                continue;
+            };
+            let mut paths = Vec::new();
+            expand(&body[first.len()..], start, &mut paths);
+            for (path, name) in paths {
+                names.insert(name, normalize(path));
             }
+        }
+        all.insert(file.clone(), names);
+    }
+    all
+}
+
+/// The file a module path names: the longest prefix that is a file, followed through the
+/// crate root's `use` declarations when the path names one of their names.
+fn resolve(files: &Files, uses: &Uses, path: &[String], depth: usize) -> String {
+    let mut to = "lib.rs".to_string();
+    let mut k = 0;
+    while k < path.len() {
+        match file_of(files, &path[..k + 1]) {
+            Some(f) => to = f,
+            None => break,
+        }
+        k += 1;
+    }
+    if depth < 4 && k < path.len() {
+        if let Some(target) = uses.get(&to).and_then(|u| u.get(&path[k])) {
+            if *target != path[..=k] {
+                let mut p = target.clone();
+                p.extend(path[k + 1..].iter().cloned());
+                return resolve(files, uses, &p, depth + 1);
+            }
+        }
+    }
+    to
+}
+
+/// One import: the file that names it, the path as written, and the file it resolves to.
+#[derive(Debug, Clone)]
+struct Import {
+    from: String,
+    shown: String,
+    to: String,
+}
+
+/// Every import of every file of a crate, resolved to files (through `use` re-exports).
+fn imports(files: &Files, uses: &Uses) -> Vec<Import> {
+    let mut out = Vec::new();
+    for (file, source) in files {
+        if file == "lib.rs" || file == "main.rs" {
+            continue;
+        }
+        let code = code_of(source);
+        let module = module_of(file);
+        let inline = inline_modules(&code);
+        let b = code.as_bytes();
+        let mut i = 0;
+        while i < code.len() {
+            if !code.is_char_boundary(i) || prev_is_ident(b, i) || (i > 0 && b[i - 1] == b'$') {
+                i += 1;
+                continue;
+            }
+            let first = ident(&code[i..]);
+            if first.is_empty() {
+                i += 1;
+                continue;
+            }
+            let after = &code[i + first.len()..];
+            let preceded_by_path = {
+                let mut j = i;
+                while j > 0 && b[j - 1].is_ascii_whitespace() {
+                    j -= 1;
+                }
+                j >= 2 && &b[j - 2..j] == b"::"
+            };
+            if !after.trim_start().starts_with("::") || preceded_by_path {
+                i += first.len();
+                continue;
+            }
+            // The module this path is written in: the file's, plus enclosing inline modules.
+            let mut here = module.clone();
+            for (name, open, close) in &inline {
+                if *open < i && i < *close {
+                    here.push(name.clone());
+                }
+            }
+            let Some(start) = start_of(files, &here, first) else {
+                i += first.len();
+                continue;
+            };
+            let mut paths = Vec::new();
+            expand(after, start, &mut paths);
+            for (path, _) in paths {
+                let to = resolve(files, uses, &normalize(path), 0);
+                if to != *file {
+                    out.push(Import {
+                        from: file.clone(),
+                        shown: format!("{first}::{}", after_path_text(after)),
+                        to,
+                    });
+                }
+            }
+            i += first.len();
         }
     }
     out
 }
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
+/// The path text after the first segment, up to its end, for messages (`::a::b`, `::{..}`).
+fn after_path_text(after: &str) -> String {
+    let t = after.trim_start().trim_start_matches("::").trim_start();
+    let end = t
+        .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+        .unwrap_or(t.len());
+    if t[end..].starts_with('{') {
+        format!("{}{{..}}", &t[..end])
+    } else {
+        t[..end].trim_end_matches(':').to_string()
     }
 }
 
-#[test]
-fn every_module_imports_only_modules_above_it() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let src = root.join("src");
-    let lib = std::fs::read_to_string(src.join("lib.rs")).unwrap();
-    let order = layout_order(&lib);
-    assert!(order.len() >= 10, "the Layout block lists {order:?}");
+/// The strongly connected components with more than one node (Tarjan), each sorted.
+fn circles(edges: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+    struct Walk<'a> {
+        edges: &'a BTreeMap<String, BTreeSet<String>>,
+        index: BTreeMap<&'a str, usize>,
+        low: BTreeMap<&'a str, usize>,
+        stack: Vec<&'a str>,
+        on: BTreeSet<&'a str>,
+        found: Vec<Vec<String>>,
+    }
+    impl<'a> Walk<'a> {
+        fn visit(&mut self, v: &'a str) {
+            let n = self.index.len();
+            self.index.insert(v, n);
+            self.low.insert(v, n);
+            self.stack.push(v);
+            self.on.insert(v);
+            for w in self.edges.get(v).into_iter().flatten() {
+                let w = w.as_str();
+                if !self.index.contains_key(w) {
+                    self.visit(w);
+                    let l = self.low[w].min(self.low[v]);
+                    self.low.insert(v, l);
+                } else if self.on.contains(w) {
+                    let l = self.index[w].min(self.low[v]);
+                    self.low.insert(v, l);
+                }
+            }
+            if self.low[v] == self.index[v] {
+                let mut scc = Vec::new();
+                while let Some(w) = self.stack.pop() {
+                    self.on.remove(w);
+                    scc.push(w.to_string());
+                    if w == v {
+                        break;
+                    }
+                }
+                if scc.len() > 1 {
+                    scc.sort();
+                    self.found.push(scc);
+                }
+            }
+        }
+    }
+    let mut walk = Walk {
+        edges,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        on: BTreeSet::new(),
+        found: Vec::new(),
+    };
+    for v in edges.keys() {
+        if !walk.index.contains_key(v.as_str()) {
+            walk.visit(v);
+        }
+    }
+    walk.found
+}
 
-    // The Layout block lists exactly the modules lib.rs declares.
-    let declared: BTreeSet<String> = lib
+/// What one edge of a circle is made of: "a -> b: the paths".
+fn ties(imports: &[Import], within: impl Fn(&str) -> Option<String>, scc: &[String]) -> String {
+    let mut by: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
+    for imp in imports {
+        let (Some(a), Some(b)) = (within(&imp.from), within(&imp.to)) else {
+            continue;
+        };
+        if a != b && scc.contains(&a) && scc.contains(&b) {
+            by.entry((a, b))
+                .or_default()
+                .insert(format!("{} `{}`", imp.from, imp.shown));
+        }
+    }
+    by.iter()
+        .map(|((a, b), how)| {
+            let how: Vec<&str> = how.iter().map(String::as_str).collect();
+            format!("    {a} -> {b}: {}", how.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Every violation of one crate's layout. `crate_dir` names the crate in messages.
+fn check(crate_dir: &str, files: &Files) -> Vec<String> {
+    let mut errors = Vec::new();
+    let lib = files.get("lib.rs").cloned().unwrap_or_default();
+    let order = layout_order(&lib);
+    let imports = imports(files, &uses_of(files));
+
+    // The Layout block lists the modules lib.rs declares, once each.
+    let declared: BTreeSet<String> = code_of(&lib)
         .lines()
         .filter_map(|l| {
-            let l = l.trim_start_matches("pub ");
+            let l = l.trim();
+            let l = l
+                .strip_prefix("pub ")
+                .or_else(|| l.strip_prefix("pub(crate) "))
+                .unwrap_or(l);
             l.strip_prefix("mod ")?
                 .strip_suffix(';')
                 .map(str::to_string)
         })
         .collect();
     let listed: BTreeSet<String> = order.iter().cloned().collect();
-    assert_eq!(
-        declared, listed,
-        "lib.rs's `mod`s and its Layout block differ"
-    );
+    if listed.len() != order.len() {
+        errors.push(format!(
+            "{crate_dir}/lib.rs: a module is listed twice in the Layout block: {order:?}"
+        ));
+    }
+    if declared != listed {
+        errors.push(format!(
+            "{crate_dir}/lib.rs: its `mod`s {declared:?} and its Layout block {listed:?} differ"
+        ));
+    }
 
-    let root_items: BTreeSet<String> = strip_comments(&lib)
-        .lines()
-        .filter_map(|l| l.trim().split("fn ").nth(1))
-        .map(|l| l.split(['<', '(']).next().unwrap().to_string())
-        .collect();
-    let mut paths = Vec::new();
-    rust_files(&src, &mut paths);
-    let files: Vec<(String, String, String)> = paths
-        .iter()
-        .filter(|p| !p.ends_with("lib.rs") && !p.ends_with("main.rs"))
-        .map(|p| {
-            let rel = p.strip_prefix(&src).unwrap();
-            let first = rel
-                .components()
-                .next()
-                .unwrap()
-                .as_os_str()
-                .to_string_lossy();
-            let module = first.trim_end_matches(".rs").to_string();
-            let text = std::fs::read_to_string(p).unwrap();
-            (module, format!("src/{}", rel.display()), text)
+    // Top-level order: a module imports only modules above it.
+    let rank = |f: &str| {
+        let top = module_of(f).into_iter().next()?;
+        order.iter().position(|o| *o == top).map(|r| (top, r))
+    };
+    for imp in &imports {
+        let Some((mine, r_mine)) = rank(&imp.from) else {
+            continue;
+        };
+        let Some((theirs, r_theirs)) = rank(&imp.to) else {
+            continue;
+        };
+        if r_theirs > r_mine {
+            errors.push(format!(
+                "{crate_dir}/{}: `{mine}` imports `{}`, but `{theirs}` comes after `{mine}` in \
+                 lib.rs's Layout block (a module imports only modules above it)",
+                imp.from, imp.shown
+            ));
+        }
+    }
+
+    // No circle between files. A folder's mod.rs declares, re-exports and wires its own parts:
+    // its imports of its own folder are the folder's structure, not edges.
+    let imports: Vec<Import> = imports
+        .into_iter()
+        .filter(|imp| {
+            let own = imp
+                .from
+                .strip_suffix("mod.rs")
+                .is_some_and(|dir| imp.to.starts_with(dir));
+            !own
         })
         .collect();
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for imp in &imports {
+        if imp.to != "lib.rs" {
+            edges
+                .entry(imp.from.clone())
+                .or_default()
+                .insert(imp.to.clone());
+        }
+    }
+    for scc in circles(&edges) {
+        errors.push(format!(
+            "{crate_dir}: a circle between files: {}\n{}",
+            scc.join(", "),
+            ties(&imports, |f| Some(f.to_string()), &scc)
+        ));
+    }
+
+    // No circle between the entries (files and folders) of any folder.
+    let folders: BTreeSet<String> = files
+        .keys()
+        .filter_map(|f| f.rsplit_once('/').map(|(d, _)| d.to_string()))
+        .flat_map(|d| {
+            let parts: Vec<&str> = d.split('/').collect();
+            (1..=parts.len())
+                .map(|k| parts[..k].join("/"))
+                .collect::<Vec<_>>()
+        })
+        .chain(std::iter::once(String::new()))
+        .collect();
+    for dir in &folders {
+        // The entry of `dir` a file lies in: a file of it, or a folder of it.
+        let entry = |f: &str| -> Option<String> {
+            let rest = if dir.is_empty() {
+                f
+            } else {
+                f.strip_prefix(dir.as_str())?.strip_prefix('/')?
+            };
+            Some(match rest.split_once('/') {
+                Some((sub, _)) => format!("{sub}/"),
+                None => rest.to_string(),
+            })
+        };
+        let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for imp in &imports {
+            if let (Some(a), Some(b)) = (entry(&imp.from), entry(&imp.to))
+                && a != b
+                && imp.to != "lib.rs"
+            {
+                edges.entry(a).or_default().insert(b);
+            }
+        }
+        for scc in circles(&edges) {
+            if scc.iter().all(|e| !e.ends_with('/')) {
+                continue; // a circle of files only: reported above
+            }
+            let shown = if dir.is_empty() { "src" } else { dir };
+            errors.push(format!(
+                "{crate_dir}: a circle between the entries of {shown}/: {}\n{}",
+                scc.join(", "),
+                ties(&imports, &entry, &scc)
+            ));
+        }
+    }
+    errors
+}
+
+/// Files of `src/` that the Layout block does not name (a file by its module name in
+/// backticks, a folder's `mod.rs` by the folder's).
+fn unnamed(files: &Files) -> Vec<String> {
+    let block = layout_block(files.get("lib.rs").map_or("", String::as_str));
+    files
+        .keys()
+        .filter(|f| *f != "lib.rs" && *f != "main.rs")
+        .filter(|f| {
+            let name = module_of(f).pop().unwrap_or_default();
+            !block.contains(&format!("`{name}`")) && !block.contains(&format!("`{name}/`"))
+        })
+        .cloned()
+        .collect()
+}
+
+fn sources(dir: &Path, under: &Path, out: &mut Files) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            sources(&path, under, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            let rel = path.strip_prefix(under).unwrap();
+            let rel = rel.to_string_lossy().replace('\\', "/");
+            out.insert(rel, std::fs::read_to_string(&path).unwrap());
+        }
+    }
+}
+
+fn crate_files(dir: &str) -> Files {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+    let mut files = Files::new();
+    sources(&src, &src, &mut files);
+    files
+}
+
+#[test]
+fn the_service_crate_has_no_circle_and_imports_only_down_its_layout() {
+    let files = crate_files("src");
+    assert!(files.len() > 60, "read {} files", files.len());
+    assert!(layout_order(&files["lib.rs"]).len() >= 10);
+    let errors = check("src", &files);
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
+}
+
+#[test]
+fn ravel_core_has_no_circle_and_imports_only_down_its_layout() {
+    let files = crate_files("crates/ravel-core/src");
     assert!(files.len() > 40, "read {} files", files.len());
-    let bad = violations(&order, &root_items, &files);
+    assert!(layout_order(&files["lib.rs"]).len() >= 8);
+    let errors = check("crates/ravel-core/src", &files);
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
+}
+
+#[test]
+fn every_file_of_the_service_is_named_in_its_layout_block() {
+    let missing = unnamed(&crate_files("src"));
     assert!(
-        bad.is_empty(),
-        "imports against the layer order:\n{}",
-        bad.join("\n")
+        missing.is_empty(),
+        "files of src/ that src/lib.rs's Layout block does not name: {missing:?}"
     );
 }
 
 #[test]
-fn the_checker_finds_an_upward_import_an_unknown_one_and_ignores_prose() {
-    let lib = "//! # Layout\n//! - `base`: below.\n//! - `mid`: middle.\n//! - `top`: above.\n\nmod base;";
-    let order = layout_order(lib);
-    assert_eq!(order, ["base", "mid", "top"]);
-    let roots: BTreeSet<String> = ["lock".to_string()].into();
-    let file = |m: &str, src: &str| (m.to_string(), format!("{m}.rs"), src.to_string());
-    let files = vec![
-        // Fine: downward imports, a grouped use, a root item, prose and strings.
-        file(
-            "top",
-            "use crate::{base::X, mid::{Y, Z}};\nfn f() { crate::lock(); }\n// crate::top::q\n",
+fn the_checker_finds_circles_upward_imports_and_ignores_prose_strings_and_tests() {
+    let lib = "//! Intro.\n//!\n//! # Layout\n//! Bottom-up.\n//! - [`low`]: below, with `one`.\n\
+               //!   continued.\n//! - `high` (feature `x`): above.\n//! # Other\n//! - `no`\n\
+               mod low;\npub mod high;\npub use high::{Thing, deep::Deeper};\n";
+    assert_eq!(layout_order(lib), ["low", "high"]);
+    let files = |list: &[(&str, &str)]| -> Files {
+        list.iter()
+            .map(|(p, s)| (p.to_string(), s.to_string()))
+            .chain(std::iter::once(("lib.rs".to_string(), lib.to_string())))
+            .collect()
+    };
+    // Fine: downward imports, groups, re-exports, prose, strings and test modules.
+    let good = files(&[
+        (
+            "high/mod.rs",
+            "pub mod deep;\nuse crate::{low::X, high::deep::Y};\nuse deep::Z;\n\
+             fn f() { crate::low::g(); let s = \"crate::high::q {\"; }\n",
         ),
-        // Upward, in a grouped use over two lines.
-        file("mid", "use crate::{\n    base,\n    top::Thing,\n};\n"),
-        // An import of a module not in the block.
-        file("base", "/* crate::top */ fn g() { crate::elsewhere::h(); }"),
-    ];
-    let bad = violations(&order, &roots, &files);
-    assert_eq!(bad.len(), 2, "{bad:#?}");
-    assert!(bad[0].contains("`mid` imports `crate::top`"), "{}", bad[0]);
-    assert!(bad[1].contains("crate::elsewhere"), "{}", bad[1]);
+        ("high/deep.rs", "use crate::low::one::O;\nfn g() {}\n"),
+        ("low/mod.rs", "pub mod one;\n"),
+        (
+            "low/one.rs",
+            "//! crate::high::Z\n// use crate::high;\n/* super::super::high */ fn g() {}\n\
+             #[cfg(test)]\nmod tests {\n    use crate::high::Z;\n    fn t() { { } }\n}\n",
+        ),
+    ]);
+    assert_eq!(check("c", &good), Vec::<String>::new());
+    assert_eq!(unnamed(&good), ["high/deep.rs"]);
+
+    // An upward import through a root re-export, a circle of two files of one folder, and a
+    // folder's mod.rs with its own parts (not a circle: the folder's structure).
+    let bad = files(&[
+        (
+            "high/mod.rs",
+            "pub mod deep;\npub mod other;\nuse deep::Z;\n",
+        ),
+        (
+            "high/deep.rs",
+            "use super::{other::W, X as _};\npub struct Z;\n",
+        ),
+        (
+            "high/other.rs",
+            "pub struct W;\nfn f() { super::deep::Z; }\n",
+        ),
+        ("low/mod.rs", "pub mod one;\nuse self::one::{\n    A,\n};\n"),
+        ("low/one.rs", "fn f() -> crate::Thing { todo!() }\n"),
+    ]);
+    let errors = check("c", &bad);
+    assert_eq!(errors.len(), 2, "{errors:#?}");
+    assert!(
+        errors[0].starts_with("c/low/one.rs: `low` imports `crate::Thing`"),
+        "{errors:#?}"
+    );
+    assert!(
+        errors[1].starts_with("c: a circle between files: high/deep.rs, high/other.rs\n"),
+        "{errors:#?}"
+    );
+    assert!(
+        errors[1].contains("high/deep.rs -> high/other.rs: high/deep.rs `super::{..}`"),
+        "{}",
+        errors[1]
+    );
+    assert!(
+        errors[1].contains("high/other.rs -> high/deep.rs: high/other.rs `super::deep::Z`"),
+        "{}",
+        errors[1]
+    );
+
+    // A circle between two folders, through files that do not form a circle themselves,
+    // and `super::super` from an inline module.
+    let folders = files(&[
+        ("high/mod.rs", "pub mod a;\npub mod b;\n"),
+        ("high/a/mod.rs", "pub mod x;\npub mod y;\n"),
+        ("high/a/x.rs", "use crate::high::b::q::Q;\n"),
+        ("high/a/y.rs", "pub struct Y;\n"),
+        ("high/b/mod.rs", "pub mod q;\npub mod r;\n"),
+        ("high/b/q.rs", "pub struct Q;\n"),
+        (
+            "high/b/r.rs",
+            "mod inner {\n    fn f() { super::super::super::a::y::Y; }\n}\n",
+        ),
+        ("low/mod.rs", ""),
+    ]);
+    let errors = check("c", &folders);
+    assert_eq!(errors.len(), 1, "{errors:#?}");
+    assert!(
+        errors[0].contains("a circle between the entries of high/: a/, b/"),
+        "{}",
+        errors[0]
+    );
+    assert!(
+        errors[0].contains("b/ -> a/: high/b/r.rs `super::super::super::a::y::Y`"),
+        "{}",
+        errors[0]
+    );
 }

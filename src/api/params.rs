@@ -2,14 +2,33 @@
 //! model request from a JSON body or a query string, and prediction rows from a request.
 
 use super::ApiError;
-use super::streams::PredictRequest;
 use crate::api::error::Code;
-use crate::ingest::events::lookup;
+use crate::dotted::lookup;
 use crate::state::streams::StreamHandle;
 use ravel_core::fields::{Fields, Kind, Missing, Refusal, Value as Cell};
 use ravel_core::solve::{Method, Request as ModelRequest};
 use serde_json::Value;
 use std::collections::HashMap;
+use utoipa::ToSchema;
+
+/// The body of `POST .../predict`: a model request and rows, as arrays or named.
+#[derive(serde::Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PredictRequest {
+    /// The model to predict with (the body of POST /model).
+    #[schema(value_type = ModelRequest)]
+    pub(super) model: Value,
+    /// Rows as arrays of p numbers...
+    #[serde(default)]
+    pub(super) rows: Option<Vec<Vec<f64>>>,
+    /// ...or as objects in the stream's own shape: fields by name or dotted path (nested
+    /// objects), category strings, keys the stream does not use ignored; only the fields of
+    /// the model's nonzero coefficients are needed. A stream declared by count names its
+    /// features "0" to "p-1".
+    #[serde(default)]
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub(super) features: Option<Vec<serde_json::Map<String, Value>>>,
+}
 
 /// Fills in the method of a `select` request that names none (issue 34): OLSth's k-path to
 /// the body's `k`, else to `select::default_k_max` of the stream's p and n rows

@@ -2,11 +2,12 @@
 //! path and predict. Extractions go through `AppState::extract` (`admission`).
 
 use super::params::{
-    check_missing, default_method, note_default, parse_params, predict_rows, query_to_json,
+    PredictRequest, check_missing, default_method, note_default, parse_params, predict_rows,
+    query_to_json,
 };
 use super::{ApiError, AppState, error};
 use crate::api::error::Code;
-use crate::state::streams::{Stats, StreamHandle};
+use crate::state::streams::{Snapshot, Stats, StreamHandle};
 use axum::Json;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
@@ -126,7 +127,7 @@ fn arrivals(h: &StreamHandle, metrics: &crate::metrics::Metrics) -> Arrivals {
         Some(format!(
             "{refused} of {messages} messages refused (by reason in `rejected`); the messages \
              are in '{}' with a ravel-reason header",
-            crate::kafka::topics::dlq_of(&h.topic)
+            crate::config::dlq_of(&h.topic)
         ))
     } else {
         None
@@ -428,27 +429,54 @@ pub(super) async fn model(
     let Json(mut body) = body?;
     let note = default_method(&mut body, h.p(), h.snapshot().stats.n());
     let params = parse_params(body)?.check(h.p())?;
+    let method = params.method().name();
+    let mut at = extract(&st, &h, "model", method, move |snap, names| {
+        model_from_folds(&snap.stats, snap.folds.as_ref(), &params, names)
+    })
+    .await?;
+    note_default(at.answer.selection.as_deref_mut(), note);
+    Ok(Json(StreamModel {
+        model: at.answer,
+        as_of: at.as_of,
+        partition_states: at.partition_states,
+    }))
+}
+
+/// An answer extracted from a stream's snapshot, with where the snapshot stands.
+struct Extracted<T> {
+    answer: T,
+    /// The snapshot's `as_of` (Kafka timestamp of its newest message).
+    as_of: Option<u64>,
+    /// The partitions merged into it (`state.store = "kafka"`).
+    partition_states: Vec<PartitionStateSummary>,
+}
+
+/// The one way the stream handlers extract: `f` runs on the stream's current snapshot and
+/// feature names under the API's admission (`AppState::extract`: slots, timeout, metrics by
+/// `kind` and `method`).
+async fn extract<T, E>(
+    st: &AppState,
+    h: &Arc<StreamHandle>,
+    kind: &'static str,
+    method: &'static str,
+    f: impl FnOnce(&Snapshot, Option<&[String]>) -> Result<T, E> + Send + 'static,
+) -> Result<Extracted<T>, ApiError>
+where
+    T: Send + 'static,
+    ApiError: From<E>,
+{
     let snap = h.snapshot();
     let as_of = snap.as_of_ms;
     let partition_states = partition_states(&snap);
-    let method = params.method();
     let hh = h.clone();
-    let mut model = st
-        .extract(&name, "model", method.name(), move || {
-            Ok(model_from_folds(
-                &snap.stats,
-                snap.folds.as_ref(),
-                &params,
-                hh.names(),
-            )?)
-        })
+    let answer = st
+        .extract(h.name(), kind, method, move || Ok(f(&snap, hh.names())?))
         .await?;
-    note_default(model.selection.as_deref_mut(), note);
-    Ok(Json(StreamModel {
-        model,
+    Ok(Extracted {
+        answer,
         as_of,
         partition_states,
-    }))
+    })
 }
 
 /// The warm-started path (lambda for the penalized methods, delta for fw-lasso): the
@@ -509,46 +537,17 @@ async fn path_of(
     let h = st.stream(&name)?;
     let note = default_method(&mut body, h.p(), h.snapshot().stats.n());
     let params = parse_params(body)?.check_path(h.p())?;
-    let snap = h.snapshot();
-    let as_of = snap.as_of_ms;
-    let partition_states = partition_states(&snap);
-    let method = params.method();
-    let hh = h.clone();
-    let mut path = st
-        .extract(&name, "path", method.name(), move || {
-            Ok(path_from_folds(
-                &snap.stats,
-                snap.folds.as_ref(),
-                &params,
-                hh.names(),
-            )?)
-        })
-        .await?;
-    note_default(path.selection.as_mut(), note);
+    let method = params.method().name();
+    let mut at = extract(&st, &h, "path", method, move |snap, names| {
+        path_from_folds(&snap.stats, snap.folds.as_ref(), &params, names)
+    })
+    .await?;
+    note_default(at.answer.selection.as_mut(), note);
     Ok(Json(StreamPath {
-        path,
-        as_of,
-        partition_states,
+        path: at.answer,
+        as_of: at.as_of,
+        partition_states: at.partition_states,
     }))
-}
-
-/// The body of `POST .../predict`: a model request and rows, as arrays or named.
-#[derive(serde::Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct PredictRequest {
-    /// The model to predict with (the body of POST /model).
-    #[schema(value_type = ModelRequest)]
-    pub(super) model: Value,
-    /// Rows as arrays of p numbers...
-    #[serde(default)]
-    pub(super) rows: Option<Vec<Vec<f64>>>,
-    /// ...or as objects in the stream's own shape: fields by name or dotted path (nested
-    /// objects), category strings, keys the stream does not use ignored; only the fields of
-    /// the model's nonzero coefficients are needed. A stream declared by count names its
-    /// features "0" to "p-1".
-    #[serde(default)]
-    #[schema(value_type = Option<Vec<Object>>)]
-    pub(super) features: Option<Vec<serde_json::Map<String, Value>>>,
 }
 
 /// Predictions and the model they came from.
@@ -595,21 +594,14 @@ pub(super) async fn predict(
         .map_err(|e| ApiError::bad_request(Code::InvalidBody, e.to_string()))?;
     let params = parse_params(req.model.clone())?.check(h.p())?;
     let rows = predict_rows(req, &h)?;
-    let snap = h.snapshot();
-    let trained = snap.clone();
-    let as_of = snap.as_of_ms;
-    let method = params.method();
-    let hh = h.clone();
-    let model = st
-        .extract(&name, "predict", method.name(), move || {
-            Ok(model_from_folds(
-                &snap.stats,
-                snap.folds.as_ref(),
-                &params,
-                hh.names(),
-            )?)
-        })
-        .await?;
+    // The statistics the model learns from, for the indicators it never saw set.
+    let trained = h.snapshot();
+    let method = params.method().name();
+    let at = extract(&st, &h, "predict", method, move |snap, names| {
+        model_from_folds(&snap.stats, snap.folds.as_ref(), &params, names)
+    })
+    .await?;
+    let (model, as_of) = (at.answer, at.as_of);
     check_missing(&rows, h.fields.as_ref(), &model, &trained.stats)?;
     let predictions: Vec<f64> = rows.iter().map(|r| model.predict(&r.x)).collect();
     let labels = (h.task() == Task::Classification).then(|| {

@@ -8,7 +8,7 @@
 //! `demo.features_per_second`, as JSON feature messages.
 
 use crate::config::Config;
-use crate::ingest::{self, format};
+use crate::ingest::{self, decode::format};
 use ravel_core::synthetic::FeatureDesign;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use std::sync::Arc;

@@ -1,8 +1,8 @@
 //! `ravel fit`: the offline entry point. Streams a file through the same `RunningStats` the
 //! service keeps and prints the model JSON the HTTP API returns, so users can evaluate a
 //! method on their data before deploying it. With `--prequential N` it replays the file
-//! test-then-train instead (prequential.rs) and prints one JSON line per N rows, so weight
-//! schedules (`--alpha`) can be compared before deploying one.
+//! test-then-train instead (`ravel_core::prequential`) and prints one JSON line per N rows, so
+//! weight schedules (`--alpha`) can be compared before deploying one.
 
 use crate::config::limits::MemoryArgs;
 use ravel_core::Task;

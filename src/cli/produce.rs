@@ -5,7 +5,7 @@
 use super::schemad;
 use crate::config::KafkaConfig;
 use crate::config::limits::MemoryArgs;
-use crate::ingest::{self, format};
+use crate::ingest::{self, decode::format};
 use anyhow::{Context, anyhow, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use ravel_core::data::{Format, OpenOptions, Plan, RowReader};
@@ -128,10 +128,7 @@ impl ProducerContext for DeliveryContext {
     fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
         if let Err((e, _)) = result {
             self.failed.fetch_add(1, Ordering::Relaxed);
-            self.first_error
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .get_or_insert_with(|| e.to_string());
+            crate::lock(&self.first_error).get_or_insert_with(|| e.to_string());
         }
     }
 }
@@ -501,11 +498,7 @@ pub fn run(args: &ProduceArgs) -> anyhow::Result<Produced> {
     bar.finish_and_clear();
     let failed = producer.context().failed.load(Ordering::Relaxed);
     if failed > 0 {
-        let first = producer
-            .context()
-            .first_error
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+        let first = crate::lock(&producer.context().first_error)
             .clone()
             .unwrap_or_default();
         bail!(

@@ -170,7 +170,7 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<Replayed> {
                 names.join(", ")
             )
         })?;
-    let dlq = crate::kafka::topics::dlq_of(&stream.topic());
+    let dlq = crate::config::dlq_of(&stream.topic());
     let timeout = Duration::from_millis(args.timeout_ms);
     let clients = KafkaClients::new(&config.kafka, &config.kafka.brokers);
     let consumer: BaseConsumer = clients

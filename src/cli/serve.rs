@@ -24,12 +24,12 @@ pub fn serve(args: &ServeArgs) -> anyhow::Result<()> {
             let b = EmbeddedBroker::start(1)?;
             for s in &config.streams {
                 b.create_topic(&s.topic(), config.kafka.embedded_partitions)?;
-                b.create_topic(&crate::kafka::topics::dlq_of(&s.topic()), 1)?;
+                b.create_topic(&crate::config::dlq_of(&s.topic()), 1)?;
             }
             // One partition: labels before features, passes in order.
             for f in &config.feature_streams {
                 b.create_topic(&f.topic(), 1)?;
-                b.create_topic(&crate::kafka::topics::dlq_of(&f.topic()), 1)?;
+                b.create_topic(&crate::config::dlq_of(&f.topic()), 1)?;
             }
             if config.state.dir().is_some() {
                 tracing::info!("embedded broker: its topics live only as long as this process, so checkpoints are off");

@@ -150,3 +150,8 @@ impl StateConfig {
         })
     }
 }
+
+/// The name of a topic's dead-letter topic.
+pub fn dlq_of(topic: &str) -> String {
+    format!("{topic}.dlq")
+}

@@ -1,5 +1,5 @@
 //! `[[scorers]]`: events read from a topic, scored with a model of a stream's statistics, one
-//! prediction per message written to an output topic (`crate::ingest::score`). Here the
+//! prediction per message written to an output topic (`crate::score`). Here the
 //! schema, its bounds and its checks against the streams it names.
 //!
 //! ```toml

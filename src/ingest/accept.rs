@@ -4,7 +4,14 @@
 //! the dead-letter outcomes: acknowledged copies clear checkpoints' fences and may resume a
 //! partition paused at its bound.
 
-use super::*;
+use super::checkpoints::positions;
+use super::dead_letters::dlq;
+use super::{Early, Ingest, Target};
+use crate::lock;
+use rdkafka::consumer::Consumer;
+use rdkafka::message::{BorrowedMessage, Message};
+use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
+use std::time::{Duration, Instant};
 
 impl Ingest {
     /// Decodes one message into its stream's pending rows, or applies it to its feature stream,
@@ -148,7 +155,7 @@ impl Ingest {
                     &self.metrics,
                     crate::health::Denied {
                         resource_type: "topic",
-                        resource: crate::kafka::topics::dlq_of(topic),
+                        resource: crate::config::dlq_of(topic),
                         operation: "write",
                         error: error.clone(),
                     },

@@ -1,7 +1,17 @@
 //! Every `state.checkpoint_interval_ms`: the checkpoints (files) or state records (Kafka) of
 //! each stream, then the commit of the offsets they cover (`commit` decides which).
 
-use super::*;
+use super::checkpoints::{commit, positions};
+use super::dead_letters::held;
+use super::fold::StreamIngest;
+use super::{Ingest, Store};
+use crate::lock;
+use crate::metrics::Metrics;
+use crate::store::kafka::{PartitionState, StateWriter};
+use rdkafka::consumer::{CommitMode, Consumer};
+use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
+use std::collections::BTreeSet;
+use std::time::Instant;
 
 impl Ingest {
     /// Writes the checkpoint of every stream that changed, then commits the offsets they

@@ -1,7 +1,10 @@
 //! Errors the consumer reports while polling, and authorization errors recorded where
 //! `/readyz` and the metrics show them (`kafka::authz`).
 
-use super::*;
+use super::Ingest;
+use rdkafka::consumer::Consumer;
+use rdkafka::error::KafkaError;
+use std::time::{Duration, Instant};
 
 impl Ingest {
     pub(super) fn poll_error(&mut self, e: KafkaError) {

@@ -15,9 +15,9 @@
 //! (`labels_conflict`) afterwards, since every retained weight was fitted to the old ones.
 //! Features before any labels are refused (`no_labels`).
 
-use super::dlq::DeadLetters;
-use super::feature_format::{self, FeatureMessage};
-use super::rejections::{Warnings, no_payload};
+use super::dead_letters::dlq::DeadLetters;
+use super::dead_letters::rejections::{Warnings, no_payload};
+use super::decode::feature_format::{self, FeatureMessage};
 use crate::metrics::Metrics;
 use crate::reason::{Reason, Rejection};
 use crate::state::feature_streams::{FeatureSnapshot, FeatureStreamHandle, RecentRejection};

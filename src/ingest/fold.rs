@@ -25,9 +25,9 @@
 //! and once the snapshot is published each message's age is observed in
 //! `ravel_ingest_freshness_seconds` (`age`: what clock skew does to it).
 
-use super::dlq::DeadLetters;
-use super::format::{self, Schema};
-use super::rejections::{Warnings, no_payload};
+use super::dead_letters::dlq::DeadLetters;
+use super::dead_letters::rejections::{Warnings, no_payload};
+use super::decode::format::{self, Schema};
 use crate::metrics::Metrics;
 use crate::state::quality::PartQuality;
 use crate::state::streams::{FoldSet, PartInfo, Snapshot, Stats, StreamHandle};
@@ -47,7 +47,7 @@ pub struct Decoded {
 }
 
 /// What a stream's messages must match (`headers`: the message's, for a schema id there).
-pub(super) fn schema<'a>(
+pub(crate) fn schema<'a>(
     handle: &'a StreamHandle,
     headers: Option<&'a BorrowedHeaders>,
 ) -> Schema<'a> {

@@ -2,7 +2,14 @@
 //! `ingest.max_batch_rows` rows or `ingest.max_batch_wait_ms`, with JSON messages decoded
 //! ahead on other threads while the loop goes on (`ahead`).
 
-use super::*;
+use super::decode::{feature_format, format};
+use super::rebalance::IngestContext;
+use super::{AHEAD_MIN_BYTES, Early, Ingest, Target, WINDOW_BYTES, ahead, features, fold};
+use rdkafka::consumer::BaseConsumer;
+use rdkafka::message::{BorrowedMessage, Message};
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 impl Ingest {
     /// Reads one batch: waits up to 100 ms for a first message (so shutdown, checkpoints and

@@ -9,10 +9,10 @@
 //! connection is up again; and they list each topic's partitions, so a stream topic created
 //! or grown after the start gets its partition count (`partitions.total`).
 
-use super::lock;
-use super::positions;
+use super::checkpoints::positions;
 use super::rebalance::IngestContext;
 use crate::health::Refusal;
+use crate::lock;
 use rdkafka::client::ClientContext;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::statistics::Statistics;

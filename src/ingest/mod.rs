@@ -22,22 +22,24 @@
 //! (and, after a rebalance within one run, where this process stopped reading them).
 //!
 //! This file is the loop itself (the order of gather / fold / publish / checkpoint / commit);
-//! its clients come from `crate::kafka`. The loop's own steps, each an `impl Ingest` of its
-//! file: `setup` (`Ingest::new`), `gather` (a batch, JSON decoded ahead), `accept` (one
-//! message: fold or reject, the retention check, releasing held partitions), `denied`
-//! (consumer errors, authorization), `commit_loop` (checkpoints, then commits). The rest, by
-//! concern: `rebalance`
-//! (assignment), `positions`, `lag`, `fold` (rows into statistics), `cv` (which
-//! cross-validation fold a row goes to, `cv.folds`), `persist` (checkpoint assembly,
-//! loading), `commit` (which offsets may be committed), `features` (feature-stream dispatch),
-//! `rejections` (counted, logged, dead-lettered), `format` and `feature_format` (message
-//! formats; `fast_json` their JSON fast path, `events` named rows, named mini-batches and
-//! events through the stream's field mapping), `dlq` (dead-letter producer, on its own
-//! thread), `held` (unacknowledged dead-letter copies: the fence on checkpoints and the bound
-//! that pauses a partition), `log_rate` (log lines at a bounded rate), `ahead` (threads that
-//! decode JSON messages, borrowed, while the loop goes on). `score` is not part of the loop:
-//! each scorer (`[[scorers]]`) is a thread of its own that reads events through a stream's
-//! decoding and predicts them with a model of its snapshot.
+//! its clients come from `crate::kafka`. The folder is laid out by stage:
+//!
+//! - the loop's own steps, each an `impl Ingest` of its file: `setup` (`Ingest::new`),
+//!   `gather` (a batch, JSON decoded ahead on the `ahead` threads), `accept` (one message:
+//!   fold or reject, the retention check, releasing held partitions), `denied` (consumer
+//!   errors, authorization), `commit_loop` (checkpoints, then commits); `rebalance`
+//!   (assignment) and `lag`;
+//! - folding: `fold` (rows into statistics), `cv` (which cross-validation fold a row goes to,
+//!   `cv.folds`), `features` (feature-stream columns into the selection);
+//! - `decode/`: a message's bytes into rows or a column (`format`, `schema`, `events`,
+//!   `fast_json` and its `number` parser, `feature_format`);
+//! - `dead_letters/`: a refused message counted, logged at a bounded rate and copied
+//!   (`rejections`, `dlq`, `held`, `log_rate`);
+//! - `checkpoints/`: `positions`, `persist` (checkpoint assembly, loading), `commit` (which
+//!   offsets may be committed).
+//!
+//! The scorers (`crate::score`) are not part of the loop: each is a thread of its own that
+//! reads events through a stream's decoding and predicts them with a model of its snapshot.
 //!
 //! Dead letters never stall the loop: a rejected message's copy goes to the dead-letter thread
 //! and its partition goes on at once. With `dlq.on_failure = "block"` the checkpoints (and so
@@ -47,30 +49,20 @@
 
 mod accept;
 pub mod ahead;
-pub mod commit;
+pub mod checkpoints;
 mod commit_loop;
 pub mod cv;
+pub mod dead_letters;
+pub mod decode;
 mod denied;
-pub mod dlq;
-pub mod events;
-pub(crate) mod fast_json;
-pub mod feature_format;
 pub mod features;
 pub mod fold;
-pub mod format;
 mod gather;
-pub mod held;
 pub mod lag;
-mod log_rate;
-pub mod persist;
-pub mod positions;
 pub mod rebalance;
-pub mod rejections;
-pub mod score;
 mod setup;
 
 pub use crate::kafka::{KafkaClients, client_config};
-pub(crate) use crate::lock;
 
 /// Asks the cluster with short timeouts until it answers, 10 s pass or shutdown is triggered:
 /// the start-up requests (cluster id, watermarks, partition counts) to an unreachable cluster
@@ -93,27 +85,24 @@ fn patiently<T>(shutdown: &Shutdown, mut ask: impl FnMut(Duration) -> Option<T>)
         }
     }
 }
-pub use persist::load_checkpoints;
-pub use positions::Positions;
+pub use checkpoints::persist::load_checkpoints;
+pub use checkpoints::positions::Positions;
 
-use crate::config::{DlqConfig, IngestConfig, OnFailure, StateConfig};
+use crate::config::{DlqConfig, IngestConfig, StateConfig};
 use crate::health::Health;
 use crate::metrics::Metrics;
 use crate::shutdown::Shutdown;
 use crate::state::feature_streams::FeatureStreams;
 use crate::state::streams::Streams;
-use crate::store::kafka::{PartitionState, StateReader, StateWriter};
+use crate::store::kafka::{StateReader, StateWriter};
 use anyhow::{Context, bail};
-use dlq::DeadLetters;
+use checkpoints::positions::Restored as Checked;
+use dead_letters::dlq::DeadLetters;
 use features::FeatureIngest;
 use fold::StreamIngest;
-use positions::Restored as Checked;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
-use rdkafka::error::KafkaError;
-use rdkafka::message::{BorrowedMessage, Message};
-use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
-use rebalance::{Change, IngestContext, Restore};
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use rebalance::{Change, IngestContext};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -146,7 +135,7 @@ enum Store {
     /// Nothing: the offsets are committed as they are.
     None,
     /// `state.dir`: one checkpoint per stream, written on the writer's thread.
-    Dir(persist::CheckpointWriter),
+    Dir(checkpoints::persist::CheckpointWriter),
     /// The state topic: one record per partition.
     Kafka {
         writer: StateWriter,
@@ -179,7 +168,7 @@ const AHEAD_MIN_BYTES: usize = 1 << 10;
 /// A message decoded on an `ahead` thread.
 enum Early {
     Rows(fold::Decoded),
-    Feature(Result<feature_format::FeatureMessage, format::Rejection>),
+    Feature(Result<decode::feature_format::FeatureMessage, crate::reason::Rejection>),
 }
 
 /// Where a topic's messages go.
@@ -196,7 +185,7 @@ struct Ingest {
     dead_letters: Option<DeadLetters>,
     /// Whether a partition waits for its rejected message's copy (`dlq.on_failure`).
     block: bool,
-    held: held::Held,
+    held: dead_letters::held::Held,
     /// Whether the health report lists held partitions now.
     health_shows_held: bool,
     health: Arc<Health>,
@@ -206,7 +195,7 @@ struct Ingest {
     by_topic: HashMap<String, Target>,
     positions: Arc<Mutex<Positions>>,
     /// What Kafka last accepted as committed.
-    committed: HashMap<commit::Partition, i64>,
+    committed: HashMap<checkpoints::commit::Partition, i64>,
     cluster_id: Option<String>,
     store: Store,
     /// This process, as the state records name their writer.

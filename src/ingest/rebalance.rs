@@ -10,9 +10,9 @@
 //! statistics are dropped. Readiness then means this replica took part in a rebalance: the
 //! partitions it does not own come from the others' states.
 
-use super::lock;
-use super::positions::{self, Positions};
+use super::checkpoints::positions::{self, Positions};
 use crate::health::{Health, PartitionCount};
+use crate::lock;
 use crate::metrics::Metrics;
 use crate::store::kafka::{PartitionState, StateReader};
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, RebalanceProtocol};

@@ -2,7 +2,21 @@
 //! positions checked against the cluster, the store of checkpoints or state records, the
 //! dead-letter producer, and the subscription.
 
-use super::*;
+use super::checkpoints::{persist, positions};
+use super::dead_letters::dlq::DeadLetters;
+use super::dead_letters::held;
+use super::features::FeatureIngest;
+use super::fold::StreamIngest;
+use super::rebalance::{IngestContext, Restore};
+use super::{Checked, Ingest, IngestSetup, Store, Target, patiently};
+use crate::config::OnFailure;
+use crate::lock;
+use crate::store::kafka::StateWriter;
+use anyhow::{Context, bail};
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// How long the cluster may take to answer at start before it is reported unreachable.
 const UNANSWERED: Duration = Duration::from_secs(3);

@@ -22,6 +22,7 @@
 //! command that creates it, and the check is repeated until it exists.
 
 use crate::config::Config;
+use crate::config::dlq_of;
 use crate::health::{Denied, Health, MissingTopic, Refusal};
 use crate::kafka::{Client, Heard, KafkaClients};
 use crate::metrics::Metrics;
@@ -31,11 +32,6 @@ use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::Producer;
 use std::time::Duration;
-
-/// The name of a topic's dead-letter topic.
-pub fn dlq_of(topic: &str) -> String {
-    format!("{topic}.dlq")
-}
 
 /// A topic ravel needs, and how it would create it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -261,7 +261,7 @@ impl<'de> Visitor<'de> for Record<'_> {
         Ok(())
     }
     // A dotted path into a value that is not a record (a null branch of a union): the fields
-    // under it are absent, as `events::lookup` finds none there.
+    // under it are absent, as `crate::dotted::lookup` finds none there.
     fn visit_unit<E>(self) -> Result<(), E> {
         Ok(())
     }

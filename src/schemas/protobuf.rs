@@ -298,7 +298,7 @@ impl Plan {
     }
 }
 
-/// The fields on the way to `name` (by dotted path) in `desc`, as `events::lookup` walks the
+/// The fields on the way to `name` (by dotted path) in `desc`, as `crate::dotted::lookup` walks the
 /// tree: Some(None) where the path ends (a name the type lacks, a value that is not a
 /// message), None where it passes through a map.
 fn path(desc: &MessageDescriptor, name: &str) -> Option<Option<Vec<FieldDescriptor>>> {

@@ -209,7 +209,7 @@ impl<T> Registry<T> {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<SchemaRef, Cached<T>>> {
-        self.cache.lock().unwrap_or_else(|e| e.into_inner())
+        crate::lock(&self.cache)
     }
 
     /// Fetches `at` and every schema it imports (breadth first, each import name once), as

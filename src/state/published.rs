@@ -2,7 +2,7 @@
 //! (many readers): `Published<S>` holds an immutable snapshot that ingest swaps after every
 //! batch, and readers clone an `Arc` of it under a lock held for a pointer copy, then extract
 //! from their copy for as long as they like. So a slow reader never blocks ingest and ingest
-//! never blocks a reader (STYLE.md: "a reader never blocks the writer"). `Registry<H>` holds
+//! never blocks a reader (a reader never blocks the writer). `Registry<H>` holds
 //! the service's handles of one kind by name (sorted, so listings are stable).
 //!
 //! `streams` (observation streams) and `feature_streams` each define their handle (their
@@ -25,14 +25,11 @@ impl<S> Published<S> {
     }
     /// The current snapshot (a pointer copy under the lock).
     pub fn get(&self) -> Arc<S> {
-        self.current
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        crate::read(&self.current).clone()
     }
     /// Replaces the snapshot; readers holding the old one keep it.
     pub fn publish(&self, snapshot: S) {
-        *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(snapshot);
+        *crate::write(&self.current) = Arc::new(snapshot);
     }
 }
 

@@ -40,7 +40,7 @@ pub struct PartQuality {
 impl PartQuality {
     /// Records the rows just folded (`y`, predicted as `self.scores`).
     pub fn record(&mut self, y: &[f64]) {
-        let mut s = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+        let mut s = crate::lock(&self.shared);
         s.quality.observe(&self.scores, y);
         s.model_rows = self.ttt.model().map(|m| m.n);
         (s.extractions, s.failures) = self.ttt.extractions();
@@ -125,7 +125,7 @@ impl LiveQuality {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<i32, Arc<Mutex<Shared>>>> {
-        self.parts.lock().unwrap_or_else(|e| e.into_inner())
+        crate::lock(&self.parts)
     }
 
     /// The figures now (the parts' windows are copied under their locks, the figures
@@ -134,7 +134,7 @@ impl LiveQuality {
         let parts: Vec<Arc<Mutex<Shared>>> = self.lock().values().cloned().collect();
         let (mut copies, mut model_rows, mut ext, mut failed) = (Vec::new(), None, 0, 0);
         for p in parts {
-            let s = p.lock().unwrap_or_else(|e| e.into_inner());
+            let s = crate::lock(&p);
             copies.push(s.quality.clone());
             model_rows = model_rows.max(s.model_rows);
             ext += s.extractions;

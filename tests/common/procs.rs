@@ -1,7 +1,8 @@
 //! Child processes of the `ravel` binary (`ravel broker`, `ravel serve`), stopped with real
 //! signals, for the tests that restart, kill or run several instances.
 
-use super::{DEADLINE, ravel, write_csv};
+use super::{DEADLINE, write_csv};
+use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -412,4 +413,48 @@ pub fn produce_in_background(
             std::thread::sleep(pause);
         }
     })
+}
+
+/// Runs the real `ravel` binary and returns its stdout; panics with stderr on failure.
+pub fn ravel(args: &[&str]) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ravel"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "ravel {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// `ravel check --config dir/ravel.toml --format json --timeout-ms 5000` with `env`: (exit
+/// success, the findings, everything it printed on stdout and stderr).
+pub fn ravel_check(dir: &Path, env: &[(&str, &str)]) -> (bool, Vec<Value>, String) {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_ravel"));
+    cmd.args([
+        "check",
+        "--config",
+        dir.join("ravel.toml").to_str().unwrap(),
+        "--format",
+        "json",
+        "--timeout-ms",
+        "5000",
+    ]);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    let list: Value =
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}{stderr}"));
+    (
+        out.status.success(),
+        list.as_array().expect("a list of checks").clone(),
+        stdout + &stderr,
+    )
 }

@@ -16,7 +16,8 @@
 //! lists them (authors, title, venue, year).
 //!
 //! # Layout
-//! Modules are listed bottom-up; each imports only modules above it in this list (checked by
+//! Modules are listed bottom-up; each imports only modules above it in this list, and no
+//! files or folders import each other in a circle (checked by the workspace's
 //! tests/layout.rs, which reads this list).
 //! - [`linalg`]: the dense vector kernels (dot, axpy).
 //! - [`task`]: `Task`, regression or classification.

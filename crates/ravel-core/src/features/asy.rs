@@ -19,11 +19,12 @@
 //! both curves). With one worker everything goes through its own queue, in arrival order, so
 //! q = 1 is OS exactly.
 //!
-//! u_C without a lock: `Centre` keeps u_C as q per-worker partial sums c_t, each the running
-//! sum of worker t's pushed deltas, so u_C = sum_t c_t (Algorithm 2 with its accumulator split
-//! by sender). Only worker t ever writes c_t, so "c_t += du(t)" is a plain store of the new
-//! contribution X_S(t) w_S(t), element by element into `AtomicU64`s holding f64 bits: no
-//! compare-and-swap loop, no lost update, no lock, and no cache line written by two workers.
+//! u_C without a lock (`centre`): `Centre` keeps u_C as q per-worker partial sums c_t, each
+//! the running sum of worker t's pushed deltas, so u_C = sum_t c_t (Algorithm 2 with its
+//! accumulator split by sender). Only worker t ever writes c_t, so "c_t += du(t)" is a plain
+//! store of the new contribution X_S(t) w_S(t), element by element into `AtomicU64`s holding
+//! f64 bits: no compare-and-swap loop, no lost update, no lock, and no cache line written by
+//! two workers.
 //! A reader pays q n loads instead of n, less than the 2 n s/q flops of the step while
 //! q^2 < 2 s. A shared single accumulator updated by CAS adds would cost n contended
 //! read-modify-writes per push instead. A read can mix entries from before and after a
@@ -39,6 +40,8 @@
 //! contribution and a sequence number so that a redelivered message is harmless, and reads
 //! from the centre's latest sum). `worker_loop` is the body such a consumer would run.
 
+// Also at their old place, `features::asy::{CentralState, Centre}`, for the library's users.
+pub use super::centre::{CentralState, Centre};
 use super::selector::{Counters, Outcome, Selector};
 use super::snapshot::{SelectionSnapshot, sum_counters};
 use super::{FeatureError, Labels, OsParams, PassLog, Selected, Staleness, Summary};
@@ -55,62 +58,6 @@ use std::time::Duration;
 /// time at n = 10,000), and a bound on memory: s columns plus at most `queue * q` columns in
 /// flight, whatever the stream length.
 pub const DEFAULT_QUEUE: usize = 16;
-
-/// Algorithm 2's central machine, as seen by a worker.
-pub trait CentralState: Send + Sync {
-    /// Pull u_C into `out` (Algorithm 3 line 4). Returns the number of pushes so far.
-    fn read(&self, out: &mut [f64]) -> u64;
-    /// Worker `worker` pushes: its contribution to u_C becomes `part` (the sum of all its
-    /// deltas; Algorithm 2 line 4 and Algorithm 3 line 12). Returns the number of pushes
-    /// before this one.
-    fn push(&self, worker: usize, part: &[f64]) -> u64;
-}
-
-/// u_C in memory, as per-worker partial sums (see the module comment).
-pub struct Centre {
-    parts: Vec<Box<[AtomicU64]>>,
-    pushes: AtomicU64,
-}
-
-impl Centre {
-    /// u_C for `workers` workers over n samples; worker 0's part starts at `b0` (it owns the
-    /// intercept), the others at 0.
-    pub fn new(n: usize, workers: usize, b0: f64) -> Centre {
-        let parts = (0..workers)
-            .map(|t| {
-                let v = if t == 0 { b0 } else { 0.0 };
-                (0..n).map(|_| AtomicU64::new(v.to_bits())).collect()
-            })
-            .collect();
-        Centre {
-            parts,
-            pushes: AtomicU64::new(0),
-        }
-    }
-}
-
-impl CentralState for Centre {
-    fn read(&self, out: &mut [f64]) -> u64 {
-        // Acquire: every element stored before the push we count is visible.
-        let version = self.pushes.load(Ordering::Acquire);
-        for (o, c) in out.iter_mut().zip(self.parts[0].iter()) {
-            *o = f64::from_bits(c.load(Ordering::Relaxed));
-        }
-        for part in &self.parts[1..] {
-            for (o, c) in out.iter_mut().zip(part.iter()) {
-                *o += f64::from_bits(c.load(Ordering::Relaxed));
-            }
-        }
-        version
-    }
-
-    fn push(&self, worker: usize, part: &[f64]) -> u64 {
-        for (c, v) in self.parts[worker].iter().zip(part) {
-            c.store(v.to_bits(), Ordering::Relaxed);
-        }
-        self.pushes.fetch_add(1, Ordering::Release)
-    }
-}
 
 /// A poisoned lock still holds consistent data here (every critical section is one map or
 /// counter operation), so take it.
@@ -490,7 +437,7 @@ impl AsyncSubstitution {
     /// (blocking while that queue is full). Bad values are an error and change nothing.
     pub fn push(&self, index: usize, name: &str, values: Arc<[f64]>) -> Result<(), FeatureError> {
         self.labels.check_feature(name, &values)?;
-        let mut passes = self.passes.lock().unwrap_or_else(|e| e.into_inner());
+        let mut passes = lock(&self.passes);
         if passes.starts_pass(index) {
             self.close_pass(&mut passes)?;
         }
@@ -524,7 +471,7 @@ impl AsyncSubstitution {
     /// Closes the current pass once every queued feature has been applied, recording the
     /// loss at u_C.
     pub fn end_pass(&self) -> Result<(), FeatureError> {
-        let mut passes = self.passes.lock().unwrap_or_else(|e| e.into_inner());
+        let mut passes = lock(&self.passes);
         self.close_pass(&mut passes)
     }
 
@@ -581,7 +528,7 @@ impl AsyncSubstitution {
 
     /// The state after every feature pushed so far.
     pub fn summary(&self) -> Result<Summary, FeatureError> {
-        let passes = self.passes.lock().unwrap_or_else(|e| e.into_inner());
+        let passes = lock(&self.passes);
         let reports = self.reports()?;
         let loss = self.loss();
         let mut selected: Vec<Selected> = reports
@@ -636,7 +583,7 @@ impl AsyncSubstitution {
             selectors.push(sel);
             staleness.push(st);
         }
-        let passes = std::mem::take(&mut *self.passes.lock().unwrap_or_else(|e| e.into_inner()));
+        let passes = std::mem::take(&mut *lock(&self.passes));
         Ok(self.frozen(selectors, staleness, passes))
     }
 
@@ -665,7 +612,7 @@ impl AsyncSubstitution {
     /// each worker copies its set once it has applied the features queued before the ask.
     /// Pushes wait meanwhile (the pass log is held), so u_C is read with every worker idle.
     pub fn snapshot(&self) -> Result<SelectionSnapshot, FeatureError> {
-        let passes = self.passes.lock().unwrap_or_else(|e| e.into_inner());
+        let passes = lock(&self.passes);
         self.settle()?;
         let mut rxs = vec![];
         for (t, tx) in self.senders.iter().enumerate() {

@@ -6,7 +6,8 @@
 //! JSON of `ravel fit` (optionally refit on the selected columns).
 //!
 //! Files: `loss` (squared, squared hinge, logistic), `selector` (one
-//! retained set and the OS step), `online` (Algorithm 1), `asy` (Algorithms 2-3 on threads),
+//! retained set and the OS step), `online` (Algorithm 1), `asy` (Algorithms 2-3 on threads;
+//! `centre` their central machine),
 //! `model` (Model JSON and refit), `snapshot` (a frozen copy that readers extract from
 //! while the stream goes on), `substitution` (`Substitution`: OS or Asy-OS behind one API).
 //! The vector kernels are `crate::linalg`. The service (`feature_streams`) feeds a
@@ -14,6 +15,7 @@
 //! its readers.
 
 pub mod asy;
+pub mod centre;
 pub mod loss;
 mod model;
 pub mod online;
@@ -21,7 +23,8 @@ pub mod selector;
 pub mod snapshot;
 pub mod substitution;
 
-pub use asy::{AsyncFinished, AsyncSubstitution, CentralState, Centre, DEFAULT_QUEUE};
+pub use asy::{AsyncFinished, AsyncSubstitution, DEFAULT_QUEUE};
+pub use centre::{CentralState, Centre};
 pub use loss::Loss;
 pub use online::OnlineSubstitution;
 pub use selector::{Counters, Outcome, Retained};

@@ -13,7 +13,8 @@
 //! incomplete beta function below). For refitted k-models (OLSth, FSA, IHT / HTP at lambda 0,
 //! a refitted Lasso / elastic net / MCP / SCAD) the support was chosen on the same rows:
 //! `post_selection` says so, and those standard errors are too small. With a forgetting
-//! schedule n is the effective sample size. This reproduces statsmodels' OLS (`tests/inference.rs`).
+//! schedule n is the effective sample size. This reproduces statsmodels' OLS
+//! (`standard_errors_equal_statsmodels` in the workspace's `tests/selection.rs`).
 
 use super::{Estimator, Fit, ParamError, Problem, Request};
 use crate::model::{Estimate, Inference};

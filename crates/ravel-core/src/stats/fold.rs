@@ -4,7 +4,7 @@
 //! the AVX2 + FMA kernel (`syrk`) and its portable twin (`portable`).
 
 use super::error::{check_batch, first_non_finite};
-use super::portable::portable_forced;
+use super::portable::{portable_forced, weight_range};
 use super::{AlphaSchedule, RunningStats, StatsError, StridedRows, syrk};
 
 /// How one chunk of a batch was folded (`RunningStats::update_batch_with`): the rows from
@@ -265,11 +265,4 @@ impl RunningStats {
         }
         self.fold_whole(rows, |_| {})
     }
-}
-
-/// The smallest and largest row weight.
-pub(super) fn weight_range(omega: &[f64]) -> (f64, f64) {
-    omega
-        .iter()
-        .fold((f64::INFINITY, 0.0f64), |(l, h), &w| (l.min(w), h.max(w)))
 }

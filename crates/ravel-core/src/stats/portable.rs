@@ -2,7 +2,6 @@
 //! for CPUs without AVX2 and FMA and for single rows; tests can force it on this machine
 //! (`FORCE_PORTABLE`) to check it against the kernel.
 
-use super::fold::weight_range;
 use super::{RunningStats, syrk};
 use faer::linalg::matmul::triangular::{BlockStructure, matmul};
 use faer::{Accum, MatMut, MatRef, Par};
@@ -101,6 +100,13 @@ impl RunningStats {
 #[cfg(test)]
 thread_local! {
     static FORCE_PORTABLE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// The smallest and largest row weight.
+pub(super) fn weight_range(omega: &[f64]) -> (f64, f64) {
+    omega
+        .iter()
+        .fold((f64::INFINITY, 0.0f64), |(l, h), &w| (l.min(w), h.max(w)))
 }
 
 #[cfg(test)]

@@ -29,7 +29,6 @@
 //! statistics, and its `Rejection` names the reason (the label of the rejection metric and the
 //! `ravel-reason` header of the dead-letter copy).
 
-use ravel_core::fields::Fields;
 use serde::Deserialize;
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use std::fmt;
@@ -42,48 +41,9 @@ use super::fast_json;
 pub const BINARY_MAGIC: [u8; 4] = *b"RVB1";
 const HEADER: usize = 12;
 
+pub use super::schema::Schema;
 pub(crate) use crate::reason::reject;
 pub use crate::reason::{Reason, Rejection};
-
-/// What a message must match.
-#[derive(Debug, Clone, Copy)]
-pub struct Schema<'a> {
-    pub p: usize,
-    /// The declared fields (streams declared with names): named rows, named mini-batches and
-    /// events go through them (`super::events`).
-    pub fields: Option<&'a Fields>,
-    /// Events: the target's name or dotted path (streams that declare `target`); every JSON
-    /// message is then an event or a named mini-batch.
-    pub target: Option<&'a str>,
-    /// A row whose target is missing is skipped (the stream's `missing` is not `reject`).
-    pub skip_missing_target: bool,
-    /// Targets must be +1, -1 or 0.
-    pub classification: bool,
-    /// Rows to score (`ingest::score`): the target is not read, and a row without one is
-    /// whole; its y is NaN.
-    pub unlabelled: bool,
-    /// Schema'd values (`format = "avro"`, ...): decoded by `crate::schemas` into named
-    /// fields, then read as an event.
-    pub wire: Option<&'a crate::schemas::Wire>,
-    /// The message's `__value_schema_id` header, if any.
-    pub schema_header: Option<&'a [u8]>,
-}
-
-impl Schema<'static> {
-    /// Positional rows of p features: what a stream declared by count reads.
-    pub fn positional(p: usize, classification: bool) -> Schema<'static> {
-        Schema {
-            p,
-            fields: None,
-            target: None,
-            skip_missing_target: false,
-            classification,
-            unlabelled: false,
-            wire: None,
-            schema_header: None,
-        }
-    }
-}
 
 /// Decodes one message and appends its rows to `x` (row-major) and `y`; returns how many rows.
 /// On rejection nothing is appended.
@@ -587,6 +547,7 @@ pub fn encode_json_named(names: &[String], x: &[f64], y: f64, out: &mut Vec<u8>)
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ravel_core::fields::Fields;
 
     fn schema(p: usize) -> Schema<'static> {
         Schema::positional(p, false)
@@ -1626,14 +1587,14 @@ mod picked_protobuf_tests {
                 for (f, field) in fields.fields().iter().enumerate() {
                     assert_eq!(
                         picked.values[f].as_ref(),
-                        super::events::lookup(obj, &field.name),
+                        crate::dotted::lookup(obj, &field.name),
                         "message {i}, field {}",
                         field.name
                     );
                 }
                 assert_eq!(
                     picked.label.as_ref(),
-                    super::events::lookup(obj, target),
+                    crate::dotted::lookup(obj, target),
                     "{i}"
                 );
                 let unused = obj

@@ -17,10 +17,10 @@
 //! and only then goes to the writer thread. While a copy keeps failing the job keeps waiting,
 //! so the stream's last durable checkpoint, and its committed offsets, stay before the message.
 
-use super::fold::{ALL, Part, StreamIngest};
-use super::held::{Fence, Held};
 use super::positions::Positions;
 use crate::config::StreamConfig;
+use crate::ingest::dead_letters::held::{Fence, Held};
+use crate::ingest::fold::{ALL, Part, StreamIngest};
 use crate::metrics::Metrics;
 use crate::state::streams::Snapshot;
 use crate::store::file::{self as checkpoint, Checkpoint};

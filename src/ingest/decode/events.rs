@@ -15,7 +15,9 @@
 //!   belongs), a key given twice at any depth, nesting beyond serde_json's limit (128) refuse
 //!   the whole message: nothing of it is applied.
 
-use super::format::{Reason, Rejection, Schema, reject};
+use super::schema::Schema;
+use crate::dotted::lookup;
+use crate::reason::{Reason, Rejection, reject};
 use ravel_core::fields::{Fields, Refusal, Value as Cell};
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
@@ -128,19 +130,6 @@ pub fn parse(payload: &[u8]) -> Result<Value, Rejection> {
     match serde_json::from_slice::<Strict>(payload) {
         Ok(Strict(v)) => Ok(v),
         Err(e) => reject(Reason::Malformed, format!("not valid JSON ({e})")),
-    }
-}
-
-/// The value at `path` in `obj`: a key of that exact name, else the first dotted segment's
-/// object and the rest of the path inside it.
-pub fn lookup<'v>(obj: &'v Map<String, Value>, path: &str) -> Option<&'v Value> {
-    if let Some(v) = obj.get(path) {
-        return Some(v);
-    }
-    let (head, rest) = path.split_once('.')?;
-    match obj.get(head)? {
-        Value::Object(inner) => lookup(inner, rest),
-        _ => None,
     }
 }
 

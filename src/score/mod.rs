@@ -25,11 +25,11 @@
 //! killed scorer's transaction, which the restarted one's `init_transactions` aborts, would
 //! show next to the rescored predictions, exactly the duplicates transactions exist to hide.
 
-use super::dlq::{self, DeadLetters};
-use super::format::{self, Reason, Rejection};
-use super::log_rate::RateLimit;
 use crate::config::DlqConfig;
 use crate::config::scorers::ScorerConfig;
+use crate::ingest::dead_letters::RateLimit;
+use crate::ingest::dead_letters::dlq::{self, DeadLetters};
+use crate::ingest::decode::format::{self, Reason, Rejection};
 use crate::kafka::KafkaClients;
 use crate::metrics::Metrics;
 use crate::shutdown::Shutdown;
@@ -103,8 +103,8 @@ impl ProducerContext for Reports {
     fn delivery(&self, result: &DeliveryResult<'_>, source: Box<(u64, i32, i64)>) {
         let (batch, p, o) = *source;
         match result {
-            Ok(_) => *super::lock(&self.delivered).entry(batch).or_default() += 1,
-            Err((e, _)) => super::lock(&self.failed).push((batch, p, o, e.to_string())),
+            Ok(_) => *crate::lock(&self.delivered).entry(batch).or_default() += 1,
+            Err((e, _)) => crate::lock(&self.failed).push((batch, p, o, e.to_string())),
         }
     }
 }
@@ -415,7 +415,7 @@ impl Scorer {
                     self.producer.poll(Duration::from_millis(50));
                 }
                 Err((e, _)) => {
-                    super::lock(&self.producer.context().failed).push((
+                    crate::lock(&self.producer.context().failed).push((
                         self.batch,
                         p,
                         o,
@@ -433,7 +433,7 @@ impl Scorer {
         loop {
             self.producer.poll(Duration::from_millis(10));
             let batch = self.batch;
-            let failed: Vec<_> = std::mem::take(&mut *super::lock(&self.producer.context().failed))
+            let failed: Vec<_> = std::mem::take(&mut *crate::lock(&self.producer.context().failed))
                 .into_iter()
                 .filter(|f| f.0 == batch)
                 .collect();
@@ -448,7 +448,7 @@ impl Scorer {
                 }
                 return false;
             }
-            let mut delivered = super::lock(&self.producer.context().delivered);
+            let mut delivered = crate::lock(&self.producer.context().delivered);
             // Reports of earlier batches are of no use any more.
             delivered.retain(|&b, _| b >= batch);
             if delivered.get(&batch).copied().unwrap_or(0) >= sent {
@@ -514,12 +514,12 @@ fn score(
     m: &BorrowedMessage<'_>,
 ) -> Result<Vec<u8>, Rejection> {
     let Some(payload) = m.payload() else {
-        return Err(super::rejections::no_payload());
+        return Err(crate::ingest::dead_letters::rejections::no_payload());
     };
-    let mut schema = super::fold::schema(stream, m.headers());
+    let mut schema = crate::ingest::fold::schema(stream, m.headers());
     schema.unlabelled = true;
     let (mut x, mut y) = (Vec::new(), Vec::new());
-    let mut tally = super::events::Tally::default();
+    let mut tally = crate::ingest::decode::events::Tally::default();
     let rows = format::decode_tallied(payload, &schema, &mut x, &mut y, &mut tally)?;
     if tally.skipped_rows > 0 {
         return Err(Rejection {

@@ -252,7 +252,7 @@ impl Held {
             let Some((offset, p)) = held(c) else {
                 continue;
             };
-            let dlq = crate::kafka::topics::dlq_of(topic);
+            let dlq = crate::config::dlq_of(topic);
             let waiting = format!(
                 "{} dead-letter copies ({} bytes) not acknowledged",
                 c.by_offset.len(),

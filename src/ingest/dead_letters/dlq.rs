@@ -142,7 +142,7 @@ impl ProducerContext for DlqContext {
             Ok(_) => Ok(()),
             Err((e, _)) => Err(e.clone()),
         };
-        super::lock(&self.reports).push((attempt, r));
+        crate::lock(&self.reports).push((attempt, r));
     }
 }
 
@@ -307,7 +307,7 @@ impl Worker {
     /// Serves delivery reports and acts on them.
     fn serve_reports(&mut self) {
         self.producer.poll(Duration::ZERO);
-        let reports = std::mem::take(&mut *super::lock(&self.producer.context().reports));
+        let reports = std::mem::take(&mut *crate::lock(&self.producer.context().reports));
         for (attempt, result) in reports {
             match result {
                 Ok(()) => {
@@ -338,7 +338,7 @@ impl Worker {
 
     /// Queues one attempt; a failure to queue counts as a failed attempt.
     fn submit(&mut self, attempt: Attempt) {
-        let dlq = crate::kafka::topics::dlq_of(&attempt.copy.topic);
+        let dlq = crate::config::dlq_of(&attempt.copy.topic);
         let c = &attempt.copy;
         let (key, payload) = (c.key.clone(), c.payload.clone());
         let (partition, offset) = (c.partition.to_string(), c.offset.to_string());
@@ -438,7 +438,7 @@ impl Worker {
             .dead_letter_failures
             .with_label_values(&[c.stream.as_str()])
             .inc();
-        let dlq = crate::kafka::topics::dlq_of(&c.topic);
+        let dlq = crate::config::dlq_of(&c.topic);
         let retry_in = match self.mode {
             OnFailure::Block => {
                 let doubling = 2u32.saturating_pow(attempt.failed.saturating_sub(1).min(20));
@@ -495,7 +495,7 @@ impl Worker {
         self.retries = wait;
         let mut refreshed: Vec<String> = Vec::new();
         for (_, attempt) in due {
-            let dlq = crate::kafka::topics::dlq_of(&attempt.copy.topic);
+            let dlq = crate::config::dlq_of(&attempt.copy.topic);
             if !refreshed.contains(&dlq) {
                 let _ = self
                     .producer

@@ -12,7 +12,7 @@
 //! `feature_streams`; the reasons are those of the row formats (`format::Reason`) plus
 //! `index`, `no_labels` and `labels_conflict`.
 
-use super::format::{Reason, Rejection, reject};
+use crate::reason::{Reason, Rejection, reject};
 use serde::Deserialize;
 
 /// A decoded, shape-checked message.
@@ -235,7 +235,7 @@ mod tests {
             r#"{ "values" : [0.1,2.2250738585072011e-308,-0] , "feature" : "été x" }"#,
             r#"{"feature": "x1", "values": [123456789012345678901234567890, 1e-400, 5]}"#,
         ] {
-            let fast = crate::ingest::fast_json::feature(msg.as_bytes(), 3);
+            let fast = crate::ingest::decode::fast_json::feature(msg.as_bytes(), 3);
             let raw: Raw = serde_json::from_str(msg).unwrap();
             let want = (raw.feature.unwrap(), raw.values.unwrap());
             let (name, values) = fast.expect(msg);
@@ -257,7 +257,7 @@ mod tests {
             r#"{"labels": [1, 2, 3]}"#,
         ] {
             assert_eq!(
-                crate::ingest::fast_json::feature(msg.as_bytes(), 3),
+                crate::ingest::decode::fast_json::feature(msg.as_bytes(), 3),
                 None,
                 "{msg}"
             );

@@ -1,0 +1,13 @@
+//! Decoding: a Kafka message's bytes into rows (observation streams) or a column (feature
+//! streams), checked before anything reaches the statistics. `format` is the entry point of
+//! every observation-stream format (positional JSON, binary, CSV-like, schema'd values);
+//! `events` reads named rows, named mini-batches and events through the stream's field
+//! mapping; `fast_json` is the JSON fast path of both, with its number parser in `number`;
+//! `feature_format` the messages of a feature stream's topic.
+
+pub mod events;
+pub(crate) mod fast_json;
+pub mod feature_format;
+pub mod format;
+mod number;
+pub mod schema;

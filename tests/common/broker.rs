@@ -1,0 +1,146 @@
+//! Talking to the broker directly: producing, reading a topic back with its headers,
+//! partitions, committed and end offsets.
+
+use super::DEADLINE;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::{Headers, Message};
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// Reads every message of `topic` from the beginning, until `want` arrived or the deadline.
+pub fn read_topic(
+    brokers: &str,
+    topic: &str,
+    want: usize,
+) -> Vec<(Vec<u8>, BTreeMap<String, String>)> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("group.id", "test-reader")
+        .set("enable.auto.commit", "false")
+        .create()
+        .unwrap();
+    let md = consumer
+        .fetch_metadata(Some(topic), Duration::from_secs(30))
+        .unwrap();
+    let parts = md.topics()[0].partitions().len() as i32;
+    let mut tpl = TopicPartitionList::new();
+    for p in 0..parts {
+        tpl.add_partition_offset(topic, p, Offset::Beginning)
+            .unwrap();
+    }
+    consumer.assign(&tpl).unwrap();
+    let mut out = vec![];
+    let start = Instant::now();
+    while out.len() < want && start.elapsed() < DEADLINE {
+        if let Some(Ok(m)) = consumer.poll(Duration::from_millis(200)) {
+            out.push((m.payload().unwrap_or(&[]).to_vec(), headers_of(&m)));
+        }
+    }
+    out
+}
+
+/// A message's headers, values as text.
+pub fn headers_of(m: &impl Message) -> BTreeMap<String, String> {
+    m.headers()
+        .map(|h| {
+            h.iter()
+                .map(|hd| {
+                    (
+                        hd.key.to_string(),
+                        String::from_utf8_lossy(hd.value.unwrap_or(&[])).into_owned(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Partitions of `topic` as the cluster reports them; None when it does not have the topic
+/// (the probe never makes the embedded broker create it).
+pub fn topic_partitions(brokers: &str, topic: &str) -> Option<usize> {
+    let c: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("allow.auto.create.topics", "false")
+        .create()
+        .unwrap();
+    let md = c
+        .fetch_metadata(Some(topic), Duration::from_secs(10))
+        .ok()?;
+    let t = md.topics().first()?;
+    (t.error().is_none() && !t.partitions().is_empty()).then(|| t.partitions().len())
+}
+
+/// A consumer of `group` that does not join it, for reading offsets (6 s sessions: the mock
+/// broker makes the next join wait for the session timeout of the last member that left).
+pub fn group_client(brokers: &str, group: &str) -> BaseConsumer {
+    ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("group.id", group)
+        .set("enable.auto.commit", "false")
+        .set("session.timeout.ms", "6000")
+        .create()
+        .unwrap()
+}
+
+/// `group`'s committed offset of each of `topic`'s partitions 0..`partitions` (-1: none).
+pub fn committed_offsets(brokers: &str, group: &str, topic: &str, partitions: i32) -> Vec<i64> {
+    let consumer = group_client(brokers, group);
+    let mut tpl = TopicPartitionList::new();
+    for p in 0..partitions {
+        tpl.add_partition(topic, p);
+    }
+    let got = consumer
+        .committed_offsets(tpl, Duration::from_secs(30))
+        .unwrap();
+    let out = (0..partitions)
+        .map(|p| match got.find_partition(topic, p).unwrap().offset() {
+            Offset::Offset(o) => o,
+            _ => -1,
+        })
+        .collect();
+    // The list must be gone before the consumer (its destructor hangs otherwise).
+    drop(got);
+    out
+}
+
+/// The end (high watermark, ListOffsets latest) of each of `topic`'s partitions 0..`partitions`.
+pub fn end_offsets(brokers: &str, topic: &str, partitions: i32) -> Vec<i64> {
+    let consumer = group_client(brokers, "watermarks");
+    (0..partitions)
+        .map(|p| {
+            consumer
+                .fetch_watermarks(topic, p, Duration::from_secs(30))
+                .unwrap()
+                .1
+        })
+        .collect()
+}
+
+/// Sends `payloads` to `topic` in order (to `partition`, or the partitioner's choice), with
+/// librdkafka properties `options`, and waits until the broker has every one.
+pub fn send(
+    brokers: &str,
+    topic: &str,
+    partition: Option<i32>,
+    payloads: &[Vec<u8>],
+    options: &[(&str, &str)],
+) {
+    let mut cfg = ClientConfig::new();
+    cfg.set("bootstrap.servers", brokers);
+    for (k, v) in options {
+        cfg.set(*k, *v);
+    }
+    let producer: BaseProducer = cfg.create().unwrap();
+    for payload in payloads {
+        let mut record = BaseRecord::<[u8], [u8]>::to(topic).payload(payload.as_slice());
+        if let Some(p) = partition {
+            record = record.partition(p);
+        }
+        producer.send(record).map_err(|(e, _)| e).unwrap();
+        producer.poll(Duration::ZERO);
+    }
+    producer.flush(Duration::from_secs(30)).unwrap();
+}

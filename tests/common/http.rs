@@ -1,0 +1,35 @@
+//! HTTP to the service under test: the client and the two calls every test makes, each
+//! answering the status and the JSON body (Null for a body that is not JSON).
+
+use serde_json::Value;
+use std::time::Duration;
+
+pub fn client() -> reqwest::blocking::Client {
+    reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .build()
+        .unwrap()
+}
+
+/// `GET base+path`: the status and the JSON body; None when the request fails (the service
+/// is not listening yet, or any more).
+pub fn try_get(base: &str, path: &str) -> Option<(u16, Value)> {
+    let r = client().get(format!("{base}{path}")).send().ok()?;
+    let status = r.status().as_u16();
+    Some((status, r.json().unwrap_or(Value::Null)))
+}
+
+/// `try_get`, with status 0 when the request fails, for polling across restarts.
+pub fn get(base: &str, path: &str) -> (u16, Value) {
+    try_get(base, path).unwrap_or((0, Value::Null))
+}
+
+/// `POST base+path` with a JSON body: the status and the JSON body.
+pub fn post(base: &str, path: &str, body: &Value) -> (u16, Value) {
+    let r = client()
+        .post(format!("{base}{path}"))
+        .json(body)
+        .send()
+        .expect("POST");
+    (r.status().as_u16(), r.json().unwrap_or(Value::Null))
+}

@@ -1,0 +1,203 @@
+//! The service under test in this process: `server::run` on 127.0.0.1:0 in its own runtime
+//! (`TestService`, stopped on drop), the HTTP client the tests use, and the configuration
+//! builders (`config`, `feature_config`, `stream`).
+
+use super::{DEADLINE, client};
+use ravel::config::{Config, FeatureSchema, FeatureStreamConfig, StreamConfig};
+use ravel::shutdown::{self, ShutdownTrigger};
+use ravel_core::Task;
+use serde_json::Value;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// The service under test; stopped (and joined) on drop.
+pub struct TestService {
+    pub addr: SocketAddr,
+    trigger: Option<ShutdownTrigger>,
+    thread: Option<JoinHandle<anyhow::Result<()>>>,
+}
+
+impl TestService {
+    pub fn start(config: Config, brokers: &str) -> TestService {
+        let (trigger, shutdown) = shutdown::channel();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let brokers = brokers.to_string();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()?;
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+                tx.send(listener.local_addr()?)
+                    .expect("test waits for the address");
+                ravel::run(config, brokers, listener, shutdown).await
+            })
+        });
+        let addr = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("service did not bind");
+        TestService {
+            addr,
+            trigger: Some(trigger),
+            thread: Some(thread),
+        }
+    }
+
+    /// Waits for the service to end on its own (a fatal error) and returns its result.
+    pub fn join(mut self) -> anyhow::Result<()> {
+        let h = self.thread.take().unwrap();
+        let start = Instant::now();
+        while !h.is_finished() {
+            assert!(
+                start.elapsed() < DEADLINE,
+                "the service did not stop by itself"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        h.join().expect("service thread panicked")
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// Triggers shutdown and returns what `server::run` returned.
+    pub fn stop(mut self) -> anyhow::Result<()> {
+        self.trigger.take().unwrap().trigger();
+        self.thread
+            .take()
+            .unwrap()
+            .join()
+            .expect("service thread panicked")
+    }
+
+    pub fn get(&self, path: &str) -> (u16, Value) {
+        let r = client().get(self.url(path)).send().expect("GET");
+        let status = r.status().as_u16();
+        (status, r.json().unwrap_or(Value::Null))
+    }
+
+    pub fn post(&self, path: &str, body: &Value) -> (u16, Value) {
+        let r = client()
+            .post(self.url(path))
+            .json(body)
+            .send()
+            .expect("POST");
+        let status = r.status().as_u16();
+        (status, r.json().unwrap_or(Value::Null))
+    }
+
+    pub fn put(&self, path: &str, body: &Value) -> (u16, Value) {
+        let r = client().put(self.url(path)).json(body).send().expect("PUT");
+        let status = r.status().as_u16();
+        (status, r.json().unwrap_or(Value::Null))
+    }
+
+    /// Waits until feature stream `name` has read `messages` messages of its (one-partition)
+    /// topic; returns its summary.
+    pub fn wait_feature_offset(&self, name: &str, messages: i64) -> Value {
+        let start = Instant::now();
+        loop {
+            let (status, v) = self.get(&format!("/v1/feature-streams/{name}"));
+            if status == 200 && v["offsets"]["0"].as_i64() == Some(messages) {
+                return v;
+            }
+            if start.elapsed() > DEADLINE {
+                panic!(
+                    "feature stream {name}: wanted {messages} messages read, have {v} after {DEADLINE:?}"
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    pub fn metrics(&self) -> String {
+        client()
+            .get(self.url("/metrics"))
+            .send()
+            .unwrap()
+            .text()
+            .unwrap()
+    }
+
+    /// Waits until stream `name` holds `n` rows; panics with the last state after the deadline.
+    pub fn wait_rows(&self, name: &str, n: u64) -> Value {
+        let start = Instant::now();
+        loop {
+            let (status, v) = self.get(&format!("/v1/streams/{name}"));
+            if status == 200 && v["n"].as_u64() == Some(n) {
+                return v;
+            }
+            if start.elapsed() > DEADLINE {
+                panic!("stream {name}: wanted n = {n}, have {v} after {DEADLINE:?}");
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for TestService {
+    fn drop(&mut self) {
+        if let Some(t) = self.trigger.take() {
+            t.trigger();
+        }
+        if let Some(h) = self.thread.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// A config for tests: given streams, no demo, checkpoints in `state_dir` (or off).
+pub fn config(streams: Vec<StreamConfig>, state_dir: Option<&Path>) -> Config {
+    let mut c = Config {
+        streams,
+        ..Config::default()
+    };
+    c.demo.enabled = false;
+    c.kafka.brokers = "set by the test".into();
+    c.state.dir = state_dir
+        .map(|d| d.display().to_string())
+        .unwrap_or_default();
+    c.state.checkpoint_interval_ms = 300;
+    c.ingest.lag_interval_ms = 500;
+    c.check().expect("test config is valid");
+    c
+}
+
+/// A config for tests with feature streams only: no demo, no checkpoints, and a short
+/// session timeout so that a restarted service rejoins the group at once.
+pub fn feature_config(feature_streams: Vec<FeatureStreamConfig>) -> Config {
+    let mut c = Config {
+        feature_streams,
+        ..Config::default()
+    };
+    c.demo.enabled = false;
+    c.kafka.brokers = "set by the test".into();
+    c.kafka
+        .options
+        .insert("session.timeout.ms".into(), "6000".into());
+    c.state.dir = String::new();
+    c.ingest.lag_interval_ms = 500;
+    c.check().expect("test config is valid");
+    c
+}
+
+pub fn stream(name: &str, topic: &str, features: FeatureSchema, task: Task) -> StreamConfig {
+    StreamConfig {
+        name: name.into(),
+        topic: Some(topic.into()),
+        features,
+        target: None,
+        missing: None,
+        task,
+        alpha: ravel_core::stats::AlphaSpec::Plain,
+        history: None,
+        cv: None,
+        quality: None,
+        format: Default::default(),
+        avro_schema_file: None,
+    }
+}
