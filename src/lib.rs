@@ -62,7 +62,7 @@
 //! - `cli`: the commands: `serve` (the service with its embedded broker and demo), `fit`,
 //!   `select`, `produce` (with `schemad`: records through a Schema Registry), `check` (the
 //!   preflight: `check/kafka` the cluster's questions, `check/registry` the registry's,
-//!   `check/fields` the declared fields against the topics' latest messages), `replay` (dead
+//!   `fields` (`check/fields`) the declared fields against the topics' latest messages), `replay` (dead
 //!   letters produced again), the `demo` producer, and `args` (what their clap arguments
 //!   share).
 //!
