@@ -33,8 +33,8 @@
 //! - `state`: what ingest publishes and the API reads: `published` (a snapshot swapped after
 //!   every batch), `streams`, `feature_streams`, `history` (each stream's default model over
 //!   time, in a bounded ring), `recorder` (the task that fills the ring), `quality` (each
-//!   stream's live test-then-train figures, recorded by ingest) and `sightings` (which declared
-//!   fields and target a stream's first events carried, and those never seen).
+//!   stream's live test-then-train figures, recorded by ingest) and `sightings` (which
+//!   declared fields and target a stream's first events carried, and those never seen).
 //! - `store`: what survives a restart, one concept with two back ends: `file` (checkpoint
 //!   files, `state.dir`) and `kafka` (a compacted changelog topic, `state.store = "kafka"`:
 //!   its `writer` and its `reader`).
@@ -63,9 +63,10 @@
 //! - `cli`: the commands: `serve` (the service with its embedded broker and demo), `fit`
 //!   (`fit_wide`: `ravel fit --wide`, paper 004's Lasso path on a wide file's raw sparse
 //!   columns), `select`, `produce` (with `schemad`: records through a Schema Registry), `check`
-//!   (the preflight: `check/kafka` the cluster's questions, `check/registry` the registry's),
-//!   `replay` (dead letters produced again), the `demo` producer, and `args` (what their clap
-//!   arguments share).
+//!   (the preflight: `check/kafka` the cluster's questions, `check/registry` the registry's,
+//!   `check/fields` the declared fields against the topics' latest messages), `replay` (dead
+//!   letters produced again), the `demo` producer, and `args` (what their clap arguments
+//!   share).
 //!
 //! Modules are private: what the binary, the tests and the benches use is re-exported below,
 //! by name.

@@ -8,7 +8,8 @@
 use super::{Finding, Status};
 use crate::config::{Config, StreamConfig};
 use crate::health::Health;
-use crate::ingest::decode::format::{self, Schema};
+use crate::ingest::decode::format;
+use crate::ingest::decode::schema::Schema;
 use crate::kafka::{Client, KafkaClients};
 use crate::schemas::{SchemaRegistry, Wire};
 use crate::state::sightings::Sightings;
