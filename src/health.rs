@@ -260,6 +260,11 @@ impl Health {
             tracing::info!(brokers = %u.brokers, "Kafka at {} answers again", u.brokers);
         }
     }
+    /// A topic found to exist (a standalone consumer assigned its partitions): no longer missing.
+    pub fn topic_found(&self, topic: &str) {
+        self.lock().missing_topics.retain(|m| m.topic != topic);
+    }
+
     pub fn set_missing_topics(&self, missing: Vec<MissingTopic>) {
         self.lock().missing_topics = missing;
     }

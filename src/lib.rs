@@ -64,9 +64,9 @@
 //!   (`fit_wide`: `ravel fit --wide`, paper 004's Lasso path on a wide file's raw sparse
 //!   columns), `select`, `produce` (with `schemad`: records through a Schema Registry), `check`
 //!   (the preflight: `check/kafka` the cluster's questions, `check/registry` the registry's,
-//!   `check/fields` the declared fields against the topics' latest messages), `replay` (dead
+//!   `fields` the declared fields against the topics' latest messages), `replay` (dead
 //!   letters produced again), the `demo` producer, and `args` (what their clap arguments
-//!   share).
+//!   share, with the flags of `ravel fit --wide`).
 //!
 //! Modules are private: what the binary, the tests and the benches use is re-exported below,
 //! by name.
@@ -95,7 +95,7 @@ pub use cli::demo::DemoProducer;
 /// The commands of the binary: `ravel serve`, `fit`, `select`, `produce`, `check`, `replay`
 /// and `broker` (each module has its clap arguments and a `run`).
 pub use cli::serve::serve;
-pub use cli::{check, fit, produce, replay, select};
+pub use cli::{check, fit, fit_wide, produce, replay, select};
 /// The bytes of a rejected message a dead-letter copy keeps when the whole would not fit.
 pub use ingest::dead_letters::dlq::TRUNCATED_BYTES;
 /// How far a message's Kafka timestamp may lie ahead of the clock before it is held back as

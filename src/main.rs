@@ -7,6 +7,7 @@ use ravel::broker::{self, BrokerArgs};
 use ravel::check::{self, CheckArgs};
 use ravel::config::{LogConfig, ServeArgs};
 use ravel::fit::{self, FitArgs};
+use ravel::fit_wide;
 use ravel::produce::{self, ProduceArgs};
 use ravel::replay::{self, ReplayArgs};
 use ravel::select::{self, SelectArgs};
@@ -95,6 +96,9 @@ fn main() -> ExitCode {
                     r.truncated
                 ))
             })
+        }
+        Command::Fit(args) if args.wide.wide => {
+            fit_wide::run(&args).and_then(|json| print_line(&json))
         }
         Command::Fit(args) => fit::run(&args).and_then(|json| print_line(&json)),
         Command::Select(args) => select::run(&args).and_then(|json| print_line(&json)),

@@ -64,7 +64,7 @@ pub struct FitArgs {
     #[command(flatten)]
     pub memory: MemoryArgs,
     #[command(flatten)]
-    pub wide: crate::cli::fit_wide::WideArgs,
+    pub wide: crate::cli::args::WideArgs,
 }
 
 /// How a CSV file's columns become features (`ravel fit`, and `ravel produce` for its checks):
@@ -541,11 +541,8 @@ pub fn read_folds(
     Ok((stats, names))
 }
 
-/// Runs `ravel fit` and returns the JSON to print.
+/// Runs `ravel fit` (not `--wide`: `fit_wide::run`) and returns the JSON to print.
 pub fn run(args: &FitArgs) -> anyhow::Result<String> {
-    if args.wide.wide {
-        return crate::cli::fit_wide::run(args);
-    }
     let schedule: AlphaSchedule = args.alpha.parse().map_err(anyhow::Error::msg)?;
     let mut params = args.extract.request()?;
     let format = args.format.as_deref().map(|f| match f {

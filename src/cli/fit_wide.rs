@@ -17,36 +17,7 @@ use ravel_core::memory::ByteSize;
 use ravel_core::wide::{Sampling, WideOptions, WidePoint, WideProblem, delta_grid, find_delta_max};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
-use std::path::PathBuf;
 use std::time::Instant;
-
-/// The flags of the raw-data path.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct WideArgs {
-    /// The Lasso path by paper 004's Frank-Wolfe on the raw sparse columns (no statistics:
-    /// memory in the nonzeros), for files with far more features than rows. Prints the path
-    /// (delta, objective, gap, nonzeros, dot products). Takes --variant (default randomized),
-    /// --kappa or --sample-fraction, --seed, --tol, --max-iterations, --path-points,
-    /// --delta-min-ratio, --lambda-min-ratio, --no-away-steps (docs/wide.md).
-    #[arg(long)]
-    pub wide: bool,
-    /// --wide randomized: the columns sampled per iteration as a fraction of p (default 0.01,
-    /// 004's Table 3); --kappa gives the number instead.
-    #[arg(long, value_name = "F", requires = "wide")]
-    pub sample_fraction: Option<f64>,
-    /// --wide: the largest delta of the path (default: found, the l1 norm of the Lasso
-    /// solution at lambda_max times --lambda-min-ratio, as 004 takes it from glmnet's).
-    #[arg(long, value_name = "D", requires = "wide")]
-    pub delta_max: Option<f64>,
-    /// --wide: a test file (same format and columns): the test MSE at every point of the path
-    /// and the best point.
-    #[arg(long, value_name = "FILE", requires = "wide")]
-    pub test: Option<PathBuf>,
-    /// --wide: the number of features the file declares; an index above it is an error
-    /// (default: the largest index in the file).
-    #[arg(long, value_name = "P", requires = "wide")]
-    pub features: Option<usize>,
-}
 
 /// One point of the answer.
 #[derive(Serialize)]

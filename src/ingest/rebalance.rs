@@ -204,6 +204,9 @@ impl IngestContext {
                 continue;
             }
             totals.insert(topic.clone(), t.partitions().len());
+            // A topic that appeared after start is read from now on: it is no longer missing
+            // (the topic check, which backs off to every 10 s, would say so later).
+            self.health.topic_found(topic);
             for p in t.partitions() {
                 if !have.contains(&(topic.clone(), p.id())) {
                     new.push((topic.clone(), p.id()));
