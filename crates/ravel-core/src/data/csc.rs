@@ -560,10 +560,10 @@ mod tests {
 
     fn err(name: &str, body: &[u8], p: Option<usize>, max_bytes: u64) -> String {
         let f = TempFile::new(name, body);
-        read_csc(&f.0, &opts(p, max_bytes))
-            .err()
-            .expect("refused")
-            .to_string()
+        match read_csc(&f.0, &opts(p, max_bytes)) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("{name}: not refused"),
+        }
     }
 
     #[test]
@@ -602,7 +602,7 @@ mod tests {
         let mut body = Vec::new();
         let hdr = "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }";
         let mut h = hdr.to_string();
-        while (10 + h.len() + 1) % 64 != 0 {
+        while !(10 + h.len() + 1).is_multiple_of(64) {
             h.push(' ');
         }
         h.push('\n');
