@@ -20,11 +20,13 @@ fn write(dir: &Path, text: &str) -> PathBuf {
 }
 
 /// The error loading `text` gives, whole (every context).
+/// The error of a config file, with its temporary directory written `<dir>` (a random name
+/// such as `.tmpeFpi64` would otherwise look like a Rust type to the checks below).
 fn error_of(text: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
     match from_file(&write(dir.path(), text)) {
         Ok(_) => panic!("config accepted:\n{text}"),
-        Err(e) => format!("{e:#}"),
+        Err(e) => format!("{e:#}").replace(dir.path().to_str().unwrap(), "<dir>"),
     }
 }
 
