@@ -631,15 +631,8 @@ impl<'p, 'a> WideSolver<'p, 'a> {
     }
 }
 
-/// 004's grid: `points` deltas geometric from delta_max * ratio up to delta_max.
-pub fn delta_grid(delta_max: f64, ratio: f64, points: usize) -> Vec<f64> {
-    if points <= 1 {
-        return vec![delta_max];
-    }
-    (0..points)
-        .map(|i| delta_max * ratio.powf(1.0 - i as f64 / (points - 1) as f64))
-        .collect()
-}
+/// 004's grid: the Gram-form Frank-Wolfe's, geometric from delta_max * ratio up to delta_max.
+pub use crate::solve::frank_wolfe::delta_grid;
 
 /// The path along increasing `deltas`, warm-started.
 pub fn path(pr: &WideProblem, deltas: &[f64], opt: WideOptions) -> Vec<WidePoint> {
