@@ -42,11 +42,13 @@
 //!   checkpoint, commit) and its steps: `setup`, `gather` (a batch; `ahead`: JSON decoded on
 //!   other threads), `accept` (one message), `denied` (consumer and authorization errors),
 //!   `commit_loop` (checkpoints, then commits), `rebalance` (assignment), `lag`; folding:
-//!   `fold` (rows into statistics), `cv` (the cross-validation fold of a row), `features`
+//!   `fold` (rows into statistics), `freshness` (each message's age once its rows are
+//!   visible), `cv` (the cross-validation fold of a row), `features`
 //!   (feature-stream columns into the selection); `decode/`: `format` (every observation
 //!   format), `schema` (what a message must match), `events` (named rows and events through
 //!   the stream's field mapping), `fast_json` (the JSON fast path) and its `number` parser,
-//!   `feature_format` (feature-stream messages); `dead_letters/`: `rejections` (counted,
+//!   `feature_format` (feature-stream messages), `message` (one observation message into
+//!   rows, ahead of the fold or for a scorer); `dead_letters/`: `rejections` (counted,
 //!   logged, copied), `dlq` (the producer thread), `held` (the fence on checkpoints),
 //!   `log_rate`; `checkpoints/`: `positions`, `persist` (checkpoints written and loaded),
 //!   `commit` (which offsets may be committed).
@@ -65,8 +67,9 @@
 //!   columns), `select`, `produce` (with `schemad`: records through a Schema Registry), `check`
 //!   (the preflight: `check/kafka` the cluster's questions, `check/registry` the registry's,
 //!   `fields` the declared fields against the topics' latest messages), `replay` (dead
-//!   letters produced again), the `demo` producer, and `args` (what their clap arguments
-//!   share, with the flags of `ravel fit --wide`).
+//!   letters produced again), the `demo` producer, `args` (what their clap arguments
+//!   share, with the flags of `ravel fit --wide`) and `extract_flags` (the extraction flags
+//!   of `fit` and `select`, parsed as the API's request body).
 //!
 //! Modules are private: what the binary, the tests and the benches use is re-exported below,
 //! by name.
@@ -100,7 +103,7 @@ pub use cli::{check, fit, fit_wide, produce, replay, select};
 pub use ingest::dead_letters::dlq::TRUNCATED_BYTES;
 /// How far a message's Kafka timestamp may lie ahead of the clock before it is held back as
 /// skewed (`ravel_messages_clock_skewed_total`).
-pub use ingest::fold::SKEW_ALLOWANCE_MS;
+pub use ingest::freshness::SKEW_ALLOWANCE_MS;
 /// The librdkafka clients built from `[kafka]`, for tools that read the same cluster.
 pub use kafka::KafkaClients;
 pub use kafka::broker;

@@ -58,7 +58,7 @@ pub struct Metrics {
     /// "Freshness").
     pub ingest_freshness: HistogramVec,
     /// Messages whose timestamp was ahead of the service's clock by more than the skew
-    /// allowance (`ingest::fold::SKEW_ALLOWANCE_MS`): not observed in `ingest_freshness`.
+    /// allowance (`ingest::freshness::SKEW_ALLOWANCE_MS`): not observed in `ingest_freshness`.
     pub ingest_future_timestamps: IntCounterVec,
     /// Messages deleted from a partition (retention) between the position ravel had reached
     /// and the first message it read after them.

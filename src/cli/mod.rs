@@ -5,11 +5,13 @@
 //! preflight: what the service needs from the cluster and the registry, and the declared
 //! fields against the topics' latest messages), `replay` (dead letters produced again) and
 //! the demo producer.
-//! `args` holds what their clap arguments share. `src/main.rs` parses and dispatches.
+//! `args` holds what their clap arguments share, `extract_flags` the extraction flags
+//! (`--method`, `--k`, `--select` ...) of `fit` and `select`. `src/main.rs` parses and dispatches.
 
 pub mod args;
 pub mod check;
 pub mod demo;
+mod extract_flags;
 pub mod fit;
 pub mod fit_wide;
 pub mod produce;

@@ -20,83 +20,24 @@
 //! no usable folds starts them empty (logged), and CV answers then say the folds hold fewer
 //! rows than the stream.
 //!
-//! Freshness is measured here too, because this is where rows become visible: each message's
+//! Freshness is measured from here, because this is where rows become visible: each message's
 //! Kafka timestamp is kept with its pending rows; the newest becomes the snapshot's `as_of`,
 //! and once the snapshot is published each message's age is observed in
-//! `ravel_ingest_freshness_seconds` (`age`: what clock skew does to it).
+//! `ravel_ingest_freshness_seconds` (`super::freshness`: what clock skew does to an age).
 
 use super::dead_letters::dlq::DeadLetters;
 use super::dead_letters::rejections::{Warnings, no_payload};
-use super::decode::format::{self, Schema};
+use super::decode::format;
+use super::decode::message::{Decoded, schema};
+use super::freshness::observe_freshness;
 use crate::metrics::Metrics;
 use crate::state::quality::PartQuality;
 use crate::state::streams::{FoldSet, PartInfo, Snapshot, Stats, StreamHandle};
 use crate::store::kafka::{PartitionState, StateReader};
-use rdkafka::message::{BorrowedHeaders, BorrowedMessage, Headers, Message};
+use rdkafka::message::{BorrowedMessage, Message};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
-
-/// A message's rows decoded ahead of `StreamIngest::accept`, on another thread (`decode`),
-/// or its rejection.
-pub struct Decoded {
-    x: Vec<f64>,
-    y: Vec<f64>,
-    result: Result<usize, format::Rejection>,
-    tally: format::Tally,
-}
-
-/// What a stream's messages must match (`headers`: the message's, for a schema id there).
-pub(crate) fn schema<'a>(
-    handle: &'a StreamHandle,
-    headers: Option<&'a BorrowedHeaders>,
-) -> Schema<'a> {
-    let wire = handle.wire.as_ref();
-    Schema {
-        p: handle.p(),
-        fields: handle.fields.as_ref(),
-        target: handle.config.target.as_deref(),
-        skip_missing_target: handle.config.missing() != ravel_core::fields::Missing::Reject,
-        classification: handle.task() == ravel_core::Task::Classification,
-        unlabelled: false,
-        wire,
-        schema_header: wire.and(headers).and_then(|h| {
-            h.iter()
-                .find(|h| h.key == crate::schemas::VALUE_SCHEMA_HEADER)
-                .and_then(|h| h.value)
-        }),
-    }
-}
-
-/// Decodes a message of `handle`'s stream as `StreamIngest::accept` would, into its own
-/// buffers: callable from any thread.
-pub fn decode(
-    handle: &StreamHandle,
-    payload: Option<&[u8]>,
-    headers: Option<&BorrowedHeaders>,
-) -> Decoded {
-    // Room for the rows of a JSON message of shortest round-trip doubles (about 20 bytes a
-    // number) at once, instead of doubling (and copying) the buffer as it fills.
-    let guess = payload.map_or(0, |b| b.len() / 20);
-    let (mut x, mut y) = (Vec::with_capacity(guess), Vec::new());
-    let mut tally = format::Tally::default();
-    let result = match payload {
-        None => Err(no_payload()),
-        Some(payload) => format::decode_tallied(
-            payload,
-            &schema(handle, headers),
-            &mut x,
-            &mut y,
-            &mut tally,
-        ),
-    };
-    Decoded {
-        x,
-        y,
-        result,
-        tally,
-    }
-}
 
 /// The end of a stream's field sample (`crate::state::sightings`): each declared field's and
 /// the target's `ravel_ingest_fields_never_seen` (1 when absent from every sampled event),
@@ -690,49 +631,6 @@ impl StreamIngest {
     }
 }
 
-/// Observes the age of every message of the batch just published, now that its rows are
-/// visible.
-fn observe_freshness(metrics: &Metrics, name: &str, stamps: &[i64]) {
-    let visible = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs_f64() * 1000.0)
-        .unwrap_or(0.0);
-    let histogram = metrics.ingest_freshness.with_label_values(&[name]);
-    let mut future = 0;
-    for &ts in stamps {
-        match age(visible, ts) {
-            Some(seconds) => histogram.observe(seconds),
-            None => future += 1,
-        }
-    }
-    if future > 0 {
-        metrics
-            .ingest_future_timestamps
-            .with_label_values(&[name])
-            .inc_by(future);
-    }
-}
-
-/// How far ahead of the service's clock a message's timestamp may be and still count as just
-/// produced (age 0): clocks of different hosts disagree by milliseconds even under NTP.
-pub const SKEW_ALLOWANCE_MS: i64 = 1000;
-
-/// The age in seconds of a message timestamped `ts` (Unix ms) whose rows became visible at
-/// `visible` (Unix ms, fractional). A timestamp ahead of `visible` by up to
-/// `SKEW_ALLOWANCE_MS` is clock skew: age 0. Further ahead the age is unknown (the clocks
-/// disagree by more than skew explains, or the producer set its own timestamps): None, so
-/// that it is counted apart instead of being observed as a made-up value.
-pub fn age(visible: f64, ts: i64) -> Option<f64> {
-    let ms = visible - ts as f64;
-    if ms >= 0.0 {
-        Some(ms / 1000.0)
-    } else if ms >= -(SKEW_ALLOWANCE_MS as f64) {
-        Some(0.0)
-    } else {
-        None
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -771,19 +669,5 @@ mod tests {
             part.x.clear();
             part.y.clear();
         }
-    }
-
-    #[test]
-    fn ages_are_never_negative_and_skew_beyond_the_allowance_is_not_an_age() {
-        let t = 1_700_000_000_000.0;
-        assert_eq!(age(t + 1.5, 1_700_000_000_000), Some(0.0015));
-        assert_eq!(age(t, 1_700_000_000_000), Some(0.0));
-        assert_eq!(age(t + 60_000.0, 1_700_000_000_000), Some(60.0));
-        // Ahead of the service's clock: within the allowance it is skew, age 0...
-        assert_eq!(age(t, 1_700_000_000_000 + 5), Some(0.0));
-        assert_eq!(age(t, 1_700_000_000_000 + SKEW_ALLOWANCE_MS), Some(0.0));
-        // ... beyond it, no age.
-        assert_eq!(age(t, 1_700_000_000_000 + SKEW_ALLOWANCE_MS + 1), None);
-        assert_eq!(age(t, 1_700_000_000_000 + 3_600_000), None);
     }
 }

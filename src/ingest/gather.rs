@@ -2,9 +2,9 @@
 //! `ingest.max_batch_rows` rows or `ingest.max_batch_wait_ms`, with JSON messages decoded
 //! ahead on other threads while the loop goes on (`ahead`).
 
-use super::decode::{feature_format, format};
+use super::decode::{feature_format, format, message};
 use super::rebalance::IngestContext;
-use super::{AHEAD_MIN_BYTES, Early, Ingest, Target, WINDOW_BYTES, ahead, features, fold};
+use super::{AHEAD_MIN_BYTES, Early, Ingest, Target, WINDOW_BYTES, ahead, features};
 use rdkafka::consumer::BaseConsumer;
 use rdkafka::message::{BorrowedMessage, Message};
 use std::collections::VecDeque;
@@ -95,7 +95,11 @@ impl Ingest {
                 }
                 let handle = self.streams[i].handle.clone();
                 ahead.submit(move || {
-                    Early::Rows(fold::decode(&handle, job_msg.payload(), job_msg.headers()))
+                    Early::Rows(message::decode(
+                        &handle,
+                        job_msg.payload(),
+                        job_msg.headers(),
+                    ))
                 });
                 true
             }

@@ -29,10 +29,11 @@
 //!   fold or reject, the retention check, releasing held partitions), `denied` (consumer
 //!   errors, authorization), `commit_loop` (checkpoints, then commits); `rebalance`
 //!   (assignment) and `lag`;
-//! - folding: `fold` (rows into statistics), `cv` (which cross-validation fold a row goes to,
+//! - folding: `fold` (rows into statistics), `freshness` (each message's age once its rows
+//!   are visible), `cv` (which cross-validation fold a row goes to,
 //!   `cv.folds`), `features` (feature-stream columns into the selection);
 //! - `decode/`: a message's bytes into rows or a column (`format`, `schema`, `events`,
-//!   `fast_json` and its `number` parser, `feature_format`);
+//!   `fast_json` and its `number` parser, `feature_format`, `message`);
 //! - `dead_letters/`: a refused message counted, logged at a bounded rate and copied
 //!   (`rejections`, `dlq`, `held`, `log_rate`);
 //! - `checkpoints/`: `positions`, `persist` (checkpoint assembly, loading), `commit` (which
@@ -57,6 +58,7 @@ pub mod decode;
 mod denied;
 pub mod features;
 pub mod fold;
+pub mod freshness;
 mod gather;
 pub mod lag;
 pub mod rebalance;
@@ -172,7 +174,7 @@ const AHEAD_MIN_BYTES: usize = 1 << 10;
 
 /// A message decoded on an `ahead` thread.
 enum Early {
-    Rows(fold::Decoded),
+    Rows(decode::message::Decoded),
     Feature(Result<decode::feature_format::FeatureMessage, crate::reason::Rejection>),
 }
 

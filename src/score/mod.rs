@@ -976,7 +976,7 @@ fn score(
     let Some(payload) = m.payload() else {
         return Err(crate::ingest::dead_letters::rejections::no_payload());
     };
-    let mut schema = crate::ingest::fold::schema(stream, m.headers());
+    let mut schema = crate::ingest::decode::message::schema(stream, m.headers());
     schema.unlabelled = true;
     let (mut x, mut y) = (Vec::new(), Vec::new());
     let mut tally = crate::ingest::decode::events::Tally::default();

@@ -3,11 +3,13 @@
 //! every observation-stream format (positional JSON, binary, CSV-like, schema'd values);
 //! `events` reads named rows, named mini-batches and events through the stream's field
 //! mapping; `fast_json` is the JSON fast path of both, with its number parser in `number`;
-//! `feature_format` the messages of a feature stream's topic.
+//! `feature_format` the messages of a feature stream's topic; `message` one observation
+//! message decoded with its stream's `Schema`, ahead of the fold or on a scorer's thread.
 
 pub mod events;
 pub(crate) mod fast_json;
 pub mod feature_format;
 pub mod format;
+pub mod message;
 mod number;
 pub mod schema;
