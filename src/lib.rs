@@ -14,7 +14,8 @@
 //! - `reason`: why a message was refused (`Reason`, `Rejection`), below metrics and ingest.
 //! - `health`: what is wrong on the Kafka side (missing topics, held partitions, denied
 //!   access), shared by the threads that find it and the API that reports it.
-//! - `metrics`: every Prometheus metric, in one place.
+//! - `metrics`: every Prometheus metric, one file an area (`ingest`, `streams`, `features`,
+//!   `scorers`, `api`, `cluster`), all in one registry (`mod.rs`).
 //! - `config`: the configuration schema, file < `RAVEL_...` environment < flags (`mod.rs`
 //!   loads the layers and checks the whole); one file per section: `http`, `kafka`, `ingest`
 //!   (with `[dlq]` and `[state]`), `streams`, `schemas` (schema'd formats and the registry),

@@ -89,15 +89,18 @@ pub async fn run(
             metrics.declare_checkpoints(&sc.name);
         }
         metrics
+            .streams
             .stream_observations
             .with_label_values(&[&sc.name])
             .set(snap.stats.n() as i64);
         metrics
+            .streams
             .stream_alpha
             .with_label_values(&[&sc.name])
             .set(snap.stats.current_alpha());
         if let Some(ms) = snap.as_of_ms {
             metrics
+                .streams
                 .stream_as_of
                 .with_label_values(&[&sc.name])
                 .set(ms as f64 / 1000.0);
@@ -242,7 +245,7 @@ pub async fn run(
         health,
         extractions,
     };
-    let open_connections = state.metrics.http_open_connections.clone();
+    let open_connections = state.metrics.api.http_open_connections.clone();
     let mut app = api::router(state, config.http.body_limit_bytes);
     if !config.http.token.is_empty() {
         let token = Arc::new(config.http.token.expose().to_string());

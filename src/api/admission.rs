@@ -89,14 +89,17 @@ impl AppState {
                 if ex.waiting.fetch_add(1, Ordering::SeqCst) >= ex.max_waiting {
                     ex.waiting.fetch_sub(1, Ordering::SeqCst);
                     self.metrics
+                        .api
                         .extractions_refused
                         .with_label_values(&["busy"])
                         .inc();
                     return Err(ApiError::busy(ex.max_waiting));
                 }
-                self.metrics.extractions_waiting.inc();
-                let _waiting =
-                    Waiting(ex.waiting.clone(), self.metrics.extractions_waiting.clone());
+                self.metrics.api.extractions_waiting.inc();
+                let _waiting = Waiting(
+                    ex.waiting.clone(),
+                    self.metrics.api.extractions_waiting.clone(),
+                );
                 ex.running
                     .clone()
                     .acquire_owned()
@@ -107,10 +110,10 @@ impl AppState {
         let interrupt = Interrupt::new(ex.timeout).linked(ex.stopping.clone());
         let mut guard = CancelOnDrop(Some(interrupt.clone()));
         let start = Instant::now();
-        self.metrics.extractions_running.inc();
-        let running = Running(self.metrics.extractions_running.clone());
+        self.metrics.api.extractions_running.inc();
+        let running = Running(self.metrics.api.extractions_running.clone());
         // Counted on the blocking thread: when the client went away, nobody awaits the result.
-        let refused = self.metrics.extractions_refused.clone();
+        let refused = self.metrics.api.extractions_refused.clone();
         let result = tokio::task::spawn_blocking(move || {
             let (_permit, _running) = (permit, running);
             let r = interrupt.run(f);
@@ -127,6 +130,7 @@ impl AppState {
         .map_err(|e| ApiError::internal(format!("extraction failed: {e}")))?;
         guard.0 = None;
         self.metrics
+            .api
             .extraction_seconds
             .with_label_values(&[stream, kind, method])
             .observe(start.elapsed().as_secs_f64());

@@ -135,12 +135,13 @@ pub(super) async fn readyz(State(st): State<AppState>) -> (StatusCode, Json<Read
         content_type = "text/plain", body = String)))]
 pub(super) async fn metrics(State(st): State<AppState>) -> Response {
     st.metrics
+        .cluster
         .schema_registry_waiting
         .set(i64::from(st.health.snapshot().schema_registry.is_some()));
     for h in st.streams.iter() {
         if let Some(q) = &h.quality {
             let q = q.summary();
-            st.metrics.set_quality(
+            st.metrics.streams.set_quality(
                 h.name(),
                 &q.figures,
                 &q.floor,

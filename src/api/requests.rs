@@ -29,10 +29,12 @@ pub(super) async fn track(State(st): State<AppState>, req: Request, next: Next) 
     let start = Instant::now();
     let resp = next.run(req).await;
     st.metrics
+        .api
         .http_requests
         .with_label_values(&[&route, &method, resp.status().as_str()])
         .inc();
     st.metrics
+        .api
         .http_request_seconds
         .with_label_values(&[&route, &method])
         .observe(start.elapsed().as_secs_f64());

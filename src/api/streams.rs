@@ -106,13 +106,13 @@ fn arrivals(h: &StreamHandle, metrics: &crate::metrics::Metrics) -> Arrivals {
         c.get_metric_with_label_values(labels)
             .map_or(0, |m| m.get())
     };
-    let messages = count(&metrics.messages_consumed, &[name]);
+    let messages = count(&metrics.ingest.messages_consumed, &[name]);
     let rejected: std::collections::BTreeMap<_, _> = crate::reason::Reason::ROWS
         .iter()
         .map(|r| {
             (
                 r.as_str(),
-                count(&metrics.messages_rejected, &[name, r.as_str()]),
+                count(&metrics.ingest.messages_rejected, &[name, r.as_str()]),
             )
         })
         .collect();
@@ -136,9 +136,9 @@ fn arrivals(h: &StreamHandle, metrics: &crate::metrics::Metrics) -> Arrivals {
         messages,
         rejected,
         dead_letters: DeadLetterCounts {
-            delivered: count(&metrics.dead_letters, &[name]),
-            failed: count(&metrics.dead_letter_failures, &[name]),
-            skipped: count(&metrics.dead_letters_skipped, &[name]),
+            delivered: count(&metrics.ingest.dead_letters, &[name]),
+            failed: count(&metrics.ingest.dead_letter_failures, &[name]),
+            skipped: count(&metrics.ingest.dead_letters_skipped, &[name]),
         },
         note,
     }

@@ -108,6 +108,7 @@ impl Ingest {
             Target::Features(i) => self.features[i].live.handle.name().to_string(),
         };
         self.metrics
+            .ingest
             .ingest_lost_messages
             .with_label_values(&[&stream])
             .inc_by(lost as u64);
@@ -212,6 +213,7 @@ impl Ingest {
             let name = s.handle.name();
             let n = self.held.count(name);
             self.metrics
+                .ingest
                 .blocked_partitions
                 .with_label_values(&[name])
                 .set(n as i64);

@@ -124,7 +124,11 @@ impl Ingest {
         }
         match self.consumer.commit(&tpl, mode) {
             Ok(()) => {
-                self.metrics.offset_commits.with_label_values(&["ok"]).inc();
+                self.metrics
+                    .ingest
+                    .offset_commits
+                    .with_label_values(&["ok"])
+                    .inc();
                 self.committed.extend(pending);
             }
             Err(e) => {
@@ -134,6 +138,7 @@ impl Ingest {
                     self.denied(code, "read", &e.to_string());
                 }
                 self.metrics
+                    .ingest
                     .offset_commits
                     .with_label_values(&["error"])
                     .inc();
@@ -209,13 +214,18 @@ fn write_states(
             if let Some(s) = streams.iter_mut().find(|s| s.handle.name() == name) {
                 s.mark_saved(st.partition);
             }
-            metrics.checkpoints.with_label_values(&[name]).inc();
+            metrics.ingest.checkpoints.with_label_values(&[name]).inc();
             metrics
+                .ingest
                 .checkpoint_seconds
                 .with_label_values(&[name])
                 .observe(elapsed);
         } else {
-            metrics.checkpoint_failures.with_label_values(&[name]).inc();
+            metrics
+                .ingest
+                .checkpoint_failures
+                .with_label_values(&[name])
+                .inc();
         }
     }
     saved

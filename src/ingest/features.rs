@@ -194,23 +194,28 @@ impl LiveFeatureStream {
             if let Some(snap) = &self.published {
                 let sm = snap.summary();
                 metrics
+                    .features
                     .feature_stream_labels
                     .with_label_values(&[&name])
                     .set(1);
                 metrics
+                    .features
                     .feature_stream_loss
                     .with_label_values(&[&name])
                     .set(sm.loss);
                 metrics
+                    .features
                     .feature_stream_selected
                     .with_label_values(&[&name])
                     .set(sm.selected.len() as i64);
                 metrics
+                    .features
                     .feature_stream_passes
                     .with_label_values(&[&name])
                     .set(sm.passes as i64);
                 let subs = sm.counters.substitutions;
                 metrics
+                    .features
                     .feature_substitutions
                     .with_label_values(&[&name])
                     .inc_by(subs.saturating_sub(self.substitutions_counted));
@@ -218,10 +223,12 @@ impl LiveFeatureStream {
                 for st in &sm.staleness {
                     let worker = st.worker.to_string();
                     metrics
+                        .features
                         .feature_staleness_mean
                         .with_label_values(&[&name, &worker])
                         .set(st.mean);
                     metrics
+                        .features
                         .feature_staleness_max
                         .with_label_values(&[&name, &worker])
                         .set(st.max as i64);
@@ -268,7 +275,11 @@ impl FeatureIngest {
     ) {
         let handle = self.live.handle.clone();
         let name = handle.name();
-        metrics.messages_consumed.with_label_values(&[name]).inc();
+        metrics
+            .ingest
+            .messages_consumed
+            .with_label_values(&[name])
+            .inc();
         let decoded = match (decoded, msg.payload()) {
             (Some(d), _) => d,
             (None, None) => Err(no_payload()),
@@ -279,7 +290,11 @@ impl FeatureIngest {
             .and_then(|m| self.live.apply(m));
         let rejection = match result {
             Ok(Applied::Feature) => {
-                metrics.features_processed.with_label_values(&[name]).inc();
+                metrics
+                    .features
+                    .features_processed
+                    .with_label_values(&[name])
+                    .inc();
                 None
             }
             Ok(Applied::Labels) => {

@@ -56,6 +56,7 @@ fn never_seen(
     for f in names {
         let absent = never.iter().any(|n| n.role == "field" && n.field == *f);
         metrics
+            .ingest
             .fields_never_seen
             .with_label_values(&[stream, f])
             .set(i64::from(absent));
@@ -63,6 +64,7 @@ fn never_seen(
     if let Some(t) = target {
         let absent = never.iter().any(|n| n.role == "target");
         metrics
+            .ingest
             .fields_never_seen
             .with_label_values(&[stream, &format!("target:{t}")])
             .set(i64::from(absent));
@@ -293,7 +295,11 @@ impl StreamIngest {
     ) -> Option<usize> {
         let handle = self.handle.clone();
         let name = handle.name();
-        metrics.messages_consumed.with_label_values(&[name]).inc();
+        metrics
+            .ingest
+            .messages_consumed
+            .with_label_values(&[name])
+            .inc();
         let (k, by) = handle.folds();
         let part = self.part(msg.partition());
         let mut tally = format::Tally::default();
@@ -334,18 +340,21 @@ impl StreamIngest {
         }
         if tally.ignored_fields > 0 {
             metrics
+                .ingest
                 .fields_ignored
                 .with_label_values(&[name])
                 .inc_by(tally.ignored_fields);
         }
         if tally.skipped_rows > 0 {
             metrics
+                .ingest
                 .rows_skipped
                 .with_label_values(&[name])
                 .inc_by(tally.skipped_rows);
         }
         if tally.without_target > 0 {
             metrics
+                .ingest
                 .rows_without_target
                 .with_label_values(&[name])
                 .inc_by(tally.without_target);
@@ -494,53 +503,66 @@ impl StreamIngest {
         let snap = self.view(remote);
         if new_alarms > 0 {
             metrics
+                .streams
                 .drift_alarms
                 .with_label_values(&[&name])
                 .inc_by(new_alarms);
             metrics
+                .streams
                 .last_drift_alarm_row
                 .with_label_values(&[&name])
                 .set(last_alarm_row.unwrap_or(0) as i64);
         }
         let drift = snap.stats.drift_status();
         metrics
+            .streams
             .stream_effective_sample_size
             .with_label_values(&[&name])
             .set(drift.effective_sample_size);
         metrics
+            .streams
             .stream_alpha
             .with_label_values(&[&name])
             .set(snap.stats.current_alpha());
         metrics
+            .streams
             .stream_observations
             .with_label_values(&[&name])
             .set(snap.stats.n() as i64);
         if let Some(t) = snap.last_update {
-            metrics.stream_last_update.with_label_values(&[&name]).set(
-                t.duration_since(UNIX_EPOCH)
-                    .map(|d| d.as_secs_f64())
-                    .unwrap_or(0.0),
-            );
+            metrics
+                .streams
+                .stream_last_update
+                .with_label_values(&[&name])
+                .set(
+                    t.duration_since(UNIX_EPOCH)
+                        .map(|d| d.as_secs_f64())
+                        .unwrap_or(0.0),
+                );
         }
         let as_of_ms = snap.as_of_ms;
         self.handle.publish(snap);
         observe_freshness(metrics, &name, &stamps);
         if let Some(ms) = as_of_ms {
             metrics
+                .streams
                 .stream_as_of
                 .with_label_values(&[&name])
                 .set(ms as f64 / 1000.0);
         }
         if rows > 0 {
             metrics
+                .ingest
                 .observations_applied
                 .with_label_values(&[&name])
                 .inc_by(rows as u64);
             metrics
+                .ingest
                 .ingest_batch_rows
                 .with_label_values(&[&name])
                 .observe(rows as f64);
             metrics
+                .ingest
                 .ingest_batch_seconds
                 .with_label_values(&[&name])
                 .observe(start.elapsed().as_secs_f64());

@@ -12,7 +12,7 @@ pub(crate) fn observe_freshness(metrics: &Metrics, name: &str, stamps: &[i64]) {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs_f64() * 1000.0)
         .unwrap_or(0.0);
-    let histogram = metrics.ingest_freshness.with_label_values(&[name]);
+    let histogram = metrics.ingest.ingest_freshness.with_label_values(&[name]);
     let mut future = 0;
     for &ts in stamps {
         match age(visible, ts) {
@@ -22,6 +22,7 @@ pub(crate) fn observe_freshness(metrics: &Metrics, name: &str, stamps: &[i64]) {
     }
     if future > 0 {
         metrics
+            .ingest
             .ingest_future_timestamps
             .with_label_values(&[name])
             .inc_by(future);

@@ -59,6 +59,7 @@ impl ClientContext for IngestContext {
                 }
                 let next = positions::next(&positions, topic, part.partition);
                 self.metrics
+                    .ingest
                     .consumer_lag
                     .with_label_values(&[topic.as_str(), &part.partition.to_string()])
                     .set(partition_lag(next, part.lo_offset, part.hi_offset));

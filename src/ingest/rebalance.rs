@@ -280,6 +280,7 @@ impl IngestContext {
         for (t, p) in before.difference(&a) {
             let _ = self
                 .metrics
+                .ingest
                 .consumer_lag
                 .remove_label_values(&[t.as_str(), &p.to_string()]);
         }
@@ -299,6 +300,7 @@ impl IngestContext {
         };
         for (t, c) in &counts {
             self.metrics
+                .ingest
                 .assigned_partitions
                 .with_label_values(&[t.as_str()])
                 .set(c.assigned as i64);

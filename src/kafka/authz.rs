@@ -33,6 +33,7 @@ pub fn resource_type(code: RDKafkaErrorCode) -> &'static str {
 /// Counts, logs (once per resource and operation) and keeps a denial.
 pub fn record(health: &Health, metrics: &Metrics, d: Denied) {
     metrics
+        .cluster
         .kafka_authorization_errors
         .with_label_values(&[d.resource_type, d.resource.as_str(), d.operation])
         .inc();

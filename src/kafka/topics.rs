@@ -313,6 +313,7 @@ impl TopicCheck {
         for n in &self.needed {
             let is_missing = report.iter().any(|m| m.topic == n.topic);
             metrics
+                .cluster
                 .missing_topics
                 .with_label_values(&[n.topic.as_str(), n.role])
                 .set(i64::from(is_missing));

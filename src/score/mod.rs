@@ -546,6 +546,7 @@ impl Scorer {
             lag += (high - at).max(0);
         }
         self.metrics
+            .scorers
             .scorer_lag
             .with_label_values(&[&self.config.name])
             .set(lag);
@@ -657,6 +658,7 @@ impl Scorer {
         match extracted {
             Ok(model) => {
                 self.metrics
+                    .scorers
                     .scorer_model_rows
                     .with_label_values(&[&self.config.name])
                     .set(model.n as i64);
@@ -742,6 +744,7 @@ impl Scorer {
                 }
                 Err(r) => {
                     self.metrics
+                        .scorers
                         .scorer_rejected
                         .with_label_values(&[&self.config.name, r.reason.as_str()])
                         .inc();
@@ -790,6 +793,7 @@ impl Scorer {
             self.seek(p, o);
         }
         self.metrics
+            .scorers
             .scorer_messages
             .with_label_values(&[&self.config.name])
             .inc_by(scored);
@@ -899,6 +903,7 @@ impl Scorer {
                 .collect();
             if !failed.is_empty() {
                 self.metrics
+                    .scorers
                     .scorer_delivery_failures
                     .with_label_values(&[&self.config.name])
                     .inc_by(failed.len() as u64);

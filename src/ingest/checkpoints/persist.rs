@@ -90,16 +90,16 @@ impl CheckpointWriter {
                     let start = Instant::now();
                     let written = match checkpoint::write(&dir, &cp) {
                         Ok(()) => {
-                            metrics.checkpoints.with_label_values(&[name]).inc();
+                            metrics.ingest.checkpoints.with_label_values(&[name]).inc();
                             metrics
-                                .checkpoint_seconds
+                                .ingest.checkpoint_seconds
                                 .with_label_values(&[name])
                                 .observe(start.elapsed().as_secs_f64());
                             tracing::debug!(stream = %name, n = cp.stats.n(), "checkpoint written");
                             true
                         }
                         Err(e) => {
-                            metrics.checkpoint_failures.with_label_values(&[name]).inc();
+                            metrics.ingest.checkpoint_failures.with_label_values(&[name]).inc();
                             tracing::error!(stream = %name, error = %format!("{e:#}"), "checkpoint failed; offsets not committed");
                             false
                         }

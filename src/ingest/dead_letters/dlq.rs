@@ -428,6 +428,7 @@ impl Worker {
                 Ok(()) => {
                     let c = &attempt.copy;
                     self.metrics
+                        .ingest
                         .dead_letters
                         .with_label_values(&[c.stream.as_str()])
                         .inc();
@@ -581,6 +582,7 @@ impl Worker {
         let log = self.admit(&attempt.copy.stream, kind);
         let c = &attempt.copy;
         self.metrics
+            .ingest
             .dead_letter_failures
             .with_label_values(&[c.stream.as_str()])
             .inc();
@@ -601,6 +603,7 @@ impl Worker {
             }
             OnFailure::Skip => {
                 self.metrics
+                    .ingest
                     .dead_letters_skipped
                     .with_label_values(&[c.stream.as_str()])
                     .inc();

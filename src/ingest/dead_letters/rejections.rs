@@ -49,6 +49,7 @@ impl Warnings {
         rej: &Rejection,
     ) -> bool {
         metrics
+            .ingest
             .messages_rejected
             .with_label_values(&[stream, rej.reason.as_str()])
             .inc();
