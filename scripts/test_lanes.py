@@ -5,7 +5,7 @@ scripts/test calls this after `cargo test --no-run` has built every test binary.
 suite's time is waiting: for a broker to start, a group to settle, a service to restart. Cargo
 runs its test binaries one after another, so on a 2-core machine the cores idle through those
 waits. Here each binary is its own `cargo test --test NAME` (the library's and examples' unit
-tests and the doctests are two more), run `RAVEL_TEST_LANES` at a time (default 3), the
+tests and the doctests are two more), run `TEST_LANES` at a time (default 3), the
 slowest first so that the lanes end together. Every run is workspace-level, as the build
 was, so nothing is rebuilt.
 
@@ -15,8 +15,8 @@ once. At the end: the per-binary timing table of docs/contributing.md ("Where CI
 goes"), slowest first, and the exit status 1 when any binary failed.
 
     cargo test --no-run --features ravel-lm/linfa
-    RAVEL_TEST_FEATURES=ravel-lm/linfa scripts/test_lanes.py   # everything, as scripts/test
-    RAVEL_TEST_LANES=1 scripts/test_lanes.py   # one binary at a time, as plain `cargo test`
+    scripts/test_lanes.py --features ravel-lm/linfa   # everything, as scripts/test runs it
+    TEST_LANES=1 scripts/test_lanes.py   # one binary at a time, as plain `cargo test` does
 """
 
 import json
@@ -40,7 +40,11 @@ EXPECTED = {
 
 # The features the build was made with (`cargo test --no-run --features ...`): every run here
 # passes the same, or cargo would build again with another feature set.
-FEATURES = {f for f in os.environ.get("RAVEL_TEST_FEATURES", "").replace(",", " ").split() if f}
+# (Given as `--features LIST`: a `RAVEL_` variable would reach the services the tests start,
+# which refuse any they do not know as a config key.)
+FEATURES = set()
+if "--features" in sys.argv[1:-1]:
+    FEATURES = {f for f in sys.argv[sys.argv.index("--features") + 1].split(",") if f}
 FEATURE_ARGS = ["--features", ",".join(sorted(FEATURES))] if FEATURES else []
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LOGS = os.path.join(ROOT, "target", "test-logs")
@@ -111,7 +115,7 @@ def run(name, args, lock, results):
 
 
 def main():
-    lanes = max(1, int(os.environ.get("RAVEL_TEST_LANES", "3")))
+    lanes = max(1, int(os.environ.get("TEST_LANES", "3")))
     os.makedirs(LOGS, exist_ok=True)
     queue = jobs()
     print(f"{len(queue)} test binaries on {lanes} lanes; logs in {LOGS}", flush=True)
