@@ -30,43 +30,18 @@ use std::time::{Duration, Instant};
 const P: usize = 3;
 
 /// `dir/ravel.toml`: stream "r" on `topic`, topics made by the test, fast checkpoints.
-fn write_config(dir: &Path, topic: &str, group: &str, extra_options: &str) {
-    let names: Vec<String> = names(P).iter().map(|n| format!("\"{n}\"")).collect();
-    std::fs::write(
-        dir.join("ravel.toml"),
-        format!(
-            r#"
-[http]
-addr = "127.0.0.1:0"
-[kafka]
-group_id = "{group}"
-create_topics = false
-[kafka.options]
-"allow.auto.create.topics" = "false"
-"session.timeout.ms" = "6000"
-"heartbeat.interval.ms" = "500"
-{extra_options}
-[dlq]
-on_failure = "block"
-create_topics = false
-delivery_timeout_ms = 3000
-retry_initial_ms = 200
-retry_max_ms = 1000
-[state]
-dir = "{}"
-checkpoint_interval_ms = 300
-[demo]
-enabled = false
-[[streams]]
-name = "r"
-topic = "{topic}"
-features = [{}]
-"#,
-            dir.join("state").display(),
-            names.join(", ")
-        ),
-    )
-    .unwrap();
+fn config(dir: &Path, topic: &str, group: &str) -> ConfigFile {
+    ConfigFile::new(group)
+        .set("kafka.create_topics", false)
+        .option("allow.auto.create.topics", "false")
+        .quick_rejoin()
+        .set("dlq.on_failure", "block")
+        .set("dlq.create_topics", false)
+        .set("dlq.delivery_timeout_ms", 3000)
+        .set("dlq.retry_initial_ms", 200)
+        .set("dlq.retry_max_ms", 1000)
+        .state_in(dir, 300)
+        .stream("r", topic, names(P))
 }
 
 fn metric(base: &str, name: &str) -> Option<f64> {
@@ -253,7 +228,7 @@ fn a_burst_of_bad_messages_does_not_stall_the_stream_and_every_copy_lands() {
         &[],
         &dir.path().join("broker.log"),
     );
-    write_config(dir.path(), TOPIC, GROUP, "");
+    config(dir.path(), TOPIC, GROUP).write(dir.path());
     let (svc, base) = serve(dir.path(), &brokers, 1);
     let mut logs = vec![dir.path().join("serve1.log")];
     // Every fifth row is followed by a bad message: 2,000 bad among 10,000 good.
@@ -368,12 +343,9 @@ fn copies_that_start_failing_hold_checkpoints_and_commits_until_delivered_after_
     broker.create_topic(TOPIC, PARTS).unwrap();
     broker.create_topic(DLQ, 1).unwrap();
     // Metadata refreshed often, so that the dead-letter producer sees the ACL change soon.
-    write_config(
-        dir.path(),
-        TOPIC,
-        GROUP,
-        r#""topic.metadata.refresh.interval.ms" = "200""#,
-    );
+    config(dir.path(), TOPIC, GROUP)
+        .option("topic.metadata.refresh.interval.ms", "200")
+        .write(dir.path());
     let (svc, base) = serve(dir.path(), &brokers, 1);
     let log1 = dir.path().join("serve1.log");
     // Every 25th row, alternately on either partition.

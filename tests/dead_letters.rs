@@ -25,43 +25,20 @@ const P: usize = 3;
 
 /// `dir/ravel.toml`: stream "r" on `topic`, clients that never create topics, fast retries.
 fn write_config(dir: &Path, topic: &str, group: &str, on_failure: &str, create_topics: bool) {
-    let names: Vec<String> = names(P).iter().map(|n| format!("\"{n}\"")).collect();
-    std::fs::write(
-        dir.join("ravel.toml"),
-        format!(
-            r#"
-[http]
-addr = "127.0.0.1:0"
-[kafka]
-group_id = "{group}"
-create_topics = {create_topics}
-topic_partitions = 2
-topic_replication = 1
-[kafka.options]
-"allow.auto.create.topics" = "false"
-"session.timeout.ms" = "6000"
-"heartbeat.interval.ms" = "500"
-[dlq]
-on_failure = "{on_failure}"
-create_topics = {create_topics}
-delivery_timeout_ms = 1500
-retry_initial_ms = 200
-retry_max_ms = 1000
-[state]
-dir = "{}"
-checkpoint_interval_ms = 300
-[demo]
-enabled = false
-[[streams]]
-name = "r"
-topic = "{topic}"
-features = [{}]
-"#,
-            dir.join("state").display(),
-            names.join(", ")
-        ),
-    )
-    .unwrap();
+    ConfigFile::new(group)
+        .set("kafka.create_topics", create_topics)
+        .set("kafka.topic_partitions", 2)
+        .set("kafka.topic_replication", 1)
+        .option("allow.auto.create.topics", "false")
+        .quick_rejoin()
+        .set("dlq.on_failure", on_failure)
+        .set("dlq.create_topics", create_topics)
+        .set("dlq.delivery_timeout_ms", 1500)
+        .set("dlq.retry_initial_ms", 200)
+        .set("dlq.retry_max_ms", 1000)
+        .state_in(dir, 300)
+        .stream("r", topic, names(P))
+        .write(dir);
 }
 
 fn serve(dir: &Path, brokers: &str, run: usize) -> (Proc, String, std::path::PathBuf) {

@@ -7,8 +7,7 @@
 
 mod common;
 
-use common::{DEADLINE, Proc, client, ravel, sample, serve, stream_n};
-use std::path::Path;
+use common::{ConfigFile, DEADLINE, Proc, client, ravel, sample, serve, stream_n};
 use std::time::{Duration, Instant};
 
 const TOPIC: &str = "t.retention";
@@ -58,28 +57,6 @@ fn metric(base: &str, name: &str) -> f64 {
     sample(&text, name).unwrap_or_else(|| panic!("no {name} in /metrics"))
 }
 
-fn write_config(dir: &Path) {
-    let config = format!(
-        r#"
-[http]
-addr = "127.0.0.1:0"
-[kafka]
-group_id = "retention"
-[state]
-dir = "{}/state"
-checkpoint_interval_ms = 200
-[demo]
-enabled = false
-[[streams]]
-name = "r"
-topic = "{TOPIC}"
-features = {P}
-"#,
-        dir.display()
-    );
-    std::fs::write(dir.join("ravel.toml"), config).unwrap();
-}
-
 #[test]
 fn messages_deleted_before_they_were_read_are_logged_and_counted() {
     let dir = tempfile::tempdir().unwrap();
@@ -90,7 +67,10 @@ fn messages_deleted_before_they_were_read_are_logged_and_counted() {
         &[],
         &dir.path().join("broker.log"),
     );
-    write_config(dir.path());
+    ConfigFile::new("retention")
+        .state_in(dir.path(), 200)
+        .stream("r", TOPIC, P as i64)
+        .write(dir.path());
 
     // 200 rows read and checkpointed, then the service stops.
     produce(&brokers, 200, 1);

@@ -19,35 +19,6 @@ use std::time::{Duration, Instant};
 const TOPIC: &str = "t.scale";
 const GROUP: &str = "scale-group";
 
-fn write_config(dir: &Path, names: &[String]) {
-    let names_toml: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
-    std::fs::write(
-        dir.join("ravel.toml"),
-        format!(
-            r#"
-[http]
-addr = "127.0.0.1:0"
-[kafka]
-group_id = "{GROUP}"
-[kafka.options]
-"session.timeout.ms" = "6000"
-"heartbeat.interval.ms" = "500"
-[state]
-store = "kafka"
-checkpoint_interval_ms = 500
-[demo]
-enabled = false
-[[streams]]
-name = "r"
-topic = "{TOPIC}"
-features = [{}]
-"#,
-            names_toml.join(", ")
-        ),
-    )
-    .unwrap();
-}
-
 fn detail(base: &str) -> Option<Value> {
     let r = client().get(format!("{base}/v1/streams/r")).send().ok()?;
     r.json::<Value>().ok()
@@ -185,7 +156,12 @@ fn replicas_share_partitions_and_each_answers_for_every_row_through_kills_and_re
         &[],
         &dir.path().join("broker.log"),
     );
-    write_config(dir.path(), &names);
+    ConfigFile::new(GROUP)
+        .quick_rejoin()
+        .set("state.store", "kafka")
+        .set("state.checkpoint_interval_ms", 500)
+        .stream("r", TOPIC, names.clone())
+        .write(dir.path());
 
     let mut replicas: Vec<(Proc, String, usize)> = Vec::new();
     for run in 1..=3 {

@@ -1,5 +1,6 @@
 //! Shared by the service tests, by concern: `service` (a real service, `server::run`, on
-//! 127.0.0.1:0 in its own runtime, and the configuration builders), `procs` (the `ravel`
+//! 127.0.0.1:0 in its own runtime, and the configuration builders), `config_file` (the
+//! `ravel.toml` of a child service, built key by key), `procs` (the `ravel`
 //! binary as child processes: brokers, services, commands), `http` (`get`, `post`), `broker` (producing and reading
 //! topics, offsets), `data` (synthetic designs, CSV files, the Python of `target/pyenv`),
 //! `assertions` (models equal, polling with generous deadlines: group joins can take 8 s on a
@@ -14,6 +15,7 @@ pub const DEADLINE: Duration = Duration::from_secs(60);
 
 mod assertions;
 mod broker;
+mod config_file;
 mod data;
 mod docs;
 mod http;
@@ -25,6 +27,8 @@ mod tls;
 pub use assertions::*;
 #[allow(unused_imports)]
 pub use broker::*;
+#[allow(unused_imports)]
+pub use config_file::*;
 #[allow(unused_imports)]
 pub use data::*;
 #[allow(unused_imports)]
