@@ -34,8 +34,9 @@
 //! - `state`: what ingest publishes and the API reads: `published` (a snapshot swapped after
 //!   every batch), `streams`, `feature_streams`, `history` (each stream's default model over
 //!   time, in a bounded ring), `recorder` (the task that fills the ring), `quality` (each
-//!   stream's live test-then-train figures, recorded by ingest) and `sightings` (which
-//!   declared fields and target a stream's first events carried, and those never seen).
+//!   stream's live test-then-train figures, recorded by ingest), `sightings` (which
+//!   declared fields and target a stream's first events carried, and those never seen) and
+//!   `arrivals` (messages read and refused, and their dead-letter copies, since the start).
 //! - `store`: what survives a restart, one concept with two back ends: `file` (checkpoint
 //!   files, `state.dir`) and `kafka` (a compacted changelog topic, `state.store = "kafka"`:
 //!   its `writer` and its `reader`).

@@ -74,7 +74,7 @@ pub struct StreamSummary {
     fields_seen: Option<crate::state::sightings::FieldsSeen>,
 }
 
-/// The messages a stream read since the service started (the counters of `/metrics`), so that
+/// The messages a stream read since the service started (the same counts as `/metrics`), so that
 /// a stream reading the wrong topic, or refusing its messages, says so where it is looked at.
 #[derive(Serialize, ToSchema)]
 pub struct Arrivals {
@@ -100,22 +100,9 @@ pub struct DeadLetterCounts {
     skipped: u64,
 }
 
-fn arrivals(h: &StreamHandle, metrics: &crate::metrics::Metrics) -> Arrivals {
-    let name = h.name();
-    let count = |c: &prometheus::IntCounterVec, labels: &[&str]| {
-        c.get_metric_with_label_values(labels)
-            .map_or(0, |m| m.get())
-    };
-    let messages = count(&metrics.ingest.messages_consumed, &[name]);
-    let rejected: std::collections::BTreeMap<_, _> = crate::reason::Reason::ROWS
-        .iter()
-        .map(|r| {
-            (
-                r.as_str(),
-                count(&metrics.ingest.messages_rejected, &[name, r.as_str()]),
-            )
-        })
-        .collect();
+fn arrivals(h: &StreamHandle) -> Arrivals {
+    let t = h.arrivals.tally();
+    let (messages, rejected) = (t.messages, t.rejected);
     let refused: u64 = rejected.values().sum();
     let note = if messages == 0 {
         Some(format!(
@@ -136,9 +123,9 @@ fn arrivals(h: &StreamHandle, metrics: &crate::metrics::Metrics) -> Arrivals {
         messages,
         rejected,
         dead_letters: DeadLetterCounts {
-            delivered: count(&metrics.ingest.dead_letters, &[name]),
-            failed: count(&metrics.ingest.dead_letter_failures, &[name]),
-            skipped: count(&metrics.ingest.dead_letters_skipped, &[name]),
+            delivered: t.delivered,
+            failed: t.failed,
+            skipped: t.skipped,
         },
         note,
     }
@@ -160,11 +147,7 @@ pub struct PartitionStateSummary {
     writer: Option<String>,
 }
 
-fn summary(
-    h: &StreamHandle,
-    health: &crate::health::Health,
-    metrics: &crate::metrics::Metrics,
-) -> StreamSummary {
+fn summary(h: &StreamHandle, health: &crate::health::Health) -> StreamSummary {
     let snap = h.snapshot();
     let state = health.snapshot();
     let partitions = state.partitions.get(&h.topic).copied().unwrap_or_default();
@@ -188,7 +171,7 @@ fn summary(
         partitions,
         partition_states: partition_states(&snap),
         quality: h.quality.as_ref().map(|q| q.summary()),
-        arrivals: arrivals(h, metrics),
+        arrivals: arrivals(h),
         fields_seen: h.sightings.as_ref().map(|s| s.summary()),
     }
 }
@@ -219,11 +202,7 @@ pub struct StreamList {
     responses((status = 200, description = "Every observation stream", body = StreamList)))]
 pub(super) async fn list_streams(State(st): State<AppState>) -> Json<StreamList> {
     Json(StreamList {
-        streams: st
-            .streams
-            .iter()
-            .map(|h| summary(h, &st.health, &st.metrics))
-            .collect(),
+        streams: st.streams.iter().map(|h| summary(h, &st.health)).collect(),
     })
 }
 
@@ -290,7 +269,7 @@ pub(super) async fn get_stream(
     let snap = h.snapshot();
     let features = feature_names(&h);
     let mut detail = StreamDetail {
-        summary: summary(&h, &st.health, &st.metrics),
+        summary: summary(&h, &st.health),
         features,
         mean_x: None,
         sd_x: None,

@@ -303,7 +303,9 @@ impl FeatureIngest {
             }
             Ok(Applied::SameLabels) => None,
             Err(ApplyError::Rejected(rej)) => {
-                let _copied = self.warnings.reject(name, metrics, dead_letters, msg, &rej);
+                let _copied = self
+                    .warnings
+                    .reject(name, metrics, None, dead_letters, msg, &rej);
                 Some(rej)
             }
             Err(ApplyError::Failed(e)) => {

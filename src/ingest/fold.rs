@@ -300,6 +300,7 @@ impl StreamIngest {
             .messages_consumed
             .with_label_values(&[name])
             .inc();
+        handle.arrivals.message();
         let (k, by) = handle.folds();
         let part = self.part(msg.partition());
         let mut tally = format::Tally::default();
@@ -382,7 +383,14 @@ impl StreamIngest {
                 Some(0)
             }
             Err(rej) => {
-                if self.warnings.reject(name, metrics, dead_letters, msg, &rej) {
+                if self.warnings.reject(
+                    name,
+                    metrics,
+                    Some(&handle.arrivals),
+                    dead_letters,
+                    msg,
+                    &rej,
+                ) {
                     None
                 } else {
                     Some(0)

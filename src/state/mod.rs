@@ -3,8 +3,10 @@
 //! history recorder) clone it. `published` is the pattern both stream kinds share, `streams`
 //! and `feature_streams` their handles, `history` each stream's default model over time (the
 //! ring; `recorder` the task that fills it), `quality` each stream's live test-then-train
-//! figures, `sightings` which declared fields and target its first events carried.
+//! figures, `sightings` which declared fields and target its first events carried,
+//! `arrivals` what arrived on its topic (messages read, refused, dead-lettered).
 
+pub mod arrivals;
 pub mod feature_streams;
 pub mod history;
 pub mod published;

@@ -80,6 +80,8 @@ pub struct StreamHandle {
     /// Which declared fields and target the first events carried (`sightings`; None: a
     /// stream declared by count, or before `sample_fields`).
     pub sightings: Option<crate::state::sightings::Sightings>,
+    /// Messages read and refused since the start, and their dead-letter copies (`arrivals`).
+    pub arrivals: std::sync::Arc<crate::state::arrivals::Arrivals>,
 }
 
 impl StreamHandle {
@@ -94,6 +96,7 @@ impl StreamHandle {
         Ok(StreamHandle {
             wire: None,
             sightings: None,
+            arrivals: Default::default(),
             quality,
             topic: config.topic(),
             fields,

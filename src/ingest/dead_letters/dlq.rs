@@ -30,6 +30,7 @@ use super::log_rate::RateLimit;
 use crate::config::{DlqConfig, OnFailure};
 use crate::metrics::Metrics;
 use crate::reason::Rejection;
+use crate::state::arrivals::Arrivals;
 use rdkafka::ClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
@@ -57,6 +58,9 @@ pub struct Copy {
     pub truncated_from: Option<usize>,
     /// The message's own headers (those named `ravel-...` left out: the copy's are ravel's).
     pub headers: Vec<(String, Option<Vec<u8>>)>,
+    /// The stream's tallies, where its delivery, failures and skips are counted too (None:
+    /// a scorer's copy).
+    pub arrivals: Option<Arc<Arrivals>>,
 }
 
 /// At most this many messages of each partition of a dead-letter topic are read back at the
@@ -180,7 +184,14 @@ impl Copy {
             error: rejection.message.clone(),
             truncated_from: None,
             headers: Vec::new(),
+            arrivals: None,
         }
+    }
+
+    /// The copy counted in its stream's tallies (`crate::state::arrivals`) too.
+    pub fn counted_in(mut self, arrivals: Option<Arc<Arrivals>>) -> Copy {
+        self.arrivals = arrivals;
+        self
     }
 
     /// The copy with the message's own headers (`ravel-...` ones left out).
@@ -432,6 +443,9 @@ impl Worker {
                         .dead_letters
                         .with_label_values(&[c.stream.as_str()])
                         .inc();
+                    if let Some(a) = &c.arrivals {
+                        a.delivered();
+                    }
                     if attempt.failed > 0
                         && let Some(suppressed) = self.admit(&c.stream, Kind::Recovered)
                     {
@@ -586,6 +600,9 @@ impl Worker {
             .dead_letter_failures
             .with_label_values(&[c.stream.as_str()])
             .inc();
+        if let Some(a) = &c.arrivals {
+            a.failed();
+        }
         let dlq = crate::config::dlq_of(&c.topic);
         let retry_in = match self.mode {
             OnFailure::Block => {
@@ -607,6 +624,9 @@ impl Worker {
                     .dead_letters_skipped
                     .with_label_values(&[c.stream.as_str()])
                     .inc();
+                if let Some(a) = &c.arrivals {
+                    a.skipped();
+                }
                 if let Some(suppressed) = log {
                     tracing::error!(
                         stream = %c.stream, topic = %c.topic, partition = c.partition, offset = c.offset,

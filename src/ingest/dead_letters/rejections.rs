@@ -6,7 +6,9 @@ use super::dlq::{Copy, DeadLetters, LOG_EVERY};
 use super::log_rate::RateLimit;
 use crate::metrics::Metrics;
 use crate::reason::{Reason, Rejection};
+use crate::state::arrivals::Arrivals;
 use rdkafka::message::{BorrowedMessage, Message};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// The rejection of a message without a payload (a tombstone).
@@ -38,12 +40,14 @@ impl Warnings {
         }
     }
 
-    /// Counts a refused message, logs it (rate-limited) and copies it to the dead-letter topic.
-    /// Returns whether a copy was sent.
+    /// Counts a refused message (in the metrics, and in the stream's `arrivals` when given,
+    /// which its copy carries to count its delivery), logs it (rate-limited) and copies it to
+    /// the dead-letter topic. Returns whether a copy was sent.
     pub fn reject(
         &mut self,
         stream: &str,
         metrics: &Metrics,
+        arrivals: Option<&Arc<Arrivals>>,
         dead_letters: Option<&DeadLetters>,
         msg: &BorrowedMessage<'_>,
         rej: &Rejection,
@@ -53,6 +57,9 @@ impl Warnings {
             .messages_rejected
             .with_label_values(&[stream, rej.reason.as_str()])
             .inc();
+        if let Some(a) = arrivals {
+            a.rejected(rej.reason);
+        }
         if let Some(suppressed) = self.limit.admit(Instant::now()) {
             tracing::warn!(
                 stream = %stream, topic = %msg.topic(), partition = msg.partition(), offset = msg.offset(),
@@ -72,7 +79,8 @@ impl Warnings {
                         msg.payload().unwrap_or(&[]),
                         rej,
                     )
-                    .with_headers(msg.headers()),
+                    .with_headers(msg.headers())
+                    .counted_in(arrivals.cloned()),
                 );
                 true
             }
