@@ -532,6 +532,21 @@ model = {{ method = "lasso", k = 2 }}
         seed ^= seed << 17;
         seed % 1500
     };
+    // The predictions are read as they come, from before the first event: the embedded
+    // broker keeps at most 5 MB of a partition and drops the oldest beyond (100,000
+    // predictions are more), and Tansu serves a backlog of one-record batches at 65-110
+    // messages a second (a plain confluent-kafka consumer too: about one record batch per
+    // Fetch), 30 ms an event. Every prediction, and two seconds more: nothing beyond one per
+    // event may come.
+    let limit = if tansu {
+        Duration::from_millis(30 * n_events as u64).max(Duration::from_secs(300))
+    } else {
+        Duration::from_secs(300)
+    };
+    let reader = {
+        let b = b.clone();
+        std::thread::spawn(move || read_scores_within(&b, n_events, limit))
+    };
     let mut producing = None;
     for run in 1..=kills {
         let (s, base) = serve(dir.path(), &b, run);
@@ -592,16 +607,7 @@ model = {{ method = "lasso", k = 2 }}
     }
     producing.unwrap().join().unwrap();
     let (mut last, base) = serve(dir.path(), &b, kills + 1);
-    // Every prediction, and two seconds more: nothing beyond one per event may come. Tansu
-    // serves a backlog of one-record batches at 65-110 messages a second (a plain
-    // confluent-kafka consumer too: about one record batch per Fetch), to the scorer and to
-    // this reader alike: 30 ms an event there.
-    let limit = if tansu {
-        Duration::from_millis(30 * n_events as u64).max(Duration::from_secs(90))
-    } else {
-        Duration::from_secs(90)
-    };
-    let scores = read_scores_within(&b, n_events, limit);
+    let scores = reader.join().unwrap();
     // POST .../predict in chunks (a request's body is bounded).
     let mut expected = Vec::with_capacity(n_events);
     for chunk in events.chunks(5000) {
