@@ -100,6 +100,10 @@ pub struct StandaloneHealth {
     /// This instance's name in its commits (`kafka.instance_id`, else host and process id).
     pub instance: String,
     pub other_instances: Vec<String>,
+    /// Whether the cluster keeps the commits' metadata, by which another instance is named:
+    /// false on a cluster that drops it (Tansu 0.6.0), where a second instance cannot be seen;
+    /// null until this instance's own commit was read back.
+    pub commit_metadata_kept: Option<bool>,
 }
 
 /// Unix milliseconds as `YYYY-MM-DDTHH:MM:SSZ` (UTC), without a date crate: the days since

@@ -56,7 +56,8 @@
 //!   `commit` (which offsets may be committed).
 //! - `score`: the scorers of `[[scorers]]`, a pipeline of their own beside ingest: events in
 //!   through a stream's decoding, predictions with a model of its snapshot, predictions out;
-//!   each on its own thread with its own consumer group.
+//!   each on its own thread with its own consumer group; `tail` (where an exactly-once
+//!   scorer resumes: its output partitions' tail).
 //! - `api`: the HTTP API (axum; `mod.rs` the router and the shared state): `streams` and
 //!   `features` (the handlers of the two stream kinds), `params` (request parsing), `health`
 //!   (`/healthz`, `/readyz`, `/metrics`), `admission` (extraction slots), `requests` (counted

@@ -190,6 +190,11 @@ pub async fn run(
             clients: clients.clone(),
             dlq: config.dlq.clone(),
             dead_letter: config.ingest.dead_letter,
+            topic_of_stream: config
+                .streams
+                .iter()
+                .find(|s| s.topic() == sc.topic)
+                .map(|s| s.name.clone()),
             metrics: metrics.clone(),
             health: health.clone(),
             assignment: config.kafka.assignment,

@@ -1,7 +1,9 @@
 //! Scorers (issue 33 item 3) on a real broker and the real service: events in, one prediction
 //! per event out, each equal to `POST .../predict` with the model version it names; bad events
 //! dead-lettered with their reason and never scored; a scorer restarted mid-stream misses no
-//! event (at least once) and its repeats carry the same prediction.
+//! event (at least once) and its repeats carry the same prediction; exactly once across
+//! SIGKILLs on the embedded broker and on Tansu 0.6.0 (issue 46); a scorer of its stream's own
+//! topic (issue 45).
 
 mod common;
 use common::*;
@@ -58,17 +60,16 @@ fn features(i: usize) -> (f64, f64, f64) {
     )
 }
 
-/// Whether the exactly-once test runs on Tansu 0.6.0 (`EXACTLY_ONCE_BROKER=tansu`) instead of
-/// `ravel broker`.
-fn on_tansu() -> bool {
-    std::env::var("EXACTLY_ONCE_BROKER").is_ok_and(|b| b == "tansu")
+fn producer(brokers: &str) -> BaseProducer {
+    producer_on(brokers, false)
 }
 
-fn producer(brokers: &str) -> BaseProducer {
+/// A producer; on Tansu (`tansu`) one record a batch, for its record-batch defects
+/// (docs/compatibility.md).
+fn producer_on(brokers: &str, tansu: bool) -> BaseProducer {
     let mut c = ClientConfig::new();
     c.set("bootstrap.servers", brokers).set("linger.ms", "5");
-    if on_tansu() {
-        // Tansu's record-batch defects (docs/compatibility.md): one record a batch.
+    if tansu {
         c.set("batch.num.messages", "1");
     }
     c.create().unwrap()
@@ -83,7 +84,12 @@ fn send(p: &BaseProducer, topic: &str, key: Option<&str>, payload: &[u8]) {
 }
 
 fn train(brokers: &str) {
-    let p = producer(brokers);
+    train_on(brokers, false)
+}
+
+/// The training rows to `r.rows` (`tansu`: see `producer_on`).
+fn train_on(brokers: &str, tansu: bool) {
+    let p = producer_on(brokers, tansu);
     for i in 0..ROWS {
         let (a, b, c) = features(i);
         let price = 2.0 * a - 3.0 * b + 0.5 * ((i * 7919) % 13) as f64 / 13.0;
@@ -123,7 +129,12 @@ struct Scored {
 /// Reads `r.scores` from the beginning until `want` messages arrived (or the deadline), then
 /// two seconds more: nothing beyond `want` may come.
 fn read_scores(brokers: &str, want: usize) -> Vec<Scored> {
-    let mut out = read_scores_until(brokers, |s| s.len() >= want);
+    read_scores_within(brokers, want, Duration::from_secs(90))
+}
+
+/// `read_scores` with a deadline of `limit`.
+fn read_scores_within(brokers: &str, want: usize, limit: Duration) -> Vec<Scored> {
+    let mut out = read_scores_until(brokers, limit, |s| s.len() >= want);
     let consumer = out.1;
     let until = Instant::now() + Duration::from_secs(2);
     while Instant::now() < until {
@@ -134,9 +145,10 @@ fn read_scores(brokers: &str, want: usize) -> Vec<Scored> {
     out.0
 }
 
-/// Reads `r.scores` from the beginning until `done` holds of what arrived (or 90 s passed).
+/// Reads `r.scores` from the beginning until `done` holds of what arrived (or `limit` passed).
 fn read_scores_until(
     brokers: &str,
+    limit: Duration,
     done: impl Fn(&[Scored]) -> bool,
 ) -> (Vec<Scored>, BaseConsumer) {
     let consumer: BaseConsumer = ClientConfig::new()
@@ -156,7 +168,7 @@ fn read_scores_until(
     consumer.assign(&tpl).unwrap();
     let mut out = Vec::new();
     let start = Instant::now();
-    while !done(&out) && start.elapsed() < Duration::from_secs(90) {
+    while !done(&out) && start.elapsed() < limit {
         if let Some(Ok(m)) = consumer.poll(Duration::from_millis(200)) {
             out.push(scored(&m));
         }
@@ -406,24 +418,46 @@ fn a_scorer_restarted_mid_stream_misses_no_event() {
     svc.stop().unwrap();
 }
 
-/// Exactly once through the real binary, SIGKILLed at random points while events arrive (the
-/// output has a partition per input partition): every event has one prediction, in the output
-/// partition of its source partition, none twice by source offset, each equal to
-/// `POST .../predict` with the model it names. `EXACTLY_ONCE_EVENTS` and `EXACTLY_ONCE_KILLS`
-/// set the size (CI: 20000 events, 3 kills; issue 46: 100000 and 5); `EXACTLY_ONCE_BROKER=tansu`
-/// runs it on Tansu 0.6.0 (standalone assignment, one record a batch: its defects).
-#[test]
-fn a_scorer_killed_mid_stream_scores_every_event_exactly_once() {
+/// The size of an exactly-once run: `EXACTLY_ONCE_EVENTS` and `EXACTLY_ONCE_KILLS` when set,
+/// else the defaults (CI's).
+fn exactly_once_size(events: usize, kills: usize) -> (usize, usize) {
     let env = |name: &str, default: usize| -> usize {
         std::env::var(name)
             .ok()
             .and_then(|v| v.parse().ok())
             .unwrap_or(default)
     };
-    let (n_events, kills) = (
-        env("EXACTLY_ONCE_EVENTS", 20_000),
-        env("EXACTLY_ONCE_KILLS", 3),
-    );
+    (
+        env("EXACTLY_ONCE_EVENTS", events),
+        env("EXACTLY_ONCE_KILLS", kills),
+    )
+}
+
+/// Issue 46 on the embedded broker (`ravel broker`): see `exactly_once`. CI: 20000 events, 3
+/// kills; `scripts/exactly_once` runs issue 46's 100000 and 5.
+#[test]
+fn a_scorer_killed_mid_stream_scores_every_event_exactly_once() {
+    let (events, kills) = exactly_once_size(20_000, 3);
+    exactly_once(false, events, kills);
+}
+
+/// Issue 46 on Tansu 0.6.0 (standalone assignment, one record a batch: its defects): see
+/// `exactly_once`. CI: TANSU_EVENTS events, 2 kills; `scripts/exactly_once` runs 100000 and 5.
+#[test]
+fn a_scorer_on_tansu_killed_mid_stream_scores_every_event_exactly_once() {
+    let (events, kills) = exactly_once_size(TANSU_EVENTS, 2);
+    exactly_once(true, events, kills);
+}
+
+/// Events of the CI run on Tansu.
+const TANSU_EVENTS: usize = 2000;
+
+/// Exactly once through the real binary, SIGKILLed `kills` times at random points while
+/// `n_events` events arrive (the output has a partition per input partition): every event has
+/// one prediction, in the output partition of its source partition, none twice by source
+/// offset, each equal to `POST .../predict` with the model it names; on Tansu 0.6.0 when
+/// `tansu`, else on `ravel broker`.
+fn exactly_once(tansu: bool, n_events: usize, kills: usize) {
     let dir = tempfile::tempdir().unwrap();
     let topics = [
         ("r.rows", 1),
@@ -432,7 +466,7 @@ fn a_scorer_killed_mid_stream_scores_every_event_exactly_once() {
         ("r.events.dlq", 1),
         ("r.scores", 2),
     ];
-    let (_broker, _tansu, b, kafka) = if on_tansu() {
+    let (_broker, _tansu, b, kafka) = if tansu {
         let t = Tansu::start(dir.path());
         for (topic, n) in topics {
             t.create_topic(topic, n, None);
@@ -479,7 +513,7 @@ model = {{ method = "lasso", k = 2 }}
         ),
     )
     .unwrap();
-    train(&b);
+    train_on(&b, tansu);
     let events: Vec<Value> = (0..n_events).map(event).collect();
     let scored_here = |base: &str| {
         client()
@@ -497,6 +531,21 @@ model = {{ method = "lasso", k = 2 }}
         seed ^= seed >> 7;
         seed ^= seed << 17;
         seed % 1500
+    };
+    // The predictions are read as they come, from before the first event: the embedded
+    // broker keeps at most 5 MB of a partition and drops the oldest beyond (100,000
+    // predictions are more), and Tansu serves a backlog of one-record batches at 65-110
+    // messages a second (a plain confluent-kafka consumer too: about one record batch per
+    // Fetch), 30 ms an event. Every prediction, and two seconds more: nothing beyond one per
+    // event may come.
+    let limit = if tansu {
+        Duration::from_millis(30 * n_events as u64).max(Duration::from_secs(300))
+    } else {
+        Duration::from_secs(300)
+    };
+    let reader = {
+        let b = b.clone();
+        std::thread::spawn(move || read_scores_within(&b, n_events, limit))
     };
     let mut producing = None;
     for run in 1..=kills {
@@ -528,7 +577,7 @@ model = {{ method = "lasso", k = 2 }}
             let thread = {
                 let (b, events) = (b.clone(), events.clone());
                 std::thread::spawn(move || {
-                    let p = producer(&b);
+                    let p = producer_on(&b, tansu);
                     for (i, e) in events.iter().enumerate() {
                         send_event(&p, i, e);
                         if i % 1000 == 999 {
@@ -558,8 +607,7 @@ model = {{ method = "lasso", k = 2 }}
     }
     producing.unwrap().join().unwrap();
     let (mut last, base) = serve(dir.path(), &b, kills + 1);
-    // Every prediction, and two seconds more: nothing beyond one per event may come.
-    let scores = read_scores(&b, n_events);
+    let scores = reader.join().unwrap();
     // POST .../predict in chunks (a request's body is bounded).
     let mut expected = Vec::with_capacity(n_events);
     for chunk in events.chunks(5000) {
@@ -618,6 +666,252 @@ model = {{ method = "lasso", k = 2 }}
         missing.len(),
         &missing[..missing.len().min(5)]
     );
+    // A second standalone instance is named by the commits' metadata (`ravel;instance=..`):
+    // the embedded broker keeps it; Tansu drops it, and the service says so.
+    let log = dir.path().join(format!("serve{}.log", kills + 1));
+    let kept = wait_for("ingest's commits read back", &log, || {
+        let (_, r) = try_get(&base, "/readyz")?;
+        r["standalone"]
+            .as_array()?
+            .iter()
+            .find(|s| s["consumer"] == "ingest")?["commit_metadata_kept"]
+            .as_bool()
+    });
+    assert_eq!(kept, !tansu, "commit metadata kept");
+    let said = std::fs::read_to_string(&log)
+        .unwrap()
+        .contains("the cluster does not keep the commits' metadata");
+    assert_eq!(said, tansu, "the log on the commits' metadata");
+    // And `ravel check` (standalone set on Tansu; `auto` is standalone on the embedded broker,
+    // which keeps the metadata).
+    let (_, list, out) = ravel_check(dir.path(), &[("RAVEL_KAFKA__BROKERS", b.as_str())]);
+    let group = finding(&list, "group:ravel");
+    let detail = group["detail"].as_str().unwrap_or_default();
+    assert_eq!(
+        detail.contains("none with metadata"),
+        tansu,
+        "{group}\n{out}"
+    );
     last.signal("-TERM");
     assert!(last.wait(), "serve did not exit cleanly after SIGTERM");
+}
+
+/// Labelled event `i` of the stream's own topic: the features of row `i` and its price.
+fn labelled(i: usize) -> Value {
+    let (a, b, c) = features(i);
+    let price = 2.0 * a - 3.0 * b + 0.5 * ((i * 7919) % 13) as f64 / 13.0;
+    json!({"a": a, "b": b, "c": c, "price": price, "id": i})
+}
+
+/// numpy's least squares (intercept first) on the first `n` of `rows` (a, b, c, price), for
+/// each n of `asked` (row i predicted with the model of the first n rows), and on all rows:
+/// (the predictions in `asked`'s order, the coefficients on every row).
+fn numpy_prefix_ols(rows: &[Value], asked: &[(usize, u64)]) -> (Vec<f64>, Vec<f64>) {
+    let dir = tempfile::tempdir().unwrap();
+    let (data, pairs) = (dir.path().join("rows.csv"), dir.path().join("asked.txt"));
+    let text: String = rows
+        .iter()
+        .map(|r| {
+            format!(
+                "{:?},{:?},{:?},{:?}\n",
+                r["a"].as_f64().unwrap(),
+                r["b"].as_f64().unwrap(),
+                r["c"].as_f64().unwrap(),
+                r["price"].as_f64().unwrap()
+            )
+        })
+        .collect();
+    std::fs::write(&data, text).unwrap();
+    let text: String = asked.iter().map(|(i, n)| format!("{i} {n}\n")).collect();
+    std::fs::write(&pairs, text).unwrap();
+    let script = r#"
+import sys
+import numpy as np
+d = np.loadtxt(sys.argv[1], delimiter=",", ndmin=2)
+X = np.hstack([np.ones((d.shape[0], 1)), d[:, :-1]])
+y = d[:, -1]
+fits = {}
+def fit(n):
+    if n not in fits:
+        fits[n] = np.linalg.lstsq(X[:n], y[:n], rcond=None)[0]
+    return fits[n]
+print(" ".join(repr(float(v)) for v in fit(len(y))))
+out = []
+for line in open(sys.argv[2]):
+    i, n = (int(v) for v in line.split())
+    out.append(repr(float(X[i] @ fit(n))))
+print(" ".join(out))
+"#;
+    let python = pyenv_python("import numpy", "numpy");
+    let out = std::process::Command::new(python)
+        .args([
+            "-c",
+            script,
+            data.to_str().unwrap(),
+            pairs.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "numpy: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut lines = text.lines();
+    let mut numbers = || -> Vec<f64> {
+        lines
+            .next()
+            .unwrap_or_default()
+            .split_whitespace()
+            .map(|v| v.parse().unwrap())
+            .collect()
+    };
+    let coefficients = numbers();
+    (numbers(), coefficients)
+}
+
+/// Issue 45: a scorer of its stream's own topic ("predict each incoming order"), through the
+/// real binary on `ravel broker`. N labelled events produced to the stream's topic, a third
+/// before the scorer has a model and the rest while it scores: the output holds exactly N
+/// predictions, one per source offset; each is numpy's OLS of the first n rows (n the model it
+/// names; one partition, folded in order) at the event; the stream's n is N (each event
+/// folded once) and its OLS is numpy's on those rows.
+#[test]
+fn a_scorer_of_its_streams_own_topic_scores_each_event_once_and_the_stream_folds_it_once() {
+    let n_events = 3000;
+    let dir = tempfile::tempdir().unwrap();
+    let (_broker, b) = Proc::start(
+        "ravel broker",
+        &[
+            "broker",
+            "--topic",
+            "r.rows:1",
+            "--topic",
+            "r.rows.dlq:1",
+            "--topic",
+            "r.scores:1",
+        ],
+        &[],
+        &dir.path().join("broker.log"),
+    );
+    std::fs::write(
+        dir.path().join("ravel.toml"),
+        format!(
+            r#"
+[http]
+addr = "127.0.0.1:0"
+[state]
+dir = "{}"
+[demo]
+enabled = false
+[[streams]]
+name = "r"
+topic = "r.rows"
+features = ["a", "b", "c"]
+target = "price"
+[[scorers]]
+name = "own"
+stream = "r"
+topic = "r.rows"
+output_topic = "r.scores"
+model = {{ method = "ols" }}
+refresh_ms = 50
+"#,
+            dir.path().join("state").display()
+        ),
+    )
+    .unwrap();
+    let log = dir.path().join("serve1.log");
+    let (mut svc, base) = serve(dir.path(), &b, 1);
+    let rows: Vec<Value> = (0..n_events).map(labelled).collect();
+    let p = producer(&b);
+    for r in &rows[..1000] {
+        send(&p, "r.rows", None, &serde_json::to_vec(r).unwrap());
+    }
+    p.flush(Duration::from_secs(30)).unwrap();
+    wait_for("the scorer scoring with exactly_once", &log, || {
+        let (_, r) = try_get(&base, "/readyz")?;
+        let s = &r["scorers"][0];
+        (s["state"] == "scoring" && s["delivery"] == "exactly_once").then_some(())
+    });
+    // The rest while the scorer scores: 20 messages every 10 ms.
+    for (i, r) in rows.iter().enumerate().skip(1000) {
+        send(&p, "r.rows", None, &serde_json::to_vec(r).unwrap());
+        if i % 20 == 19 {
+            p.poll(Duration::from_millis(10));
+        }
+    }
+    p.flush(Duration::from_secs(30)).unwrap();
+    wait_for("the stream's n = N", &log, || {
+        (stream_n(&base, "r")? == n_events as u64).then_some(())
+    });
+
+    // Exactly N predictions (and nothing more within two seconds), one per source offset.
+    let scores = read_scores(&b, n_events);
+    assert_eq!(scores.len(), n_events, "one prediction per event, no more");
+    let mut asked = Vec::with_capacity(n_events);
+    let mut seen = vec![false; n_events];
+    for s in &scores {
+        assert_eq!(s.headers["ravel-scorer"], "own");
+        assert_eq!(s.headers["ravel-source-topic"], "r.rows");
+        assert_eq!(s.headers["ravel-source-partition"], "0");
+        let o: usize = s.headers["ravel-source-offset"].parse().unwrap();
+        assert!(
+            !std::mem::replace(&mut seen[o], true),
+            "offset {o} scored twice"
+        );
+        let n = s.value["model"]["n"].as_u64().unwrap();
+        assert!((1..=n_events as u64).contains(&n), "{}", s.value);
+        assert_eq!(s.headers["ravel-model-rows"], n.to_string());
+        asked.push((o, n));
+    }
+    assert!(seen.iter().all(|&s| s), "every offset scored");
+    let (want, coefficients) = numpy_prefix_ols(&rows, &asked);
+    assert_eq!(want.len(), scores.len());
+    for (s, w) in scores.iter().zip(&want) {
+        let v = s.value["prediction"].as_f64().unwrap();
+        assert!(
+            (v - w).abs() <= 1e-9 * (1.0 + w.abs()),
+            "offset {}: scorer {v}, numpy's OLS of the first {} rows {w}",
+            s.headers["ravel-source-offset"],
+            s.value["model"]["n"]
+        );
+    }
+    // How many were scored with a model of the rows before them only (not asserted: the
+    // scorer and the stream read side by side; the events of the first third were folded
+    // before the scorer had a model).
+    let before = asked.iter().filter(|(o, n)| n <= &(*o as u64)).count();
+    eprintln!("{before} of {n_events} events scored with a model of the rows before them");
+
+    // The stream folded each event once: n is N, and OLS is numpy's on the N rows.
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(stream_n(&base, "r"), Some(n_events as u64));
+    let (status, model) = post(&base, "/v1/streams/r/model", &json!({"method": "ols"}));
+    assert_eq!(status, 200, "{model}");
+    assert_eq!(model["n"], n_events as u64);
+    let mut got = vec![model["intercept"].as_f64().unwrap()];
+    for name in ["a", "b", "c"] {
+        let c = model["coefficients"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["feature"] == name)
+            .unwrap_or_else(|| panic!("no coefficient of {name}: {model}"));
+        got.push(c["value"].as_f64().unwrap());
+    }
+    let scale = coefficients.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    for (g, w) in got.iter().zip(&coefficients) {
+        assert!(
+            (g - w).abs() <= 1e-9 * scale,
+            "service {got:?} vs numpy {coefficients:?}"
+        );
+    }
+    let m = metrics_of(&base);
+    assert_eq!(
+        sample(&m, "ravel_scorer_messages_total{scorer=\"own\"}"),
+        Some(n_events as f64)
+    );
+    svc.signal("-TERM");
+    assert!(svc.wait(), "serve did not exit cleanly after SIGTERM");
 }

@@ -6,7 +6,8 @@
 //! [[scorers]]
 //! name = "sales-scores"
 //! stream = "sales"                  # whose statistics the model comes from
-//! topic = "sales.requests"          # events to score, in the stream's own format
+//! topic = "sales.requests"          # events to score, in the stream's own format (its
+//!                                   # own topic too: each event scored, and folded once)
 //! output_topic = "sales.predictions"
 //! model = { method = "lasso", k = 10 }
 //! refresh_ms = 1000
@@ -26,7 +27,8 @@ pub struct ScorerConfig {
     /// The `[[streams]]` whose statistics the model is extracted from; the events are read
     /// through its fields (`features`, `target`, `missing`, `format`).
     pub stream: String,
-    /// The topic of the events to score.
+    /// The topic of the events to score; the stream's own topic too (each event is scored
+    /// by the scorer and folded by the stream, once each).
     pub topic: String,
     /// Where the predictions go: one message per event, with the event's key.
     pub output_topic: String,
@@ -97,13 +99,12 @@ impl ScorerConfig {
                 self.topic
             );
         }
-        if let Some(s) = streams
-            .iter()
-            .find(|s| s.topic() == self.output_topic || s.topic() == self.topic)
-        {
+        // The events may be a stream's own (its topic: each event scored, the stream folds
+        // it once); the predictions may not (the stream would fold them as rows).
+        if let Some(s) = streams.iter().find(|s| s.topic() == self.output_topic) {
             bail!(
-                "scorer '{name}': topic '{}' is stream '{}''s input: events to score and \
-                 predictions need topics of their own (the stream would fold them as rows)",
+                "scorer '{name}': output_topic '{}' is stream '{}''s input: the stream would \
+                 fold the predictions as rows; give the predictions a topic of their own",
                 s.topic(),
                 s.name
             );
@@ -192,7 +193,11 @@ mod tests {
         assert!(err(s).contains("would read its own predictions"));
         let mut s = scorer("");
         s.output_topic = "r.rows".into();
-        assert!(err(s).contains("is stream 'r''s input"));
+        assert!(err(s).contains("output_topic 'r.rows' is stream 'r''s input"));
+        // Its stream's own topic is events to score like any other.
+        let mut s = scorer("");
+        s.topic = "r.rows".into();
+        assert!(s.check(&streams(), 2).is_ok());
         assert!(err(scorer("refresh_ms = 0")).contains("refresh_ms = 0 must lie in 10..=3600000"));
         assert!(err(scorer("model = { method = \"lasso\", k = 9 }")).contains("model:"));
         let mut s = scorer("");

@@ -15,7 +15,10 @@
 //! the times are the hosts' clocks (skew between hosts beyond the start-up gap hides or shows
 //! a commit wrongly); a consumer of the group that uses the group protocol is not seen here
 //! (its commits carry no such metadata; Kafka refuses ours while it is a member, which the
-//! commit's error says).
+//! commit's error says). A cluster that does not keep the commits' metadata (Tansu 0.6.0
+//! answers every OffsetFetch without it) cannot show a second instance at all: when this
+//! instance's own commits read back without metadata, the log (once) and `/readyz`
+//! (`commit_metadata_kept: false`) say so.
 
 use crate::health::{Health, StandaloneHealth};
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
@@ -90,6 +93,10 @@ pub struct Standalone {
     last_check: Option<Instant>,
     /// Other instances, when each was last seen.
     seen: BTreeMap<String, Instant>,
+    /// Whether a commit with this instance's metadata was made (`metadata_with` was asked).
+    committed: std::sync::atomic::AtomicBool,
+    /// Whether the cluster keeps the commits' metadata (None: not known yet).
+    metadata_kept: Option<bool>,
     health: Arc<Health>,
 }
 
@@ -109,6 +116,8 @@ impl Standalone {
             every,
             last_check: None,
             seen: BTreeMap::new(),
+            committed: std::sync::atomic::AtomicBool::new(false),
+            metadata_kept: None,
             health,
         };
         s.report();
@@ -124,6 +133,8 @@ impl Standalone {
 
     /// The metadata of a commit made now, with more fields.
     pub fn metadata_with(&self, more: &[(&str, String)]) -> String {
+        self.committed
+            .store(true, std::sync::atomic::Ordering::Relaxed);
         metadata(
             &self.instance,
             crate::unix_ms(std::time::SystemTime::now()),
@@ -142,6 +153,7 @@ impl Standalone {
             group: self.group.clone(),
             instance: self.instance.clone(),
             other_instances: self.others(),
+            commit_metadata_kept: self.metadata_kept,
         });
     }
 
@@ -171,6 +183,26 @@ impl Standalone {
         };
         let now = Instant::now();
         let before = self.others();
+        // After a commit of this instance: whether any offset read back carries metadata.
+        if self.metadata_kept.is_none() && self.committed.load(std::sync::atomic::Ordering::Relaxed)
+        {
+            let elements = committed.elements();
+            let with_offset: Vec<&str> = elements
+                .iter()
+                .filter(|e| matches!(e.offset(), rdkafka::Offset::Offset(_)))
+                .map(|e| e.metadata())
+                .collect();
+            if let Some(kept) = metadata_kept(&with_offset) {
+                self.metadata_kept = Some(kept);
+                if !kept {
+                    tracing::warn!(
+                        consumer = %self.what, group = %self.group,
+                        "the cluster does not keep the commits' metadata (Tansu 0.6.0 drops it): a second instance reading the same partitions in standalone mode (kafka.assignment) cannot be named here; run one instance per kafka.group_id, or use kafka.assignment = \"group\""
+                    );
+                }
+                self.report();
+            }
+        }
         for e in committed.elements() {
             if let Some((who, at)) = parse(e.metadata())
                 && who != self.instance
@@ -196,6 +228,20 @@ impl Standalone {
     }
 }
 
+/// Whether the cluster kept the metadata of the commits read back (`metadatas`, of the
+/// partitions with a committed offset, read after a commit of this instance): kept when any
+/// carries ravel's, dropped when none carries any; None when there is nothing to tell by
+/// (no committed offset yet, or only another tool's metadata).
+fn metadata_kept(metadatas: &[&str]) -> Option<bool> {
+    if metadatas.iter().any(|m| fields(m).is_some()) {
+        Some(true)
+    } else if !metadatas.is_empty() && metadatas.iter().all(|m| m.is_empty()) {
+        Some(false)
+    } else {
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -214,5 +260,14 @@ mod tests {
         assert!(!is_embedded_cluster("tansu"));
         assert_eq!(instance_name(Some("ravel-1")), "ravel-1");
         assert!(instance_name(None).ends_with(&format!("-{}", std::process::id())));
+    }
+
+    #[test]
+    fn commits_read_back_without_metadata_mean_the_cluster_drops_it() {
+        let ours = metadata("a", 1, &[]);
+        assert_eq!(metadata_kept(&[ours.as_str(), ""]), Some(true));
+        assert_eq!(metadata_kept(&["", ""]), Some(false));
+        assert_eq!(metadata_kept(&[]), None);
+        assert_eq!(metadata_kept(&["some tool"]), None);
     }
 }

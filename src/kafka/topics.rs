@@ -107,7 +107,11 @@ pub fn needed(config: &Config) -> Vec<Needed> {
         }
     }
     for sc in &config.scorers {
-        out.push(input(sc.topic.clone(), "scorer", parts));
+        // A scorer of a stream's own topic: the topic and its dead letters are the stream's.
+        let of_stream = out.iter().any(|n| n.topic == sc.topic);
+        if !of_stream {
+            out.push(input(sc.topic.clone(), "scorer", parts));
+        }
         out.push(Needed {
             topic: sc.output_topic.clone(),
             role: "scorer_output",
@@ -115,7 +119,7 @@ pub fn needed(config: &Config) -> Vec<Needed> {
             create: sc.create_output_topic,
             switch: "scorers.create_output_topic",
         });
-        if config.ingest.dead_letter {
+        if config.ingest.dead_letter && !of_stream {
             out.push(dead_letters(&sc.topic, parts));
         }
     }
@@ -596,6 +600,27 @@ mod tests {
         c.state.store = crate::config::StoreKind::Dir;
         c.ingest.dead_letter = false;
         assert_eq!(needed(&c).len(), 1);
+        // A scorer of the stream's own topic: the topic and its dead letters once, the
+        // stream's; the scorer's output its own.
+        c.ingest.dead_letter = true;
+        c.scorers.push(
+            toml::from_str(
+                "name = \"sc\"\nstream = \"s\"\ntopic = \"obs\"\noutput_topic = \"obs.scores\"",
+            )
+            .unwrap(),
+        );
+        let roles: Vec<_> = needed(&c)
+            .iter()
+            .map(|n| (n.topic.clone(), n.role))
+            .collect();
+        assert_eq!(
+            roles,
+            [
+                ("obs".to_string(), "stream"),
+                ("obs.dlq".to_string(), "dead_letters"),
+                ("obs.scores".to_string(), "scorer_output")
+            ]
+        );
     }
 
     #[test]

@@ -9,6 +9,11 @@
 //! (the statistics' n and `as_of`, and a hash of the model request). Before its stream has a
 //! first row the scorer does not join its group at all.
 //!
+//! The events may be the stream's own (its topic): the scorer reads them with its own group
+//! beside the stream, so each gets one prediction, with the model the scorer holds when it
+//! reads it, and the stream folds it once. Refusals there are counted, not dead-lettered:
+//! the stream dead-letters its topic's bad messages itself.
+//!
 //! Delivery is exactly once without Kafka transactions (as Apache Apex's exactly-once Kafka
 //! output and Feldera's Kafka output do it), when the output topic has at least as many
 //! partitions as the input: the predictions of input partition i go to output partition i,
@@ -35,6 +40,8 @@
 //! hides open transactions, but answers every Fetch with an empty list of aborted
 //! transactions, so a `read_committed` consumer sees aborted records.
 
+mod tail;
+
 use crate::config::DlqConfig;
 use crate::config::scorers::ScorerConfig;
 use crate::ingest::dead_letters::RateLimit;
@@ -49,13 +56,14 @@ use ravel_core::solve::{Checked, Model, Request, model_from_folds};
 use rdkafka::ClientContext;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, RebalanceProtocol};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::{BorrowedMessage, Header, Headers, Message, OwnedHeaders};
+use rdkafka::message::{BorrowedMessage, Header, Message, OwnedHeaders};
 use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use rdkafka::types::RDKafkaRespErr;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use tail::Tail;
 
 /// At most this many messages scored between two commits.
 const BATCH_MESSAGES: usize = 1000;
@@ -71,6 +79,9 @@ pub struct ScorerSetup {
     pub clients: KafkaClients,
     pub dlq: DlqConfig,
     pub dead_letter: bool,
+    /// The stream whose own topic the scorer reads, if any: that stream dead-letters the
+    /// topic's bad messages (once), so the scorer only counts its refusals.
+    pub topic_of_stream: Option<String>,
     pub metrics: Arc<Metrics>,
     pub health: Arc<crate::health::Health>,
     /// `kafka.assignment`, and whether replicas share the scorer's group (`state.store =
@@ -134,86 +145,6 @@ impl ProducerContext for Reports {
             }
             Err((e, _)) => crate::lock(&self.failed).push((batch, p, o, e.to_string())),
         }
-    }
-}
-
-/// At most this many messages of an output partition are read back to find where its input
-/// partition resumes, when the last commit recorded no output end (`out=`).
-const MAX_TAIL: i64 = 10_000;
-/// How long reading an output partition's tail may take.
-const TAIL_WAIT: Duration = Duration::from_secs(30);
-
-/// Exactly once: reads the tail of the output partitions.
-struct Tail {
-    /// A consumer that assigns itself one output partition at a time (`KafkaClients::reader`).
-    reader: BaseConsumer,
-    scorer: String,
-    topic: String,
-    output: String,
-}
-
-impl Tail {
-    /// The offset after the last source offset of input partition `p` that output partition
-    /// `p` holds from offset `hint` on (from `MAX_TAIL` before its end without one); None when
-    /// it holds none there.
-    fn resume(&self, p: i32, hint: Option<i64>) -> Result<Option<i64>, String> {
-        let (low, high) = self
-            .reader
-            .fetch_watermarks(&self.output, p, Duration::from_secs(10))
-            .map_err(|e| format!("cannot read the end of {}/{p}: {e}", self.output))?;
-        let from = match hint {
-            Some(h) => h.clamp(low, high),
-            None => (high - MAX_TAIL).max(low),
-        };
-        if from >= high {
-            return Ok(None);
-        }
-        let mut tpl = TopicPartitionList::new();
-        tpl.add_partition_offset(&self.output, p, Offset::Offset(from))
-            .map_err(|e| e.to_string())?;
-        self.reader.assign(&tpl).map_err(|e| e.to_string())?;
-        let start = Instant::now();
-        let mut last = None;
-        let outcome = loop {
-            if start.elapsed() > TAIL_WAIT {
-                break Err(format!(
-                    "{}/{p} not read from {from} to its end {high} within {} s",
-                    self.output,
-                    TAIL_WAIT.as_secs()
-                ));
-            }
-            match self.reader.poll(Duration::from_millis(100)) {
-                Some(Ok(m)) => {
-                    if let Some(o) = self.source_offset(&m, p) {
-                        last = Some(last.map_or(o, |l: i64| l.max(o)));
-                    }
-                    if m.offset() >= high - 1 {
-                        break Ok(last.map(|o| o + 1));
-                    }
-                }
-                Some(Err(e)) => break Err(format!("cannot read {}/{p}: {e}", self.output)),
-                None => {}
-            }
-        };
-        let _ = self.reader.unassign();
-        outcome
-    }
-
-    /// The source offset of a prediction of this scorer of input partition `p`.
-    fn source_offset(&self, m: &BorrowedMessage<'_>, p: i32) -> Option<i64> {
-        let headers = m.headers()?;
-        let get = |key: &str| {
-            headers
-                .iter()
-                .find(|h| h.key == key)
-                .and_then(|h| h.value)
-                .and_then(|v| std::str::from_utf8(v).ok())
-        };
-        (get("ravel-scorer")? == self.scorer
-            && get("ravel-source-topic")? == self.topic
-            && get("ravel-source-partition")?.parse::<i32>().ok()? == p)
-            .then(|| get("ravel-source-offset")?.parse().ok())
-            .flatten()
     }
 }
 
@@ -366,6 +297,8 @@ struct Scorer {
     /// once), decided when the scorer starts reading.
     exactly_once: bool,
     dead_letters: Option<DeadLetters>,
+    /// The stream whose own topic this is (`ScorerSetup::topic_of_stream`).
+    topic_of_stream: Option<String>,
     metrics: Arc<Metrics>,
     health: Arc<crate::health::Health>,
     shutdown: Shutdown,
@@ -404,7 +337,7 @@ impl Scorer {
             .map_err(|e| {
                 anyhow::anyhow!("scorer '{name}': cannot create its producer: {}", scrub(e))
             })?;
-        let dead_letters = if s.dead_letter {
+        let dead_letters = if s.dead_letter && s.topic_of_stream.is_none() {
             Some(DeadLetters::start(
                 &s.clients.dead_letters(),
                 Some(&s.clients.dead_letter_reader()),
@@ -429,6 +362,7 @@ impl Scorer {
             producer,
             exactly_once: false,
             dead_letters,
+            topic_of_stream: s.topic_of_stream,
             metrics: s.metrics,
             health: s.health,
             shutdown: s.shutdown,
@@ -501,7 +435,7 @@ impl Scorer {
             tracing::error!(scorer = %name, error = %self.clients.scrub(&e.to_string()), "cannot subscribe to the scorer's topic");
             return;
         }
-        tracing::info!(scorer = %name, topic = %self.config.topic, output_topic = %self.config.output_topic, group = %group, standalone, "scorer started");
+        tracing::info!(scorer = %name, topic = %self.config.topic, output_topic = %self.config.output_topic, group = %group, standalone, topic_of_stream = ?self.topic_of_stream, "scorer started");
         let mut lag_at = Instant::now();
         while !self.shutdown.is_triggered() {
             self.refresh();
@@ -768,7 +702,17 @@ impl Scorer {
         drop(messages);
         for (reason, message) in rejected {
             if self.admit_log("rejected") {
-                tracing::warn!(scorer = %self.config.name, reason = reason.as_str(), error = %message, "scorer refused a message (dead-lettered, no prediction)");
+                match (&self.topic_of_stream, &self.dead_letters) {
+                    (Some(stream), _) => {
+                        tracing::warn!(scorer = %self.config.name, reason = reason.as_str(), error = %message, stream = %stream, "scorer refused a message of its stream's topic (no prediction; the stream dead-letters it)")
+                    }
+                    (None, Some(_)) => {
+                        tracing::warn!(scorer = %self.config.name, reason = reason.as_str(), error = %message, "scorer refused a message (dead-lettered, no prediction)")
+                    }
+                    (None, None) => {
+                        tracing::warn!(scorer = %self.config.name, reason = reason.as_str(), error = %message, "scorer refused a message (no prediction; ingest.dead_letter = false)")
+                    }
+                }
             }
         }
         let delivered = self.await_deliveries(scored) && self.await_dead_letters(copies);

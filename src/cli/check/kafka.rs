@@ -456,20 +456,39 @@ fn group(
                     .fix(grant()),
                 );
             }
-            let committed = got
-                .elements()
+            let elements = got.elements();
+            let with_offset: Vec<_> = elements
                 .iter()
                 .filter(|e| matches!(e.offset(), Offset::Offset(_)))
-                .count();
-            Some(Finding::new(
-                check,
-                Status::Ok,
-                format!(
-                    "consumer group '{group}' (kafka.group_id) answers: offsets committed on \
-                     {committed} of its {} partitions",
-                    got.count()
-                ),
-            ))
+                .collect();
+            let committed = with_offset.len();
+            let answers = format!(
+                "consumer group '{group}' (kafka.group_id) answers: offsets committed on \
+                 {committed} of its {} partitions",
+                got.count()
+            );
+            // Standalone assignment names a second instance by the commits' metadata: a
+            // cluster that drops it (Tansu 0.6.0) cannot show one.
+            let standalone = config.kafka.assignment == crate::config::Assignment::Standalone;
+            if standalone && committed > 0 && with_offset.iter().all(|e| e.metadata().is_empty()) {
+                return Some(
+                    Finding::new(
+                        check,
+                        Status::Info,
+                        format!(
+                            "{answers}, none with metadata: if ravel made them in standalone \
+                             assignment (kafka.assignment), this cluster does not keep the \
+                             commits' metadata (Tansu 0.6.0 drops it), by which a second \
+                             instance on the group is named; such an instance would read every \
+                             message again unseen"
+                        ),
+                    )
+                    .fix(
+                        "run one instance per kafka.group_id, or set kafka.assignment = \"group\"",
+                    ),
+                );
+            }
+            Some(Finding::new(check, Status::Ok, answers))
         }
         Err(KafkaError::OffsetFetch(code)) if authz::is_denied(code) => Some(
             Finding::new(
