@@ -3,7 +3,8 @@
 //! history recorder) clone it. `published` is the pattern both stream kinds share, `streams`
 //! and `feature_streams` their handles, `history` each stream's default model over time (the
 //! ring; `recorder` the task that fills it), `quality` each stream's live test-then-train
-//! figures, `sightings` which declared fields and target its first events carried.
+//! figures, `sightings` which declared fields and target its first events carried,
+//! `wide_columns` the columns a wide feature stream keeps for paper 004's Lasso path.
 
 pub mod feature_streams;
 pub mod history;
@@ -12,3 +13,4 @@ pub mod quality;
 pub mod recorder;
 pub mod sightings;
 pub mod streams;
+pub mod wide_columns;
