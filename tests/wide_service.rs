@@ -77,7 +77,14 @@ fn design(n: usize, p: usize, per_col: usize, seed: u64) -> (Vec<Vec<f64>>, Vec<
         }
     }
     let mut y = vec![0.0; n];
-    for (t, w) in [(3, 2.0), (17, -1.5), (40, 1.0), (77, 3.0), (120, -2.0), (151, 1.2)] {
+    for (t, w) in [
+        (3, 2.0),
+        (17, -1.5),
+        (40, 1.0),
+        (77, 3.0),
+        (120, -2.0),
+        (151, 1.2),
+    ] {
         for i in 0..n {
             y[i] += w * cols[t % p][i];
         }
@@ -215,9 +222,16 @@ fn the_path_of_a_wide_feature_stream_is_ravel_fit_wide_on_the_same_columns() {
         .sum();
     assert_eq!(v["features_seen"], p + 1);
     let w = &v["wide"];
-    assert_eq!((w["columns"].as_u64(), w["nonzeros"].as_u64()), (Some(p as u64), Some(nnz as u64)), "{v}");
+    assert_eq!(
+        (w["columns"].as_u64(), w["nonzeros"].as_u64()),
+        (Some(p as u64), Some(nnz as u64)),
+        "{v}"
+    );
     assert_eq!(w["columns_refused"], 0);
-    assert!(w["bytes"].as_u64().unwrap() <= w["budget_bytes"].as_u64().unwrap(), "{v}");
+    assert!(
+        w["bytes"].as_u64().unwrap() <= w["budget_bytes"].as_u64().unwrap(),
+        "{v}"
+    );
 
     // Deterministic: the whole path (delta_max searched as ravel fit --wide searches it).
     let (status, api) = svc.post(
@@ -225,7 +239,11 @@ fn the_path_of_a_wide_feature_stream_is_ravel_fit_wide_on_the_same_columns() {
         &json!({"variant": "deterministic", "path_points": 20}),
     );
     assert_eq!(status, 200, "{api}");
-    let fit = fit_wide(&file, p, &["--variant", "deterministic", "--path-points", "20"]);
+    let fit = fit_wide(
+        &file,
+        p,
+        &["--variant", "deterministic", "--path-points", "20"],
+    );
     same_path(&api, &fit, "deterministic");
     let pts = fit["path"].as_array().unwrap();
     assert!(
@@ -243,7 +261,16 @@ fn the_path_of_a_wide_feature_stream_is_ravel_fit_wide_on_the_same_columns() {
     let rfit = fit_wide(
         &file,
         p,
-        &["--kappa", "30", "--seed", "7", "--path-points", "15", "--tol", "1e-4"],
+        &[
+            "--kappa",
+            "30",
+            "--seed",
+            "7",
+            "--path-points",
+            "15",
+            "--tol",
+            "1e-4",
+        ],
     );
     same_path(&api, &rfit, "randomized");
 
@@ -257,7 +284,14 @@ fn the_path_of_a_wide_feature_stream_is_ravel_fit_wide_on_the_same_columns() {
     let one = fit_wide(
         &file,
         p,
-        &["--variant", "deterministic", "--delta-max", &d.to_string(), "--path-points", "1"],
+        &[
+            "--variant",
+            "deterministic",
+            "--delta-max",
+            &d.to_string(),
+            "--path-points",
+            "1",
+        ],
     );
     same_point(&m["model"], &one["path"][0], "model at delta");
     assert_eq!(m["p"], p);
@@ -273,30 +307,62 @@ fn the_path_of_a_wide_feature_stream_is_ravel_fit_wide_on_the_same_columns() {
         .iter()
         .rposition(|q| q["nonzeros"].as_u64().unwrap() <= k)
         .unwrap();
-    assert!(want > 0 && want + 1 < pts.len(), "k = {k} must pick inside the path");
+    assert!(
+        want > 0 && want + 1 < pts.len(),
+        "k = {k} must pick inside the path"
+    );
     assert_eq!(m["path_index"], want, "{m}");
     assert_eq!(m["requested_k"], k);
     same_point(&m["model"], &pts[want], "model at k");
 
     // Requests refused with their reason.
     let cases = [
-        ("wide/path", json!({"variant": "fast"}), 400, "invalid_params"),
-        ("wide/path", json!({"kappa": 3, "sample_fraction": 0.1}), 400, "invalid_params"),
+        (
+            "wide/path",
+            json!({"variant": "fast"}),
+            400,
+            "invalid_params",
+        ),
+        (
+            "wide/path",
+            json!({"kappa": 3, "sample_fraction": 0.1}),
+            400,
+            "invalid_params",
+        ),
         ("wide/path", json!({"tol": 2}), 400, "invalid_params"),
         ("wide/path", json!({"delta": 1.0}), 400, "invalid_params"),
         ("wide/path", json!({"nope": 1}), 400, "invalid_body"),
         ("wide/model", json!({}), 400, "invalid_params"),
-        ("wide/model", json!({"delta": 1.0, "k": 3}), 400, "invalid_params"),
+        (
+            "wide/model",
+            json!({"delta": 1.0, "k": 3}),
+            400,
+            "invalid_params",
+        ),
         ("wide/model", json!({"delta": -1.0}), 400, "invalid_params"),
         ("wide/model", json!({"k": 0}), 400, "invalid_params"),
     ];
     for (route, body, status, code) in cases {
         let (got, e) = svc.post(&format!("/v1/feature-streams/wide/{route}"), &body);
-        assert_eq!((got, e["error"]["code"].as_str()), (status, Some(code)), "{route} {body}: {e}");
+        assert_eq!(
+            (got, e["error"]["code"].as_str()),
+            (status, Some(code)),
+            "{route} {body}: {e}"
+        );
     }
     let (got, e) = svc.post("/v1/feature-streams/narrow/wide/path", &json!({}));
-    assert_eq!((got, e["error"]["code"].as_str()), (409, Some("not_wide")), "{e}");
-    assert!(e["error"]["message"].as_str().unwrap().contains("wide = true"), "{e}");
+    assert_eq!(
+        (got, e["error"]["code"].as_str()),
+        (409, Some("not_wide")),
+        "{e}"
+    );
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("wide = true"),
+        "{e}"
+    );
     let (_, narrow) = svc.get("/v1/feature-streams/narrow");
     assert!(narrow.get("wide").is_none(), "{narrow}");
     svc.stop().unwrap();
@@ -339,7 +405,10 @@ fn columns_past_the_memory_limit_are_refused_and_the_path_covers_those_kept() {
     assert_eq!(v["features_seen"], kept);
     let m = svc.metrics();
     assert_eq!(
-        sample(&m, "ravel_messages_rejected_total{reason=\"memory_limit\",stream=\"w\"}"),
+        sample(
+            &m,
+            "ravel_messages_rejected_total{reason=\"memory_limit\",stream=\"w\"}"
+        ),
         Some((p - kept) as f64)
     );
 
@@ -358,7 +427,11 @@ fn columns_past_the_memory_limit_are_refused_and_the_path_covers_those_kept() {
         "{}",
         api["notes"]
     );
-    let fit = fit_wide(&file, kept, &["--variant", "deterministic", "--path-points", "10"]);
+    let fit = fit_wide(
+        &file,
+        kept,
+        &["--variant", "deterministic", "--path-points", "10"],
+    );
     same_path(&api, &fit, "kept columns");
     svc.stop().unwrap();
 
@@ -366,7 +439,9 @@ fn columns_past_the_memory_limit_are_refused_and_the_path_covers_those_kept() {
     cfg.limits.max_memory = Some(ByteSize(rest + 100));
     let e = cfg.check().unwrap_err().to_string();
     assert!(
-        e.contains("feature stream 'w'") && e.contains("wide = true") && e.contains("limits.max_memory"),
+        e.contains("feature stream 'w'")
+            && e.contains("wide = true")
+            && e.contains("limits.max_memory"),
         "{e}"
     );
 }

@@ -452,7 +452,9 @@ pub(super) async fn model(
     let want = match (req.delta, req.k) {
         (Some(d), None) => {
             if !(d.is_finite() && d > 0.0) {
-                return Err(invalid(format!("delta {d}: it must be a finite number > 0")));
+                return Err(invalid(format!(
+                    "delta {d}: it must be a finite number > 0"
+                )));
             }
             if req.path_points.is_some()
                 || req.delta_max.is_some()

@@ -30,9 +30,9 @@ pub use log::*;
 pub use streams::*;
 
 use anyhow::{Context, bail};
+use ravel_core::data::csc::wide_bytes;
 use ravel_core::features::Loss;
 use ravel_core::memory::{ByteSize, Estimate};
-use ravel_core::data::csc::wide_bytes;
 use ravel_core::stats::AlphaSpec;
 use ravel_core::synthetic::{FeatureDesign, SyntheticSpec};
 use serde::{Deserialize, Serialize};
@@ -238,7 +238,8 @@ impl Config {
                 s: spec.s,
                 workers: 1,
                 eta: None,
-                wide: false,
+                // The demo's 500 columns of 200 samples (1.2 MB) also show paper 004's path.
+                wide: true,
             });
         }
         Ok(())
@@ -579,9 +580,8 @@ impl Config {
                 .ok()
                 .flatten()
                 .map_or(0, |q| q.memory_bytes());
-            total = total.plus(
-                stream_memory(s, self.ingest.max_batch_rows, &history).with_history(windows),
-            );
+            total = total
+                .plus(stream_memory(s, self.ingest.max_batch_rows, &history).with_history(windows));
         }
         for f in &self.feature_streams {
             total = total.plus(feature_stream_memory(f, self.ingest.max_batch_rows));

@@ -238,11 +238,17 @@ mod tests {
         assert_eq!((after.p, after.nnz), (CHUNK + 2, CHUNK as u64 + 3));
         // The older snapshot still sees the old column.
         let old: Vec<&Column> = before.columns().collect();
-        assert_eq!((old[1].rows.clone(), old[1].values.clone()), (vec![1], vec![2.0]));
+        assert_eq!(
+            (old[1].rows.clone(), old[1].values.clone()),
+            (vec![1], vec![2.0])
+        );
         let x = after.csc();
         assert_eq!((x.n, x.p, x.nnz()), (3, CHUNK + 2, CHUNK + 3));
         assert_eq!(x.column(1), (&[0u32, 2][..], &[5.0, 6.0][..]));
-        assert_eq!(x.column(CHUNK + 1), (&[1u32][..], &[CHUNK as f64 + 2.0][..]));
+        assert_eq!(
+            x.column(CHUNK + 1),
+            (&[1u32][..], &[CHUNK as f64 + 2.0][..])
+        );
         assert_eq!(x.name(CHUNK), format!("f{CHUNK}"));
         assert_eq!(x.y, vec![1.0, 2.0, 3.0]);
         assert!(Arc::ptr_eq(&x, &after.csc()), "built once per snapshot");

@@ -771,7 +771,11 @@ pub fn run_path(pr: &WideProblem, spec: PathSpec, opt: WideOptions) -> WidePath 
         }
     };
     let points = if delta_max > 0.0 {
-        path(pr, &delta_grid(delta_max, spec.delta_min_ratio, spec.points), opt)
+        path(
+            pr,
+            &delta_grid(delta_max, spec.delta_min_ratio, spec.points),
+            opt,
+        )
     } else {
         Vec::new()
     };
