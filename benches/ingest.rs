@@ -659,6 +659,7 @@ fn feature_stream_bench(broker: &EmbeddedBroker) {
             s,
             workers,
             eta: None,
+            wide: false,
         };
         let svc = Service::start_with(
             vec![],

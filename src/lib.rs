@@ -35,8 +35,9 @@
 //!   every batch), `streams`, `feature_streams`, `history` (each stream's default model over
 //!   time, in a bounded ring), `recorder` (the task that fills the ring), `quality` (each
 //!   stream's live test-then-train figures, recorded by ingest), `sightings` (which
-//!   declared fields and target a stream's first events carried, and those never seen) and
-//!   `arrivals` (messages read and refused, and their dead-letter copies, since the start).
+//!   declared fields and target a stream's first events carried, and those never seen),
+//!   `arrivals` (messages read and refused, and their dead-letter copies, since the start)
+//!   and `wide_columns` (the sparse columns a wide feature stream keeps for paper 004's path).
 //! - `store`: what survives a restart, one concept with two back ends: `file` (checkpoint
 //!   files, `state.dir`) and `kafka` (a compacted changelog topic, `state.store = "kafka"`:
 //!   its `writer` and its `reader`).
@@ -59,7 +60,8 @@
 //!   each on its own thread with its own consumer group; `tail` (where an exactly-once
 //!   scorer resumes: its output partitions' tail).
 //! - `api`: the HTTP API (axum; `mod.rs` the router and the shared state): `streams` and
-//!   `features` (the handlers of the two stream kinds), `params` (request parsing), `health`
+//!   `features` (the handlers of the two stream kinds), `wide` (a wide feature stream's
+//!   Lasso path and models, paper 004), `params` (request parsing), `health`
 //!   (`/healthz`, `/readyz`, `/metrics`), `admission` (extraction slots), `requests` (counted
 //!   and timed, fallbacks), `auth` (the token of state-changing requests), `error` (the JSON
 //!   error type), `openapi` (`/openapi.json`), `console` (the web console, its files in

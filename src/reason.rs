@@ -37,10 +37,13 @@ pub enum Reason {
     NoLabels,
     /// Feature streams: labels different from those the features already met.
     LabelsConflict,
+    /// Wide feature streams (`wide = true`): keeping the column would take the stream past
+    /// its share of `limits.max_memory`.
+    MemoryLimit,
 }
 
 impl Reason {
-    pub const ALL: [Reason; 12] = [
+    pub const ALL: [Reason; 13] = [
         Reason::Malformed,
         Reason::Dimension,
         Reason::NonFinite,
@@ -53,6 +56,7 @@ impl Reason {
         Reason::Index,
         Reason::NoLabels,
         Reason::LabelsConflict,
+        Reason::MemoryLimit,
     ];
     /// The reasons an observation stream's message can have.
     pub const ROWS: [Reason; 9] = [
@@ -67,7 +71,7 @@ impl Reason {
         Reason::Schema,
     ];
     /// The reasons a feature stream's message can have.
-    pub const FEATURES: [Reason; 7] = [
+    pub const FEATURES: [Reason; 8] = [
         Reason::Malformed,
         Reason::Dimension,
         Reason::NonFinite,
@@ -75,6 +79,7 @@ impl Reason {
         Reason::Index,
         Reason::NoLabels,
         Reason::LabelsConflict,
+        Reason::MemoryLimit,
     ];
     pub fn as_str(&self) -> &'static str {
         match self {
@@ -91,6 +96,7 @@ impl Reason {
             Reason::Index => "index",
             Reason::NoLabels => "no_labels",
             Reason::LabelsConflict => "labels_conflict",
+            Reason::MemoryLimit => "memory_limit",
         }
     }
 }

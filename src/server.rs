@@ -115,12 +115,12 @@ pub async fn run(
     for f in &config.feature_streams {
         metrics.declare_feature_stream(&f.name, f.workers);
     }
+    let wide_budget = config.wide_budget();
     let feature_streams = Arc::new(FeatureStreams::new(
-        config
-            .feature_streams
-            .iter()
-            .cloned()
-            .map(FeatureStreamHandle::new),
+        config.feature_streams.iter().cloned().map(|f| {
+            let budget = if f.wide { wide_budget } else { 0 };
+            FeatureStreamHandle::new(f, budget)
+        }),
     ));
     let clients = KafkaClients::new(&config.kafka, &brokers);
     clients.log_effective(config.ingest.lag_interval_ms);

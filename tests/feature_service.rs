@@ -37,6 +37,7 @@ fn feature_stream(
         s,
         workers,
         eta: None,
+        wide: false,
     }
 }
 

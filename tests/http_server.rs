@@ -150,6 +150,7 @@ fn with_a_token_writes_need_it_and_reads_stay_open() {
         s: 2,
         workers: 1,
         eta: None,
+        wide: false,
     }]);
     cfg.http.token = Secret(token.into());
     cfg.check().unwrap();

@@ -241,6 +241,7 @@ fn every_route_is_described_and_every_answer_matches_its_schema() {
         s: 2,
         workers: 1,
         eta: None,
+        wide: false,
     };
     cfg.feature_streams = vec![fs("genes", "t.genes"), fs("empty", "t.empty")];
     cfg.check().unwrap();

@@ -56,6 +56,7 @@ codes! {
     NoLabels = "no_labels",
     NotFound = "not_found",
     NotReady = "not_ready",
+    NotWide = "not_wide",
     OneClass = "one_class",
     PayloadTooLarge = "payload_too_large",
     RequestRefused = "request_refused",

@@ -29,7 +29,7 @@ use utoipa::ToSchema;
 const LABELS_WAIT: Duration = Duration::from_secs(30);
 
 impl AppState {
-    fn feature_stream(&self, name: &str) -> Result<Arc<FeatureStreamHandle>, ApiError> {
+    pub(super) fn feature_stream(&self, name: &str) -> Result<Arc<FeatureStreamHandle>, ApiError> {
         self.feature_streams.get(name).cloned().ok_or_else(|| {
             ApiError::new(
                 StatusCode::NOT_FOUND,
@@ -76,6 +76,25 @@ pub struct FeatureStreamSummary {
     /// message before it was applied or refused.
     #[schema(value_type = std::collections::BTreeMap<String, i64>)]
     offsets: std::collections::BTreeMap<i32, i64>,
+    /// `wide = true`: the columns kept for paper 004's path (`.../wide/path`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    wide: Option<WideSummary>,
+}
+
+/// What a wide feature stream keeps.
+#[derive(Serialize, ToSchema)]
+pub struct WideSummary {
+    /// Columns kept (one per feature applied, sent again or not).
+    columns: usize,
+    /// Their nonzeros.
+    nonzeros: u64,
+    /// Bytes counted against the budget: the columns, and the matrix and vectors a path
+    /// request builds from them.
+    bytes: u64,
+    /// The stream's share of `limits.max_memory`.
+    budget_bytes: u64,
+    /// Feature messages refused because their column would not fit (`memory_limit`).
+    columns_refused: u64,
 }
 
 fn summary(h: &FeatureStreamHandle, snap: &FeatureSnapshot, detail: bool) -> FeatureStreamSummary {
@@ -105,6 +124,22 @@ fn summary(h: &FeatureStreamHandle, snap: &FeatureSnapshot, detail: bool) -> Fea
         staleness: sm.map(|s| s.staleness).unwrap_or_default(),
         last_update_ms: snap.last_update.map(crate::unix_ms),
         offsets: snap.offsets.clone(),
+        wide: c.wide.then(|| match &snap.wide {
+            Some(w) => WideSummary {
+                columns: w.p,
+                nonzeros: w.nnz,
+                bytes: w.bytes,
+                budget_bytes: w.budget,
+                columns_refused: w.refused,
+            },
+            None => WideSummary {
+                columns: 0,
+                nonzeros: 0,
+                bytes: 0,
+                budget_bytes: h.wide_budget,
+                columns_refused: 0,
+            },
+        }),
     }
 }
 

@@ -1,5 +1,6 @@
 //! The HTTP API (axum): stream summaries, model extraction, lambda paths, predictions, health
-//! and Prometheus metrics; feature streams in `features`. JSON in and out; every error is
+//! and Prometheus metrics; feature streams in `features`, and the Lasso path of wide ones in
+//! `wide`. JSON in and out; every error is
 //! `ApiError` JSON.
 //!
 //! Extraction is CPU-bound (up to ~100 ms at p = 1000), so it runs on the blocking pool, from
@@ -21,6 +22,7 @@ pub mod openapi;
 mod params;
 mod requests;
 mod streams;
+mod wide;
 
 use crate::metrics::Metrics;
 use crate::state::feature_streams::FeatureStreams;
@@ -89,6 +91,8 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(features::get_one))
         .routes(routes!(features::put_labels))
         .routes(routes!(features::model))
+        .routes(routes!(wide::path))
+        .routes(routes!(wide::model))
 }
 
 /// The router; `body_limit` bounds every request body.

@@ -14,7 +14,9 @@ use crate::cli::fit::FitArgs;
 use ravel_core::data::csc::{Csc, CscOptions, read_csc, wide_bytes};
 use ravel_core::data::{Format, Plan};
 use ravel_core::memory::ByteSize;
-use ravel_core::wide::{Sampling, WideOptions, WidePoint, WideProblem, delta_grid, find_delta_max};
+use ravel_core::wide::{
+    PathSpec, Sampling, WideOptions, WidePath, WidePoint, WideProblem, run_path,
+};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 use std::time::Instant;
@@ -237,20 +239,22 @@ pub fn run(args: &FitArgs) -> anyhow::Result<String> {
     };
     let t1 = Instant::now();
     let pr = WideProblem::new(&x);
-    let (delta_max, search) = match args.wide.delta_max {
-        Some(d) if d.is_finite() && d > 0.0 => (d, None),
-        Some(d) => anyhow::bail!("--delta-max {d}: it must be a finite number > 0"),
-        None => {
-            let s = find_delta_max(&pr, lambda_ratio, opt);
-            (s.delta_max, Some(s))
-        }
+    if let Some(d) = args.wide.delta_max
+        && !(d.is_finite() && d > 0.0)
+    {
+        anyhow::bail!("--delta-max {d}: it must be a finite number > 0");
+    }
+    let spec = PathSpec {
+        points,
+        delta_min_ratio: delta_ratio,
+        lambda_min_ratio: lambda_ratio,
+        delta_max: args.wide.delta_max,
     };
-    let deltas = delta_grid(delta_max, delta_ratio, points);
-    let path = if delta_max > 0.0 {
-        ravel_core::wide::path(&pr, &deltas, opt)
-    } else {
-        Vec::new()
-    };
+    let WidePath {
+        delta_max,
+        search,
+        points: path,
+    } = run_path(&pr, spec, opt);
     let solve_seconds = t1.elapsed().as_secs_f64();
     let mut pred = Vec::new();
     let mut out = Vec::with_capacity(path.len());

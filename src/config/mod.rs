@@ -30,6 +30,7 @@ pub use log::*;
 pub use streams::*;
 
 use anyhow::{Context, bail};
+use ravel_core::data::csc::wide_bytes;
 use ravel_core::features::Loss;
 use ravel_core::memory::{ByteSize, Estimate};
 use ravel_core::stats::AlphaSpec;
@@ -237,6 +238,8 @@ impl Config {
                 s: spec.s,
                 workers: 1,
                 eta: None,
+                // The demo's 500 columns of 200 samples (1.2 MB) also show paper 004's path.
+                wide: true,
             });
         }
         Ok(())
@@ -533,7 +536,57 @@ impl Config {
                 limit.source,
             );
         }
+        let wide = self.feature_streams.iter().filter(|f| f.wide).count() as u64;
+        if wide > 0 {
+            let each = (limit.bytes - total.total()) / wide;
+            for f in self.feature_streams.iter().filter(|f| f.wide) {
+                let least = wide_bytes(f.n as u64, 1, f.n as u64);
+                if each < least {
+                    bail!(
+                        "feature stream '{}': wide = true keeps its columns in what \
+                         limits.max_memory = {} ({}) leaves after every stream's estimate \
+                         ({total}), shared by the {wide} wide feature streams: {} each, less than \
+                         the {} one column of n = {} samples and the path's vectors need. Raise \
+                         limits.max_memory.",
+                        f.name,
+                        ByteSize(limit.bytes),
+                        limit.source,
+                        ByteSize(each),
+                        ByteSize(least),
+                        f.n,
+                    );
+                }
+            }
+        }
         Ok(())
+    }
+
+    /// The bytes each wide feature stream (`wide = true`) may keep in columns: what
+    /// `limits.max_memory` leaves after every stream's estimate (`check_memory`), shared
+    /// equally among the wide feature streams. Each has its own share, so which columns a
+    /// stream keeps depends on its topic alone (a restart replays it to the same state).
+    /// 0 when there is no wide feature stream.
+    pub fn wide_budget(&self) -> u64 {
+        let wide = self.feature_streams.iter().filter(|f| f.wide).count() as u64;
+        if wide == 0 {
+            return 0;
+        }
+        let mut total = Estimate::default();
+        for s in &self.streams {
+            let Ok(history) = s.history(&self.history) else {
+                continue;
+            };
+            let windows = quality::of_stream(s, &history)
+                .ok()
+                .flatten()
+                .map_or(0, |q| q.memory_bytes());
+            total = total
+                .plus(stream_memory(s, self.ingest.max_batch_rows, &history).with_history(windows));
+        }
+        for f in &self.feature_streams {
+            total = total.plus(feature_stream_memory(f, self.ingest.max_batch_rows));
+        }
+        self.limits.max_memory().bytes.saturating_sub(total.total()) / wide
     }
 
     /// The stream declared with this name.
@@ -1040,6 +1093,7 @@ mod tests {
             s: 2,
             workers: 1,
             eta: Some(1.0),
+            wide: true,
         };
         let fields = toml::to_string(&example).unwrap();
         for line in fields.lines() {

@@ -408,6 +408,10 @@ pub struct FeatureStreamConfig {
     /// Step size eta; default 1 / the loss's curvature (lowered by the curvature check).
     #[serde(default)]
     pub eta: Option<f64>,
+    /// Keep every column received, sparse, for paper 004's Lasso path over HTTP
+    /// (`/v1/feature-streams/{name}/wide/...`), within `limits.max_memory` (squared loss).
+    #[serde(default)]
+    pub wide: bool,
 }
 
 pub(super) fn squared() -> Loss {
@@ -446,6 +450,14 @@ impl FeatureStreamConfig {
                 self.name,
                 self.s,
                 self.workers
+            );
+        }
+        if self.wide && self.loss != Loss::Squared {
+            bail!(
+                "feature stream '{}': wide = true keeps the columns for paper 004's Lasso path, \
+                 which fits the squared loss; it cannot go with loss = \"{}\"",
+                self.name,
+                self.loss
             );
         }
         Ok(())

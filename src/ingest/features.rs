@@ -14,6 +14,10 @@
 //! nothing; different labels replace the old ones while no feature has arrived, and are refused
 //! (`labels_conflict`) afterwards, since every retained weight was fitted to the old ones.
 //! Features before any labels are refused (`no_labels`).
+//!
+//! Wide streams (`wide = true`) also keep every applied column, sparse (`state::wide_columns`),
+//! within their share of `limits.max_memory`: a column that would not fit is refused whole
+//! (`memory_limit`), before the selection sees it.
 
 use super::dead_letters::dlq::DeadLetters;
 use super::dead_letters::rejections::{Warnings, no_payload};
@@ -21,7 +25,9 @@ use super::decode::feature_format::{self, FeatureMessage};
 use crate::metrics::Metrics;
 use crate::reason::{Reason, Rejection};
 use crate::state::feature_streams::{FeatureSnapshot, FeatureStreamHandle, RecentRejection};
+use crate::state::wide_columns::{Column, WideColumns, WideSnapshot};
 use ravel_core::features::{FeatureError, Labels, SelectionSnapshot, Substitution};
+use ravel_core::memory::ByteSize;
 use rdkafka::message::{BorrowedMessage, Message};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
@@ -76,6 +82,10 @@ pub struct LiveFeatureStream {
     dirty: bool,
     published: Option<Arc<SelectionSnapshot>>,
     substitutions_counted: u64,
+    /// `wide = true`: every applied column, sparse (None before labels or when not wide).
+    wide: Option<WideColumns>,
+    wide_changed: bool,
+    published_wide: Option<Arc<WideSnapshot>>,
 }
 
 impl LiveFeatureStream {
@@ -92,6 +102,9 @@ impl LiveFeatureStream {
             dirty: false,
             published: None,
             substitutions_counted: 0,
+            wide: None,
+            wide_changed: false,
+            published_wide: None,
         }
     }
 
@@ -100,6 +113,7 @@ impl LiveFeatureStream {
         let config = &self.handle.config;
         let applied = match msg {
             FeatureMessage::Labels(y) => {
+                let wide_y = config.wide.then(|| y.clone());
                 let labels = match Labels::new(y, config.loss) {
                     Ok(l) => l,
                     Err(e) => return rejected(Reason::Label, e.to_string()),
@@ -126,6 +140,8 @@ impl LiveFeatureStream {
                         .map_err(ApplyError::Failed)?,
                 );
                 self.index.clear();
+                self.wide = wide_y.map(|y| WideColumns::new(y, self.handle.wide_budget));
+                self.wide_changed = true;
                 Applied::Labels
             }
             FeatureMessage::Feature { name, values } => {
@@ -140,6 +156,33 @@ impl LiveFeatureStream {
                     );
                 };
                 let index = self.index.get(&name).copied().unwrap_or(self.index.len());
+                // A wide stream keeps the column, or refuses the whole message: the selection
+                // and the path cover the same columns.
+                let column = match &mut self.wide {
+                    None => None,
+                    Some(wide) => {
+                        let column = Column::from_dense(&name, &values);
+                        if let Err(e) = wide.check(index, &column) {
+                            wide.refuse();
+                            self.wide_changed = true;
+                            return rejected(
+                                Reason::MemoryLimit,
+                                format!(
+                                    "feature '{name}' ({} nonzeros) would take wide feature stream '{}' \
+                                     to {} with the path's matrix and vectors, over its share of \
+                                     limits.max_memory ({}); the message is refused and the \
+                                     selection unchanged: raise limits.max_memory, or send fewer \
+                                     or sparser columns",
+                                    column.rows.len(),
+                                    config.name,
+                                    ByteSize(e.needed),
+                                    ByteSize(e.budget),
+                                ),
+                            );
+                        }
+                        Some(column)
+                    }
+                };
                 match sel.push(index, &name, values.into()) {
                     Ok(_) => {}
                     // Decoding checked length and finiteness already; kept for safety.
@@ -152,6 +195,10 @@ impl LiveFeatureStream {
                     Err(e) => return Err(ApplyError::Failed(e)),
                 }
                 self.index.entry(name).or_insert(index);
+                if let (Some(wide), Some(column)) = (&mut self.wide, column) {
+                    wide.put(index, column);
+                    self.wide_changed = true;
+                }
                 self.features_applied += 1;
                 Applied::Feature
             }
@@ -235,12 +282,17 @@ impl LiveFeatureStream {
                 }
             }
         }
+        if self.wide_changed {
+            self.published_wide = self.wide.as_ref().map(|w| Arc::new(w.snapshot()));
+            self.wide_changed = false;
+        }
         self.handle.publish(FeatureSnapshot {
             selection: self.published.clone(),
             offsets: self.offsets.clone(),
             features_applied: self.features_applied,
             last_update: self.last_update,
             recent_rejections: self.recent.iter().cloned().collect(),
+            wide: self.published_wide.clone(),
         });
         self.dirty = false;
         Ok(())

@@ -9,7 +9,8 @@
 //! like, so a refit never blocks ingest and ingest never blocks a reader. This module holds
 //! only what readers see; it imports nothing of ingest.
 //!
-//! How messages are applied (features by name, labels first) is `ingest::features`'s.
+//! How messages are applied (features by name, labels first) is `ingest::features`'s. A wide
+//! stream (`wide = true`) also publishes its kept columns (`wide_columns`).
 //!
 //! Restarts: there is no checkpoint. The state is a function of the whole topic, so ingest
 //! reads feature topics from their beginning at every start (labels sent over HTTP are
@@ -17,6 +18,7 @@
 
 use crate::config::FeatureStreamConfig;
 use crate::state::published::{Named, Published, Registry};
+use crate::state::wide_columns::WideSnapshot;
 use ravel_core::features::SelectionSnapshot;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -45,6 +47,8 @@ pub struct FeatureSnapshot {
     pub last_update: Option<SystemTime>,
     /// The last refused messages, oldest first.
     pub recent_rejections: Vec<RecentRejection>,
+    /// A wide stream's kept columns (None: not wide, or no labels yet).
+    pub wide: Option<Arc<WideSnapshot>>,
 }
 
 impl FeatureSnapshot {
@@ -65,13 +69,17 @@ impl FeatureSnapshot {
 pub struct FeatureStreamHandle {
     pub config: FeatureStreamConfig,
     pub topic: String,
+    /// `wide = true`: the bytes its columns may take (`Config::wide_budget`); else 0.
+    pub wide_budget: u64,
     snapshot: Published<FeatureSnapshot>,
 }
 
 impl FeatureStreamHandle {
-    pub fn new(config: FeatureStreamConfig) -> Self {
+    /// A stream; `wide_budget` is its share of `limits.max_memory` when `wide = true`.
+    pub fn new(config: FeatureStreamConfig, wide_budget: u64) -> Self {
         FeatureStreamHandle {
             topic: config.topic(),
+            wide_budget,
             config,
             snapshot: Published::new(FeatureSnapshot::default()),
         }

@@ -4,7 +4,8 @@
 //! and `feature_streams` their handles, `history` each stream's default model over time (the
 //! ring; `recorder` the task that fills it), `quality` each stream's live test-then-train
 //! figures, `sightings` which declared fields and target its first events carried,
-//! `arrivals` what arrived on its topic (messages read, refused, dead-lettered).
+//! `arrivals` what arrived on its topic (messages read, refused, dead-lettered),
+//! `wide_columns` the columns a wide feature stream keeps for paper 004's Lasso path.
 
 pub mod arrivals;
 pub mod feature_streams;
@@ -14,3 +15,4 @@ pub mod quality;
 pub mod recorder;
 pub mod sightings;
 pub mod streams;
+pub mod wide_columns;

@@ -83,6 +83,37 @@ impl Csc {
         csc_bytes(self.n as u64, self.p as u64, self.nnz() as u64)
     }
 
+    /// Builds a matrix from sparse columns (rows increasing within each, below n) and the
+    /// targets: a wide feature stream's kept columns. `nnz` is their total (the capacity).
+    pub fn from_columns<'c>(
+        y: Vec<f64>,
+        columns: impl IntoIterator<Item = (&'c [u32], &'c [f64])>,
+        nnz: usize,
+        names: Option<Vec<String>>,
+    ) -> Csc {
+        let mut col_ptr = vec![0];
+        let mut rows = Vec::with_capacity(nnz);
+        let mut values = Vec::with_capacity(nnz);
+        let mut empty_columns = 0;
+        for (r, v) in columns {
+            empty_columns += r.is_empty() as usize;
+            rows.extend_from_slice(r);
+            values.extend_from_slice(v);
+            col_ptr.push(rows.len());
+        }
+        Csc {
+            n: y.len(),
+            p: col_ptr.len() - 1,
+            col_ptr,
+            rows,
+            values,
+            y,
+            names,
+            empty_columns,
+            first_index: 0,
+        }
+    }
+
     /// Builds a matrix from dense row-major rows (tests, small problems).
     pub fn from_dense(x: &[f64], y: &[f64], p: usize) -> Csc {
         let n = y.len();

@@ -724,6 +724,74 @@ pub fn find_delta_max(pr: &WideProblem, ratio: f64, opt: WideOptions) -> DeltaSe
     out
 }
 
+/// The grid of a path: 004's settings (`ravel fit --wide`'s flags and the service's request).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PathSpec {
+    /// Points of the path (004: 100).
+    pub points: usize,
+    /// The smallest delta as a fraction of delta_max (004: 0.01).
+    pub delta_min_ratio: f64,
+    /// delta_max's multiplier: lambda_max times this (004: 0.01), when `delta_max` is None.
+    pub lambda_min_ratio: f64,
+    /// The largest delta, or None to find it (`find_delta_max`).
+    pub delta_max: Option<f64>,
+}
+
+impl Default for PathSpec {
+    fn default() -> Self {
+        PathSpec {
+            points: 100,
+            delta_min_ratio: 0.01,
+            lambda_min_ratio: 0.01,
+            delta_max: None,
+        }
+    }
+}
+
+/// A whole path: where it ends, how that was found, and its points (increasing delta).
+#[derive(Debug, Clone)]
+pub struct WidePath {
+    /// The largest delta (0 when y or every column is constant: no point).
+    pub delta_max: f64,
+    /// The search for delta_max, when none was given.
+    pub search: Option<DeltaSearch>,
+    /// The points, sparsest first.
+    pub points: Vec<WidePoint>,
+}
+
+/// The path of `spec`: delta_max given or found, 004's grid, then `path`. The one sequence
+/// `ravel fit --wide` and a wide feature stream's HTTP path both run, so the same columns give
+/// the same answer.
+pub fn run_path(pr: &WideProblem, spec: PathSpec, opt: WideOptions) -> WidePath {
+    let (delta_max, search) = match spec.delta_max {
+        Some(d) => (d, None),
+        None => {
+            let s = find_delta_max(pr, spec.lambda_min_ratio, opt);
+            (s.delta_max, Some(s))
+        }
+    };
+    let points = if delta_max > 0.0 {
+        path(
+            pr,
+            &delta_grid(delta_max, spec.delta_min_ratio, spec.points),
+            opt,
+        )
+    } else {
+        Vec::new()
+    };
+    WidePath {
+        delta_max,
+        search,
+        points,
+    }
+}
+
+/// The point of a path (increasing delta) with at most `k` nonzeros and the largest delta:
+/// the model with k features or fewer that fits best. None when even the first has more.
+pub fn point_with_k(points: &[WidePoint], k: usize) -> Option<usize> {
+    points.iter().rposition(|p| p.coefficients.len() <= k)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
