@@ -60,6 +60,9 @@ pub struct Metrics {
     /// Messages whose timestamp was ahead of the service's clock by more than the skew
     /// allowance (`ingest::fold::SKEW_ALLOWANCE_MS`): not observed in `ingest_freshness`.
     pub ingest_future_timestamps: IntCounterVec,
+    /// Rows a stream with `windows` kept out of its time buckets, by reason: `too_old` (before
+    /// `windows.keep`), `ahead` (beyond the allowance ahead of the clock), `no_timestamp`.
+    pub window_rows_refused: IntCounterVec,
     /// Messages deleted from a partition (retention) between the position ravel had reached
     /// and the first message it read after them.
     pub ingest_lost_messages: IntCounterVec,
@@ -253,6 +256,11 @@ impl Metrics {
                 "ravel_ingest_future_timestamps_total",
                 "Messages timestamped ahead of the service's clock by more than the skew allowance (1 s): not in ravel_ingest_freshness_seconds",
                 &["stream"],
+            ),
+            window_rows_refused: counter(
+                "ravel_window_rows_refused_total",
+                "Rows of a stream with windows left out of its time buckets (in its statistics, in no window), by reason: too_old, ahead, no_timestamp",
+                &["stream", "reason"],
             ),
             ingest_lost_messages: counter(
                 "ravel_ingest_lost_messages_total",

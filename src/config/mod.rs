@@ -224,6 +224,7 @@ impl Config {
                 quality: None,
                 format: Default::default(),
                 avro_schema_file: None,
+                windows: None,
             });
         }
         if let Some(spec) = self.demo_feature_spec()?
@@ -466,6 +467,13 @@ impl Config {
         }
         for s in &self.streams {
             s.folds()?;
+            if s.window_spec()?.is_some() && self.state.store == StoreKind::Kafka {
+                bail!(
+                    "stream '{}': windows are kept with state.store = \"dir\" only for now (the \
+                     kafka store does not yet carry time buckets); remove windows or use the dir store",
+                    s.name
+                );
+            }
             quality::of_stream(s, &s.history(&self.history)?)?;
         }
         self.check_memory()
@@ -701,6 +709,7 @@ mod tests {
             quality: None,
             format: Default::default(),
             avro_schema_file: None,
+            windows: None,
         });
         let e = cfg.check().unwrap_err().to_string();
         assert!(
