@@ -420,7 +420,7 @@ pub struct StreamPath {
     responses(
         (status = 200, description = "The model", body = StreamModel),
         (status = 400, description = "`unknown_method`, `k_too_large`, `invalid_params`, \
-            `invalid_body`, `malformed_json`, `invalid_window`", body = error::ErrorBody),
+            `invalid_body`, `malformed_json`", body = error::ErrorBody),
         (status = 404, description = "`unknown_stream`", body = error::ErrorBody),
         (status = 409, description = "`no_data`, `one_class`", body = error::ErrorBody),
         (status = 413, description = "`payload_too_large`", body = error::ErrorBody),
