@@ -331,6 +331,7 @@ fn stream(name: &str, topic: &str, p: usize) -> StreamConfig {
         quality: None,
         format: Default::default(),
         avro_schema_file: None,
+        windows: None,
     }
 }
 

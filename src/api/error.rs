@@ -45,6 +45,7 @@ codes! {
     InvalidParams = "invalid_params",
     InvalidPath = "invalid_path",
     InvalidQuery = "invalid_query",
+    InvalidWindow = "invalid_window",
     KTooLarge = "k_too_large",
     KafkaUnavailable = "kafka_unavailable",
     Label = "label",

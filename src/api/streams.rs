@@ -2,8 +2,8 @@
 //! path and predict. Extractions go through `AppState::extract` (`admission`).
 
 use super::params::{
-    PredictRequest, check_missing, default_method, note_default, parse_params, predict_rows,
-    query_to_json,
+    PredictRequest, WindowAnswer, WindowRequest, check_missing, default_method, note_default,
+    parse_params, predict_rows, query_to_json, take_window, take_window_query, window_stats,
 };
 use super::{ApiError, AppState, error};
 use crate::api::error::Code;
@@ -361,6 +361,10 @@ pub struct StreamModel {
     /// extracted from, each with its n and freshness (as in the stream summary).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub partition_states: Vec<PartitionStateSummary>,
+    /// With a `"window"` in the request: the span of time the statistics cover (the stream's
+    /// time buckets there, merged) and its rows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window: Option<WindowAnswer>,
 }
 
 /// A path extracted from a stream: the path JSON of `ravel fit`, and the stream's `as_of`.
@@ -376,6 +380,9 @@ pub struct StreamPath {
     /// model.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub partition_states: Vec<PartitionStateSummary>,
+    /// With a `"window"`: the span the statistics cover, as in the model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window: Option<WindowAnswer>,
 }
 
 /// A model at one sparsity level or penalty, the same JSON (and numbers) as `ravel fit`, with
@@ -406,10 +413,12 @@ pub(super) async fn model(
 ) -> Result<Json<StreamModel>, ApiError> {
     let h = st.stream(&name)?;
     let Json(mut body) = body?;
-    let note = default_method(&mut body, h.p(), h.snapshot().stats.n());
+    let window = take_window(&mut body)?;
+    let (snap, answer) = windowed(&h, window)?;
+    let note = default_method(&mut body, h.p(), snap.stats.n());
     let params = parse_params(body)?.check(h.p())?;
     let method = params.method().name();
-    let mut at = extract(&st, &h, "model", method, move |snap, names| {
+    let mut at = extract_from(&st, &h, snap, "model", method, move |snap, names| {
         model_from_folds(&snap.stats, snap.folds.as_ref(), &params, names)
     })
     .await?;
@@ -418,6 +427,7 @@ pub(super) async fn model(
         model: at.answer,
         as_of: at.as_of,
         partition_states: at.partition_states,
+        window: answer,
     }))
 }
 
@@ -432,12 +442,31 @@ struct Extracted<T> {
     snapshot: Arc<Snapshot>,
 }
 
-/// The one way the stream handlers extract: `f` runs on the stream's current snapshot and
-/// feature names under the API's admission (`AppState::extract`: slots, timeout, metrics by
-/// `kind` and `method`).
-async fn extract<T, E>(
+/// The statistics a request asks about: the stream's snapshot, or with a `"window"`, a
+/// snapshot of the window's statistics alone (no folds: CV over a window is not kept), and
+/// what the answer says of the window.
+fn windowed(
+    h: &StreamHandle,
+    window: Option<WindowRequest>,
+) -> Result<(Arc<Snapshot>, Option<WindowAnswer>), ApiError> {
+    let snap = h.snapshot();
+    let Some(req) = window else {
+        return Ok((snap, None));
+    };
+    let now = crate::unix_ms(std::time::SystemTime::now()) as i64;
+    let (stats, answer) = window_stats(h.name(), snap.windows.as_ref(), req, now)?;
+    let mut s = Snapshot::whole(stats, snap.last_update, snap.as_of_ms);
+    s.parts = snap.parts.clone();
+    Ok((Arc::new(s), Some(answer)))
+}
+
+/// The one way the stream handlers extract: `f` runs on `snap` (the stream's current
+/// snapshot, or a window's, `windowed`) and the feature names under the API's admission
+/// (`AppState::extract`: slots, timeout, metrics by `kind` and `method`).
+async fn extract_from<T, E>(
     st: &AppState,
     h: &Arc<StreamHandle>,
+    snap: Arc<Snapshot>,
     kind: &'static str,
     method: &'static str,
     f: impl FnOnce(&Snapshot, Option<&[String]>) -> Result<T, E> + Send + 'static,
@@ -446,7 +475,6 @@ where
     T: Send + 'static,
     ApiError: From<E>,
 {
-    let snap = h.snapshot();
     let snapshot = snap.clone();
     let as_of = snap.as_of_ms;
     let partition_states = partition_states(&snap);
@@ -484,8 +512,9 @@ pub(super) async fn path(
     Path(name): Path<String>,
     query: Result<Query<HashMap<String, String>>, QueryRejection>,
 ) -> Result<Json<StreamPath>, ApiError> {
-    let Query(q) = query?;
-    path_of(st, name, query_to_json(q)).await
+    let Query(mut q) = query?;
+    let window = take_window_query(&mut q)?;
+    path_of(st, name, query_to_json(q), window).await
 }
 
 /// The warm-started path, with the same JSON body as `POST .../model` less k / lambda / delta.
@@ -508,20 +537,23 @@ pub(super) async fn path_post(
     Path(name): Path<String>,
     body: Result<Json<Value>, JsonRejection>,
 ) -> Result<Json<StreamPath>, ApiError> {
-    let Json(body) = body?;
-    path_of(st, name, body).await
+    let Json(mut body) = body?;
+    let window = take_window(&mut body)?;
+    path_of(st, name, body, window).await
 }
 
 async fn path_of(
     st: AppState,
     name: String,
     mut body: Value,
+    window: Option<WindowRequest>,
 ) -> Result<Json<StreamPath>, ApiError> {
     let h = st.stream(&name)?;
-    let note = default_method(&mut body, h.p(), h.snapshot().stats.n());
+    let (snap, answer) = windowed(&h, window)?;
+    let note = default_method(&mut body, h.p(), snap.stats.n());
     let params = parse_params(body)?.check_path(h.p())?;
     let method = params.method().name();
-    let mut at = extract(&st, &h, "path", method, move |snap, names| {
+    let mut at = extract_from(&st, &h, snap, "path", method, move |snap, names| {
         path_from_folds(&snap.stats, snap.folds.as_ref(), &params, names)
     })
     .await?;
@@ -530,6 +562,7 @@ async fn path_of(
         path: at.answer,
         as_of: at.as_of,
         partition_states: at.partition_states,
+        window: answer,
     }))
 }
 
@@ -546,6 +579,9 @@ pub struct PredictResponse {
     /// extracted from; null before the first timestamped message.
     #[schema(examples(1_700_000_000_000_u64))]
     as_of: Option<u64>,
+    /// With a `"window"` in `model`: the span of time the model's statistics cover.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    window: Option<WindowAnswer>,
 }
 
 /// Predictions b0 + x^T b from a model extracted for the request.
@@ -573,12 +609,14 @@ pub(super) async fn predict(
 ) -> Result<Json<PredictResponse>, ApiError> {
     let h = st.stream(&name)?;
     let Json(body) = body?;
-    let req: PredictRequest = serde_json::from_value(body)
+    let mut req: PredictRequest = serde_json::from_value(body)
         .map_err(|e| ApiError::bad_request(Code::InvalidBody, e.to_string()))?;
+    let window = take_window(&mut req.model)?;
+    let (snap, answer) = windowed(&h, window)?;
     let params = parse_params(req.model.clone())?.check(h.p())?;
     let rows = predict_rows(req, &h)?;
     let method = params.method().name();
-    let at = extract(&st, &h, "predict", method, move |snap, names| {
+    let at = extract_from(&st, &h, snap, "predict", method, move |snap, names| {
         model_from_folds(&snap.stats, snap.folds.as_ref(), &params, names)
     })
     .await?;
@@ -596,5 +634,6 @@ pub(super) async fn predict(
         labels,
         model,
         as_of,
+        window: answer,
     }))
 }

@@ -225,6 +225,7 @@ impl Config {
                 quality: None,
                 format: Default::default(),
                 avro_schema_file: None,
+                windows: None,
             });
         }
         if let Some(spec) = self.demo_feature_spec()?
@@ -469,6 +470,13 @@ impl Config {
         }
         for s in &self.streams {
             s.folds()?;
+            if s.window_spec()?.is_some() && self.state.store == StoreKind::Kafka {
+                bail!(
+                    "stream '{}': windows are kept with state.store = \"dir\" only for now (the \
+                     kafka store does not yet carry time buckets); remove windows or use the dir store",
+                    s.name
+                );
+            }
             quality::of_stream(s, &s.history(&self.history)?)?;
         }
         self.check_memory()
@@ -754,6 +762,7 @@ mod tests {
             quality: None,
             format: Default::default(),
             avro_schema_file: None,
+            windows: None,
         });
         let e = cfg.check().unwrap_err().to_string();
         assert!(
@@ -1125,6 +1134,51 @@ mod tests {
         assert_eq!(c.topic(), "t.cls");
         assert_eq!((c.workers, c.loss, c.eta), (2, Loss::Logistic, Some(0.5)));
         assert_eq!(c.params().eta_for(), 0.5);
+    }
+
+    #[test]
+    fn windows_are_checked_by_name_and_counted_in_the_memory_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let load = |text: &str| {
+            let path = write(dir.path(), text);
+            let args = ServeArgs {
+                config: Some(path),
+                ..Default::default()
+            };
+            Config::load_with_env(&args, env(&[])).map_err(|e| format!("{e:#}"))
+        };
+        let stream = |windows: &str| {
+            format!(
+                "[kafka]\nbrokers = \"b:1\"\n[limits]\nmax_memory = \"1GiB\"\n[[streams]]\nname = \"s\"\nfeatures = 100\n{windows}\n"
+            )
+        };
+        let cfg = load(&stream("windows = { bucket = \"1m\", keep = \"7d\" }")).unwrap();
+        let s = &cfg.streams[0];
+        let spec = s.window_spec().unwrap().unwrap();
+        assert_eq!(spec.max_buckets(), 1655);
+        // Each bucket once, plus a second copy of as many as one batch can change.
+        let per = ravel_core::stats::WindowSpec::bucket_bytes(100, Task::Regression);
+        assert_eq!(streams::windows_memory(s, 10), per * (1655 + 10), "{per}");
+        let e = load(&stream("windows = { bucket = \"7m\", keep = \"7d\" }")).unwrap_err();
+        assert!(e.contains("stream 's': windows.bucket = \"7m\""), "{e}");
+        let e = load(&stream("windows = { bucket = \"1m\", keep = \"forever\" }")).unwrap_err();
+        assert!(e.contains("windows.keep"), "{e}");
+        let e = load(&stream("windows = { bucket = \"1m\" }")).unwrap_err();
+        assert!(e.contains("keep"), "{e}");
+        // 1,655 buckets of 82 KB do not fit 100 MB: refused naming the limit.
+        let e =
+            load(&stream("windows = { bucket = \"1m\", keep = \"7d\" }").replace("1GiB", "100MB"))
+                .unwrap_err();
+        assert!(
+            e.contains("limits.max_memory") && e.contains("windows"),
+            "{e}"
+        );
+        let e = load(&format!(
+            "{}[state]\nstore = \"kafka\"\n",
+            stream("windows = { bucket = \"1m\", keep = \"7d\" }")
+        ))
+        .unwrap_err();
+        assert!(e.contains("state.store = \"dir\" only"), "{e}");
     }
 
     #[test]

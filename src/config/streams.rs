@@ -8,13 +8,14 @@ use ravel_core::features::{Loss, OsParams};
 use ravel_core::fields::{Field, Fields, Kind, Missing};
 use ravel_core::memory::{Estimate, memory_estimate, selection_estimate};
 use ravel_core::spec::{Spec, string_or_table};
-use ravel_core::stats::{AlphaSchedule, AlphaSpec};
+use ravel_core::stats::{AlphaSchedule, AlphaSpec, WindowSpec};
 use serde::{Deserialize, Serialize};
 
 /// What ingest and the API keep for a stream, estimated from its configuration: two copies
 /// of the statistics (the one ingest folds into and the snapshot readers extract from), each
 /// with its K fold statistics when `cv.folds = K` (1 + K statistics per copy), one
-/// extraction, a batch of `max_batch_rows` rows, and the model history when full.
+/// extraction, a batch of `max_batch_rows` rows, and the model history when full; with
+/// `windows`, its buckets (`windows_memory`).
 pub fn stream_memory(
     s: &StreamConfig,
     max_batch_rows: usize,
@@ -25,6 +26,20 @@ pub fn stream_memory(
         .with_copies(2 * (1 + folds))
         .with_batch(max_batch_rows as u64, s.p())
         .with_history(history.memory_bytes())
+        .with_windows(windows_memory(s, max_batch_rows))
+}
+
+/// The bytes of a stream's time buckets: at most `WindowSpec::max_buckets` of them, each one
+/// copy of the statistics (ingest and the readers' snapshot share a bucket until a batch
+/// changes it), plus a second copy of each bucket one batch can change (at most one per row of
+/// `max_batch_rows`) while readers hold the snapshot before it.
+pub fn windows_memory(s: &StreamConfig, max_batch_rows: usize) -> u64 {
+    let Ok(Some(spec)) = s.window_spec() else {
+        return 0;
+    };
+    let buckets = spec.max_buckets();
+    let copies = buckets.saturating_add(buckets.min(max_batch_rows as u64));
+    WindowSpec::bucket_bytes(s.p(), s.task).saturating_mul(copies)
 }
 
 /// What a feature stream keeps: its selection of s columns of n samples, and the columns
@@ -261,6 +276,19 @@ pub struct StreamConfig {
     /// `format = "avro"` without the Confluent framing: the writer's schema (a `.avsc` file).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub avro_schema_file: Option<std::path::PathBuf>,
+    /// Statistics per time bucket of the messages' Kafka timestamps (`windows = { bucket =
+    /// "1m", keep = "7d" }`), so that models over any window of time are exact (issue 47).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub windows: Option<WindowsConfig>,
+}
+
+/// `windows = { bucket = "1m", keep = "7d" }`: the finest bucket width and the retention, as
+/// spans (`30s`, `1m`, `6h`, `7d`, `2w`); checked by `StreamConfig::window_spec`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WindowsConfig {
+    pub bucket: String,
+    pub keep: String,
 }
 
 /// A stream's cross-validation folds (issue 17): how many, and what a row's fold is a
@@ -368,6 +396,16 @@ impl StreamConfig {
             );
         }
         Ok(cv.folds)
+    }
+    /// The checked `windows` setting (None: the stream keeps no time buckets).
+    pub fn window_spec(&self) -> anyhow::Result<Option<WindowSpec>> {
+        self.windows
+            .as_ref()
+            .map(|w| {
+                WindowSpec::parse(&w.bucket, &w.keep)
+                    .map_err(|e| anyhow::anyhow!("stream '{}': windows.{e}", self.name))
+            })
+            .transpose()
     }
     pub fn schedule(&self) -> anyhow::Result<AlphaSchedule> {
         self.alpha

@@ -32,7 +32,7 @@ use super::decode::message::{Decoded, schema};
 use super::freshness::observe_freshness;
 use crate::metrics::Metrics;
 use crate::state::quality::PartQuality;
-use crate::state::streams::{FoldSet, PartInfo, Snapshot, Stats, StreamHandle};
+use crate::state::streams::{FoldSet, PartInfo, Snapshot, Stats, StreamHandle, Windows};
 use crate::store::kafka::{PartitionState, StateReader};
 use rdkafka::message::{BorrowedMessage, Message};
 use std::collections::BTreeMap;
@@ -98,7 +98,15 @@ pub struct Part {
     pub dirty: bool,
     /// The live quality of this part's rows (`quality`; `state::quality`).
     pub quality: Option<PartQuality>,
+    /// The statistics per time bucket (`windows`; the `dir` store's one part).
+    pub windows: Option<Windows>,
+    /// With windows: the Kafka timestamp (Unix ms) of each pending row, `NO_TIMESTAMP` for a
+    /// message without one.
+    row_stamps: Vec<i64>,
 }
+
+/// The timestamp of a pending row whose message had none (message format v0).
+const NO_TIMESTAMP: i64 = i64::MIN;
 
 impl Part {
     pub fn new(
@@ -118,7 +126,18 @@ impl Part {
             as_of_ms,
             dirty: false,
             quality: None,
+            windows: None,
+            row_stamps: Vec::new(),
         }
+    }
+
+    /// This part with the stream's time buckets (`windows`): `restored` (checked against the
+    /// configuration when the checkpoint was loaded), else none yet.
+    fn windowed(mut self, handle: &StreamHandle, restored: Option<Windows>) -> Part {
+        self.windows = handle
+            .window_spec
+            .map(|spec| restored.unwrap_or_else(|| Windows::new(spec, handle.task(), handle.p())));
+        self
     }
 
     /// This part with the stream's quality tracker (if it keeps one) as part `key`.
@@ -147,6 +166,8 @@ pub struct StreamIngest {
     /// A message was left unread because the service stops while its schema could not be
     /// fetched (`Reason::Unavailable`): nothing after it may move a position.
     pub halted: bool,
+    /// When rows refused by the time buckets were last logged (at most one line a minute).
+    window_warned: Option<Instant>,
 }
 
 impl StreamIngest {
@@ -170,7 +191,8 @@ impl StreamIngest {
             parts.insert(
                 ALL,
                 Part::new(snap.stats.clone(), folds, snap.last_update, snap.as_of_ms)
-                    .tracked(&handle, ALL),
+                    .tracked(&handle, ALL)
+                    .windowed(&handle, snap.windows.clone()),
             );
         }
         StreamIngest {
@@ -181,6 +203,7 @@ impl StreamIngest {
             remote_version: u64::MAX,
             warnings: Warnings::default(),
             halted: false,
+            window_warned: None,
             handle,
         }
     }
@@ -372,8 +395,13 @@ impl StreamIngest {
                     super::cv::assign(&mut part.ids, k, by, &at, n);
                 }
                 // Messages without a timestamp (message format v0) have no age.
-                if let Some(ts) = msg.timestamp().to_millis().filter(|&ts| n > 0 && ts >= 0) {
+                let ts = msg.timestamp().to_millis().filter(|&ts| ts >= 0);
+                if let Some(ts) = ts.filter(|_| n > 0) {
                     part.stamps.push(ts);
+                }
+                if part.windows.is_some() {
+                    let at = part.row_stamps.len() + n;
+                    part.row_stamps.resize(at, ts.unwrap_or(NO_TIMESTAMP));
                 }
                 Some(n)
             }
@@ -464,6 +492,10 @@ impl StreamIngest {
                     if let Some(q) = part.quality.as_mut() {
                         q.record(&part.y);
                     }
+                    if let Some(w) = part.windows.as_mut() {
+                        let refused = fold_windows(w, &part.row_stamps, &part.x, &part.y, &name)?;
+                        window_refusals(metrics, &name, refused, &mut self.window_warned);
+                    }
                     let drift = part.stats.drift_status();
                     if drift.alarms > alarms_before {
                         new_alarms += drift.alarms - alarms_before;
@@ -500,6 +532,7 @@ impl StreamIngest {
             part.y.clear();
             part.ids.clear();
             part.stamps.clear();
+            part.row_stamps.clear();
         }
         let remote_changed = remote.is_some_and(|r| r.version() != self.remote_version);
         if rows == 0 && !remote_changed {
@@ -583,7 +616,8 @@ impl StreamIngest {
     pub fn view(&self, remote: Option<&StateReader>) -> Snapshot {
         if let Some(all) = self.parts.get(&ALL) {
             return Snapshot::whole(all.stats.clone(), all.last_update, all.as_of_ms)
-                .with_folds(all.folds.clone());
+                .with_folds(all.folds.clone())
+                .with_windows(all.windows.clone());
         }
         type Piece<'a> = (
             PartInfo,
@@ -657,8 +691,103 @@ impl StreamIngest {
             stats,
             parts,
             folds,
+            // The kafka store keeps no time buckets (refused at start, `Config::check`).
+            windows: None,
         }
     }
+}
+
+/// Rows the time buckets refused in one batch: older than retention, too far ahead of this
+/// service's clock, or of messages without a timestamp.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct WindowRefusals {
+    pub too_old: usize,
+    pub oldest: Option<i64>,
+    pub ahead: usize,
+    pub furthest: Option<i64>,
+    pub no_timestamp: usize,
+}
+
+/// Folds a batch (already in the stream's statistics) into the time buckets by each row's
+/// timestamp, aged to this service's clock. A refusal by the statistics is the same bug as in
+/// the main fold (every row was validated): ingest stops.
+fn fold_windows(
+    w: &mut Windows,
+    stamps: &[i64],
+    x: &[f64],
+    y: &[f64],
+    name: &str,
+) -> anyhow::Result<WindowRefusals> {
+    let now = crate::unix_ms(SystemTime::now()) as i64;
+    let p = w.p();
+    let mut out = WindowRefusals::default();
+    let (mut sx, mut sy, mut ss) = (Vec::new(), Vec::new(), Vec::new());
+    let stamped = stamps.iter().all(|&t| t != NO_TIMESTAMP);
+    let got = if stamped {
+        w.fold(now, stamps, x, y)
+    } else {
+        for (i, &t) in stamps.iter().enumerate() {
+            if t == NO_TIMESTAMP {
+                out.no_timestamp += 1;
+            } else {
+                sx.extend_from_slice(&x[i * p..(i + 1) * p]);
+                sy.push(y[i]);
+                ss.push(t);
+            }
+        }
+        w.fold(now, &ss, &sx, &sy)
+    };
+    let got = got.map_err(|e| {
+        anyhow::anyhow!(
+            "stream '{name}': a validated batch was refused by the time buckets ({e}); ingest stops so that no row is skipped"
+        )
+    })?;
+    out.too_old = got.too_old;
+    out.oldest = got.oldest;
+    out.ahead = got.ahead;
+    out.furthest = got.furthest;
+    Ok(out)
+}
+
+/// Counts the rows the time buckets refused (`ravel_window_rows_refused_total` by reason) and
+/// names them in the log, at most once a minute per stream.
+fn window_refusals(metrics: &Metrics, name: &str, r: WindowRefusals, warned: &mut Option<Instant>) {
+    for (reason, n) in [
+        ("too_old", r.too_old),
+        ("ahead", r.ahead),
+        ("no_timestamp", r.no_timestamp),
+    ] {
+        if n > 0 {
+            metrics
+                .ingest
+                .window_rows_refused
+                .with_label_values(&[name, reason])
+                .inc_by(n as u64);
+        }
+    }
+    if r.too_old + r.ahead + r.no_timestamp == 0
+        || warned.is_some_and(|t| t.elapsed() < std::time::Duration::from_secs(60))
+    {
+        return;
+    }
+    *warned = Some(Instant::now());
+    tracing::warn!(
+        stream = %name,
+        too_old = r.too_old,
+        oldest_ms = r.oldest,
+        ahead = r.ahead,
+        furthest_ms = r.furthest,
+        no_timestamp = r.no_timestamp,
+        "stream '{name}': rows left out of the time buckets (windows): {} older than windows.keep (oldest timestamp {:?} ms), \
+         {} more than {} ahead of this service's clock (furthest {:?} ms), {} of messages without a timestamp; \
+         they are in the stream's statistics, not in any window (ravel_window_rows_refused_total)",
+        r.too_old,
+        r.oldest,
+        r.ahead,
+        ravel_core::stats::windows::format_span(ravel_core::stats::windows::MAX_AHEAD_MS),
+        r.furthest,
+        r.no_timestamp,
+    );
 }
 
 #[cfg(test)]

@@ -36,6 +36,9 @@ pub struct IngestMetrics {
     /// Messages deleted from a partition (retention) between the position ravel had reached
     /// and the first message it read after them.
     pub ingest_lost_messages: IntCounterVec,
+    /// Rows a stream with `windows` kept out of its time buckets, by reason: `too_old` (before
+    /// `windows.keep`), `ahead` (beyond the allowance ahead of the clock), `no_timestamp`.
+    pub window_rows_refused: IntCounterVec,
     /// High watermark minus the next offset the statistics need, per partition.
     pub consumer_lag: IntGaugeVec,
     /// Partitions this service currently owns.
@@ -119,6 +122,11 @@ impl IngestMetrics {
                     "Messages the broker deleted (retention) before ravel read them: from the partition's position to its log start",
                     &["stream"],
                 ),
+            window_rows_refused: r.counter(
+                "ravel_window_rows_refused_total",
+                "Rows of a stream with windows left out of its time buckets (in its statistics, in no window), by reason: too_old, ahead, no_timestamp",
+                &["stream", "reason"],
+            ),
                 consumer_lag: r.int_gauge(
                     "ravel_consumer_lag",
                     "Messages in the partition not yet applied (high watermark - next offset)",

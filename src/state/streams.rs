@@ -9,7 +9,7 @@ use crate::config::StreamConfig;
 use crate::state::published::{Named, Published, Registry};
 use ravel_core::Task;
 use ravel_core::fields::Fields;
-pub use ravel_core::stats::{FoldSet, Stats};
+pub use ravel_core::stats::{FoldSet, Stats, Windows};
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -28,6 +28,9 @@ pub struct Snapshot {
     pub parts: Vec<PartInfo>,
     /// The cross-validation folds beside `stats` (`cv.folds`; None without).
     pub folds: Option<FoldSet>,
+    /// The statistics per time bucket (`windows`; None without). Buckets are shared with
+    /// ingest's working copy until a fold changes them.
+    pub windows: Option<Windows>,
 }
 
 impl Snapshot {
@@ -39,7 +42,13 @@ impl Snapshot {
             as_of_ms,
             parts: Vec::new(),
             folds: None,
+            windows: None,
         }
+    }
+    /// This snapshot with the time buckets `windows`.
+    pub fn with_windows(mut self, windows: Option<Windows>) -> Snapshot {
+        self.windows = windows;
+        self
     }
     /// This snapshot with the folds `folds`.
     pub fn with_folds(mut self, folds: Option<FoldSet>) -> Snapshot {
@@ -82,6 +91,8 @@ pub struct StreamHandle {
     pub sightings: Option<crate::state::sightings::Sightings>,
     /// Messages read and refused since the start, and their dead-letter copies (`arrivals`).
     pub arrivals: std::sync::Arc<crate::state::arrivals::Arrivals>,
+    /// The stream's time buckets (`windows`; None: it keeps none).
+    pub window_spec: Option<ravel_core::stats::WindowSpec>,
 }
 
 impl StreamHandle {
@@ -94,6 +105,7 @@ impl StreamHandle {
         let quality = crate::config::quality::of_stream(&config, &history)?
             .map(crate::state::quality::LiveQuality::new);
         Ok(StreamHandle {
+            window_spec: config.window_spec()?,
             wire: None,
             sightings: None,
             arrivals: Default::default(),

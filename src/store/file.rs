@@ -54,6 +54,9 @@ pub struct Checkpoint {
     /// without folds (or before they existed), which load with None.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub folds: Option<crate::store::SavedFolds>,
+    /// The stream's time buckets (`windows`); absent from checkpoints written without them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub windows: Option<ravel_core::stats::Windows>,
 }
 
 impl Checkpoint {
@@ -280,6 +283,7 @@ mod tests {
             as_of_ms: Some(2),
             stats,
             folds: None,
+            windows: None,
         };
         write(dir.path(), &cp).unwrap();
         let back = load(dir.path(), "s").unwrap().unwrap();
@@ -315,6 +319,7 @@ mod tests {
         let cp = Checkpoint {
             stats: Stats::new(Task::Regression, 3, adaptive),
             folds: None,
+            windows: None,
             ..cp
         };
         write(dir.path(), &cp).unwrap();
@@ -344,6 +349,7 @@ mod tests {
             as_of_ms: Some(2),
             stats,
             folds: None,
+            windows: None,
         }
     }
 
@@ -434,6 +440,7 @@ mod tests {
             as_of_ms: Some(2),
             stats: Stats::new(Task::Regression, 2, ravel_core::stats::AlphaSchedule::Plain),
             folds: None,
+            windows: None,
         };
         let mut json = serde_json::to_value(&cp).unwrap();
         assert_eq!(json["as_of_ms"], 2);

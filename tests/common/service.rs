@@ -199,5 +199,6 @@ pub fn stream(name: &str, topic: &str, features: FeatureSchema, task: Task) -> S
         quality: None,
         format: Default::default(),
         avro_schema_file: None,
+        windows: None,
     }
 }

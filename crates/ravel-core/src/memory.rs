@@ -52,6 +52,8 @@ pub struct Estimate {
     /// The service's model history (`GET /v1/streams/{name}/history`): a bounded ring of
     /// snapshots of the stream's default model, each a few numbers and up to k coefficients.
     pub history: u64,
+    /// A stream's time buckets (`stats::windows`): each bucket one copy of the statistics.
+    pub windows: u64,
 }
 
 /// The statistics of one p-feature stream of this task and one extraction from them (the
@@ -101,6 +103,11 @@ impl Estimate {
         self.history = self.history.saturating_add(bytes);
         self
     }
+    /// Adds `bytes` of time buckets.
+    pub fn with_windows(mut self, bytes: u64) -> Estimate {
+        self.windows = self.windows.saturating_add(bytes);
+        self
+    }
     /// The sum of another estimate's parts and this one's (several streams).
     pub fn plus(self, other: Estimate) -> Estimate {
         Estimate {
@@ -109,6 +116,7 @@ impl Estimate {
             rows: self.rows.saturating_add(other.rows),
             selection: self.selection.saturating_add(other.selection),
             history: self.history.saturating_add(other.history),
+            windows: self.windows.saturating_add(other.windows),
         }
     }
     /// All parts, in bytes (saturating at u64::MAX).
@@ -118,6 +126,7 @@ impl Estimate {
             .saturating_add(self.rows)
             .saturating_add(self.selection)
             .saturating_add(self.history)
+            .saturating_add(self.windows)
     }
 }
 
@@ -132,6 +141,7 @@ impl fmt::Display for Estimate {
             ("rows", self.rows),
             ("selection", self.selection),
             ("history", self.history),
+            ("windows", self.windows),
         ];
         let shown: Vec<String> = parts
             .iter()

@@ -52,6 +52,8 @@ pub fn assemble(
             fold_by: s.handle.folds().1,
             folds,
         }),
+        // A copy of the map only: the buckets themselves are shared until a fold changes one.
+        windows: whole.windows.clone(),
     }
 }
 
@@ -271,12 +273,51 @@ pub fn load_checkpoints(dir: &Path, configs: &[StreamConfig]) -> anyhow::Result<
         positions.insert(cp.topic.clone(), cp.offsets.clone());
         clusters.insert(c.name.clone(), cp.cluster_id.clone());
         let folds = restore_folds(c, cp.folds, cp.stats.n(), &path)?;
+        let windows = restore_windows(c, cp.windows, &path)?;
         snaps.insert(
             c.name.clone(),
-            Snapshot::whole(cp.stats, last_update, cp.as_of_ms).with_folds(folds),
+            Snapshot::whole(cp.stats, last_update, cp.as_of_ms)
+                .with_folds(folds)
+                .with_windows(windows),
         );
     }
     Ok((snaps, positions, clusters))
+}
+
+/// The time buckets a checkpoint restores for stream `c`: its own when they are the ones the
+/// stream keeps now (`windows`; damaged ones stop the start like damaged statistics). When the
+/// stream keeps other windows or the checkpoint has none (`windows` was set or changed since),
+/// they start empty and hold only the rows read from now on (logged): a row's time cannot be
+/// recovered from the totals. Empty windows start with the stream (`fold::Part`).
+fn restore_windows(
+    c: &StreamConfig,
+    saved: Option<ravel_core::stats::Windows>,
+    path: &Path,
+) -> anyhow::Result<Option<ravel_core::stats::Windows>> {
+    let Some(spec) = c.window_spec()? else {
+        return Ok(None);
+    };
+    let why = match saved {
+        Some(w) if w.spec() == spec => {
+            w.validate(c.task, c.p()).map_err(|e| {
+                anyhow::anyhow!(
+                    "checkpoint {}: its time buckets (windows) are damaged ({e}); move it away to start this stream from the beginning of its topic",
+                    path.display()
+                )
+            })?;
+            return Ok(Some(w));
+        }
+        Some(w) => format!("its time buckets are of {}", w.spec().describe()),
+        None => "it has no time buckets".into(),
+    };
+    tracing::warn!(
+        stream = %c.name,
+        "checkpoint {}: {why}, the stream keeps {}: its windows start empty and hold only the rows read from now on. \
+         Move the checkpoint away to fold every row of the topic into them.",
+        path.display(),
+        spec.describe()
+    );
+    Ok(None)
 }
 
 /// The folds a checkpoint restores for stream `c`: its own when they are the ones the stream

@@ -29,12 +29,15 @@
 //! Files: `error` (`StatsError`, `MAX_ABS_VALUE`, the batch checks), `running` (`RunningStats`
 //! and its accessors), `fold` (how a batch is folded: weights, shift, `Chunk`), `syrk` (the
 //! AVX2 + FMA kernel, all the `unsafe` of the statistics) and `portable` (its faer twin),
-//! `strided` (`StridedRows`), `merge` (exact shard merges), `stored` (the serialized form and
+//! `strided` (`StridedRows`), `merge` (exact shard merges), `centred` (the stable pairwise
+//! merge of plain statistics in centred form, Chan et al.), `windows` (statistics per time
+//! bucket with geometric roll-up, merged over any span), `stored` (the serialized form and
 //! `validate`), `class` (`ClassStats`), `by_task` (the owning `Stats` enum), `schedule`,
 //! `adaptive`, `folds` and `observations`.
 
 pub mod adaptive;
 mod by_task;
+pub mod centred;
 mod class;
 mod error;
 mod fold;
@@ -48,6 +51,7 @@ mod stored;
 mod strided;
 #[allow(unsafe_code)] // intrinsics, inline assembly, raw pointers (see its header)
 mod syrk;
+pub mod windows;
 
 pub use adaptive::{AdaptiveConfig, Cusum};
 pub use by_task::Stats;
@@ -59,6 +63,7 @@ pub use observations::Observations;
 pub use running::{DriftStatus, RunningStats};
 pub use schedule::{AlphaSchedule, AlphaSpec};
 pub use strided::StridedRows;
+pub use windows::{WindowSpec, Windows};
 
 use error::check_batch;
 

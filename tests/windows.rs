@@ -1,0 +1,427 @@
+//! Models over windows of time (issue 47), through the binaries: rows go through `ravel
+//! broker` with explicit Kafka timestamps (CreateTime) spread over the last three hours into a
+//! `ravel serve` stream with `windows = { bucket = "1m", keep = "7d" }`, which is SIGKILLed
+//! mid-stream (rows folded in memory that no checkpoint has) and restarted; then the model of
+//! several windows [T1, T2) (`POST .../model`, `POST .../path`, `GET .../path`) equals `ravel
+//! fit` on exactly the rows stamped in them (1e-9). The rows change regime half-way (bar 05's
+//! abrupt change): each half's window gives its own coefficients, where the all-time model
+//! averages them. Bad windows are refused with `invalid_window` naming the problem, and rows
+//! older than `keep` are counted, not folded into a bucket.
+
+mod common;
+
+use common::*;
+use rdkafka::config::ClientConfig;
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use serde_json::{Value, json};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+const P: usize = 4;
+const ROWS_PER_MESSAGE: usize = 5;
+const MESSAGES: usize = 360;
+const MINUTE: i64 = 60_000;
+
+/// Rows of two regimes (coefficients before and after message MESSAGES / 2), noisy.
+fn rows() -> (Vec<f64>, Vec<f64>) {
+    let n = MESSAGES * ROWS_PER_MESSAGE;
+    let mut state = 42u64;
+    let mut next = move || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+    };
+    let (mut x, mut y) = (Vec::new(), Vec::new());
+    for i in 0..n {
+        let row: Vec<f64> = (0..P).map(|j| 100.0 * j as f64 + next() * 4.0).collect();
+        let b = if i < n / 2 {
+            [2.0, -1.0, 0.5, 0.0]
+        } else {
+            [-1.0, 0.0, 0.5, 3.0]
+        };
+        let yi = 1.0 + row.iter().zip(b).map(|(v, c)| v * c).sum::<f64>() + 0.1 * next();
+        x.extend_from_slice(&row);
+        y.push(yi);
+    }
+    (x, y)
+}
+
+/// A binary (RVB1) message of rows `a..b`.
+fn message(x: &[f64], y: &[f64], a: usize, b: usize) -> Vec<u8> {
+    let mut m = b"RVB1".to_vec();
+    m.extend_from_slice(&((b - a) as u32).to_le_bytes());
+    m.extend_from_slice(&(P as u32).to_le_bytes());
+    for v in x[a * P..b * P].iter().chain(&y[a..b]) {
+        m.extend_from_slice(&v.to_le_bytes());
+    }
+    m
+}
+
+/// Sends messages `from..to`, message m stamped `stamps[m]`, and waits for the broker.
+fn produce(brokers: &str, data: &(Vec<f64>, Vec<f64>), stamps: &[i64], from: usize, to: usize) {
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("enable.idempotence", "true")
+        .create()
+        .unwrap();
+    for m in from..to {
+        let payload = message(
+            &data.0,
+            &data.1,
+            m * ROWS_PER_MESSAGE,
+            (m + 1) * ROWS_PER_MESSAGE,
+        );
+        producer
+            .send(
+                BaseRecord::<(), [u8]>::to("win")
+                    .partition(m as i32 % 2)
+                    .timestamp(stamps[m])
+                    .payload(&payload),
+            )
+            .unwrap();
+        producer.poll(Duration::ZERO);
+    }
+    producer.flush(Duration::from_secs(30)).unwrap();
+}
+
+fn post(base: &str, path: &str, body: &Value) -> (u16, Value) {
+    let r = client()
+        .post(format!("{base}{path}"))
+        .json(body)
+        .send()
+        .unwrap();
+    (r.status().as_u16(), r.json().unwrap())
+}
+
+/// The rows of messages stamped in [from, to), as a CSV for `ravel fit`; their count.
+fn window_file(
+    dir: &Path,
+    data: &(Vec<f64>, Vec<f64>),
+    stamps: &[i64],
+    from: i64,
+    to: i64,
+    kept: &[bool],
+) -> (std::path::PathBuf, u64) {
+    let (mut x, mut y) = (Vec::new(), Vec::new());
+    for (m, &t) in stamps.iter().enumerate() {
+        if kept[m] && (from..to).contains(&t) {
+            let r = m * ROWS_PER_MESSAGE..(m + 1) * ROWS_PER_MESSAGE;
+            x.extend_from_slice(&data.0[r.start * P..r.end * P]);
+            y.extend_from_slice(&data.1[r]);
+        }
+    }
+    let file = dir.join(format!("window_{from}_{to}.csv"));
+    // Named as a stream declared by count names its features.
+    let names: Vec<String> = (0..P).map(|j| j.to_string()).collect();
+    write_csv(&file, &names, &x, &y);
+    (file, y.len() as u64)
+}
+
+#[test]
+fn window_models_equal_ravel_fit_on_their_rows_across_a_sigkill() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = rows();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    // Three hours of messages, one every 30 s, the last a minute ago; every 40th message is
+    // stamped 8 days back (older than keep: counted, in no window).
+    let start = (now - 3 * 60 * MINUTE) / MINUTE * MINUTE;
+    let stamps: Vec<i64> = (0..MESSAGES)
+        .map(|m| {
+            if m % 40 == 39 {
+                now - 8 * 24 * 60 * MINUTE
+            } else {
+                start + m as i64 * 30_000 + 1234
+            }
+        })
+        .collect();
+    let kept: Vec<bool> = (0..MESSAGES).map(|m| m % 40 != 39).collect();
+    let old = kept.iter().filter(|k| !**k).count() * ROWS_PER_MESSAGE;
+    let n = (MESSAGES * ROWS_PER_MESSAGE) as u64;
+
+    let (mut broker, brokers) = Proc::start(
+        "ravel broker",
+        &["broker", "--topic", "win:2", "--topic", "other:1"],
+        &[],
+        &dir.path().join("broker.log"),
+    );
+    let state = dir.path().join("state");
+    std::fs::write(
+        dir.path().join("ravel.toml"),
+        format!(
+            r#"
+[http]
+addr = "127.0.0.1:0"
+[kafka]
+group_id = "windows-group"
+[kafka.options]
+"session.timeout.ms" = "6000"
+"heartbeat.interval.ms" = "500"
+[state]
+dir = "{}"
+checkpoint_interval_ms = 300
+[demo]
+enabled = false
+[[streams]]
+name = "w"
+topic = "win"
+features = {P}
+windows = {{ bucket = "1m", keep = "7d" }}
+[[streams]]
+name = "plain"
+topic = "other"
+features = {P}
+"#,
+            state.display()
+        ),
+    )
+    .unwrap();
+    let saved = || {
+        ravel::checkpoint::load(&state, "w")
+            .ok()
+            .flatten()
+            .and_then(|cp| cp.windows.map(|w| (cp.stats.n(), w.n())))
+            .unwrap_or((0, 0))
+    };
+
+    // Run 1: a first part is checkpointed with its buckets, then more arrives and the service
+    // is killed while it holds rows no checkpoint has.
+    let (s, base) = serve(dir.path(), &brokers, 1);
+    produce(&brokers, &data, &stamps, 0, MESSAGES / 3);
+    let t = Instant::now();
+    while saved().0 < (MESSAGES / 3 * ROWS_PER_MESSAGE) as u64 {
+        assert!(t.elapsed() < DEADLINE, "no checkpoint of the first rows");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (rows1, bucketed1) = saved();
+    assert!(
+        bucketed1 > 0 && bucketed1 < rows1,
+        "old rows are in no bucket: {rows1} {bucketed1}"
+    );
+    produce(&brokers, &data, &stamps, MESSAGES / 3, 2 * MESSAGES / 3);
+    let t = Instant::now();
+    loop {
+        let (live, ckpt) = (stream_n(&base, "w").unwrap_or(0), saved().0);
+        if live > ckpt {
+            break;
+        }
+        assert!(t.elapsed() < DEADLINE, "live {live}, saved {ckpt}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    s.signal("-KILL");
+    drop(s);
+    assert!(saved().0 < n);
+
+    // The rest arrives while the service is down; run 2 resumes from the checkpoint.
+    produce(&brokers, &data, &stamps, 2 * MESSAGES / 3, MESSAGES);
+    let (mut s, base) = serve(dir.path(), &brokers, 2);
+    let log = dir.path().join("serve2.log");
+    wait_for("every row", &log, || {
+        (stream_n(&base, "w") == Some(n)).then_some(())
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(stream_n(&base, "w"), Some(n), "no row counted twice");
+
+    // Windows on minute boundaries: the first regime, the second, one across the change, a
+    // short one, and everything kept.
+    let change = stamps[MESSAGES / 2] / MINUTE * MINUTE;
+    let end = (now / MINUTE + 1) * MINUTE;
+    let windows = [
+        (start, change),
+        (change, end),
+        (change - 20 * MINUTE, change + 25 * MINUTE),
+        (start + 61 * MINUTE, start + 75 * MINUTE),
+        (start - 60 * MINUTE, end),
+    ];
+    for (from, to) in windows {
+        let (file, rows) = window_file(dir.path(), &data, &stamps, from, to, &kept);
+        let what = format!("[{from}, {to})");
+        for (body, flags) in [
+            (json!({"method": "ols"}), vec!["--method", "ols"]),
+            (
+                json!({"method": "lasso", "k": 2}),
+                vec!["--method", "lasso", "--k", "2"],
+            ),
+        ] {
+            let mut b = body.clone();
+            b["window"] = json!({"from": from, "to": to});
+            let (code, api) = post(&base, "/v1/streams/w/model", &b);
+            assert_eq!(code, 200, "{what}: {api}");
+            assert_eq!(api["window"]["from"], from, "{what}: snapped");
+            assert_eq!(api["window"]["to"], to, "{what}: snapped");
+            assert_eq!(api["window"]["n"], rows, "{what}");
+            let mut args = vec!["fit", file.to_str().unwrap()];
+            args.extend(&flags);
+            let fit: Value = serde_json::from_str(&ravel(&args)).unwrap();
+            assert_same_model(&api, &fit, 1e-9, &format!("{what} {body}"));
+        }
+        // The path, by POST and by GET, is the same path.
+        let (code, path) = post(
+            &base,
+            "/v1/streams/w/path",
+            &json!({"method": "lasso", "path_points": 5, "window": {"from": from, "to": to}}),
+        );
+        assert_eq!(code, 200, "{what}: {path}");
+        let get = client()
+            .get(format!(
+                "{base}/v1/streams/w/path?method=lasso&path_points=5&window.from={from}&window.to={to}"
+            ))
+            .send()
+            .unwrap();
+        assert_eq!(get.status().as_u16(), 200);
+        let get: Value = get.json().unwrap();
+        assert_eq!(get["window"]["n"], rows);
+        let fit: Value = serde_json::from_str(&ravel(&[
+            "fit",
+            file.to_str().unwrap(),
+            "--method",
+            "lasso",
+            "--path",
+            "--path-points",
+            "5",
+        ]))
+        .unwrap();
+        let points = path["points"].as_array().unwrap();
+        assert_eq!(
+            points.len(),
+            fit["points"].as_array().unwrap().len(),
+            "{what}"
+        );
+        for (i, point) in points.iter().enumerate() {
+            let at = format!("{what} path point {i}");
+            assert_same_model(point, &get["points"][i], 1e-12, &at);
+            assert_same_model(point, &fit["points"][i], 1e-9, &at);
+        }
+    }
+
+    // The drift: each regime's window gives its own coefficients; the all-time model mixes.
+    let coef = |m: &Value, j: usize| {
+        m["coefficients"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["index"] == j)
+            .map_or(0.0, |c| c["value"].as_f64().unwrap())
+    };
+    let (_, before) = post(
+        &base,
+        "/v1/streams/w/model",
+        &json!({"method": "ols", "window": {"from": start, "to": change}}),
+    );
+    let (_, after) = post(
+        &base,
+        "/v1/streams/w/model",
+        &json!({"method": "ols", "window": {"from": change, "to": end}}),
+    );
+    let (_, all) = post(&base, "/v1/streams/w/model", &json!({"method": "ols"}));
+    for (j, (b, a)) in [(2.0, -1.0), (-1.0, 0.0), (0.5, 0.5), (0.0, 3.0)]
+        .into_iter()
+        .enumerate()
+    {
+        assert!(
+            (coef(&before, j) - b).abs() < 0.01,
+            "before, {j}: {}",
+            coef(&before, j)
+        );
+        assert!(
+            (coef(&after, j) - a).abs() < 0.01,
+            "after, {j}: {}",
+            coef(&after, j)
+        );
+    }
+    assert!((coef(&all, 3) - 0.0).abs() > 0.2 && (coef(&all, 3) - 3.0).abs() > 0.2);
+    // The stream without windows answers as before, and says it keeps no windows.
+    let (code, e) = post(
+        &base,
+        "/v1/streams/plain/model",
+        &json!({"method": "ols", "window": {"last": "1h"}}),
+    );
+    assert_eq!(
+        (code, e["error"]["code"].as_str()),
+        (400, Some("invalid_window")),
+        "{e}"
+    );
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("windows = {"),
+        "{e}"
+    );
+
+    // `last`: the buckets up to the end of the current one.
+    let (code, last) = post(
+        &base,
+        "/v1/streams/w/model",
+        &json!({"method": "ols", "window": {"last": "1h"}}),
+    );
+    assert_eq!(code, 200, "{last}");
+    let to = last["window"]["to"].as_i64().unwrap();
+    assert_eq!(last["window"]["from"].as_i64().unwrap(), to - 60 * MINUTE);
+    let (_, rows) = window_file(dir.path(), &data, &stamps, to - 60 * MINUTE, to, &kept);
+    assert_eq!(last["window"]["n"], rows);
+
+    // Bad windows: 400 invalid_window, naming the problem.
+    for (window, says) in [
+        (json!({"from": end, "to": start}), "must be after"),
+        (
+            json!({"from": now - 9 * 24 * 60 * MINUTE, "to": end}),
+            "oldest kept bucket",
+        ),
+        (json!({"from": "yesterday", "to": end}), "RFC 3339"),
+        (json!({"last": "an hour"}), "last"),
+        (json!({"from": start}), "both from and to"),
+        (
+            json!({"from": start + 1000, "to": start + 2000}),
+            "no whole bucket",
+        ),
+    ] {
+        let (code, e) = post(
+            &base,
+            "/v1/streams/w/model",
+            &json!({"method": "ols", "window": window}),
+        );
+        assert_eq!(
+            (code, e["error"]["code"].as_str()),
+            (400, Some("invalid_window")),
+            "{window}: {e}"
+        );
+        assert!(
+            e["error"]["message"].as_str().unwrap().contains(says),
+            "{window}: {e}"
+        );
+        let (code, e) = post(
+            &base,
+            "/v1/streams/w/path",
+            &json!({"method": "lasso", "window": window}),
+        );
+        assert_eq!(
+            (code, e["error"]["code"].as_str()),
+            (400, Some("invalid_window")),
+            "path {window}: {e}"
+        );
+    }
+
+    // Rows older than keep are counted by reason (run 2 saw the last third's).
+    let metrics = metrics_of(&base);
+    let refused = sample(
+        &metrics,
+        "ravel_window_rows_refused_total{reason=\"too_old\",stream=\"w\"}",
+    )
+    .unwrap_or(0.0);
+    assert!(refused > 0.0 && refused <= old as f64, "{refused} of {old}");
+
+    s.signal("-TERM");
+    assert!(s.wait());
+    let cp = ravel::checkpoint::load(&state, "w").unwrap().unwrap();
+    assert_eq!(
+        cp.windows.unwrap().n(),
+        n - old as u64,
+        "every kept row in a bucket"
+    );
+    broker.signal("-TERM");
+    broker.wait();
+}
