@@ -57,8 +57,10 @@
 //!   `commit` (which offsets may be committed).
 //! - `score`: the scorers of `[[scorers]]`, a pipeline of their own beside ingest: events in
 //!   through a stream's decoding, predictions with a model of its snapshot, predictions out;
-//!   each on its own thread with its own consumer group; `tail` (where an exactly-once
-//!   scorer resumes: its output partitions' tail).
+//!   each on its own thread with its own consumer group (`mod.rs`: the loop); `clients`
+//!   (delivery reports, the rebalance callback), `predict` (one event scored), `output`
+//!   (predictions sent, deliveries awaited) and `tail` (where an exactly-once scorer resumes:
+//!   its output partitions' tail).
 //! - `api`: the HTTP API (axum; `mod.rs` the router and the shared state): `streams` and
 //!   `features` (the handlers of the two stream kinds), `wide` (a wide feature stream's
 //!   Lasso path and models, paper 004), `params` (request parsing), `health`

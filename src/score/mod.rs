@@ -40,26 +40,28 @@
 //! hides open transactions, but answers every Fetch with an empty list of aborted
 //! transactions, so a `read_committed` consumer sees aborted records.
 
+mod clients;
+mod output;
+mod predict;
 mod tail;
 
 use crate::config::DlqConfig;
 use crate::config::scorers::ScorerConfig;
 use crate::ingest::dead_letters::RateLimit;
 use crate::ingest::dead_letters::dlq::{self, DeadLetters};
-use crate::ingest::decode::format::{self, Reason, Rejection};
+use crate::ingest::decode::format::Reason;
 use crate::kafka::KafkaClients;
 use crate::metrics::Metrics;
 use crate::shutdown::Shutdown;
-use crate::state::streams::{Snapshot, StreamHandle};
-use ravel_core::Task;
-use ravel_core::solve::{Checked, Model, Request, model_from_folds};
-use rdkafka::ClientContext;
-use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, RebalanceProtocol};
-use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::{BorrowedMessage, Header, Message, OwnedHeaders};
-use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
+use crate::state::streams::StreamHandle;
+use clients::{Reports, ScorerContext};
+use predict::{Current, score, spec_hash};
+use ravel_core::solve::{Checked, Request, model_from_folds};
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::error::KafkaError;
+use rdkafka::message::Message;
+use rdkafka::producer::{BaseProducer, Producer};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
-use rdkafka::types::RDKafkaRespErr;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -107,180 +109,6 @@ pub fn spawn(setup: ScorerSetup) -> anyhow::Result<std::thread::JoinHandle<()>> 
         .name(format!("ravel-scorer-{name}"))
         .spawn(move || scorer.run())
         .map_err(|e| anyhow::anyhow!("cannot start scorer '{name}': {e}"))
-}
-
-/// The model a scorer predicts with, and the snapshot it came from.
-struct Current {
-    model: Model,
-    snapshot: Arc<Snapshot>,
-    at: Instant,
-    /// `{"stream", "n", "as_of", "spec"}`, as every prediction carries it.
-    version: serde_json::Value,
-}
-
-/// Delivery reports of the predictions, by batch (a report of an earlier batch, late after
-/// that batch was given up, must not count for the next): how many were delivered, and the
-/// source partition and offset of each failed one.
-#[derive(Default)]
-struct Reports {
-    delivered: Mutex<BTreeMap<u64, u64>>,
-    failed: Mutex<Vec<(u64, i32, i64, String)>>,
-    /// Per output partition, the offset after the last prediction delivered there.
-    ends: Mutex<BTreeMap<i32, i64>>,
-}
-
-impl ClientContext for Reports {}
-
-impl ProducerContext for Reports {
-    /// The batch, and the source partition and offset.
-    type DeliveryOpaque = Box<(u64, i32, i64)>;
-    fn delivery(&self, result: &DeliveryResult<'_>, source: Box<(u64, i32, i64)>) {
-        let (batch, p, o) = *source;
-        match result {
-            Ok(m) => {
-                *crate::lock(&self.delivered).entry(batch).or_default() += 1;
-                let mut ends = crate::lock(&self.ends);
-                let end = ends.entry(m.partition()).or_insert(0);
-                *end = (*end).max(m.offset() + 1);
-            }
-            Err((e, _)) => crate::lock(&self.failed).push((batch, p, o, e.to_string())),
-        }
-    }
-}
-
-/// The scorer consumer's context: the partitions assigned now, and (exactly once) the reader
-/// of the output's tail that says where each newly assigned partition resumes.
-struct ScorerContext {
-    name: String,
-    topic: String,
-    tail: Mutex<Option<Tail>>,
-    assigned: Mutex<BTreeSet<i32>>,
-}
-
-impl ClientContext for ScorerContext {}
-
-impl ScorerContext {
-    /// Where each of `parts` starts: the group's committed offset (else the beginning), or,
-    /// exactly once, right after the last source offset its output partition holds past the
-    /// commit's recorded output end, when that is later. A tail that cannot be read leaves the
-    /// committed offset (at least once for that partition), said in the log.
-    fn starts(&self, consumer: &BaseConsumer<Self>, parts: &[i32]) -> Vec<(i32, Offset)> {
-        let mut tpl = TopicPartitionList::new();
-        for &p in parts {
-            tpl.add_partition(&self.topic, p);
-        }
-        let committed = consumer
-            .committed_offsets(tpl, Duration::from_secs(10))
-            .ok();
-        let tail = super::lock(&self.tail);
-        parts
-            .iter()
-            .map(|&p| {
-                let e = committed
-                    .as_ref()
-                    .and_then(|c| c.find_partition(&self.topic, p));
-                let (at, hint) = match &e {
-                    Some(e) => (
-                        match e.offset() {
-                            Offset::Offset(o) => Some(o),
-                            _ => None,
-                        },
-                        crate::kafka::standalone::fields(e.metadata())
-                            .and_then(|f| f.get("out")?.parse::<i64>().ok()),
-                    ),
-                    None => (None, None),
-                };
-                let resumed = tail.as_ref().and_then(|t| match t.resume(p, hint) {
-                    Ok(r) => r,
-                    Err(e) => {
-                        tracing::error!(scorer = %self.name, partition = p, error = %e, "cannot read the output's tail: the partition resumes at its committed offset (at least once for it)");
-                        None
-                    }
-                });
-                let start = match (at, resumed) {
-                    (Some(a), Some(r)) => Offset::Offset(a.max(r)),
-                    (None, Some(r)) => Offset::Offset(r),
-                    (Some(a), None) => Offset::Offset(a),
-                    (None, None) => Offset::Beginning,
-                };
-                tracing::info!(scorer = %self.name, partition = p, committed = ?at, output_end_hint = ?hint, from_output = ?resumed, start = ?start, "scorer partition assigned");
-                (p, start)
-            })
-            .collect()
-    }
-
-    /// Assigns `tpl`'s partitions at their starts.
-    fn assign(
-        &self,
-        consumer: &BaseConsumer<Self>,
-        tpl: &mut TopicPartitionList,
-        incremental: bool,
-    ) {
-        let parts: Vec<i32> = tpl.elements().iter().map(|e| e.partition()).collect();
-        for (p, start) in self.starts(consumer, &parts) {
-            let _ = tpl.set_partition_offset(&self.topic, p, start);
-        }
-        let r = if incremental {
-            consumer.incremental_assign(tpl)
-        } else {
-            consumer.assign(tpl)
-        };
-        match r {
-            Ok(()) => {
-                let mut a = super::lock(&self.assigned);
-                if !incremental {
-                    a.clear();
-                }
-                a.extend(parts);
-            }
-            Err(e) => tracing::error!(scorer = %self.name, error = %e, "cannot assign partitions"),
-        }
-    }
-}
-
-impl ConsumerContext for ScorerContext {
-    fn rebalance(
-        &self,
-        consumer: &BaseConsumer<Self>,
-        err: RDKafkaRespErr,
-        tpl: &mut TopicPartitionList,
-    ) {
-        let cooperative = matches!(
-            consumer.rebalance_protocol(),
-            RebalanceProtocol::Cooperative
-        );
-        match err {
-            RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => {
-                self.assign(consumer, tpl, cooperative)
-            }
-            RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS => {
-                // Every prediction of the batches before was acknowledged (a batch waits for
-                // its deliveries before the next poll); the messages of the batch being
-                // gathered from these partitions are dropped (`Scorer::batch`).
-                let r = if cooperative {
-                    consumer.incremental_unassign(tpl)
-                } else {
-                    consumer.unassign()
-                };
-                if let Err(e) = r {
-                    tracing::error!(scorer = %self.name, error = %e, "cannot unassign partitions");
-                }
-                let mut a = super::lock(&self.assigned);
-                if cooperative {
-                    for e in tpl.elements() {
-                        a.remove(&e.partition());
-                    }
-                } else {
-                    a.clear();
-                }
-            }
-            other => {
-                tracing::error!(scorer = %self.name, error = ?other, "rebalance failed; dropping the assignment");
-                let _ = consumer.unassign();
-                super::lock(&self.assigned).clear();
-            }
-        }
-    }
 }
 
 struct Scorer {
@@ -775,137 +603,6 @@ impl Scorer {
             tracing::warn!(scorer = %self.config.name, error = %self.clients.scrub(&e.to_string()), "scorer commit failed; its messages may be scored again after a restart");
         }
     }
-
-    /// Sends a prediction: the event's key, its coordinates and the model's n in headers.
-    fn send(&self, m: &BorrowedMessage<'_>, payload: Vec<u8>) {
-        let (p, o) = (m.partition(), m.offset());
-        let (ps, os, rows) = (
-            p.to_string(),
-            o.to_string(),
-            self.current.as_ref().map_or(0, |c| c.model.n).to_string(),
-        );
-        let headers = OwnedHeaders::new()
-            .insert(Header {
-                key: "ravel-scorer",
-                value: Some(self.config.name.as_str()),
-            })
-            .insert(Header {
-                key: "ravel-source-topic",
-                value: Some(self.config.topic.as_str()),
-            })
-            .insert(Header {
-                key: "ravel-source-partition",
-                value: Some(ps.as_str()),
-            })
-            .insert(Header {
-                key: "ravel-source-offset",
-                value: Some(os.as_str()),
-            })
-            .insert(Header {
-                key: "ravel-model-rows",
-                value: Some(rows.as_str()),
-            });
-        let mut record =
-            BaseRecord::with_opaque_to(&self.config.output_topic, Box::new((self.batch, p, o)))
-                .payload(&payload)
-                .headers(headers);
-        if self.exactly_once {
-            record = record.partition(p);
-        }
-        if let Some(k) = m.key() {
-            record = record.key(k);
-        }
-        loop {
-            match self.producer.send(record) {
-                Ok(()) => return,
-                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r)) => {
-                    record = r;
-                    self.producer.poll(Duration::from_millis(50));
-                }
-                Err((e, _)) => {
-                    crate::lock(&self.producer.context().failed).push((
-                        self.batch,
-                        p,
-                        o,
-                        e.to_string(),
-                    ));
-                    return;
-                }
-            }
-        }
-    }
-
-    /// Waits until `sent` predictions are reported; true when all were delivered.
-    fn await_deliveries(&mut self, sent: u64) -> bool {
-        let start = Instant::now();
-        loop {
-            self.producer.poll(Duration::from_millis(10));
-            let batch = self.batch;
-            let failed: Vec<_> = std::mem::take(&mut *crate::lock(&self.producer.context().failed))
-                .into_iter()
-                .filter(|f| f.0 == batch)
-                .collect();
-            if !failed.is_empty() {
-                self.metrics
-                    .scorers
-                    .scorer_delivery_failures
-                    .with_label_values(&[&self.config.name])
-                    .inc_by(failed.len() as u64);
-                if self.admit_log("delivery") {
-                    let (_, p, o, e) = &failed[0];
-                    tracing::warn!(scorer = %self.config.name, output_topic = %self.config.output_topic, partition = p, offset = o, error = %self.clients.scrub(e), "predictions not delivered; their batch is scored again");
-                }
-                return false;
-            }
-            let mut delivered = crate::lock(&self.producer.context().delivered);
-            // Reports of earlier batches are of no use any more.
-            delivered.retain(|&b, _| b >= batch);
-            if delivered.get(&batch).copied().unwrap_or(0) >= sent {
-                delivered.remove(&batch);
-                return true;
-            }
-            drop(delivered);
-            if start.elapsed() > DELIVERY_WAIT
-                || self.shutdown.is_triggered() && start.elapsed() > Duration::from_secs(10)
-            {
-                return false;
-            }
-        }
-    }
-
-    /// Waits until `copies` dead-letter copies are delivered (or given up under
-    /// `dlq.on_failure = "skip"`).
-    fn await_dead_letters(&mut self, copies: usize) -> bool {
-        let Some(d) = &self.dead_letters else {
-            return true;
-        };
-        let (start, mut done) = (Instant::now(), 0);
-        while done < copies {
-            for o in d.outcomes() {
-                match o {
-                    dlq::Outcome::Delivered { .. } => done += 1,
-                    dlq::Outcome::Failed { retry_in: None, .. } => done += 1,
-                    dlq::Outcome::Failed { .. } => {}
-                }
-            }
-            if start.elapsed() > DELIVERY_WAIT || self.shutdown.is_triggered() {
-                return done >= copies;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        true
-    }
-
-    fn seek(&self, partition: i32, offset: i64) {
-        if let Err(e) = self.consumer.seek(
-            &self.config.topic,
-            partition,
-            Offset::Offset(offset),
-            Duration::from_secs(5),
-        ) {
-            tracing::warn!(scorer = %self.config.name, partition, offset, error = %e, "scorer cannot rewind a partition; its messages are read again after a restart");
-        }
-    }
 }
 
 /// Whether a log line of `kind` may be written now (`log_rate`).
@@ -914,81 +611,4 @@ fn admit(logs: &mut BTreeMap<&'static str, RateLimit>, kind: &'static str) -> bo
         .or_insert_with(|| RateLimit::new(dlq::LOG_EVERY))
         .admit(Instant::now())
         .is_some()
-}
-
-/// A message's prediction, as the output's JSON, or why it has none.
-fn score(
-    stream: &StreamHandle,
-    current: &Current,
-    m: &BorrowedMessage<'_>,
-) -> Result<Vec<u8>, Rejection> {
-    let Some(payload) = m.payload() else {
-        return Err(crate::ingest::dead_letters::rejections::no_payload());
-    };
-    let mut schema = crate::ingest::decode::message::schema(stream, m.headers());
-    schema.unlabelled = true;
-    let (mut x, mut y) = (Vec::new(), Vec::new());
-    let mut tally = crate::ingest::decode::events::Tally::default();
-    let rows = format::decode_tallied(payload, &schema, &mut x, &mut y, &mut tally)?;
-    if tally.skipped_rows > 0 {
-        return Err(Rejection {
-            reason: Reason::MissingFeature,
-            message: format!(
-                "a field is missing and stream '{}' skips such rows (missing = \"skip_row\"): no prediction",
-                stream.name()
-            ),
-        });
-    }
-    if rows == 0 {
-        return Err(Rejection {
-            reason: Reason::Malformed,
-            message: "the message holds no row to score".into(),
-        });
-    }
-    let p = stream.p();
-    let values: Vec<f64> = x.chunks(p).map(|row| current.model.predict(row)).collect();
-    let mut out = serde_json::Map::new();
-    let classification = stream.task() == Task::Classification;
-    let label = |s: f64| if s >= 0.0 { 1.0 } else { -1.0 };
-    match (values.as_slice(), classification) {
-        ([v], false) => {
-            out.insert("prediction".into(), (*v).into());
-        }
-        ([v], true) => {
-            out.insert("score".into(), (*v).into());
-            out.insert("label".into(), label(*v).into());
-        }
-        (vs, false) => {
-            out.insert("predictions".into(), vs.into());
-        }
-        (vs, true) => {
-            out.insert("scores".into(), vs.into());
-            let labels: Vec<f64> = vs.iter().map(|&v| label(v)).collect();
-            out.insert("labels".into(), labels.into());
-        }
-    }
-    out.insert("model".into(), current.version.clone());
-    Ok(serde_json::to_vec(&out).expect("a JSON map serializes"))
-}
-
-/// A short, stable name of a model request: FNV-1a (64 bits) of its JSON, in hex.
-fn spec_hash(request: &Request) -> String {
-    let text = serde_json::to_string(request).expect("a request serializes");
-    let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    });
-    format!("{hash:016x}")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_model_spec_hashes_the_same_every_time_and_apart_from_others() {
-        let ols = spec_hash(&Request::ols());
-        assert_eq!(ols, spec_hash(&Request::ols()));
-        assert_ne!(ols, spec_hash(&Request::ridge(1.0)));
-        assert_eq!(ols.len(), 16);
-    }
 }
