@@ -84,6 +84,7 @@ fn main() {
             as_of_ms: Some(1),
             stats,
             folds: None,
+            windows: None,
         };
         let binary = time(|| checkpoint::write(dir.path(), &cp).unwrap());
         let bytes = std::fs::metadata(checkpoint::path(dir.path(), "s"))

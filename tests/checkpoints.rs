@@ -45,6 +45,7 @@ fn a_checkpoint_with_malformed_statistics_stops_the_start_naming_the_file() {
         as_of_ms: None,
         stats,
         folds: None,
+        windows: None,
     };
     let file = checkpoint::path(state.path(), "bad");
     // Each edit leaves a checkpoint of the right shape, written as a sound file (header and

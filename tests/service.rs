@@ -994,6 +994,7 @@ fn checkpoints_that_do_not_match_stop_the_service_with_a_clear_error() {
         as_of_ms: None,
         stats,
         folds: None,
+        windows: None,
     };
     checkpoint::write(state.path(), &cp).unwrap();
     let err = TestService::start(cfg(), broker.bootstrap_servers())

@@ -65,7 +65,7 @@ fn produce(brokers: &str, data: &(Vec<f64>, Vec<f64>), stamps: &[i64], from: usi
         .set("enable.idempotence", "true")
         .create()
         .unwrap();
-    for m in from..to {
+    for (m, &stamp) in stamps.iter().enumerate().take(to).skip(from) {
         let payload = message(
             &data.0,
             &data.1,
@@ -76,7 +76,7 @@ fn produce(brokers: &str, data: &(Vec<f64>, Vec<f64>), stamps: &[i64], from: usi
             .send(
                 BaseRecord::<(), [u8]>::to("win")
                     .partition(m as i32 % 2)
-                    .timestamp(stamps[m])
+                    .timestamp(stamp)
                     .payload(&payload),
             )
             .unwrap();

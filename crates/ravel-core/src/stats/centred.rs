@@ -104,17 +104,16 @@ impl Centred {
             .map(|j| (other.shift_x[j] - self.shift_x[j]) + (other.dx[j] - self.dx[j]))
             .collect();
         let dy = (other.shift_y - self.shift_y) + (other.dy - self.dy);
-        let p = self.p;
         let mut at = 0;
-        for j in 0..p {
-            let dj = gf * dx[j];
-            for i in j..p {
-                self.cxx[at] = g * self.cxx[at] + f * other.cxx[at] + dj * dx[i];
+        for (j, &d) in dx.iter().enumerate() {
+            let dj = gf * d;
+            for &di in &dx[j..] {
+                self.cxx[at] = g * self.cxx[at] + f * other.cxx[at] + dj * di;
                 at += 1;
             }
         }
-        for j in 0..p {
-            self.cxy[j] = g * self.cxy[j] + f * other.cxy[j] + gf * dx[j] * dy;
+        for ((c, &o), &d) in self.cxy.iter_mut().zip(&other.cxy).zip(&dx) {
+            *c = g * *c + f * o + gf * d * dy;
         }
         self.cyy = g * self.cyy + f * other.cyy + gf * dy * dy;
         for (m, d) in self.dx.iter_mut().zip(&dx) {
