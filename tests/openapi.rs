@@ -233,7 +233,8 @@ fn every_route_is_described_and_every_answer_matches_its_schema() {
         ],
         None,
     );
-    let fs = |name: &str, topic: &str| FeatureStreamConfig {
+    // genes keeps its columns (wide = true) for the wide routes.
+    let fs = |name: &str, topic: &str, wide: bool| FeatureStreamConfig {
         name: name.into(),
         topic: Some(topic.into()),
         n: 6,
@@ -241,9 +242,9 @@ fn every_route_is_described_and_every_answer_matches_its_schema() {
         s: 2,
         workers: 1,
         eta: None,
-        wide: false,
+        wide,
     };
-    cfg.feature_streams = vec![fs("genes", "t.genes"), fs("empty", "t.empty")];
+    cfg.feature_streams = vec![fs("genes", "t.genes", true), fs("empty", "t.empty", false)];
     cfg.check().unwrap();
     let svc = TestService::start(cfg, brokers);
     svc.wait_rows("reg", n as u64);
@@ -459,6 +460,34 @@ fn every_route_is_described_and_every_answer_matches_its_schema() {
             Some(json!({})),
             409,
         ),
+        call(
+            "post",
+            "/v1/feature-streams/{name}/wide/path",
+            "/v1/feature-streams/genes/wide/path",
+            Some(json!({"variant": "deterministic", "path_points": 5})),
+            200,
+        ),
+        call(
+            "post",
+            "/v1/feature-streams/{name}/wide/path",
+            "/v1/feature-streams/empty/wide/path",
+            Some(json!({})),
+            409,
+        ),
+        call(
+            "post",
+            "/v1/feature-streams/{name}/wide/model",
+            "/v1/feature-streams/genes/wide/model",
+            Some(json!({"k": 2, "path_points": 5})),
+            200,
+        ),
+        call(
+            "post",
+            "/v1/feature-streams/{name}/wide/model",
+            "/v1/feature-streams/genes/wide/model",
+            Some(json!({"delta": -1.0})),
+            400,
+        ),
     ];
     // The document's own request examples, sent as they are.
     for (method, template, path) in [
@@ -468,6 +497,16 @@ fn every_route_is_described_and_every_answer_matches_its_schema() {
             "post",
             "/v1/streams/{name}/predict",
             "/v1/streams/reg/predict",
+        ),
+        (
+            "post",
+            "/v1/feature-streams/{name}/wide/path",
+            "/v1/feature-streams/genes/wide/path",
+        ),
+        (
+            "post",
+            "/v1/feature-streams/{name}/wide/model",
+            "/v1/feature-streams/genes/wide/model",
         ),
     ] {
         for body in body_examples(&doc, method, template) {
