@@ -45,8 +45,8 @@
 //!   checkpoint, commit) and its steps: `setup`, `gather` (a batch; `ahead`: JSON decoded on
 //!   other threads), `accept` (one message), `denied` (consumer and authorization errors),
 //!   `commit_loop` (checkpoints, then commits), `rebalance` (assignment), `lag`; folding:
-//!   `fold` (rows into statistics), `freshness` (each message's age once its rows are
-//!   visible), `cv` (the cross-validation fold of a row), `features`
+//!   `fold` (rows into statistics), `windows` (rows into time buckets), `freshness` (each
+//!   message's age once its rows are visible), `cv` (the cross-validation fold of a row), `features`
 //!   (feature-stream columns into the selection); `decode/`: `format` (every observation
 //!   format), `schema` (what a message must match), `events` (named rows and events through
 //!   the stream's field mapping), `fast_json` (the JSON fast path) and its `number` parser,

@@ -29,8 +29,8 @@
 //!   fold or reject, the retention check, releasing held partitions), `denied` (consumer
 //!   errors, authorization), `commit_loop` (checkpoints, then commits); `rebalance`
 //!   (assignment) and `lag`;
-//! - folding: `fold` (rows into statistics), `freshness` (each message's age once its rows
-//!   are visible), `cv` (which cross-validation fold a row goes to,
+//! - folding: `fold` (rows into statistics), `windows` (rows into a stream's time buckets),
+//!   `freshness` (each message's age once its rows are visible), `cv` (which cross-validation fold a row goes to,
 //!   `cv.folds`), `features` (feature-stream columns into the selection);
 //! - `decode/`: a message's bytes into rows or a column (`format`, `schema`, `events`,
 //!   `fast_json` and its `number` parser, `feature_format`, `message`);
@@ -63,6 +63,7 @@ mod gather;
 pub mod lag;
 pub mod rebalance;
 mod setup;
+pub mod windows;
 
 pub use crate::kafka::{KafkaClients, client_config};
 
