@@ -545,8 +545,7 @@ impl Config {
             );
         }
         let wide = self.feature_streams.iter().filter(|f| f.wide).count() as u64;
-        if wide > 0 {
-            let each = (limit.bytes - total.total()) / wide;
+        if let Some(each) = (limit.bytes - total.total()).checked_div(wide) {
             for f in self.feature_streams.iter().filter(|f| f.wide) {
                 let least = wide_bytes(f.n as u64, 1, f.n as u64);
                 if each < least {
