@@ -60,7 +60,8 @@
 //!   (`data::npy` holds the memory map) and the memory budget (`data::budget`); `data::csc`
 //!   holds a wide file column-major and sparse (`Csc`) in O(nnz + n + p) memory.
 //! - [`wide`]: paper 004's raw-data Frank-Wolfe Lasso path (Algorithm 2, randomized or
-//!   deterministic) on a `Csc`, for files whose Gram matrix cannot exist.
+//!   deterministic) on a `Csc`, for files whose Gram matrix cannot exist; `wide::path` the
+//!   path over delta with warm starts and the search for delta_max.
 //! - [`synthetic`]: the simulated design of paper 003 (demo stream, tests, benchmarks).
 //! - [`scenarios`]: the same design with drifting coefficients (drift checks and report).
 
