@@ -74,7 +74,7 @@ pub struct StreamSummary {
     fields_seen: Option<crate::state::sightings::FieldsSeen>,
 }
 
-/// The messages a stream read since the service started (the same counts as `/metrics`), so that
+/// The messages a stream read since the service started (the counters of `/metrics`), so that
 /// a stream reading the wrong topic, or refusing its messages, says so where it is looked at.
 #[derive(Serialize, ToSchema)]
 pub struct Arrivals {
