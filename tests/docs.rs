@@ -278,6 +278,7 @@ alpha = { kind = "adaptive" }
 history = { interval_ms = 1000, length = 10, k = 2 }
 cv = { folds = 5, fold_by = "key" }
 quality = { enabled = true, every_rows = 10, window_rows = 10, decay_rows = 10, model = { method = "ols" }, floor = { r2 = 0.5 } }
+windows = { bucket = "1m", keep = "7d" }
 [[streams]]
 name = "b"
 features = 2
