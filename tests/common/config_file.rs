@@ -23,33 +23,28 @@ impl ConfigFile {
     pub fn set(mut self, key: &str, value: impl Into<Value>) -> ConfigFile {
         let mut parts: Vec<&str> = key.split('.').collect();
         let last = parts.pop().expect("a key");
-        let mut table = &mut self.0;
-        for part in parts {
-            table = table
-                .entry(part)
-                .or_insert_with(|| Value::Table(Table::new()))
-                .as_table_mut()
-                .unwrap_or_else(|| panic!("{key}: {part} is not a table"));
-        }
-        table.insert(last.into(), value.into());
+        self.table(&parts).insert(last.into(), value.into());
         self
     }
 
     /// A librdkafka property for every client (`[kafka.options]`, whose names have dots).
     pub fn option(mut self, name: &str, value: &str) -> ConfigFile {
-        let kafka = self
-            .0
-            .entry("kafka")
-            .or_insert_with(|| Value::Table(Table::new()))
-            .as_table_mut()
-            .expect("kafka is a table");
-        kafka
-            .entry("options")
-            .or_insert_with(|| Value::Table(Table::new()))
-            .as_table_mut()
-            .expect("kafka.options is a table")
+        self.table(&["kafka", "options"])
             .insert(name.into(), value.into());
         self
+    }
+
+    /// The table at `path`, made (empty) where it is missing.
+    fn table(&mut self, path: &[&str]) -> &mut Table {
+        let mut table = &mut self.0;
+        for part in path {
+            table = table
+                .entry(*part)
+                .or_insert_with(|| Value::Table(Table::new()))
+                .as_table_mut()
+                .unwrap_or_else(|| panic!("{}: {part} is not a table", path.join(".")));
+        }
+        table
     }
 
     /// A 6 s session and 0.5 s heartbeats: a member that left is replaced at once.
