@@ -11,6 +11,10 @@ solve the same centered problem; delta_max is the l1 norm of its last solution, 
 runs its 100 deltas from delta_max / 100 to delta_max with --delta-max (as 004 takes delta_max
 from glmnet). A second ravel run finds delta_max itself (no --delta-max).
 
+With --skglm PYTHON (a Python where skglm is installed), skglm's Lasso runs as a second peer
+after scikit-learn (see SKGLM below); --no-sklearn leaves scikit-learn out, and delta_max then
+comes from skglm's path. --step-tol EPS gives ravel 004's own stopping rule as well.
+
 Measured per process (os.wait4): wall seconds, CPU seconds (user + system), peak RSS; from
 their answers: the solver's own seconds, iterations (ravel: FW iterations; sklearn: CD epochs,
 sum of n_iter), dot products (ravel: column dot products; sklearn: epochs x p, as 004 counts
@@ -146,6 +150,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--fraction", type=float, default=0.01)
     ap.add_argument("--tol", type=float, default=None, help="ravel --tol (default its own)")
+    ap.add_argument("--step-tol", type=float, default=None,
+                    help="ravel --step-tol: 004's own stopping rule (its experiments: 1e-3)")
     ap.add_argument("--ravel", default="target/release/ravel")
     ap.add_argument("--python", default="/usr/bin/python3")
     ap.add_argument("--no-search", action="store_true", help="skip the run without --delta-max")
@@ -179,6 +185,8 @@ def main():
                 base += ["--test", str(test)]
             if a.tol:
                 base += ["--tol", str(a.tol)]
+            if a.step_tol:
+                base += ["--step-tol", str(a.step_tol)]
             runs = [("ravel", base + ["--delta-max", repr(sk["delta_max"])])]
             if not a.no_search:
                 runs.append(("ravel_search", base))
