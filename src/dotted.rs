@@ -67,7 +67,7 @@ impl Paths {
             }
             // The path and each dotted prefix of it: top-level keys the stream uses.
             for (i, _) in path.match_indices('.') {
-                plan.entry(0, path[..i].as_bytes()).used = true;
+                plan.entry(0, &path.as_bytes()[..i]).used = true;
             }
             plan.entry(0, path.as_bytes()).used = true;
         }
