@@ -570,6 +570,64 @@ mod tests {
         out
     }
 
+    /// An event that carries most mapped paths, each at one of the places `lookup` finds it
+    /// (a flat dotted key or nested objects), mostly of the right kind, among keys the stream
+    /// does not use: most of them make rows.
+    fn likely_event(r: &mut StdRng) -> String {
+        let mut members: Vec<String> = Vec::new();
+        let mut user: Vec<String> = Vec::new();
+        let mut a: Vec<String> = Vec::new();
+        let mut label: Vec<String> = Vec::new();
+        let some = |r: &mut StdRng, v: String| -> String {
+            match r.random_range(0..30) {
+                0 => "null".into(),
+                1 => string(r),
+                _ => v,
+            }
+        };
+        let v = number(r);
+        members.push(format!("\"sqft\": {}", some(r, v)));
+        let v = number(r);
+        match r.random_range(0..3) {
+            0 => members.push(format!("\"user.age\": {}", some(r, v))),
+            _ => user.push(format!("\"age\": {}", some(r, v))),
+        }
+        let v = number(r);
+        match r.random_range(0..4) {
+            0 => members.push(format!("\"user.geo.lat\": {}", some(r, v))),
+            1 => user.push(format!("\"geo.lat\": {}", some(r, v))),
+            _ => user.push(format!("\"geo\": {{\"lat\": {}, \"lon\": 1}}", some(r, v))),
+        }
+        let v = ["\"north\"", "\"south\"", r#""\u00e9""#, "\"west\"", "3"][r.random_range(0..5)];
+        members.push(format!("\"region\": {}", some(r, v.into())));
+        let v = r#"["a", "b\n", 3, true]"#.to_string();
+        members.push(format!("\"tags\": {}", some(r, v)));
+        let v = number(r);
+        match r.random_range(0..2) {
+            0 => members.push(format!("\"a.b\": {}", some(r, v))),
+            _ => a.push(format!("\"b\": {}", some(r, v))),
+        }
+        let v = number(r);
+        members.push(format!("\"price\": {}", some(r, v)));
+        let v = number(r);
+        label.push(format!("\"value\": {}", some(r, v)));
+        for (name, inner) in [("user", user), ("a", a), ("label", label)] {
+            if !inner.is_empty() {
+                members.push(format!("\"{name}\": {{{}}}", inner.join(", ")));
+            }
+        }
+        for _ in 0..r.random_range(0..4) {
+            let mut noise = String::new();
+            value(r, 2, &mut noise);
+            members.push(format!("\"k{}\": {noise}", r.random_range(0..1000)));
+        }
+        // Any order.
+        for i in (1..members.len()).rev() {
+            members.swap(i, r.random_range(0..=i));
+        }
+        format!("{{{}}}", members.join(", "))
+    }
+
     /// Rows (as bits), targets, tally (but `events_by_tree`), or the refusal.
     type Outcome = Result<(Vec<u64>, Vec<u64>, Tally), (Reason, String)>;
 
@@ -596,7 +654,7 @@ mod tests {
             [Indicator; 6],
             [Indicator, SkipRow, Reject, Indicator, SkipRow, Indicator],
         ];
-        let (mut fast, mut accepted, mut total) = (0, 0, 0);
+        let (mut fast, mut accepted, mut total, mut rows) = (0, 0, 0, 0);
         for (k, m) in policies.into_iter().enumerate() {
             let f = fields(m);
             for target in ["price", "label.value"] {
@@ -617,15 +675,20 @@ mod tests {
                         plan: Some(&plan),
                         ..tree
                     };
-                    for _ in 0..1500 {
-                        let msg = event(&mut r);
+                    for i in 0..3000 {
+                        let msg = if i % 2 == 0 {
+                            event(&mut r)
+                        } else {
+                            likely_event(&mut r)
+                        };
                         let (want, _) = decode(msg.as_bytes(), &tree);
                         let (got, by_tree) = decode(msg.as_bytes(), &with_plan);
                         assert_eq!(got, want, "{msg}");
                         total += 1;
-                        if want.is_ok() {
+                        if let Ok((_, y, _)) = &want {
                             accepted += 1;
                             fast += usize::from(!by_tree);
+                            rows += y.len();
                         }
                         // The fast path answers only what the tree accepts.
                         let picked = pick(msg.as_bytes(), &plan, !unlabelled).is_some();
@@ -634,11 +697,11 @@ mod tests {
                 }
             }
         }
-        // Both paths are exercised: most accepted events take the fast one, and some are
-        // refused.
+        // Both paths are exercised: most accepted events take the fast one, many make rows,
+        // and some are refused.
         assert!(
-            accepted > total / 4 && accepted < total,
-            "{accepted} of {total}"
+            accepted > total / 3 && accepted < total && rows > total / 4,
+            "{accepted} of {total} accepted, {rows} rows"
         );
         assert!(
             fast * 10 > accepted * 7,
