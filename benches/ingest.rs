@@ -159,6 +159,12 @@ fn decode_bench() {
         target: Some("price"),
         ..Schema::positional(p, false)
     };
+    // The same events through the stream's compiled paths (one pass, no tree: issue 48).
+    let paths = format::Paths::new(&nested_fields, "price");
+    let events_one_pass = Schema {
+        plan: Some(&paths),
+        ..events
+    };
     let event_msgs: Vec<Vec<u8>> = (0..y.len())
         .map(|i| {
             let half = |r: std::ops::Range<usize>| -> serde_json::Map<String, serde_json::Value> {
@@ -178,9 +184,14 @@ fn decode_bench() {
             &named,
         ),
         (
-            "JSON nested event, one row (fields by dotted path)",
+            "JSON nested event, one row (fields by dotted path, a tree)",
             &event_msgs,
             &events,
+        ),
+        (
+            "JSON nested event, one row (the compiled paths, one pass)",
+            &event_msgs,
+            &events_one_pass,
         ),
     ] {
         let (mut xs, mut ys) = (Vec::with_capacity(x.len()), Vec::with_capacity(y.len()));

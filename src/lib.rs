@@ -49,7 +49,8 @@
 //!   message's age once its rows are visible), `cv` (the cross-validation fold of a row), `features`
 //!   (feature-stream columns into the selection); `decode/`: `format` (every observation
 //!   format), `schema` (what a message must match), `events` (named rows and events through
-//!   the stream's field mapping), `fast_json` (the JSON fast path) and its `number` parser,
+//!   the stream's field mapping), `fast_events` (JSON events in one pass, by the mapped
+//!   paths), `fast_json` (the JSON fast path) and its `number` parser,
 //!   `feature_format` (feature-stream messages), `message` (one observation message into
 //!   rows, ahead of the fold or for a scorer); `dead_letters/`: `rejections` (counted,
 //!   logged, copied), `dlq` (the producer thread), `held` (the fence on checkpoints),
@@ -125,6 +126,8 @@ pub use store::file as checkpoint;
 /// The observation messages a stream reads (docs/streams.md: Message formats): rows and mini-batches as
 /// JSON or ravel's binary form, written by `ravel produce` and by the tests.
 pub mod wire {
+    /// A stream's fields and target compiled for its JSON events (`Schema::plan`).
+    pub use crate::dotted::Paths;
     pub use crate::ingest::decode::format::{
         Schema, decode, encode_binary, encode_json, encode_json_named_batch,
     };

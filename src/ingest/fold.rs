@@ -325,9 +325,12 @@ impl StreamIngest {
         let (k, by) = handle.folds();
         let part = self.part(msg.partition());
         let mut tally = format::Tally::default();
+        // A refused message's tally holds only its events read as a tree.
+        if let Some(d) = &ahead {
+            tally = d.tally;
+        }
         let result = match (ahead, msg.payload()) {
             (Some(d), _) => d.result.inspect(|_| {
-                tally = d.tally;
                 // The first message of a partition in a batch (most of them, with many
                 // partitions) hands over its buffers instead of a copy.
                 if part.x.is_empty() && part.y.is_empty() {
@@ -373,6 +376,13 @@ impl StreamIngest {
                 .rows_skipped
                 .with_label_values(&[name])
                 .inc_by(tally.skipped_rows);
+        }
+        if tally.events_by_tree > 0 {
+            metrics
+                .ingest
+                .events_by_tree
+                .with_label_values(&[name])
+                .inc_by(tally.events_by_tree);
         }
         if tally.without_target > 0 {
             metrics

@@ -20,6 +20,9 @@ pub struct IngestMetrics {
     /// Rows left out because their target was absent or null (the stream's `missing` is not
     /// `reject`): their own count, because a misspelled `target` leaves out every row.
     pub rows_without_target: IntCounterVec,
+    /// JSON events the fast path left to the tree path (refused ones, keys with escapes, a
+    /// key given twice, deep nesting): a steady count beside the events read is their cost.
+    pub events_by_tree: IntCounterVec,
     /// Declared fields (and the target, as `field = "target:NAME"`) absent from every one of
     /// the stream's first `ingest.field_check_events` events since start (1 each).
     pub fields_never_seen: IntGaugeVec,
@@ -77,6 +80,12 @@ impl IngestMetrics {
                 fields_ignored: r.counter(
                     "ravel_ingest_fields_ignored_total",
                     "Keys of named messages and events the stream does not use (ignored, not refused)",
+                    &["stream"],
+                ),
+                events_by_tree: r.counter(
+                    "ravel_ingest_events_by_tree_total",
+                    "JSON events read as a tree because the fast path left them (refused ones, \
+                     keys with escapes, a key given twice, deep nesting)",
                     &["stream"],
                 ),
                 rows_skipped: r.counter(

@@ -93,6 +93,9 @@ pub struct StreamHandle {
     pub arrivals: std::sync::Arc<crate::state::arrivals::Arrivals>,
     /// The stream's time buckets (`windows`; None: it keeps none).
     pub window_spec: Option<ravel_core::stats::WindowSpec>,
+    /// Its fields and target compiled for the JSON events' fast path (None: a stream that
+    /// reads no events).
+    pub events: Option<crate::dotted::Paths>,
 }
 
 impl StreamHandle {
@@ -104,7 +107,12 @@ impl StreamHandle {
         let fields = config.fields()?;
         let quality = crate::config::quality::of_stream(&config, &history)?
             .map(crate::state::quality::LiveQuality::new);
+        let events = fields
+            .as_ref()
+            .zip(config.target.as_deref())
+            .map(|(f, t)| crate::dotted::Paths::new(f, t));
         Ok(StreamHandle {
+            events,
             window_spec: config.window_spec()?,
             wire: None,
             sightings: None,

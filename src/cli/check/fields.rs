@@ -156,6 +156,7 @@ fn stream(
         unlabelled: false,
         wire: wire.as_ref(),
         schema_header: None,
+        plan: None,
     };
     let mut read = 0i64;
     while read < expected && sightings.wants() && Instant::now() < until {

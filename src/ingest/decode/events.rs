@@ -33,6 +33,10 @@ pub struct Tally {
     /// Rows left out because their target was absent or null (under any `missing` but
     /// `reject`, which refuses the message).
     pub without_target: u64,
+    /// JSON events read as a tree because the fast path (`super::fast_events`) left them
+    /// there: refused ones (the tree words the refusal), keys with escapes, a key given
+    /// twice, nesting beyond its depth.
+    pub events_by_tree: u64,
 }
 
 impl Tally {
@@ -41,6 +45,7 @@ impl Tally {
         self.ignored_fields += other.ignored_fields;
         self.skipped_rows += other.skipped_rows;
         self.without_target += other.without_target;
+        self.events_by_tree += other.events_by_tree;
     }
 }
 
@@ -665,6 +670,7 @@ mod tests {
             unlabelled: false,
             wire: None,
             schema_header: None,
+            plan: None,
         }
     }
 

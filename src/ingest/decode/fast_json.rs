@@ -112,6 +112,17 @@ pub fn feature(payload: &[u8], n: usize) -> Option<(String, Vec<f64>)> {
     Some((name?, values?))
 }
 
+/// A JSON number at `i` (after optional whitespace) as the rows' parser reads it (JSON's
+/// grammar, finite once rounded, bit for bit serde_json's value): the value and where it
+/// ends; `None` for anything else. For the events' fast path (`super::fast_events`).
+#[inline]
+pub(super) fn number_at(b: &[u8], i: usize) -> Option<(f64, usize)> {
+    match short_number(b, i) {
+        Some(r) => Some(r),
+        None => Parser { b, i }.number_slow(i),
+    }
+}
+
 enum Shape {
     Row,
     Rows(usize),

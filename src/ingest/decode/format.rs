@@ -35,6 +35,7 @@ use std::fmt;
 
 use super::events;
 pub use super::events::Tally;
+use super::fast_events;
 use super::fast_json;
 
 /// Magic bytes that open a binary message.
@@ -80,6 +81,8 @@ pub fn decode_tallied(
             Ok(rows)
         }
         Err(e) => {
+            // Refused messages count where they were read, nothing else of theirs.
+            tally.events_by_tree += local.events_by_tree;
             x.truncate(x0);
             y.truncate(y0);
             Err(e)
@@ -357,6 +360,25 @@ fn decode_json(
     let Some(fields) = schema.fields else {
         return decode_json_serde(payload, schema, x, y);
     };
+    if let (Some(plan), Some(_)) = (schema.plan, schema.target) {
+        if let Some(picked) = fast_events::pick(payload, plan, !schema.unlabelled) {
+            let (x0, y0) = (x.len(), y.len());
+            let mut local = Tally::default();
+            match events::decode_picked(&picked, schema, fields, x, y, &mut local) {
+                Ok(rows) => {
+                    tally.add(local);
+                    return Ok(rows);
+                }
+                // Refused: the tree path refuses it too, in its own words (naming the keys
+                // the stream does not use).
+                Err(_) => {
+                    x.truncate(x0);
+                    y.truncate(y0);
+                }
+            }
+        }
+        tally.events_by_tree += 1;
+    }
     let value = events::parse(payload)?;
     let serde_json::Value::Object(msg) = value else {
         return reject(
@@ -1246,6 +1268,7 @@ mod schemad_tests {
             unlabelled: false,
             wire: Some(&wire),
             schema_header: None,
+            plan: None,
         };
         let (mut x, mut y, mut t) = (vec![], vec![], Tally::default());
         decode_tallied(&datum(), &schema, &mut x, &mut y, &mut t).map(|_| (x, y, t))
@@ -1385,6 +1408,7 @@ mod picked_tests {
             unlabelled: false,
             wire: Some(wire),
             schema_header: None,
+            plan: None,
         };
         let (mut x, mut y, mut t) = (vec![], vec![], Tally::default());
         let picked = decode_tallied(bytes, &schema, &mut x, &mut y, &mut t).map(|_| (x, y, t));

@@ -36,6 +36,7 @@ pub(crate) fn schema<'a>(
                 .find(|h| h.key == crate::schemas::VALUE_SCHEMA_HEADER)
                 .and_then(|h| h.value)
         }),
+        plan: handle.events.as_ref(),
     }
 }
 

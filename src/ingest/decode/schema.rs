@@ -26,6 +26,9 @@ pub struct Schema<'a> {
     pub wire: Option<&'a crate::schemas::Wire>,
     /// The message's `__value_schema_id` header, if any.
     pub schema_header: Option<&'a [u8]>,
+    /// The stream's mapped paths compiled for its JSON events' fast path
+    /// (`super::fast_events`; None: every event is read as a tree).
+    pub plan: Option<&'a crate::dotted::Paths>,
 }
 
 impl Schema<'static> {
@@ -40,6 +43,7 @@ impl Schema<'static> {
             unlabelled: false,
             wire: None,
             schema_header: None,
+            plan: None,
         }
     }
 }
