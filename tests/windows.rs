@@ -6,7 +6,8 @@
 //! fit` on exactly the rows stamped in them (1e-9). The rows change regime half-way (bar 05's
 //! abrupt change): each half's window gives its own coefficients, where the all-time model
 //! averages them. Bad windows are refused with `invalid_window` naming the problem, and rows
-//! older than `keep` are counted, not folded into a bucket.
+//! older than `keep` are counted, not folded into a bucket. The same windows with the Kafka
+//! state store, over two replicas and a SIGKILL, in the second test.
 
 mod common;
 
@@ -118,16 +119,46 @@ fn window_file(
     (file, y.len() as u64)
 }
 
-#[test]
-fn window_models_equal_ravel_fit_on_their_rows_across_a_sigkill() {
-    let dir = tempfile::tempdir().unwrap();
-    let data = rows();
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64;
-    // Three hours of messages, one every 30 s, the last a minute ago; every 40th message is
-    // stamped 8 days back (older than keep: counted, in no window).
+/// The OLS and Lasso (k = 2) models of window [from, to) (on minute boundaries) from the
+/// service at `base` equal `ravel fit` on exactly the rows stamped in it (1e-9), and the
+/// answer says the window and its rows. Returns the rows' file and count.
+fn assert_window_models(
+    base: &str,
+    dir: &Path,
+    data: &(Vec<f64>, Vec<f64>),
+    stamps: &[i64],
+    kept: &[bool],
+    from: i64,
+    to: i64,
+) -> (std::path::PathBuf, u64) {
+    let (file, rows) = window_file(dir, data, stamps, from, to, kept);
+    let what = format!("{base} [{from}, {to})");
+    for (body, flags) in [
+        (json!({"method": "ols"}), vec!["--method", "ols"]),
+        (
+            json!({"method": "lasso", "k": 2}),
+            vec!["--method", "lasso", "--k", "2"],
+        ),
+    ] {
+        let mut b = body.clone();
+        b["window"] = json!({"from": from, "to": to});
+        let (code, api) = post(base, "/v1/streams/w/model", &b);
+        assert_eq!(code, 200, "{what}: {api}");
+        assert_eq!(api["window"]["from"], from, "{what}: snapped");
+        assert_eq!(api["window"]["to"], to, "{what}: snapped");
+        assert_eq!(api["window"]["n"], rows, "{what}");
+        let mut args = vec!["fit", file.to_str().unwrap()];
+        args.extend(&flags);
+        let fit: Value = serde_json::from_str(&ravel(&args)).unwrap();
+        assert_same_model(&api, &fit, 1e-9, &format!("{what} {body}"));
+    }
+    (file, rows)
+}
+
+/// Three hours of message timestamps, one every 30 s, the last about a minute before `now`;
+/// every 40th is stamped 8 days back (older than keep: counted, in no window). Returns the
+/// stamps, which messages a window can hold, and the first minute.
+fn three_hours(now: i64) -> (Vec<i64>, Vec<bool>, i64) {
     let start = (now - 3 * 60 * MINUTE) / MINUTE * MINUTE;
     let stamps: Vec<i64> = (0..MESSAGES)
         .map(|m| {
@@ -139,6 +170,22 @@ fn window_models_equal_ravel_fit_on_their_rows_across_a_sigkill() {
         })
         .collect();
     let kept: Vec<bool> = (0..MESSAGES).map(|m| m % 40 != 39).collect();
+    (stamps, kept, start)
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+#[test]
+fn window_models_equal_ravel_fit_on_their_rows_across_a_sigkill() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = rows();
+    let now = now_ms();
+    let (stamps, kept, start) = three_hours(now);
     let old = kept.iter().filter(|k| !**k).count() * ROWS_PER_MESSAGE;
     let n = (MESSAGES * ROWS_PER_MESSAGE) as u64;
 
@@ -237,27 +284,8 @@ features = {P}
         (start - 60 * MINUTE, end),
     ];
     for (from, to) in windows {
-        let (file, rows) = window_file(dir.path(), &data, &stamps, from, to, &kept);
+        let (file, rows) = assert_window_models(&base, dir.path(), &data, &stamps, &kept, from, to);
         let what = format!("[{from}, {to})");
-        for (body, flags) in [
-            (json!({"method": "ols"}), vec!["--method", "ols"]),
-            (
-                json!({"method": "lasso", "k": 2}),
-                vec!["--method", "lasso", "--k", "2"],
-            ),
-        ] {
-            let mut b = body.clone();
-            b["window"] = json!({"from": from, "to": to});
-            let (code, api) = post(&base, "/v1/streams/w/model", &b);
-            assert_eq!(code, 200, "{what}: {api}");
-            assert_eq!(api["window"]["from"], from, "{what}: snapped");
-            assert_eq!(api["window"]["to"], to, "{what}: snapped");
-            assert_eq!(api["window"]["n"], rows, "{what}");
-            let mut args = vec!["fit", file.to_str().unwrap()];
-            args.extend(&flags);
-            let fit: Value = serde_json::from_str(&ravel(&args)).unwrap();
-            assert_same_model(&api, &fit, 1e-9, &format!("{what} {body}"));
-        }
         // The path, by POST and by GET, is the same path.
         let (code, path) = post(
             &base,
@@ -422,6 +450,119 @@ features = {P}
         n - old as u64,
         "every kept row in a bucket"
     );
+    broker.signal("-TERM");
+    broker.wait();
+}
+
+/// Issue 47 with the Kafka store: each partition keeps its own buckets in its state record,
+/// and each of two replicas answers a window over the whole stream from the buckets it folds
+/// and those the other published. One replica is SIGKILLed holding rows no state record has;
+/// the other takes its partition over, restores the partition's buckets from the state topic
+/// and reads the rest again; a third joins. Every replica's window models equal `ravel fit`
+/// on exactly the rows stamped in the window (1e-9), and no row is in a window twice.
+#[test]
+fn windows_with_the_kafka_store_span_every_partition_on_every_replica_across_a_sigkill() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = rows();
+    let now = now_ms();
+    let (stamps, kept, start) = three_hours(now);
+    let n = (MESSAGES * ROWS_PER_MESSAGE) as u64;
+    let group = "windows-kafka";
+    let (mut broker, brokers) = Proc::start(
+        "ravel broker",
+        &[
+            "broker",
+            "--topic",
+            "win:2",
+            "--topic",
+            "win.dlq:1",
+            "--topic",
+            &format!("{group}.state:2"),
+        ],
+        &[],
+        &dir.path().join("broker.log"),
+    );
+    std::fs::write(
+        dir.path().join("ravel.toml"),
+        format!(
+            r#"
+[http]
+addr = "127.0.0.1:0"
+[kafka]
+group_id = "{group}"
+[kafka.options]
+"session.timeout.ms" = "6000"
+"heartbeat.interval.ms" = "500"
+[state]
+store = "kafka"
+checkpoint_interval_ms = 300
+[demo]
+enabled = false
+[[streams]]
+name = "w"
+topic = "win"
+features = {P}
+windows = {{ bucket = "1m", keep = "7d" }}
+"#
+        ),
+    )
+    .unwrap();
+    let live = |base: &str| -> usize {
+        client()
+            .get(format!("{base}/v1/streams/w"))
+            .send()
+            .ok()
+            .and_then(|r| r.json::<Value>().ok())
+            .and_then(|d| {
+                d["partition_states"]
+                    .as_array()
+                    .map(|a| a.iter().filter(|p| p["source"] == "live").count())
+            })
+            .unwrap_or(0)
+    };
+    let (a, base_a) = serve(dir.path(), &brokers, 1);
+    let (mut b, base_b) = serve(dir.path(), &brokers, 2);
+    wait_for("each replica folds a partition", &dir.path().join("serve2.log"), || {
+        (live(&base_a) == 1 && live(&base_b) == 1).then_some(())
+    });
+    let produced = |m: usize| (m * ROWS_PER_MESSAGE) as u64;
+    produce(&brokers, &data, &stamps, 0, 2 * MESSAGES / 3);
+    for base in [&base_a, &base_b] {
+        wait_for("the first rows on both replicas", &dir.path().join("serve1.log"), || {
+            (stream_n(base, "w") == Some(produced(2 * MESSAGES / 3))).then_some(())
+        });
+    }
+    // Replica 1 is killed (its last state record up to a checkpoint interval behind); the rest
+    // arrives while the group hands its partition over.
+    a.signal("-KILL");
+    drop(a);
+    produce(&brokers, &data, &stamps, 2 * MESSAGES / 3, MESSAGES);
+    let (mut c, base_c) = serve(dir.path(), &brokers, 3);
+    for (base, run) in [(&base_b, 2), (&base_c, 3)] {
+        wait_for("every row on the replica", &dir.path().join(format!("serve{run}.log")), || {
+            (stream_n(base, "w") == Some(n)).then_some(())
+        });
+    }
+    wait_for("each partition folded once", &dir.path().join("serve3.log"), || {
+        (live(&base_b) + live(&base_c) == 2).then_some(())
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let change = stamps[MESSAGES / 2] / MINUTE * MINUTE;
+    let end = (now / MINUTE + 1) * MINUTE;
+    for base in [&base_b, &base_c] {
+        assert_eq!(stream_n(base, "w"), Some(n), "{base}: no row counted twice");
+        for (from, to) in [
+            (start, change),
+            (change - 20 * MINUTE, change + 25 * MINUTE),
+            (start - 60 * MINUTE, end),
+        ] {
+            assert_window_models(base, dir.path(), &data, &stamps, &kept, from, to);
+        }
+    }
+    for p in [&mut b, &mut c] {
+        p.signal("-TERM");
+        assert!(p.wait());
+    }
     broker.signal("-TERM");
     broker.wait();
 }

@@ -583,16 +583,25 @@ pub(super) fn take_window_query(
 
 /// The statistics of a request's window from a snapshot's time buckets, and what the answer
 /// reports of it. `now_ms` is this service's clock (`last` ends at the end of its bucket).
+///
+/// `windows` are the snapshot's sets of buckets (one, or one a partition with the `kafka`
+/// store), spanned together; `empty` stands for them when there is none yet (no partition),
+/// None when the stream keeps no buckets.
 pub(super) fn window_stats(
     stream: &str,
-    windows: Option<&ravel_core::stats::Windows>,
+    windows: &[ravel_core::stats::Windows],
+    empty: Option<ravel_core::stats::Windows>,
     req: WindowRequest,
     now_ms: i64,
 ) -> Result<(ravel_core::stats::Stats, WindowAnswer), ApiError> {
-    let Some(w) = windows else {
+    let Some(empty) = empty else {
         return Err(window_error(format!(
             "stream '{stream}' keeps no time buckets: set windows = {{ bucket = \"1m\", keep = \"7d\" }} in its configuration to ask for windows"
         )));
+    };
+    let (w, others) = match windows.split_first() {
+        Some((w, rest)) => (w, rest.iter().collect::<Vec<_>>()),
+        None => (&empty, Vec::new()),
     };
     let bucket = w.spec().bucket_ms;
     let (from, to) = match req {
@@ -602,7 +611,9 @@ pub(super) fn window_stats(
             (to.saturating_sub(span), to)
         }
     };
-    let span = w.span(from, to).map_err(|e| window_error(e.to_string()))?;
+    let span = w
+        .span_with(&others, from, to)
+        .map_err(|e| window_error(e.to_string()))?;
     let n = span.stats.n();
     Ok((
         span.stats,

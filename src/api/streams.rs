@@ -454,7 +454,10 @@ fn windowed(
         return Ok((snap, None));
     };
     let now = crate::unix_ms(std::time::SystemTime::now()) as i64;
-    let (stats, answer) = window_stats(h.name(), snap.windows.as_ref(), req, now)?;
+    let empty = h
+        .window_spec
+        .map(|spec| ravel_core::stats::Windows::new(spec, h.task(), h.p()));
+    let (stats, answer) = window_stats(h.name(), &snap.windows, empty, req, now)?;
     let mut s = Snapshot::whole(stats, snap.last_update, snap.as_of_ms);
     s.parts = snap.parts.clone();
     Ok((Arc::new(s), Some(answer)))

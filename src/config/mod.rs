@@ -470,13 +470,7 @@ impl Config {
         }
         for s in &self.streams {
             s.folds()?;
-            if s.window_spec()?.is_some() && self.state.store == StoreKind::Kafka {
-                bail!(
-                    "stream '{}': windows are kept with state.store = \"dir\" only for now (the \
-                     kafka store does not yet carry time buckets); remove windows or use the dir store",
-                    s.name
-                );
-            }
+            s.window_spec()?;
             quality::of_stream(s, &s.history(&self.history)?)?;
         }
         self.check_memory()
@@ -1172,12 +1166,12 @@ mod tests {
             e.contains("limits.max_memory") && e.contains("windows"),
             "{e}"
         );
-        let e = load(&format!(
+        // The kafka store keeps them too (each partition's buckets in its state record).
+        load(&format!(
             "{}[state]\nstore = \"kafka\"\n",
             stream("windows = { bucket = \"1m\", keep = \"7d\" }")
         ))
-        .unwrap_err();
-        assert!(e.contains("state.store = \"dir\" only"), "{e}");
+        .unwrap();
     }
 
     #[test]

@@ -198,6 +198,8 @@ fn write_states(
                     fold_by: s.handle.folds().1,
                     folds,
                 }),
+                // A copy of the map only: the buckets are shared until a fold changes one.
+                windows: part.windows.clone(),
             });
         }
     }

@@ -190,7 +190,7 @@ impl StreamIngest {
                 ALL,
                 Part::new(snap.stats.clone(), folds, snap.last_update, snap.as_of_ms)
                     .tracked(&handle, ALL)
-                    .windowed(&handle, snap.windows.clone()),
+                    .windowed(&handle, snap.windows.first().cloned()),
             );
         }
         StreamIngest {
@@ -215,7 +215,9 @@ impl StreamIngest {
         let key = self.key(partition);
         let (empty, folds, handle) = (&self.empty, &self.empty_folds, &self.handle);
         self.parts.entry(key).or_insert_with(|| {
-            Part::new(empty.clone(), folds.clone(), None, None).tracked(handle, key)
+            Part::new(empty.clone(), folds.clone(), None, None)
+                .tracked(handle, key)
+                .windowed(handle, None)
         })
     }
 
@@ -227,17 +229,60 @@ impl StreamIngest {
     /// A partition assigned here (`kafka` store): its statistics restored from the state
     /// store, or empty.
     pub fn install(&mut self, partition: i32, state: Option<&PartitionState>) {
-        let part = match state {
-            Some(s) => Part::new(
-                s.stats.clone(),
-                self.restored_folds(partition, s),
-                s.last_update(),
-                s.as_of_ms,
+        let (part, windows) = match state {
+            Some(s) => (
+                Part::new(
+                    s.stats.clone(),
+                    self.restored_folds(partition, s),
+                    s.last_update(),
+                    s.as_of_ms,
+                ),
+                self.restored_windows(partition, s),
             ),
-            None => Part::new(self.empty.clone(), self.empty_folds.clone(), None, None),
+            None => (
+                Part::new(self.empty.clone(), self.empty_folds.clone(), None, None),
+                None,
+            ),
         };
-        self.parts
-            .insert(partition, part.tracked(&self.handle, partition));
+        self.parts.insert(
+            partition,
+            part.tracked(&self.handle, partition)
+                .windowed(&self.handle, windows),
+        );
+    }
+
+    /// The time buckets of a partition's state if they are this stream's (spec, task, p,
+    /// valid); else None, said in the log: the partition's buckets then start empty and hold
+    /// only the rows read from now on (a row's time cannot be recovered from the totals).
+    fn restored_windows(&self, partition: i32, s: &PartitionState) -> Option<Windows> {
+        let spec = self.handle.window_spec?;
+        match self.usable_windows(s) {
+            Ok(w) => Some(w),
+            Err(why) => {
+                tracing::warn!(
+                    stream = %self.handle.name(), partition,
+                    "the partition's state has no usable time buckets ({why}), the stream keeps {}: its windows start empty and hold only the rows read from now on",
+                    spec.describe()
+                );
+                None
+            }
+        }
+    }
+
+    /// The time buckets of a partition's state, if they are this stream's. The state's
+    /// buckets were validated against its statistics when the record was read
+    /// (`store::kafka`), and the statistics are checked against the stream by the caller; a
+    /// clone shares the buckets.
+    fn usable_windows(&self, s: &PartitionState) -> Result<Windows, String> {
+        let Some(spec) = self.handle.window_spec else {
+            return Err("the stream keeps no windows".into());
+        };
+        match &s.windows {
+            Some(w) if w.spec() == spec && w.p() == self.handle.p() => Ok(w.clone()),
+            Some(w) if w.spec() == spec => Err(format!("they are of p = {}", w.p())),
+            Some(w) => Err(format!("they are of {}", w.spec().describe())),
+            None => Err("it has none".into()),
+        }
     }
 
     /// The folds of a partition's state if they are this stream's (K, fold_by, shape); else
@@ -625,12 +670,13 @@ impl StreamIngest {
         if let Some(all) = self.parts.get(&ALL) {
             return Snapshot::whole(all.stats.clone(), all.last_update, all.as_of_ms)
                 .with_folds(all.folds.clone())
-                .with_windows(all.windows.clone());
+                .with_windows(all.windows.clone().into_iter().collect());
         }
         type Piece<'a> = (
             PartInfo,
             std::borrow::Cow<'a, Stats>,
             Option<std::borrow::Cow<'a, FoldSet>>,
+            Option<Windows>,
         );
         let name = self.handle.name();
         let mut pieces: BTreeMap<i32, Piece<'_>> = BTreeMap::new();
@@ -644,7 +690,15 @@ impl StreamIngest {
                 writer: None,
             };
             let folds = part.folds.as_ref().map(std::borrow::Cow::Borrowed);
-            pieces.insert(p, (info, std::borrow::Cow::Borrowed(&part.stats), folds));
+            pieces.insert(
+                p,
+                (
+                    info,
+                    std::borrow::Cow::Borrowed(&part.stats),
+                    folds,
+                    part.windows.clone(),
+                ),
+            );
         }
         let remote_states = remote.map(|r| r.of_stream(name)).unwrap_or_default();
         for s in &remote_states {
@@ -671,9 +725,12 @@ impl StreamIngest {
                 writer: Some(s.writer.clone()),
             };
             let folds = self.usable_folds(s).ok().map(std::borrow::Cow::Owned);
+            // A state without usable buckets leaves its rows out of every window: the
+            // partition's new owner starts its buckets empty too (`restored_windows`).
+            let windows = self.usable_windows(s).ok();
             pieces.insert(
                 s.partition,
-                (info, std::borrow::Cow::Borrowed(&s.stats), folds),
+                (info, std::borrow::Cow::Borrowed(&s.stats), folds, windows),
             );
         }
         let mut stats = self.empty.clone();
@@ -681,7 +738,8 @@ impl StreamIngest {
         // the view, and a CV answer says so (`cross_validate_folds`).
         let mut folds = self.empty_folds.clone();
         let mut parts = Vec::with_capacity(pieces.len());
-        for (_, (info, st, piece_folds)) in pieces {
+        let mut windows = Vec::new();
+        for (_, (info, st, piece_folds, piece_windows)) in pieces {
             if let (Some(f), Some(pf)) = (folds.as_mut(), piece_folds.as_deref())
                 && let Err(e) = f.merge(&stats, pf, &st)
             {
@@ -691,6 +749,7 @@ impl StreamIngest {
                 tracing::error!(stream = %name, partition = info.partition, error = %e, "cannot merge a partition's statistics");
                 continue;
             }
+            windows.extend(piece_windows);
             parts.push(info);
         }
         Snapshot {
@@ -699,8 +758,7 @@ impl StreamIngest {
             stats,
             parts,
             folds,
-            // The kafka store keeps no time buckets (refused at start, `Config::check`).
-            windows: None,
+            windows,
         }
     }
 }

@@ -28,9 +28,11 @@ pub struct Snapshot {
     pub parts: Vec<PartInfo>,
     /// The cross-validation folds beside `stats` (`cv.folds`; None without).
     pub folds: Option<FoldSet>,
-    /// The statistics per time bucket (`windows`; None without). Buckets are shared with
-    /// ingest's working copy until a fold changes them.
-    pub windows: Option<Windows>,
+    /// The statistics per time bucket (`windows`; empty without): the `dir` store's one set,
+    /// or with the `kafka` store one set a partition (each partition keeps its own buckets,
+    /// merged per request by `Windows::span_with`). Buckets are shared with ingest's working
+    /// copy until a fold changes them.
+    pub windows: Vec<Windows>,
 }
 
 impl Snapshot {
@@ -42,11 +44,11 @@ impl Snapshot {
             as_of_ms,
             parts: Vec::new(),
             folds: None,
-            windows: None,
+            windows: Vec::new(),
         }
     }
     /// This snapshot with the time buckets `windows`.
-    pub fn with_windows(mut self, windows: Option<Windows>) -> Snapshot {
+    pub fn with_windows(mut self, windows: Vec<Windows>) -> Snapshot {
         self.windows = windows;
         self
     }

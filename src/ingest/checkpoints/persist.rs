@@ -278,7 +278,7 @@ pub fn load_checkpoints(dir: &Path, configs: &[StreamConfig]) -> anyhow::Result<
             c.name.clone(),
             Snapshot::whole(cp.stats, last_update, cp.as_of_ms)
                 .with_folds(folds)
-                .with_windows(windows),
+                .with_windows(windows.into_iter().collect()),
         );
     }
     Ok((snaps, positions, clusters))

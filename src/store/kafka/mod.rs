@@ -79,6 +79,10 @@ pub struct PartitionState {
     /// without folds (or before they existed), whose partitions then start their folds empty.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub folds: Option<crate::store::SavedFolds>,
+    /// The partition's time buckets (`windows`): each partition keeps its own, and a view
+    /// spans them together (`Windows::span_with`). Absent from records written without them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub windows: Option<ravel_core::stats::Windows>,
 }
 
 impl PartitionState {
@@ -286,6 +290,11 @@ fn decode(key: &str, bytes: &[u8]) -> anyhow::Result<PartitionState> {
     if let Err(e) = s.stats.validate() {
         bail!("state record {key} holds invalid statistics: {e}");
     }
+    if let Some(w) = &s.windows
+        && let Err(e) = w.validate(s.stats.task(), s.stats.p())
+    {
+        bail!("state record {key} holds invalid time buckets: {e}");
+    }
     Ok(s)
 }
 
@@ -347,6 +356,7 @@ mod tests {
             writer: "h/1".into(),
             stats,
             folds: None,
+            windows: None,
         }
     }
 

@@ -581,6 +581,40 @@ impl Windows {
         })
     }
 
+    /// The statistics of the rows in [from, to) in these buckets and `others` together (one
+    /// stream's partitions, each with its own buckets): every set is aged to the latest `now`
+    /// among them, so that all snap to the same bucket boundaries, then spanned, and the spans
+    /// merged pairwise, as if every row were in one set. The sets must be of one spec, task
+    /// and p (checked when they were restored).
+    pub fn span_with(&self, others: &[&Windows], from: i64, to: i64) -> Result<Span, WindowError> {
+        let sets: Vec<&Windows> = std::iter::once(self).chain(others.iter().copied()).collect();
+        let Some(now) = sets.iter().filter_map(|w| w.now_ms).max() else {
+            return self.span(from, to);
+        };
+        let mut spans = Vec::with_capacity(sets.len());
+        for w in sets {
+            let span = if w.now_ms == Some(now) {
+                w.span(from, to)?
+            } else {
+                // A clone shares the buckets; ageing copies only those that roll up.
+                let mut aged = w.clone();
+                aged.advance(now);
+                aged.span(from, to)?
+            };
+            spans.push(span);
+        }
+        let (start, end) = (spans[0].from, spans[0].to);
+        debug_assert!(spans.iter().all(|s| (s.from, s.to) == (start, end)));
+        let parts: Vec<&Stats> = spans.iter().map(|s| &s.stats).collect();
+        let stats = merge_stats_pairwise(&self.empty(), &parts).expect("same task and p");
+        Ok(Span {
+            stats,
+            from: start,
+            to: end,
+            buckets: spans.iter().map(|s| s.buckets).sum(),
+        })
+    }
+
     /// Checks windows that came from outside (a checkpoint): the buckets are of `task` and p,
     /// plain, valid, of a tier's width and aligned to it.
     pub fn validate(&self, task: Task, p: usize) -> Result<(), String> {
@@ -763,6 +797,69 @@ mod tests {
             vec![(HOUR_MS, 30 * DAY_MS), (DAY_MS, 90 * DAY_MS)]
         );
         assert_eq!(tiers("1d", "90d"), vec![(DAY_MS, 90 * DAY_MS)]);
+    }
+
+    /// One stream's rows split over three partitions, each folding into its own buckets at
+    /// its own pace (so their `now`s differ and their roll-ups are at different stages):
+    /// `span_with` over the three equals the span of one set holding every row, for spans
+    /// over fine and rolled-up buckets, and refuses what the single set refuses.
+    #[test]
+    fn partitions_buckets_span_together_as_one_set() {
+        let p = 2;
+        let spec = WindowSpec::parse("1m", "7d").unwrap();
+        let mut one = Windows::new(spec, Task::Regression, p);
+        let mut parts: Vec<Windows> = (0..3).map(|_| Windows::new(spec, Task::Regression, p)).collect();
+        let n = 3000;
+        let (x, y) = rows(p, n, 5);
+        let stamps: Vec<i64> = (0..n).map(|i| T0 + (i as i64 * 3 * DAY_MS) / n as i64).collect();
+        for b in 0..(n / 30) {
+            let r = b * 30..(b + 1) * 30;
+            let now = stamps[r.end - 1];
+            one.fold(now, &stamps[r.clone()], &x[r.start * p..r.end * p], &y[r.clone()])
+                .unwrap();
+            // Partition i takes every third batch, and partition 2 stops folding a day early.
+            let i = b % 3;
+            if i == 2 && now > T0 + 2 * DAY_MS {
+                continue;
+            }
+            parts[i]
+                .fold(now, &stamps[r.clone()], &x[r.start * p..r.end * p], &y[r.clone()])
+                .unwrap();
+        }
+        // The rows partition 2 left out go to partition 0, late, at the end.
+        let late: Vec<usize> = (0..n / 30)
+            .filter(|b| b % 3 == 2 && stamps[(b + 1) * 30 - 1] > T0 + 2 * DAY_MS)
+            .collect();
+        let now = one.now_ms().unwrap();
+        for b in late {
+            let r = b * 30..(b + 1) * 30;
+            parts[0]
+                .fold(now, &stamps[r.clone()], &x[r.start * p..r.end * p], &y[r.clone()])
+                .unwrap();
+        }
+        assert_ne!(parts[2].now_ms(), parts[0].now_ms());
+        let others: Vec<&Windows> = parts[1..].iter().collect();
+        for (from, to) in [
+            (T0, T0 + 3 * DAY_MS),
+            (T0 + 2 * DAY_MS + 17 * MINUTE_MS, T0 + 2 * DAY_MS + 5 * HOUR_MS),
+            (T0 + HOUR_MS, T0 + 30 * HOUR_MS),
+        ] {
+            let whole = one.span(from, to).unwrap();
+            let split = parts[0].span_with(&others, from, to).unwrap();
+            assert_eq!((split.from, split.to), (whole.from, whole.to));
+            let inside: Vec<usize> =
+                (0..n).filter(|&i| stamps[i] >= whole.from && stamps[i] < whole.to).collect();
+            assert!(inside.len() > 10, "[{from}, {to}): {} rows", inside.len());
+            let sx: Vec<f64> = inside.iter().flat_map(|&i| x[i * p..(i + 1) * p].to_vec()).collect();
+            let sy: Vec<f64> = inside.iter().map(|&i| y[i]).collect();
+            for (what, got) in [("one set", &whole.stats), ("three partitions", &split.stats)] {
+                let Stats::Regression(r) = got else { panic!("task") };
+                assert_matches(r, &sx, &sy, &format!("{what} [{}, {})", whole.from, whole.to));
+            }
+        }
+        let before = T0 - 8 * DAY_MS;
+        assert!(one.span(before, T0).is_err());
+        assert!(parts[0].span_with(&others, before, T0).is_err());
     }
 
     /// Rows stamped over 40 days at p = 3, folded in batches as time passes (with late rows),
