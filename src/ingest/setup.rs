@@ -258,6 +258,8 @@ impl Ingest {
             features_published: Instant::now(),
             standalone,
             discovered: Instant::now(),
+            declarations: setup.declarations,
+            state_dir: setup.state.dir(),
         })
     }
 }

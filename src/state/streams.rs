@@ -93,6 +93,9 @@ pub struct StreamHandle {
     pub arrivals: std::sync::Arc<crate::state::arrivals::Arrivals>,
     /// The stream's time buckets (`windows`; None: it keeps none).
     pub window_spec: Option<ravel_core::stats::WindowSpec>,
+    /// Set when the stream is retired or replaced over the API (`crate::declared`): its
+    /// history recorder stops.
+    retired: std::sync::atomic::AtomicBool,
 }
 
 impl StreamHandle {
@@ -106,6 +109,7 @@ impl StreamHandle {
             .map(crate::state::quality::LiveQuality::new);
         Ok(StreamHandle {
             window_spec: config.window_spec()?,
+            retired: Default::default(),
             wire: None,
             sightings: None,
             arrivals: Default::default(),
@@ -119,6 +123,15 @@ impl StreamHandle {
     }
     pub fn name(&self) -> &str {
         &self.config.name
+    }
+    /// Marks the stream retired (`crate::declared`): no longer in the registry.
+    pub fn retire(&self) {
+        self.retired
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+    /// Whether the stream was retired or replaced.
+    pub fn is_retired(&self) -> bool {
+        self.retired.load(std::sync::atomic::Ordering::SeqCst)
     }
     /// Counts which declared fields and target the first `events` events carry (streams
     /// declared with names).
