@@ -84,8 +84,8 @@ fn save(dir: &Path, streams: &BTreeMap<String, ApiDeclaration>) -> anyhow::Resul
     let (path, tmp) = (dir.join(FILE), dir.join(format!(".{FILE}.tmp")));
     let io = |what: &str, p: &Path| format!("cannot {what} {}", p.display());
     {
-        let mut f =
-            std::fs::File::create(&tmp).map_err(|e| anyhow::anyhow!("{}: {e}", io("create", &tmp)))?;
+        let mut f = std::fs::File::create(&tmp)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", io("create", &tmp)))?;
         f.write_all(&bytes)
             .and_then(|_| f.sync_all())
             .map_err(|e| anyhow::anyhow!("{}: {e}", io("write", &tmp)))?;
@@ -278,8 +278,8 @@ impl Declarations {
             .check()
             .map_err(|e| Refusal::Invalid(format!("{e:#}")))?;
         // A new stream resumes from a kept checkpoint; a changed one starts afresh.
-        let (handle, positions) =
-            (self.build)(&stream, old.is_none()).map_err(|e| Refusal::Conflict(format!("{e:#}")))?;
+        let (handle, positions) = (self.build)(&stream, old.is_none())
+            .map_err(|e| Refusal::Conflict(format!("{e:#}")))?;
         let decl = ApiDeclaration {
             stream,
             by: by.to_string(),
@@ -420,10 +420,16 @@ mod tests {
             br#"{"topic": "t.s", "features": ["a", "b"], "target": "y", "cv": {"folds": 3}}"#,
         )
         .unwrap();
-        assert_eq!((s.name.as_str(), s.topic().as_str(), s.p()), ("s", "t.s", 2));
+        assert_eq!(
+            (s.name.as_str(), s.topic().as_str(), s.p()),
+            ("s", "t.s", 2)
+        );
         assert_eq!(s.cv.unwrap().folds, 3);
         let m = invalid(r#"{"features": 3, "taks": "regression"}"#);
-        assert!(m.contains("taks") && m.contains("did you mean \"task\""), "{m}");
+        assert!(
+            m.contains("taks") && m.contains("did you mean \"task\""),
+            "{m}"
+        );
         let m = invalid(r#"{"features": 3, "task": "regresion"}"#);
         assert!(m.contains("task") && m.contains("regression"), "{m}");
         let m = invalid(r#"{"features": 3, "name": "other"}"#);

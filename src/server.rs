@@ -122,7 +122,10 @@ pub async fn run(
                     .display()
             )
         })?;
-        tracing::info!(streams = declared.len(), "streams declared over the API restored");
+        tracing::info!(
+            streams = declared.len(),
+            "streams declared over the API restored"
+        );
     }
     let (mut snapshots, positions, clusters) = match config.state.dir() {
         Some(dir) => {

@@ -155,11 +155,15 @@ fn service_config(state: &Path, admin: &str) -> ravel::config::Config {
 }
 
 #[test]
-fn a_stream_declared_over_the_api_is_folded_kept_changed_and_retired_while_the_others_stay_exact()
-{
+fn a_stream_declared_over_the_api_is_folded_kept_changed_and_retired_while_the_others_stay_exact() {
     let broker = EmbeddedBroker::start(1).unwrap();
     let brokers = broker.bootstrap_servers().to_string();
-    for (t, parts) in [("t.file", 3), ("t.file.dlq", 1), ("t.api", 2), ("t.api.dlq", 1)] {
+    for (t, parts) in [
+        ("t.file", 3),
+        ("t.file.dlq", 1),
+        ("t.api", 2),
+        ("t.api.dlq", 1),
+    ] {
         broker.create_topic(t, parts).unwrap();
     }
     let state = tempfile::tempdir().unwrap();
@@ -173,7 +177,11 @@ fn a_stream_declared_over_the_api_is_folded_kept_changed_and_retired_while_the_o
     let decl = json!({"topic": "t.api", "features": ["a", "b"], "target": "y"});
     assert_eq!(put(&svc, "api", None, &decl).0, 401);
     let (status, body) = put(&svc, "api", Some("not-the-admin-token-at-all"), &decl);
-    assert_eq!((status, body["code"].as_str()), (401, Some("unauthorized")), "{body}");
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (401, Some("unauthorized")),
+        "{body}"
+    );
     let (status, body) = request(
         &svc,
         reqwest::Method::DELETE,
@@ -189,10 +197,13 @@ fn a_stream_declared_over_the_api_is_folded_kept_changed_and_retired_while_the_o
         Some(ADMIN),
         &json!({"topic": "t.api", "features": ["a", "b"], "taks": "regression"}),
     );
-    let m = body["message"].as_str().unwrap_or_default();
+    let m = body["error"]["message"].as_str().unwrap_or_default();
     assert_eq!(status, 400, "{body}");
-    assert_eq!(body["code"], "invalid_declaration");
-    assert!(m.contains("`taks`") && m.contains("did you mean \"task\""), "{m}");
+    assert_eq!(body["error"]["code"], "invalid_declaration");
+    assert!(
+        m.contains("`taks`") && m.contains("did you mean \"task\""),
+        "{m}"
+    );
     let (status, body) = put(
         &svc,
         "api",
@@ -200,9 +211,16 @@ fn a_stream_declared_over_the_api_is_folded_kept_changed_and_retired_while_the_o
         &json!({"topic": "t.api", "features": ["a", "b"], "cv": {"folds": 40}}),
     );
     assert_eq!(status, 400, "{body}");
-    assert!(body["message"].as_str().unwrap().contains("cv.folds = 40"), "{body}");
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains("cv.folds = 40"),
+        "{body}"
+    );
     let (status, body) = put(&svc, "file", Some(ADMIN), &decl);
-    assert_eq!((status, body["code"].as_str()), (409, Some("declaration_conflict")), "{body}");
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (409, Some("declaration_conflict")),
+        "{body}"
+    );
     let (status, body) = put(
         &svc,
         "api",
@@ -210,7 +228,13 @@ fn a_stream_declared_over_the_api_is_folded_kept_changed_and_retired_while_the_o
         &json!({"topic": "t.file", "features": 3}),
     );
     assert_eq!(status, 400, "{body}");
-    assert!(body["message"].as_str().unwrap().contains("topic 't.file' is used by two streams"), "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("topic 't.file' is used by two streams"),
+        "{body}"
+    );
     assert_eq!(svc.get("/v1/streams/api").0, 404);
 
     // Declared: folded, OLS as numpy's; the file stream reads on, exact.
@@ -218,17 +242,28 @@ fn a_stream_declared_over_the_api_is_folded_kept_changed_and_retired_while_the_o
     send_events(&brokers, 0..api_n);
     let (status, body) = put(&svc, "api", Some(ADMIN), &decl);
     assert_eq!(status, 201, "{body}");
-    assert_eq!((body["origin"].as_str(), body["outcome"].as_str()), (Some("api"), Some("created")));
+    assert_eq!(
+        (body["origin"].as_str(), body["outcome"].as_str()),
+        (Some("api"), Some("created"))
+    );
     assert!(body["by"].as_str().unwrap().contains("127.0.0.1"), "{body}");
     let (status, again) = put(&svc, "api", Some(ADMIN), &decl);
-    assert_eq!((status, again["outcome"].as_str()), (200, Some("unchanged")), "{again}");
+    assert_eq!(
+        (status, again["outcome"].as_str()),
+        (200, Some("unchanged")),
+        "{again}"
+    );
     send_file_rows(&brokers, file_n..file_n + 300);
     file_n += 300;
     svc.wait_rows("api", api_n as u64);
     svc.wait_rows("file", file_n as u64);
     assert_ols_is_numpys(&svc, work.path(), api_n);
     let (_, d) = svc.get("/v1/streams/api/declaration");
-    assert_eq!((d["origin"].as_str(), d["declaration"]["topic"].as_str()), (Some("api"), Some("t.api")), "{d}");
+    assert_eq!(
+        (d["origin"].as_str(), d["declaration"]["topic"].as_str()),
+        (Some("api"), Some("t.api")),
+        "{d}"
+    );
     let (_, d) = svc.get("/v1/streams/file/declaration");
     assert_eq!(d["origin"], "file", "{d}");
     let (_, list) = svc.get("/v1/streams");
@@ -249,9 +284,14 @@ fn a_stream_declared_over_the_api_is_folded_kept_changed_and_retired_while_the_o
     assert_ols_is_numpys(&svc, work.path(), api_n);
 
     // A changed declaration starts afresh from the beginning of its topic.
-    let changed = json!({"topic": "t.api", "features": ["a", "b"], "target": "y", "cv": {"folds": 2}});
+    let changed =
+        json!({"topic": "t.api", "features": ["a", "b"], "target": "y", "cv": {"folds": 2}});
     let (status, body) = put(&svc, "api", Some(ADMIN), &changed);
-    assert_eq!((status, body["outcome"].as_str()), (200, Some("replaced")), "{body}");
+    assert_eq!(
+        (status, body["outcome"].as_str()),
+        (200, Some("replaced")),
+        "{body}"
+    );
     send_file_rows(&brokers, file_n..file_n + 100);
     file_n += 100;
     svc.wait_rows("api", api_n as u64);
@@ -267,7 +307,11 @@ fn a_stream_declared_over_the_api_is_folded_kept_changed_and_retired_while_the_o
         Some(ADMIN),
         None,
     );
-    assert_eq!((status, body["state"].as_str()), (200, Some("dropped")), "{body}");
+    assert_eq!(
+        (status, body["state"].as_str()),
+        (200, Some("dropped")),
+        "{body}"
+    );
     assert_eq!(svc.get("/v1/streams/api").0, 404);
     let (status, body) = request(
         &svc,
@@ -281,9 +325,12 @@ fn a_stream_declared_over_the_api_is_folded_kept_changed_and_retired_while_the_o
     send_file_rows(&brokers, file_n..file_n + 100);
     file_n += 100;
     svc.wait_rows("file", file_n as u64);
-    wait_within("the retired stream's checkpoint deleted", Path::new("/dev/null"), Duration::from_secs(10), || {
-        (!ravel::checkpoint::path(state.path(), "api").exists()).then_some(())
-    });
+    wait_within(
+        "the retired stream's checkpoint deleted",
+        Path::new("/dev/null"),
+        Duration::from_secs(10),
+        || (!ravel::checkpoint::path(state.path(), "api").exists()).then_some(()),
+    );
     svc.stop().unwrap();
     let svc = TestService::start(service_config(state.path(), ADMIN), &brokers);
     assert_eq!(svc.get("/v1/streams/api").0, 404);
@@ -295,5 +342,9 @@ fn a_stream_declared_over_the_api_is_folded_kept_changed_and_retired_while_the_o
     // Without an admin token configured, declarations are off: 403.
     let svc = TestService::start(service_config(state.path(), ""), &brokers);
     let (status, body) = put(&svc, "api", Some(ADMIN), &decl);
-    assert_eq!((status, body["code"].as_str()), (403, Some("forbidden")), "{body}");
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (403, Some("forbidden")),
+        "{body}"
+    );
 }

@@ -30,12 +30,19 @@ pub(super) fn same(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+/// Whether a request is a declaration (PUT or DELETE of `/v1/streams/{name}`): it carries the
+/// admin token, not `http.token` (`require_token` lets it through to `declarations::Admin`).
+pub fn is_declaration(method: &Method, path: &str) -> bool {
+    (method == Method::PUT || method == Method::DELETE)
+        && path
+            .strip_prefix("/v1/streams/")
+            .is_some_and(|name| !name.is_empty() && !name.contains('/'))
+}
+
 /// The middleware: 401 with the JSON error envelope when a writing request lacks the token.
 pub async fn require_token(State(token): State<Arc<String>>, req: Request, next: Next) -> Response {
     // Declarations carry the admin token instead (`declarations::Admin`).
-    if !writes(req.method(), req.uri().path())
-        || super::declarations::is_declaration(req.method(), req.uri().path())
-    {
+    if !writes(req.method(), req.uri().path()) || is_declaration(req.method(), req.uri().path()) {
         return next.run(req).await;
     }
     let given = req
@@ -74,6 +81,20 @@ mod tests {
         assert!(writes(&Method::PUT, "/v1/feature-streams/f/labels"));
         assert!(writes(&Method::DELETE, "/v1/streams/s"));
         assert!(writes(&Method::POST, "/v1/streams/s/reset"));
+    }
+
+    #[test]
+    fn declarations_are_put_and_delete_of_one_stream() {
+        assert!(is_declaration(&Method::PUT, "/v1/streams/s"));
+        assert!(is_declaration(&Method::DELETE, "/v1/streams/s"));
+        assert!(!is_declaration(&Method::GET, "/v1/streams/s"));
+        assert!(!is_declaration(&Method::POST, "/v1/streams/s"));
+        assert!(!is_declaration(&Method::PUT, "/v1/streams/s/labels"));
+        assert!(!is_declaration(
+            &Method::PUT,
+            "/v1/feature-streams/f/labels"
+        ));
+        assert!(!is_declaration(&Method::PUT, "/v1/streams/"));
     }
 
     #[test]

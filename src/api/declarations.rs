@@ -15,19 +15,10 @@ use axum::body::Bytes;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{ConnectInfo, FromRequestParts, Path, Query, State};
 use axum::http::request::Parts;
-use axum::http::{Method, StatusCode, header};
+use axum::http::{StatusCode, header};
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use utoipa::ToSchema;
-
-/// Whether a request is a declaration (PUT or DELETE of `/v1/streams/{name}`): it carries the
-/// admin token, not `http.token` (`auth::require_token` lets it through to `Admin`).
-pub fn is_declaration(method: &Method, path: &str) -> bool {
-    (method == Method::PUT || method == Method::DELETE)
-        && path
-            .strip_prefix("/v1/streams/")
-            .is_some_and(|name| !name.is_empty() && !name.contains('/'))
-}
 
 /// A caller that presented the admin token; `who` names it in the log.
 pub struct Admin {
@@ -123,9 +114,7 @@ fn refused(r: Refusal) -> ApiError {
     match r {
         Refusal::Invalid(m) => ApiError::new(StatusCode::BAD_REQUEST, Code::InvalidDeclaration, m),
         Refusal::Unknown(m) => ApiError::new(StatusCode::NOT_FOUND, Code::UnknownStream, m),
-        Refusal::Conflict(m) => {
-            ApiError::new(StatusCode::CONFLICT, Code::DeclarationConflict, m)
-        }
+        Refusal::Conflict(m) => ApiError::new(StatusCode::CONFLICT, Code::DeclarationConflict, m),
         Refusal::Failed(m) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, Code::Internal, m),
     }
 }
@@ -236,20 +225,4 @@ pub(super) async fn get_declaration(
         .origin(&name)
         .ok_or_else(|| ApiError::unknown_stream(&name))?;
     Ok(Json(Declaration::of(&name, origin, None)))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn declarations_are_put_and_delete_of_one_stream() {
-        assert!(is_declaration(&Method::PUT, "/v1/streams/s"));
-        assert!(is_declaration(&Method::DELETE, "/v1/streams/s"));
-        assert!(!is_declaration(&Method::GET, "/v1/streams/s"));
-        assert!(!is_declaration(&Method::POST, "/v1/streams/s"));
-        assert!(!is_declaration(&Method::PUT, "/v1/streams/s/labels"));
-        assert!(!is_declaration(&Method::PUT, "/v1/feature-streams/f/labels"));
-        assert!(!is_declaration(&Method::PUT, "/v1/streams/"));
-    }
 }

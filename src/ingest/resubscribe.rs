@@ -69,7 +69,8 @@ impl Ingest {
         }
         self.by_topic.clear();
         for (i, s) in self.streams.iter().enumerate() {
-            self.by_topic.insert(s.handle.topic.clone(), Target::Rows(i));
+            self.by_topic
+                .insert(s.handle.topic.clone(), Target::Rows(i));
         }
         for (i, f) in self.features.iter().enumerate() {
             self.by_topic
