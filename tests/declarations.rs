@@ -21,13 +21,13 @@ use std::time::Duration;
 const ADMIN: &str = "admin-token-0123456789abcdef";
 
 fn request(
-    svc: &TestService,
+    base: &str,
     method: reqwest::Method,
     path: &str,
     token: Option<&str>,
     body: Option<&Value>,
 ) -> (u16, Value) {
-    let mut r = client().request(method, svc.url(path));
+    let mut r = client().request(method, format!("{base}{path}"));
     if let Some(t) = token {
         r = r.bearer_auth(t);
     }
@@ -41,7 +41,7 @@ fn request(
 
 fn put(svc: &TestService, name: &str, token: Option<&str>, body: &Value) -> (u16, Value) {
     request(
-        svc,
+        &svc.url(""),
         reqwest::Method::PUT,
         &format!("/v1/streams/{name}"),
         token,
@@ -49,8 +49,8 @@ fn put(svc: &TestService, name: &str, token: Option<&str>, body: &Value) -> (u16
     )
 }
 
-/// Rows i in `range` of the file stream (positional JSON, p = 3), to its 3 partitions.
-fn send_file_rows(brokers: &str, range: std::ops::Range<usize>) {
+/// Rows i in `range` of the file stream (positional JSON, p = 3), to `topic`.
+fn send_rows_to(brokers: &str, topic: &str, range: std::ops::Range<usize>) {
     let mut payloads = Vec::new();
     for i in range {
         let x = [i as f64, (i % 7) as f64, ((i * 13) % 11) as f64];
@@ -59,7 +59,11 @@ fn send_file_rows(brokers: &str, range: std::ops::Range<usize>) {
         format::encode_json(&x, &y, 3, &mut out);
         payloads.push(out);
     }
-    send(brokers, "t.file", None, &payloads, &[]);
+    send(brokers, topic, None, &payloads, &[]);
+}
+
+fn send_file_rows(brokers: &str, range: std::ops::Range<usize>) {
+    send_rows_to(brokers, "t.file", range)
 }
 
 /// Event i of the API stream: fields a, b and the target y.
@@ -71,13 +75,18 @@ fn event(i: usize) -> (f64, f64, f64) {
 }
 
 fn send_events(brokers: &str, range: std::ops::Range<usize>) {
+    send_events_to(brokers, "t.api", range)
+}
+
+/// Events i in `range` (fields a, b, y) to `topic`.
+fn send_events_to(brokers: &str, topic: &str, range: std::ops::Range<usize>) {
     let payloads: Vec<Vec<u8>> = range
         .map(|i| {
             let (a, b, y) = event(i);
             serde_json::to_vec(&json!({"a": a, "b": b, "y": y})).unwrap()
         })
         .collect();
-    send(brokers, "t.api", None, &payloads, &[]);
+    send(brokers, topic, None, &payloads, &[]);
 }
 
 /// numpy's least squares (intercept first) on events 0..n.
@@ -116,7 +125,12 @@ print(" ".join(repr(float(v)) for v in np.linalg.lstsq(X, d[:, -1], rcond=None)[
 
 /// The API stream's OLS equals numpy's on its n events.
 fn assert_ols_is_numpys(svc: &TestService, dir: &Path, n: usize) {
-    let (status, model) = svc.post("/v1/streams/api/model", &json!({"method": "ols"}));
+    assert_ols_at(&svc.url(""), dir, n)
+}
+
+/// The API stream's OLS at the service `base` equals numpy's on its n events.
+fn assert_ols_at(base: &str, dir: &Path, n: usize) {
+    let (status, model) = post(base, "/v1/streams/api/model", &json!({"method": "ols"}));
     assert_eq!(status, 200, "{model}");
     assert_eq!(model["n"], n as u64, "{model}");
     let mut got = vec![model["intercept"].as_f64().unwrap()];
@@ -154,9 +168,73 @@ fn service_config(state: &Path, admin: &str) -> ravel::config::Config {
     c
 }
 
+/// One embedded broker for the tests of this file (each its own topics).
+fn broker() -> &'static EmbeddedBroker {
+    static BROKER: std::sync::OnceLock<EmbeddedBroker> = std::sync::OnceLock::new();
+    BROKER.get_or_init(|| EmbeddedBroker::start(1).unwrap())
+}
+
+/// Waits until the service at `base` holds `n` rows of `stream`.
+fn wait_n(base: &str, stream: &str, n: u64, log: &Path) {
+    wait_for(&format!("{stream}: n = {n}"), log, || {
+        (stream_n(base, stream) == Some(n)).then_some(())
+    })
+}
+
+/// The `ravel` binary, SIGKILLed with a declared stream: the restart has the declaration and
+/// its rows, each once (from its last checkpoint on), and the file stream's n is exact.
+#[test]
+fn a_declared_stream_survives_a_sigkill() {
+    let broker = broker();
+    let brokers = broker.bootstrap_servers().to_string();
+    for (t, parts) in [
+        ("k.file", 2),
+        ("k.file.dlq", 1),
+        ("k.api", 2),
+        ("k.api.dlq", 1),
+    ] {
+        broker.create_topic(t, parts).unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    ConfigFile::new("declared-kill")
+        .state_in(dir.path(), 200)
+        .stream("file", "k.file", 3)
+        .set("http.admin_token", ADMIN)
+        .write(dir.path());
+    send_rows_to(&brokers, "k.file", 0..300);
+    send_events_to(&brokers, "k.api", 0..300);
+    let (mut p, base) = serve(dir.path(), &brokers, 0);
+    let log = dir.path().join("serve0.log");
+    let decl = json!({"topic": "k.api", "features": ["a", "b"], "target": "y"});
+    let (status, body) = request(
+        &base,
+        reqwest::Method::PUT,
+        "/v1/streams/api",
+        Some(ADMIN),
+        Some(&decl),
+    );
+    assert_eq!(status, 201, "{body}");
+    wait_n(&base, "api", 300, &log);
+    wait_n(&base, "file", 300, &log);
+    send_events_to(&brokers, "k.api", 300..400);
+    wait_n(&base, "api", 400, &log);
+    std::thread::sleep(Duration::from_millis(500));
+    p.signal("-KILL");
+    p.wait();
+    send_events_to(&brokers, "k.api", 400..450);
+    send_rows_to(&brokers, "k.file", 300..350);
+    let (_p, base) = serve(dir.path(), &brokers, 1);
+    let log = dir.path().join("serve1.log");
+    let (_, d) = get(&base, "/v1/streams/api/declaration");
+    assert_eq!(d["origin"], "api", "{d}");
+    wait_n(&base, "api", 450, &log);
+    wait_n(&base, "file", 350, &log);
+    assert_ols_at(&base, dir.path(), 450);
+}
+
 #[test]
 fn a_stream_declared_over_the_api_is_folded_kept_changed_and_retired_while_the_others_stay_exact() {
-    let broker = EmbeddedBroker::start(1).unwrap();
+    let broker = broker();
     let brokers = broker.bootstrap_servers().to_string();
     for (t, parts) in [
         ("t.file", 3),
@@ -183,7 +261,7 @@ fn a_stream_declared_over_the_api_is_folded_kept_changed_and_retired_while_the_o
         "{body}"
     );
     let (status, body) = request(
-        &svc,
+        &svc.url(""),
         reqwest::Method::DELETE,
         "/v1/streams/file",
         None,
@@ -212,7 +290,10 @@ fn a_stream_declared_over_the_api_is_folded_kept_changed_and_retired_while_the_o
     );
     assert_eq!(status, 400, "{body}");
     assert!(
-        body["error"]["message"].as_str().unwrap().contains("cv.folds = 40"),
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("cv.folds = 40"),
         "{body}"
     );
     let (status, body) = put(&svc, "file", Some(ADMIN), &decl);
@@ -301,7 +382,7 @@ fn a_stream_declared_over_the_api_is_folded_kept_changed_and_retired_while_the_o
     // Retired: no longer served, its checkpoint deleted with state=drop, gone after a
     // restart; the file stream goes on, exact.
     let (status, body) = request(
-        &svc,
+        &svc.url(""),
         reqwest::Method::DELETE,
         "/v1/streams/api?state=drop",
         Some(ADMIN),
@@ -314,7 +395,7 @@ fn a_stream_declared_over_the_api_is_folded_kept_changed_and_retired_while_the_o
     );
     assert_eq!(svc.get("/v1/streams/api").0, 404);
     let (status, body) = request(
-        &svc,
+        &svc.url(""),
         reqwest::Method::DELETE,
         "/v1/streams/api",
         Some(ADMIN),

@@ -157,10 +157,13 @@ enum Store {
 /// Starts the ingest thread; it returns when shutdown is triggered (after a last checkpoint
 /// and commit) or on a fatal error.
 pub fn spawn(setup: IngestSetup) -> anyhow::Result<std::thread::JoinHandle<anyhow::Result<()>>> {
+    // The streams as they are now, before the API can declare or retire one: later changes
+    // come through `declarations` only (a stream in both would be read twice).
+    let initial: Vec<_> = setup.streams.iter().collect();
     std::thread::Builder::new()
         .name("ravel-ingest".into())
         .spawn(move || {
-            let r = Ingest::new(setup).and_then(|mut i| i.run());
+            let r = Ingest::new(setup, initial).and_then(|mut i| i.run());
             if let Err(e) = &r {
                 tracing::error!(error = %format!("{e:#}"), "ingest stopped");
             }

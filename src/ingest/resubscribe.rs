@@ -55,6 +55,8 @@ impl Ingest {
                 }
                 Change::Add { handle, positions } => {
                     let topic = handle.topic.clone();
+                    // Never two readers of one stream.
+                    self.streams.retain(|s| s.handle.name() != handle.name());
                     if positions.is_empty() {
                         lock(&self.positions).remove(&topic);
                     } else {
