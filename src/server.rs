@@ -96,8 +96,11 @@ pub async fn run(
     // checked with them as one configuration.
     let base = config.clone();
     let declared = match config.state.dir() {
-        Some(dir) if config.state.store == StoreKind::Dir => crate::declared::load(&dir)?,
-        _ => Vec::new(),
+        Some(dir) => {
+            crate::store::file::probe_dir(&dir)?;
+            crate::declared::load(&dir)?
+        }
+        None => Vec::new(),
     };
     let mut config = config;
     if !declared.is_empty() {
@@ -128,10 +131,8 @@ pub async fn run(
         );
     }
     let (mut snapshots, positions, clusters) = match config.state.dir() {
-        Some(dir) => {
-            crate::store::file::probe_dir(&dir)?;
-            ingest::load_checkpoints(&dir, &config.streams)?
-        }
+        // Probed above.
+        Some(dir) => ingest::load_checkpoints(&dir, &config.streams)?,
         None => Default::default(),
     };
     let health = Arc::new(crate::health::Health::new());
