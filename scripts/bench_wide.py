@@ -11,6 +11,10 @@ solve the same centered problem; delta_max is the l1 norm of its last solution, 
 runs its 100 deltas from delta_max / 100 to delta_max with --delta-max (as 004 takes delta_max
 from glmnet). A second ravel run finds delta_max itself (no --delta-max).
 
+With --skglm PYTHON (a Python where skglm is installed), skglm's Lasso runs as a second peer
+after scikit-learn (see SKGLM below); --no-sklearn leaves scikit-learn out, and delta_max then
+comes from skglm's path. --step-tol EPS gives ravel 004's own stopping rule as well.
+
 Measured per process (os.wait4): wall seconds, CPU seconds (user + system), peak RSS; from
 their answers: the solver's own seconds, iterations (ravel: FW iterations; sklearn: CD epochs,
 sum of n_iter), dot products (ravel: column dot products; sklearn: epochs x p, as 004 counts
@@ -68,6 +72,57 @@ if test != "-":
 print(json.dumps(out))
 '''
 
+# skglm (working sets and Anderson acceleration, the fastest Python Lasso; issue 44 names it as
+# a second peer "where it installs"): its Lasso with an unpenalized intercept, which is the
+# Lasso of the centered problem, warm-started along the same 100 alphas as lasso_path's (from
+# alpha_max = ||X_c^T y_c||_inf / n down to alpha_max / 100), tol 1e-4. Its iterations are
+# working-set iterations, not epochs, so no dot-product count. The first fit includes numba's
+# compilation of its kernels (a few CPU seconds), part of the whole process as a user runs it.
+SKGLM = r'''
+import json, sys, time
+import numpy as np
+from scipy import sparse
+t0 = time.time()
+train, test = sys.argv[1], sys.argv[2]
+def load(path):
+    if path.endswith(".npy"):
+        a = np.load(path)
+        return sparse.csc_matrix(a[:, :-1]), a[:, -1].copy()
+    from sklearn.datasets import load_svmlight_file
+    x, y = load_svmlight_file(path)
+    return x.tocsc(), y
+x, y = load(train)
+from skglm import Lasso
+n, p = x.shape
+ym = y.mean()
+t1 = time.time()
+alpha_max = np.abs(x.T @ (y - ym)).max() / n
+alphas = alpha_max * np.geomspace(1.0, 1e-2, 100)
+clf = Lasso(alpha=alphas[0], fit_intercept=True, warm_start=True, tol=1e-4)
+coefs, icpts, iters = np.zeros((p, len(alphas))), np.zeros(len(alphas)), 0
+for i, a in enumerate(alphas):
+    clf.alpha = a
+    clf.fit(x, y)
+    coefs[:, i], icpts[i] = clf.coef_, clf.intercept_
+    iters += int(np.sum(clf.n_iter_))
+t2 = time.time()
+nnz = (coefs != 0).sum(axis=0)
+out = {"n": n, "p": p, "nnz": int(x.nnz), "read_seconds": t1 - t0, "path_seconds": t2 - t1,
+       "iterations": iters, "dot_products": float("nan"),
+       "mean_active_features": float(nnz.mean()),
+       "delta_max": float(np.abs(coefs[:, -1]).sum())}
+if test != "-":
+    xt, yt = load(test)
+    if xt.shape[1] < p:
+        xt = sparse.hstack([xt, sparse.csc_matrix((xt.shape[0], p - xt.shape[1]))]).tocsc()
+    xt = xt[:, :p]
+    pred = np.asarray(xt @ coefs) + icpts
+    mse = ((pred - yt[:, None]) ** 2).mean(axis=0)
+    k = int(np.argmin(mse))
+    out.update(test_mse_min=float(mse[k]), best_index=k, best_nonzeros=int(nnz[k]))
+print(json.dumps(out))
+'''
+
 
 def measured(cmd):
     """A whole process under /usr/bin/time: wall and CPU seconds (user + system), peak RSS."""
@@ -95,26 +150,43 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--fraction", type=float, default=0.01)
     ap.add_argument("--tol", type=float, default=None, help="ravel --tol (default its own)")
+    ap.add_argument("--step-tol", type=float, default=None,
+                    help="ravel --step-tol: 004's own stopping rule (its experiments: 1e-3)")
     ap.add_argument("--ravel", default="target/release/ravel")
     ap.add_argument("--python", default="/usr/bin/python3")
     ap.add_argument("--no-search", action="store_true", help="skip the run without --delta-max")
+    ap.add_argument("--skglm", default=None,
+                    help="a Python with skglm installed: adds skglm's path as a second peer")
+    ap.add_argument("--no-sklearn", action="store_true",
+                    help="skip scikit-learn's lasso_path (delta_max then from skglm's path)")
     a = ap.parse_args()
     results = {}
     for name in a.sets:
         train, test = files(a.data, name)
-        rows = results.setdefault(name, {"sklearn": [], "ravel": [], "ravel_search": []})
+        rows = results.setdefault(
+            name, {"sklearn": [], "skglm": [], "ravel": [], "ravel_search": []})
         for r in range(a.rounds):
-            out, m = measured([a.python, "-c", SKLEARN, str(train), str(test or "-")])
-            sk = json.loads(out)
-            sk.update(m)
-            rows["sklearn"].append(sk)
-            print(json.dumps({"set": name, "round": r, "tool": "sklearn", **sk}), flush=True)
+            peers = [] if a.no_sklearn else [("sklearn", a.python, SKLEARN)]
+            if a.skglm:
+                peers.append(("skglm", a.skglm, SKGLM))
+            if not peers:
+                sys.exit("--no-sklearn needs --skglm: delta_max comes from a peer's path")
+            for tool, python, program in peers:
+                out, m = measured([python, "-c", program, str(train), str(test or "-")])
+                sk = json.loads(out)
+                sk.update(m)
+                rows[tool].append(sk)
+                print(json.dumps({"set": name, "round": r, "tool": tool, **sk}), flush=True)
+            # delta_max from the first peer's last solution (scikit-learn's unless skipped).
+            sk = rows[peers[0][0]][-1]
             base = [a.ravel, "fit", str(train), "--wide", "--sample-fraction", str(a.fraction),
                     "--seed", str(r)]
             if test:
                 base += ["--test", str(test)]
             if a.tol:
                 base += ["--tol", str(a.tol)]
+            if a.step_tol:
+                base += ["--step-tol", str(a.step_tol)]
             runs = [("ravel", base + ["--delta-max", repr(sk["delta_max"])])]
             if not a.no_search:
                 runs.append(("ravel_search", base))

@@ -237,6 +237,9 @@ fn options(r: &WideRequest, p: usize) -> Result<WideOptions, ApiError> {
         tol,
         max_iterations,
         away_steps: r.away_steps.unwrap_or(true),
+        // 004's step rule is a flag of `ravel fit --wide` (its benchmark's); the API keeps the
+        // gap rule.
+        step_tol: None,
     })
 }
 

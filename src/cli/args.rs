@@ -46,4 +46,9 @@ pub struct WideArgs {
     /// (default: the largest index in the file).
     #[arg(long, value_name = "P", requires = "wide")]
     pub features: Option<usize>,
+    /// --wide: paper 004's stopping rule besides the gap: a point ends when an iteration
+    /// moves no coefficient by more than EPS (004 times every solver with 1e-3, glmnet's
+    /// rule). Each point still reports its exact gap, and `converged` whether it met --tol.
+    #[arg(long, value_name = "EPS", requires = "wide")]
+    pub step_tol: Option<f64>,
 }

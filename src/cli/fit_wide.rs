@@ -139,12 +139,18 @@ fn options(args: &FitArgs, p: usize) -> anyhow::Result<(WideOptions, Option<usiz
         Sampling::Randomized { kappa, .. } => Some(kappa),
         Sampling::Full => None,
     };
+    if let Some(eps) = args.wide.step_tol
+        && !(eps > 0.0 && eps.is_finite())
+    {
+        anyhow::bail!("--step-tol {eps}: it must be a positive change of a coefficient");
+    }
     Ok((
         WideOptions {
             sampling,
             tol,
             max_iterations,
             away_steps: !e.no_away_steps,
+            step_tol: args.wide.step_tol,
         },
         kappa,
     ))
@@ -295,11 +301,14 @@ pub fn run(args: &FitArgs) -> anyhow::Result<String> {
     let not_converged = path.iter().filter(|p| !p.converged).count();
     let mut notes = Vec::new();
     if not_converged > 0 {
+        let by = match opt.step_tol {
+            Some(eps) => format!("at --step-tol {eps} or --max-iterations {}", opt.max_iterations),
+            None => format!("at --max-iterations {}", opt.max_iterations),
+        };
         notes.push(format!(
-            "{not_converged} of the {} points stopped at --max-iterations {} before the gap \
-             met --tol {}: their gaps say how far they may be from the optimum",
+            "{not_converged} of the {} points stopped {by} before the gap met --tol {}: their \
+             gaps say how far they may be from the optimum",
             path.len(),
-            opt.max_iterations,
             opt.tol
         ));
     }
@@ -324,6 +333,7 @@ pub fn run(args: &FitArgs) -> anyhow::Result<String> {
         "kappa": kappa,
         "seed": match opt.sampling { Sampling::Randomized { seed, .. } => Some(seed), _ => None },
         "tol": opt.tol,
+        "step_tol": opt.step_tol,
         "away_steps": opt.away_steps,
         "n": x.n,
         "p": x.p,
