@@ -41,10 +41,14 @@
 //! - `store`: what survives a restart, one concept with two back ends: `file` (checkpoint
 //!   files, `state.dir`) and `kafka` (a compacted changelog topic, `state.store = "kafka"`:
 //!   its `writer` and its `reader`).
+//! - `declared`: streams declared at run time over the API (issue 49): checked as the config
+//!   file's, kept in `state.dir/declarations.json`, handed to ingest as changes between
+//!   batches (the design is its module comment).
 //! - `ingest`: the consumer loop, by stage. The loop itself (`mod.rs`: gather, fold, publish,
 //!   checkpoint, commit) and its steps: `setup`, `gather` (a batch; `ahead`: JSON decoded on
 //!   other threads), `accept` (one message), `denied` (consumer and authorization errors),
-//!   `commit_loop` (checkpoints, then commits), `rebalance` (assignment), `lag`; folding:
+//!   `commit_loop` (checkpoints, then commits), `rebalance` (assignment), `resubscribe`
+//!   (streams declared or retired over the API, between batches), `lag`; folding:
 //!   `fold` (rows into statistics), `windows` (rows into time buckets), `freshness` (each
 //!   message's age once its rows are visible), `cv` (the cross-validation fold of a row), `features`
 //!   (feature-stream columns into the selection); `decode/`: `format` (every observation
@@ -66,7 +70,8 @@
 //!   `features` (the handlers of the two stream kinds), `wide` (a wide feature stream's
 //!   Lasso path and models, paper 004), `params` (request parsing), `health`
 //!   (`/healthz`, `/readyz`, `/metrics`), `admission` (extraction slots), `requests` (counted
-//!   and timed, fallbacks), `auth` (the token of state-changing requests), `error` (the JSON
+//!   and timed, fallbacks), `auth` (the token of state-changing requests), `declarations` (streams declared,
+//!   changed and retired at run time, with the admin token), `error` (the JSON
 //!   error type), `openapi` (`/openapi.json`), `console` (the web console, its files in
 //!   `api/console/`) and `http` (the accept loop with its bounds on clients).
 //! - `server`: `run(config, brokers, listener, shutdown)`, the service wired together.
@@ -85,6 +90,7 @@
 mod api;
 mod cli;
 pub mod config;
+mod declared;
 mod dotted;
 mod health;
 mod ingest;

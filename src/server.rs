@@ -41,6 +41,48 @@ pub fn init_logging(log: &LogConfig) {
     };
 }
 
+/// A stream's handle as the service starts it: its snapshot restored (`snapshot`) or empty,
+/// its metrics declared, its decoding of schema'd values and its field sampling set up. At
+/// start and for streams declared over the API (`crate::declared`).
+fn stream_handle(
+    config: &Config,
+    sc: &crate::config::StreamConfig,
+    snapshot: Option<Snapshot>,
+    registry: Option<&Arc<crate::schemas::SchemaRegistry>>,
+    metrics: &Metrics,
+) -> anyhow::Result<StreamHandle> {
+    let snap = match snapshot {
+        Some(s) => s,
+        None => Snapshot::whole(Stats::new(sc.task, sc.p(), sc.schedule()?), None, None),
+    };
+    metrics.declare_stream(&sc.name);
+    if config.state.dir().is_some() || config.state.store == StoreKind::Kafka {
+        metrics.declare_checkpoints(&sc.name);
+    }
+    metrics
+        .streams
+        .stream_observations
+        .with_label_values(&[&sc.name])
+        .set(snap.stats.n() as i64);
+    metrics
+        .streams
+        .stream_alpha
+        .with_label_values(&[&sc.name])
+        .set(snap.stats.current_alpha());
+    if let Some(ms) = snap.as_of_ms {
+        metrics
+            .streams
+            .stream_as_of
+            .with_label_values(&[&sc.name])
+            .set(ms as f64 / 1000.0);
+    }
+    let history = sc.history(&config.history)?;
+    let mut handle = StreamHandle::new(sc.clone(), snap, history)?;
+    handle.wire = crate::schemas::Wire::of_stream(sc, registry)?;
+    handle.sample_fields(config.ingest.field_check_events);
+    Ok(handle)
+}
+
 /// Runs the service until `shutdown` fires (or ingest fails): consumes the configured streams
 /// from `brokers` and serves the API on `listener`.
 pub async fn run(
@@ -50,11 +92,47 @@ pub async fn run(
     shutdown: Shutdown,
 ) -> anyhow::Result<()> {
     let metrics = Arc::new(Metrics::new());
-    let (mut snapshots, positions, clusters) = match config.state.dir() {
+    // Streams declared over the API in an earlier run (`crate::declared`) join the file's,
+    // checked with them as one configuration.
+    let base = config.clone();
+    let declared = match config.state.dir() {
         Some(dir) => {
             crate::store::file::probe_dir(&dir)?;
-            ingest::load_checkpoints(&dir, &config.streams)?
+            crate::declared::load(&dir)?
         }
+        None => Vec::new(),
+    };
+    let mut config = config;
+    if !declared.is_empty() {
+        config
+            .streams
+            .extend(declared.iter().map(|d| d.stream.clone()));
+        config.check().map_err(|e| {
+            anyhow!(
+                "the streams declared over the API ({}) do not go with the configuration: \
+                 {e:#}; remove the clashing stream from the config file, or move {} away to \
+                 start without the API's declarations",
+                declared
+                    .iter()
+                    .map(|d| d.stream.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                config
+                    .state
+                    .dir()
+                    .unwrap_or_default()
+                    .join(crate::declared::FILE)
+                    .display()
+            )
+        })?;
+        tracing::info!(
+            streams = declared.len(),
+            "streams declared over the API restored"
+        );
+    }
+    let (mut snapshots, positions, clusters) = match config.state.dir() {
+        // Probed above.
+        Some(dir) => ingest::load_checkpoints(&dir, &config.streams)?,
         None => Default::default(),
     };
     let health = Arc::new(crate::health::Health::new());
@@ -80,36 +158,13 @@ pub async fn run(
     };
     let mut handles = Vec::new();
     for sc in &config.streams {
-        let snap = match snapshots.remove(&sc.name) {
-            Some(s) => s,
-            None => Snapshot::whole(Stats::new(sc.task, sc.p(), sc.schedule()?), None, None),
-        };
-        metrics.declare_stream(&sc.name);
-        if config.state.dir().is_some() || config.state.store == StoreKind::Kafka {
-            metrics.declare_checkpoints(&sc.name);
-        }
-        metrics
-            .streams
-            .stream_observations
-            .with_label_values(&[&sc.name])
-            .set(snap.stats.n() as i64);
-        metrics
-            .streams
-            .stream_alpha
-            .with_label_values(&[&sc.name])
-            .set(snap.stats.current_alpha());
-        if let Some(ms) = snap.as_of_ms {
-            metrics
-                .streams
-                .stream_as_of
-                .with_label_values(&[&sc.name])
-                .set(ms as f64 / 1000.0);
-        }
-        let history = sc.history(&config.history)?;
-        let mut handle = StreamHandle::new(sc.clone(), snap, history)?;
-        handle.wire = crate::schemas::Wire::of_stream(sc, registry.as_ref())?;
-        handle.sample_fields(config.ingest.field_check_events);
-        handles.push(handle);
+        handles.push(stream_handle(
+            &config,
+            sc,
+            snapshots.remove(&sc.name),
+            registry.as_ref(),
+            &metrics,
+        )?);
     }
     let streams = Arc::new(Streams::new(handles));
     for f in &config.feature_streams {
@@ -160,6 +215,7 @@ pub async fn run(
         )?),
         None => None,
     };
+    let queue = Arc::new(crate::declared::Queue::default());
     let ingest_thread = ingest::spawn(IngestSetup {
         clients: clients.clone(),
         ingest: config.ingest.clone(),
@@ -174,6 +230,7 @@ pub async fn run(
         health: health.clone(),
         state_reader,
         assignment: config.kafka.assignment,
+        declarations: Some(queue.clone()),
         shutdown: shutdown.clone(),
     })?;
     // Scorers: each its own consumer group and producer, on its own thread.
@@ -241,7 +298,44 @@ pub async fn run(
         extractions.running.clone(),
         shutdown.clone(),
     );
+    let declarations = {
+        let (config, registry, metrics, streams) = (
+            config.clone(),
+            registry.clone(),
+            metrics.clone(),
+            streams.clone(),
+        );
+        let (permits, shutdown) = (extractions.running.clone(), shutdown.clone());
+        let build: crate::declared::Build = Box::new(move |sc, restore| {
+            let (snapshot, mut positions) = match config.state.dir() {
+                Some(dir) if restore => {
+                    let (mut snaps, positions, _) =
+                        ingest::load_checkpoints(&dir, std::slice::from_ref(sc))?;
+                    (snaps.remove(&sc.name), positions)
+                }
+                _ => Default::default(),
+            };
+            let handle = Arc::new(stream_handle(
+                &config,
+                sc,
+                snapshot,
+                registry.as_ref(),
+                &metrics,
+            )?);
+            crate::state::recorder::spawn_recorder(
+                handle.clone(),
+                permits.clone(),
+                shutdown.clone(),
+            );
+            Ok((handle, positions.remove(&sc.topic()).unwrap_or_default()))
+        });
+        Arc::new(crate::declared::Declarations::new(
+            base, declared, streams, build, queue,
+        ))
+    };
     let state = AppState {
+        declarations,
+        admin_token: Arc::new(config.http.admin_token.clone()),
         streams,
         feature_streams,
         producer,

@@ -343,6 +343,29 @@ fn every_route_is_described_and_every_answer_matches_its_schema() {
         call("get", "/v1/streams/{name}", "/v1/streams/nope", None, 404),
         call(
             "get",
+            "/v1/streams/{name}/declaration",
+            "/v1/streams/reg/declaration",
+            None,
+            200,
+        ),
+        call(
+            "get",
+            "/v1/streams/{name}/declaration",
+            "/v1/streams/nope/declaration",
+            None,
+            404,
+        ),
+        // Declarations are off without http.admin_token (tests/declarations.rs has them on).
+        call(
+            "put",
+            "/v1/streams/{name}",
+            "/v1/streams/new",
+            Some(json!({"features": 2})),
+            403,
+        ),
+        call("delete", "/v1/streams/{name}", "/v1/streams/reg", None, 403),
+        call(
+            "get",
             "/v1/streams/{name}/history",
             "/v1/streams/reg/history",
             None,
@@ -521,6 +544,7 @@ fn every_route_is_described_and_every_answer_matches_its_schema() {
             "get" => client().get(url),
             "post" => client().post(url),
             "put" => client().put(url),
+            "delete" => client().delete(url),
             m => panic!("{m}"),
         };
         let req = match &c.body {

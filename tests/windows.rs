@@ -522,15 +522,19 @@ windows = {{ bucket = "1m", keep = "7d" }}
     };
     let (a, base_a) = serve(dir.path(), &brokers, 1);
     let (mut b, base_b) = serve(dir.path(), &brokers, 2);
-    wait_for("each replica folds a partition", &dir.path().join("serve2.log"), || {
-        (live(&base_a) == 1 && live(&base_b) == 1).then_some(())
-    });
+    wait_for(
+        "each replica folds a partition",
+        &dir.path().join("serve2.log"),
+        || (live(&base_a) == 1 && live(&base_b) == 1).then_some(()),
+    );
     let produced = |m: usize| (m * ROWS_PER_MESSAGE) as u64;
     produce(&brokers, &data, &stamps, 0, 2 * MESSAGES / 3);
     for base in [&base_a, &base_b] {
-        wait_for("the first rows on both replicas", &dir.path().join("serve1.log"), || {
-            (stream_n(base, "w") == Some(produced(2 * MESSAGES / 3))).then_some(())
-        });
+        wait_for(
+            "the first rows on both replicas",
+            &dir.path().join("serve1.log"),
+            || (stream_n(base, "w") == Some(produced(2 * MESSAGES / 3))).then_some(()),
+        );
     }
     // Replica 1 is killed (its last state record up to a checkpoint interval behind); the rest
     // arrives while the group hands its partition over.
@@ -539,13 +543,17 @@ windows = {{ bucket = "1m", keep = "7d" }}
     produce(&brokers, &data, &stamps, 2 * MESSAGES / 3, MESSAGES);
     let (mut c, base_c) = serve(dir.path(), &brokers, 3);
     for (base, run) in [(&base_b, 2), (&base_c, 3)] {
-        wait_for("every row on the replica", &dir.path().join(format!("serve{run}.log")), || {
-            (stream_n(base, "w") == Some(n)).then_some(())
-        });
+        wait_for(
+            "every row on the replica",
+            &dir.path().join(format!("serve{run}.log")),
+            || (stream_n(base, "w") == Some(n)).then_some(()),
+        );
     }
-    wait_for("each partition folded once", &dir.path().join("serve3.log"), || {
-        (live(&base_b) + live(&base_c) == 2).then_some(())
-    });
+    wait_for(
+        "each partition folded once",
+        &dir.path().join("serve3.log"),
+        || (live(&base_b) + live(&base_c) == 2).then_some(()),
+    );
     std::thread::sleep(Duration::from_millis(500));
     let change = stamps[MESSAGES / 2] / MINUTE * MINUTE;
     let end = (now / MINUTE + 1) * MINUTE;

@@ -2,7 +2,8 @@
 //! method but GET, HEAD and OPTIONS, except the read-only POSTs listed in `READ_ONLY_POSTS`:
 //! model extraction and prediction compute from a snapshot and change nothing) must carry
 //! `Authorization: Bearer <token>`; reads stay open. The comparison takes the same time
-//! whatever the token's prefix, so response timing does not reveal it.
+//! whatever the token's prefix, so response timing does not reveal it. Declaring and retiring
+//! streams (`declarations`) needs the admin token (`http.admin_token`) instead.
 
 use super::error::ApiError;
 use crate::api::error::Code;
@@ -24,13 +25,24 @@ pub fn writes(method: &Method, path: &str) -> bool {
     }
 }
 
-fn same(a: &[u8], b: &[u8]) -> bool {
+/// Whether two tokens are equal, in a time that does not depend on where they differ.
+pub(super) fn same(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Whether a request is a declaration (PUT or DELETE of `/v1/streams/{name}`): it carries the
+/// admin token, not `http.token` (`require_token` lets it through to `declarations::Admin`).
+pub fn is_declaration(method: &Method, path: &str) -> bool {
+    (method == Method::PUT || method == Method::DELETE)
+        && path
+            .strip_prefix("/v1/streams/")
+            .is_some_and(|name| !name.is_empty() && !name.contains('/'))
 }
 
 /// The middleware: 401 with the JSON error envelope when a writing request lacks the token.
 pub async fn require_token(State(token): State<Arc<String>>, req: Request, next: Next) -> Response {
-    if !writes(req.method(), req.uri().path()) {
+    // Declarations carry the admin token instead (`declarations::Admin`).
+    if !writes(req.method(), req.uri().path()) || is_declaration(req.method(), req.uri().path()) {
         return next.run(req).await;
     }
     let given = req
@@ -69,6 +81,20 @@ mod tests {
         assert!(writes(&Method::PUT, "/v1/feature-streams/f/labels"));
         assert!(writes(&Method::DELETE, "/v1/streams/s"));
         assert!(writes(&Method::POST, "/v1/streams/s/reset"));
+    }
+
+    #[test]
+    fn declarations_are_put_and_delete_of_one_stream() {
+        assert!(is_declaration(&Method::PUT, "/v1/streams/s"));
+        assert!(is_declaration(&Method::DELETE, "/v1/streams/s"));
+        assert!(!is_declaration(&Method::GET, "/v1/streams/s"));
+        assert!(!is_declaration(&Method::POST, "/v1/streams/s"));
+        assert!(!is_declaration(&Method::PUT, "/v1/streams/s/labels"));
+        assert!(!is_declaration(
+            &Method::PUT,
+            "/v1/feature-streams/f/labels"
+        ));
+        assert!(!is_declaration(&Method::PUT, "/v1/streams/"));
     }
 
     #[test]

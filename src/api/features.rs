@@ -30,7 +30,7 @@ const LABELS_WAIT: Duration = Duration::from_secs(30);
 
 impl AppState {
     pub(super) fn feature_stream(&self, name: &str) -> Result<Arc<FeatureStreamHandle>, ApiError> {
-        self.feature_streams.get(name).cloned().ok_or_else(|| {
+        self.feature_streams.get(name).ok_or_else(|| {
             ApiError::new(
                 StatusCode::NOT_FOUND,
                 Code::UnknownStream,
@@ -158,7 +158,7 @@ pub(super) async fn list(State(st): State<AppState>) -> Json<FeatureStreamList> 
         feature_streams: st
             .feature_streams
             .iter()
-            .map(|h| summary(h, &h.snapshot(), false))
+            .map(|h| summary(&h, &h.snapshot(), false))
             .collect(),
     })
 }

@@ -49,7 +49,7 @@ pub async fn serve(
         };
         let stream = tokio::select! {
             r = listener.accept() => match r {
-                Ok((stream, _peer)) => stream,
+                Ok(accepted) => accepted,
                 Err(e) => {
                     // EMFILE and friends: the process is out of descriptors for a moment
                     // (Kafka sockets, checkpoint files). Back off instead of spinning.
@@ -60,8 +60,14 @@ pub async fn serve(
             },
             _ = &mut stop => break,
         };
+        let (stream, peer) = stream;
         let _ = stream.set_nodelay(true);
-        let service = TowerToHyperService::new(app.clone());
+        // The peer's address, for the log of declarations (`api::declarations`): one layer a
+        // connection (not a request).
+        let service = TowerToHyperService::new(
+            app.clone()
+                .layer(axum::Extension(axum::extract::ConnectInfo(peer))),
+        );
         let conn = http.serve_connection(TokioIo::new(stream), service);
         let conn = graceful.watch(conn);
         let open = open.clone();

@@ -14,6 +14,7 @@
 mod admission;
 pub mod auth;
 mod console;
+pub mod declarations;
 pub mod error;
 mod features;
 mod health;
@@ -42,6 +43,10 @@ use utoipa_axum::routes;
 #[derive(Clone)]
 pub struct AppState {
     pub streams: Arc<Streams>,
+    /// Streams declared at run time (`crate::declared`, routes in `declarations`).
+    pub declarations: Arc<crate::declared::Declarations>,
+    /// `http.admin_token`: the token of the declaration routes (empty: they answer 403).
+    pub admin_token: Arc<crate::config::Secret>,
     pub feature_streams: Arc<FeatureStreams>,
     /// Writes labels sent over HTTP to their feature stream's topic (None: no feature streams).
     pub producer: Option<rdkafka::producer::FutureProducer>,
@@ -82,7 +87,12 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(health::metrics))
         .routes(routes!(openapi::serve))
         .routes(routes!(streams::list_streams))
-        .routes(routes!(streams::get_stream))
+        .routes(routes!(
+            streams::get_stream,
+            declarations::put_stream,
+            declarations::delete_stream
+        ))
+        .routes(routes!(declarations::get_declaration))
         .routes(routes!(streams::history))
         .routes(routes!(streams::model))
         .routes(routes!(streams::path, streams::path_post))

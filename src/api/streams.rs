@@ -26,7 +26,6 @@ impl AppState {
     pub(super) fn stream(&self, name: &str) -> Result<Arc<StreamHandle>, ApiError> {
         self.streams
             .get(name)
-            .cloned()
             .ok_or_else(|| ApiError::unknown_stream(name))
     }
 }
@@ -202,7 +201,7 @@ pub struct StreamList {
     responses((status = 200, description = "Every observation stream", body = StreamList)))]
 pub(super) async fn list_streams(State(st): State<AppState>) -> Json<StreamList> {
     Json(StreamList {
-        streams: st.streams.iter().map(|h| summary(h, &st.health)).collect(),
+        streams: st.streams.iter().map(|h| summary(&h, &st.health)).collect(),
     })
 }
 

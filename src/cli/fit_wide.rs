@@ -302,7 +302,10 @@ pub fn run(args: &FitArgs) -> anyhow::Result<String> {
     let mut notes = Vec::new();
     if not_converged > 0 {
         let by = match opt.step_tol {
-            Some(eps) => format!("at --step-tol {eps} or --max-iterations {}", opt.max_iterations),
+            Some(eps) => format!(
+                "at --step-tol {eps} or --max-iterations {}",
+                opt.max_iterations
+            ),
             None => format!("at --max-iterations {}", opt.max_iterations),
         };
         notes.push(format!(

@@ -31,6 +31,11 @@ pub struct HttpConfig {
     pub token: Secret,
     /// File holding the token (read at start, surrounding whitespace trimmed).
     pub token_file: String,
+    /// Bearer token of the declaration routes (`PUT` and `DELETE /v1/streams/{name}`: streams
+    /// declared at run time); empty: those routes answer 403, streams come from the file only.
+    pub admin_token: Secret,
+    /// File holding the admin token (read at start, surrounding whitespace trimmed).
+    pub admin_token_file: String,
 }
 
 /// A secret string (a token, a password): never printed by `Debug`, so a logged or
@@ -68,6 +73,8 @@ impl Default for HttpConfig {
             drain_timeout_ms: 10_000,
             token: Secret::default(),
             token_file: String::new(),
+            admin_token: Secret::default(),
+            admin_token_file: String::new(),
         }
     }
 }
@@ -78,6 +85,24 @@ pub struct HttpLimits {
     pub max_connections: usize,
     pub header_read_timeout: Duration,
     pub drain_timeout: Duration,
+}
+
+/// `<key>_file` read into `<key>` (trimmed); both set is an error.
+fn read_secret_file(key: &str, file: &str, secret: &mut Secret) -> anyhow::Result<()> {
+    if file.is_empty() {
+        return Ok(());
+    }
+    if !secret.is_empty() {
+        bail!("set one of {key} and {key}_file, not both");
+    }
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("{key}_file: cannot read {file}"))?;
+    let token = text.trim();
+    if token.is_empty() {
+        bail!("{key}_file: {file} is empty");
+    }
+    *secret = Secret(token.to_string());
+    Ok(())
 }
 
 impl HttpConfig {
@@ -107,31 +132,34 @@ impl HttpConfig {
                 self.max_queued_extractions
             );
         }
-        let t = self.token.expose();
-        if !t.is_empty() && (t.len() < 16 || !t.chars().all(|c| c.is_ascii_graphic())) {
+        for (key, t) in [
+            ("http.token", self.token.expose()),
+            ("http.admin_token", self.admin_token.expose()),
+        ] {
+            if !t.is_empty() && (t.len() < 16 || !t.chars().all(|c| c.is_ascii_graphic())) {
+                bail!(
+                    "{key} must be at least 16 printable ASCII characters without spaces (e.g. `openssl rand -hex 32`)"
+                );
+            }
+        }
+        if !self.admin_token.is_empty() && self.admin_token == self.token {
             bail!(
-                "http.token must be at least 16 printable ASCII characters without spaces (e.g. `openssl rand -hex 32`)"
+                "http.admin_token is the same as http.token: the admin token declares and retires \
+                 streams, give it a value of its own"
             );
         }
         Ok(())
     }
 
-    /// Reads `token_file` into `token` (at load, so a missing file stops the start).
+    /// Reads `token_file` into `token` and `admin_token_file` into `admin_token` (at load, so
+    /// a missing file stops the start).
     pub(super) fn read_token_file(&mut self) -> anyhow::Result<()> {
-        if self.token_file.is_empty() {
-            return Ok(());
-        }
-        if !self.token.is_empty() {
-            bail!("set one of http.token and http.token_file, not both");
-        }
-        let text = std::fs::read_to_string(&self.token_file)
-            .with_context(|| format!("http.token_file: cannot read {}", self.token_file))?;
-        let token = text.trim();
-        if token.is_empty() {
-            bail!("http.token_file: {} is empty", self.token_file);
-        }
-        self.token = Secret(token.to_string());
-        Ok(())
+        read_secret_file("http.token", &self.token_file, &mut self.token)?;
+        read_secret_file(
+            "http.admin_token",
+            &self.admin_token_file,
+            &mut self.admin_token,
+        )
     }
 
     pub fn limits(&self) -> crate::config::HttpLimits {

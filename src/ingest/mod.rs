@@ -62,6 +62,7 @@ pub mod freshness;
 mod gather;
 pub mod lag;
 pub mod rebalance;
+mod resubscribe;
 mod setup;
 pub mod windows;
 
@@ -132,6 +133,8 @@ pub struct IngestSetup {
     pub state_reader: Option<Arc<StateReader>>,
     /// `kafka.assignment`.
     pub assignment: crate::config::Assignment,
+    /// Streams declared or retired over the API (`crate::declared`), applied between batches.
+    pub declarations: Option<Arc<crate::declared::Queue>>,
     pub shutdown: Shutdown,
 }
 
@@ -154,10 +157,13 @@ enum Store {
 /// Starts the ingest thread; it returns when shutdown is triggered (after a last checkpoint
 /// and commit) or on a fatal error.
 pub fn spawn(setup: IngestSetup) -> anyhow::Result<std::thread::JoinHandle<anyhow::Result<()>>> {
+    // The streams as they are now, before the API can declare or retire one: later changes
+    // come through `declarations` only (a stream in both would be read twice).
+    let initial: Vec<_> = setup.streams.iter().collect();
     std::thread::Builder::new()
         .name("ravel-ingest".into())
         .spawn(move || {
-            let r = Ingest::new(setup).and_then(|mut i| i.run());
+            let r = Ingest::new(setup, initial).and_then(|mut i| i.run());
             if let Err(e) = &r {
                 tracing::error!(error = %format!("{e:#}"), "ingest stopped");
             }
@@ -223,6 +229,10 @@ struct Ingest {
     standalone: Option<crate::kafka::standalone::Standalone>,
     /// When a standalone consumer last looked for new partitions.
     discovered: Instant,
+    /// Streams declared or retired over the API (`resubscribe`).
+    declarations: Option<Arc<crate::declared::Queue>>,
+    /// `state.dir`: where a retired stream's checkpoint is deleted (`?state=drop`).
+    state_dir: Option<std::path::PathBuf>,
 }
 
 impl Ingest {
@@ -235,6 +245,7 @@ impl Ingest {
         std::thread::scope(|scope| -> anyhow::Result<()> {
             let mut ahead = ahead::Ahead::new(scope, "ravel-decode", threads);
             while !self.shutdown.is_triggered() {
+                self.apply_declarations()?;
                 if self.gather(&consumer, &mut ahead) > 0
                     || matches!(self.store, Store::Kafka { .. })
                 {

@@ -50,7 +50,8 @@ pub struct IngestContext {
     /// Partitions each topic has (from the metadata at start, then from librdkafka's
     /// statistics: `seen_totals`); a topic not listed yet counts as needing one.
     totals: Mutex<BTreeMap<String, usize>>,
-    topics: Vec<String>,
+    /// The topics read (they change with streams declared over the API: `set_topics`).
+    topics: Mutex<Vec<String>>,
     ready: Arc<AtomicBool>,
     pub(super) metrics: Arc<Metrics>,
     /// Where the API reads the partition counts (and whether Kafka answers: `lag.rs`).
@@ -76,7 +77,7 @@ impl IngestContext {
             positions,
             assigned: Mutex::new(BTreeSet::new()),
             totals: Mutex::new(BTreeMap::new()),
-            topics,
+            topics: Mutex::new(topics),
             ready,
             metrics,
             health,
@@ -193,7 +194,7 @@ impl IngestContext {
         let have = self.assigned();
         let mut totals = lock(&self.totals).clone();
         let mut new = Vec::new();
-        for topic in &self.topics {
+        for topic in &self.topics() {
             let Ok(md) = consumer.fetch_metadata(Some(topic), timeout) else {
                 continue;
             };
@@ -238,6 +239,42 @@ impl IngestContext {
         }
     }
 
+    /// The topics read now.
+    pub(super) fn topics(&self) -> Vec<String> {
+        lock(&self.topics).clone()
+    }
+
+    /// Reads `topics` from now on (the caller changes the subscription or assignment).
+    pub(super) fn set_topics(&self, topics: Vec<String>) {
+        lock(&self.totals).retain(|t, _| topics.contains(t));
+        *lock(&self.topics) = topics;
+    }
+
+    /// Standalone assignment: stops reading every assigned partition of `topics` (a stream
+    /// retired, or replaced and to be read again from its new position).
+    pub(super) fn unassign_topics(&self, consumer: &BaseConsumer<Self>, topics: &[String]) {
+        let gone: Vec<(String, i32)> = self
+            .assigned()
+            .into_iter()
+            .filter(|(t, _)| topics.contains(t))
+            .collect();
+        if gone.is_empty() {
+            return;
+        }
+        let mut tpl = TopicPartitionList::new();
+        for (t, p) in &gone {
+            tpl.add_partition(t, *p);
+        }
+        if let Err(e) = consumer.incremental_unassign(&tpl) {
+            tracing::error!(error = %e, "cannot unassign partitions");
+        }
+        self.update_assignment(|a| {
+            for p in &gone {
+                a.remove(p);
+            }
+        });
+    }
+
     /// The partitions assigned now.
     pub(super) fn assigned(&self) -> BTreeSet<(String, i32)> {
         lock(&self.assigned).clone()
@@ -258,7 +295,7 @@ impl IngestContext {
             let mut totals = lock(&self.totals);
             let mut changed = false;
             for (topic, n) in seen {
-                if self.topics.contains(&topic)
+                if lock(&self.topics).contains(&topic)
                     && totals.get(&topic).is_none_or(|c| n > *c)
                     && n > 0
                 {
@@ -287,7 +324,7 @@ impl IngestContext {
         // Per topic, the partitions assigned here and in all (0 while the metadata is unknown).
         let counts: BTreeMap<String, PartitionCount> = {
             let totals = lock(&self.totals);
-            self.topics
+            self.topics()
                 .iter()
                 .map(|t| {
                     let count = PartitionCount {

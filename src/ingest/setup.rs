@@ -25,14 +25,17 @@ use std::time::{Duration, Instant};
 const UNANSWERED: Duration = Duration::from_secs(3);
 
 impl Ingest {
-    pub(super) fn new(setup: IngestSetup) -> anyhow::Result<Ingest> {
-        let mut topics = setup.streams.topics();
+    /// `initial`: the streams read from the start (the registry when the thread was spawned).
+    pub(super) fn new(
+        setup: IngestSetup,
+        initial: Vec<Arc<crate::state::streams::StreamHandle>>,
+    ) -> anyhow::Result<Ingest> {
+        let mut topics: Vec<String> = initial.iter().map(|h| h.topic.clone()).collect();
         topics.extend(setup.feature_streams.topics());
         let positions = Arc::new(Mutex::new(setup.positions));
         let restore = setup.state_reader.clone().map(|reader| Restore {
             reader,
-            streams: setup
-                .streams
+            streams: initial
                 .iter()
                 .map(|h| (h.topic.clone(), h.name().to_string()))
                 .collect(),
@@ -214,7 +217,7 @@ impl Ingest {
         };
         let mut streams = Vec::new();
         let mut by_topic = HashMap::new();
-        for handle in setup.streams.iter() {
+        for handle in &initial {
             by_topic.insert(handle.topic.clone(), Target::Rows(streams.len()));
             let mut s = StreamIngest::new(handle.clone(), setup.state_reader.is_some());
             if let Some(r) = &setup.state_reader {
@@ -258,6 +261,8 @@ impl Ingest {
             features_published: Instant::now(),
             standalone,
             discovered: Instant::now(),
+            declarations: setup.declarations,
+            state_dir: setup.state.dir(),
         })
     }
 }

@@ -41,16 +41,18 @@ pub trait Named {
     fn topic(&self) -> &str;
 }
 
-/// All handles of one kind, by name.
+/// All handles of one kind, by name. The set changes at run time (streams declared over the
+/// API, `crate::declared`): readers take a handle (an `Arc`) or a listing under a lock held
+/// for a copy, and keep it for as long as they like.
 #[derive(Debug)]
 pub struct Registry<H> {
-    by_name: BTreeMap<String, Arc<H>>,
+    by_name: RwLock<BTreeMap<String, Arc<H>>>,
 }
 
 impl<H> Default for Registry<H> {
     fn default() -> Self {
         Registry {
-            by_name: BTreeMap::new(),
+            by_name: RwLock::new(BTreeMap::new()),
         }
     }
 }
@@ -58,36 +60,53 @@ impl<H> Default for Registry<H> {
 impl<H: Named> Registry<H> {
     pub fn new(handles: impl IntoIterator<Item = H>) -> Self {
         Registry {
-            by_name: handles
-                .into_iter()
-                .map(|h| (h.name().to_string(), Arc::new(h)))
-                .collect(),
+            by_name: RwLock::new(
+                handles
+                    .into_iter()
+                    .map(|h| (h.name().to_string(), Arc::new(h)))
+                    .collect(),
+            ),
         }
     }
-    pub fn get(&self, name: &str) -> Option<&Arc<H>> {
-        self.by_name.get(name)
+    pub fn get(&self, name: &str) -> Option<Arc<H>> {
+        crate::read(&self.by_name).get(name).cloned()
     }
-    /// The handles in name order.
-    pub fn iter(&self) -> impl Iterator<Item = &Arc<H>> {
-        self.by_name.values()
+    /// The handles in name order, as they are now.
+    pub fn iter(&self) -> std::vec::IntoIter<Arc<H>> {
+        crate::read(&self.by_name)
+            .values()
+            .cloned()
+            .collect::<Vec<_>>()
+            .into_iter()
     }
     #[cfg(test)]
-    pub fn by_topic(&self, topic: &str) -> Option<&Arc<H>> {
-        self.by_name.values().find(|h| h.topic() == topic)
+    pub fn by_topic(&self, topic: &str) -> Option<Arc<H>> {
+        crate::read(&self.by_name)
+            .values()
+            .find(|h| h.topic() == topic)
+            .cloned()
     }
     /// The topics, in name order.
     pub fn topics(&self) -> Vec<String> {
-        self.by_name
+        crate::read(&self.by_name)
             .values()
             .map(|h| h.topic().to_string())
             .collect()
     }
     pub fn is_empty(&self) -> bool {
-        self.by_name.is_empty()
+        crate::read(&self.by_name).is_empty()
     }
     #[cfg(test)]
     pub fn len(&self) -> usize {
-        self.by_name.len()
+        crate::read(&self.by_name).len()
+    }
+    /// Adds `handle`, replacing one of the same name (returned).
+    pub fn insert(&self, handle: Arc<H>) -> Option<Arc<H>> {
+        crate::write(&self.by_name).insert(handle.name().to_string(), handle)
+    }
+    /// Takes the handle named `name` out.
+    pub fn remove(&self, name: &str) -> Option<Arc<H>> {
+        crate::write(&self.by_name).remove(name)
     }
 }
 

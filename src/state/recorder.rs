@@ -53,7 +53,15 @@ fn record(h: &StreamHandle, req: &Checked) {
 /// Starts one recorder task per stream; each stops with `shutdown`.
 pub fn spawn_recorders(streams: &Streams, permits: Arc<Semaphore>, shutdown: Shutdown) {
     for h in streams.iter() {
-        let (h, permits, stop) = (h.clone(), permits.clone(), shutdown.clone());
+        spawn_recorder(h, permits.clone(), shutdown.clone());
+    }
+}
+
+/// Starts the recorder task of one stream; it stops with `shutdown` or when the stream is
+/// retired (`StreamHandle::retire`).
+pub fn spawn_recorder(h: Arc<StreamHandle>, permits: Arc<Semaphore>, shutdown: Shutdown) {
+    {
+        let stop = shutdown;
         tokio::spawn(async move {
             let req = Arc::new(default_request(h.history.spec.k, h.p()));
             let mut tick = tokio::time::interval(h.history.spec.interval);
@@ -64,6 +72,9 @@ pub fn spawn_recorders(streams: &Streams, permits: Arc<Semaphore>, shutdown: Shu
                 tokio::select! {
                     _ = &mut stopped => return,
                     _ = tick.tick() => {}
+                }
+                if h.is_retired() {
+                    return;
                 }
                 let permit = tokio::select! {
                     _ = &mut stopped => return,

@@ -98,6 +98,9 @@ pub struct StreamHandle {
     /// Its fields and target compiled for the JSON events' fast path (None: a stream that
     /// reads no events).
     pub events: Option<crate::dotted::Paths>,
+    /// Set when the stream is retired or replaced over the API (`crate::declared`): its
+    /// history recorder stops.
+    retired: std::sync::atomic::AtomicBool,
 }
 
 impl StreamHandle {
@@ -116,6 +119,7 @@ impl StreamHandle {
         Ok(StreamHandle {
             events,
             window_spec: config.window_spec()?,
+            retired: Default::default(),
             wire: None,
             sightings: None,
             arrivals: Default::default(),
@@ -129,6 +133,15 @@ impl StreamHandle {
     }
     pub fn name(&self) -> &str {
         &self.config.name
+    }
+    /// Marks the stream retired (`crate::declared`): no longer in the registry.
+    pub fn retire(&self) {
+        self.retired
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+    /// Whether the stream was retired or replaced.
+    pub fn is_retired(&self) -> bool {
+        self.retired.load(std::sync::atomic::Ordering::SeqCst)
     }
     /// Counts which declared fields and target the first `events` events carry (streams
     /// declared with names).

@@ -233,6 +233,11 @@ impl CheckpointWriter {
         }
     }
 
+    /// Forgets a retired stream's topic: nothing of it is committed any more.
+    pub fn forget(&mut self, topic: &str) {
+        self.durable.remove(topic);
+    }
+
     /// Each stream topic's committable offsets (absent: nothing durable yet).
     pub fn durable(&self) -> &Positions {
         &self.durable

@@ -587,7 +587,9 @@ impl Windows {
     /// merged pairwise, as if every row were in one set. The sets must be of one spec, task
     /// and p (checked when they were restored).
     pub fn span_with(&self, others: &[&Windows], from: i64, to: i64) -> Result<Span, WindowError> {
-        let sets: Vec<&Windows> = std::iter::once(self).chain(others.iter().copied()).collect();
+        let sets: Vec<&Windows> = std::iter::once(self)
+            .chain(others.iter().copied())
+            .collect();
         let Some(now) = sets.iter().filter_map(|w| w.now_ms).max() else {
             return self.span(from, to);
         };
@@ -808,22 +810,36 @@ mod tests {
         let p = 2;
         let spec = WindowSpec::parse("1m", "7d").unwrap();
         let mut one = Windows::new(spec, Task::Regression, p);
-        let mut parts: Vec<Windows> = (0..3).map(|_| Windows::new(spec, Task::Regression, p)).collect();
+        let mut parts: Vec<Windows> = (0..3)
+            .map(|_| Windows::new(spec, Task::Regression, p))
+            .collect();
         let n = 3000;
         let (x, y) = rows(p, n, 5);
-        let stamps: Vec<i64> = (0..n).map(|i| T0 + (i as i64 * 3 * DAY_MS) / n as i64).collect();
+        let stamps: Vec<i64> = (0..n)
+            .map(|i| T0 + (i as i64 * 3 * DAY_MS) / n as i64)
+            .collect();
         for b in 0..(n / 30) {
             let r = b * 30..(b + 1) * 30;
             let now = stamps[r.end - 1];
-            one.fold(now, &stamps[r.clone()], &x[r.start * p..r.end * p], &y[r.clone()])
-                .unwrap();
+            one.fold(
+                now,
+                &stamps[r.clone()],
+                &x[r.start * p..r.end * p],
+                &y[r.clone()],
+            )
+            .unwrap();
             // Partition i takes every third batch, and partition 2 stops folding a day early.
             let i = b % 3;
             if i == 2 && now > T0 + 2 * DAY_MS {
                 continue;
             }
             parts[i]
-                .fold(now, &stamps[r.clone()], &x[r.start * p..r.end * p], &y[r.clone()])
+                .fold(
+                    now,
+                    &stamps[r.clone()],
+                    &x[r.start * p..r.end * p],
+                    &y[r.clone()],
+                )
                 .unwrap();
         }
         // The rows partition 2 left out go to partition 0, late, at the end.
@@ -834,27 +850,49 @@ mod tests {
         for b in late {
             let r = b * 30..(b + 1) * 30;
             parts[0]
-                .fold(now, &stamps[r.clone()], &x[r.start * p..r.end * p], &y[r.clone()])
+                .fold(
+                    now,
+                    &stamps[r.clone()],
+                    &x[r.start * p..r.end * p],
+                    &y[r.clone()],
+                )
                 .unwrap();
         }
         assert_ne!(parts[2].now_ms(), parts[0].now_ms());
         let others: Vec<&Windows> = parts[1..].iter().collect();
         for (from, to) in [
             (T0, T0 + 3 * DAY_MS),
-            (T0 + 2 * DAY_MS + 17 * MINUTE_MS, T0 + 2 * DAY_MS + 5 * HOUR_MS),
+            (
+                T0 + 2 * DAY_MS + 17 * MINUTE_MS,
+                T0 + 2 * DAY_MS + 5 * HOUR_MS,
+            ),
             (T0 + HOUR_MS, T0 + 30 * HOUR_MS),
         ] {
             let whole = one.span(from, to).unwrap();
             let split = parts[0].span_with(&others, from, to).unwrap();
             assert_eq!((split.from, split.to), (whole.from, whole.to));
-            let inside: Vec<usize> =
-                (0..n).filter(|&i| stamps[i] >= whole.from && stamps[i] < whole.to).collect();
+            let inside: Vec<usize> = (0..n)
+                .filter(|&i| stamps[i] >= whole.from && stamps[i] < whole.to)
+                .collect();
             assert!(inside.len() > 10, "[{from}, {to}): {} rows", inside.len());
-            let sx: Vec<f64> = inside.iter().flat_map(|&i| x[i * p..(i + 1) * p].to_vec()).collect();
+            let sx: Vec<f64> = inside
+                .iter()
+                .flat_map(|&i| x[i * p..(i + 1) * p].to_vec())
+                .collect();
             let sy: Vec<f64> = inside.iter().map(|&i| y[i]).collect();
-            for (what, got) in [("one set", &whole.stats), ("three partitions", &split.stats)] {
-                let Stats::Regression(r) = got else { panic!("task") };
-                assert_matches(r, &sx, &sy, &format!("{what} [{}, {})", whole.from, whole.to));
+            for (what, got) in [
+                ("one set", &whole.stats),
+                ("three partitions", &split.stats),
+            ] {
+                let Stats::Regression(r) = got else {
+                    panic!("task")
+                };
+                assert_matches(
+                    r,
+                    &sx,
+                    &sy,
+                    &format!("{what} [{}, {})", whole.from, whole.to),
+                );
             }
         }
         let before = T0 - 8 * DAY_MS;

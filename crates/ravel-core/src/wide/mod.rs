@@ -565,7 +565,13 @@ impl<'p, 'a> WideSolver<'p, 'a> {
                 let spread = |b: &[f64], active: &[usize], j: Option<usize>, v: f64| {
                     active
                         .iter()
-                        .map(|&k| if Some(k) == j { (b[k] - v).abs() } else { b[k].abs() })
+                        .map(|&k| {
+                            if Some(k) == j {
+                                (b[k] - v).abs()
+                            } else {
+                                b[k].abs()
+                            }
+                        })
                         .fold(0.0f64, f64::max)
                 };
                 // b <- b + gamma (b - v): q moves along q - X_c v.
@@ -837,13 +843,21 @@ mod tests {
             };
             let (a, b) = (path(&pr, &deltas, strict), path(&pr, &deltas, loose));
             let iterations = |pts: &[WidePoint]| pts.iter().map(|p| p.iterations).sum::<usize>();
-            assert!(iterations(&b) < iterations(&a), "{} {}", iterations(&b), iterations(&a));
+            assert!(
+                iterations(&b) < iterations(&a),
+                "{} {}",
+                iterations(&b),
+                iterations(&a)
+            );
             for pt in &b {
                 let f = projected_gradient(&x, pt.delta);
                 let l1: f64 = pt.coefficients.iter().map(|c| c.1.abs()).sum();
                 assert!(l1 <= pt.delta * (1.0 + 1e-9));
                 assert!((objective_of(&x, pt) - pt.objective).abs() <= 1e-9 * (1.0 + f));
-                assert!(pt.objective - f <= pt.gap * (1.0 + 1e-9) + 1e-12, "{pt:?} vs {f}");
+                assert!(
+                    pt.objective - f <= pt.gap * (1.0 + 1e-9) + 1e-12,
+                    "{pt:?} vs {f}"
+                );
                 assert_eq!(pt.converged, pt.gap <= 1e-10 * pt.objective, "{pt:?}");
             }
         }

@@ -1,0 +1,228 @@
+//! Streams declared at run time over HTTP (issue 49; the design is `crate::declared`'s):
+//! `PUT /v1/streams/{name}` with the stream's `[[streams]]` table as JSON, `DELETE
+//! /v1/streams/{name}?state=keep|drop`, and `GET /v1/streams/{name}/declaration` (where a
+//! stream's declaration came from: the file or the API). PUT and DELETE carry the admin token
+//! (`http.admin_token`, not `http.token`): without it 401, and 403 when none is configured
+//! (declarations over the API are off). Every change is logged with who (the peer's address)
+//! and what (`crate::declared`).
+
+use super::AppState;
+use super::auth::same;
+use super::error::{ApiError, Code};
+use crate::declared::{Origin, Put, Refusal};
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{ConnectInfo, FromRequestParts, Path, Query, State};
+use axum::http::request::Parts;
+use axum::http::{StatusCode, header};
+use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
+use utoipa::ToSchema;
+
+/// A caller that presented the admin token; `who` names it in the log.
+pub struct Admin {
+    who: String,
+}
+
+impl FromRequestParts<AppState> for Admin {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, st: &AppState) -> Result<Admin, ApiError> {
+        let token = st.admin_token.expose();
+        if token.is_empty() {
+            return Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                Code::Forbidden,
+                "streams are not declared over the API here: set http.admin_token to allow \
+                 PUT and DELETE /v1/streams/{name} (or declare the stream in the config file)",
+            ));
+        }
+        let given = parts
+            .headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        if !given.is_some_and(|t| same(t.trim().as_bytes(), token.as_bytes())) {
+            return Err(ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                Code::Unauthorized,
+                "declaring or retiring a stream needs the admin token: send it as \
+                 `Authorization: Bearer <token>` (http.admin_token)",
+            ));
+        }
+        let who = parts
+            .extensions
+            .get::<ConnectInfo<SocketAddr>>()
+            .map_or_else(|| "unknown peer".to_string(), |c| c.0.to_string());
+        Ok(Admin {
+            who: format!("admin token from {who}"),
+        })
+    }
+}
+
+/// A stream's declaration and where it came from.
+#[derive(Serialize, ToSchema)]
+pub struct Declaration {
+    name: String,
+    /// `file` (the config file) or `api` (declared over HTTP).
+    origin: String,
+    /// API declarations: who declared it (the admin request's peer).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    by: Option<String>,
+    /// API declarations: when (Unix ms).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    at_ms: Option<u64>,
+    /// The stream's table, as `[[streams]]` of the config file holds it.
+    #[schema(value_type = Object)]
+    declaration: serde_json::Value,
+    /// PUT: `created`, `replaced` (a changed declaration: the stream starts afresh from the
+    /// beginning of its topic) or `unchanged`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    outcome: Option<String>,
+}
+
+impl Declaration {
+    fn of(name: &str, o: Origin, outcome: Option<&str>) -> Declaration {
+        Declaration {
+            name: name.to_string(),
+            origin: o.origin.to_string(),
+            by: o.by,
+            at_ms: o.at_ms,
+            declaration: serde_json::to_value(&o.declaration).unwrap_or_default(),
+            outcome: outcome.map(str::to_string),
+        }
+    }
+}
+
+/// A retired stream.
+#[derive(Serialize, ToSchema)]
+pub struct Retired {
+    name: String,
+    /// `kept` (its checkpoint stays: a PUT of the same declaration resumes from it) or
+    /// `dropped` (deleted).
+    state: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RetireQuery {
+    state: Option<String>,
+}
+
+fn refused(r: Refusal) -> ApiError {
+    match r {
+        Refusal::Invalid(m) => ApiError::new(StatusCode::BAD_REQUEST, Code::InvalidDeclaration, m),
+        Refusal::Unknown(m) => ApiError::new(StatusCode::NOT_FOUND, Code::UnknownStream, m),
+        Refusal::Conflict(m) => ApiError::new(StatusCode::CONFLICT, Code::DeclarationConflict, m),
+        Refusal::Failed(m) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, Code::Internal, m),
+    }
+}
+
+/// Runs a declaration off the runtime (it writes `state.dir` and may read a checkpoint).
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, Refusal> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| {
+            ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                Code::Internal,
+                format!("the declaration's thread failed: {e}"),
+            )
+        })?
+        .map_err(refused)
+}
+
+/// Declares a stream, or changes one declared over the API.
+#[utoipa::path(put, path = "/v1/streams/{name}", tag = "declarations",
+    params(("name" = String, Path, description = "The stream's name")),
+    request_body(content = Object, description = "The stream's table, as `[[streams]]` of the config file (`name` may be left out)"),
+    responses(
+        (status = 201, description = "Declared", body = Declaration),
+        (status = 200, description = "Changed (the stream starts afresh) or unchanged", body = Declaration),
+        (status = 400, description = "`invalid_declaration`: the message names the key", body = super::error::ErrorBody),
+        (status = 401, description = "`unauthorized`: no admin token", body = super::error::ErrorBody),
+        (status = 403, description = "`forbidden`: no http.admin_token configured", body = super::error::ErrorBody),
+        (status = 409, description = "`declaration_conflict`: a name of the config file, or no state.dir", body = super::error::ErrorBody),
+    ))]
+pub(super) async fn put_stream(
+    State(st): State<AppState>,
+    Path(name): Path<String>,
+    admin: Admin,
+    body: Bytes,
+) -> Result<(StatusCode, Json<Declaration>), ApiError> {
+    let d = st.declarations.clone();
+    let n = name.clone();
+    let put = blocking(move || d.put(&n, &body, &admin.who)).await?;
+    let origin = st
+        .declarations
+        .origin(&name)
+        .ok_or_else(|| ApiError::unknown_stream(&name))?;
+    let (status, outcome) = match put {
+        Put::Created => (StatusCode::CREATED, "created"),
+        Put::Replaced => (StatusCode::OK, "replaced"),
+        Put::Unchanged => (StatusCode::OK, "unchanged"),
+    };
+    Ok((status, Json(Declaration::of(&name, origin, Some(outcome)))))
+}
+
+/// Retires a stream declared over the API: ingest stops reading it; its state is kept
+/// (`state=keep`, the default) or deleted (`state=drop`).
+#[utoipa::path(delete, path = "/v1/streams/{name}", tag = "declarations",
+    params(
+        ("name" = String, Path, description = "The stream's name"),
+        ("state" = Option<String>, Query, description = "`keep` (default) or `drop` its checkpoint"),
+    ),
+    responses(
+        (status = 200, description = "Retired", body = Retired),
+        (status = 401, description = "`unauthorized`: no admin token", body = super::error::ErrorBody),
+        (status = 403, description = "`forbidden`: no http.admin_token configured", body = super::error::ErrorBody),
+        (status = 404, description = "`unknown_stream`", body = super::error::ErrorBody),
+        (status = 409, description = "`declaration_conflict`: declared in the config file", body = super::error::ErrorBody),
+    ))]
+pub(super) async fn delete_stream(
+    State(st): State<AppState>,
+    Path(name): Path<String>,
+    query: Result<Query<RetireQuery>, QueryRejection>,
+    admin: Admin,
+) -> Result<Json<Retired>, ApiError> {
+    let Query(q) = query?;
+    let drop_state = match q.state.as_deref() {
+        None | Some("keep") => false,
+        Some("drop") => true,
+        Some(other) => {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                Code::InvalidQuery,
+                format!("state = '{other}': use keep (the default) or drop"),
+            ));
+        }
+    };
+    let d = st.declarations.clone();
+    let n = name.clone();
+    blocking(move || d.delete(&n, drop_state, &admin.who)).await?;
+    Ok(Json(Retired {
+        name,
+        state: if drop_state { "dropped" } else { "kept" }.into(),
+    }))
+}
+
+/// Where a stream's declaration came from: the config file or the API.
+#[utoipa::path(get, path = "/v1/streams/{name}/declaration", tag = "declarations",
+    params(("name" = String, Path, description = "The stream's name")),
+    responses(
+        (status = 200, description = "The declaration", body = Declaration),
+        (status = 404, description = "`unknown_stream`", body = super::error::ErrorBody),
+    ))]
+pub(super) async fn get_declaration(
+    State(st): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<Json<Declaration>, ApiError> {
+    let origin = st
+        .declarations
+        .origin(&name)
+        .ok_or_else(|| ApiError::unknown_stream(&name))?;
+    Ok(Json(Declaration::of(&name, origin, None)))
+}

@@ -1,0 +1,441 @@
+//! Streams declared at run time (issue 49): `PUT` and `DELETE /v1/streams/{name}` add, change
+//! and retire observation streams while the service runs, beside the config file's.
+//!
+//! Design (the smallest change that keeps the others exact). There stays one consumer for
+//! every topic (`crate::ingest`); the stream set changes only between two batches of its loop,
+//! at a checkpoint boundary:
+//!
+//! 1. The API checks a declaration exactly as the file's: the JSON body goes through the
+//!    `config` crate and `config::explain` (so a bad key is named, with "did you mean"), then
+//!    the whole configuration with it (`Config::check`: names and topics unique over both
+//!    kinds, formats, the memory limit over all streams). A name of the file is refused (409).
+//! 2. It writes the new set of API declarations to `state.dir/declarations.json` (atomically)
+//!    before anything changes, so a restart keeps exactly what was answered 200/201; then the
+//!    handle goes into the registry the API reads, and a `Change` into the queue ingest reads.
+//! 3. Ingest, at its next loop turn, folds what it holds, writes every stream's checkpoint and
+//!    commits (synchronously), then starts or stops the stream's `StreamIngest` and changes the
+//!    subscription (group assignment: unsubscribe, subscribe again: every partition is
+//!    assigned again at its position; standalone: the topic's partitions unassigned or
+//!    assigned at their positions). Positions are per partition and untouched for the other
+//!    streams, so none of their rows is lost or folded twice: the mechanism is the one every
+//!    rebalance already relies on.
+//! 4. A retired stream's checkpoint stays (`?state=keep`, the default: a later PUT of the same
+//!    declaration resumes from it) or is deleted (`?state=drop`). A changed declaration starts
+//!    its statistics afresh from the beginning of its topic (its old state is dropped).
+//!
+//! Not yet here: feature streams and scorers over the API, the kafka store (a compacted topic
+//! of the group; the API refuses declarations with `state.store = "kafka"`), where a new
+//! stream starts (always the beginning of its topic), `ravel check`'s topic and registry
+//! questions before a declaration is accepted.
+
+use crate::config::{Config, StoreKind, StreamConfig};
+use crate::state::streams::{StreamHandle, Streams};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// The file in `state.dir` that holds the API's declarations.
+pub const FILE: &str = "declarations.json";
+
+/// One stream declared over the API, as `declarations.json` keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApiDeclaration {
+    /// The declaration, as the config file's `[[streams]]` table.
+    pub stream: StreamConfig,
+    /// Who declared it: the peer address of the admin request.
+    pub by: String,
+    /// When (Unix ms).
+    pub at_ms: u64,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Book {
+    version: u32,
+    streams: Vec<ApiDeclaration>,
+}
+
+/// Reads the API's declarations from `dir` (none when the file does not exist).
+pub fn load(dir: &Path) -> anyhow::Result<Vec<ApiDeclaration>> {
+    let path = dir.join(FILE);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => anyhow::bail!("cannot read {}: {e}", path.display()),
+    };
+    let book: Book = serde_json::from_str(&text).map_err(|e| {
+        anyhow::anyhow!(
+            "{} (the streams declared over the API) is damaged: {e}; move it away to start \
+             without them",
+            path.display()
+        )
+    })?;
+    Ok(book.streams)
+}
+
+/// Writes the declarations atomically (a temporary file renamed over the old one, synced).
+fn save(dir: &Path, streams: &BTreeMap<String, ApiDeclaration>) -> anyhow::Result<()> {
+    use std::io::Write;
+    let book = Book {
+        version: 1,
+        streams: streams.values().cloned().collect(),
+    };
+    let bytes = serde_json::to_vec_pretty(&book)?;
+    let (path, tmp) = (dir.join(FILE), dir.join(format!(".{FILE}.tmp")));
+    let io = |what: &str, p: &Path| format!("cannot {what} {}", p.display());
+    {
+        let mut f = std::fs::File::create(&tmp)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", io("create", &tmp)))?;
+        f.write_all(&bytes)
+            .and_then(|_| f.sync_all())
+            .map_err(|e| anyhow::anyhow!("{}: {e}", io("write", &tmp)))?;
+    }
+    std::fs::rename(&tmp, &path).map_err(|e| anyhow::anyhow!("{}: {e}", io("replace", &path)))?;
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| anyhow::anyhow!("{}: {e}", io("sync", dir)))
+}
+
+/// What ingest applies between two batches, in order.
+pub enum Change {
+    /// Start reading a stream (its handle is in the registry already) from `positions`
+    /// (partition -> next offset, from its kept checkpoint; empty: the beginning).
+    Add {
+        handle: Arc<StreamHandle>,
+        positions: BTreeMap<i32, i64>,
+    },
+    /// Stop reading a stream; `drop_state`: delete its checkpoint.
+    Remove { name: String, drop_state: bool },
+}
+
+/// The changes the API made and ingest has not applied yet.
+#[derive(Default)]
+pub struct Queue(Mutex<Vec<Change>>);
+
+impl Queue {
+    fn push(&self, c: Change) {
+        crate::lock(&self.0).push(c);
+    }
+    /// The changes since the last call, oldest first.
+    pub fn take(&self) -> Vec<Change> {
+        std::mem::take(&mut *crate::lock(&self.0))
+    }
+}
+
+/// A stream's handle as the service builds it (`server`): the snapshot restored from its
+/// checkpoint when `restore` (else empty), metrics declared, its history recorder started; and
+/// the positions the checkpoint holds.
+pub type Build = Box<
+    dyn Fn(&StreamConfig, bool) -> anyhow::Result<(Arc<StreamHandle>, BTreeMap<i32, i64>)>
+        + Send
+        + Sync,
+>;
+
+/// Why a declaration was refused; the API answers it with the status said.
+#[derive(Debug, PartialEq)]
+pub enum Refusal {
+    /// 400: the declaration does not pass the configuration's checks.
+    Invalid(String),
+    /// 404: no stream declared over the API has this name.
+    Unknown(String),
+    /// 409: a name of the config file, or declarations cannot be kept here.
+    Conflict(String),
+    /// 500: the declarations could not be written.
+    Failed(String),
+}
+
+/// Where a stream's declaration came from.
+#[derive(Debug, Clone, Serialize)]
+pub struct Origin {
+    /// `file` or `api`.
+    pub origin: &'static str,
+    /// API declarations: who and when (Unix ms).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub at_ms: Option<u64>,
+    pub declaration: StreamConfig,
+}
+
+/// What a PUT did.
+#[derive(Debug, PartialEq)]
+pub enum Put {
+    Created,
+    /// A changed declaration: the stream starts afresh.
+    Replaced,
+    /// The same declaration as now: nothing changed.
+    Unchanged,
+}
+
+/// The service's declarations: the file's (fixed) and the API's (changing, persisted).
+pub struct Declarations {
+    /// The configuration the service started with (the file's streams, the demo's).
+    base: Config,
+    /// The API's declarations; the lock also orders concurrent changes.
+    api: Mutex<BTreeMap<String, ApiDeclaration>>,
+    dir: Option<PathBuf>,
+    streams: Arc<Streams>,
+    build: Build,
+    queue: Arc<Queue>,
+}
+
+impl Declarations {
+    /// `base` holds the file's streams only; `api` the declarations loaded at start (already
+    /// in `streams`).
+    pub fn new(
+        base: Config,
+        api: Vec<ApiDeclaration>,
+        streams: Arc<Streams>,
+        build: Build,
+        queue: Arc<Queue>,
+    ) -> Declarations {
+        Declarations {
+            dir: base.state.dir(),
+            api: Mutex::new(
+                api.into_iter()
+                    .map(|d| (d.stream.name.clone(), d))
+                    .collect(),
+            ),
+            base,
+            streams,
+            build,
+            queue,
+        }
+    }
+
+    /// The names the config file declares, over both kinds.
+    fn file_names(&self) -> BTreeSet<&str> {
+        self.base
+            .streams
+            .iter()
+            .map(|s| s.name.as_str())
+            .chain(self.base.feature_streams.iter().map(|f| f.name.as_str()))
+            .collect()
+    }
+
+    /// Where the declaration of stream `name` came from (None: no such stream).
+    pub fn origin(&self, name: &str) -> Option<Origin> {
+        if let Some(s) = self.base.stream(name) {
+            return Some(Origin {
+                origin: "file",
+                by: None,
+                at_ms: None,
+                declaration: s.clone(),
+            });
+        }
+        crate::lock(&self.api).get(name).map(|d| Origin {
+            origin: "api",
+            by: Some(d.by.clone()),
+            at_ms: Some(d.at_ms),
+            declaration: d.stream.clone(),
+        })
+    }
+
+    /// Why declarations cannot be made here, if they cannot.
+    fn unavailable(&self) -> Option<Refusal> {
+        if self.base.state.store == StoreKind::Kafka {
+            return Some(Refusal::Conflict(
+                "streams declared over the API are kept in state.dir for now; with state.store \
+                 = \"kafka\" declare them in the config file"
+                    .into(),
+            ));
+        }
+        if self.dir.is_none() {
+            return Some(Refusal::Conflict(
+                "streams declared over the API are kept in state.dir so that a restart keeps \
+                 them: set state.dir"
+                    .into(),
+            ));
+        }
+        None
+    }
+
+    /// Declares (or changes) stream `name` from the JSON table `body`; `by` is who asks.
+    pub fn put(&self, name: &str, body: &[u8], by: &str) -> Result<Put, Refusal> {
+        if let Some(r) = self.unavailable() {
+            return Err(r);
+        }
+        if self.file_names().contains(name) {
+            return Err(Refusal::Conflict(format!(
+                "stream '{name}' is declared in the config file; change it there (a name is \
+                 declared in one place)"
+            )));
+        }
+        let stream = parse(name, body)?;
+        let mut api = crate::lock(&self.api);
+        let old = api.get(name).map(|d| d.stream.clone());
+        if old.as_ref() == Some(&stream) {
+            return Ok(Put::Unchanged);
+        }
+        let mut candidate = self.base.clone();
+        candidate.streams.extend(
+            api.values()
+                .filter(|d| d.stream.name != name)
+                .map(|d| d.stream.clone()),
+        );
+        candidate.streams.push(stream.clone());
+        candidate
+            .check()
+            .map_err(|e| Refusal::Invalid(format!("{e:#}")))?;
+        // A new stream resumes from a kept checkpoint; a changed one starts afresh.
+        let (handle, positions) = (self.build)(&stream, old.is_none())
+            .map_err(|e| Refusal::Conflict(format!("{e:#}")))?;
+        let decl = ApiDeclaration {
+            stream,
+            by: by.to_string(),
+            at_ms: crate::now_ms(),
+        };
+        let mut next = api.clone();
+        next.insert(name.to_string(), decl.clone());
+        if let Err(e) = self.persist(&next) {
+            // Never served: its history recorder stops.
+            handle.retire();
+            return Err(e);
+        }
+        *api = next;
+        tracing::info!(
+            who = %by, action = if old.is_some() { "change" } else { "declare" },
+            stream = %name,
+            declaration = %serde_json::to_string(&decl.stream).unwrap_or_default(),
+            "stream declared over the API"
+        );
+        if let Some(previous) = self.streams.insert(handle.clone()) {
+            previous.retire();
+        }
+        if old.is_some() {
+            self.queue.push(Change::Remove {
+                name: name.to_string(),
+                drop_state: true,
+            });
+        }
+        self.queue.push(Change::Add { handle, positions });
+        Ok(if old.is_some() {
+            Put::Replaced
+        } else {
+            Put::Created
+        })
+    }
+
+    /// Retires stream `name`, keeping its checkpoint or deleting it (`drop_state`).
+    pub fn delete(&self, name: &str, drop_state: bool, by: &str) -> Result<(), Refusal> {
+        if self.file_names().contains(name) {
+            return Err(Refusal::Conflict(format!(
+                "stream '{name}' is declared in the config file; remove it there"
+            )));
+        }
+        let mut api = crate::lock(&self.api);
+        if !api.contains_key(name) {
+            return Err(Refusal::Unknown(format!(
+                "no stream named '{name}' was declared over the API; GET /v1/streams lists the streams"
+            )));
+        }
+        let mut next = api.clone();
+        next.remove(name);
+        self.persist(&next)?;
+        *api = next;
+        tracing::info!(
+            who = %by, action = "retire", stream = %name,
+            state = if drop_state { "dropped" } else { "kept" },
+            "stream retired over the API"
+        );
+        if let Some(h) = self.streams.remove(name) {
+            h.retire();
+        }
+        self.queue.push(Change::Remove {
+            name: name.to_string(),
+            drop_state,
+        });
+        Ok(())
+    }
+
+    fn persist(&self, next: &BTreeMap<String, ApiDeclaration>) -> Result<(), Refusal> {
+        let dir = self.dir.as_deref().ok_or_else(|| {
+            Refusal::Failed("no state.dir to keep the declaration in".to_string())
+        })?;
+        save(dir, next).map_err(|e| {
+            Refusal::Failed(format!(
+                "the declaration was not made: {e:#} (state.dir must stay writable)"
+            ))
+        })
+    }
+}
+
+/// The declaration of stream `name` from a JSON table, read as the config file's
+/// `[[streams]]` tables are (the `config` crate, errors in words by `config::explain`). A
+/// `name` in the body must be the path's.
+pub fn parse(name: &str, body: &[u8]) -> Result<StreamConfig, Refusal> {
+    let mut value: serde_json::Value = serde_json::from_slice(body).map_err(|e| {
+        Refusal::Invalid(format!(
+            "the body is not JSON ({e}): send the stream's table as a JSON object, e.g. \
+             {{\"topic\": \"sales\", \"features\": [\"sqft\", \"rooms\"], \"target\": \"price\"}}"
+        ))
+    })?;
+    let Some(table) = value.as_object_mut() else {
+        return Err(Refusal::Invalid(
+            "the body must be a JSON object: the stream's table, as in [[streams]] of the \
+             config file"
+                .into(),
+        ));
+    };
+    match table.get("name") {
+        None => {
+            table.insert("name".into(), name.into());
+        }
+        Some(serde_json::Value::String(n)) if n == name => {}
+        Some(other) => {
+            return Err(Refusal::Invalid(format!(
+                "name: the body says {other} but the path says \"{name}\"; leave name out of \
+                 the body or make them the same"
+            )));
+        }
+    }
+    if !crate::config::valid_name(name) {
+        return Err(Refusal::Invalid(format!(
+            "stream name '{name}' must be non-empty and use only letters, digits, '-', '_' or '.'"
+        )));
+    }
+    let text = value.to_string();
+    config::Config::builder()
+        .add_source(config::File::from_str(&text, config::FileFormat::Json))
+        .build()
+        .and_then(|c| c.try_deserialize::<StreamConfig>())
+        .map_err(|e| Refusal::Invalid(crate::config::explain::explain(&e)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn invalid(body: &str) -> String {
+        match parse("s", body.as_bytes()) {
+            Err(Refusal::Invalid(m)) => m,
+            other => panic!("{body}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_declaration_reads_as_the_file_and_bad_keys_are_named() {
+        let s = parse(
+            "s",
+            br#"{"topic": "t.s", "features": ["a", "b"], "target": "y", "cv": {"folds": 3}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            (s.name.as_str(), s.topic().as_str(), s.p()),
+            ("s", "t.s", 2)
+        );
+        assert_eq!(s.cv.unwrap().folds, 3);
+        let m = invalid(r#"{"features": 3, "taks": "regression"}"#);
+        assert!(
+            m.contains("taks") && m.contains("did you mean \"task\""),
+            "{m}"
+        );
+        let m = invalid(r#"{"features": 3, "task": "regresion"}"#);
+        assert!(m.contains("task") && m.contains("regression"), "{m}");
+        let m = invalid(r#"{"features": 3, "name": "other"}"#);
+        assert!(m.starts_with("name:"), "{m}");
+        assert!(invalid("[1]").contains("JSON object"));
+        assert!(invalid("{").contains("not JSON"));
+        assert!(invalid(r#"{"topic": "t"}"#).contains("features"));
+    }
+}

@@ -1,0 +1,431 @@
+//! Streams declared at run time (issue 49): on a real service (`server::run`) over a real
+//! Kafka-protocol broker (the embedded one) and real HTTP, a stream declared with `PUT
+//! /v1/streams/{name}` is folded, its OLS equals numpy's on the same rows, it survives a
+//! restart (declaration and state, from `state.dir`), a changed declaration starts afresh
+//! from the beginning of its topic, and `DELETE` retires it (`state=drop` deletes its
+//! checkpoint); a file-declared stream's n stays exact at every step. A bad declaration is a
+//! 400 naming the key, a file's name a 409, and without the admin token 401 (403 when none is
+//! configured).
+
+mod common;
+
+use common::*;
+use ravel::broker::EmbeddedBroker;
+use ravel::config::FeatureSchema;
+use ravel::wire as format;
+use ravel_core::Task;
+use serde_json::{Value, json};
+use std::path::Path;
+use std::time::Duration;
+
+const ADMIN: &str = "admin-token-0123456789abcdef";
+
+fn request(
+    base: &str,
+    method: reqwest::Method,
+    path: &str,
+    token: Option<&str>,
+    body: Option<&Value>,
+) -> (u16, Value) {
+    let mut r = client().request(method, format!("{base}{path}"));
+    if let Some(t) = token {
+        r = r.bearer_auth(t);
+    }
+    if let Some(b) = body {
+        r = r.json(b);
+    }
+    let r = r.send().expect("request");
+    let status = r.status().as_u16();
+    (status, r.json().unwrap_or(Value::Null))
+}
+
+fn put(svc: &TestService, name: &str, token: Option<&str>, body: &Value) -> (u16, Value) {
+    request(
+        &svc.url(""),
+        reqwest::Method::PUT,
+        &format!("/v1/streams/{name}"),
+        token,
+        Some(body),
+    )
+}
+
+/// Rows i in `range` of the file stream (positional JSON, p = 3), to `topic`.
+fn send_rows_to(brokers: &str, topic: &str, range: std::ops::Range<usize>) {
+    let mut payloads = Vec::new();
+    for i in range {
+        let x = [i as f64, (i % 7) as f64, ((i * 13) % 11) as f64];
+        let y = [1.0 + 0.5 * x[0] - x[1] + 0.25 * x[2]];
+        let mut out = Vec::new();
+        format::encode_json(&x, &y, 3, &mut out);
+        payloads.push(out);
+    }
+    send(brokers, topic, None, &payloads, &[]);
+}
+
+fn send_file_rows(brokers: &str, range: std::ops::Range<usize>) {
+    send_rows_to(brokers, "t.file", range)
+}
+
+/// Event i of the API stream: fields a, b and the target y.
+fn event(i: usize) -> (f64, f64, f64) {
+    let a = ((i * 37) % 101) as f64 / 10.0;
+    let b = ((i * 53) % 89) as f64 / 7.0 - 3.0;
+    let y = 2.0 + 1.5 * a - 0.75 * b + ((i * 7919) % 17) as f64 / 17.0;
+    (a, b, y)
+}
+
+fn send_events(brokers: &str, range: std::ops::Range<usize>) {
+    send_events_to(brokers, "t.api", range)
+}
+
+/// Events i in `range` (fields a, b, y) to `topic`.
+fn send_events_to(brokers: &str, topic: &str, range: std::ops::Range<usize>) {
+    let payloads: Vec<Vec<u8>> = range
+        .map(|i| {
+            let (a, b, y) = event(i);
+            serde_json::to_vec(&json!({"a": a, "b": b, "y": y})).unwrap()
+        })
+        .collect();
+    send(brokers, topic, None, &payloads, &[]);
+}
+
+/// numpy's least squares (intercept first) on events 0..n.
+fn numpy_ols(dir: &Path, n: usize) -> Vec<f64> {
+    let data = dir.join("events.csv");
+    let text: String = (0..n)
+        .map(|i| {
+            let (a, b, y) = event(i);
+            format!("{a:?},{b:?},{y:?}\n")
+        })
+        .collect();
+    std::fs::write(&data, text).unwrap();
+    let script = r#"
+import sys
+import numpy as np
+d = np.loadtxt(sys.argv[1], delimiter=",", ndmin=2)
+X = np.hstack([np.ones((d.shape[0], 1)), d[:, :-1]])
+print(" ".join(repr(float(v)) for v in np.linalg.lstsq(X, d[:, -1], rcond=None)[0]))
+"#;
+    let python = pyenv_python("import numpy", "numpy");
+    let out = std::process::Command::new(python)
+        .args(["-c", script, data.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "numpy: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .split_whitespace()
+        .map(|v| v.parse().unwrap())
+        .collect()
+}
+
+/// The API stream's OLS equals numpy's on its n events.
+fn assert_ols_is_numpys(svc: &TestService, dir: &Path, n: usize) {
+    assert_ols_at(&svc.url(""), dir, n)
+}
+
+/// The API stream's OLS at the service `base` equals numpy's on its n events.
+fn assert_ols_at(base: &str, dir: &Path, n: usize) {
+    let (status, model) = post(base, "/v1/streams/api/model", &json!({"method": "ols"}));
+    assert_eq!(status, 200, "{model}");
+    assert_eq!(model["n"], n as u64, "{model}");
+    let mut got = vec![model["intercept"].as_f64().unwrap()];
+    for name in ["a", "b"] {
+        let c = model["coefficients"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["feature"] == name)
+            .unwrap_or_else(|| panic!("no coefficient of {name}: {model}"));
+        got.push(c["value"].as_f64().unwrap());
+    }
+    let want = numpy_ols(dir, n);
+    let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    for (g, w) in got.iter().zip(&want) {
+        assert!(
+            (g - w).abs() <= 1e-9 * scale,
+            "service {got:?} vs numpy {want:?}"
+        );
+    }
+}
+
+fn service_config(state: &Path, admin: &str) -> ravel::config::Config {
+    let mut c = config(
+        vec![stream(
+            "file",
+            "t.file",
+            FeatureSchema::Count(3),
+            Task::Regression,
+        )],
+        Some(state),
+    );
+    c.http.admin_token = ravel::config::Secret(admin.into());
+    c.check().unwrap();
+    c
+}
+
+/// One embedded broker for the tests of this file (each its own topics).
+fn broker() -> &'static EmbeddedBroker {
+    static BROKER: std::sync::OnceLock<EmbeddedBroker> = std::sync::OnceLock::new();
+    BROKER.get_or_init(|| EmbeddedBroker::start(1).unwrap())
+}
+
+/// Waits until the service at `base` holds `n` rows of `stream`.
+fn wait_n(base: &str, stream: &str, n: u64, log: &Path) {
+    wait_for(&format!("{stream}: n = {n}"), log, || {
+        (stream_n(base, stream) == Some(n)).then_some(())
+    })
+}
+
+/// The `ravel` binary, SIGKILLed with a declared stream: the restart has the declaration and
+/// its rows, each once (from its last checkpoint on), and the file stream's n is exact.
+#[test]
+fn a_declared_stream_survives_a_sigkill() {
+    let broker = broker();
+    let brokers = broker.bootstrap_servers().to_string();
+    for (t, parts) in [
+        ("k.file", 2),
+        ("k.file.dlq", 1),
+        ("k.api", 2),
+        ("k.api.dlq", 1),
+    ] {
+        broker.create_topic(t, parts).unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    ConfigFile::new("declared-kill")
+        .state_in(dir.path(), 200)
+        .stream("file", "k.file", 3)
+        .set("http.admin_token", ADMIN)
+        .write(dir.path());
+    send_rows_to(&brokers, "k.file", 0..300);
+    send_events_to(&brokers, "k.api", 0..300);
+    let (mut p, base) = serve(dir.path(), &brokers, 0);
+    let log = dir.path().join("serve0.log");
+    let decl = json!({"topic": "k.api", "features": ["a", "b"], "target": "y"});
+    let (status, body) = request(
+        &base,
+        reqwest::Method::PUT,
+        "/v1/streams/api",
+        Some(ADMIN),
+        Some(&decl),
+    );
+    assert_eq!(status, 201, "{body}");
+    wait_n(&base, "api", 300, &log);
+    wait_n(&base, "file", 300, &log);
+    send_events_to(&brokers, "k.api", 300..400);
+    wait_n(&base, "api", 400, &log);
+    std::thread::sleep(Duration::from_millis(500));
+    p.signal("-KILL");
+    p.wait();
+    send_events_to(&brokers, "k.api", 400..450);
+    send_rows_to(&brokers, "k.file", 300..350);
+    let (_p, base) = serve(dir.path(), &brokers, 1);
+    let log = dir.path().join("serve1.log");
+    let (_, d) = get(&base, "/v1/streams/api/declaration");
+    assert_eq!(d["origin"], "api", "{d}");
+    wait_n(&base, "api", 450, &log);
+    wait_n(&base, "file", 350, &log);
+    assert_ols_at(&base, dir.path(), 450);
+}
+
+#[test]
+fn a_stream_declared_over_the_api_is_folded_kept_changed_and_retired_while_the_others_stay_exact() {
+    let broker = broker();
+    let brokers = broker.bootstrap_servers().to_string();
+    for (t, parts) in [
+        ("t.file", 3),
+        ("t.file.dlq", 1),
+        ("t.api", 2),
+        ("t.api.dlq", 1),
+    ] {
+        broker.create_topic(t, parts).unwrap();
+    }
+    let state = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let mut file_n = 500;
+    send_file_rows(&brokers, 0..file_n);
+    let svc = TestService::start(service_config(state.path(), ADMIN), &brokers);
+    svc.wait_rows("file", file_n as u64);
+
+    // Access: no token, a wrong one, and the write token are refused.
+    let decl = json!({"topic": "t.api", "features": ["a", "b"], "target": "y"});
+    assert_eq!(put(&svc, "api", None, &decl).0, 401);
+    let (status, body) = put(&svc, "api", Some("not-the-admin-token-at-all"), &decl);
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (401, Some("unauthorized")),
+        "{body}"
+    );
+    let (status, body) = request(
+        &svc.url(""),
+        reqwest::Method::DELETE,
+        "/v1/streams/file",
+        None,
+        None,
+    );
+    assert_eq!(status, 401, "{body}");
+    // A bad declaration names the key, as the config file does; a file's name is refused.
+    let (status, body) = put(
+        &svc,
+        "api",
+        Some(ADMIN),
+        &json!({"topic": "t.api", "features": ["a", "b"], "taks": "regression"}),
+    );
+    let m = body["error"]["message"].as_str().unwrap_or_default();
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["code"], "invalid_declaration");
+    assert!(
+        m.contains("`taks`") && m.contains("did you mean \"task\""),
+        "{m}"
+    );
+    let (status, body) = put(
+        &svc,
+        "api",
+        Some(ADMIN),
+        &json!({"topic": "t.api", "features": ["a", "b"], "cv": {"folds": 40}}),
+    );
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("cv.folds = 40"),
+        "{body}"
+    );
+    let (status, body) = put(&svc, "file", Some(ADMIN), &decl);
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (409, Some("declaration_conflict")),
+        "{body}"
+    );
+    let (status, body) = put(
+        &svc,
+        "api",
+        Some(ADMIN),
+        &json!({"topic": "t.file", "features": 3}),
+    );
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("topic 't.file' is used by two streams"),
+        "{body}"
+    );
+    assert_eq!(svc.get("/v1/streams/api").0, 404);
+
+    // Declared: folded, OLS as numpy's; the file stream reads on, exact.
+    let mut api_n = 400;
+    send_events(&brokers, 0..api_n);
+    let (status, body) = put(&svc, "api", Some(ADMIN), &decl);
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(
+        (body["origin"].as_str(), body["outcome"].as_str()),
+        (Some("api"), Some("created"))
+    );
+    assert!(body["by"].as_str().unwrap().contains("127.0.0.1"), "{body}");
+    let (status, again) = put(&svc, "api", Some(ADMIN), &decl);
+    assert_eq!(
+        (status, again["outcome"].as_str()),
+        (200, Some("unchanged")),
+        "{again}"
+    );
+    send_file_rows(&brokers, file_n..file_n + 300);
+    file_n += 300;
+    svc.wait_rows("api", api_n as u64);
+    svc.wait_rows("file", file_n as u64);
+    assert_ols_is_numpys(&svc, work.path(), api_n);
+    let (_, d) = svc.get("/v1/streams/api/declaration");
+    assert_eq!(
+        (d["origin"].as_str(), d["declaration"]["topic"].as_str()),
+        (Some("api"), Some("t.api")),
+        "{d}"
+    );
+    let (_, d) = svc.get("/v1/streams/file/declaration");
+    assert_eq!(d["origin"], "file", "{d}");
+    let (_, list) = svc.get("/v1/streams");
+    assert_eq!(list["streams"].as_array().unwrap().len(), 2, "{list}");
+
+    // A restart keeps the declaration and its state; both streams read on from where they
+    // stopped.
+    std::thread::sleep(Duration::from_millis(800));
+    svc.stop().unwrap();
+    send_events(&brokers, api_n..api_n + 200);
+    api_n += 200;
+    send_file_rows(&brokers, file_n..file_n + 200);
+    file_n += 200;
+    let svc = TestService::start(service_config(state.path(), ADMIN), &brokers);
+    assert_eq!(svc.get("/v1/streams/api/declaration").1["origin"], "api");
+    svc.wait_rows("api", api_n as u64);
+    svc.wait_rows("file", file_n as u64);
+    assert_ols_is_numpys(&svc, work.path(), api_n);
+
+    // A changed declaration starts afresh from the beginning of its topic.
+    let changed =
+        json!({"topic": "t.api", "features": ["a", "b"], "target": "y", "cv": {"folds": 2}});
+    let (status, body) = put(&svc, "api", Some(ADMIN), &changed);
+    assert_eq!(
+        (status, body["outcome"].as_str()),
+        (200, Some("replaced")),
+        "{body}"
+    );
+    send_file_rows(&brokers, file_n..file_n + 100);
+    file_n += 100;
+    svc.wait_rows("api", api_n as u64);
+    svc.wait_rows("file", file_n as u64);
+    assert_ols_is_numpys(&svc, work.path(), api_n);
+
+    // Retired: no longer served, its checkpoint deleted with state=drop, gone after a
+    // restart; the file stream goes on, exact.
+    let (status, body) = request(
+        &svc.url(""),
+        reqwest::Method::DELETE,
+        "/v1/streams/api?state=drop",
+        Some(ADMIN),
+        None,
+    );
+    assert_eq!(
+        (status, body["state"].as_str()),
+        (200, Some("dropped")),
+        "{body}"
+    );
+    assert_eq!(svc.get("/v1/streams/api").0, 404);
+    let (status, body) = request(
+        &svc.url(""),
+        reqwest::Method::DELETE,
+        "/v1/streams/api",
+        Some(ADMIN),
+        None,
+    );
+    assert_eq!(status, 404, "{body}");
+    send_events(&brokers, api_n..api_n + 50);
+    send_file_rows(&brokers, file_n..file_n + 100);
+    file_n += 100;
+    svc.wait_rows("file", file_n as u64);
+    wait_within(
+        "the retired stream's checkpoint deleted",
+        Path::new("/dev/null"),
+        Duration::from_secs(10),
+        || (!ravel::checkpoint::path(state.path(), "api").exists()).then_some(()),
+    );
+    svc.stop().unwrap();
+    let svc = TestService::start(service_config(state.path(), ADMIN), &brokers);
+    assert_eq!(svc.get("/v1/streams/api").0, 404);
+    svc.wait_rows("file", file_n as u64);
+    let (status, body) = svc.get("/v1/streams/api/declaration");
+    assert_eq!(status, 404, "{body}");
+    svc.stop().unwrap();
+
+    // Without an admin token configured, declarations are off: 403.
+    let svc = TestService::start(service_config(state.path(), ""), &brokers);
+    let (status, body) = put(&svc, "api", Some(ADMIN), &decl);
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (403, Some("forbidden")),
+        "{body}"
+    );
+}
