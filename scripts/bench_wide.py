@@ -32,7 +32,10 @@ import subprocess
 import sys
 import time
 
-SKLEARN = r'''
+# What both Python peers share: reading the training file (NPY or LIBSVM) into CSC, and, after
+# their path (coefs: p x points, icpts: each point's intercept, nnz, out), the least test MSE
+# along it when there is a test file.
+READ = r'''
 import json, sys, time
 import numpy as np
 from scipy import sparse
@@ -46,6 +49,21 @@ def load(path):
     x, y = load_svmlight_file(path)
     return x.tocsc(), y
 x, y = load(train)
+'''
+TEST_MSE = r'''
+if test != "-":
+    xt, yt = load(test)
+    if xt.shape[1] < p:
+        xt = sparse.hstack([xt, sparse.csc_matrix((xt.shape[0], p - xt.shape[1]))]).tocsc()
+    xt = xt[:, :p]
+    pred = np.asarray(xt @ coefs) + icpts
+    mse = ((pred - yt[:, None]) ** 2).mean(axis=0)
+    k = int(np.argmin(mse))
+    out.update(test_mse_min=float(mse[k]), best_index=k, best_nonzeros=int(nnz[k]))
+print(json.dumps(out))
+'''
+
+SKLEARN = READ + r'''
 from sklearn.linear_model import lasso_path
 n, p = x.shape
 mean = np.asarray(x.mean(axis=0)).ravel()
@@ -59,18 +77,8 @@ out = {"n": n, "p": p, "nnz": int(x.nnz), "read_seconds": t1 - t0, "path_seconds
        "iterations": int(np.sum(iters)), "dot_products": int(np.sum(iters)) * p,
        "mean_active_features": float(nnz.mean()),
        "delta_max": float(np.abs(coefs[:, -1]).sum())}
-if test != "-":
-    xt, yt = load(test)
-    if xt.shape[1] < p:
-        xt = sparse.hstack([xt, sparse.csc_matrix((xt.shape[0], p - xt.shape[1]))]).tocsc()
-    xt = xt[:, :p]
-    icpt = ym - mean @ coefs
-    pred = np.asarray(xt @ coefs) + icpt
-    mse = ((pred - yt[:, None]) ** 2).mean(axis=0)
-    k = int(np.argmin(mse))
-    out.update(test_mse_min=float(mse[k]), best_index=k, best_nonzeros=int(nnz[k]))
-print(json.dumps(out))
-'''
+icpts = ym - mean @ coefs
+''' + TEST_MSE
 
 # skglm (working sets and Anderson acceleration, the fastest Python Lasso; issue 44 names it as
 # a second peer "where it installs"): its Lasso with an unpenalized intercept, which is the
@@ -78,20 +86,7 @@ print(json.dumps(out))
 # alpha_max = ||X_c^T y_c||_inf / n down to alpha_max / 100), tol 1e-4. Its iterations are
 # working-set iterations, not epochs, so no dot-product count. The first fit includes numba's
 # compilation of its kernels (a few CPU seconds), part of the whole process as a user runs it.
-SKGLM = r'''
-import json, sys, time
-import numpy as np
-from scipy import sparse
-t0 = time.time()
-train, test = sys.argv[1], sys.argv[2]
-def load(path):
-    if path.endswith(".npy"):
-        a = np.load(path)
-        return sparse.csc_matrix(a[:, :-1]), a[:, -1].copy()
-    from sklearn.datasets import load_svmlight_file
-    x, y = load_svmlight_file(path)
-    return x.tocsc(), y
-x, y = load(train)
+SKGLM = READ + r'''
 from skglm import Lasso
 n, p = x.shape
 ym = y.mean()
@@ -111,17 +106,7 @@ out = {"n": n, "p": p, "nnz": int(x.nnz), "read_seconds": t1 - t0, "path_seconds
        "iterations": iters, "dot_products": float("nan"),
        "mean_active_features": float(nnz.mean()),
        "delta_max": float(np.abs(coefs[:, -1]).sum())}
-if test != "-":
-    xt, yt = load(test)
-    if xt.shape[1] < p:
-        xt = sparse.hstack([xt, sparse.csc_matrix((xt.shape[0], p - xt.shape[1]))]).tocsc()
-    xt = xt[:, :p]
-    pred = np.asarray(xt @ coefs) + icpts
-    mse = ((pred - yt[:, None]) ** 2).mean(axis=0)
-    k = int(np.argmin(mse))
-    out.update(test_mse_min=float(mse[k]), best_index=k, best_nonzeros=int(nnz[k]))
-print(json.dumps(out))
-'''
+''' + TEST_MSE
 
 
 def measured(cmd):

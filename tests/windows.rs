@@ -173,6 +173,11 @@ fn three_hours(now: i64) -> (Vec<i64>, Vec<bool>, i64) {
     (stamps, kept, start)
 }
 
+/// `windows = { bucket = "1m", keep = "7d" }`.
+fn minute_buckets() -> toml::Table {
+    toml::from_str("bucket = \"1m\"\nkeep = \"7d\"").unwrap()
+}
+
 fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -196,36 +201,13 @@ fn window_models_equal_ravel_fit_on_their_rows_across_a_sigkill() {
         &dir.path().join("broker.log"),
     );
     let state = dir.path().join("state");
-    std::fs::write(
-        dir.path().join("ravel.toml"),
-        format!(
-            r#"
-[http]
-addr = "127.0.0.1:0"
-[kafka]
-group_id = "windows-group"
-[kafka.options]
-"session.timeout.ms" = "6000"
-"heartbeat.interval.ms" = "500"
-[state]
-dir = "{}"
-checkpoint_interval_ms = 300
-[demo]
-enabled = false
-[[streams]]
-name = "w"
-topic = "win"
-features = {P}
-windows = {{ bucket = "1m", keep = "7d" }}
-[[streams]]
-name = "plain"
-topic = "other"
-features = {P}
-"#,
-            state.display()
-        ),
-    )
-    .unwrap();
+    ConfigFile::new("windows-group")
+        .quick_rejoin()
+        .state_in(dir.path(), 300)
+        .stream("w", "win", P as i64)
+        .stream_key("windows", minute_buckets())
+        .stream("plain", "other", P as i64)
+        .write(dir.path());
     let saved = || {
         ravel::checkpoint::load(&state, "w")
             .ok()
@@ -482,31 +464,13 @@ fn windows_with_the_kafka_store_span_every_partition_on_every_replica_across_a_s
         &[],
         &dir.path().join("broker.log"),
     );
-    std::fs::write(
-        dir.path().join("ravel.toml"),
-        format!(
-            r#"
-[http]
-addr = "127.0.0.1:0"
-[kafka]
-group_id = "{group}"
-[kafka.options]
-"session.timeout.ms" = "6000"
-"heartbeat.interval.ms" = "500"
-[state]
-store = "kafka"
-checkpoint_interval_ms = 300
-[demo]
-enabled = false
-[[streams]]
-name = "w"
-topic = "win"
-features = {P}
-windows = {{ bucket = "1m", keep = "7d" }}
-"#
-        ),
-    )
-    .unwrap();
+    ConfigFile::new(group)
+        .quick_rejoin()
+        .set("state.store", "kafka")
+        .set("state.checkpoint_interval_ms", 300)
+        .stream("w", "win", P as i64)
+        .stream_key("windows", minute_buckets())
+        .write(dir.path());
     let live = |base: &str| -> usize {
         client()
             .get(format!("{base}/v1/streams/w"))

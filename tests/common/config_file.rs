@@ -76,6 +76,20 @@ impl ConfigFile {
         self
     }
 
+    /// Sets `key` on the last `[[streams]]` entry (`windows`, `alpha`, ...).
+    pub fn stream_key(mut self, key: &str, value: impl Into<Value>) -> ConfigFile {
+        match self.0.get_mut("streams") {
+            Some(Value::Array(a)) => match a.last_mut() {
+                Some(Value::Table(t)) => {
+                    t.insert(key.into(), value.into());
+                }
+                _ => panic!("no stream to set {key} on"),
+            },
+            _ => panic!("no stream to set {key} on"),
+        }
+        self
+    }
+
     /// The file's text.
     pub fn text(&self) -> String {
         toml::to_string(&self.0).expect("a TOML table serializes")
