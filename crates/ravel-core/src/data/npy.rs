@@ -1,6 +1,9 @@
 //! NPY files (2-D float64, C or Fortran order, either byte order), read in bulk: memory-mapped
 //! when the file is as long as its header says, so a batch is converted from the mapped pages,
-//! or handed out where it lies (`next_mapped`). The map is the one `unsafe` of the readers.
+//! or handed out where it lies (`next_mapped`); with ordinary reads when it is shorter, or when
+//! the caller keeps only part of each batch (`read_without_map`: the sparse columns of
+//! `read_csc`, which would otherwise hold the whole file's mapped pages in its resident
+//! memory). The map is the one `unsafe` of the readers.
 
 use super::{DataError, Dimensions, Inner, OpenOptions, RowReader, resolve_target};
 use crate::stats::StridedRows;
@@ -92,6 +95,17 @@ pub(super) fn open(
 }
 
 impl RowReader {
+    /// Reads an NPY file's batches with ordinary reads from here on instead of from its map
+    /// (a no-op for other formats). For a caller that copies every batch and keeps only a
+    /// fraction of it (`read_csc` on dense wide files): the pages of a map count in the
+    /// process's resident memory as they are touched, so a map costs the whole file's size
+    /// beside what is built from it, while a read costs one batch.
+    pub fn read_without_map(&mut self) {
+        if let Inner::Npy(r) = &mut self.inner {
+            r.map = None;
+        }
+    }
+
     /// Whether `next_mapped` hands out the rows where they lie: a memory-mapped little-endian
     /// NPY file whose values are 8-byte aligned in the map and whose target is its first or
     /// last column (so the features are evenly spaced in either order).
@@ -504,15 +518,21 @@ mod tests {
                         target: Some("1"),
                         ..OpenOptions::new(fit_budget(GIB))
                     };
-                    let mut r = RowReader::open(&f.0, &opts).unwrap();
-                    let (mut x, mut y) = (vec![], vec![]);
-                    while r.next_batch(batch, &mut x, &mut y).unwrap() > 0 {}
-                    assert_eq!(
-                        (&x, &y),
-                        (&want_x, &want_y),
-                        "{rows} rows of {width}, {name}, batches of {batch}"
-                    );
-                    assert_eq!(r.rows_read(), rows as u64);
+                    // From the map and with ordinary reads (`read_without_map`).
+                    for mapped in [true, false] {
+                        let mut r = RowReader::open(&f.0, &opts).unwrap();
+                        if !mapped {
+                            r.read_without_map();
+                        }
+                        let (mut x, mut y) = (vec![], vec![]);
+                        while r.next_batch(batch, &mut x, &mut y).unwrap() > 0 {}
+                        assert_eq!(
+                            (&x, &y),
+                            (&want_x, &want_y),
+                            "{rows} rows of {width}, {name}, batches of {batch}, mapped {mapped}"
+                        );
+                        assert_eq!(r.rows_read(), rows as u64);
+                    }
                 }
             }
         }
@@ -578,6 +598,9 @@ mod tests {
                 let middle = RowReader::open(&f.0, &opts("3")).unwrap();
                 assert!(!middle.maps_rows(), "{name}: target in the middle");
             }
+            let mut unmapped = RowReader::open(&f.0, &opts("20")).unwrap();
+            unmapped.read_without_map();
+            assert!(!unmapped.maps_rows(), "{name}: read without its map");
             let mut short = npy(&shape, fortran, body);
             short.truncate(short.len() - 8);
             let f = TempFile::new(&format!("short_{name}"), &short);
