@@ -28,6 +28,7 @@ Prints a JSON line per run and a Markdown table at the end (docs/table5.md).
 import argparse
 import json
 import pathlib
+import resource
 import subprocess
 import sys
 import time
@@ -68,9 +69,32 @@ from sklearn.linear_model import lasso_path
 n, p = x.shape
 mean = np.asarray(x.mean(axis=0)).ravel()
 ym = y.mean()
+# One lasso_path call per alpha, warm-started from the previous point (what lasso_path does
+# inside its own loop), so that a progress line per point can be written to argv[3]: a path
+# that is stopped at its CPU cap still tells how far it came and the test MSE it reached.
+progress = open(sys.argv[3], "w") if len(sys.argv) > 3 else None
+if progress and test != "-":
+    xt, yt = load(test)
+    if xt.shape[1] < p:
+        xt = sparse.hstack([xt, sparse.csc_matrix((xt.shape[0], p - xt.shape[1]))]).tocsc()
+    xt = xt[:, :p]
 t1 = time.time()
-alphas, coefs, gaps, iters = lasso_path(x, y - ym, eps=1e-2, n_alphas=100,
-    X_offset=mean, X_scale=np.ones(p), return_n_iter=True)
+alpha_max = np.abs(x.T @ (y - ym) - mean * (y - ym).sum()).max() / n
+alphas = alpha_max * np.geomspace(1.0, 1e-2, 100)
+coefs, iters, c = np.zeros((p, len(alphas))), [], np.zeros(p)
+for i, a in enumerate(alphas):
+    _, cs, _, it = lasso_path(x, y - ym, alphas=[a], coef_init=c, X_offset=mean,
+                              X_scale=np.ones(p), copy_X=False, return_n_iter=True)
+    c = cs[:, 0].copy()
+    coefs[:, i] = c
+    iters.append(int(it[0]))
+    if progress:
+        line = {"point": i + 1, "alpha": float(a), "n_iter": iters[-1], "nonzeros": int((c != 0).sum()),
+                "l1": float(np.abs(c).sum()), "cpu": time.process_time(), "wall": time.time() - t0}
+        if test != "-":
+            line["test_mse"] = float((((xt @ c) + ym - mean @ c - yt) ** 2).mean())
+        progress.write(json.dumps(line) + "\n")
+        progress.flush()
 t2 = time.time()
 nnz = (coefs != 0).sum(axis=0)
 out = {"n": n, "p": p, "nnz": int(x.nnz), "read_seconds": t1 - t0, "path_seconds": t2 - t1,
@@ -109,17 +133,23 @@ out = {"n": n, "p": p, "nnz": int(x.nnz), "read_seconds": t1 - t0, "path_seconds
 ''' + TEST_MSE
 
 
-def measured(cmd):
-    """A whole process under /usr/bin/time: wall and CPU seconds (user + system), peak RSS."""
+def measured(cmd, cpu_cap=None):
+    """A whole process under /usr/bin/time: wall and CPU seconds (user + system), peak RSS.
+    With cpu_cap (CPU seconds) the process is stopped there (RLIMIT_CPU); its stdout is then
+    None and the figures are those at the cap."""
+    def cap():
+        if cpu_cap:
+            resource.setrlimit(resource.RLIMIT_CPU, (int(cpu_cap), int(cpu_cap) + 5))
     t = time.time()
     proc = subprocess.run(["/usr/bin/time", "-f", "%M %U %S"] + cmd, capture_output=True,
-                          text=True)
+                          text=True, preexec_fn=cap)
     wall = time.time() - t
-    if proc.returncode != 0:
+    last = proc.stderr.strip().splitlines()[-1].split() if proc.stderr.strip() else []
+    if proc.returncode != 0 and not (cpu_cap and len(last) == 3):
         sys.exit(f"{' '.join(cmd)} failed:\n{proc.stderr[-3000:]}")
-    last = proc.stderr.strip().splitlines()[-1].split()
     peak_kb, user, system = int(last[0]), float(last[1]), float(last[2])
-    return proc.stdout, {"wall": wall, "cpu": user + system, "peak_mib": peak_kb / 1024}
+    out = proc.stdout if proc.returncode == 0 else None
+    return out, {"wall": wall, "cpu": user + system, "peak_mib": peak_kb / 1024}
 
 
 def files(data, name):
@@ -142,6 +172,13 @@ def main():
     ap.add_argument("--no-search", action="store_true", help="skip the run without --delta-max")
     ap.add_argument("--skglm", default=None,
                     help="a Python with skglm installed: adds skglm's path as a second peer")
+    ap.add_argument("--cpu-cap", type=float, default=None,
+                    help="stop scikit-learn's path after this many CPU seconds (RLIMIT_CPU); "
+                         "its per-point progress (--progress) says how far it came")
+    ap.add_argument("--progress", type=pathlib.Path, default=None,
+                    help="a directory: scikit-learn writes SET.sklearn.progress.jsonl there, one "
+                         "line per path point (its CPU seconds, iterations, test MSE)")
+    ap.add_argument("--no-ravel", action="store_true", help="run the peers only")
     ap.add_argument("--no-sklearn", action="store_true",
                     help="skip scikit-learn's lasso_path (delta_max then from skglm's path)")
     a = ap.parse_args()
@@ -156,14 +193,31 @@ def main():
                 peers.append(("skglm", a.skglm, SKGLM))
             if not peers:
                 sys.exit("--no-sklearn needs --skglm: delta_max comes from a peer's path")
+            done = []  # the peers whose path finished this round
             for tool, python, program in peers:
-                out, m = measured([python, "-c", program, str(train), str(test or "-")])
+                cmd = [python, "-c", program, str(train), str(test or "-")]
+                prog = None
+                if tool == "sklearn" and a.progress:
+                    prog = a.progress / f"{name}.sklearn.progress.jsonl"
+                    cmd.append(str(prog))
+                out, m = measured(cmd, a.cpu_cap if tool == "sklearn" else None)
+                if out is None:
+                    lines = prog.read_text().splitlines() if prog and prog.exists() else []
+                    reached = json.loads(lines[-1]) if lines else {}
+                    print(json.dumps({"set": name, "round": r, "tool": tool, "unfinished": True,
+                                      "cpu_cap": a.cpu_cap, "reached": reached, **m}),
+                          flush=True)
+                    continue
                 sk = json.loads(out)
                 sk.update(m)
                 rows[tool].append(sk)
+                done.append(tool)
                 print(json.dumps({"set": name, "round": r, "tool": tool, **sk}), flush=True)
-            # delta_max from the first peer's last solution (scikit-learn's unless skipped).
-            sk = rows[peers[0][0]][-1]
+            if a.no_ravel or not done:
+                continue
+            # delta_max from the first finished peer's last solution (scikit-learn's unless
+            # skipped or stopped at its CPU cap).
+            sk = rows[done[0]][-1]
             base = [a.ravel, "fit", str(train), "--wide", "--sample-fraction", str(a.fraction),
                     "--seed", str(r)]
             if test:
