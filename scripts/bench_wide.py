@@ -179,6 +179,8 @@ def main():
                     help="a directory: scikit-learn writes SET.sklearn.progress.jsonl there, one "
                          "line per path point (its CPU seconds, iterations, test MSE)")
     ap.add_argument("--no-ravel", action="store_true", help="run the peers only")
+    ap.add_argument("--keep", type=pathlib.Path, default=None,
+                    help="a directory: ravel's whole answers go there (SET.TOOL.ROUND.json)")
     ap.add_argument("--no-sklearn", action="store_true",
                     help="skip scikit-learn's lasso_path (delta_max then from skglm's path)")
     a = ap.parse_args()
@@ -231,6 +233,8 @@ def main():
                 runs.append(("ravel_search", base))
             for tool, cmd in runs:
                 out, m = measured(cmd)
+                if a.keep:
+                    (a.keep / f"{name}.{tool}.{r}.json").write_text(out)
                 rv = json.loads(out)
                 row = {k: rv[k] for k in ("n", "p", "nnz", "iterations", "dot_products",
                                           "mean_active_features", "delta_max",

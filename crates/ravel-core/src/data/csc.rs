@@ -678,7 +678,7 @@ mod tests {
         // one built from the dense rows.
         let (rows, width) = (23usize, 40usize);
         let cell = |r: usize, c: usize| {
-            if c == 5 || (r * 7 + c * 3) % 3 == 0 {
+            if c == 5 || (r * 7 + c * 5).is_multiple_of(3) {
                 0.0
             } else {
                 (r * 100 + c) as f64 - 0.25
@@ -720,8 +720,13 @@ mod tests {
             }
             let f = TempFile::new(&format!("batches_{fortran}.npy"), &body);
             for batch_rows in [1, 3, 7, rows] {
-                let x = read_rows(&f.0, Format::Npy, &opts(None, GIB), batch_rows * (width - 1))
-                    .unwrap();
+                let x = read_rows(
+                    &f.0,
+                    Format::Npy,
+                    &opts(None, GIB),
+                    batch_rows * (width - 1),
+                )
+                .unwrap();
                 assert_eq!(x, want, "fortran {fortran}, batches of {batch_rows} rows");
             }
         }
