@@ -49,7 +49,7 @@
 //!   other threads), `accept` (one message), `denied` (consumer and authorization errors),
 //!   `commit_loop` (checkpoints, then commits), `rebalance` (assignment), `resubscribe`
 //!   (streams declared or retired over the API, between batches), `lag`; folding:
-//!   `fold` (rows into statistics), `windows` (rows into time buckets), `freshness` (each
+//!   `fold` (rows into statistics; `restore`: a partition's saved state on assignment), `windows` (rows into time buckets), `freshness` (each
 //!   message's age once its rows are visible), `cv` (the cross-validation fold of a row), `features`
 //!   (feature-stream columns into the selection); `decode/`: `format` (every observation
 //!   format), `schema` (what a message must match), `events` (named rows and events through
