@@ -546,29 +546,21 @@ mod tests {
         let stamps: Vec<i64> = (0..n)
             .map(|i| T0 + (i as i64 * 3 * DAY_MS) / n as i64)
             .collect();
-        for b in 0..(n / 30) {
+        // Batch b (30 rows) into a set of buckets, at the clock `now`.
+        let fold_batch = |w: &mut Windows, now: i64, b: usize| {
             let r = b * 30..(b + 1) * 30;
-            let now = stamps[r.end - 1];
-            one.fold(
-                now,
-                &stamps[r.clone()],
-                &x[r.start * p..r.end * p],
-                &y[r.clone()],
-            )
-            .unwrap();
+            w.fold(now, &stamps[r.clone()], &x[r.start * p..r.end * p], &y[r])
+                .unwrap();
+        };
+        for b in 0..(n / 30) {
+            let now = stamps[(b + 1) * 30 - 1];
+            fold_batch(&mut one, now, b);
             // Partition i takes every third batch, and partition 2 stops folding a day early.
             let i = b % 3;
             if i == 2 && now > T0 + 2 * DAY_MS {
                 continue;
             }
-            parts[i]
-                .fold(
-                    now,
-                    &stamps[r.clone()],
-                    &x[r.start * p..r.end * p],
-                    &y[r.clone()],
-                )
-                .unwrap();
+            fold_batch(&mut parts[i], now, b);
         }
         // The rows partition 2 left out go to partition 0, late, at the end.
         let late: Vec<usize> = (0..n / 30)
@@ -576,15 +568,7 @@ mod tests {
             .collect();
         let now = one.now_ms().unwrap();
         for b in late {
-            let r = b * 30..(b + 1) * 30;
-            parts[0]
-                .fold(
-                    now,
-                    &stamps[r.clone()],
-                    &x[r.start * p..r.end * p],
-                    &y[r.clone()],
-                )
-                .unwrap();
+            fold_batch(&mut parts[0], now, b);
         }
         assert_ne!(parts[2].now_ms(), parts[0].now_ms());
         let others: Vec<&Windows> = parts[1..].iter().collect();
