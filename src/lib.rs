@@ -63,7 +63,9 @@
 //! - `score`: the scorers of `[[scorers]]`, a pipeline of their own beside ingest: events in
 //!   through a stream's decoding, predictions with a model of its snapshot, predictions out;
 //!   each on its own thread with its own consumer group (`mod.rs`: the loop); `clients`
-//!   (delivery reports, the rebalance callback), `predict` (one event scored), `output`
+//!   (delivery reports, the rebalance callback), `predict` (one event scored), `held` (the
+//!   models held: for a scorer of its stream's own topic, a model of the rows before each
+//!   event), `output`
 //!   (predictions sent, deliveries awaited) and `tail` (where an exactly-once scorer resumes:
 //!   its output partitions' tail).
 //! - `api`: the HTTP API (axum; `mod.rs` the router and the shared state): `streams` and

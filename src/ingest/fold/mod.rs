@@ -394,7 +394,14 @@ impl StreamIngest {
     /// nothing a producer sends gets there): the positions have already moved past those
     /// rows, so the ingest stops rather than go on without them; the statistics stay the last
     /// good ones and nothing after them is checkpointed, so a restart reads the rows again.
-    pub fn fold(&mut self, metrics: &Metrics, remote: Option<&StateReader>) -> anyhow::Result<()> {
+    /// `positions`: the stream's topic's positions (`Snapshot::positions`), which the rows
+    /// pending here reach once folded.
+    pub fn fold(
+        &mut self,
+        metrics: &Metrics,
+        remote: Option<&StateReader>,
+        positions: Option<&BTreeMap<i32, i64>>,
+    ) -> anyhow::Result<()> {
         let name = self.handle.name().to_string();
         self.warnings.overdue(&name);
         let start = Instant::now();
@@ -501,7 +508,7 @@ impl StreamIngest {
         if let Some(r) = remote {
             self.remote_version = r.version();
         }
-        let snap = self.view(remote);
+        let snap = self.view(remote, positions);
         if new_alarms > 0 {
             metrics
                 .streams
@@ -573,9 +580,14 @@ impl StreamIngest {
 
     /// The stream as readers see it: the `dir` store's one part, or the merge of the parts
     /// here and the latest states of the others in `remote`, in partition order.
-    pub fn view(&self, remote: Option<&StateReader>) -> Snapshot {
+    pub fn view(
+        &self,
+        remote: Option<&StateReader>,
+        positions: Option<&BTreeMap<i32, i64>>,
+    ) -> Snapshot {
         if let Some(all) = self.parts.get(&ALL) {
             return Snapshot::whole(all.stats.clone(), all.last_update, all.as_of_ms)
+                .with_positions(positions.cloned().unwrap_or_default())
                 .with_folds(all.folds.clone())
                 .with_windows(all.windows.clone().into_iter().collect());
         }
@@ -659,7 +671,23 @@ impl StreamIngest {
             windows.extend(piece_windows);
             parts.push(info);
         }
+        // Each merged partition's position: this replica's own, or the one its state was
+        // published with.
+        let positions = parts
+            .iter()
+            .filter_map(|i| {
+                let next = match i.source {
+                    "live" => positions.and_then(|m| m.get(&i.partition).copied()),
+                    _ => remote_states
+                        .iter()
+                        .find(|s| s.partition == i.partition)
+                        .map(|s| s.next_offset),
+                };
+                next.map(|o| (i.partition, o))
+            })
+            .collect();
         Snapshot {
+            positions,
             last_update: parts.iter().filter_map(|p| p.last_update).max(),
             as_of_ms: parts.iter().filter_map(|p| p.as_of_ms).max(),
             stats,
@@ -694,13 +722,13 @@ mod tests {
         let part = s.parts.get_mut(&ALL).unwrap();
         part.x.extend([1.0, 2.0, 3.0, 4.0]);
         part.y.extend([1.0, 2.0]);
-        s.fold(&metrics, None).unwrap();
+        s.fold(&metrics, None, None).unwrap();
         assert_eq!(handle.snapshot().stats.n(), 2);
         for bad in [f64::NAN, 1e200] {
             let part = s.parts.get_mut(&ALL).unwrap();
             part.x.extend([5.0, bad]);
             part.y.push(3.0);
-            let e = s.fold(&metrics, None).unwrap_err().to_string();
+            let e = s.fold(&metrics, None, None).unwrap_err().to_string();
             assert!(e.contains("ingest stops") && e.contains("'s'"), "{e}");
             assert_eq!(s.whole().unwrap().stats.n(), 2);
             assert_eq!(handle.snapshot().stats.n(), 2);
