@@ -19,6 +19,52 @@ use prost_reflect::{FieldDescriptor, Kind, MessageDescriptor, Value as P};
 use serde_json::Value;
 use std::collections::HashMap;
 
+/// Values by field number: a table indexed by the number when the numbers are small (as
+/// they nearly always are), else a map. Looked up once or twice for every field on the wire.
+struct ByNumber<T> {
+    dense: Vec<Option<T>>,
+    sparse: HashMap<u32, T>,
+}
+
+/// The largest field number kept in the dense table.
+const DENSE_NUMBERS: u32 = 4096;
+
+impl<T> ByNumber<T> {
+    fn new() -> ByNumber<T> {
+        ByNumber {
+            dense: Vec::new(),
+            sparse: HashMap::new(),
+        }
+    }
+
+    fn get(&self, n: u32) -> Option<&T> {
+        match self.dense.get(n as usize) {
+            Some(v) => v.as_ref(),
+            None => self.sparse.get(&n),
+        }
+    }
+
+    fn get_mut(&mut self, n: u32) -> Option<&mut T> {
+        if n < DENSE_NUMBERS {
+            self.dense.get_mut(n as usize).and_then(Option::as_mut)
+        } else {
+            self.sparse.get_mut(&n)
+        }
+    }
+
+    fn insert(&mut self, n: u32, v: T) {
+        if n < DENSE_NUMBERS {
+            let i = n as usize;
+            if self.dense.len() <= i {
+                self.dense.resize_with(i + 1, || None);
+            }
+            self.dense[i] = Some(v);
+        } else {
+            self.sparse.insert(n, v);
+        }
+    }
+}
+
 /// One field of a message type, as the scanner needs it.
 struct Field {
     kind: Kind,
@@ -35,7 +81,7 @@ struct Field {
 /// A message type: its fields by number.
 struct Type {
     desc: MessageDescriptor,
-    fields: HashMap<u32, Field>,
+    fields: ByNumber<Field>,
 }
 
 /// What a field on the mapped paths leads to.
@@ -49,7 +95,7 @@ enum Target {
 /// A message on the mapped paths (node 0: the top-level message).
 struct Node {
     ty: usize,
-    targets: HashMap<u32, Target>,
+    targets: ByNumber<Target>,
     /// Where this node's oneofs start in `State::oneof_last`.
     oneof_base: usize,
 }
@@ -80,6 +126,9 @@ pub struct Scanner {
     slots: Vec<Option<Slot>>,
     unused: Vec<Unused>,
     oneofs: usize,
+    /// Whether an unused top-level field is counted only when on the wire (presence, no
+    /// oneof): then the top-level numbers seen are kept.
+    track_seen: bool,
 }
 
 /// The most message types a scanner compiles (beyond, the decoded message is read).
@@ -112,6 +161,7 @@ impl Scanner {
             slots: Vec::new(),
             unused: Vec::new(),
             oneofs: 0,
+            track_seen: false,
         };
         let mut by_name = HashMap::new();
         let root = s.type_of(desc, &mut by_name)?;
@@ -131,7 +181,7 @@ impl Scanner {
                 let Kind::Message(inner) = step.kind() else {
                     return None;
                 };
-                let next = match s.nodes[node].targets.get(&step.number()) {
+                let next = match s.nodes[node].targets.get(step.number()) {
                     Some(Target::Into(n)) => *n,
                     Some(Target::Leaf(_)) => return None,
                     None => {
@@ -148,13 +198,11 @@ impl Scanner {
             if leaf.is_list() || leaf.is_map() || matches!(kind, Kind::Message(_)) {
                 return None;
             }
-            match s.nodes[node]
-                .targets
-                .entry(leaf.number())
-                .or_insert_with(|| Target::Leaf(Vec::new()))
-            {
-                Target::Leaf(slots) => slots.push(i),
-                Target::Into(_) => return None,
+            let targets = &mut s.nodes[node].targets;
+            match targets.get_mut(leaf.number()) {
+                Some(Target::Leaf(slots)) => slots.push(i),
+                Some(Target::Into(_)) => return None,
+                None => targets.insert(leaf.number(), Target::Leaf(vec![i])),
             }
             let oneof = oneof_index(leaf).map(|o| s.nodes[node].oneof_base + o);
             s.slots.push(Some(Slot {
@@ -173,6 +221,7 @@ impl Scanner {
                 oneof: oneof_index(f),
             })
             .collect();
+        s.track_seen = s.unused.iter().any(|u| u.presence && u.oneof.is_none());
         Some(s)
     }
 
@@ -180,7 +229,7 @@ impl Scanner {
     fn node(&mut self, ty: usize, desc: &MessageDescriptor) -> usize {
         self.nodes.push(Node {
             ty,
-            targets: HashMap::new(),
+            targets: ByNumber::new(),
             oneof_base: self.oneofs,
         });
         self.oneofs += desc.oneofs().len();
@@ -203,9 +252,9 @@ impl Scanner {
         by_name.insert(desc.full_name().to_string(), i);
         self.types.push(Type {
             desc: desc.clone(),
-            fields: HashMap::new(),
+            fields: ByNumber::new(),
         });
-        let mut fields = HashMap::new();
+        let mut fields = ByNumber::new();
         for f in desc.fields() {
             let kind = f.kind();
             let child = match &kind {
@@ -325,7 +374,7 @@ impl Message for Scan<'_> {
     ) -> Result<(), DecodeError> {
         let sc = self.scanner;
         let ty = &sc.types[self.ty];
-        let Some(field) = ty.fields.get(&tag) else {
+        let Some(field) = ty.fields.get(tag) else {
             return unknown(&ty.desc, tag, wire_type, buf, ctx);
         };
         if let Some(node) = self.node {
@@ -333,10 +382,10 @@ impl Message for Scan<'_> {
             if let Some(o) = field.oneof {
                 self.state.oneof_last[n.oneof_base + o] = tag;
             }
-            if node == 0 {
+            if node == 0 && sc.track_seen {
                 self.state.seen.push(tag);
             }
-            match n.targets.get(&tag) {
+            match n.targets.get(tag) {
                 Some(Target::Leaf(slots)) => {
                     let v = value(&field.kind, wire_type, buf, ctx, self.state)?;
                     let v = scalar(&v, &field.kind);
@@ -817,6 +866,10 @@ mod tests {
         let p = plan(&desc, &["inner.next.d"], "inner.d");
         assert!(p.scanner.is_some());
         fuzz(&desc, &p, 49, 1500);
+        // Unused top-level messages, counted when on the wire.
+        let p = plan(&desc, &["x_double"], "y");
+        assert!(p.scanner.as_ref().is_some_and(|s| s.track_seen));
+        fuzz(&desc, &p, 50, 1500);
     }
 
     #[test]
@@ -825,6 +878,10 @@ mod tests {
         let p = plan(&desc, &["a", "s", "G.g"], "y");
         assert!(p.scanner.is_some());
         fuzz(&desc, &p, 2, 3000);
+        // Unused optional scalars and groups, counted when on the wire.
+        let p = plan(&desc, &["s"], "y");
+        assert!(p.scanner.as_ref().is_some_and(|s| s.track_seen));
+        fuzz(&desc, &p, 3, 1500);
     }
 
     #[test]
