@@ -299,9 +299,11 @@ impl Scanner {
             state: &mut state,
         };
         scan.merge(body).ok()?;
-        let mut values = Vec::with_capacity(self.slots.len());
-        for (i, slot) in self.slots.iter().enumerate() {
-            let v = slot.as_ref().and_then(|s| {
+        // Each slot's value where its leaf is present, in place.
+        let mut values = std::mem::take(&mut state.values);
+        for (v, slot) in values.iter_mut().zip(&self.slots) {
+            let seen = v.take();
+            *v = slot.as_ref().and_then(|s| {
                 if !s.chain.iter().all(|&n| state.present[n]) {
                     return None;
                 }
@@ -310,9 +312,8 @@ impl Scanner {
                 {
                     return None;
                 }
-                state.values[i].take().or_else(|| s.default.clone())
+                seen.or_else(|| s.default.clone())
             });
-            values.push(v);
         }
         let unused = self
             .unused
