@@ -11,6 +11,7 @@
 
 use super::scalar;
 use crate::schemas::Picked;
+use crate::schemas::avro::float;
 use prost_reflect::prost::DecodeError;
 use prost_reflect::prost::Message;
 use prost_reflect::prost::bytes::{Buf, BufMut};
@@ -104,7 +105,8 @@ struct Node {
 /// lacks (always absent).
 struct Slot {
     number: u32,
-    /// The nodes on the way, top-level first (the leaf's own message last).
+    /// The nodes on the way below the top-level message (the leaf's own message last; empty
+    /// for a top-level field).
     chain: Vec<usize>,
     /// The value of a field without presence that was not on the wire (proto3 scalars).
     default: Option<Value>,
@@ -173,7 +175,7 @@ impl Scanner {
             };
             let (leaf, steps) = path.split_last()?;
             let mut node = 0;
-            let mut chain = vec![0];
+            let mut chain = Vec::new();
             for step in steps {
                 if step.containing_oneof().is_some() || step.is_list() || step.is_map() {
                     return None;
@@ -388,10 +390,29 @@ impl Message for Scan<'_> {
             }
             match n.targets.get(tag) {
                 Some(Target::Leaf(slots)) => {
-                    let v = value(&field.kind, wire_type, buf, ctx, self.state)?;
-                    let v = scalar(&v, &field.kind);
-                    for &s in slots {
-                        self.state.values[s] = Some(v.clone());
+                    // Doubles and floats, the usual features, straight to their value; the
+                    // rest through prost-reflect's value, as the decoded message reads them.
+                    let v = match field.kind {
+                        Kind::Double => {
+                            let mut v = 0.0;
+                            encoding::double::merge(wire_type, &mut v, buf, ctx)?;
+                            float(v)
+                        }
+                        Kind::Float => {
+                            let mut v = 0.0f32;
+                            encoding::float::merge(wire_type, &mut v, buf, ctx)?;
+                            float(f64::from(v))
+                        }
+                        _ => scalar(
+                            &value(&field.kind, wire_type, buf, ctx, self.state)?,
+                            &field.kind,
+                        ),
+                    };
+                    if let Some((&last, others)) = slots.split_last() {
+                        for &s in others {
+                            self.state.values[s] = Some(v.clone());
+                        }
+                        self.state.values[last] = Some(v);
                     }
                     return Ok(());
                 }
