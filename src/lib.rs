@@ -49,7 +49,7 @@
 //!   other threads), `accept` (one message), `denied` (consumer and authorization errors),
 //!   `commit_loop` (checkpoints, then commits), `rebalance` (assignment), `resubscribe`
 //!   (streams declared or retired over the API, between batches), `lag`; folding:
-//!   `fold` (rows into statistics), `windows` (rows into time buckets), `freshness` (each
+//!   `fold` (rows into statistics; `restore`: a partition's saved state on assignment), `windows` (rows into time buckets), `freshness` (each
 //!   message's age once its rows are visible), `cv` (the cross-validation fold of a row), `features`
 //!   (feature-stream columns into the selection); `decode/`: `format` (every observation
 //!   format), `schema` (what a message must match), `events` (named rows and events through
@@ -63,7 +63,9 @@
 //! - `score`: the scorers of `[[scorers]]`, a pipeline of their own beside ingest: events in
 //!   through a stream's decoding, predictions with a model of its snapshot, predictions out;
 //!   each on its own thread with its own consumer group (`mod.rs`: the loop); `clients`
-//!   (delivery reports, the rebalance callback), `predict` (one event scored), `output`
+//!   (delivery reports, the rebalance callback), `predict` (one event scored), `held` (the
+//!   models held: for a scorer of its stream's own topic, a model of the rows before each
+//!   event), `output`
 //!   (predictions sent, deliveries awaited) and `tail` (where an exactly-once scorer resumes:
 //!   its output partitions' tail).
 //! - `api`: the HTTP API (axum; `mod.rs` the router and the shared state): `streams` and
