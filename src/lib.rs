@@ -30,7 +30,8 @@
 //!   instance (`standalone`).
 //! - `schemas`: schema'd message values (`format = "avro"`, `protobuf`, `json-schema`): the
 //!   Confluent framing (`mod.rs`), the Schema Registry client (`registry`), Avro (`avro`) and
-//!   Protobuf (`protobuf`) records decoded into named fields for the ingest's field mapping.
+//!   Protobuf (`protobuf`; `scan`: the mapped fields read off the wire without decoding the
+//!   message) records decoded into named fields for the ingest's field mapping.
 //! - `state`: what ingest publishes and the API reads: `published` (a snapshot swapped after
 //!   every batch), `streams`, `feature_streams`, `history` (each stream's default model over
 //!   time, in a bounded ring), `recorder` (the task that fills the ring), `quality` (each
