@@ -71,7 +71,8 @@
 //!   its output partitions' tail).
 //! - `api`: the HTTP API (axum; `mod.rs` the router and the shared state): `streams` and
 //!   `features` (the handlers of the two stream kinds), `wide` (a wide feature stream's
-//!   Lasso path and models, paper 004), `params` (request parsing), `health`
+//!   Lasso path and models, paper 004), `params` (request parsing), `window` (the `"window"`
+//!   of a request: parsed, resolved into a span's statistics, refused by name), `health`
 //!   (`/healthz`, `/readyz`, `/metrics`), `admission` (extraction slots), `requests` (counted
 //!   and timed, fallbacks), `auth` (the token of state-changing requests), `declarations` (streams declared,
 //!   changed and retired at run time, with the admin token), `error` (the JSON
