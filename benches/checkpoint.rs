@@ -65,6 +65,23 @@ fn write_json(dir: &std::path::Path, v: &serde_json::Value) -> usize {
     std::fs::metadata(&path).unwrap().len() as usize
 }
 
+/// A checkpoint of `stats` (six partitions read to offset 1,000,000), without folds or
+/// windows.
+fn checkpoint_of(stats: Stats) -> Checkpoint {
+    Checkpoint {
+        version: checkpoint::VERSION,
+        stream: "s".into(),
+        topic: "t".into(),
+        cluster_id: Some("c".into()),
+        offsets: (0..6).map(|i| (i, 1_000_000)).collect(),
+        last_update_ms: Some(1),
+        as_of_ms: Some(1),
+        stats,
+        folds: None,
+        windows: None,
+    }
+}
+
 fn main() {
     let dir = tempfile::tempdir().unwrap();
     println!(
@@ -77,18 +94,7 @@ fn main() {
         spec.rows().fill(4000, &mut x, &mut y);
         let mut stats = Stats::new(Task::Regression, p, AlphaSchedule::Plain);
         stats.update_batch(&x, &y).unwrap();
-        let cp = Checkpoint {
-            version: checkpoint::VERSION,
-            stream: "s".into(),
-            topic: "t".into(),
-            cluster_id: Some("c".into()),
-            offsets: (0..6).map(|i| (i, 1_000_000)).collect(),
-            last_update_ms: Some(1),
-            as_of_ms: Some(1),
-            stats,
-            folds: None,
-            windows: None,
-        };
+        let cp = checkpoint_of(stats);
         let binary = time(|| checkpoint::write(dir.path(), &cp).unwrap());
         let bytes = std::fs::metadata(checkpoint::path(dir.path(), "s"))
             .unwrap()
@@ -135,18 +141,7 @@ fn windows_checkpoint(dir: &std::path::Path) {
     assert_eq!(folded.rows, n, "every row in a bucket");
     let mut stats = Stats::new(Task::Regression, p, AlphaSchedule::Plain);
     stats.update_batch(&x, &y).unwrap();
-    let mut cp = Checkpoint {
-        version: checkpoint::VERSION,
-        stream: "s".into(),
-        topic: "t".into(),
-        cluster_id: Some("c".into()),
-        offsets: (0..6).map(|i| (i, 1_000_000)).collect(),
-        last_update_ms: Some(1),
-        as_of_ms: Some(1),
-        stats,
-        folds: None,
-        windows: None,
-    };
+    let mut cp = checkpoint_of(stats);
     checkpoint::write(dir, &cp).unwrap();
     let bare = std::fs::metadata(checkpoint::path(dir, "s")).unwrap().len() as f64;
     let buckets = w.len();

@@ -919,17 +919,7 @@ windows = {{ bucket = "1s", keep = "2h" }}
         &json!({"method": "lasso", "k": 10}),
     );
     assert_eq!(status, 200, "{model}");
-    let mut expect: Vec<(String, f64)> = model["coefficients"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| {
-            (
-                c["feature"].as_str().unwrap().to_string(),
-                c["value"].as_f64().unwrap(),
-            )
-        })
-        .collect();
+    let expect = coefficients(&model);
     let shown: Vec<(String, String)> = serde_json::from_value(js(
         &tab,
         "[...document.querySelectorAll('#model-table tbody tr')].map(r => [r.getAttribute('data-feature'), r.children[1].getAttribute('data-value')])",
@@ -939,7 +929,6 @@ windows = {{ bucket = "1s", keep = "2h" }}
         .into_iter()
         .map(|(f, v)| (f, v.parse().unwrap()))
         .collect();
-    expect.sort_by(|a, b| a.0.cmp(&b.0));
     shown.sort_by(|a, b| a.0.cmp(&b.0));
     assert_eq!(expect.len(), 10);
     assert_eq!(shown, expect, "the page's model is the API's");
