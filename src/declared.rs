@@ -23,10 +23,13 @@
 //!    declaration resumes from it) or is deleted (`?state=drop`). A changed declaration starts
 //!    its statistics afresh from the beginning of its topic (its old state is dropped).
 //!
+//! A declaration whose topic (or dead-letter topic) the cluster does not have is refused,
+//! naming it and the command that creates it, as `ravel check` would.
+//!
 //! Not yet here: feature streams and scorers over the API, the kafka store (a compacted topic
 //! of the group; the API refuses declarations with `state.store = "kafka"`), where a new
-//! stream starts (always the beginning of its topic), `ravel check`'s topic and registry
-//! questions before a declaration is accepted.
+//! stream starts (always the beginning of its topic), `ravel check`'s registry questions
+//! before a declaration is accepted.
 
 use crate::config::{Config, StoreKind, StreamConfig};
 use crate::state::streams::{StreamHandle, Streams};
@@ -125,6 +128,11 @@ impl Queue {
 /// A stream's handle as the service builds it (`server`): the snapshot restored from its
 /// checkpoint when `restore` (else empty), metrics declared, its history recorder started; and
 /// the positions the checkpoint holds.
+/// Asks the cluster for the topics a declaration reads and writes before it is accepted
+/// (`crate::kafka::topics::check_declared`): an error names what is missing and how to make
+/// it.
+pub type Check = Box<dyn Fn(&StreamConfig) -> Result<(), String> + Send + Sync>;
+
 pub type Build = Box<
     dyn Fn(&StreamConfig, bool) -> anyhow::Result<(Arc<StreamHandle>, BTreeMap<i32, i64>)>
         + Send
@@ -176,6 +184,7 @@ pub struct Declarations {
     dir: Option<PathBuf>,
     streams: Arc<Streams>,
     build: Build,
+    check: Check,
     queue: Arc<Queue>,
 }
 
@@ -187,6 +196,7 @@ impl Declarations {
         api: Vec<ApiDeclaration>,
         streams: Arc<Streams>,
         build: Build,
+        check: Check,
         queue: Arc<Queue>,
     ) -> Declarations {
         Declarations {
@@ -199,6 +209,7 @@ impl Declarations {
             base,
             streams,
             build,
+            check,
             queue,
         }
     }
@@ -277,6 +288,9 @@ impl Declarations {
         candidate
             .check()
             .map_err(|e| Refusal::Invalid(format!("{e:#}")))?;
+        if old.as_ref().map(|o| o.topic()) != Some(stream.topic()) {
+            (self.check)(&stream).map_err(Refusal::Invalid)?;
+        }
         // A new stream resumes from a kept checkpoint; a changed one starts afresh.
         let (handle, positions) = (self.build)(&stream, old.is_none())
             .map_err(|e| Refusal::Conflict(format!("{e:#}")))?;

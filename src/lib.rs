@@ -30,7 +30,8 @@
 //!   instance (`standalone`).
 //! - `schemas`: schema'd message values (`format = "avro"`, `protobuf`, `json-schema`): the
 //!   Confluent framing (`mod.rs`), the Schema Registry client (`registry`), Avro (`avro`) and
-//!   Protobuf (`protobuf`) records decoded into named fields for the ingest's field mapping.
+//!   Protobuf (`protobuf`; `scan`: the mapped fields read off the wire without decoding the
+//!   message) records decoded into named fields for the ingest's field mapping.
 //! - `state`: what ingest publishes and the API reads: `published` (a snapshot swapped after
 //!   every batch), `streams`, `feature_streams`, `history` (each stream's default model over
 //!   time, in a bounded ring), `recorder` (the task that fills the ring), `quality` (each
@@ -49,7 +50,7 @@
 //!   other threads), `accept` (one message), `denied` (consumer and authorization errors),
 //!   `commit_loop` (checkpoints, then commits), `rebalance` (assignment), `resubscribe`
 //!   (streams declared or retired over the API, between batches), `lag`; folding:
-//!   `fold` (rows into statistics), `windows` (rows into time buckets), `freshness` (each
+//!   `fold` (rows into statistics; `restore`: a partition's saved state on assignment), `windows` (rows into time buckets), `freshness` (each
 //!   message's age once its rows are visible), `cv` (the cross-validation fold of a row), `features`
 //!   (feature-stream columns into the selection); `decode/`: `format` (every observation
 //!   format), `schema` (what a message must match), `events` (named rows and events through
@@ -63,12 +64,15 @@
 //! - `score`: the scorers of `[[scorers]]`, a pipeline of their own beside ingest: events in
 //!   through a stream's decoding, predictions with a model of its snapshot, predictions out;
 //!   each on its own thread with its own consumer group (`mod.rs`: the loop); `clients`
-//!   (delivery reports, the rebalance callback), `predict` (one event scored), `output`
+//!   (delivery reports, the rebalance callback), `predict` (one event scored), `held` (the
+//!   models held: for a scorer of its stream's own topic, a model of the rows before each
+//!   event), `output`
 //!   (predictions sent, deliveries awaited) and `tail` (where an exactly-once scorer resumes:
 //!   its output partitions' tail).
 //! - `api`: the HTTP API (axum; `mod.rs` the router and the shared state): `streams` and
 //!   `features` (the handlers of the two stream kinds), `wide` (a wide feature stream's
-//!   Lasso path and models, paper 004), `params` (request parsing), `health`
+//!   Lasso path and models, paper 004), `params` (request parsing), `window` (the `"window"`
+//!   of a request: parsed, resolved into a span's statistics, refused by name), `health`
 //!   (`/healthz`, `/readyz`, `/metrics`), `admission` (extraction slots), `requests` (counted
 //!   and timed, fallbacks), `auth` (the token of state-changing requests), `declarations` (streams declared,
 //!   changed and retired at run time, with the admin token), `error` (the JSON

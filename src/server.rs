@@ -299,6 +299,7 @@ pub async fn run(
         shutdown.clone(),
     );
     let declarations = {
+        let (check_config, check_clients) = (config.clone(), clients.clone());
         let (config, registry, metrics, streams) = (
             config.clone(),
             registry.clone(),
@@ -329,8 +330,15 @@ pub async fn run(
             );
             Ok((handle, positions.remove(&sc.topic()).unwrap_or_default()))
         });
+        let check: crate::declared::Check = Box::new(move |sc| {
+            let mut one = check_config.clone();
+            one.streams = vec![sc.clone()];
+            one.feature_streams.clear();
+            one.scorers.clear();
+            crate::kafka::topics::check_declared(&one, &check_clients)
+        });
         Arc::new(crate::declared::Declarations::new(
-            base, declared, streams, build, queue,
+            base, declared, streams, build, check, queue,
         ))
     };
     let state = AppState {

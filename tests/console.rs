@@ -14,7 +14,9 @@
 //! EBIC curve on real data included); a screenshot of each view is not blank; every request the
 //! page makes is a route of `/openapi.json` (or the page and its two assets); an unknown
 //! stream, k > p and the service restarting under the page give messages, never a blank page;
-//! no horizontal scrolling at phone width.
+//! no horizontal scrolling at phone width. On a stream with windows of time (1 s buckets),
+//! the time range shows the API's model of a window, and two windows compared show the API's
+//! coefficients of each and their difference.
 //!
 //! (Not `RAVEL_...` variables: the service reads those as configuration.)
 //! `CONSOLE_SCREENSHOTS=DIR` keeps the screenshots in DIR (`scripts/screenshots` writes the
@@ -343,6 +345,178 @@ fn check_ticks(tab: &Tab, chart: &str, want_y: Option<(f64, f64)>) -> Vec<String
     ys
 }
 
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+/// Sets the time range picker `id` (`window`, `compare-a`, `compare-b`) to `range` (`all`,
+/// `1h`, ...; for `custom`, from `from` to `to`, Unix ms written as the page's local time),
+/// with one change event.
+fn pick(tab: &Tab, id: &str, range: &str, from: i64, to: i64) {
+    js(
+        tab,
+        &format!(
+            "(() => {{ document.getElementById('{id}-from').value = localInput({from}); \
+             document.getElementById('{id}-to').value = localInput({to}); \
+             const r = document.getElementById('{id}-range'); r.value = '{range}'; \
+             r.dispatchEvent(new Event('change')); return 1; }})()"
+        ),
+    );
+}
+
+/// (feature, value) of each row of a coefficient table, column `col` (`data-value` of the
+/// cell of that `data-col`, or the second cell), by feature.
+fn table_values(tab: &Tab, rows: &str, col: Option<&str>) -> Vec<(String, f64)> {
+    let cell = match col {
+        Some(c) => format!("r.querySelector('[data-col=\"{c}\"]')"),
+        None => "r.children[1]".to_string(),
+    };
+    let shown: Vec<(String, String)> = serde_json::from_value(js(
+        tab,
+        &format!(
+            "[...document.querySelectorAll({})].map(r => [r.getAttribute('data-feature'), {cell}.getAttribute('data-value')])",
+            json!(rows)
+        ),
+    ))
+    .unwrap();
+    let mut v: Vec<(String, f64)> = shown
+        .into_iter()
+        .map(|(f, x)| (f, x.parse().unwrap()))
+        .collect();
+    v.sort_by(|a, b| a.0.cmp(&b.0));
+    v
+}
+
+/// An API model's (feature, coefficient), by feature.
+fn coefficients(model: &Value) -> Vec<(String, f64)> {
+    let mut v: Vec<(String, f64)> = model["coefficients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["feature"].as_str().unwrap().to_string(),
+                c["value"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    v.sort_by(|a, b| a.0.cmp(&b.0));
+    v
+}
+
+/// The stream `shift` keeps 1 s buckets: its page's time range shows the model of a window,
+/// and its comparison two windows' coefficients side by side, each the API's windowed
+/// answer. Rows before the change are stamped in [t0, mid), `ns` = (rows before, all rows).
+fn windows_of_time(tab: &Tab, base: &str, t0: i64, mid: i64, ns: (u64, u64)) {
+    tab.navigate_to(&format!("{base}/#/streams/shift")).unwrap();
+    wait_for("the stream page with its time range", DEADLINE, || {
+        (count(tab, "#window-range") == 1 && count(tab, "#model-table tbody tr") > 0).then_some(())
+    });
+    // The model over [t0, mid): the rows before the change only.
+    pick(tab, "window", "custom", t0, mid);
+    wait_for("the model of the window", DEADLINE, || {
+        (count(tab, "#model-cards [data-col=\"window\"]") == 1).then_some(())
+    });
+    let card = |attr: &str| {
+        js(
+            tab,
+            &format!(
+                "document.querySelector('#model-cards [data-col=\"window\"]').getAttribute('{attr}')"
+            ),
+        )
+    };
+    assert_eq!(
+        (card("data-from"), card("data-to")),
+        (json!(t0.to_string()), json!(mid.to_string()))
+    );
+    let body = json!({"method": "lasso", "select": "ebic", "path_points": 40, "window": {"from": t0, "to": mid}});
+    let (status, api) = post(base, "/v1/streams/shift/model", &body);
+    assert_eq!(status, 200, "{api}");
+    assert_eq!(api["window"]["n"], ns.0, "{api}");
+    assert_eq!(
+        table_values(tab, "#model-table tbody tr", None),
+        coefficients(&api),
+        "the page's windowed model is the API's"
+    );
+    // The page writes counts with thousands separators (8,000 rows).
+    let rows = ns.0.to_string();
+    let (head, tail) = rows.split_at(rows.len() % 3);
+    let grouped: Vec<&str> = std::iter::once(head)
+        .filter(|h| !h.is_empty())
+        .chain(
+            tail.as_bytes()
+                .chunks(3)
+                .map(|c| std::str::from_utf8(c).unwrap()),
+        )
+        .collect();
+    let shown = text(tab, "#model-cards [data-col=\"window\"]");
+    assert!(
+        shown.contains(&format!("({} rows)", grouped.join(","))),
+        "{shown}"
+    );
+
+    // Window A = [t0, mid) against B = the last hour (every row): the page's numbers are the
+    // API's answers to the requests it made, for the windows picked.
+    pick(tab, "compare-a", "custom", t0, mid);
+    pick(tab, "compare-b", "1h", 0, 0);
+    js(tab, "document.getElementById('compare-button').click()");
+    wait_for("the comparison", DEADLINE, || {
+        (count(tab, "#compare-table tbody tr") > 1).then_some(())
+    });
+    let request = |which: &str| -> Value {
+        let raw = js(
+            tab,
+            &format!(
+                "document.getElementById('compare-cards').getAttribute('data-request-{which}')"
+            ),
+        );
+        serde_json::from_str(raw.as_str().unwrap()).unwrap()
+    };
+    let (ra, rb) = (request("a"), request("b"));
+    assert_eq!(ra["window"], json!({"from": t0, "to": mid}), "{ra}");
+    assert_eq!(rb["window"], json!({"last": "1h"}), "{rb}");
+    let (_, ma) = post(base, "/v1/streams/shift/model", &ra);
+    let (_, mb) = post(base, "/v1/streams/shift/model", &rb);
+    assert_eq!(
+        (ma["window"]["n"].as_u64(), mb["window"]["n"].as_u64()),
+        (Some(ns.0), Some(ns.1))
+    );
+    let a = table_values(tab, "#compare-table tbody tr", Some("a"));
+    let b = table_values(tab, "#compare-table tbody tr", Some("b"));
+    let diff = table_values(tab, "#compare-table tbody tr", Some("diff"));
+    let of = |m: &Value, f: &str| {
+        if f == "(intercept)" {
+            return m["intercept"].as_f64().unwrap();
+        }
+        coefficients(m)
+            .into_iter()
+            .find(|c| c.0 == f)
+            .map_or(0.0, |c| c.1)
+    };
+    let mut features: BTreeSet<String> = coefficients(&ma)
+        .into_iter()
+        .chain(coefficients(&mb))
+        .map(|c| c.0)
+        .collect();
+    features.insert("(intercept)".into());
+    assert_eq!(
+        a.iter().map(|c| c.0.clone()).collect::<BTreeSet<_>>(),
+        features,
+        "a row per feature of either model"
+    );
+    let mut differs = false;
+    for (i, (f, va)) in a.iter().enumerate() {
+        let (vb, d) = (b[i].1, diff[i].1);
+        assert_eq!((*va, vb), (of(&ma, f), of(&mb, f)), "{f}");
+        assert_eq!(d, vb - va, "{f}");
+        differs |= f != "(intercept)" && d.abs() > 0.1;
+    }
+    assert!(differs, "the change moves a coefficient: {a:?} {b:?}");
+}
+
 #[test]
 fn the_console_in_a_real_browser() {
     let started = Instant::now();
@@ -377,6 +551,7 @@ length = 500
 name = "shift"
 features = {names:?}
 alpha = "adaptive"
+windows = {{ bucket = "1s", keep = "2h" }}
 "#
         ),
     )
@@ -403,6 +578,8 @@ alpha = "adaptive"
         piece,
     );
 
+    // The first second of the rows' Kafka timestamps (windows of time, below).
+    let t0 = now_ms() / 1000 * 1000;
     let (mut svc, base, brokers) = start(dir.path());
 
     let browser = Browser::new(
@@ -742,17 +919,7 @@ alpha = "adaptive"
         &json!({"method": "lasso", "k": 10}),
     );
     assert_eq!(status, 200, "{model}");
-    let mut expect: Vec<(String, f64)> = model["coefficients"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| {
-            (
-                c["feature"].as_str().unwrap().to_string(),
-                c["value"].as_f64().unwrap(),
-            )
-        })
-        .collect();
+    let expect = coefficients(&model);
     let shown: Vec<(String, String)> = serde_json::from_value(js(
         &tab,
         "[...document.querySelectorAll('#model-table tbody tr')].map(r => [r.getAttribute('data-feature'), r.children[1].getAttribute('data-value')])",
@@ -762,7 +929,6 @@ alpha = "adaptive"
         .into_iter()
         .map(|(f, v)| (f, v.parse().unwrap()))
         .collect();
-    expect.sort_by(|a, b| a.0.cmp(&b.0));
     shown.sort_by(|a, b| a.0.cmp(&b.0));
     assert_eq!(expect.len(), 10);
     assert_eq!(shown, expect, "the page's model is the API's");
@@ -856,7 +1022,12 @@ alpha = "adaptive"
     screenshot_at(&tab, &shots, "stream", Some("#model-form"));
 
     // Change over time: stream the change, wait for the API's alarm and a history point
-    // with it, then the page marks it.
+    // with it, then the page marks it. Every row before the change is stamped before `mid`
+    // (a whole second: a bucket boundary), every row after it later.
+    let mid = (now_ms() / 1000 + 1) * 1000;
+    while now_ms() < mid + 50 {
+        std::thread::sleep(Duration::from_millis(10));
+    }
     for file in &after {
         produce(&brokers, "ravel.shift", file);
         n += piece as u64;
@@ -895,6 +1066,9 @@ alpha = "adaptive"
         check_ticks(&tab, chart, None);
     }
     screenshot_at(&tab, &shots, "history", Some(".tabs"));
+
+    windows_of_time(&tab, &base, t0, mid, (first, first + second));
+    screenshot_at(&tab, &shots, "windows", Some("#compare"));
 
     // A feature stream: selected features, loss per pass.
     tab.navigate_to(&format!("{base}/#/feature-streams/demo-features"))

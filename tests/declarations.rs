@@ -296,6 +296,21 @@ fn a_stream_declared_over_the_api_is_folded_kept_changed_and_retired_while_the_o
             .contains("cv.folds = 40"),
         "{body}"
     );
+    // A topic the cluster does not have is named, with the command that creates it, and
+    // nothing is declared.
+    let (status, body) = put(
+        &svc,
+        "api",
+        Some(ADMIN),
+        &json!({"topic": "t.apii", "features": ["a", "b"], "target": "y"}),
+    );
+    let m = body["error"]["message"].as_str().unwrap_or_default();
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["code"], "invalid_declaration");
+    assert!(
+        m.contains("topic 't.apii' (stream) does not exist") && m.contains("t.apii:"),
+        "{m}"
+    );
     let (status, body) = put(&svc, "file", Some(ADMIN), &decl);
     assert_eq!(
         (status, body["error"]["code"].as_str()),

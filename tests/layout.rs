@@ -11,7 +11,10 @@
 //!   any one folder (a folder counts as one, its `mod.rs` as its own file). A path lands on
 //!   the file it names (`super::RunningStats` on `stats/mod.rs`), and a folder's `mod.rs`
 //!   declares, re-exports and wires its parts, so its imports of its own folder are not edges;
-//! - every file of the service's `src/` is named in its Layout block.
+//! - every file of the service's `src/` is named in its Layout block;
+//! - no file of either crate holds more than `MAX_CODE_LINES` lines before its test module,
+//!   but the fold's kernel (`stats/syrk.rs`, one routine unrolled per shape): past that a
+//!   file mixes concerns and is split by them.
 //!
 //! The order is read from the Layout blocks themselves: it is written once.
 
@@ -712,6 +715,20 @@ fn sources(dir: &Path, under: &Path, out: &mut Files) {
     }
 }
 
+/// The most lines a file may hold before its `#[cfg(test)]` module.
+const MAX_CODE_LINES: usize = 700;
+
+/// The one file allowed to be longer: the fold's kernel, in ravel-core.
+const KERNEL: &str = "crates/ravel-core/src/stats/syrk.rs";
+
+/// The lines of a file before its test module (all of them without one).
+fn code_lines(source: &str) -> usize {
+    source
+        .lines()
+        .take_while(|l| !l.starts_with("#[cfg(test)]"))
+        .count()
+}
+
 fn crate_files(dir: &str) -> Files {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
     let mut files = Files::new();
@@ -743,6 +760,31 @@ fn every_file_of_the_service_is_named_in_its_layout_block() {
     assert!(
         missing.is_empty(),
         "files of src/ that src/lib.rs's Layout block does not name: {missing:?}"
+    );
+}
+
+#[test]
+fn no_file_is_longer_than_700_lines_of_code_but_the_folds_kernel() {
+    let mut long = Vec::new();
+    let mut kernel = 0;
+    for dir in ["src", "crates/ravel-core/src"] {
+        for (file, source) in crate_files(dir) {
+            let (path, n) = (format!("{dir}/{file}"), code_lines(&source));
+            if path == KERNEL {
+                kernel = n;
+            } else if n > MAX_CODE_LINES {
+                long.push(format!("{path}: {n} lines before its tests"));
+            }
+        }
+    }
+    // The count reads real files: the kernel, the one exception, is longer than the bound.
+    assert!(kernel > MAX_CODE_LINES, "{KERNEL}: {kernel} lines");
+    assert_eq!(code_lines("fn a() {}\n\n#[cfg(test)]\nmod tests {}\n"), 2);
+    assert!(
+        long.is_empty(),
+        "files longer than {MAX_CODE_LINES} lines of code: split each by concern (a folder \
+         with a mod.rs and one file a concern), and name the new files in the Layout block:\n{}",
+        long.join("\n")
     );
 }
 

@@ -775,8 +775,10 @@ print(" ".join(out))
 /// real binary on `ravel broker`. N labelled events produced to the stream's topic, a third
 /// before the scorer has a model and the rest while it scores: the output holds exactly N
 /// predictions, one per source offset; each is numpy's OLS of the first n rows (n the model it
-/// names; one partition, folded in order) at the event; the stream's n is N (each event
-/// folded once) and its OLS is numpy's on those rows.
+/// names; one partition, folded in order) at the event; every event produced once the scorer
+/// scores gets a model of the rows before it (n <= its offset), and each prediction says
+/// whether its model precedes the event, as the counter of those that did not; the stream's n
+/// is N (each event folded once) and its OLS is numpy's on those rows.
 #[test]
 fn a_scorer_of_its_streams_own_topic_scores_each_event_once_and_the_stream_folds_it_once() {
     let n_events = 3000;
@@ -878,11 +880,24 @@ refresh_ms = 50
             s.value["model"]["n"]
         );
     }
-    // How many were scored with a model of the rows before them only (not asserted: the
-    // scorer and the stream read side by side; the events of the first third were folded
-    // before the scorer had a model).
-    let before = asked.iter().filter(|(o, n)| n <= &(*o as u64)).count();
-    eprintln!("{before} of {n_events} events scored with a model of the rows before them");
+    // A model of the rows before the event for every event produced once the scorer scored
+    // (whatever the stream's pace); the first third, folded before the scorer had a model,
+    // may have none, and each prediction says which.
+    let mut in_model = 0;
+    for (s, &(o, n)) in scores.iter().zip(&asked) {
+        let before = n <= o as u64;
+        assert_eq!(
+            s.value["model"]["before_event"], before,
+            "offset {o}: {}",
+            s.value
+        );
+        assert!(
+            before || o < 1000,
+            "offset {o} scored with a model of {n} rows"
+        );
+        in_model += usize::from(!before);
+    }
+    eprintln!("{in_model} of {n_events} events scored with a model that held them (backlog)");
 
     // The stream folded each event once: n is N, and OLS is numpy's on the N rows.
     std::thread::sleep(Duration::from_secs(1));
@@ -911,6 +926,10 @@ refresh_ms = 50
     assert_eq!(
         sample(&m, "ravel_scorer_messages_total{scorer=\"own\"}"),
         Some(n_events as f64)
+    );
+    assert_eq!(
+        sample(&m, "ravel_scorer_events_in_model_total{scorer=\"own\"}"),
+        Some(in_model as f64)
     );
     svc.signal("-TERM");
     assert!(svc.wait(), "serve did not exit cleanly after SIGTERM");

@@ -5,8 +5,11 @@
 //! several windows [T1, T2) (`POST .../model`, `POST .../path`, `GET .../path`) equals `ravel
 //! fit` on exactly the rows stamped in them (1e-9). The rows change regime half-way (bar 05's
 //! abrupt change): each half's window gives its own coefficients, where the all-time model
-//! averages them. Bad windows are refused with `invalid_window` naming the problem, and rows
-//! older than `keep` are counted, not folded into a bucket. The same windows with the Kafka
+//! averages them. Selection by a criterion over a window equals `ravel fit --select` on its
+//! rows; cross-validation with a window is refused by name (the folds are the whole stream's);
+//! the history takes a window too (the points taken in it). Bad windows are refused with
+//! `invalid_window` naming the problem, and rows older than `keep` are counted, not folded
+//! into a bucket. The same windows with the Kafka
 //! state store, over two replicas and a SIGKILL, in the second test.
 
 mod common;
@@ -139,6 +142,20 @@ fn assert_window_models(
             json!({"method": "lasso", "k": 2}),
             vec!["--method", "lasso", "--k", "2"],
         ),
+        // Selection by a criterion over the window's statistics (`select` alone: OLSth's
+        // k-path to a k the window's n sets; lasso's lambda path, chosen by BIC).
+        (json!({"select": "ebic"}), vec!["--select", "ebic"]),
+        (
+            json!({"method": "lasso", "select": "bic", "path_points": 20}),
+            vec![
+                "--method",
+                "lasso",
+                "--select",
+                "bic",
+                "--path-points",
+                "20",
+            ],
+        ),
     ] {
         let mut b = body.clone();
         b["window"] = json!({"from": from, "to": to});
@@ -151,8 +168,36 @@ fn assert_window_models(
         args.extend(&flags);
         let fit: Value = serde_json::from_str(&ravel(&args)).unwrap();
         assert_same_model(&api, &fit, 1e-9, &format!("{what} {body}"));
+        assert_eq!(
+            api["selection"].is_null(),
+            body.get("select").is_none(),
+            "{what} {body}: {api}"
+        );
+        assert_same_selection(&api, &fit, &format!("{what} {body}"));
     }
     (file, rows)
+}
+
+/// The same selection (criterion, chosen point, the curve within 1e-9), or none in both.
+fn assert_same_selection(api: &Value, fit: &Value, what: &str) {
+    let (a, f) = (&api["selection"], &fit["selection"]);
+    assert_eq!(a.is_null(), f.is_null(), "{what}: selection {a} vs {f}");
+    if a.is_null() {
+        return;
+    }
+    for key in ["criterion", "chosen", "df_rule", "notes"] {
+        assert_eq!(a[key], f[key], "{what}: selection {key}");
+    }
+    let (ca, cf) = (
+        a["curve"].as_array().unwrap(),
+        f["curve"].as_array().unwrap(),
+    );
+    assert_eq!(ca.len(), cf.len(), "{what}: curve length");
+    for (pa, pf) in ca.iter().zip(cf) {
+        assert_eq!(pa["k"], pf["k"], "{what}: curve k");
+        let (va, vf) = (pa["value"].as_f64().unwrap(), pf["value"].as_f64().unwrap());
+        assert!(close(va, vf, 1e-9), "{what}: criterion {va} vs {vf}");
+    }
 }
 
 /// Three hours of message timestamps, one every 30 s, the last about a minute before `now`;
@@ -204,8 +249,10 @@ fn window_models_equal_ravel_fit_on_their_rows_across_a_sigkill() {
     ConfigFile::new("windows-group")
         .quick_rejoin()
         .state_in(dir.path(), 300)
+        .set("history.interval_ms", 100)
         .stream("w", "win", P as i64)
         .stream_key("windows", minute_buckets())
+        .stream_key("cv", toml::from_str::<toml::Table>("folds = 3").unwrap())
         .stream("plain", "other", P as i64)
         .write(dir.path());
     let saved = || {
@@ -412,6 +459,99 @@ fn window_models_equal_ravel_fit_on_their_rows_across_a_sigkill() {
             (code, e["error"]["code"].as_str()),
             (400, Some("invalid_window")),
             "path {window}: {e}"
+        );
+    }
+
+    // Cross-validation with a window is refused by name (the folds are the whole stream's),
+    // on every route that extracts; without a window it answers.
+    let cv = json!({"method": "lasso", "select": "cv", "path_points": 5});
+    let mut cv_window = cv.clone();
+    cv_window["window"] = json!({"from": start, "to": change});
+    for (route, body) in [
+        ("model", cv_window.clone()),
+        ("path", cv_window.clone()),
+        (
+            "predict",
+            json!({"model": cv_window, "rows": [vec![0.0; P]]}),
+        ),
+    ] {
+        let (code, e) = post(&base, &format!("/v1/streams/w/{route}"), &body);
+        assert_eq!(
+            (code, e["error"]["code"].as_str()),
+            (400, Some("invalid_window")),
+            "{route}: {e}"
+        );
+        let msg = e["error"]["message"].as_str().unwrap();
+        assert!(
+            msg.contains("select = \"cv\" cannot take a window") && msg.contains("cv.folds"),
+            "{route}: {e}"
+        );
+    }
+    let (code, whole) = post(&base, "/v1/streams/w/model", &cv);
+    assert_eq!(code, 200, "{whole}");
+    assert_eq!(whole["selection"]["criterion"], "cv");
+
+    // The history with a window: the points taken in it, the same points as without.
+    let history = |query: &str| -> (u16, Value) {
+        let r = client()
+            .get(format!("{base}/v1/streams/w/history{query}"))
+            .send()
+            .unwrap();
+        (r.status().as_u16(), r.json().unwrap())
+    };
+    let (code, all) = history("");
+    assert_eq!(code, 200, "{all}");
+    let points = all["points"].as_array().unwrap().clone();
+    assert!(!points.is_empty(), "history points at 100 ms: {all}");
+    let time = |i: usize| points[i]["time_ms"].as_i64().unwrap();
+    let last = time(points.len() - 1);
+    for i in 0..points.len() {
+        let (code, h) = history(&format!("?window.from={}&window.to={}", time(i), last + 1));
+        assert_eq!(code, 200, "{h}");
+        assert_eq!(
+            h["points"].as_array().unwrap()[..],
+            points[i..],
+            "from point {i}"
+        );
+        if i > 0 {
+            let (_, h) = history(&format!("?window.from={}&window.to={}", time(0), time(i)));
+            assert_eq!(
+                h["points"].as_array().unwrap()[..],
+                points[..i],
+                "to point {i}"
+            );
+        }
+    }
+    let (_, h) = history("?window.last=1h");
+    assert_eq!(
+        h["points"], all["points"],
+        "every point is from the last hour"
+    );
+    let (_, h) = history(&format!("?window.from={}&window.to={}", last + 1, last + 2));
+    assert_eq!(h["points"], json!([]), "no point after the last");
+    for (query, code, says) in [
+        (
+            "?window.from=5&window.to=3",
+            "invalid_window",
+            "must be after",
+        ),
+        ("?window.last=soon", "invalid_window", "last"),
+        ("?window.from=5", "invalid_window", "both from and to"),
+        (
+            "?since=5",
+            "invalid_query",
+            "unknown query parameter \"since\"",
+        ),
+    ] {
+        let (status, e) = history(query);
+        assert_eq!(
+            (status, e["error"]["code"].as_str()),
+            (400, Some(code)),
+            "{query}: {e}"
+        );
+        assert!(
+            e["error"]["message"].as_str().unwrap().contains(says),
+            "{query}: {e}"
         );
     }
 

@@ -24,6 +24,7 @@ mod params;
 mod requests;
 mod streams;
 mod wide;
+mod window;
 
 use crate::metrics::Metrics;
 use crate::state::feature_streams::FeatureStreams;

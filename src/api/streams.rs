@@ -2,8 +2,12 @@
 //! path and predict. Extractions go through `AppState::extract` (`admission`).
 
 use super::params::{
-    PredictRequest, WindowAnswer, WindowRequest, check_missing, default_method, note_default,
-    parse_params, predict_rows, query_to_json, take_window, take_window_query, window_stats,
+    PredictRequest, check_missing, default_method, note_default, parse_params, predict_rows,
+    query_to_json,
+};
+use super::window::{
+    WindowAnswer, WindowRequest, WindowsKept, history_span, no_cv_in_window, take_window,
+    take_window_query, windowed,
 };
 use super::{ApiError, AppState, error};
 use crate::api::error::Code;
@@ -66,6 +70,10 @@ pub struct StreamSummary {
     quality: Option<crate::state::quality::QualitySummary>,
     /// What arrived on `topic` since the service started, and what was refused.
     arrivals: Arrivals,
+    /// The time buckets the stream keeps (`windows`): model, path and predict requests may
+    /// then take a `"window"`. Absent when it keeps none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    windows: Option<WindowsKept>,
     /// Streams declared with names: which declared fields and target the first events since
     /// the start carried (`ingest.field_check_events` of them), and, once that many were
     /// read, those absent from all of them with the closest event keys.
@@ -171,6 +179,10 @@ fn summary(h: &StreamHandle, health: &crate::health::Health) -> StreamSummary {
         partition_states: partition_states(&snap),
         quality: h.quality.as_ref().map(|q| q.summary()),
         arrivals: arrivals(h),
+        windows: h.window_spec.map(|w| WindowsKept {
+            bucket_ms: w.bucket_ms,
+            keep_ms: w.keep_ms,
+        }),
         fields_seen: h.sightings.as_ref().map(|s| s.summary()),
     }
 }
@@ -310,23 +322,51 @@ pub struct StreamHistory {
     /// `support` indexes this list.
     features: Vec<String>,
     /// Oldest first; a tick whose statistics did not change adds no point. Kept in memory
-    /// only: empty after a restart.
+    /// only: empty after a restart. With a window, those taken in it.
     points: Vec<crate::state::history::HistoryPoint>,
 }
 
 /// Periodic snapshots of a stream's default model (support and coefficients), alpha,
-/// effective sample size and drift alarms, oldest first (`[history]` in the configuration).
+/// effective sample size and drift alarms, oldest first (`[history]` in the configuration);
+/// with `window.from` and `window.to` (or `window.last`), the points taken in that span.
 #[utoipa::path(get, path = "/v1/streams/{name}/history", tag = "streams",
-    params(("name" = String, Path, description = "The stream's name")),
+    params(
+        ("name" = String, Path, description = "The stream's name"),
+        ("window.from" = Option<String>, Query, description = "With `window.to`: only the \
+            points taken at or after this time (Unix ms or RFC 3339)"),
+        ("window.to" = Option<String>, Query, description = "With `window.from`: only the \
+            points taken before this time (Unix ms or RFC 3339)"),
+        ("window.last" = Option<String>, Query, description = "Instead of `window.from` and \
+            `window.to`: only the points of this last span up to now, such as `1h`"),
+    ),
     responses(
         (status = 200, description = "The stream's history", body = StreamHistory),
+        (status = 400, description = "`invalid_window`, `invalid_query`", body = error::ErrorBody),
         (status = 404, description = "`unknown_stream`", body = error::ErrorBody),
     ))]
 pub(super) async fn history(
     State(st): State<AppState>,
     Path(name): Path<String>,
+    query: Result<Query<HashMap<String, String>>, QueryRejection>,
 ) -> Result<Json<StreamHistory>, ApiError> {
     let h = st.stream(&name)?;
+    let Query(mut q) = query?;
+    let window = take_window_query(&mut q)?;
+    if let Some(k) = q.keys().next() {
+        return Err(ApiError::bad_request(
+            Code::InvalidQuery,
+            format!(
+                "unknown query parameter \"{k}\": the history takes window.from and window.to, \
+                 or window.last"
+            ),
+        ));
+    }
+    let mut points = h.history.points();
+    if let Some(req) = window {
+        let now = crate::unix_ms(std::time::SystemTime::now()) as i64;
+        let (from, to) = history_span(req, now)?;
+        points.retain(|p| (from..to).contains(&(p.time_ms as i64)));
+    }
     let spec = h.history.spec;
     Ok(Json(StreamHistory {
         name: h.name().to_string(),
@@ -335,7 +375,7 @@ pub(super) async fn history(
         interval_ms: spec.interval.as_millis() as u64,
         length: spec.length,
         features: feature_names(&h),
-        points: h.history.points(),
+        points,
     }))
 }
 
@@ -416,6 +456,7 @@ pub(super) async fn model(
     let (snap, answer) = windowed(&h, window)?;
     let note = default_method(&mut body, h.p(), snap.stats.n());
     let params = parse_params(body)?.check(h.p())?;
+    no_cv_in_window(&answer, params.request().select)?;
     let method = params.method().name();
     let mut at = extract_from(&st, &h, snap, "model", method, move |snap, names| {
         model_from_folds(&snap.stats, snap.folds.as_ref(), &params, names)
@@ -439,27 +480,6 @@ struct Extracted<T> {
     partition_states: Vec<PartitionStateSummary>,
     /// The snapshot itself.
     snapshot: Arc<Snapshot>,
-}
-
-/// The statistics a request asks about: the stream's snapshot, or with a `"window"`, a
-/// snapshot of the window's statistics alone (no folds: CV over a window is not kept), and
-/// what the answer says of the window.
-fn windowed(
-    h: &StreamHandle,
-    window: Option<WindowRequest>,
-) -> Result<(Arc<Snapshot>, Option<WindowAnswer>), ApiError> {
-    let snap = h.snapshot();
-    let Some(req) = window else {
-        return Ok((snap, None));
-    };
-    let now = crate::unix_ms(std::time::SystemTime::now()) as i64;
-    let empty = h
-        .window_spec
-        .map(|spec| ravel_core::stats::Windows::new(spec, h.task(), h.p()));
-    let (stats, answer) = window_stats(h.name(), &snap.windows, empty, req, now)?;
-    let mut s = Snapshot::whole(stats, snap.last_update, snap.as_of_ms);
-    s.parts = snap.parts.clone();
-    Ok((Arc::new(s), Some(answer)))
 }
 
 /// The one way the stream handlers extract: `f` runs on `snap` (the stream's current
@@ -554,6 +574,7 @@ async fn path_of(
     let (snap, answer) = windowed(&h, window)?;
     let note = default_method(&mut body, h.p(), snap.stats.n());
     let params = parse_params(body)?.check_path(h.p())?;
+    no_cv_in_window(&answer, params.request().select)?;
     let method = params.method().name();
     let mut at = extract_from(&st, &h, snap, "path", method, move |snap, names| {
         path_from_folds(&snap.stats, snap.folds.as_ref(), &params, names)
@@ -616,6 +637,7 @@ pub(super) async fn predict(
     let window = take_window(&mut req.model)?;
     let (snap, answer) = windowed(&h, window)?;
     let params = parse_params(req.model.clone())?.check(h.p())?;
+    no_cv_in_window(&answer, params.request().select)?;
     let rows = predict_rows(req, &h)?;
     let method = params.method().name();
     let at = extract_from(&st, &h, snap, "predict", method, move |snap, names| {

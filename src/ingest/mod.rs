@@ -300,8 +300,9 @@ impl Ingest {
             Store::Kafka { reader, .. } => Some(reader.as_ref()),
             _ => None,
         };
+        let positions = crate::lock(&self.positions);
         for s in &mut self.streams {
-            s.fold(&self.metrics, remote)?;
+            s.fold(&self.metrics, remote, positions.get(&s.handle.topic))?;
         }
         Ok(())
     }

@@ -221,7 +221,7 @@ impl Ingest {
             by_topic.insert(handle.topic.clone(), Target::Rows(streams.len()));
             let mut s = StreamIngest::new(handle.clone(), setup.state_reader.is_some());
             if let Some(r) = &setup.state_reader {
-                s.fold(&setup.metrics, Some(r))?;
+                s.fold(&setup.metrics, Some(r), None)?;
             }
             streams.push(s);
         }

@@ -514,6 +514,50 @@ pub fn found<C: ConsumerContext>(probe: &BaseConsumer<C>, topic: &str, timeout: 
     }
 }
 
+/// The topics a stream declared over the API needs (its own and, with
+/// `ingest.dead_letter`, its dead letters), looked up before the declaration is accepted, so
+/// that a typo in a topic is refused, naming the topic and the command that creates it, rather
+/// than read as a topic that never gets a message. A cluster that does not answer within a few
+/// seconds leaves the topics unchecked (logged): the declaration is accepted, as the file's
+/// streams are at a start without a cluster.
+pub fn check_declared(config: &Config, clients: &KafkaClients) -> Result<(), String> {
+    let mut cfg = clients.config(Client::Admin, &[]);
+    cfg.set("allow.auto.create.topics", "false");
+    let probe: BaseConsumer<Heard> = cfg
+        .create_with_context(Heard::default())
+        .map_err(|e| clients.scrub(&e.to_string()))?;
+    let brokers = match probe.fetch_metadata(None::<&str>, Duration::from_secs(4)) {
+        Ok(md) => md.brokers().len().max(1),
+        Err(e) => {
+            tracing::warn!(error = %clients.scrub(&e.to_string()), "the Kafka cluster did not answer: the topics of a stream declared over the API are not checked");
+            return Ok(());
+        }
+    };
+    let replication = config.kafka.topic_replication.min(brokers as i16).max(1);
+    let cluster_id = probe.client().fetch_cluster_id(Duration::from_secs(2));
+    for n in needed(config) {
+        match found(&probe, &n.topic, LOOKUP_TIMEOUT) {
+            Found::Exists { .. } => {}
+            Found::Missing => {
+                return Err(format!(
+                    "topic '{}' ({}) does not exist on the cluster: check the name, or create                      it with: {}; then PUT the declaration again (ravel creates missing topics                      only at its start, under {})",
+                    n.topic,
+                    n.role.replace('_', " "),
+                    create_command_on(cluster_id.as_deref(), clients.brokers(), &n, replication),
+                    n.switch
+                ));
+            }
+            Found::Denied(e) => {
+                return Err(format!(
+                    "the cluster refused to describe topic '{}' ({e}): grant ravel's principal                      Describe and Read on it, then PUT the declaration again",
+                    n.topic
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Runs the check once, before ingest subscribes (so that the topics it creates are there
 /// when the consumer looks), then, while a topic is missing, again with a growing pause (2 s
 /// to 10 s) on a thread of its own until none is.

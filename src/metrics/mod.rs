@@ -125,6 +125,9 @@ impl Metrics {
             .with_label_values(&[scorer]);
         self.scorers.scorer_model_rows.with_label_values(&[scorer]);
         self.scorers.scorer_lag.with_label_values(&[scorer]);
+        self.scorers
+            .scorer_events_in_model
+            .with_label_values(&[scorer]);
     }
 
     pub fn declare_stream(&self, stream: &str) {

@@ -13,6 +13,7 @@ pub struct ScorerMetrics {
     pub scorer_delivery_failures: IntCounterVec,
     pub scorer_model_rows: IntGaugeVec,
     pub scorer_lag: IntGaugeVec,
+    pub scorer_events_in_model: IntCounterVec,
 }
 
 impl ScorerMetrics {
@@ -41,6 +42,11 @@ impl ScorerMetrics {
                 scorer_lag: r.int_gauge(
                     "ravel_scorer_lag_messages",
                     "Messages of the scorer's input not read yet (the partitions' ends as last fetched, less the scorer's positions), over its assigned partitions",
+                    &["scorer"],
+                ),
+                scorer_events_in_model: r.counter(
+                    "ravel_scorer_events_in_model_total",
+                    "Events of a scorer of its stream's own topic scored with a model whose rows already held them (no model of the rows before them was held: the stream had folded them before the scorer read them)",
                     &["scorer"],
                 ),
         }

@@ -158,6 +158,9 @@ impl<'a> Located<'_, 'a> {
         let (path, body) = self.protobuf().ok()?;
         let desc = messages.message(&path).ok()?;
         let plan = self.wire.proto_plan(&desc, fields, target)?;
+        if let Some(picked) = plan.scan(body) {
+            return Some(picked);
+        }
         let msg = prost_reflect::DynamicMessage::decode(desc, body).ok()?;
         Some(plan.pick(&msg))
     }

@@ -41,6 +41,7 @@
 //! transactions, so a `read_committed` consumer sees aborted records.
 
 mod clients;
+mod held;
 mod output;
 mod predict;
 mod tail;
@@ -55,6 +56,7 @@ use crate::metrics::Metrics;
 use crate::shutdown::Shutdown;
 use crate::state::streams::StreamHandle;
 use clients::{Reports, ScorerContext};
+use held::Held;
 use predict::{Current, score, spec_hash};
 use ravel_core::solve::{Checked, Request, model_from_folds};
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
@@ -130,7 +132,8 @@ struct Scorer {
     metrics: Arc<Metrics>,
     health: Arc<crate::health::Health>,
     shutdown: Shutdown,
-    current: Option<Current>,
+    /// The models it scores with (`held`).
+    held: Held,
     logs: BTreeMap<&'static str, RateLimit>,
     /// The number of the batch being scored (`Reports`).
     batch: u64,
@@ -190,11 +193,11 @@ impl Scorer {
             producer,
             exactly_once: false,
             dead_letters,
+            held: Held::new(s.topic_of_stream.is_some()),
             topic_of_stream: s.topic_of_stream,
             metrics: s.metrics,
             health: s.health,
             shutdown: s.shutdown,
-            current: None,
             logs: BTreeMap::new(),
             batch: 0,
             assignment: s.assignment,
@@ -215,12 +218,12 @@ impl Scorer {
             } else {
                 "at_least_once"
             },
-            state: if self.current.is_some() {
+            state: if self.held.newest().is_some() {
                 "scoring"
             } else {
                 "waiting_for_rows"
             },
-            model_rows: self.current.as_ref().map(|c| c.model.n),
+            model_rows: self.held.newest().map(|c| c.model.n),
         });
     }
 
@@ -402,14 +405,14 @@ impl Scorer {
     /// (or there is none yet). Returns whether there is a model.
     fn refresh(&mut self) -> bool {
         let snapshot = self.stream.snapshot();
-        if let Some(c) = &self.current
+        if let Some(c) = self.held.newest()
             && (Arc::ptr_eq(&c.snapshot, &snapshot)
                 || c.at.elapsed() < Duration::from_millis(self.config.refresh_ms))
         {
             return true;
         }
-        if snapshot.stats.n() == 0 {
-            return self.current.is_some();
+        if snapshot.stats.n() == 0 || !self.held.has_room() {
+            return self.held.newest().is_some();
         }
         let extracted = model_from_folds(
             &snapshot.stats,
@@ -430,7 +433,7 @@ impl Scorer {
                     "as_of": snapshot.as_of_ms,
                     "spec": self.spec,
                 });
-                self.current = Some(Current {
+                self.held.take(Current {
                     model,
                     snapshot,
                     at: Instant::now(),
@@ -444,7 +447,7 @@ impl Scorer {
                 }
             }
         }
-        self.current.is_some()
+        self.held.newest().is_some()
     }
 
     fn admit_log(&mut self, kind: &'static str) -> bool {
@@ -477,7 +480,9 @@ impl Scorer {
         if messages.is_empty() {
             return;
         }
-        let Some(current) = &self.current else { return };
+        let Some(newest) = self.held.newest() else {
+            return;
+        };
         // Exactly once: each output partition's end before this batch, where a failed batch's
         // partitions look for what was delivered.
         let ends_before = super::lock(&self.producer.context().ends).clone();
@@ -495,9 +500,17 @@ impl Scorer {
                 continue;
             }
             first.entry(p).or_insert(o);
-            match score(&self.stream, current, m) {
+            let (current, before) = self.held.for_event(p, o).unwrap_or((newest, None));
+            match score(&self.stream, current, m, before) {
                 Ok(payload) => {
-                    self.send(m, payload);
+                    if before == Some(false) {
+                        self.metrics
+                            .scorers
+                            .scorer_events_in_model
+                            .with_label_values(&[&self.config.name])
+                            .inc();
+                    }
+                    self.send(m, payload, current.model.n);
                     scored += 1;
                 }
                 Err(r) if r.reason == Reason::Unavailable => {
@@ -602,6 +615,8 @@ impl Scorer {
         {
             tracing::warn!(scorer = %self.config.name, error = %self.clients.scrub(&e.to_string()), "scorer commit failed; its messages may be scored again after a restart");
         }
+        let assigned = super::lock(&self.consumer.context().assigned).clone();
+        self.held.read(&next, &assigned);
     }
 }
 

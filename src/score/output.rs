@@ -13,14 +13,11 @@ use rdkafka::topic_partition_list::Offset;
 use std::time::{Duration, Instant};
 
 impl Scorer {
-    /// Sends a prediction: the event's key, its coordinates and the model's n in headers.
-    pub(super) fn send(&self, m: &BorrowedMessage<'_>, payload: Vec<u8>) {
+    /// Sends a prediction: the event's key, its coordinates and the model's n (`rows`) in
+    /// headers.
+    pub(super) fn send(&self, m: &BorrowedMessage<'_>, payload: Vec<u8>, rows: u64) {
         let (p, o) = (m.partition(), m.offset());
-        let (ps, os, rows) = (
-            p.to_string(),
-            o.to_string(),
-            self.current.as_ref().map_or(0, |c| c.model.n).to_string(),
-        );
+        let (ps, os, rows) = (p.to_string(), o.to_string(), rows.to_string());
         let headers = OwnedHeaders::new()
             .insert(Header {
                 key: "ravel-scorer",

@@ -24,6 +24,7 @@ pub(super) fn score(
     stream: &StreamHandle,
     current: &Current,
     m: &BorrowedMessage<'_>,
+    before_event: Option<bool>,
 ) -> Result<Vec<u8>, Rejection> {
     let Some(payload) = m.payload() else {
         return Err(crate::ingest::dead_letters::rejections::no_payload());
@@ -70,7 +71,11 @@ pub(super) fn score(
             out.insert("labels".into(), labels.into());
         }
     }
-    out.insert("model".into(), current.version.clone());
+    let mut version = current.version.clone();
+    if let (Some(b), Some(v)) = (before_event, version.as_object_mut()) {
+        v.insert("before_event".into(), b.into());
+    }
+    out.insert("model".into(), version);
     Ok(serde_json::to_vec(&out).expect("a JSON map serializes"))
 }
 

@@ -10,6 +10,7 @@ use crate::state::published::{Named, Published, Registry};
 use ravel_core::Task;
 use ravel_core::fields::Fields;
 pub use ravel_core::stats::{FoldSet, Stats, Windows};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -33,6 +34,11 @@ pub struct Snapshot {
     /// merged per request by `Windows::span_with`). Buckets are shared with ingest's working
     /// copy until a fold changes them.
     pub windows: Vec<Windows>,
+    /// Partition -> the next offset of the stream's topic whose rows are not in `stats`
+    /// (every row of a lower offset is in, or its message held none): what a scorer of the
+    /// stream's own topic reads to tell a model of the rows before an event from one that
+    /// holds it. Empty before the first message.
+    pub positions: BTreeMap<i32, i64>,
 }
 
 impl Snapshot {
@@ -45,7 +51,13 @@ impl Snapshot {
             parts: Vec::new(),
             folds: None,
             windows: Vec::new(),
+            positions: BTreeMap::new(),
         }
+    }
+    /// This snapshot with the topic's positions `positions` (`Snapshot::positions`).
+    pub fn with_positions(mut self, positions: BTreeMap<i32, i64>) -> Snapshot {
+        self.positions = positions;
+        self
     }
     /// This snapshot with the time buckets `windows`.
     pub fn with_windows(mut self, windows: Vec<Windows>) -> Snapshot {

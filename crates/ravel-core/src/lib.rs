@@ -42,7 +42,8 @@
 //!   concern per file: `error`, `running`, `fold` (with the kernel `syrk` and its `portable`
 //!   twin), `strided`, `merge`, `stored`, `class`, `by_task` (the `Stats` enum), `centred`
 //!   (the stable pairwise merge of plain statistics in centred form, Chan et al.) and
-//!   `windows` (statistics per time bucket, rolled up geometrically, merged over any span).
+//!   `windows` (statistics per time bucket, rolled up geometrically, merged over any span;
+//!   `spec`: the bucket width, retention and roll-up ladder; `stored`: buckets in a checkpoint).
 //! - [`solve`]: typed estimators (`Estimator`, one variant per method; `Request` adds how the
 //!   problem is built), checked once into `Checked` before `extract` / `model_from_stats`
 //!   return a `Model`; one solver family per file. `solve::select` chooses along a path

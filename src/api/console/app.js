@@ -5,7 +5,8 @@
 // coefficient path (original units or standardized) and the model at a point (with standard
 // errors where the API gives them), the criterion curve along the path (EBIC / BIC / AIC, or
 // CV on streams with fold statistics) with the point it chooses, the model over time with
-// drift alarms, and feature streams. Charts are SVG drawn here, with ticks at round values;
+// drift alarms, and feature streams; on streams that keep time buckets, a time range for the
+// model and the path, and two windows' coefficients side by side. Charts are SVG drawn here, with ticks at round values;
 // nothing is loaded from elsewhere. Writes (feature-stream labels) need the bearer token typed in.
 'use strict';
 
@@ -536,11 +537,66 @@ function featureSds(st) {
   return sd && st.n > 0 ? sd : null;
 }
 
+// ---- windows of time (streams with `windows`) -------------------------------------------
+
+// The spans offered besides all time and a custom from-to (those longer than the stream's
+// `windows.keep` are left out: the API refuses them).
+const WINDOW_PRESETS = [['1h', 3600e3], ['24h', 86400e3], ['7d', 7 * 86400e3]];
+
+// Unix ms as a datetime-local input's value (the browser's local time, to the second).
+function localInput(ms) {
+  const d = new Date(ms - new Date(ms).getTimezoneOffset() * 60000);
+  return d.toISOString().slice(0, 19);
+}
+
+// A time range control: all time, the presets, or custom from / to (local time). `id` names
+// its parts (`id`-range, `id`-from, `id`-to); `onchange` runs when a complete choice is made.
+function windowPicker(id, label, keepMs, initial, onchange) {
+  const presets = WINDOW_PRESETS.filter(([, ms]) => ms <= keepMs);
+  const range = h('select', { id: id + '-range', name: id + '-range' },
+    h('option', { value: 'all', selected: initial === 'all' }, 'all time'),
+    presets.map(([v]) => h('option', { value: v, selected: initial === v }, 'last ' + v)),
+    h('option', { value: 'custom', selected: initial === 'custom' }, 'custom from–to'));
+  const now = Date.now();
+  const from = h('input', { id: id + '-from', name: id + '-from', type: 'datetime-local', step: 1, value: localInput(now - 3600e3) });
+  const to = h('input', { id: id + '-to', name: id + '-to', type: 'datetime-local', step: 1, value: localInput(now) });
+  const custom = h('span', { class: 'controls', id: id + '-custom', hidden: initial !== 'custom' },
+    h('label', { for: id + '-from' }, 'from', from), h('label', { for: id + '-to' }, 'to', to));
+  range.addEventListener('change', () => { custom.hidden = range.value !== 'custom'; onchange && onchange(); });
+  for (const el of [from, to]) el.addEventListener('change', () => { if (range.value === 'custom') onchange && onchange(); });
+  return h('span', { class: 'controls window-picker', id: id },
+    h('label', { for: id + '-range' }, label, range), custom);
+}
+
+// The `"window"` of a picker (null: all time), or an error in the page's words.
+function windowOf(id) {
+  const range = $('#' + id + '-range');
+  if (!range || range.value === 'all') return { window: null };
+  if (range.value !== 'custom') return { window: { last: range.value } };
+  const from = new Date($('#' + id + '-from').value).getTime();
+  const to = new Date($('#' + id + '-to').value).getTime();
+  if (!Number.isFinite(from) || !Number.isFinite(to)) return { error: { code: 'invalid_window', message: 'Give both a from and a to time.' } };
+  if (to <= from) return { error: { code: 'invalid_window', message: 'The "to" time must be after the "from" time.' } };
+  return { window: { from, to } };
+}
+
+// A window as the query of GET .../path.
+function windowQuery(w) {
+  if (!w) return '';
+  if (w.last) return '&window.last=' + enc(w.last);
+  return '&window.from=' + w.from + '&window.to=' + w.to;
+}
+
+// The span a windowed answer covers, in words.
+function windowText(w) {
+  return new Date(w.from).toLocaleString() + ' – ' + new Date(w.to).toLocaleString() + ' (' + fmt(w.n) + ' rows)';
+}
+
 function streamView(main, name) {
-  let st = null, built = false, lastPathAt = 0, busy = false;
+  let st = null, built = false, lastPathAt = 0, busy = false, again = false;
   // By default the model shown is the one the criterion chooses along the path (issue 34);
   // typing a k or a lambda switches to that point.
-  const req = { method: 'lasso', by: 'select', k: null, lambda: null, criterion: 'ebic' };
+  const req = { method: 'lasso', by: 'select', k: null, lambda: null, criterion: 'ebic', window: null };
   const sort = { key: 'abs', desc: true };
   // The path in original units (the API's) or standardized (b_j times sd_j).
   const units = { standardized: false };
@@ -581,9 +637,13 @@ function streamView(main, name) {
         h('label', { for: 'by-lambda', style: 'flex-direction:row;gap:4px' }, byL, 'lambda')),
       h('label', { for: 'k' }, 'k', k),
       h('label', { for: 'lambda' }, 'lambda', lam),
+      st.windows ? windowPicker('window', 'time range', st.windows.keep_ms, 'all', () => form.requestSubmit()) : null,
       h('button', { type: 'submit', class: 'primary', id: 'show-model' }, 'Show model'));
     form.addEventListener('submit', async (ev) => {
       ev.preventDefault();
+      const w = windowOf('window');
+      if (w.error) { $('#model-error').replaceChildren(errorBox(w.error)); return; }
+      req.window = w.window;
       req.method = method.value;
       req.by = bySel.checked ? 'select' : byL.checked ? 'lambda' : 'k';
       req.k = k.value.trim();
@@ -616,33 +676,89 @@ function streamView(main, name) {
           }, 'Show the chosen model')),
         h('div', { id: 'selection-box' })),
       h('h2', {}, 'Model at the chosen point'),
-      h('div', { id: 'model-box' }));
+      h('div', { id: 'model-box' }),
+      st.windows ? compareSection() : null);
+  }
+  // Two windows' coefficients side by side: the model the form asks for (method and k,
+  // lambda or criterion) over window A and over window B.
+  function compareSection() {
+    const keep = st.windows.keep_ms;
+    const form = h('form', { class: 'controls', id: 'compare-form', 'aria-label': 'Compare two windows' },
+      windowPicker('compare-a', 'window A', keep, 'custom'),
+      windowPicker('compare-b', 'window B', keep, WINDOW_PRESETS[0][1] <= keep ? '1h' : 'all'),
+      h('button', { type: 'submit', class: 'primary', id: 'compare-button' }, 'Compare'));
+    form.addEventListener('submit', async (ev) => { ev.preventDefault(); await compare(); });
+    return h('section', { id: 'compare', 'aria-label': 'Compare two windows' },
+      h('h2', {}, 'Compare two windows of time'),
+      h('p', { class: 'muted' }, 'The model the form above asks for, over two windows of time (the stream keeps buckets of ' +
+        fmt(st.windows.bucket_ms / 1000) + ' s for ' + fmt(st.windows.keep_ms / 3600e3) + ' h): each exactly the model of the rows stamped in its window.'),
+      form, h('div', { id: 'compare-box' }));
+  }
+  async function compare() {
+    const box = $('#compare-box');
+    const { body, error } = modelBody();
+    const a = windowOf('compare-a'), b = windowOf('compare-b');
+    const bad = error || a.error || b.error;
+    if (bad) { box.replaceChildren(errorBox(bad)); return; }
+    const bodies = [a, b].map((w) => Object.assign({}, body, w.window ? { window: w.window } : {}));
+    let models;
+    try {
+      models = await Promise.all(bodies.map((bd) => call('POST', '/v1/streams/' + enc(name) + '/model', bd)));
+    } catch (e) {
+      if (e.away) throw e;
+      box.replaceChildren(errorBox(e));
+      return;
+    }
+    const [ma, mb] = models;
+    const value = (m, f) => { const c = m.coefficients.find((c) => c.feature === f); return c ? c.value : 0; };
+    const features = [...new Set([...ma.coefficients, ...mb.coefficients].map((c) => c.feature))];
+    const rows = features.map((f) => ({ f, a: value(ma, f), b: value(mb, f) }));
+    rows.sort((x, y) => Math.abs(y.b - y.a) - Math.abs(x.b - x.a));
+    const cell = (col, v) => h('td', { 'data-col': col, 'data-value': String(v) }, fmt(v, 6));
+    const span = (m) => (m.window ? windowText(m.window) : 'all time (' + fmt(m.n) + ' rows)');
+    box.replaceChildren(
+      h('div', { class: 'cards', id: 'compare-cards', 'data-request-a': JSON.stringify(bodies[0]), 'data-request-b': JSON.stringify(bodies[1]) },
+        card('window A', span(ma), { 'data-col': 'window-a' }), card('window B', span(mb), { 'data-col': 'window-b' }),
+        card('k in A / B', fmt(ma.k) + ' / ' + fmt(mb.k)), card('R² in A / B', fmt(ma.diagnostics.r2) + ' / ' + fmt(mb.diagnostics.r2))),
+      h('div', { class: 'scroll' }, h('table', { id: 'compare-table' },
+        h('caption', { class: 'muted' }, 'Coefficients in original units (0: not in that model), largest difference first.'),
+        h('thead', {}, h('tr', {}, ['Feature', 'in A', 'in B', 'B − A'].map((t) => h('th', { scope: 'col' }, t)))),
+        h('tbody', {},
+          h('tr', { 'data-feature': '(intercept)' }, h('td', {}, '(intercept)'), cell('a', ma.intercept), cell('b', mb.intercept), cell('diff', mb.intercept - ma.intercept)),
+          rows.map((r) => h('tr', { 'data-feature': r.f }, h('td', {}, r.f), cell('a', r.a), cell('b', r.b), cell('diff', r.b - r.a)))))));
+  }
+  // The model request the form describes (without its window), or the reason it has none.
+  function modelBody() {
+    const body = { method: req.method };
+    if (req.by === 'select') {
+      // The same 40-point path as the curve below, so the model is its marked point.
+      body.select = req.criterion;
+      body.path_points = 40;
+    } else if (req.by === 'k') {
+      const kv = Number(req.k);
+      if (!/^\d+$/.test(String(req.k)) || kv < 1) return { error: { code: 'invalid_k', message: 'k must be a whole number of at least 1 (the stream has p = ' + st.p + ' features).' } };
+      body.k = kv;
+      // At k the model is refitted on its support (least squares): the API gives its
+      // standard errors, t and p-values (README "Standard errors").
+      if (st.task !== 'classification') body.inference = true;
+    } else {
+      const lv = Number(req.lambda);
+      if (req.lambda === '' || !Number.isFinite(lv) || lv < 0) return { error: { code: 'invalid_lambda', message: 'lambda must be a number of at least 0, e.g. 0.01.' } };
+      body.lambda = lv;
+    }
+    return { body };
   }
   async function refresh() {
-    if (busy) return;
+    // A change while a refresh runs (a new time range) is not lost: it runs once more after.
+    if (busy) { again = true; return; }
     busy = true;
+    again = false;
     try {
-      const body = { method: req.method };
-      modelError = null;
-      if (req.by === 'select') {
-        // The same 40-point path as the curve below, so the model is its marked point.
-        body.select = req.criterion;
-        body.path_points = 40;
-      } else if (req.by === 'k') {
-        const kv = Number(req.k);
-        if (!/^\d+$/.test(String(req.k)) || kv < 1) modelError = { code: 'invalid_k', message: 'k must be a whole number of at least 1 (the stream has p = ' + st.p + ' features).' };
-        else {
-          body.k = kv;
-          // At k the model is refitted on its support (least squares): the API gives its
-          // standard errors, t and p-values (README "Standard errors").
-          if (st.task !== 'classification') body.inference = true;
-        }
-      } else {
-        const lv = Number(req.lambda);
-        if (req.lambda === '' || !Number.isFinite(lv) || lv < 0) modelError = { code: 'invalid_lambda', message: 'lambda must be a number of at least 0, e.g. 0.01.' };
-        else body.lambda = lv;
-      }
-      const pathUrl = '/v1/streams/' + enc(name) + '/path?method=' + enc(req.method) + '&path_points=40';
+      const asked = modelBody();
+      const body = asked.body;
+      modelError = asked.error || null;
+      if (body && req.window) body.window = req.window;
+      const pathUrl = '/v1/streams/' + enc(name) + '/path?method=' + enc(req.method) + '&path_points=40' + windowQuery(req.window);
       // The path with the criterion's curve; if the criterion cannot be computed here (CV on
       // a stream without fold statistics), the plain path and the reason.
       selectError = null;
@@ -666,6 +782,7 @@ function streamView(main, name) {
     } finally {
       busy = false;
     }
+    if (again) { lastPathAt = 0; await refresh(); }
   }
   function drawPath() {
     const box = $('#path-box');
@@ -798,6 +915,7 @@ function streamView(main, name) {
         card('method', model.method), chosenBy, card('nonzeros k', fmt(model.k), { 'data-col': 'k' }),
         card('lambda', fmt(model.lambda)), card('R²', fmt(d.r2), { 'data-col': 'r2' }),
         card('n', fmt(model.n)),
+        model.window ? card('window', windowText(model.window), { 'data-col': 'window', 'data-from': String(model.window.from), 'data-to': String(model.window.to) }) : null,
         card('intercept', fmt(model.intercept) + (inf ? ' ± ' + fmt(inf.intercept.se) : ''), { 'data-col': 'intercept', title: inf ? 'estimate ± standard error' : null })),
       h('div', { class: 'scroll' }, h('table', { id: 'model-table' },
         h('caption', { class: 'muted' }, caption),

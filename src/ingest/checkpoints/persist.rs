@@ -282,6 +282,7 @@ pub fn load_checkpoints(dir: &Path, configs: &[StreamConfig]) -> anyhow::Result<
         snaps.insert(
             c.name.clone(),
             Snapshot::whole(cp.stats, last_update, cp.as_of_ms)
+                .with_positions(cp.offsets.clone())
                 .with_folds(folds)
                 .with_windows(windows.into_iter().collect()),
         );

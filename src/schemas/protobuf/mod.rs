@@ -8,6 +8,8 @@
 //! as lists. A schema that imports other registered schemas (the registry's references) is
 //! built with them, fetched along with it by the registry client, in either form.
 
+mod scan;
+
 use super::registry::Fetched;
 use super::{Picked, schema_error};
 use crate::reason::Rejection;
@@ -254,6 +256,9 @@ pub struct Plan {
     fields: Vec<Option<Vec<FieldDescriptor>>>,
     target: Option<Vec<FieldDescriptor>>,
     unused: Vec<FieldDescriptor>,
+    /// The same paths read from the message's bytes without decoding it (`scan`), when the
+    /// type allows.
+    scanner: Option<scan::Scanner>,
 }
 
 impl Plan {
@@ -274,14 +279,28 @@ impl Plan {
                     .strip_prefix(name)
                     .is_some_and(|rest| rest.starts_with('.'))
         };
+        let target = path(desc, target)?;
+        let unused: Vec<FieldDescriptor> = desc
+            .fields()
+            .filter(|f| !fields.uses(f.name()) && !target_prefix(f.name()))
+            .collect();
+        let all: Vec<Option<&[FieldDescriptor]>> = paths
+            .iter()
+            .chain(std::iter::once(&target))
+            .map(|p| p.as_deref())
+            .collect();
         Some(Plan {
+            scanner: scan::Scanner::new(desc, &all, &unused),
             fields: paths,
-            target: path(desc, target)?,
-            unused: desc
-                .fields()
-                .filter(|f| !fields.uses(f.name()) && !target_prefix(f.name()))
-                .collect(),
+            target,
+            unused,
         })
+    }
+
+    /// The stream's fields of a message of the plan's type, read from its bytes without
+    /// decoding it; None when the type or the bytes need the decoded message (`scan`).
+    pub fn scan(&self, body: &[u8]) -> Option<Picked> {
+        self.scanner.as_ref()?.pick(body)
     }
 
     /// The stream's fields of `msg`, a message of the plan's type.

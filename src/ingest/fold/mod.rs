@@ -25,6 +25,8 @@
 //! and once the snapshot is published each message's age is observed in
 //! `ravel_ingest_freshness_seconds` (`super::freshness`: what clock skew does to an age).
 
+mod restore;
+
 use super::dead_letters::dlq::DeadLetters;
 use super::dead_letters::rejections::{Warnings, no_payload};
 use super::decode::format;
@@ -34,7 +36,7 @@ use super::windows::{NO_TIMESTAMP, fold_windows, window_refusals};
 use crate::metrics::Metrics;
 use crate::state::quality::PartQuality;
 use crate::state::streams::{FoldSet, PartInfo, Snapshot, Stats, StreamHandle, Windows};
-use crate::store::kafka::{PartitionState, StateReader};
+use crate::store::kafka::StateReader;
 use rdkafka::message::{BorrowedMessage, Message};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -226,101 +228,6 @@ impl StreamIngest {
         self.part(partition).dirty = true;
     }
 
-    /// A partition assigned here (`kafka` store): its statistics restored from the state
-    /// store, or empty.
-    pub fn install(&mut self, partition: i32, state: Option<&PartitionState>) {
-        let (part, windows) = match state {
-            Some(s) => (
-                Part::new(
-                    s.stats.clone(),
-                    self.restored_folds(partition, s),
-                    s.last_update(),
-                    s.as_of_ms,
-                ),
-                self.restored_windows(partition, s),
-            ),
-            None => (
-                Part::new(self.empty.clone(), self.empty_folds.clone(), None, None),
-                None,
-            ),
-        };
-        self.parts.insert(
-            partition,
-            part.tracked(&self.handle, partition)
-                .windowed(&self.handle, windows),
-        );
-    }
-
-    /// The time buckets of a partition's state if they are this stream's (spec, task, p,
-    /// valid); else None, said in the log: the partition's buckets then start empty and hold
-    /// only the rows read from now on (a row's time cannot be recovered from the totals).
-    fn restored_windows(&self, partition: i32, s: &PartitionState) -> Option<Windows> {
-        let spec = self.handle.window_spec?;
-        match self.usable_windows(s) {
-            Ok(w) => Some(w),
-            Err(why) => {
-                tracing::warn!(
-                    stream = %self.handle.name(), partition,
-                    "the partition's state has no usable time buckets ({why}), the stream keeps {}: its windows start empty and hold only the rows read from now on",
-                    spec.describe()
-                );
-                None
-            }
-        }
-    }
-
-    /// The time buckets of a partition's state, if they are this stream's. The state's
-    /// buckets were validated against its statistics when the record was read
-    /// (`store::kafka`), and the statistics are checked against the stream by the caller; a
-    /// clone shares the buckets.
-    fn usable_windows(&self, s: &PartitionState) -> Result<Windows, String> {
-        let Some(spec) = self.handle.window_spec else {
-            return Err("the stream keeps no windows".into());
-        };
-        match &s.windows {
-            Some(w) if w.spec() == spec && w.p() == self.handle.p() => Ok(w.clone()),
-            Some(w) if w.spec() == spec => Err(format!("they are of p = {}", w.p())),
-            Some(w) => Err(format!("they are of {}", w.spec().describe())),
-            None => Err("it has none".into()),
-        }
-    }
-
-    /// The folds of a partition's state if they are this stream's (K, fold_by, shape); else
-    /// empty folds, said in the log: they then hold only the rows read from now on, and CV
-    /// answers say so (`cross_validate_folds`).
-    fn restored_folds(&self, partition: i32, s: &PartitionState) -> Option<FoldSet> {
-        let (k, _) = self.handle.folds();
-        if k == 0 {
-            return None;
-        }
-        let name = self.handle.name();
-        let why = match self.usable_folds(s) {
-            Ok(f) => return Some(f),
-            Err(why) => why,
-        };
-        tracing::warn!(
-            stream = %name, partition, k,
-            "the partition's state has no usable fold statistics ({why}): its folds start empty and hold only the rows read from now on"
-        );
-        self.empty_folds.clone()
-    }
-
-    /// The folds of a partition's state, if they are this stream's.
-    fn usable_folds(&self, s: &PartitionState) -> Result<FoldSet, String> {
-        let (k, by) = self.handle.folds();
-        if k == 0 {
-            return Err("the stream keeps no folds".into());
-        }
-        match s.folds.clone().map(|f| f.matching(k, by)) {
-            Some(Ok(f)) => match f.validate(self.handle.task(), self.handle.p()) {
-                Ok(()) => Ok(f),
-                Err(e) => Err(format!("they do not fit the stream ({e})")),
-            },
-            Some(Err(e)) => Err(e),
-            None => Err("it has none".into()),
-        }
-    }
-
     /// A partition revoked (`kafka` store): its statistics and pending rows go; its new owner
     /// restores them from the state store.
     pub fn remove(&mut self, partition: i32) {
@@ -487,7 +394,14 @@ impl StreamIngest {
     /// nothing a producer sends gets there): the positions have already moved past those
     /// rows, so the ingest stops rather than go on without them; the statistics stay the last
     /// good ones and nothing after them is checkpointed, so a restart reads the rows again.
-    pub fn fold(&mut self, metrics: &Metrics, remote: Option<&StateReader>) -> anyhow::Result<()> {
+    /// `positions`: the stream's topic's positions (`Snapshot::positions`), which the rows
+    /// pending here reach once folded.
+    pub fn fold(
+        &mut self,
+        metrics: &Metrics,
+        remote: Option<&StateReader>,
+        positions: Option<&BTreeMap<i32, i64>>,
+    ) -> anyhow::Result<()> {
         let name = self.handle.name().to_string();
         self.warnings.overdue(&name);
         let start = Instant::now();
@@ -594,7 +508,7 @@ impl StreamIngest {
         if let Some(r) = remote {
             self.remote_version = r.version();
         }
-        let snap = self.view(remote);
+        let snap = self.view(remote, positions);
         if new_alarms > 0 {
             metrics
                 .streams
@@ -666,9 +580,14 @@ impl StreamIngest {
 
     /// The stream as readers see it: the `dir` store's one part, or the merge of the parts
     /// here and the latest states of the others in `remote`, in partition order.
-    pub fn view(&self, remote: Option<&StateReader>) -> Snapshot {
+    pub fn view(
+        &self,
+        remote: Option<&StateReader>,
+        positions: Option<&BTreeMap<i32, i64>>,
+    ) -> Snapshot {
         if let Some(all) = self.parts.get(&ALL) {
             return Snapshot::whole(all.stats.clone(), all.last_update, all.as_of_ms)
+                .with_positions(positions.cloned().unwrap_or_default())
                 .with_folds(all.folds.clone())
                 .with_windows(all.windows.clone().into_iter().collect());
         }
@@ -752,7 +671,23 @@ impl StreamIngest {
             windows.extend(piece_windows);
             parts.push(info);
         }
+        // Each merged partition's position: this replica's own, or the one its state was
+        // published with.
+        let positions = parts
+            .iter()
+            .filter_map(|i| {
+                let next = match i.source {
+                    "live" => positions.and_then(|m| m.get(&i.partition).copied()),
+                    _ => remote_states
+                        .iter()
+                        .find(|s| s.partition == i.partition)
+                        .map(|s| s.next_offset),
+                };
+                next.map(|o| (i.partition, o))
+            })
+            .collect();
         Snapshot {
+            positions,
             last_update: parts.iter().filter_map(|p| p.last_update).max(),
             as_of_ms: parts.iter().filter_map(|p| p.as_of_ms).max(),
             stats,
@@ -787,13 +722,13 @@ mod tests {
         let part = s.parts.get_mut(&ALL).unwrap();
         part.x.extend([1.0, 2.0, 3.0, 4.0]);
         part.y.extend([1.0, 2.0]);
-        s.fold(&metrics, None).unwrap();
+        s.fold(&metrics, None, None).unwrap();
         assert_eq!(handle.snapshot().stats.n(), 2);
         for bad in [f64::NAN, 1e200] {
             let part = s.parts.get_mut(&ALL).unwrap();
             part.x.extend([5.0, bad]);
             part.y.push(3.0);
-            let e = s.fold(&metrics, None).unwrap_err().to_string();
+            let e = s.fold(&metrics, None, None).unwrap_err().to_string();
             assert!(e.contains("ingest stops") && e.contains("'s'"), "{e}");
             assert_eq!(s.whole().unwrap().stats.n(), 2);
             assert_eq!(handle.snapshot().stats.n(), 2);
