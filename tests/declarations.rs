@@ -133,16 +133,7 @@ fn assert_ols_at(base: &str, dir: &Path, n: usize) {
     let (status, model) = post(base, "/v1/streams/api/model", &json!({"method": "ols"}));
     assert_eq!(status, 200, "{model}");
     assert_eq!(model["n"], n as u64, "{model}");
-    let mut got = vec![model["intercept"].as_f64().unwrap()];
-    for name in ["a", "b"] {
-        let c = model["coefficients"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["feature"] == name)
-            .unwrap_or_else(|| panic!("no coefficient of {name}: {model}"));
-        got.push(c["value"].as_f64().unwrap());
-    }
+    let got = intercept_and(&model, &["a", "b"]);
     let want = numpy_ols(dir, n);
     let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
     for (g, w) in got.iter().zip(&want) {

@@ -905,16 +905,7 @@ refresh_ms = 50
     let (status, model) = post(&base, "/v1/streams/r/model", &json!({"method": "ols"}));
     assert_eq!(status, 200, "{model}");
     assert_eq!(model["n"], n_events as u64);
-    let mut got = vec![model["intercept"].as_f64().unwrap()];
-    for name in ["a", "b", "c"] {
-        let c = model["coefficients"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["feature"] == name)
-            .unwrap_or_else(|| panic!("no coefficient of {name}: {model}"));
-        got.push(c["value"].as_f64().unwrap());
-    }
+    let got = intercept_and(&model, &["a", "b", "c"]);
     let scale = coefficients.iter().fold(0.0f64, |m, v| m.max(v.abs()));
     for (g, w) in got.iter().zip(&coefficients) {
         assert!(

@@ -74,8 +74,8 @@ impl Held {
         }
     }
 
-    /// A batch was committed: the scorer reads each partition of `next` from there on, and
-    /// only the partitions `assigned` are its own.
+    /// A batch was committed (a scorer of its stream's own topic): the scorer reads each
+    /// partition of `next` from there on, and only the partitions `assigned` are its own.
     pub(super) fn read(&mut self, next: &BTreeMap<i32, i64>, assigned: &BTreeSet<i32>) {
         self.reading.extend(next);
         self.reading.retain(|p, _| assigned.contains(p));

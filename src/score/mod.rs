@@ -615,8 +615,10 @@ impl Scorer {
         {
             tracing::warn!(scorer = %self.config.name, error = %self.clients.scrub(&e.to_string()), "scorer commit failed; its messages may be scored again after a restart");
         }
-        let assigned = super::lock(&self.consumer.context().assigned).clone();
-        self.held.read(&next, &assigned);
+        if self.topic_of_stream.is_some() {
+            let assigned = super::lock(&self.consumer.context().assigned).clone();
+            self.held.read(&next, &assigned);
+        }
     }
 }
 

@@ -11,6 +11,22 @@ pub fn close(a: f64, b: f64, rel: f64) -> bool {
     (a - b).abs() <= rel * a.abs().max(b.abs()).max(1e-300)
 }
 
+/// An API model's intercept, then the coefficients of `names` in that order (a name the model
+/// lacks fails, naming it).
+pub fn intercept_and(model: &Value, names: &[&str]) -> Vec<f64> {
+    let mut out = vec![model["intercept"].as_f64().unwrap()];
+    for name in names {
+        let c = model["coefficients"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["feature"] == *name)
+            .unwrap_or_else(|| panic!("no coefficient of {name}: {model}"));
+        out.push(c["value"].as_f64().unwrap());
+    }
+    out
+}
+
 /// Asserts that two model JSONs (`ravel fit` and the API) are the same model: method, k, n,
 /// lambda, the same coefficients (names and indices) and values within `rel`.
 pub fn assert_same_model(api: &Value, fit: &Value, rel: f64, what: &str) {

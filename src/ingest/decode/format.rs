@@ -116,6 +116,33 @@ pub fn presence(payload: &[u8], schema: &Schema) -> Option<crate::state::sightin
     }
 }
 
+/// The rows of a value read by its mapped paths alone (`picked`), or None when the field
+/// mapping refuses them, with nothing appended or tallied: the caller then reads the value as
+/// a tree, whose refusal names the keys the stream does not use (a misspelled name is usually
+/// among them).
+fn rows_of_picked(
+    picked: &crate::schemas::Picked,
+    schema: &Schema,
+    fields: &ravel_core::fields::Fields,
+    x: &mut Vec<f64>,
+    y: &mut Vec<f64>,
+    tally: &mut Tally,
+) -> Option<usize> {
+    let (x0, y0) = (x.len(), y.len());
+    let mut local = Tally::default();
+    match events::decode_picked(picked, schema, fields, x, y, &mut local) {
+        Ok(rows) => {
+            tally.add(local);
+            Some(rows)
+        }
+        Err(_) => {
+            x.truncate(x0);
+            y.truncate(y0);
+            None
+        }
+    }
+}
+
 /// A schema'd value: its record as named fields, read as an event through the stream's fields.
 fn decode_schemad(
     wire: &crate::schemas::Wire,
@@ -129,21 +156,9 @@ fn decode_schemad(
     let located = wire.locate(payload, schema.schema_header)?;
     if let (Some(fields), Some(target)) = (schema.fields, schema.target)
         && let Some(picked) = located.pick(fields, target)
+        && let Some(rows) = rows_of_picked(&picked, schema, fields, x, y, tally)
     {
-        let (x0, y0) = (x.len(), y.len());
-        let mut local = Tally::default();
-        match events::decode_picked(&picked, schema, fields, x, y, &mut local) {
-            Ok(rows) => {
-                tally.add(local);
-                return Ok(rows);
-            }
-            // Refused: read again as a tree, whose refusal names the keys the stream does
-            // not use (a misspelled name is usually among them).
-            Err(_) => {
-                x.truncate(x0);
-                y.truncate(y0);
-            }
-        }
+        return Ok(rows);
     }
     let record = match located.tree()? {
         crate::schemas::Record::Tree(v) => v,
@@ -361,21 +376,10 @@ fn decode_json(
         return decode_json_serde(payload, schema, x, y);
     };
     if let (Some(plan), Some(_)) = (schema.plan, schema.target) {
-        if let Some(picked) = fast_events::pick(payload, plan, !schema.unlabelled) {
-            let (x0, y0) = (x.len(), y.len());
-            let mut local = Tally::default();
-            match events::decode_picked(&picked, schema, fields, x, y, &mut local) {
-                Ok(rows) => {
-                    tally.add(local);
-                    return Ok(rows);
-                }
-                // Refused: the tree path refuses it too, in its own words (naming the keys
-                // the stream does not use).
-                Err(_) => {
-                    x.truncate(x0);
-                    y.truncate(y0);
-                }
-            }
+        if let Some(picked) = fast_events::pick(payload, plan, !schema.unlabelled)
+            && let Some(rows) = rows_of_picked(&picked, schema, fields, x, y, tally)
+        {
+            return Ok(rows);
         }
         tally.events_by_tree += 1;
     }

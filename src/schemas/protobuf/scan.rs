@@ -683,7 +683,8 @@ mod tests {
         Plan::new(desc, &Fields::numeric(&names).unwrap(), target).unwrap()
     }
 
-    fn scalar(r: &mut StdRng, kind: &Kind) -> P {
+    /// A random value of `kind` (a message at `depth` gets nested ones down to depth 3).
+    fn random(r: &mut StdRng, kind: &Kind, depth: usize) -> P {
         let small = r.random_bool(0.3);
         match kind {
             Kind::Double => P::F64(if small {
@@ -708,7 +709,9 @@ mod tests {
             Kind::String => P::String(["", "east", "ünï", "a.b"][r.random_range(0..4)].into()),
             Kind::Bytes => P::Bytes(vec![r.random::<u8>(); r.random_range(0..4)].into()),
             Kind::Enum(_) => P::EnumNumber(r.random_range(0..4)),
-            Kind::Message(m) => P::Message(message(r, m, 0)),
+            // Nested messages up to depth 3, empty below.
+            Kind::Message(m) if depth < 3 => P::Message(message(r, m, depth + 1)),
+            Kind::Message(m) => P::Message(DynamicMessage::new(m.clone())),
         }
     }
 
@@ -730,31 +733,23 @@ mod tests {
                 );
                 let mut map = HashMap::new();
                 for _ in 0..r.random_range(0..3) {
-                    let key = match scalar(r, &kk) {
+                    let key = match random(r, &kk, depth) {
                         P::String(s) => MapKey::String(s),
                         P::I32(i) => MapKey::I32(i),
                         _ => continue,
                     };
-                    let v = match &vk {
-                        Kind::Message(inner) if depth < 3 => {
-                            P::Message(message(r, inner, depth + 1))
-                        }
-                        Kind::Message(inner) => P::Message(DynamicMessage::new(inner.clone())),
-                        k => scalar(r, k),
-                    };
-                    map.insert(key, v);
+                    map.insert(key, random(r, &vk, depth));
                 }
                 P::Map(map)
             } else {
-                let one = |r: &mut StdRng| match &kind {
-                    Kind::Message(inner) if depth < 3 => P::Message(message(r, inner, depth + 1)),
-                    Kind::Message(inner) => P::Message(DynamicMessage::new(inner.clone())),
-                    k => scalar(r, k),
-                };
                 if f.is_list() {
-                    P::List((0..r.random_range(0..4)).map(|_| one(r)).collect())
+                    P::List(
+                        (0..r.random_range(0..4))
+                            .map(|_| random(r, &kind, depth))
+                            .collect(),
+                    )
                 } else {
-                    one(r)
+                    random(r, &kind, depth)
                 }
             };
             m.set_field(&f, value);
