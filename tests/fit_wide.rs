@@ -171,4 +171,10 @@ fn the_statistics_refusal_names_wide_and_bad_input_is_refused() {
         &[bad.to_str().unwrap(), "--wide"],
         "line 2: feature 3: NaN is not finite",
     );
+    // The test file is read row by row against the path, never as a matrix: its rows are
+    // still checked, before the path runs.
+    refused(
+        &[f, "--wide", "--test", bad.to_str().unwrap()],
+        "line 2: feature 3: NaN is not finite",
+    );
 }

@@ -11,7 +11,7 @@
 //! constrained Lasso path here).
 
 use crate::cli::fit::FitArgs;
-use ravel_core::data::csc::{Csc, CscOptions, read_csc, wide_bytes};
+use ravel_core::data::csc::{Csc, CscOptions, for_each_row, read_csc, wide_bytes};
 use ravel_core::data::{Format, Plan};
 use ravel_core::memory::ByteSize;
 use ravel_core::wide::{
@@ -164,32 +164,44 @@ fn ratio(flag: &str, v: Option<f64>) -> anyhow::Result<f64> {
     Ok(r)
 }
 
-/// Test MSE of a point: the test rows' predictions from its coefficients.
-fn test_mse(test: &Csc, train: &Csc, pt: &WidePoint, pred: &mut Vec<f64>) -> f64 {
-    pred.clear();
-    pred.resize(test.n, pt.intercept);
-    for &(j, v) in &pt.coefficients {
-        // Columns are matched by the file's index.
-        let Some(k) = test_column(train, test, j) else {
-            continue;
-        };
-        let (rows, vals) = test.column(k);
-        for (&i, &a) in rows.iter().zip(vals) {
-            pred[i as usize] += v * a;
+/// The test MSE of every point of the path, the test file read once, row by row, against the
+/// points' sparse coefficients (004's Figures 5-6). Nothing of the file is kept: per row, the
+/// prediction of each point, then its squared error added to that point's sum. A training
+/// column is matched by the file's index (LIBSVM) or position (NPY, CSV); a test feature the
+/// training file does not have has no coefficient. Memory: the path's coefficients again, by
+/// feature, and a row.
+fn test_mses(
+    path: &std::path::Path,
+    opts: &CscOptions,
+    train: &Csc,
+    points: &[WidePoint],
+) -> anyhow::Result<Vec<f64>> {
+    // (file index, point, coefficient), by file index: each feature's coefficients along the
+    // path, found by a binary search of its index.
+    let mut entries: Vec<(usize, u32, f64)> = points
+        .iter()
+        .enumerate()
+        .flat_map(|(k, pt)| pt.coefficients.iter().map(move |&(j, v)| (j, k, v)))
+        .map(|(j, k, v)| (train.first_index + j, k as u32, v))
+        .collect();
+    entries.sort_by_key(|e| (e.0, e.1));
+    let mut pred = vec![0.0; points.len()];
+    let mut sse = vec![0.0; points.len()];
+    let n = for_each_row(path, opts, |label, row| {
+        for (p, pt) in pred.iter_mut().zip(points) {
+            *p = pt.intercept;
         }
-    }
-    pred.iter()
-        .zip(&test.y)
-        .map(|(a, b)| (a - b) * (a - b))
-        .sum::<f64>()
-        / test.n.max(1) as f64
-}
-
-/// The test file's column of training column j (same file index), if it has one.
-fn test_column(train: &Csc, test: &Csc, j: usize) -> Option<usize> {
-    let idx = train.first_index + j;
-    let k = idx.checked_sub(test.first_index)?;
-    (k < test.p).then_some(k)
+        for &(idx, a) in row {
+            let start = entries.partition_point(|e| e.0 < idx);
+            for &(_, k, v) in entries[start..].iter().take_while(|e| e.0 == idx) {
+                pred[k as usize] += v * a;
+            }
+        }
+        for (s, p) in sse.iter_mut().zip(&pred) {
+            *s += (p - label) * (p - label);
+        }
+    })?;
+    Ok(sse.into_iter().map(|s| s / n as f64).collect())
 }
 
 /// Runs `ravel fit --wide` and returns the JSON to print.
@@ -223,26 +235,17 @@ pub fn run(args: &FitArgs) -> anyhow::Result<String> {
     }
     let delta_ratio = ratio("--delta-min-ratio", args.extract.delta_min_ratio)?;
     let lambda_ratio = ratio("--lambda-min-ratio", args.extract.lambda_min_ratio)?;
-    let test = match &args.wide.test {
-        None => None,
-        Some(path) => {
-            // The test matrix shares the limit with the training one.
-            let mut b = budget.clone();
-            b.max_bytes =
-                b.max_bytes
-                    .saturating_sub(wide_bytes(x.n as u64, x.p as u64, x.nnz() as u64));
-            let t = read_csc(
-                path,
-                &CscOptions {
-                    target: args.target.as_deref(),
-                    format,
-                    p: None,
-                    budget: b,
-                },
-            )?;
-            Some(t)
-        }
+    let test_opts = CscOptions {
+        target: args.target.as_deref(),
+        format,
+        p: None,
+        budget: budget.clone(),
     };
+    if let Some(test) = &args.wide.test {
+        // A bad test file is refused before the path, not after it: one read that checks its
+        // rows and keeps nothing (the second, after the path, scores them).
+        for_each_row(test, &test_opts, |_, _| {})?;
+    }
     let t1 = Instant::now();
     let pr = WideProblem::new(&x);
     if let Some(d) = args.wide.delta_max
@@ -262,11 +265,16 @@ pub fn run(args: &FitArgs) -> anyhow::Result<String> {
         points: path,
     } = run_path(&pr, spec, opt);
     let solve_seconds = t1.elapsed().as_secs_f64();
-    let mut pred = Vec::new();
+    let t2 = Instant::now();
+    let mses = match &args.wide.test {
+        None => None,
+        Some(test) => Some(test_mses(test, &test_opts, &x, &path)?),
+    };
+    let test_seconds = t2.elapsed().as_secs_f64();
     let mut out = Vec::with_capacity(path.len());
     let mut best: Option<(usize, f64)> = None;
     for (k, pt) in path.iter().enumerate() {
-        let mse = test.as_ref().map(|t| test_mse(t, &x, pt, &mut pred));
+        let mse = mses.as_ref().map(|m| m[k]);
         if let Some(m) = mse
             && best.is_none_or(|b| m < b.1)
         {
@@ -354,7 +362,7 @@ pub fn run(args: &FitArgs) -> anyhow::Result<String> {
         "iterations": iterations,
         "dot_products": dots,
         "mean_active_features": mean_active,
-        "seconds": { "read": read_seconds, "path": solve_seconds },
+        "seconds": { "read": read_seconds, "path": solve_seconds, "test": mses.as_ref().map(|_| test_seconds) },
         "best": best.map(|(k, m)| json!({
             "index": k,
             "delta": path[k].delta,
@@ -364,7 +372,7 @@ pub fn run(args: &FitArgs) -> anyhow::Result<String> {
         "notes": notes,
         "path": out,
     });
-    summary(&args.file, &x, &answer, &path, best, test.as_ref());
+    summary(&args.file, &x, &answer, &path, best, mses.is_some());
     Ok(serde_json::to_string(&answer)?)
 }
 
@@ -375,7 +383,7 @@ fn summary(
     answer: &Value,
     path: &[WidePoint],
     best: Option<(usize, f64)>,
-    test: Option<&Csc>,
+    test: bool,
 ) {
     let mut s = format!(
         "{}: n = {}, p = {}, {} nonzeros ({} in memory); {} path, {} points, delta_max {:.6} ({})\n",
@@ -398,16 +406,19 @@ fn summary(
         "nonzeros",
         "iters",
         "dot products",
-        if test.is_some() { "     test MSE" } else { "" }
+        if test { "     test MSE" } else { "" }
     ));
     let step = (path.len() / 10).max(1);
     for (k, pt) in path.iter().enumerate() {
         if !k.is_multiple_of(step) && k + 1 != path.len() && best.is_none_or(|b| b.0 != k) {
             continue;
         }
-        let mse = match (test, &answer["path"][k]["test_mse"]) {
-            (Some(_), v) => format!(" {:>12.6}", v.as_f64().unwrap_or(f64::NAN)),
-            _ => String::new(),
+        let mse = match test {
+            true => format!(
+                " {:>12.6}",
+                answer["path"][k]["test_mse"].as_f64().unwrap_or(f64::NAN)
+            ),
+            false => String::new(),
         };
         s.push_str(&format!(
             "{:>5} {:>12.6} {:>12.6e} {:>10.3e} {:>8} {:>6} {:>12}{mse}{}\n",

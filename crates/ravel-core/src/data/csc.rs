@@ -38,7 +38,8 @@ pub struct Csc {
     pub values: Vec<f64>,
     /// The targets (n).
     pub y: Vec<f64>,
-    /// Feature names: the file's index of each column (LIBSVM), or None (column j is j).
+    /// Feature names (a wide feature stream's), or None: column j is named by its file
+    /// index, `first_index + j` (no string per column: E2006-log1p has 4.27 M of them).
     pub names: Option<Vec<String>>,
     /// Columns without a nonzero.
     pub empty_columns: usize,
@@ -70,11 +71,11 @@ impl Csc {
         s
     }
 
-    /// The name of column j: the file's index, or j.
+    /// The name of column j: its name, or the file's index.
     pub fn name(&self, j: usize) -> String {
         match &self.names {
             Some(n) => n[j].clone(),
-            None => j.to_string(),
+            None => (self.first_index + j).to_string(),
         }
     }
 
@@ -456,14 +457,15 @@ fn read_libsvm(path: &Path, opts: &CscOptions) -> Result<Csc, DataError> {
         None => (max_idx + 1).saturating_sub(offset).max(1),
     };
     counts.resize(p + offset, 0);
+    // In place: the count vector (up to twice p while it grew) becomes the fill positions.
+    counts.drain(..offset);
+    counts.shrink_to_fit();
     let driver = match opts.p {
         Some(p) => format!("p = {p} (--features)"),
         None => format!("the largest feature index is {max_idx} (line {max_line}), so p = {p}"),
     };
     check_budget(path, n as u64, p as u64, nnz, &driver, &opts.budget)?;
-    let counts: Vec<usize> = counts.split_off(offset);
-    let names = (0..p).map(|j| (j + offset).to_string()).collect();
-    let mut b = Builder::new(n, counts, Some(names));
+    let mut b = Builder::new(n, counts, None);
     let mut y = Vec::with_capacity(n);
     let mut i = 0usize;
     for_lines(path, |line, c| {
@@ -486,6 +488,106 @@ fn read_libsvm(path: &Path, opts: &CscOptions) -> Result<Csc, DataError> {
     Ok(x)
 }
 
+/// An NPY or CSV file's `RowReader`, read without a memory map.
+fn row_reader(path: &Path, format: Format, opts: &CscOptions) -> Result<RowReader, DataError> {
+    // The batch is the reader's only allocation; its plan checks it.
+    let o = OpenOptions {
+        target: opts.target,
+        format: Some(format),
+        ..OpenOptions::new(Budget {
+            plan: Plan::Rows { batch_rows: 1 },
+            max_bytes: opts.budget.max_bytes,
+            limit: opts.budget.limit.clone(),
+        })
+    };
+    // Ordinary reads, batch by batch: a map's touched pages would count in the resident
+    // memory beside the matrix (2.5x the CSC arrays on the Pyrim stand-in, issue 44).
+    let mut r = RowReader::open(path, &o)?;
+    r.read_without_map();
+    Ok(r)
+}
+
+/// Calls `each(label, nonzeros)` for every row of a file, in order, with the row's nonzeros
+/// as (the file's feature index, value): a LIBSVM line's own indices, an NPY or CSV row's
+/// column positions from 0. The rows are checked as `read_csc` checks them (`opts.p` bounds
+/// the indices) and nothing is kept: a test file is scored against a path's sparse models one
+/// row at a time, in the memory of a row (LIBSVM) or of a batch of about a million values
+/// (NPY, CSV), without its matrix. Returns the number of rows; a file without any is refused.
+pub fn for_each_row(
+    path: &Path,
+    opts: &CscOptions,
+    mut each: impl FnMut(f64, &[(usize, f64)]),
+) -> Result<usize, DataError> {
+    let format = match opts.format {
+        Some(f) => f,
+        None => Format::detect(path)?,
+    };
+    let mut row: Vec<(usize, f64)> = Vec::new();
+    let mut n = 0usize;
+    match format {
+        Format::Libsvm => {
+            if opts.target.is_some() {
+                return Err(DataError::File {
+                    path: path.into(),
+                    msg: "--target does not apply to LIBSVM files: the label is the first token"
+                        .into(),
+                });
+            }
+            for_lines(path, |line, c| {
+                row.clear();
+                let label = parse_row(c, path, line, opts.p, |idx, v| {
+                    row.push((idx, v));
+                    Ok(())
+                })?;
+                each(label, &row);
+                n += 1;
+                Ok(())
+            })?;
+        }
+        Format::Npy | Format::Csv => {
+            let mut r = row_reader(path, format, opts)?;
+            let p = r.p;
+            if let Some(d) = opts.p
+                && d != p
+            {
+                return Err(DataError::File {
+                    path: path.into(),
+                    msg: format!("the file has {p} features, not the {d} declared (--features)"),
+                });
+            }
+            let batch = (1usize << 20).div_ceil(p.max(1)).max(1);
+            let (mut x, mut y) = (Vec::new(), Vec::new());
+            loop {
+                x.clear();
+                y.clear();
+                if r.next_batch(batch, &mut x, &mut y)? == 0 {
+                    break;
+                }
+                for (i, &label) in y.iter().enumerate() {
+                    row.clear();
+                    let values = &x[i * p..(i + 1) * p];
+                    row.extend(
+                        values
+                            .iter()
+                            .enumerate()
+                            .filter(|c| *c.1 != 0.0)
+                            .map(|(j, &v)| (j, v)),
+                    );
+                    each(label, &row);
+                    n += 1;
+                }
+            }
+        }
+    }
+    if n == 0 {
+        return Err(DataError::File {
+            path: path.into(),
+            msg: "no rows found".into(),
+        });
+    }
+    Ok(n)
+}
+
 /// NPY and CSV: two passes of `RowReader` batches.
 /// NPY and CSV files into a `Csc`, in batches of about `batch_values` values (the dense
 /// rows' only allocation, beside the reader's own buffer of the same size).
@@ -495,23 +597,7 @@ fn read_rows(
     opts: &CscOptions,
     batch_values: usize,
 ) -> Result<Csc, DataError> {
-    let open = || {
-        // The batch is the reader's only allocation; its plan checks it.
-        let o = OpenOptions {
-            target: opts.target,
-            format: Some(format),
-            ..OpenOptions::new(Budget {
-                plan: Plan::Rows { batch_rows: 1 },
-                max_bytes: opts.budget.max_bytes,
-                limit: opts.budget.limit.clone(),
-            })
-        };
-        // Ordinary reads, batch by batch: a map's touched pages would count in the resident
-        // memory beside the matrix (2.5x the CSC arrays on the Pyrim stand-in, issue 44).
-        let mut r = RowReader::open(path, &o)?;
-        r.read_without_map();
-        Ok(r)
-    };
+    let open = || row_reader(path, format, opts);
     let mut r = open()?;
     let p = r.p;
     if let Some(d) = opts.p
@@ -637,6 +723,65 @@ mod tests {
         let z = TempFile::new("zero.svm", b"1 0:1 2:3\n2 1:1\n");
         let x = read_csc(&z.0, &opts(None, GIB)).unwrap();
         assert_eq!((x.p, x.name(0)), (3, "0".to_string()));
+    }
+
+    #[test]
+    fn rows_read_one_at_a_time_are_the_matrixs_rows() {
+        let f = TempFile::new(
+            "rows.svm",
+            b"1.5 3:1 7:2 # a comment 5:5\n\n-2 1:4 7:-1\n0.5 3:0.25\n",
+        );
+        let mut rows = Vec::new();
+        let n = for_each_row(&f.0, &opts(None, GIB), |y, r| rows.push((y, r.to_vec()))).unwrap();
+        assert_eq!(n, 3);
+        assert_eq!(
+            rows,
+            [
+                (1.5, vec![(3, 1.0), (7, 2.0)]),
+                (-2.0, vec![(1, 4.0), (7, -1.0)]),
+                (0.5, vec![(3, 0.25)])
+            ]
+        );
+        // The same checks as read_csc, and an index above a declared p.
+        let e = err_rows("bad_rows.svm", b"1 2:1\n2 3:nan\n", None);
+        assert!(e.contains("line 2: feature 3: nan is not finite"), "{e}");
+        let e = err_rows("over_p.svm", b"1 2:1\n2 9:1\n", Some(5));
+        assert!(e.contains("line 2: feature index 9 is above"), "{e}");
+        let e = err_rows("empty_rows.svm", b"# nothing\n", None);
+        assert!(e.contains("no rows found"), "{e}");
+        // NPY rows: column positions from 0, zeros left out, the target last.
+        let npy = TempFile::new(
+            "rows.npy",
+            &npy_c_order(2, 3, &[0.0, 2.0, 5.0, 3.0, 0.0, 6.0]),
+        );
+        let mut rows = Vec::new();
+        for_each_row(&npy.0, &opts(None, GIB), |y, r| rows.push((y, r.to_vec()))).unwrap();
+        assert_eq!(rows, [(5.0, vec![(1, 2.0)]), (6.0, vec![(0, 3.0)])]);
+    }
+
+    fn err_rows(name: &str, body: &[u8], p: Option<usize>) -> String {
+        let f = TempFile::new(name, body);
+        match for_each_row(&f.0, &opts(p, GIB), |_, _| {}) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("{name}: not refused"),
+        }
+    }
+
+    /// A C-order NPY file of float64 values.
+    fn npy_c_order(rows: usize, cols: usize, values: &[f64]) -> Vec<u8> {
+        let mut h =
+            format!("{{'descr': '<f8', 'fortran_order': False, 'shape': ({rows}, {cols}), }}");
+        while !(10 + h.len() + 1).is_multiple_of(64) {
+            h.push(' ');
+        }
+        h.push('\n');
+        let mut body = b"\x93NUMPY\x01\x00".to_vec();
+        body.extend_from_slice(&(h.len() as u16).to_le_bytes());
+        body.extend_from_slice(h.as_bytes());
+        for v in values {
+            body.extend_from_slice(&v.to_le_bytes());
+        }
+        body
     }
 
     #[test]

@@ -280,7 +280,9 @@ impl<'p, 'a> WideSolver<'p, 'a> {
             self.cache.scatter[r as usize] = v;
         }
         let mi = self.pr.mean[i];
-        let mut row = Vec::with_capacity(self.cache.cols.len() + 1);
+        // At its final length from the start: a row grown by doubling could hold twice its
+        // entries, and the Gram block its 32 MiB twice over (`wide_bytes` counts it once).
+        let mut row = Vec::with_capacity(CACHE_MAX.min(x.p));
         for (k, &j) in self.cache.cols.iter().enumerate() {
             let g = x.dot(j, &self.cache.scatter) - n * self.pr.mean[j] * mi;
             self.cache.gram[k].push(g);
