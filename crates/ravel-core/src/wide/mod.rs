@@ -869,6 +869,51 @@ mod tests {
         }
     }
 
+    /// A point 004's step rule stops (here with one sampled column per iteration, so most
+    /// stop far from the optimum) reports the exact gap of the coefficients it returns:
+    /// recomputed densely from them, every column's correlation with their residual.
+    #[test]
+    fn a_point_the_step_rule_stops_reports_its_exact_gap() {
+        let x = problem(40, 30, 9);
+        let pr = WideProblem::new(&x);
+        let opt = WideOptions {
+            sampling: Sampling::Randomized { kappa: 1, seed: 3 },
+            tol: 1e-12,
+            away_steps: false,
+            step_tol: Some(1e-2),
+            ..WideOptions::default()
+        };
+        let n = x.n as f64;
+        let mut stopped = 0;
+        for pt in path(&pr, &delta_grid(5.0, 0.05, 12), opt) {
+            stopped += usize::from(!pt.converged);
+            let mut q = vec![0.0; x.n];
+            for &(j, v) in &pt.coefficients {
+                let (rows, vals) = x.column(j);
+                q.iter_mut().for_each(|qi| *qi -= v * pr.mean[j]);
+                for (&i, &a) in rows.iter().zip(vals) {
+                    q[i as usize] += v * a;
+                }
+            }
+            let r: Vec<f64> = pr.yc.iter().zip(&q).map(|(y, q)| y - q).collect();
+            let rsum: f64 = r.iter().sum();
+            let cmax = (0..x.p)
+                .map(|j| pr.corr(j, &r, rsum).abs())
+                .fold(0.0, f64::max);
+            let qr: f64 = q.iter().zip(&r).map(|(a, b)| a * b).sum();
+            let gap = ((pt.delta * cmax - qr) / n).max(0.0);
+            assert!((gap - pt.gap).abs() <= 1e-9 * (1.0 + gap), "{gap} {pt:?}");
+            assert!(
+                (pt.lambda - cmax / n).abs() <= 1e-9 * (1.0 + pt.lambda),
+                "{pt:?}"
+            );
+        }
+        assert!(
+            stopped >= 4,
+            "{stopped} of 12 points stopped by the step rule"
+        );
+    }
+
     #[test]
     fn seeded_runs_repeat() {
         let x = problem(30, 20, 2);
