@@ -24,12 +24,13 @@
 //!    its statistics afresh from the beginning of its topic (its old state is dropped).
 //!
 //! A declaration whose topic (or dead-letter topic) the cluster does not have is refused,
-//! naming it and the command that creates it, as `ravel check` would.
+//! naming it and the command that creates it, as `ravel check` would; so is one that reads
+//! its schemas from a Schema Registry that does not answer as one (or does not serve its
+//! format).
 //!
 //! Not yet here: feature streams and scorers over the API, the kafka store (a compacted topic
-//! of the group; the API refuses declarations with `state.store = "kafka"`), where a new
-//! stream starts (always the beginning of its topic), `ravel check`'s registry questions
-//! before a declaration is accepted.
+//! of the group; the API refuses declarations with `state.store = "kafka"`). Where a new
+//! stream starts is its `start` (`crate::ingest`'s `start`).
 
 use crate::config::{Config, StoreKind, StreamConfig};
 use crate::state::streams::{StreamHandle, Streams};
@@ -288,7 +289,7 @@ impl Declarations {
         candidate
             .check()
             .map_err(|e| Refusal::Invalid(format!("{e:#}")))?;
-        if old.as_ref().map(|o| o.topic()) != Some(stream.topic()) {
+        if old.as_ref().map(|o| (o.topic(), o.format)) != Some((stream.topic(), stream.format)) {
             (self.check)(&stream).map_err(Refusal::Invalid)?;
         }
         // A new stream resumes from a kept checkpoint; a changed one starts afresh.

@@ -299,7 +299,8 @@ pub async fn run(
         shutdown.clone(),
     );
     let declarations = {
-        let (check_config, check_clients) = (config.clone(), clients.clone());
+        let (check_config, check_clients, check_registry) =
+            (config.clone(), clients.clone(), registry.clone());
         let (config, registry, metrics, streams) = (
             config.clone(),
             registry.clone(),
@@ -335,7 +336,15 @@ pub async fn run(
             one.streams = vec![sc.clone()];
             one.feature_streams.clear();
             one.scorers.clear();
-            crate::kafka::topics::check_declared(&one, &check_clients)
+            crate::kafka::topics::check_declared(&one, &check_clients)?;
+            // The registry question of `ravel check`, for a stream that reads its schemas
+            // from one (the configuration's check made sure it is configured).
+            match &check_registry {
+                Some(r) if !sc.format.is_ravel() && sc.avro_schema_file.is_none() => {
+                    r.serves(sc.format)
+                }
+                _ => Ok(()),
+            }
         });
         Arc::new(crate::declared::Declarations::new(
             base, declared, streams, build, check, queue,

@@ -4,8 +4,9 @@
 //! restart (declaration and state, from `state.dir`), a changed declaration starts afresh
 //! from the beginning of its topic, and `DELETE` retires it (`state=drop` deletes its
 //! checkpoint); a file-declared stream's n stays exact at every step. A bad declaration is a
-//! 400 naming the key, a file's name a 409, and without the admin token 401 (403 when none is
-//! configured).
+//! 400 naming the key (or the missing topic, or the registry that does not answer), a file's
+//! name a 409, and without the admin token 401 (403 when none is configured). A declared
+//! stream starts where its `start` says.
 
 mod common;
 
@@ -165,6 +166,8 @@ fn service_config(state: &Path, admin: &str) -> ravel::config::Config {
         Some(state),
     );
     c.http.admin_token = ravel::config::Secret(admin.into());
+    // No registry listens there: a declaration that needs one is refused.
+    c.schema_registry.url = "http://127.0.0.1:1/registry".into();
     c.check().unwrap();
     c
 }
@@ -419,6 +422,21 @@ fn a_stream_declared_over_the_api_is_folded_kept_changed_and_retired_while_the_o
         m.contains("topic 't.apii' (stream) does not exist")
             && m.contains("t.apii:")
             && !m.contains("  "),
+        "{m}"
+    );
+    // So is a stream whose schemas come from a Schema Registry that does not answer, as
+    // `ravel check` would say it.
+    let (status, body) = put(
+        &svc,
+        "api",
+        Some(ADMIN),
+        &json!({"topic": "t.api", "features": ["a", "b"], "target": "y", "format": "avro"}),
+    );
+    let m = body["error"]["message"].as_str().unwrap_or_default();
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["code"], "invalid_declaration");
+    assert!(
+        m.contains("http://127.0.0.1:1/registry") && m.contains("schema_registry.url"),
         "{m}"
     );
     let (status, body) = put(&svc, "file", Some(ADMIN), &decl);
