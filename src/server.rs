@@ -360,6 +360,10 @@ pub async fn run(
         ready,
         health,
         extractions,
+        sampler: Arc::new(crate::propose::Sampler::new(
+            clients.clone(),
+            registry.clone(),
+        )),
     };
     let open_connections = state.metrics.api.http_open_connections.clone();
     let mut app = api::router(state, config.http.body_limit_bytes);

@@ -464,6 +464,56 @@ fn a_stream_declared_over_the_api_is_folded_kept_changed_and_retired_while_the_o
     // Declared: folded, OLS as numpy's; the file stream reads on, exact.
     let mut api_n = 400;
     send_events(&brokers, 0..api_n);
+    // The topic's fields, proposed from its latest messages (the console's form), with the
+    // admin token only; bounded; a topic the cluster lacks named.
+    let fields = |q: &str, token: Option<&str>| {
+        request(
+            &svc.url(""),
+            reqwest::Method::GET,
+            &format!("/v1/topics/{q}"),
+            token,
+            None,
+        )
+    };
+    let (status, f) = fields("t.api/fields?events=50", Some(ADMIN));
+    assert_eq!(status, 200, "{f}");
+    assert_eq!(
+        (f["sampled"].as_u64(), f["events"].as_u64()),
+        (Some(50), Some(50)),
+        "{f}"
+    );
+    for name in ["a", "b", "y"] {
+        let seen = f["fields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["path"] == name);
+        assert_eq!(
+            seen.map(|x| (x["kind"].clone(), x["seen"].clone())),
+            Some((json!("number"), json!(50))),
+            "{f}"
+        );
+    }
+    assert_eq!(
+        f["proposal"],
+        json!({"topic": "t.api", "features": ["a", "b", "y"]})
+    );
+    assert_eq!(fields("t.api/fields", None).0, 401);
+    let (status, body) = fields("t.api/fields?events=5000", Some(ADMIN));
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (400, Some("invalid_query")),
+        "{body}"
+    );
+    let (status, body) = fields("t.nope/fields", Some(ADMIN));
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("'t.nope' does not exist"),
+        "{body}"
+    );
     let (status, body) = put(&svc, "api", Some(ADMIN), &decl);
     assert_eq!(status, 201, "{body}");
     assert_eq!(

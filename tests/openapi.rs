@@ -366,6 +366,13 @@ fn every_route_is_described_and_every_answer_matches_its_schema() {
         call("delete", "/v1/streams/{name}", "/v1/streams/reg", None, 403),
         call(
             "get",
+            "/v1/topics/{name}/fields",
+            "/v1/topics/t.reg/fields",
+            None,
+            403,
+        ),
+        call(
+            "get",
             "/v1/streams/{name}/history",
             "/v1/streams/reg/history",
             None,

@@ -1,7 +1,9 @@
 //! Streams declared at run time over HTTP (issue 49; the design is `crate::declared`'s):
 //! `PUT /v1/streams/{name}` with the stream's `[[streams]]` table as JSON, `DELETE
 //! /v1/streams/{name}?state=keep|drop`, and `GET /v1/streams/{name}/declaration` (where a
-//! stream's declaration came from: the file or the API). PUT and DELETE carry the admin token
+//! stream's declaration came from: the file or the API), and `GET /v1/topics/{topic}/fields`
+//! (a topic's fields, to declare a stream from: `crate::propose`). PUT, DELETE and the
+//! fields carry the admin token
 //! (`http.admin_token`, not `http.token`): without it 401, and 403 when none is configured
 //! (declarations over the API are off). Every change is logged with who (the peer's address)
 //! and what (`crate::declared`).
@@ -76,8 +78,8 @@ pub struct Declaration {
     /// The stream's table, as `[[streams]]` of the config file holds it.
     #[schema(value_type = Object)]
     declaration: serde_json::Value,
-    /// PUT: `created`, `replaced` (a changed declaration: the stream starts afresh from the
-    /// beginning of its topic) or `unchanged`.
+    /// PUT: `created`, `replaced` (a changed declaration: the stream starts afresh from its
+    /// `start`) or `unchanged`.
     #[serde(skip_serializing_if = "Option::is_none")]
     outcome: Option<String>,
 }
@@ -207,6 +209,52 @@ pub(super) async fn delete_stream(
         name,
         state: if drop_state { "dropped" } else { "kept" }.into(),
     }))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FieldsQuery {
+    events: Option<usize>,
+    format: Option<String>,
+}
+
+/// The fields of a topic's latest messages, to declare a stream from (`crate::propose`): each
+/// leaf path with its kind and in how many events it held a value, and a declaration to start
+/// from. Read by assignment at each partition's end, never committed; admin token.
+#[utoipa::path(get, path = "/v1/topics/{name}/fields", tag = "declarations",
+    params(
+        ("name" = String, Path, description = "The Kafka topic"),
+        ("events" = Option<usize>, Query, description = "How many of its latest messages (1 to 1000, default 100)"),
+        ("format" = Option<String>, Query, description = "`avro`, `protobuf` or `json-schema` for Confluent-framed values (default: JSON events)"),
+    ),
+    responses(
+        (status = 200, description = "The fields", body = crate::propose::TopicFields),
+        (status = 400, description = "`invalid_query`: events out of range, an unknown format, or no such topic", body = super::error::ErrorBody),
+        (status = 401, description = "`unauthorized`: no admin token", body = super::error::ErrorBody),
+        (status = 403, description = "`forbidden`: no http.admin_token configured", body = super::error::ErrorBody),
+    ))]
+pub(super) async fn topic_fields(
+    State(st): State<AppState>,
+    Path(topic): Path<String>,
+    query: Result<Query<FieldsQuery>, QueryRejection>,
+    _admin: Admin,
+) -> Result<Json<crate::propose::TopicFields>, ApiError> {
+    let Query(q) = query?;
+    let sampler = st.sampler.clone();
+    let fields = blocking(move || {
+        sampler
+            .fields(&topic, q.events.unwrap_or(100), q.format.as_deref())
+            .map_err(Refusal::Invalid)
+    })
+    .await
+    .map_err(|e| {
+        if e.code == Code::InvalidDeclaration {
+            ApiError::new(StatusCode::BAD_REQUEST, Code::InvalidQuery, e.message)
+        } else {
+            e
+        }
+    })?;
+    Ok(Json(fields))
 }
 
 /// Where a stream's declaration came from: the config file or the API.

@@ -59,11 +59,13 @@ pub(super) fn ends<C: ConsumerContext>(
 
 /// Whether `msg` comes before its stream's `start = TIME` (by its Kafka timestamp).
 pub(super) fn before(stream: &StreamIngest, msg: &BorrowedMessage<'_>) -> bool {
-    stream.start_ms.is_some_and(|at| {
-        msg.timestamp()
+    match stream.handle.start {
+        StartAt::Time(at) => msg
+            .timestamp()
             .to_millis()
-            .is_none_or(|ts| ts < 0 || ts < at)
-    })
+            .is_none_or(|ts| ts < 0 || ts < at),
+        _ => false,
+    }
 }
 
 /// Where stream `handle` starts when it was never read and starts at its topic's end
@@ -74,7 +76,7 @@ pub(super) fn at_end<C: ConsumerContext>(
     dir: Option<&Path>,
     shutdown: &Shutdown,
 ) -> anyhow::Result<Option<BTreeMap<i32, i64>>> {
-    if handle.config.start_at()? != StartAt::Latest || !never_read(dir, handle.name()) {
+    if handle.start != StartAt::Latest || !never_read(dir, handle.name()) {
         return Ok(None);
     }
     let ends = ends(consumer, &handle.topic, shutdown)?;

@@ -168,8 +168,6 @@ pub struct StreamIngest {
     pub halted: bool,
     /// When rows refused by the time buckets were last logged (at most one line a minute).
     window_warned: Option<Instant>,
-    /// `start = TIME`: messages timestamped before it are read past (`super::start`).
-    pub start_ms: Option<i64>,
 }
 
 impl StreamIngest {
@@ -206,10 +204,6 @@ impl StreamIngest {
             warnings: Warnings::default(),
             halted: false,
             window_warned: None,
-            start_ms: match handle.config.start_at() {
-                Ok(crate::config::StartAt::Time(at)) => Some(at),
-                _ => None,
-            },
             handle,
         }
     }
