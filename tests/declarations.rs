@@ -352,6 +352,9 @@ fn a_stream_declared_over_the_api_is_folded_kept_changed_and_retired_while_the_o
         ("t.file.dlq", 1),
         ("t.api", 2),
         ("t.api.dlq", 1),
+        ("t.score", 1),
+        ("t.score.dlq", 1),
+        ("t.pred", 1),
     ] {
         broker.create_topic(t, parts).unwrap();
     }
@@ -543,8 +546,53 @@ fn a_stream_declared_over_the_api_is_folded_kept_changed_and_retired_while_the_o
     let (_, list) = svc.get("/v1/streams");
     assert_eq!(list["streams"].as_array().unwrap().len(), 2, "{list}");
 
-    // A restart keeps the declaration and its state; both streams read on from where they
-    // stopped.
+    // A scorer declared over the API scores events with the declared stream's model, at
+    // once; one on a stream the service lacks is refused.
+    let scorer =
+        |stream: &str| json!({"stream": stream, "topic": "t.score", "output_topic": "t.pred"});
+    let put_scorer = |svc: &TestService, body: &Value| {
+        request(
+            &svc.url(""),
+            reqwest::Method::PUT,
+            "/v1/scorers/sc",
+            Some(ADMIN),
+            Some(body),
+        )
+    };
+    let (status, body) = put_scorer(&svc, &scorer("nope"));
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains("nope"),
+        "{body}"
+    );
+    assert_eq!(put_scorer(&svc, &scorer("api")).0, 201);
+    let (status, d) = svc.get("/v1/scorers/sc");
+    assert_eq!((status, d["origin"].as_str()), (200, Some("api")), "{d}");
+    let score_events = |range: std::ops::Range<usize>| send_events_to(&brokers, "t.score", range);
+    score_events(0..20);
+    let model = post(
+        &svc.url(""),
+        "/v1/streams/api/model",
+        &json!({"method": "lasso", "k": 2}),
+    )
+    .1;
+    let predictions = read_topic(&brokers, "t.pred", 20);
+    assert_eq!(predictions.len(), 20);
+    // Each is the model's (the stream holds still meanwhile): intercept + beta . (a, b).
+    let beta = intercept_and(&model, &["a", "b"]);
+    for (i, (payload, _)) in predictions.iter().enumerate() {
+        let v: Value = serde_json::from_slice(payload).unwrap();
+        let (a, b, _) = event(i);
+        let want = beta[0] + beta[1] * a + beta[2] * b;
+        let got = v["prediction"].as_f64().unwrap();
+        assert!(
+            (got - want).abs() <= 1e-9 * want.abs().max(1.0),
+            "{v} vs {want}"
+        );
+    }
+
+    // A restart keeps the declarations and their state; both streams read on from where they
+    // stopped, and the scorer scores on.
     std::thread::sleep(Duration::from_millis(800));
     svc.stop().unwrap();
     send_events(&brokers, api_n..api_n + 200);
@@ -556,6 +604,41 @@ fn a_stream_declared_over_the_api_is_folded_kept_changed_and_retired_while_the_o
     svc.wait_rows("api", api_n as u64);
     svc.wait_rows("file", file_n as u64);
     assert_ols_is_numpys(&svc, work.path(), api_n);
+    assert_eq!(svc.get("/v1/scorers/sc").1["origin"], "api");
+    score_events(20..30);
+    assert_eq!(read_topic(&brokers, "t.pred", 30).len(), 30);
+
+    // The scorer's stream cannot change under it; retired, the scorer stops at once.
+    let (status, body) = put(
+        &svc,
+        "api",
+        Some(ADMIN),
+        &json!({"topic": "t.api", "features": ["a", "b"], "target": "y", "cv": {"folds": 2}}),
+    );
+    assert_eq!(status, 409, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("scorer(s) sc"),
+        "{body}"
+    );
+    let (status, body) = request(
+        &svc.url(""),
+        reqwest::Method::DELETE,
+        "/v1/scorers/sc",
+        Some(ADMIN),
+        None,
+    );
+    assert_eq!(
+        (status, body["state"].as_str()),
+        (200, Some("stopped")),
+        "{body}"
+    );
+    assert_eq!(svc.get("/v1/scorers/sc").0, 404);
+    score_events(30..40);
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(end_offsets(&brokers, "t.pred", 1), vec![30]);
 
     // A changed declaration starts afresh from the beginning of its topic.
     let changed =

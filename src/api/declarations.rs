@@ -101,8 +101,8 @@ impl Declaration {
 #[derive(Serialize, ToSchema)]
 pub struct Retired {
     name: String,
-    /// `kept` (its checkpoint stays: a PUT of the same declaration resumes from it) or
-    /// `dropped` (deleted).
+    /// Streams: `kept` (its checkpoint stays: a PUT of the same declaration resumes from it)
+    /// or `dropped` (deleted). Scorers: `stopped`.
     state: String,
 }
 
@@ -209,6 +209,124 @@ pub(super) async fn delete_stream(
         name,
         state: if drop_state { "dropped" } else { "kept" }.into(),
     }))
+}
+
+/// A scorer's declaration and where it came from.
+#[derive(Serialize, ToSchema)]
+pub struct ScorerDeclaration {
+    name: String,
+    /// `file` (the config file) or `api` (declared over HTTP).
+    origin: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    by: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    at_ms: Option<u64>,
+    /// The scorer's table, as `[[scorers]]` of the config file holds it.
+    #[schema(value_type = Object)]
+    declaration: serde_json::Value,
+    /// PUT: `created`, `replaced` (the old scorer stopped, the new one started) or
+    /// `unchanged`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    outcome: Option<String>,
+}
+
+fn scorer_declaration(
+    st: &AppState,
+    name: &str,
+    outcome: Option<&str>,
+) -> Result<ScorerDeclaration, ApiError> {
+    let o = st.declarations.scorer_origin(name).ok_or_else(|| {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            Code::UnknownScorer,
+            format!("no scorer named '{name}': [[scorers]] of the config file and PUT /v1/scorers/{{name}} declare them"),
+        )
+    })?;
+    Ok(ScorerDeclaration {
+        name: name.to_string(),
+        origin: o.origin.to_string(),
+        by: o.by,
+        at_ms: o.at_ms,
+        declaration: serde_json::to_value(&o.declaration).unwrap_or_default(),
+        outcome: outcome.map(str::to_string),
+    })
+}
+
+/// Declares a scorer, or changes one declared over the API (the old one stops, the new one
+/// starts).
+#[utoipa::path(put, path = "/v1/scorers/{name}", tag = "declarations",
+    params(("name" = String, Path, description = "The scorer's name")),
+    request_body(content = Object, description = "The scorer's table, as `[[scorers]]` of the config file (`name` may be left out)"),
+    responses(
+        (status = 201, description = "Declared and started", body = ScorerDeclaration),
+        (status = 200, description = "Changed (restarted) or unchanged", body = ScorerDeclaration),
+        (status = 400, description = "`invalid_declaration`: the message names the key, the stream or the topic", body = super::error::ErrorBody),
+        (status = 401, description = "`unauthorized`: no admin token", body = super::error::ErrorBody),
+        (status = 403, description = "`forbidden`: no http.admin_token configured", body = super::error::ErrorBody),
+        (status = 409, description = "`declaration_conflict`: a name of the config file, or no state.dir", body = super::error::ErrorBody),
+    ))]
+pub(super) async fn put_scorer(
+    State(st): State<AppState>,
+    Path(name): Path<String>,
+    admin: Admin,
+    body: Bytes,
+) -> Result<(StatusCode, Json<ScorerDeclaration>), ApiError> {
+    let d = st.declarations.clone();
+    let n = name.clone();
+    let put = blocking(move || d.put_scorer(&n, &body, &admin.who)).await?;
+    let (status, outcome) = match put {
+        Put::Created => (StatusCode::CREATED, "created"),
+        Put::Replaced => (StatusCode::OK, "replaced"),
+        Put::Unchanged => (StatusCode::OK, "unchanged"),
+    };
+    Ok((status, Json(scorer_declaration(&st, &name, Some(outcome))?)))
+}
+
+/// Retires a scorer declared over the API: it stops (what it scored committed) before the
+/// answer.
+#[utoipa::path(delete, path = "/v1/scorers/{name}", tag = "declarations",
+    params(("name" = String, Path, description = "The scorer's name")),
+    responses(
+        (status = 200, description = "Retired", body = Retired),
+        (status = 401, description = "`unauthorized`: no admin token", body = super::error::ErrorBody),
+        (status = 403, description = "`forbidden`: no http.admin_token configured", body = super::error::ErrorBody),
+        (status = 404, description = "`unknown_scorer`", body = super::error::ErrorBody),
+        (status = 409, description = "`declaration_conflict`: declared in the config file", body = super::error::ErrorBody),
+    ))]
+pub(super) async fn delete_scorer(
+    State(st): State<AppState>,
+    Path(name): Path<String>,
+    admin: Admin,
+) -> Result<Json<Retired>, ApiError> {
+    let d = st.declarations.clone();
+    let n = name.clone();
+    blocking(move || d.delete_scorer(&n, &admin.who))
+        .await
+        .map_err(|e| {
+            if e.code == Code::UnknownStream {
+                ApiError::new(StatusCode::NOT_FOUND, Code::UnknownScorer, e.message)
+            } else {
+                e
+            }
+        })?;
+    Ok(Json(Retired {
+        name,
+        state: "stopped".into(),
+    }))
+}
+
+/// Where a scorer's declaration came from: the config file or the API.
+#[utoipa::path(get, path = "/v1/scorers/{name}", tag = "declarations",
+    params(("name" = String, Path, description = "The scorer's name")),
+    responses(
+        (status = 200, description = "The declaration", body = ScorerDeclaration),
+        (status = 404, description = "`unknown_scorer`", body = super::error::ErrorBody),
+    ))]
+pub(super) async fn get_scorer(
+    State(st): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<Json<ScorerDeclaration>, ApiError> {
+    Ok(Json(scorer_declaration(&st, &name, None)?))
 }
 
 #[derive(Deserialize)]

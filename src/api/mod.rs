@@ -97,6 +97,11 @@ fn routes() -> OpenApiRouter<AppState> {
         ))
         .routes(routes!(declarations::get_declaration))
         .routes(routes!(declarations::topic_fields))
+        .routes(routes!(
+            declarations::get_scorer,
+            declarations::put_scorer,
+            declarations::delete_scorer
+        ))
         .routes(routes!(streams::history))
         .routes(routes!(streams::model))
         .routes(routes!(streams::path, streams::path_post))
