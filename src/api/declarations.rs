@@ -63,7 +63,7 @@ impl FromRequestParts<AppState> for Admin {
     }
 }
 
-/// A stream's declaration and where it came from.
+/// A stream's (or a scorer's) declaration and where it came from.
 #[derive(Serialize, ToSchema)]
 pub struct Declaration {
     name: String,
@@ -75,17 +75,18 @@ pub struct Declaration {
     /// API declarations: when (Unix ms).
     #[serde(skip_serializing_if = "Option::is_none")]
     at_ms: Option<u64>,
-    /// The stream's table, as `[[streams]]` of the config file holds it.
+    /// The stream's (scorer's) table, as `[[streams]]` (`[[scorers]]`) of the config file
+    /// holds it.
     #[schema(value_type = Object)]
     declaration: serde_json::Value,
-    /// PUT: `created`, `replaced` (a changed declaration: the stream starts afresh from its
-    /// `start`) or `unchanged`.
+    /// PUT: `created`, `replaced` (a changed declaration: a stream starts afresh from its
+    /// `start`, a scorer is restarted) or `unchanged`.
     #[serde(skip_serializing_if = "Option::is_none")]
     outcome: Option<String>,
 }
 
 impl Declaration {
-    fn of(name: &str, o: Origin, outcome: Option<&str>) -> Declaration {
+    fn of<T: Serialize>(name: &str, o: Origin<T>, outcome: Option<&str>) -> Declaration {
         Declaration {
             name: name.to_string(),
             origin: o.origin.to_string(),
@@ -162,11 +163,7 @@ pub(super) async fn put_stream(
         .declarations
         .origin(&name)
         .ok_or_else(|| ApiError::unknown_stream(&name))?;
-    let (status, outcome) = match put {
-        Put::Created => (StatusCode::CREATED, "created"),
-        Put::Replaced => (StatusCode::OK, "replaced"),
-        Put::Unchanged => (StatusCode::OK, "unchanged"),
-    };
+    let (status, outcome) = answered(put);
     Ok((status, Json(Declaration::of(&name, origin, Some(outcome)))))
 }
 
@@ -211,30 +208,11 @@ pub(super) async fn delete_stream(
     }))
 }
 
-/// A scorer's declaration and where it came from.
-#[derive(Serialize, ToSchema)]
-pub struct ScorerDeclaration {
-    name: String,
-    /// `file` (the config file) or `api` (declared over HTTP).
-    origin: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    by: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    at_ms: Option<u64>,
-    /// The scorer's table, as `[[scorers]]` of the config file holds it.
-    #[schema(value_type = Object)]
-    declaration: serde_json::Value,
-    /// PUT: `created`, `replaced` (the old scorer stopped, the new one started) or
-    /// `unchanged`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    outcome: Option<String>,
-}
-
 fn scorer_declaration(
     st: &AppState,
     name: &str,
     outcome: Option<&str>,
-) -> Result<ScorerDeclaration, ApiError> {
+) -> Result<Declaration, ApiError> {
     let o = st.declarations.scorer_origin(name).ok_or_else(|| {
         ApiError::new(
             StatusCode::NOT_FOUND,
@@ -242,14 +220,16 @@ fn scorer_declaration(
             format!("no scorer named '{name}': [[scorers]] of the config file and PUT /v1/scorers/{{name}} declare them"),
         )
     })?;
-    Ok(ScorerDeclaration {
-        name: name.to_string(),
-        origin: o.origin.to_string(),
-        by: o.by,
-        at_ms: o.at_ms,
-        declaration: serde_json::to_value(&o.declaration).unwrap_or_default(),
-        outcome: outcome.map(str::to_string),
-    })
+    Ok(Declaration::of(name, o, outcome))
+}
+
+/// A PUT's status and outcome.
+fn answered(put: Put) -> (StatusCode, &'static str) {
+    match put {
+        Put::Created => (StatusCode::CREATED, "created"),
+        Put::Replaced => (StatusCode::OK, "replaced"),
+        Put::Unchanged => (StatusCode::OK, "unchanged"),
+    }
 }
 
 /// Declares a scorer, or changes one declared over the API (the old one stops, the new one
@@ -258,8 +238,8 @@ fn scorer_declaration(
     params(("name" = String, Path, description = "The scorer's name")),
     request_body(content = Object, description = "The scorer's table, as `[[scorers]]` of the config file (`name` may be left out)"),
     responses(
-        (status = 201, description = "Declared and started", body = ScorerDeclaration),
-        (status = 200, description = "Changed (restarted) or unchanged", body = ScorerDeclaration),
+        (status = 201, description = "Declared and started", body = Declaration),
+        (status = 200, description = "Changed (restarted) or unchanged", body = Declaration),
         (status = 400, description = "`invalid_declaration`: the message names the key, the stream or the topic", body = super::error::ErrorBody),
         (status = 401, description = "`unauthorized`: no admin token", body = super::error::ErrorBody),
         (status = 403, description = "`forbidden`: no http.admin_token configured", body = super::error::ErrorBody),
@@ -270,15 +250,11 @@ pub(super) async fn put_scorer(
     Path(name): Path<String>,
     admin: Admin,
     body: Bytes,
-) -> Result<(StatusCode, Json<ScorerDeclaration>), ApiError> {
+) -> Result<(StatusCode, Json<Declaration>), ApiError> {
     let d = st.declarations.clone();
     let n = name.clone();
     let put = blocking(move || d.put_scorer(&n, &body, &admin.who)).await?;
-    let (status, outcome) = match put {
-        Put::Created => (StatusCode::CREATED, "created"),
-        Put::Replaced => (StatusCode::OK, "replaced"),
-        Put::Unchanged => (StatusCode::OK, "unchanged"),
-    };
+    let (status, outcome) = answered(put);
     Ok((status, Json(scorer_declaration(&st, &name, Some(outcome))?)))
 }
 
@@ -319,13 +295,13 @@ pub(super) async fn delete_scorer(
 #[utoipa::path(get, path = "/v1/scorers/{name}", tag = "declarations",
     params(("name" = String, Path, description = "The scorer's name")),
     responses(
-        (status = 200, description = "The declaration", body = ScorerDeclaration),
+        (status = 200, description = "The declaration", body = Declaration),
         (status = 404, description = "`unknown_scorer`", body = super::error::ErrorBody),
     ))]
 pub(super) async fn get_scorer(
     State(st): State<AppState>,
     Path(name): Path<String>,
-) -> Result<Json<ScorerDeclaration>, ApiError> {
+) -> Result<Json<Declaration>, ApiError> {
     Ok(Json(scorer_declaration(&st, &name, None)?))
 }
 

@@ -166,9 +166,9 @@ pub enum Refusal {
     Failed(String),
 }
 
-/// Where a stream's declaration came from.
+/// Where a stream's (or a scorer's) declaration came from.
 #[derive(Debug, Clone, Serialize)]
-pub struct Origin {
+pub struct Origin<T = StreamConfig> {
     /// `file` or `api`.
     pub origin: &'static str,
     /// API declarations: who and when (Unix ms).
@@ -176,7 +176,28 @@ pub struct Origin {
     pub by: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub at_ms: Option<u64>,
-    pub declaration: StreamConfig,
+    pub declaration: T,
+}
+
+impl<T> Origin<T> {
+    /// A declaration of the config file.
+    fn file(declaration: T) -> Origin<T> {
+        Origin {
+            origin: "file",
+            by: None,
+            at_ms: None,
+            declaration,
+        }
+    }
+    /// A declaration made over the API by `by` at `at_ms`.
+    fn api(declaration: T, by: &str, at_ms: u64) -> Origin<T> {
+        Origin {
+            origin: "api",
+            by: Some(by.to_string()),
+            at_ms: Some(at_ms),
+            declaration,
+        }
+    }
 }
 
 /// What a PUT did.
@@ -271,19 +292,11 @@ impl Declarations {
     /// Where the declaration of stream `name` came from (None: no such stream).
     pub fn origin(&self, name: &str) -> Option<Origin> {
         if let Some(s) = self.base.stream(name) {
-            return Some(Origin {
-                origin: "file",
-                by: None,
-                at_ms: None,
-                declaration: s.clone(),
-            });
+            return Some(Origin::file(s.clone()));
         }
-        crate::lock(&self.api).get(name).map(|d| Origin {
-            origin: "api",
-            by: Some(d.by.clone()),
-            at_ms: Some(d.at_ms),
-            declaration: d.stream.clone(),
-        })
+        crate::lock(&self.api)
+            .get(name)
+            .map(|d| Origin::api(d.stream.clone(), &d.by, d.at_ms))
     }
 
     /// Why declarations cannot be made here, if they cannot.

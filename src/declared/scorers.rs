@@ -8,7 +8,7 @@
 //! joined before the answer. A stream a scorer scores with cannot be changed or retired
 //! until the scorer is (`Declarations::scored_by`).
 
-use super::{Declarations, Put, Refusal, from_table, named};
+use super::{Declarations, Origin, Put, Refusal, from_table, named};
 use crate::config::scorers::ScorerConfig;
 use crate::shutdown::ShutdownTrigger;
 use serde::{Deserialize, Serialize};
@@ -43,18 +43,6 @@ impl Running {
 pub type Start =
     Box<dyn Fn(&ScorerConfig, ravel_core::solve::Request) -> anyhow::Result<Running> + Send + Sync>;
 
-/// Where a scorer's declaration came from.
-#[derive(Debug, Clone, Serialize)]
-pub struct ScorerOrigin {
-    /// `file` or `api`.
-    pub origin: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub by: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub at_ms: Option<u64>,
-    pub declaration: ScorerConfig,
-}
-
 impl Declarations {
     /// A scorer declared over the API at an earlier start, running again (`server`).
     pub fn resumed(&self, name: &str, running: Running) {
@@ -82,21 +70,13 @@ impl Declarations {
     }
 
     /// Where scorer `name`'s declaration came from (None: no such scorer).
-    pub fn scorer_origin(&self, name: &str) -> Option<ScorerOrigin> {
+    pub fn scorer_origin(&self, name: &str) -> Option<Origin<ScorerConfig>> {
         if let Some(s) = self.base.scorers.iter().find(|s| s.name == name) {
-            return Some(ScorerOrigin {
-                origin: "file",
-                by: None,
-                at_ms: None,
-                declaration: s.clone(),
-            });
+            return Some(Origin::file(s.clone()));
         }
-        crate::lock(&self.scorers).get(name).map(|d| ScorerOrigin {
-            origin: "api",
-            by: Some(d.by.clone()),
-            at_ms: Some(d.at_ms),
-            declaration: d.scorer.clone(),
-        })
+        crate::lock(&self.scorers)
+            .get(name)
+            .map(|d| Origin::api(d.scorer.clone(), &d.by, d.at_ms))
     }
 
     /// Declares (or changes) scorer `name` from the JSON table `body`; `by` is who asks.
