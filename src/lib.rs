@@ -44,8 +44,8 @@
 //!   its `writer` and its `reader`).
 //! - `declared`: streams declared at run time over the API (issue 49): checked as the config
 //!   file's, kept in `state.dir/declarations.json`, handed to ingest as changes between
-//!   batches (the design is its module comment); `scorers`: scorers declared the same way,
-//!   started and stopped on their own threads.
+//!   batches (the design is its module comment); `scorers` and `features`: scorers and
+//!   feature streams declared the same way.
 //! - `ingest`: the consumer loop, by stage. The loop itself (`mod.rs`: gather, fold, publish,
 //!   checkpoint, commit) and its steps: `setup`, `gather` (a batch; `ahead`: JSON decoded on
 //!   other threads), `accept` (one message), `denied` (consumer and authorization errors),

@@ -103,10 +103,19 @@ pub async fn run(
         None => Default::default(),
     };
     let mut config = config;
-    if !declared.streams.is_empty() || !declared.scorers.is_empty() {
+    if !declared.streams.is_empty()
+        || !declared.feature_streams.is_empty()
+        || !declared.scorers.is_empty()
+    {
         config
             .streams
             .extend(declared.streams.iter().map(|d| d.stream.clone()));
+        config.feature_streams.extend(
+            declared
+                .feature_streams
+                .iter()
+                .map(|d| d.feature_stream.clone()),
+        );
         config
             .scorers
             .extend(declared.scorers.iter().map(|d| d.scorer.clone()));
@@ -119,6 +128,12 @@ pub async fn run(
                     .streams
                     .iter()
                     .map(|d| d.stream.name.as_str())
+                    .chain(
+                        declared
+                            .feature_streams
+                            .iter()
+                            .map(|d| d.feature_stream.name.as_str())
+                    )
                     .chain(declared.scorers.iter().map(|d| d.scorer.name.as_str()))
                     .collect::<Vec<_>>()
                     .join(", "),
@@ -132,6 +147,7 @@ pub async fn run(
         })?;
         tracing::info!(
             streams = declared.streams.len(),
+            feature_streams = declared.feature_streams.len(),
             scorers = declared.scorers.len(),
             "streams and scorers declared over the API restored"
         );
@@ -187,7 +203,8 @@ pub async fn run(
     clients.log_effective(config.ingest.lag_interval_ms);
     // Labels sent over HTTP are written to the feature stream's topic (so a restart replays
     // them with the features).
-    let producer = if feature_streams.is_empty() {
+    // Also with declarations over the API on: they may add a feature stream.
+    let producer = if feature_streams.is_empty() && config.http.admin_token.is_empty() {
         None
     } else {
         Some(
@@ -301,6 +318,7 @@ pub async fn run(
     let declarations = {
         let (check_config, check_clients, check_registry) =
             (config.clone(), clients.clone(), registry.clone());
+        let feature_metrics = metrics.clone();
         let (config, registry, metrics, streams) = (
             config.clone(),
             registry.clone(),
@@ -349,6 +367,10 @@ pub async fn run(
         });
         let forget_health = health.clone();
         let hooks = crate::declared::Hooks {
+            feature_streams: feature_streams.clone(),
+            declare_metrics: Box::new(move |f| {
+                feature_metrics.declare_feature_stream(&f.name, f.workers)
+            }),
             build,
             check,
             check_topics: Box::new(move |one| {

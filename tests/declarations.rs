@@ -355,6 +355,8 @@ fn a_stream_declared_over_the_api_is_folded_kept_changed_and_retired_while_the_o
         ("t.score", 1),
         ("t.score.dlq", 1),
         ("t.pred", 1),
+        ("t.genes", 1),
+        ("t.genes.dlq", 1),
     ] {
         broker.create_topic(t, parts).unwrap();
     }
@@ -591,8 +593,48 @@ fn a_stream_declared_over_the_api_is_folded_kept_changed_and_retired_while_the_o
         );
     }
 
+    // A feature stream declared over the API reads its topic's columns: with 20 samples of
+    // y = 3 c0 - 2 c1 (+ small noise) and five columns, online substitution keeps c0 and c1.
+    let (status, body) = request(
+        &svc.url(""),
+        reqwest::Method::PUT,
+        "/v1/feature-streams/genes",
+        Some(ADMIN),
+        Some(&json!({"topic": "t.genes", "n": 20, "s": 2})),
+    );
+    assert_eq!(
+        (status, body["origin"].as_str()),
+        (201, Some("api")),
+        "{body}"
+    );
+    let column = |j: usize| -> Vec<f64> {
+        (0..20)
+            .map(|i| (((i * 31 + j * 17) * 7919) % 101) as f64 / 50.0 - 1.0)
+            .collect()
+    };
+    let y: Vec<f64> = (0..20)
+        .map(|i| 3.0 * column(0)[i] - 2.0 * column(1)[i] + ((i * 13) % 7) as f64 * 1e-3)
+        .collect();
+    let mut columns = vec![serde_json::to_vec(&json!({ "labels": y })).unwrap()];
+    columns.extend((0..5).map(|j| {
+        serde_json::to_vec(&json!({"feature": format!("c{j}"), "values": column(j)})).unwrap()
+    }));
+    send(&brokers, "t.genes", None, &columns, &[]);
+    let selected = |v: &Value| -> Vec<String> {
+        let mut names: Vec<String> = v["selected"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["name"].as_str().unwrap().to_string())
+            .collect();
+        names.sort();
+        names
+    };
+    let v = svc.wait_feature_offset("genes", 6);
+    assert_eq!(selected(&v), ["c0", "c1"], "{v}");
+
     // A restart keeps the declarations and their state; both streams read on from where they
-    // stopped, and the scorer scores on.
+    // stopped, the scorer scores on, and the feature stream reads its topic again.
     std::thread::sleep(Duration::from_millis(800));
     svc.stop().unwrap();
     send_events(&brokers, api_n..api_n + 200);
@@ -605,6 +647,26 @@ fn a_stream_declared_over_the_api_is_folded_kept_changed_and_retired_while_the_o
     svc.wait_rows("file", file_n as u64);
     assert_ols_is_numpys(&svc, work.path(), api_n);
     assert_eq!(svc.get("/v1/scorers/sc").1["origin"], "api");
+    let (_, d) = svc.get("/v1/feature-streams/genes/declaration");
+    assert_eq!(
+        (d["origin"].as_str(), d["declaration"]["s"].as_u64()),
+        (Some("api"), Some(2)),
+        "{d}"
+    );
+    assert_eq!(selected(&svc.wait_feature_offset("genes", 6)), ["c0", "c1"]);
+    let (status, body) = request(
+        &svc.url(""),
+        reqwest::Method::DELETE,
+        "/v1/feature-streams/genes",
+        Some(ADMIN),
+        None,
+    );
+    assert_eq!(
+        (status, body["state"].as_str()),
+        (200, Some("stopped")),
+        "{body}"
+    );
+    assert_eq!(svc.get("/v1/feature-streams/genes").0, 404);
     score_events(20..30);
     assert_eq!(read_topic(&brokers, "t.pred", 30).len(), 30);
 

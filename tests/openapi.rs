@@ -367,6 +367,27 @@ fn every_route_is_described_and_every_answer_matches_its_schema() {
         call("get", "/v1/scorers/{name}", "/v1/scorers/nope", None, 404),
         call(
             "put",
+            "/v1/feature-streams/{name}",
+            "/v1/feature-streams/new",
+            Some(json!({"n": 10, "s": 2})),
+            403,
+        ),
+        call(
+            "delete",
+            "/v1/feature-streams/{name}",
+            "/v1/feature-streams/new",
+            None,
+            403,
+        ),
+        call(
+            "get",
+            "/v1/feature-streams/{name}/declaration",
+            "/v1/feature-streams/nope/declaration",
+            None,
+            404,
+        ),
+        call(
+            "put",
             "/v1/scorers/{name}",
             "/v1/scorers/new",
             Some(json!({"stream": "reg", "topic": "t.reg", "output_topic": "t.out"})),

@@ -103,7 +103,7 @@ impl Declaration {
 pub struct Retired {
     name: String,
     /// Streams: `kept` (its checkpoint stays: a PUT of the same declaration resumes from it)
-    /// or `dropped` (deleted). Scorers: `stopped`.
+    /// or `dropped` (deleted). Scorers and feature streams: `stopped`.
     state: String,
 }
 
@@ -303,6 +303,78 @@ pub(super) async fn get_scorer(
     Path(name): Path<String>,
 ) -> Result<Json<Declaration>, ApiError> {
     Ok(Json(scorer_declaration(&st, &name, None)?))
+}
+
+/// Declares a feature stream, or changes one declared over the API (it starts afresh from
+/// its topic's beginning).
+#[utoipa::path(put, path = "/v1/feature-streams/{name}", tag = "declarations",
+    params(("name" = String, Path, description = "The feature stream's name")),
+    request_body(content = Object, description = "The feature stream's table, as `[[feature_streams]]` of the config file (`name` may be left out; not `wide`)"),
+    responses(
+        (status = 201, description = "Declared", body = Declaration),
+        (status = 200, description = "Changed (read afresh) or unchanged", body = Declaration),
+        (status = 400, description = "`invalid_declaration`: the message names the key or the topic", body = super::error::ErrorBody),
+        (status = 401, description = "`unauthorized`: no admin token", body = super::error::ErrorBody),
+        (status = 403, description = "`forbidden`: no http.admin_token configured", body = super::error::ErrorBody),
+        (status = 409, description = "`declaration_conflict`: a name of the config file, or no state.dir", body = super::error::ErrorBody),
+    ))]
+pub(super) async fn put_feature_stream(
+    State(st): State<AppState>,
+    Path(name): Path<String>,
+    admin: Admin,
+    body: Bytes,
+) -> Result<(StatusCode, Json<Declaration>), ApiError> {
+    let d = st.declarations.clone();
+    let n = name.clone();
+    let put = blocking(move || d.put_feature_stream(&n, &body, &admin.who)).await?;
+    let (status, outcome) = answered(put);
+    let origin = st
+        .declarations
+        .feature_origin(&name)
+        .ok_or_else(|| ApiError::unknown_stream(&name))?;
+    Ok((status, Json(Declaration::of(&name, origin, Some(outcome)))))
+}
+
+/// Retires a feature stream declared over the API: ingest stops reading it.
+#[utoipa::path(delete, path = "/v1/feature-streams/{name}", tag = "declarations",
+    params(("name" = String, Path, description = "The feature stream's name")),
+    responses(
+        (status = 200, description = "Retired", body = Retired),
+        (status = 401, description = "`unauthorized`: no admin token", body = super::error::ErrorBody),
+        (status = 403, description = "`forbidden`: no http.admin_token configured", body = super::error::ErrorBody),
+        (status = 404, description = "`unknown_stream`", body = super::error::ErrorBody),
+        (status = 409, description = "`declaration_conflict`: declared in the config file", body = super::error::ErrorBody),
+    ))]
+pub(super) async fn delete_feature_stream(
+    State(st): State<AppState>,
+    Path(name): Path<String>,
+    admin: Admin,
+) -> Result<Json<Retired>, ApiError> {
+    let d = st.declarations.clone();
+    let n = name.clone();
+    blocking(move || d.delete_feature_stream(&n, &admin.who)).await?;
+    Ok(Json(Retired {
+        name,
+        state: "stopped".into(),
+    }))
+}
+
+/// Where a feature stream's declaration came from: the config file or the API.
+#[utoipa::path(get, path = "/v1/feature-streams/{name}/declaration", tag = "declarations",
+    params(("name" = String, Path, description = "The feature stream's name")),
+    responses(
+        (status = 200, description = "The declaration", body = Declaration),
+        (status = 404, description = "`unknown_stream`", body = super::error::ErrorBody),
+    ))]
+pub(super) async fn get_feature_declaration(
+    State(st): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<Json<Declaration>, ApiError> {
+    let origin = st
+        .declarations
+        .feature_origin(&name)
+        .ok_or_else(|| ApiError::unknown_stream(&name))?;
+    Ok(Json(Declaration::of(&name, origin, None)))
 }
 
 #[derive(Deserialize)]

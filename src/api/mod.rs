@@ -107,7 +107,12 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(streams::path, streams::path_post))
         .routes(routes!(streams::predict))
         .routes(routes!(features::list))
-        .routes(routes!(features::get_one))
+        .routes(routes!(
+            features::get_one,
+            declarations::put_feature_stream,
+            declarations::delete_feature_stream
+        ))
+        .routes(routes!(declarations::get_feature_declaration))
         .routes(routes!(features::put_labels))
         .routes(routes!(features::model))
         .routes(routes!(wide::path))

@@ -28,12 +28,14 @@
 //! its schemas from a Schema Registry that does not answer as one (or does not serve its
 //! format).
 //!
-//! Scorers are declared the same way (`scorers`): started and stopped on their own threads.
+//! Scorers (`scorers`: started and stopped on their own threads) and feature streams
+//! (`features`: handed to ingest as streams are) are declared the same way.
 //!
-//! Not yet here: feature streams over the API, the kafka store (a compacted topic
+//! Not yet here: the kafka store (a compacted topic
 //! of the group; the API refuses declarations with `state.store = "kafka"`). Where a new
 //! stream starts is its `start` (`crate::ingest`'s `start`).
 
+pub mod features;
 pub mod scorers;
 
 use crate::config::{Config, StoreKind, StreamConfig};
@@ -62,9 +64,49 @@ pub struct ApiDeclaration {
 pub struct Book {
     version: u32,
     pub streams: Vec<ApiDeclaration>,
+    /// Feature streams declared over the API (`features`); absent from files written before.
+    #[serde(default)]
+    pub feature_streams: Vec<features::ApiFeatureStream>,
     /// Scorers declared over the API (`scorers`); absent from files written before them.
     #[serde(default)]
     pub scorers: Vec<scorers::ApiScorer>,
+}
+
+/// The API's declarations by kind and name, as the service holds them.
+#[derive(Clone, Default)]
+struct Declared {
+    streams: BTreeMap<String, ApiDeclaration>,
+    features: BTreeMap<String, features::ApiFeatureStream>,
+    scorers: BTreeMap<String, scorers::ApiScorer>,
+}
+
+impl Declared {
+    fn of(book: Book) -> Declared {
+        Declared {
+            streams: (book.streams.into_iter())
+                .map(|d| (d.stream.name.clone(), d))
+                .collect(),
+            features: (book.feature_streams.into_iter())
+                .map(|d| (d.feature_stream.name.clone(), d))
+                .collect(),
+            scorers: (book.scorers.into_iter())
+                .map(|d| (d.scorer.name.clone(), d))
+                .collect(),
+        }
+    }
+
+    /// `base` (the config file's) with every declaration here: the configuration they make
+    /// together, checked as one.
+    fn config(&self, base: &Config) -> Config {
+        let mut c = base.clone();
+        c.streams
+            .extend(self.streams.values().map(|d| d.stream.clone()));
+        c.feature_streams
+            .extend(self.features.values().map(|d| d.feature_stream.clone()));
+        c.scorers
+            .extend(self.scorers.values().map(|d| d.scorer.clone()));
+        c
+    }
 }
 
 /// Reads the API's declarations from `dir` (none when the file does not exist).
@@ -86,16 +128,13 @@ pub fn load(dir: &Path) -> anyhow::Result<Book> {
 }
 
 /// Writes the declarations atomically (a temporary file renamed over the old one, synced).
-fn save(
-    dir: &Path,
-    streams: &BTreeMap<String, ApiDeclaration>,
-    scorers: &BTreeMap<String, scorers::ApiScorer>,
-) -> anyhow::Result<()> {
+fn save(dir: &Path, declared: &Declared) -> anyhow::Result<()> {
     use std::io::Write;
     let book = Book {
         version: 1,
-        streams: streams.values().cloned().collect(),
-        scorers: scorers.values().cloned().collect(),
+        streams: declared.streams.values().cloned().collect(),
+        feature_streams: declared.features.values().cloned().collect(),
+        scorers: declared.scorers.values().cloned().collect(),
     };
     let bytes = serde_json::to_vec_pretty(&book)?;
     let (path, tmp) = (dir.join(FILE), dir.join(format!(".{FILE}.tmp")));
@@ -123,6 +162,12 @@ pub enum Change {
     },
     /// Stop reading a stream; `drop_state`: delete its checkpoint.
     Remove { name: String, drop_state: bool },
+    /// Start reading a feature stream (in the registry already) from its topic's beginning.
+    AddFeatures {
+        handle: Arc<crate::state::feature_streams::FeatureStreamHandle>,
+    },
+    /// Stop reading a feature stream.
+    RemoveFeatures { name: String },
 }
 
 /// The changes the API made and ingest has not applied yet.
@@ -215,7 +260,7 @@ pub struct Declarations {
     /// The configuration the service started with (the file's streams, the demo's).
     base: Config,
     /// The API's declarations; the lock also orders concurrent changes.
-    api: Mutex<BTreeMap<String, ApiDeclaration>>,
+    declared: Mutex<Declared>,
     dir: Option<PathBuf>,
     streams: Arc<Streams>,
     build: Build,
@@ -223,9 +268,11 @@ pub struct Declarations {
     /// The topic questions of `ravel check` for a configuration (a scorer's).
     check_topics: CheckTopics,
     queue: Arc<Queue>,
-    /// Scorers declared over the API and the running ones among them (`scorers`).
-    scorers: Mutex<BTreeMap<String, scorers::ApiScorer>>,
+    /// The scorers declared over the API that run (`scorers`).
     running: Mutex<BTreeMap<String, scorers::Running>>,
+    /// The feature streams the API reads (`features`).
+    feature_streams: Arc<crate::state::feature_streams::FeatureStreams>,
+    declare_metrics: Box<dyn Fn(&crate::config::FeatureStreamConfig) + Send + Sync>,
     start_scorer: scorers::Start,
     /// A retired scorer leaves the health report.
     forget_scorer: Box<dyn Fn(&str) + Send + Sync>,
@@ -233,6 +280,9 @@ pub struct Declarations {
 
 /// What the service gives `Declarations` to act with (`server`).
 pub struct Hooks {
+    pub feature_streams: Arc<crate::state::feature_streams::FeatureStreams>,
+    /// A new feature stream's metrics.
+    pub declare_metrics: Box<dyn Fn(&crate::config::FeatureStreamConfig) + Send + Sync>,
     pub build: Build,
     pub check: Check,
     pub check_topics: CheckTopics,
@@ -255,19 +305,10 @@ impl Declarations {
     ) -> Declarations {
         Declarations {
             dir: base.state.dir(),
-            api: Mutex::new(
-                book.streams
-                    .into_iter()
-                    .map(|d| (d.stream.name.clone(), d))
-                    .collect(),
-            ),
-            scorers: Mutex::new(
-                book.scorers
-                    .into_iter()
-                    .map(|d| (d.scorer.name.clone(), d))
-                    .collect(),
-            ),
+            declared: Mutex::new(Declared::of(book)),
             running: Mutex::new(BTreeMap::new()),
+            feature_streams: hooks.feature_streams,
+            declare_metrics: hooks.declare_metrics,
             start_scorer: hooks.start_scorer,
             forget_scorer: hooks.forget_scorer,
             check_topics: hooks.check_topics,
@@ -294,7 +335,8 @@ impl Declarations {
         if let Some(s) = self.base.stream(name) {
             return Some(Origin::file(s.clone()));
         }
-        crate::lock(&self.api)
+        crate::lock(&self.declared)
+            .streams
             .get(name)
             .map(|d| Origin::api(d.stream.clone(), &d.by, d.at_ms))
     }
@@ -330,22 +372,22 @@ impl Declarations {
             )));
         }
         let stream = parse(name, body)?;
-        let mut api = crate::lock(&self.api);
-        let old = api.get(name).map(|d| d.stream.clone());
+        let mut declared = crate::lock(&self.declared);
+        let old = declared.streams.get(name).map(|d| d.stream.clone());
         if old.as_ref() == Some(&stream) {
             return Ok(Put::Unchanged);
         }
         if old.is_some() {
-            self.unscored(name, "changed")?;
+            unscored(&self.base, &declared, name, "changed")?;
         }
-        let mut candidate = self.base.clone();
-        candidate.streams.extend(
-            api.values()
-                .filter(|d| d.stream.name != name)
-                .map(|d| d.stream.clone()),
-        );
-        candidate.streams.push(stream.clone());
-        candidate
+        let decl = ApiDeclaration {
+            stream: stream.clone(),
+            by: by.to_string(),
+            at_ms: crate::now_ms(),
+        };
+        let mut next = declared.clone();
+        next.streams.insert(name.to_string(), decl.clone());
+        next.config(&self.base)
             .check()
             .map_err(|e| Refusal::Invalid(format!("{e:#}")))?;
         if old.as_ref().map(|o| (o.topic(), o.format)) != Some((stream.topic(), stream.format)) {
@@ -354,19 +396,12 @@ impl Declarations {
         // A new stream resumes from a kept checkpoint; a changed one starts afresh.
         let (handle, positions) = (self.build)(&stream, old.is_none())
             .map_err(|e| Refusal::Conflict(format!("{e:#}")))?;
-        let decl = ApiDeclaration {
-            stream,
-            by: by.to_string(),
-            at_ms: crate::now_ms(),
-        };
-        let mut next = api.clone();
-        next.insert(name.to_string(), decl.clone());
-        if let Err(e) = self.persist(&next, &crate::lock(&self.scorers)) {
+        if let Err(e) = self.persist(&next) {
             // Never served: its history recorder stops.
             handle.retire();
             return Err(e);
         }
-        *api = next;
+        *declared = next;
         tracing::info!(
             who = %by, action = if old.is_some() { "change" } else { "declare" },
             stream = %name,
@@ -397,17 +432,17 @@ impl Declarations {
                 "stream '{name}' is declared in the config file; remove it there"
             )));
         }
-        let mut api = crate::lock(&self.api);
-        if !api.contains_key(name) {
+        let mut declared = crate::lock(&self.declared);
+        if !declared.streams.contains_key(name) {
             return Err(Refusal::Unknown(format!(
                 "no stream named '{name}' was declared over the API; GET /v1/streams lists the streams"
             )));
         }
-        self.unscored(name, "retired")?;
-        let mut next = api.clone();
-        next.remove(name);
-        self.persist(&next, &crate::lock(&self.scorers))?;
-        *api = next;
+        unscored(&self.base, &declared, name, "retired")?;
+        let mut next = declared.clone();
+        next.streams.remove(name);
+        self.persist(&next)?;
+        *declared = next;
         tracing::info!(
             who = %by, action = "retire", stream = %name,
             state = if drop_state { "dropped" } else { "kept" },
@@ -423,33 +458,34 @@ impl Declarations {
         Ok(())
     }
 
-    /// A stream scorers score with is not changed or retired under them.
-    fn unscored(&self, name: &str, what: &str) -> Result<(), Refusal> {
-        let by = self.scored_by(name);
-        if by.is_empty() {
-            return Ok(());
-        }
-        Err(Refusal::Conflict(format!(
-            "stream '{name}' cannot be {what} while scorer(s) {} score with it: retire them \
-             first (DELETE /v1/scorers/{{name}})",
-            by.join(", ")
-        )))
-    }
-
-    fn persist(
-        &self,
-        streams: &BTreeMap<String, ApiDeclaration>,
-        scorers: &BTreeMap<String, scorers::ApiScorer>,
-    ) -> Result<(), Refusal> {
+    fn persist(&self, next: &Declared) -> Result<(), Refusal> {
         let dir = self.dir.as_deref().ok_or_else(|| {
             Refusal::Failed("no state.dir to keep the declaration in".to_string())
         })?;
-        save(dir, streams, scorers).map_err(|e| {
+        save(dir, next).map_err(|e| {
             Refusal::Failed(format!(
                 "the declaration was not made: {e:#} (state.dir must stay writable)"
             ))
         })
     }
+}
+
+/// A stream scorers score with (the file's or the API's) is not changed or retired under
+/// them.
+fn unscored(base: &Config, declared: &Declared, name: &str, what: &str) -> Result<(), Refusal> {
+    let by: Vec<&str> = (base.scorers.iter())
+        .chain(declared.scorers.values().map(|d| &d.scorer))
+        .filter(|s| s.stream == name)
+        .map(|s| s.name.as_str())
+        .collect();
+    if by.is_empty() {
+        return Ok(());
+    }
+    Err(Refusal::Conflict(format!(
+        "stream '{name}' cannot be {what} while scorer(s) {} score with it: retire them first \
+         (DELETE /v1/scorers/{{name}})",
+        by.join(", ")
+    )))
 }
 
 /// The declaration of stream `name` from a JSON table, read as the config file's

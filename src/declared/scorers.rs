@@ -6,7 +6,7 @@
 //! stop of its own (`Running`), which the service's shutdown also pulls. A changed
 //! declaration stops the old scorer and starts the new one; a retired one is stopped and
 //! joined before the answer. A stream a scorer scores with cannot be changed or retired
-//! until the scorer is (`Declarations::scored_by`).
+//! until the scorer is.
 
 use super::{Declarations, Origin, Put, Refusal, from_table, named};
 use crate::config::scorers::ScorerConfig;
@@ -57,24 +57,13 @@ impl Declarations {
         }
     }
 
-    /// The scorers that score with stream `stream` (file and API).
-    pub(super) fn scored_by(&self, stream: &str) -> Vec<String> {
-        let api = crate::lock(&self.scorers);
-        self.base
-            .scorers
-            .iter()
-            .chain(api.values().map(|d| &d.scorer))
-            .filter(|s| s.stream == stream)
-            .map(|s| s.name.clone())
-            .collect()
-    }
-
     /// Where scorer `name`'s declaration came from (None: no such scorer).
     pub fn scorer_origin(&self, name: &str) -> Option<Origin<ScorerConfig>> {
         if let Some(s) = self.base.scorers.iter().find(|s| s.name == name) {
             return Some(Origin::file(s.clone()));
         }
-        crate::lock(&self.scorers)
+        crate::lock(&self.declared)
+            .scorers
             .get(name)
             .map(|d| Origin::api(d.scorer.clone(), &d.by, d.at_ms))
     }
@@ -92,47 +81,34 @@ impl Declarations {
         }
         let example = r#"{"stream": "sales", "topic": "orders", "output_topic": "predictions"}"#;
         let scorer: ScorerConfig = from_table(&named("scorer", example, name, body)?)?;
-        // Lock order: the streams' declarations, then the scorers'.
-        let api = crate::lock(&self.api);
-        let mut scorers = crate::lock(&self.scorers);
-        let old = scorers.get(name).map(|d| d.scorer.clone());
+        let mut declared = crate::lock(&self.declared);
+        let old = declared.scorers.get(name).map(|d| d.scorer.clone());
         if old.as_ref() == Some(&scorer) {
             return Ok(Put::Unchanged);
         }
-        let mut candidate = self.base.clone();
-        candidate
-            .streams
-            .extend(api.values().map(|d| d.stream.clone()));
-        candidate.scorers.extend(
-            scorers
-                .values()
-                .filter(|d| d.scorer.name != name)
-                .map(|d| d.scorer.clone()),
-        );
-        candidate.scorers.push(scorer.clone());
+        let decl = ApiScorer {
+            scorer: scorer.clone(),
+            by: by.to_string(),
+            at_ms: crate::now_ms(),
+        };
+        let mut next = declared.clone();
+        next.scorers.insert(name.to_string(), decl.clone());
+        let candidate = next.config(&self.base);
         let invalid = |e: anyhow::Error| Refusal::Invalid(format!("{e:#}"));
         candidate.check().map_err(invalid)?;
-        let model = candidate
-            .scorer_models()
-            .map_err(invalid)?
-            .pop()
-            .expect("the scorer checked last");
+        let at = (candidate.scorers.iter())
+            .position(|s| s.name == name)
+            .expect("the scorer is in its configuration");
+        let model = candidate.scorer_models().map_err(invalid)?.swap_remove(at);
         // Its topics, as `ravel check` asks (the stream's own, already read, included).
         let mut one = candidate.clone();
         one.streams.retain(|s| s.name == scorer.stream);
         one.feature_streams.clear();
         one.scorers = vec![scorer.clone()];
         (self.check_topics)(&one).map_err(Refusal::Invalid)?;
-        let decl = ApiScorer {
-            scorer: scorer.clone(),
-            by: by.to_string(),
-            at_ms: crate::now_ms(),
-        };
-        let mut next = scorers.clone();
-        next.insert(name.to_string(), decl.clone());
-        self.persist(&api, &next)?;
-        *scorers = next;
-        drop((api, scorers));
+        self.persist(&next)?;
+        *declared = next;
+        drop(declared);
         if let Some(previous) = crate::lock(&self.running).remove(name) {
             previous.end();
         }
@@ -164,17 +140,16 @@ impl Declarations {
             )));
         }
         {
-            let api = crate::lock(&self.api);
-            let mut scorers = crate::lock(&self.scorers);
-            if !scorers.contains_key(name) {
+            let mut declared = crate::lock(&self.declared);
+            if !declared.scorers.contains_key(name) {
                 return Err(Refusal::Unknown(format!(
                     "no scorer named '{name}' was declared over the API"
                 )));
             }
-            let mut next = scorers.clone();
-            next.remove(name);
-            self.persist(&api, &next)?;
-            *scorers = next;
+            let mut next = declared.clone();
+            next.scorers.remove(name);
+            self.persist(&next)?;
+            *declared = next;
         }
         if let Some(running) = crate::lock(&self.running).remove(name) {
             running.end();

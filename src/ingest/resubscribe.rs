@@ -1,4 +1,5 @@
-//! Streams declared or retired over the API while the loop runs (`crate::declared`): applied
+//! Streams and feature streams declared or retired over the API while the loop runs
+//! (`crate::declared`): applied
 //! between two batches, at a checkpoint boundary. What the loop holds is folded, every
 //! stream's checkpoint written and its offsets committed; then the stream's `StreamIngest`
 //! starts or stops, and the subscription changes. Group assignment: unsubscribe and subscribe
@@ -8,6 +9,7 @@
 //! positions. The other streams' positions are untouched, so none of their rows is lost or
 //! folded twice.
 
+use super::features::FeatureIngest;
 use super::fold::StreamIngest;
 use super::{Ingest, Store, Target};
 use crate::declared::Change;
@@ -52,6 +54,29 @@ impl Ingest {
                         }
                     }
                     tracing::info!(stream = %name, topic = %topic, n = s.handle.snapshot().stats.n(), state = if drop_state { "dropped" } else { "kept" }, "stream no longer read");
+                    moved.push(topic);
+                }
+                Change::AddFeatures { handle } => {
+                    let topic = handle.topic.clone();
+                    self.features
+                        .retain(|f| f.live.handle.name() != handle.name());
+                    // A feature stream keeps no checkpoint: its topic from the beginning.
+                    lock(&self.positions).remove(&topic);
+                    tracing::info!(feature_stream = %handle.name(), topic = %topic, "feature stream read from now on");
+                    self.features.push(FeatureIngest::new(handle));
+                    moved.push(topic);
+                }
+                Change::RemoveFeatures { name } => {
+                    let Some(i) = self
+                        .features
+                        .iter()
+                        .position(|f| f.live.handle.name() == name)
+                    else {
+                        continue;
+                    };
+                    let topic = self.features.remove(i).live.handle.topic.clone();
+                    lock(&self.positions).remove(&topic);
+                    tracing::info!(feature_stream = %name, topic = %topic, "feature stream no longer read");
                     moved.push(topic);
                 }
                 Change::Add { handle, positions } => {
