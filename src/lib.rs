@@ -41,7 +41,8 @@
 //!   and `wide_columns` (the sparse columns a wide feature stream keeps for paper 004's path).
 //! - `store`: what survives a restart, one concept with two back ends: `file` (checkpoint
 //!   files, `state.dir`) and `kafka` (a compacted changelog topic, `state.store = "kafka"`:
-//!   its `writer` and its `reader`).
+//!   its `writer`, its `reader`, and `buckets`, a partition's time buckets as records of
+//!   their own so a checkpoint writes only those changed).
 //! - `declared`: streams declared at run time over the API (issue 49): checked as the config
 //!   file's, kept in `state.dir/declarations.json`, handed to ingest as changes between
 //!   batches (the design is its module comment).

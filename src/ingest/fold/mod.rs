@@ -36,7 +36,7 @@ use super::windows::{NO_TIMESTAMP, fold_windows, window_refusals};
 use crate::metrics::Metrics;
 use crate::state::quality::PartQuality;
 use crate::state::streams::{FoldSet, PartInfo, Snapshot, Stats, StreamHandle, Windows};
-use crate::store::kafka::StateReader;
+use crate::store::kafka::{SavedBuckets, StateReader};
 use rdkafka::message::{BorrowedMessage, Message};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -103,6 +103,10 @@ pub struct Part {
     pub quality: Option<PartQuality>,
     /// The statistics per time bucket (`windows`; the `dir` store's one part).
     pub windows: Option<Windows>,
+    /// With windows and the `kafka` store: the bucket records of the partition's last
+    /// written (or restored) state, so a checkpoint writes only the buckets changed since
+    /// (`store::kafka::buckets`).
+    pub saved_buckets: Option<Arc<SavedBuckets>>,
     /// With windows: the Kafka timestamp (Unix ms) of each pending row, `NO_TIMESTAMP` for a
     /// message without one.
     row_stamps: Vec<i64>,
@@ -127,6 +131,7 @@ impl Part {
             dirty: false,
             quality: None,
             windows: None,
+            saved_buckets: None,
             row_stamps: Vec::new(),
         }
     }
@@ -253,6 +258,13 @@ impl StreamIngest {
     pub fn mark_saved(&mut self, partition: i32) {
         if let Some(p) = self.parts.get_mut(&partition) {
             p.dirty = false;
+        }
+    }
+
+    /// The bucket records a written state of `partition` names (`kafka` store).
+    pub fn mark_buckets_saved(&mut self, partition: i32, saved: Option<Arc<SavedBuckets>>) {
+        if let Some(p) = self.parts.get_mut(&partition) {
+            p.saved_buckets = saved;
         }
     }
 

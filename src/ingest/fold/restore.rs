@@ -27,11 +27,16 @@ impl StreamIngest {
                 None,
             ),
         };
-        self.parts.insert(
-            partition,
-            part.tracked(&self.handle, partition)
-                .windowed(&self.handle, windows),
-        );
+        // The bucket records the state names, which the restored buckets share: the first
+        // checkpoint writes only the buckets changed since.
+        let saved = windows
+            .as_ref()
+            .and_then(|_| state.and_then(|s| s.saved.clone()));
+        let mut part = part
+            .tracked(&self.handle, partition)
+            .windowed(&self.handle, windows);
+        part.saved_buckets = saved;
+        self.parts.insert(partition, part);
     }
 
     /// The time buckets of a partition's state if they are this stream's (spec, task, p,

@@ -81,9 +81,11 @@ impl StateWriter {
         })
     }
 
-    /// Writes `states` and waits for the acknowledgements; returns, per state, whether all of
-    /// its records are in the changelog.
-    pub fn write(&mut self, states: &[PartitionState]) -> Vec<bool> {
+    /// Writes `states` (each with the bucket records of its windows changed since
+    /// `state.saved`, `super::buckets`) and waits for the acknowledgements; returns, per
+    /// state, whether all of its records are in the changelog. A state written has `saved`
+    /// set to the bucket records it names, for the partition's next checkpoint.
+    pub fn write(&mut self, states: &mut [PartitionState]) -> Vec<bool> {
         let generation = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
@@ -91,9 +93,11 @@ impl StateWriter {
         crate::lock(&self.producer.context().acks).clear();
         let mut expected = vec![0usize; states.len()];
         let mut manifests = vec![None; states.len()];
+        let mut saved = vec![None; states.len()];
+        let mut after = vec![Vec::new(); states.len()];
         let mut ok = vec![true; states.len()];
-        for (i, s) in states.iter().enumerate() {
-            let (records, manifest) = match encode(s, self.max_record, generation) {
+        for (i, s) in states.iter_mut().enumerate() {
+            let encoded = match encode_with_buckets(s, self.max_record, generation) {
                 Ok(r) => r,
                 Err(e) => {
                     tracing::error!(stream = %s.stream, partition = s.partition, error = %format!("{e:#}"), "cannot encode state");
@@ -101,8 +105,11 @@ impl StateWriter {
                     continue;
                 }
             };
-            manifests[i] = manifest;
-            for r in records {
+            manifests[i] = encoded.manifest;
+            saved[i] = encoded.saved;
+            after[i] = encoded.after;
+            tracing::debug!(stream = %s.stream, partition = s.partition, buckets = encoded.buckets_written, records = encoded.records.len(), "writing state");
+            for r in encoded.records {
                 if self.send(&r, Some(i)) {
                     expected[i] += 1;
                 } else {
@@ -129,7 +136,7 @@ impl StateWriter {
             }
         }
         let acks = crate::lock(&self.producer.context().acks).clone();
-        for (i, s) in states.iter().enumerate() {
+        for (i, s) in states.iter_mut().enumerate() {
             let (n, failed) = acks.get(&i).copied().unwrap_or((0, false));
             ok[i] = ok[i] && !failed && n == expected[i];
             if !ok[i] {
@@ -147,6 +154,11 @@ impl StateWriter {
                     self.send(&t, None);
                 }
             }
+            // The bucket records the acknowledged state no longer names.
+            for t in &after[i] {
+                self.send(t, None);
+            }
+            s.saved = saved[i].take();
         }
         ok
     }
