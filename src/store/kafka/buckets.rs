@@ -51,8 +51,10 @@ pub fn is_bucket_key(k: &str) -> bool {
     }
 }
 
-/// One bucket record a state names.
+/// One bucket record a state names; stored as an array (start, width, slot, version,
+/// chunks), 20-odd bytes, as a state names every bucket of its windows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "EntryArray", into = "EntryArray")]
 pub struct IndexEntry {
     pub start_ms: i64,
     pub width_ms: i64,
@@ -61,6 +63,26 @@ pub struct IndexEntry {
     pub version: u64,
     /// Chunks, 0 when the bucket is one record.
     pub chunks: u32,
+}
+
+type EntryArray = (i64, i64, u8, u64, u32);
+
+impl From<EntryArray> for IndexEntry {
+    fn from((start_ms, width_ms, slot, version, chunks): EntryArray) -> IndexEntry {
+        IndexEntry {
+            start_ms,
+            width_ms,
+            slot,
+            version,
+            chunks,
+        }
+    }
+}
+
+impl From<IndexEntry> for EntryArray {
+    fn from(e: IndexEntry) -> EntryArray {
+        (e.start_ms, e.width_ms, e.slot, e.version, e.chunks)
+    }
 }
 
 /// A state's windows by reference: the spec, the clock, and the bucket records holding them.
@@ -251,6 +273,12 @@ pub fn assemble(
     let mut saved = SavedBuckets::default();
     let mut parts = Vec::with_capacity(index.buckets.len());
     for e in &index.buckets {
+        if e.slot > 1 {
+            return Err(format!(
+                "the bucket at {} is in slot {}",
+                e.start_ms, e.slot
+            ));
+        }
         let k = bucket_key(&state.stream, state.partition, e.start_ms, e.slot);
         let Some(h) = held.get(&k) else {
             return Err(format!("the bucket record {k} is missing"));
