@@ -96,12 +96,51 @@ pub struct BucketIndex {
     pub buckets: Vec<IndexEntry>,
 }
 
-/// The bucket records of the last state written (or restored) of a partition, with the
-/// statistics each holds, by start: the next checkpoint writes the buckets whose `Arc` is not
-/// the one here.
+/// The bucket records of the last state written (or restored) of a partition, by start: the
+/// next checkpoint writes the buckets whose `Arc` is not the one here (and those due for a
+/// refresh, `Refresh`).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct SavedBuckets {
-    pub entries: BTreeMap<i64, (IndexEntry, Arc<Stats>)>,
+    pub entries: BTreeMap<i64, Saved>,
+}
+
+/// One bucket record as written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Saved {
+    pub entry: IndexEntry,
+    /// The statistics it holds.
+    pub stats: Arc<Stats>,
+    /// Its bytes (chunks included).
+    pub bytes: u64,
+    /// This writer's bytes written to the changelog partition before it (`RESTORED`: read
+    /// from the topic, counted from the first write after).
+    pub at: u64,
+}
+
+impl SavedBuckets {
+    /// Bytes of every bucket record named.
+    pub fn bytes(&self) -> u64 {
+        self.entries.values().map(|s| s.bytes).sum()
+    }
+}
+
+/// `Saved::at` of a record read from the topic.
+pub const RESTORED: u64 = u64::MAX;
+
+/// When unchanged bucket records are written again. A compacted topic keeps them for ever,
+/// but a topic that drops its oldest records by size (the embedded broker keeps 5 MB a
+/// partition) would drop a bucket record that no change has rewritten while a state still
+/// names it: so a record is rewritten once the writer has written `after` bytes to its
+/// changelog partition since (`StateWriter` takes four times the bucket bytes its states
+/// there name, at least 2 MiB: at most a quarter more bytes written, and on the embedded
+/// broker every named record stays within the last few MB), at most `ceil(n / 16)` of a
+/// state's n buckets a checkpoint, oldest first, so a refresh is spread over checkpoints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Refresh {
+    /// This writer's bytes written to the changelog partition so far.
+    pub sent: u64,
+    /// Records older than this many bytes are due.
+    pub after: u64,
 }
 
 #[derive(Serialize)]
@@ -124,6 +163,7 @@ struct BucketValue {
 #[derive(Debug, Clone)]
 pub struct HeldBucket {
     version: u64,
+    bytes: u64,
     start_ms: i64,
     width_ms: i64,
     stats: Arc<Stats>,
@@ -169,22 +209,42 @@ pub fn plan(
     saved: Option<&SavedBuckets>,
     version: u64,
     max_record: usize,
+    refresh: Refresh,
 ) -> anyhow::Result<Planned> {
     let empty = SavedBuckets::default();
     let saved = saved.unwrap_or(&empty);
+    let at = |s: &Saved| match s.at {
+        RESTORED => refresh.sent,
+        at => at,
+    };
+    // The unchanged records due for a refresh, oldest first, at most a sixteenth a time.
+    let mut due: Vec<(u64, i64)> = saved
+        .entries
+        .iter()
+        .filter(|(_, s)| refresh.sent.saturating_sub(at(s)) > refresh.after)
+        .map(|(&start, s)| (at(s), start))
+        .collect();
+    due.sort_unstable();
+    due.truncate(saved.entries.len().div_ceil(16));
+    let due: std::collections::BTreeSet<i64> = due.into_iter().map(|(_, s)| s).collect();
     let (mut records, mut after) = (Vec::new(), Vec::new());
     let mut next = SavedBuckets::default();
     let mut written = 0;
     for (start, width, stats) in windows.shared_buckets() {
         let old = saved.entries.get(&start);
-        if let Some((e, s)) = old
-            && e.width_ms == width
-            && Arc::ptr_eq(s, stats)
+        if let Some(s) = old
+            && s.entry.width_ms == width
+            && Arc::ptr_eq(&s.stats, stats)
+            && !due.contains(&start)
         {
-            next.entries.insert(start, (*e, s.clone()));
+            let kept = Saved {
+                at: at(s),
+                ..s.clone()
+            };
+            next.entries.insert(start, kept);
             continue;
         }
-        let slot = old.map_or(0, |(e, _)| 1 - e.slot);
+        let slot = old.map_or(0, |s| 1 - s.entry.slot);
         let mut bytes = Vec::new();
         let value = BucketRef {
             version,
@@ -193,6 +253,7 @@ pub fn plan(
             stats,
         };
         ciborium::into_writer(&value, &mut bytes).context("cannot encode a time bucket")?;
+        let size = bytes.len() as u64;
         let base = bucket_key(stream, partition, start, slot);
         let (mut rs, manifest) = super::records_of(base, Kind::Bucket, bytes, max_record, 0)?;
         records.append(&mut rs);
@@ -203,15 +264,21 @@ pub fn plan(
             version,
             chunks: manifest.map_or(0, |m| m.chunks),
         };
-        if let Some((e, _)) = old {
-            slot_tombstones(stream, partition, e, &mut after);
+        if let Some(s) = old {
+            slot_tombstones(stream, partition, &s.entry, &mut after);
         }
-        next.entries.insert(start, (entry, stats.clone()));
+        let s = Saved {
+            entry,
+            stats: stats.clone(),
+            bytes: size,
+            at: refresh.sent,
+        };
+        next.entries.insert(start, s);
         written += 1;
     }
-    for (start, (e, _)) in &saved.entries {
+    for (start, s) in &saved.entries {
         if !next.entries.contains_key(start) {
-            slot_tombstones(stream, partition, e, &mut after);
+            slot_tombstones(stream, partition, &s.entry, &mut after);
         }
     }
     let spec = windows.spec();
@@ -221,7 +288,7 @@ pub fn plan(
         task: windows.task(),
         p: windows.p(),
         now_ms: windows.now_ms(),
-        buckets: next.entries.values().map(|(e, _)| *e).collect(),
+        buckets: next.entries.values().map(|s| s.entry).collect(),
     };
     Ok(Planned {
         records,
@@ -248,6 +315,7 @@ pub fn decode_bucket(key: &str, bytes: &[u8]) -> anyhow::Result<HeldBucket> {
     }
     Ok(HeldBucket {
         version: b.version,
+        bytes: bytes.len() as u64,
         start_ms: b.start_ms,
         width_ms: b.width_ms,
         stats: Arc::new(b.stats),
@@ -290,7 +358,13 @@ pub fn assemble(
             ));
         }
         parts.push((e.start_ms, e.width_ms, h.stats.clone()));
-        saved.entries.insert(e.start_ms, (*e, h.stats.clone()));
+        let s = Saved {
+            entry: *e,
+            stats: h.stats.clone(),
+            bytes: h.bytes,
+            at: RESTORED,
+        };
+        saved.entries.insert(e.start_ms, s);
     }
     let w = Windows::from_shared(spec, task, p, index.now_ms, parts)?;
     Ok((w, saved))
@@ -348,9 +422,33 @@ mod tests {
     /// Encodes the next checkpoint of `s` the way the writer does: from the bucket records
     /// the last one named, leaving `s.saved` at the new ones.
     fn checkpoint(s: &mut PartitionState, generation: u64, max_record: usize) -> Encoded {
-        let e = encode_with_buckets(s, max_record, generation).unwrap();
+        let never = Refresh {
+            sent: 0,
+            after: u64::MAX,
+        };
+        refreshed(s, generation, max_record, never)
+    }
+
+    fn refreshed(
+        s: &mut PartitionState,
+        generation: u64,
+        max_record: usize,
+        refresh: Refresh,
+    ) -> Encoded {
+        let e = encode_with_buckets(s, max_record, generation, refresh).unwrap();
         s.saved = e.saved.clone();
         e
+    }
+
+    /// The bucket records named, without when this writer wrote them.
+    fn named(s: &PartitionState) -> Vec<(IndexEntry, Stats, u64)> {
+        s.saved
+            .as_ref()
+            .unwrap()
+            .entries
+            .values()
+            .map(|b| (b.entry, b.stats.as_ref().clone(), b.bytes))
+            .collect()
     }
 
     /// The states a reader makes of `log`, in order.
@@ -441,7 +539,7 @@ mod tests {
             let back = read(&l).pop().unwrap();
             assert_eq!(windows_of(&back), windows_of(&s));
             // The restored state starts the next checkpoint from the records it names.
-            assert_eq!(back.saved.as_deref(), s.saved.as_deref());
+            assert_eq!(named(&back), named(&s));
         }
         // Compaction keeps the two buckets' records, the state and tombstones only.
         let live = compacted(&log)
@@ -532,7 +630,7 @@ mod tests {
             .values()
             .next()
             .unwrap()
-            .0;
+            .entry;
         assert!(chunked.chunks > 1, "{chunked:?}");
         assert!(
             first
@@ -546,7 +644,7 @@ mod tests {
         fold_one(&mut s, now, T0 + 5, 0.9);
         let second = checkpoint(&mut s, 2, 150);
         assert_eq!(second.buckets_written, 1);
-        let first_minute = second.saved.as_ref().unwrap().entries[&T0].0;
+        let first_minute = second.saved.as_ref().unwrap().entries[&T0].entry;
         assert_eq!(second.after.len(), first_minute.chunks as usize + 1);
         assert!(
             second
@@ -559,6 +657,47 @@ mod tests {
         for l in [log.clone(), compacted(&log)] {
             assert_eq!(windows_of(&read(&l).pop().unwrap()), windows_of(&s));
         }
+    }
+
+    /// Unchanged bucket records are written again once the writer has written `after` bytes
+    /// to the changelog partition since, a sixteenth of them a checkpoint, oldest first; a
+    /// restored state's records count from the first write after the restore.
+    #[test]
+    fn unchanged_buckets_are_refreshed_a_sixteenth_at_a_time() {
+        let mut s = state();
+        let at = |sent| Refresh { sent, after: 1000 };
+        assert_eq!(refreshed(&mut s, 1, 1 << 20, at(0)).buckets_written, 30);
+        // Not yet due.
+        assert_eq!(refreshed(&mut s, 2, 1 << 20, at(1000)).buckets_written, 0);
+        // Due: two (30 / 16 rounded up) a checkpoint, the oldest first, into their other
+        // slots, the slot they leave tombstoned.
+        let mut firsts = Vec::new();
+        for (i, g) in (3..18).enumerate() {
+            let e = refreshed(&mut s, g, 1 << 20, at(1001 + i as u64));
+            assert_eq!(e.buckets_written, 2, "checkpoint {g}");
+            assert_eq!(e.after.len(), 2);
+            firsts.push(e.records[0].key.clone());
+        }
+        assert_eq!(firsts[0], bucket_key("s", 2, T0, 1));
+        assert_eq!(firsts[1], bucket_key("s", 2, T0 + 2 * MINUTE_MS, 1));
+        let versions: std::collections::BTreeSet<u64> =
+            named(&s).iter().map(|(e, _, _)| e.version).collect();
+        assert!(
+            versions.iter().all(|&v| v >= 3),
+            "every bucket rewritten: {versions:?}"
+        );
+        assert_eq!(refreshed(&mut s, 18, 1 << 20, at(1020)).buckets_written, 0);
+        // A restored state's records are as new at the first write after.
+        let log = refreshed(&mut state(), 1, 1 << 20, at(0)).records;
+        let mut back = read(&log).pop().unwrap();
+        assert_eq!(
+            refreshed(&mut back, 2, 1 << 20, at(5000)).buckets_written,
+            0
+        );
+        assert_eq!(
+            refreshed(&mut back, 3, 1 << 20, at(6001)).buckets_written,
+            2
+        );
     }
 
     #[test]

@@ -257,12 +257,13 @@ pub struct Encoded {
     pub buckets_written: usize,
 }
 
-/// The records of one state and of its buckets changed since `state.saved` (`buckets`); sets
-/// `state.buckets` to the index the state record names.
+/// The records of one state and of its buckets changed since `state.saved` (or due for a
+/// `refresh`; `buckets`); sets `state.buckets` to the index the state record names.
 pub fn encode_with_buckets(
     state: &mut PartitionState,
     max_record: usize,
     generation: u64,
+    refresh: buckets::Refresh,
 ) -> anyhow::Result<Encoded> {
     let (mut records, mut saved, mut after, mut written) = (Vec::new(), None, Vec::new(), 0);
     state.buckets = None;
@@ -274,6 +275,7 @@ pub fn encode_with_buckets(
             state.saved.as_deref(),
             generation,
             max_record,
+            refresh,
         )?;
         records = planned.records;
         after = planned.after;

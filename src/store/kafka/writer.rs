@@ -41,7 +41,14 @@ pub struct StateWriter {
     /// newer one is.
     chunked: HashMap<String, Manifest>,
     timeout: Duration,
+    /// Bytes this writer sent to each changelog partition, and the bytes of the bucket
+    /// records each state it wrote names (by state key), for `buckets::Refresh`.
+    sent: Mutex<HashMap<i32, u64>>,
+    named: HashMap<String, (i32, u64)>,
 }
+
+/// The least `buckets::Refresh::after`: well under the embedded broker's 5 MB a partition.
+const REFRESH_MIN: u64 = 2 << 20;
 
 impl StateWriter {
     pub fn new(
@@ -78,6 +85,8 @@ impl StateWriter {
             max_record,
             chunked: HashMap::new(),
             timeout,
+            sent: Mutex::new(HashMap::new()),
+            named: HashMap::new(),
         })
     }
 
@@ -97,7 +106,19 @@ impl StateWriter {
         let mut after = vec![Vec::new(); states.len()];
         let mut ok = vec![true; states.len()];
         for (i, s) in states.iter_mut().enumerate() {
-            let encoded = match encode_with_buckets(s, self.max_record, generation) {
+            let k = key(&s.stream, s.partition);
+            let cp = changelog_partition(&k, self.partitions);
+            let named: u64 = self
+                .named
+                .values()
+                .filter(|(p, _)| *p == cp)
+                .map(|(_, b)| b)
+                .sum();
+            let refresh = buckets::Refresh {
+                sent: crate::lock(&self.sent).get(&cp).copied().unwrap_or(0),
+                after: (4 * named).max(REFRESH_MIN),
+            };
+            let encoded = match encode_with_buckets(s, self.max_record, generation, refresh) {
                 Ok(r) => r,
                 Err(e) => {
                     tracing::error!(stream = %s.stream, partition = s.partition, error = %format!("{e:#}"), "cannot encode state");
@@ -146,7 +167,7 @@ impl StateWriter {
             }
             let k = key(&s.stream, s.partition);
             let old = match manifests[i] {
-                Some(m) => self.chunked.insert(k, m),
+                Some(m) => self.chunked.insert(k.clone(), m),
                 None => self.chunked.remove(&k),
             };
             if let Some(old) = old {
@@ -159,6 +180,9 @@ impl StateWriter {
                 self.send(t, None);
             }
             s.saved = saved[i].take();
+            let bytes = s.saved.as_ref().map_or(0, |b| b.bytes());
+            let cp = changelog_partition(&k, self.partitions);
+            self.named.insert(k, (cp, bytes));
         }
         ok
     }
@@ -182,7 +206,11 @@ impl StateWriter {
                 record = record.payload(v.as_slice());
             }
             match self.producer.send(record) {
-                Ok(()) => return true,
+                Ok(()) => {
+                    let size = r.value.as_ref().map_or(0, Vec::len) + r.key.len();
+                    *crate::lock(&self.sent).entry(partition).or_default() += size as u64;
+                    return true;
+                }
                 Err((e, _))
                     if e.rdkafka_error_code()
                         == Some(rdkafka::error::RDKafkaErrorCode::QueueFull)
