@@ -247,27 +247,6 @@ impl StreamIngest {
         self.parts.get(&ALL)
     }
 
-    /// Parts whose statistics are not yet saved.
-    pub fn dirty_parts(&self) -> impl Iterator<Item = (i32, &Part)> {
-        self.parts
-            .iter()
-            .filter(|(_, p)| p.dirty)
-            .map(|(k, p)| (*k, p))
-    }
-
-    pub fn mark_saved(&mut self, partition: i32) {
-        if let Some(p) = self.parts.get_mut(&partition) {
-            p.dirty = false;
-        }
-    }
-
-    /// The bucket records a written state of `partition` names (`kafka` store).
-    pub fn mark_buckets_saved(&mut self, partition: i32, saved: Option<Arc<SavedBuckets>>) {
-        if let Some(p) = self.parts.get_mut(&partition) {
-            p.saved_buckets = saved;
-        }
-    }
-
     /// Decodes one message into the pending rows (or takes its rows decoded ahead, `ahead`), or
     /// rejects it. Returns the rows, or `None` when the message was rejected and its copy sent
     /// to the dead-letter topic.
