@@ -3,9 +3,12 @@
 //! format, next to the JSON of the previous version (full E[x x^T], written the same way);
 //! and what remains on the ingest thread, the copy of the statistics into the writer's job.
 //! Then a stream with `windows = { bucket = "1m", keep = "7d" }` at p = 100 holding a full
-//! week (a day of minute buckets, six of hours): every checkpoint writes every bucket, though
-//! a checkpoint interval changes one or two (issue 47's note on writing only changed buckets).
-//! Medians of 7 on the machine's temporary directory.
+//! week (a day of minute buckets, six of hours): the file store's checkpoint writes every
+//! bucket, though a checkpoint interval changes one or two; the Kafka store's state records
+//! (`state.store = "kafka"`) hold each bucket in a record of its own, and a checkpoint after
+//! one more row writes that bucket and the state record only (the bytes and the time to
+//! encode them; the broker's acknowledgement is not measured here). Medians of 7 on the
+//! machine's temporary directory.
 
 use ravel::Stats;
 use ravel::checkpoint::{self, Checkpoint};
@@ -170,4 +173,67 @@ fn windows_checkpoint(dir: &std::path::Path) {
         copy,
         (bytes - bare) / buckets as f64 / 1e3
     );
+    kafka_records(cp, now, p);
+}
+
+/// The same partition's state as the Kafka store writes it: its first checkpoint (every
+/// bucket a record), then the next after one row into the current minute (one bucket record
+/// and the state record, which names every bucket).
+fn kafka_records(cp: Checkpoint, now: i64, p: usize) {
+    use ravel::state_records::{PartitionState, VERSION, buckets::Refresh, encode_with_buckets};
+    let mut state = PartitionState {
+        version: VERSION,
+        stream: "s".into(),
+        topic: "t".into(),
+        partition: 0,
+        next_offset: 1_000_000,
+        last_update_ms: Some(1),
+        as_of_ms: Some(1),
+        writer: "h/1".into(),
+        stats: cp.stats,
+        folds: None,
+        windows: cp.windows,
+        buckets: None,
+        saved: None,
+    };
+    let never = Refresh {
+        sent: 0,
+        after: u64::MAX,
+    };
+    let bytes = |e: &ravel::state_records::Encoded| -> f64 {
+        e.records
+            .iter()
+            .map(|r| r.key.len() + r.value.as_ref().map_or(0, Vec::len))
+            .sum::<usize>() as f64
+    };
+    let mut first = None;
+    let first_ms =
+        time(|| first = Some(encode_with_buckets(&mut state, 900_000, 1, never).unwrap()));
+    let first = first.unwrap();
+    state.saved = first.saved.clone();
+    let x: Vec<f64> = (0..p).map(|j| j as f64 * 0.01).collect();
+    state.stats.update_batch(&x, &[1.0]).unwrap();
+    let w = state.windows.as_mut().unwrap();
+    w.fold(now, &[now - 30_000], &x, &[1.0]).unwrap();
+    let mut next = None;
+    let next_ms = time(|| next = Some(encode_with_buckets(&mut state, 900_000, 2, never).unwrap()));
+    let next = next.unwrap();
+    println!();
+    println!(
+        "{:<44} {:>8} {:>8} {:>12} {:>14}",
+        "kafka store, the same partition", "buckets", "records", "MB", "encode"
+    );
+    for (what, e, ms) in [
+        ("first checkpoint (every bucket)", &first, first_ms),
+        ("next checkpoint, one row later", &next, next_ms),
+    ] {
+        println!(
+            "{:<44} {:>8} {:>8} {:>12.3} {:>11.1} ms",
+            what,
+            e.buckets_written,
+            e.records.len() + e.after.len(),
+            bytes(e) / 1e6,
+            ms
+        );
+    }
 }
