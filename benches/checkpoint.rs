@@ -3,11 +3,11 @@
 //! format, next to the JSON of the previous version (full E[x x^T], written the same way);
 //! and what remains on the ingest thread, the copy of the statistics into the writer's job.
 //! Then a stream with `windows = { bucket = "1m", keep = "7d" }` at p = 100 holding a full
-//! week (a day of minute buckets, six of hours): the file store's checkpoint writes every
-//! bucket, though a checkpoint interval changes one or two; the Kafka store's state records
-//! (`state.store = "kafka"`) hold each bucket in a record of its own, and a checkpoint after
-//! one more row writes that bucket and the state record only (the bytes and the time to
-//! encode them; the broker's acknowledgement is not measured here). Medians of 7 on the
+//! week (a day of minute buckets, six of hours): each bucket is a file (file store) or a
+//! record (Kafka store) of its own, so the first checkpoint writes every bucket and the next,
+//! one row later, that row's bucket and the checkpoint or state record only (for the Kafka
+//! store the bytes and the time to encode them; the broker's acknowledgement is not measured
+//! here). Medians of 7 on the
 //! machine's temporary directory.
 
 use ravel::Stats;
@@ -97,8 +97,8 @@ fn main() {
         spec.rows().fill(4000, &mut x, &mut y);
         let mut stats = Stats::new(Task::Regression, p, AlphaSchedule::Plain);
         stats.update_batch(&x, &y).unwrap();
-        let cp = checkpoint_of(stats);
-        let binary = time(|| checkpoint::write(dir.path(), &cp).unwrap());
+        let mut cp = checkpoint_of(stats);
+        let binary = time(|| checkpoint::write(dir.path(), &mut cp).unwrap());
         let bytes = std::fs::metadata(checkpoint::path(dir.path(), "s"))
             .unwrap()
             .len() as f64;
@@ -145,12 +145,15 @@ fn windows_checkpoint(dir: &std::path::Path) {
     let mut stats = Stats::new(Task::Regression, p, AlphaSchedule::Plain);
     stats.update_batch(&x, &y).unwrap();
     let mut cp = checkpoint_of(stats);
-    checkpoint::write(dir, &cp).unwrap();
+    checkpoint::write(dir, &mut cp).unwrap();
     let bare = std::fs::metadata(checkpoint::path(dir, "s")).unwrap().len() as f64;
     let buckets = w.len();
     cp.windows = Some(w);
-    let write = time(|| checkpoint::write(dir, &cp).unwrap());
-    let bytes = std::fs::metadata(checkpoint::path(dir, "s")).unwrap().len() as f64;
+    let mut first = None;
+    let write = time(|| first = checkpoint::write_with(dir, &mut cp, None).unwrap());
+    let files = bucket_files(dir);
+    let bytes = std::fs::metadata(checkpoint::path(dir, "s")).unwrap().len() as f64
+        + files.values().sum::<u64>() as f64;
     let copy = time(|| {
         std::hint::black_box(cp.windows.clone());
     });
@@ -166,14 +169,50 @@ fn windows_checkpoint(dir: &std::path::Path) {
     );
     println!(
         "{:<44} {:>8} {:>12.1} {:>11.1} ms {:>13.1} ms {:>12.1}",
-        "checkpoint with every bucket",
+        "file store, first checkpoint (every bucket)",
         buckets,
         bytes / 1e6,
         write,
         copy,
         (bytes - bare) / buckets as f64 / 1e3
     );
+    // One row into the current minute: the next checkpoint writes that bucket's file and the
+    // checkpoint (which names every file).
+    let x: Vec<f64> = (0..p).map(|j| j as f64 * 0.01).collect();
+    cp.stats.update_batch(&x, &[1.0]).unwrap();
+    let w = cp.windows.as_mut().unwrap();
+    w.fold(now, &[now - 30_000], &x, &[1.0]).unwrap();
+    let next = time(|| {
+        checkpoint::write_with(dir, &mut cp, first.as_ref()).unwrap();
+    });
+    let now_files = bucket_files(dir);
+    let new: Vec<u64> = now_files
+        .iter()
+        .filter(|(name, _)| !files.contains_key(*name))
+        .map(|(_, b)| *b)
+        .collect();
+    let bytes = std::fs::metadata(checkpoint::path(dir, "s")).unwrap().len() as f64
+        + new.iter().sum::<u64>() as f64;
+    println!(
+        "{:<44} {:>8} {:>12.3} {:>11.1} ms",
+        "file store, next checkpoint, one row later",
+        new.len(),
+        bytes / 1e6,
+        next
+    );
     kafka_records(cp, now, p);
+}
+
+/// The bucket files of stream "s" and their bytes.
+fn bucket_files(dir: &std::path::Path) -> std::collections::BTreeMap<String, u64> {
+    std::fs::read_dir(dir.join("s.buckets"))
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            let name = e.file_name().to_string_lossy().into_owned();
+            (name, e.metadata().unwrap().len())
+        })
+        .collect()
 }
 
 /// The same partition's state as the Kafka store writes it: its first checkpoint (every
