@@ -82,6 +82,7 @@ fn checkpoint_of(stats: Stats) -> Checkpoint {
         stats,
         folds: None,
         windows: None,
+        bucket_files: None,
     }
 }
 

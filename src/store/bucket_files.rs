@@ -24,7 +24,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{self, File};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 const MAGIC: &[u8; 8] = b"RAVELBKT";
 const FORMAT: u32 = 1;
@@ -67,10 +67,12 @@ pub struct FileIndex {
     pub buckets: Vec<FileEntry>,
 }
 
-/// The bucket files of the last checkpoint written, with the statistics each holds.
+/// The bucket files of the last checkpoint written, with the statistics each holds by
+/// identity only (a `Weak` keeps the allocation, so no other bucket takes its address, but
+/// not the statistics: a bucket replaced since takes no memory here).
 #[derive(Debug, Clone, Default)]
 pub struct Written {
-    entries: BTreeMap<i64, (FileEntry, Arc<Stats>)>,
+    entries: BTreeMap<i64, (FileEntry, Weak<Stats>)>,
 }
 
 #[derive(Serialize)]
@@ -122,7 +124,7 @@ pub fn write_changed(
     for (start, width, stats) in windows.shared_buckets() {
         if let Some((e, s)) = written.entries.get(&start)
             && e.width_ms == width
-            && Arc::ptr_eq(s, stats)
+            && std::ptr::eq(s.as_ptr(), Arc::as_ptr(stats))
         {
             next.entries.insert(start, (*e, s.clone()));
             continue;
@@ -146,7 +148,7 @@ pub fn write_changed(
         f.write_all(&frame(&payload))
             .with_context(|| io("cannot write"))?;
         f.sync_all().with_context(|| io("cannot sync"))?;
-        next.entries.insert(start, (e, stats.clone()));
+        next.entries.insert(start, (e, Arc::downgrade(stats)));
         count += 1;
     }
     if count > 0 {

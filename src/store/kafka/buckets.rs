@@ -35,7 +35,7 @@ use ravel_core::stats::Stats;
 use ravel_core::stats::windows::{WindowSpec, Windows};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 /// The key of a bucket's slot.
 pub fn bucket_key(stream: &str, partition: i32, start: i64, slot: u8) -> String {
@@ -105,16 +105,25 @@ pub struct SavedBuckets {
 }
 
 /// One bucket record as written.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Saved {
     pub entry: IndexEntry,
-    /// The statistics it holds.
-    pub stats: Arc<Stats>,
+    /// The statistics it holds, by identity only: a `Weak` keeps the `Arc`'s allocation (so
+    /// no other bucket can take its address) but not the statistics, so a bucket replaced or
+    /// dropped since the last checkpoint takes no memory here.
+    pub stats: Weak<Stats>,
     /// Its bytes (chunks included).
     pub bytes: u64,
     /// This writer's bytes written to the changelog partition before it (`RESTORED`: read
     /// from the topic, counted from the first write after).
     pub at: u64,
+}
+
+impl PartialEq for Saved {
+    fn eq(&self, o: &Saved) -> bool {
+        (self.entry, self.bytes, self.at) == (o.entry, o.bytes, o.at)
+            && Weak::ptr_eq(&self.stats, &o.stats)
+    }
 }
 
 impl SavedBuckets {
@@ -234,7 +243,7 @@ pub fn plan(
         let old = saved.entries.get(&start);
         if let Some(s) = old
             && s.entry.width_ms == width
-            && Arc::ptr_eq(&s.stats, stats)
+            && std::ptr::eq(s.stats.as_ptr(), Arc::as_ptr(stats))
             && !due.contains(&start)
         {
             let kept = Saved {
@@ -269,7 +278,7 @@ pub fn plan(
         }
         let s = Saved {
             entry,
-            stats: stats.clone(),
+            stats: Arc::downgrade(stats),
             bytes: size,
             at: refresh.sent,
         };
@@ -360,7 +369,7 @@ pub fn assemble(
         parts.push((e.start_ms, e.width_ms, h.stats.clone()));
         let s = Saved {
             entry: *e,
-            stats: h.stats.clone(),
+            stats: Arc::downgrade(&h.stats),
             bytes: h.bytes,
             at: RESTORED,
         };
@@ -447,7 +456,13 @@ mod tests {
             .unwrap()
             .entries
             .values()
-            .map(|b| (b.entry, b.stats.as_ref().clone(), b.bytes))
+            .map(|b| {
+                (
+                    b.entry,
+                    b.stats.upgrade().unwrap().as_ref().clone(),
+                    b.bytes,
+                )
+            })
             .collect()
     }
 
@@ -502,10 +517,13 @@ mod tests {
         // slot is tombstoned once the state is acknowledged.
         let now = windows_of(&s).now_ms().unwrap();
         fold_one(&mut s, now, now, 0.3);
+        // The record's statistics are not kept alive by the writer once the bucket changed.
+        let last_minute = now / MINUTE_MS * MINUTE_MS;
+        let kept = &s.saved.as_ref().unwrap().entries[&last_minute].stats;
+        assert!(kept.upgrade().is_none());
         let second = checkpoint(&mut s, 2, 1 << 20);
         assert_eq!(second.buckets_written, 1);
         assert_eq!(second.records.len(), 2);
-        let last_minute = now / MINUTE_MS * MINUTE_MS;
         assert_eq!(second.records[0].key, bucket_key("s", 2, last_minute, 1));
         assert_eq!(
             second
