@@ -364,6 +364,28 @@ fn every_route_is_described_and_every_answer_matches_its_schema() {
             403,
         ),
         call("delete", "/v1/streams/{name}", "/v1/streams/reg", None, 403),
+        call("get", "/v1/scorers/{name}", "/v1/scorers/nope", None, 404),
+        call(
+            "put",
+            "/v1/scorers/{name}",
+            "/v1/scorers/new",
+            Some(json!({"stream": "reg", "topic": "t.reg", "output_topic": "t.out"})),
+            403,
+        ),
+        call(
+            "delete",
+            "/v1/scorers/{name}",
+            "/v1/scorers/nope",
+            None,
+            403,
+        ),
+        call(
+            "get",
+            "/v1/topics/{name}/fields",
+            "/v1/topics/t.reg/fields",
+            None,
+            403,
+        ),
         call(
             "get",
             "/v1/streams/{name}/history",

@@ -64,6 +64,7 @@ pub mod lag;
 pub mod rebalance;
 mod resubscribe;
 mod setup;
+mod start;
 pub mod windows;
 
 pub use crate::kafka::{KafkaClients, client_config};
@@ -233,6 +234,8 @@ struct Ingest {
     declarations: Option<Arc<crate::declared::Queue>>,
     /// `state.dir`: where a retired stream's checkpoint is deleted (`?state=drop`).
     state_dir: Option<std::path::PathBuf>,
+    /// A stream starts at its topic's end (`start`): checkpoint before the first batch.
+    checkpoint_first: bool,
 }
 
 impl Ingest {
@@ -244,6 +247,9 @@ impl Ingest {
         let threads = self.ahead_threads;
         std::thread::scope(|scope| -> anyhow::Result<()> {
             let mut ahead = ahead::Ahead::new(scope, "ravel-decode", threads);
+            if std::mem::take(&mut self.checkpoint_first) {
+                self.checkpoint_and_commit(CommitMode::Sync);
+            }
             while !self.shutdown.is_triggered() {
                 self.apply_declarations()?;
                 if self.gather(&consumer, &mut ahead) > 0

@@ -29,6 +29,7 @@ impl Ingest {
         self.fold()?;
         self.checkpoint_and_commit(CommitMode::Sync);
         let mut moved = Vec::new();
+        let mut started_at_end = false;
         for change in changes {
             match change {
                 Change::Remove { name, drop_state } => {
@@ -57,7 +58,8 @@ impl Ingest {
                     let topic = handle.topic.clone();
                     // Never two readers of one stream.
                     self.streams.retain(|s| s.handle.name() != handle.name());
-                    if positions.is_empty() {
+                    let positions_empty = positions.is_empty();
+                    if positions_empty {
                         lock(&self.positions).remove(&topic);
                     } else {
                         lock(&self.positions).insert(topic.clone(), positions);
@@ -65,6 +67,9 @@ impl Ingest {
                     tracing::info!(stream = %handle.name(), topic = %topic, n = handle.snapshot().stats.n(), "stream read from now on");
                     let per_partition = matches!(self.store, Store::Kafka { .. });
                     self.streams.push(StreamIngest::new(handle, per_partition));
+                    if positions_empty {
+                        started_at_end |= self.start_declared(self.streams.len() - 1)?;
+                    }
                     moved.push(topic);
                 }
             }
@@ -84,6 +89,9 @@ impl Ingest {
             .map(|s| s.handle.topic.clone())
             .chain(self.features.iter().map(|f| f.live.handle.topic.clone()))
             .collect();
+        if started_at_end {
+            self.checkpoint_and_commit(CommitMode::Sync);
+        }
         let context = self.consumer.context();
         context.set_topics(topics.clone());
         if self.standalone.is_some() {

@@ -119,6 +119,17 @@ impl Ingest {
             }
         }
 
+        // Streams never read that start at their topic's end, before anything is assigned.
+        let mut fresh = std::collections::HashSet::new();
+        for h in &initial {
+            if let Some(ends) =
+                super::start::at_end(&consumer, h, setup.state.dir().as_deref(), shutdown)?
+            {
+                lock(&positions).insert(h.topic.clone(), ends);
+                fresh.insert(h.name().to_string());
+            }
+        }
+
         let dead_letters = if setup.ingest.dead_letter {
             Some(
                 DeadLetters::start(
@@ -223,6 +234,9 @@ impl Ingest {
             if let Some(r) = &setup.state_reader {
                 s.fold(&setup.metrics, Some(r), None)?;
             }
+            if fresh.contains(handle.name()) {
+                s.touch(super::fold::ALL);
+            }
             streams.push(s);
         }
         let mut features = Vec::new();
@@ -263,6 +277,7 @@ impl Ingest {
             discovered: Instant::now(),
             declarations: setup.declarations,
             state_dir: setup.state.dir(),
+            checkpoint_first: !fresh.is_empty(),
         })
     }
 }

@@ -119,6 +119,23 @@ pub fn end_offsets(brokers: &str, topic: &str, partitions: i32) -> Vec<i64> {
         .collect()
 }
 
+/// Sends `(payload, Kafka timestamp in Unix ms)` pairs to `topic` in order, and waits until
+/// the broker has every one.
+pub fn send_stamped(brokers: &str, topic: &str, messages: &[(Vec<u8>, i64)]) {
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .create()
+        .unwrap();
+    for (payload, stamp) in messages {
+        let record = BaseRecord::<[u8], [u8]>::to(topic)
+            .payload(payload.as_slice())
+            .timestamp(*stamp);
+        producer.send(record).map_err(|(e, _)| e).unwrap();
+        producer.poll(Duration::ZERO);
+    }
+    producer.flush(Duration::from_secs(30)).unwrap();
+}
+
 /// Sends `payloads` to `topic` in order (to `partition`, or the partitioner's choice), with
 /// librdkafka properties `options`, and waits until the broker has every one.
 pub fn send(

@@ -24,12 +24,17 @@
 //!    its statistics afresh from the beginning of its topic (its old state is dropped).
 //!
 //! A declaration whose topic (or dead-letter topic) the cluster does not have is refused,
-//! naming it and the command that creates it, as `ravel check` would.
+//! naming it and the command that creates it, as `ravel check` would; so is one that reads
+//! its schemas from a Schema Registry that does not answer as one (or does not serve its
+//! format).
 //!
-//! Not yet here: feature streams and scorers over the API, the kafka store (a compacted topic
-//! of the group; the API refuses declarations with `state.store = "kafka"`), where a new
-//! stream starts (always the beginning of its topic), `ravel check`'s registry questions
-//! before a declaration is accepted.
+//! Scorers are declared the same way (`scorers`): started and stopped on their own threads.
+//!
+//! Not yet here: feature streams over the API, the kafka store (a compacted topic
+//! of the group; the API refuses declarations with `state.store = "kafka"`). Where a new
+//! stream starts is its `start` (`crate::ingest`'s `start`).
+
+pub mod scorers;
 
 use crate::config::{Config, StoreKind, StreamConfig};
 use crate::state::streams::{StreamHandle, Streams};
@@ -52,18 +57,22 @@ pub struct ApiDeclaration {
     pub at_ms: u64,
 }
 
-#[derive(Serialize, Deserialize)]
-struct Book {
+/// What `declarations.json` holds.
+#[derive(Default, Serialize, Deserialize)]
+pub struct Book {
     version: u32,
-    streams: Vec<ApiDeclaration>,
+    pub streams: Vec<ApiDeclaration>,
+    /// Scorers declared over the API (`scorers`); absent from files written before them.
+    #[serde(default)]
+    pub scorers: Vec<scorers::ApiScorer>,
 }
 
 /// Reads the API's declarations from `dir` (none when the file does not exist).
-pub fn load(dir: &Path) -> anyhow::Result<Vec<ApiDeclaration>> {
+pub fn load(dir: &Path) -> anyhow::Result<Book> {
     let path = dir.join(FILE);
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Book::default()),
         Err(e) => anyhow::bail!("cannot read {}: {e}", path.display()),
     };
     let book: Book = serde_json::from_str(&text).map_err(|e| {
@@ -73,15 +82,20 @@ pub fn load(dir: &Path) -> anyhow::Result<Vec<ApiDeclaration>> {
             path.display()
         )
     })?;
-    Ok(book.streams)
+    Ok(book)
 }
 
 /// Writes the declarations atomically (a temporary file renamed over the old one, synced).
-fn save(dir: &Path, streams: &BTreeMap<String, ApiDeclaration>) -> anyhow::Result<()> {
+fn save(
+    dir: &Path,
+    streams: &BTreeMap<String, ApiDeclaration>,
+    scorers: &BTreeMap<String, scorers::ApiScorer>,
+) -> anyhow::Result<()> {
     use std::io::Write;
     let book = Book {
         version: 1,
         streams: streams.values().cloned().collect(),
+        scorers: scorers.values().cloned().collect(),
     };
     let bytes = serde_json::to_vec_pretty(&book)?;
     let (path, tmp) = (dir.join(FILE), dir.join(format!(".{FILE}.tmp")));
@@ -152,9 +166,9 @@ pub enum Refusal {
     Failed(String),
 }
 
-/// Where a stream's declaration came from.
+/// Where a stream's (or a scorer's) declaration came from.
 #[derive(Debug, Clone, Serialize)]
-pub struct Origin {
+pub struct Origin<T = StreamConfig> {
     /// `file` or `api`.
     pub origin: &'static str,
     /// API declarations: who and when (Unix ms).
@@ -162,7 +176,28 @@ pub struct Origin {
     pub by: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub at_ms: Option<u64>,
-    pub declaration: StreamConfig,
+    pub declaration: T,
+}
+
+impl<T> Origin<T> {
+    /// A declaration of the config file.
+    fn file(declaration: T) -> Origin<T> {
+        Origin {
+            origin: "file",
+            by: None,
+            at_ms: None,
+            declaration,
+        }
+    }
+    /// A declaration made over the API by `by` at `at_ms`.
+    fn api(declaration: T, by: &str, at_ms: u64) -> Origin<T> {
+        Origin {
+            origin: "api",
+            by: Some(by.to_string()),
+            at_ms: Some(at_ms),
+            declaration,
+        }
+    }
 }
 
 /// What a PUT did.
@@ -185,31 +220,61 @@ pub struct Declarations {
     streams: Arc<Streams>,
     build: Build,
     check: Check,
+    /// The topic questions of `ravel check` for a configuration (a scorer's).
+    check_topics: CheckTopics,
     queue: Arc<Queue>,
+    /// Scorers declared over the API and the running ones among them (`scorers`).
+    scorers: Mutex<BTreeMap<String, scorers::ApiScorer>>,
+    running: Mutex<BTreeMap<String, scorers::Running>>,
+    start_scorer: scorers::Start,
+    /// A retired scorer leaves the health report.
+    forget_scorer: Box<dyn Fn(&str) + Send + Sync>,
 }
+
+/// What the service gives `Declarations` to act with (`server`).
+pub struct Hooks {
+    pub build: Build,
+    pub check: Check,
+    pub check_topics: CheckTopics,
+    pub start_scorer: scorers::Start,
+    pub forget_scorer: Box<dyn Fn(&str) + Send + Sync>,
+}
+
+/// Asks the cluster for the topics of a configuration (`crate::kafka::topics::check_declared`).
+pub type CheckTopics = Box<dyn Fn(&Config) -> Result<(), String> + Send + Sync>;
 
 impl Declarations {
     /// `base` holds the file's streams only; `api` the declarations loaded at start (already
     /// in `streams`).
     pub fn new(
         base: Config,
-        api: Vec<ApiDeclaration>,
+        book: Book,
         streams: Arc<Streams>,
-        build: Build,
-        check: Check,
+        hooks: Hooks,
         queue: Arc<Queue>,
     ) -> Declarations {
         Declarations {
             dir: base.state.dir(),
             api: Mutex::new(
-                api.into_iter()
+                book.streams
+                    .into_iter()
                     .map(|d| (d.stream.name.clone(), d))
                     .collect(),
             ),
+            scorers: Mutex::new(
+                book.scorers
+                    .into_iter()
+                    .map(|d| (d.scorer.name.clone(), d))
+                    .collect(),
+            ),
+            running: Mutex::new(BTreeMap::new()),
+            start_scorer: hooks.start_scorer,
+            forget_scorer: hooks.forget_scorer,
+            check_topics: hooks.check_topics,
             base,
             streams,
-            build,
-            check,
+            build: hooks.build,
+            check: hooks.check,
             queue,
         }
     }
@@ -227,34 +292,26 @@ impl Declarations {
     /// Where the declaration of stream `name` came from (None: no such stream).
     pub fn origin(&self, name: &str) -> Option<Origin> {
         if let Some(s) = self.base.stream(name) {
-            return Some(Origin {
-                origin: "file",
-                by: None,
-                at_ms: None,
-                declaration: s.clone(),
-            });
+            return Some(Origin::file(s.clone()));
         }
-        crate::lock(&self.api).get(name).map(|d| Origin {
-            origin: "api",
-            by: Some(d.by.clone()),
-            at_ms: Some(d.at_ms),
-            declaration: d.stream.clone(),
-        })
+        crate::lock(&self.api)
+            .get(name)
+            .map(|d| Origin::api(d.stream.clone(), &d.by, d.at_ms))
     }
 
     /// Why declarations cannot be made here, if they cannot.
     fn unavailable(&self) -> Option<Refusal> {
         if self.base.state.store == StoreKind::Kafka {
             return Some(Refusal::Conflict(
-                "streams declared over the API are kept in state.dir for now; with state.store \
-                 = \"kafka\" declare them in the config file"
+                "streams and scorers declared over the API are kept in state.dir for now; with \
+                 state.store = \"kafka\" declare them in the config file"
                     .into(),
             ));
         }
         if self.dir.is_none() {
             return Some(Refusal::Conflict(
-                "streams declared over the API are kept in state.dir so that a restart keeps \
-                 them: set state.dir"
+                "streams and scorers declared over the API are kept in state.dir so that a \
+                 restart keeps them: set state.dir"
                     .into(),
             ));
         }
@@ -278,6 +335,9 @@ impl Declarations {
         if old.as_ref() == Some(&stream) {
             return Ok(Put::Unchanged);
         }
+        if old.is_some() {
+            self.unscored(name, "changed")?;
+        }
         let mut candidate = self.base.clone();
         candidate.streams.extend(
             api.values()
@@ -288,7 +348,7 @@ impl Declarations {
         candidate
             .check()
             .map_err(|e| Refusal::Invalid(format!("{e:#}")))?;
-        if old.as_ref().map(|o| o.topic()) != Some(stream.topic()) {
+        if old.as_ref().map(|o| (o.topic(), o.format)) != Some((stream.topic(), stream.format)) {
             (self.check)(&stream).map_err(Refusal::Invalid)?;
         }
         // A new stream resumes from a kept checkpoint; a changed one starts afresh.
@@ -301,7 +361,7 @@ impl Declarations {
         };
         let mut next = api.clone();
         next.insert(name.to_string(), decl.clone());
-        if let Err(e) = self.persist(&next) {
+        if let Err(e) = self.persist(&next, &crate::lock(&self.scorers)) {
             // Never served: its history recorder stops.
             handle.retire();
             return Err(e);
@@ -343,9 +403,10 @@ impl Declarations {
                 "no stream named '{name}' was declared over the API; GET /v1/streams lists the streams"
             )));
         }
+        self.unscored(name, "retired")?;
         let mut next = api.clone();
         next.remove(name);
-        self.persist(&next)?;
+        self.persist(&next, &crate::lock(&self.scorers))?;
         *api = next;
         tracing::info!(
             who = %by, action = "retire", stream = %name,
@@ -362,11 +423,28 @@ impl Declarations {
         Ok(())
     }
 
-    fn persist(&self, next: &BTreeMap<String, ApiDeclaration>) -> Result<(), Refusal> {
+    /// A stream scorers score with is not changed or retired under them.
+    fn unscored(&self, name: &str, what: &str) -> Result<(), Refusal> {
+        let by = self.scored_by(name);
+        if by.is_empty() {
+            return Ok(());
+        }
+        Err(Refusal::Conflict(format!(
+            "stream '{name}' cannot be {what} while scorer(s) {} score with it: retire them \
+             first (DELETE /v1/scorers/{{name}})",
+            by.join(", ")
+        )))
+    }
+
+    fn persist(
+        &self,
+        streams: &BTreeMap<String, ApiDeclaration>,
+        scorers: &BTreeMap<String, scorers::ApiScorer>,
+    ) -> Result<(), Refusal> {
         let dir = self.dir.as_deref().ok_or_else(|| {
             Refusal::Failed("no state.dir to keep the declaration in".to_string())
         })?;
-        save(dir, next).map_err(|e| {
+        save(dir, streams, scorers).map_err(|e| {
             Refusal::Failed(format!(
                 "the declaration was not made: {e:#} (state.dir must stay writable)"
             ))
@@ -378,18 +456,28 @@ impl Declarations {
 /// `[[streams]]` tables are (the `config` crate, errors in words by `config::explain`). A
 /// `name` in the body must be the path's.
 pub fn parse(name: &str, body: &[u8]) -> Result<StreamConfig, Refusal> {
+    from_table(&named(
+        "stream",
+        r#"{"topic": "sales", "features": ["sqft", "rooms"], "target": "price"}"#,
+        name,
+        body,
+    )?)
+}
+
+/// The JSON table `body` of a `kind` (`stream`, `scorer`) with its `name` the path's (or
+/// refused, the message showing `example`).
+fn named(kind: &str, example: &str, name: &str, body: &[u8]) -> Result<serde_json::Value, Refusal> {
     let mut value: serde_json::Value = serde_json::from_slice(body).map_err(|e| {
         Refusal::Invalid(format!(
-            "the body is not JSON ({e}): send the stream's table as a JSON object, e.g. \
-             {{\"topic\": \"sales\", \"features\": [\"sqft\", \"rooms\"], \"target\": \"price\"}}"
+            "the body is not JSON ({e}): send the {kind}'s table as a JSON object, e.g. \
+             {example}"
         ))
     })?;
     let Some(table) = value.as_object_mut() else {
-        return Err(Refusal::Invalid(
-            "the body must be a JSON object: the stream's table, as in [[streams]] of the \
+        return Err(Refusal::Invalid(format!(
+            "the body must be a JSON object: the {kind}'s table, as in [[{kind}s]] of the \
              config file"
-                .into(),
-        ));
+        )));
     };
     match table.get("name") {
         None => {
@@ -405,14 +493,22 @@ pub fn parse(name: &str, body: &[u8]) -> Result<StreamConfig, Refusal> {
     }
     if !crate::config::valid_name(name) {
         return Err(Refusal::Invalid(format!(
-            "stream name '{name}' must be non-empty and use only letters, digits, '-', '_' or '.'"
+            "{kind} name '{name}' must be non-empty and use only letters, digits, '-', '_' or '.'"
         )));
     }
-    let text = value.to_string();
+    Ok(value)
+}
+
+/// A table of the config file (`[[streams]]`, `[[scorers]]`) read from JSON by the `config`
+/// crate, errors in words by `config::explain`.
+fn from_table<T: serde::de::DeserializeOwned>(value: &serde_json::Value) -> Result<T, Refusal> {
     config::Config::builder()
-        .add_source(config::File::from_str(&text, config::FileFormat::Json))
+        .add_source(config::File::from_str(
+            &value.to_string(),
+            config::FileFormat::Json,
+        ))
         .build()
-        .and_then(|c| c.try_deserialize::<StreamConfig>())
+        .and_then(|c| c.try_deserialize::<T>())
         .map_err(|e| Refusal::Invalid(crate::config::explain::explain(&e)))
 }
 
