@@ -41,7 +41,9 @@
 //!   and `wide_columns` (the sparse columns a wide feature stream keeps for paper 004's path).
 //! - `store`: what survives a restart, one concept with two back ends: `file` (checkpoint
 //!   files, `state.dir`) and `kafka` (a compacted changelog topic, `state.store = "kafka"`:
-//!   its `writer` and its `reader`).
+//!   its `writer`, its `reader`, and `buckets`, a partition's time buckets as records of
+//!   their own so a checkpoint writes only those changed); `bucket_files`, the file store's
+//!   time buckets, a file per version of a bucket, for the same reason.
 //! - `declared`: streams declared at run time over the API (issue 49): checked as the config
 //!   file's, kept in `state.dir/declarations.json`, handed to ingest as changes between
 //!   batches (the design is its module comment); `scorers` and `features`: scorers and
@@ -137,6 +139,9 @@ pub use server::{init_logging, run};
 pub use state::streams::Stats;
 /// Checkpoint files (`state.dir`): their format, atomic write and load.
 pub use store::file as checkpoint;
+/// The Kafka state store's records (`state.store = "kafka"`): a partition's state and its
+/// time buckets as changelog records, and back (the checkpoint benchmark measures them).
+pub use store::kafka as state_records;
 
 /// The observation messages a stream reads (docs/streams.md: Message formats): rows and mini-batches as
 /// JSON or ravel's binary form, written by `ravel produce` and by the tests.

@@ -52,6 +52,14 @@ impl Ingest {
                             }
                             _ => {}
                         }
+                        // Its time buckets' files (`windows`), which only that checkpoint named.
+                        let buckets = crate::store::bucket_files::dir_of(dir, &name);
+                        match std::fs::remove_dir_all(&buckets) {
+                            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                                tracing::error!(stream = %name, path = %buckets.display(), error = %e, "cannot delete the retired stream's bucket files");
+                            }
+                            _ => {}
+                        }
                     }
                     tracing::info!(stream = %name, topic = %topic, n = s.handle.snapshot().stats.n(), state = if drop_state { "dropped" } else { "kept" }, "stream no longer read");
                     moved.push(topic);

@@ -54,6 +54,7 @@ pub fn assemble(
         }),
         // A copy of the map only: the buckets themselves are shared until a fold changes one.
         windows: whole.windows.clone(),
+        bucket_files: None,
     }
 }
 
@@ -87,11 +88,20 @@ impl CheckpointWriter {
         let thread = std::thread::Builder::new()
             .name("ravel-checkpoints".into())
             .spawn(move || {
-                for cp in rx {
-                    let name = cp.stream.as_str();
+                // Each stream's bucket files as its last checkpoint names them: a checkpoint
+                // writes only the buckets changed since (`store::bucket_files`).
+                let mut files: HashMap<String, crate::store::bucket_files::Written> = HashMap::new();
+                for mut cp in rx {
                     let start = Instant::now();
-                    let written = match checkpoint::write(&dir, &cp) {
-                        Ok(()) => {
+                    let last = files.get(&cp.stream).cloned();
+                    let result = checkpoint::write_with(&dir, &mut cp, last.as_ref());
+                    let name = cp.stream.as_str();
+                    let written = match result {
+                        Ok(next) => {
+                            match next {
+                                Some(f) => files.insert(cp.stream.clone(), f),
+                                None => files.remove(&cp.stream),
+                            };
                             metrics.ingest.checkpoints.with_label_values(&[name]).inc();
                             metrics
                                 .ingest.checkpoint_seconds
