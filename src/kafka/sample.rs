@@ -1,5 +1,5 @@
-//! The latest messages of a topic, read by assignment at each partition's end less a share of
-//! the limit, never committed: what `ravel check` compares a stream's declared fields with,
+//! The latest messages of a topic, read by assignment at each partition's end less its share
+//! of the limit, never committed: what `ravel check` compares a stream's declared fields with,
 //! and what the console proposes a new declaration's fields from (`GET
 //! /v1/topics/{topic}/fields`).
 
@@ -20,8 +20,8 @@ pub enum Sample {
     NoPartition,
     /// Its partitions hold no message.
     Empty,
-    /// Up to `limit` of its latest messages, shared out between its partitions (fewer when
-    /// `until` came first).
+    /// Up to `limit` of its latest messages, shared out between its partitions (all of them
+    /// when it holds fewer; fewer when `until` came first).
     Messages(Vec<Sampled>),
 }
 
@@ -48,18 +48,26 @@ pub fn latest<C: ConsumerContext>(
     if partitions.is_empty() {
         return Sample::NoPartition;
     }
-    let parts = partitions.len() as i64;
-    let quota = (limit as i64 + parts - 1) / parts;
+    // What each partition holds; the limit shared out from the smallest up, so that a
+    // partition holding less than its share leaves the rest to the others.
+    let mut held: Vec<(i32, i64, i64)> = partitions
+        .iter()
+        .filter_map(|p| {
+            let (low, high) = consumer.fetch_watermarks(topic, *p, left(until)).ok()?;
+            Some((*p, low, high))
+        })
+        .collect();
+    held.sort_by_key(|(_, low, high)| high - low);
     let mut tpl = TopicPartitionList::new();
-    let mut expected = 0i64;
-    for p in &partitions {
-        let Ok((low, high)) = consumer.fetch_watermarks(topic, *p, left(until)) else {
-            continue;
-        };
-        let start = low.max(high - quota);
-        if high > start {
-            expected += high - start;
-            let _ = tpl.add_partition_offset(topic, *p, Offset::Offset(start));
+    let (mut expected, mut left_over) = (0i64, limit as i64);
+    for (i, (p, low, high)) in held.iter().enumerate() {
+        let parts = (held.len() - i) as i64;
+        let share = (left_over + parts - 1) / parts;
+        let take = (high - low).min(share).max(0);
+        left_over -= take;
+        if take > 0 {
+            expected += take;
+            let _ = tpl.add_partition_offset(topic, *p, Offset::Offset(high - take));
         }
     }
     if expected == 0 || consumer.assign(&tpl).is_err() {
