@@ -152,7 +152,7 @@ pub async fn run(
             "streams and scorers declared over the API restored"
         );
     }
-    let (mut snapshots, positions, clusters) = match config.state.dir() {
+    let (mut snapshots, positions, clusters, bucket_files) = match config.state.dir() {
         // Probed above.
         Some(dir) => ingest::load_checkpoints(&dir, &config.streams)?,
         None => Default::default(),
@@ -248,6 +248,7 @@ pub async fn run(
         feature_streams: feature_streams.clone(),
         positions,
         checkpoint_clusters: clusters,
+        bucket_files,
         metrics: metrics.clone(),
         ready: ready.clone(),
         health: health.clone(),
@@ -329,7 +330,7 @@ pub async fn run(
         let build: crate::declared::Build = Box::new(move |sc, restore| {
             let (snapshot, mut positions) = match config.state.dir() {
                 Some(dir) if restore => {
-                    let (mut snaps, positions, _) =
+                    let (mut snaps, positions, _, _) =
                         ingest::load_checkpoints(&dir, std::slice::from_ref(sc))?;
                     (snaps.remove(&sc.name), positions)
                 }

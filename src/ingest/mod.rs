@@ -125,6 +125,8 @@ pub struct IngestSetup {
     pub positions: Positions,
     /// Cluster id the checkpoints were written against (must match the broker's).
     pub checkpoint_clusters: BTreeMap<String, Option<String>>,
+    /// The loaded checkpoints' bucket files (`checkpoints::persist::BucketFiles`).
+    pub bucket_files: checkpoints::persist::BucketFiles,
     pub metrics: Arc<Metrics>,
     /// Set once every stream topic has at least one assigned partition.
     pub ready: Arc<AtomicBool>,

@@ -27,7 +27,7 @@ const UNANSWERED: Duration = Duration::from_secs(3);
 impl Ingest {
     /// `initial`: the streams read from the start (the registry when the thread was spawned).
     pub(super) fn new(
-        setup: IngestSetup,
+        mut setup: IngestSetup,
         initial: Vec<Arc<crate::state::streams::StreamHandle>>,
     ) -> anyhow::Result<Ingest> {
         let mut topics: Vec<String> = initial.iter().map(|h| h.topic.clone()).collect();
@@ -223,6 +223,7 @@ impl Ingest {
             (None, Some(dir)) => Store::Dir(persist::CheckpointWriter::start(
                 dir,
                 setup.metrics.clone(),
+                std::mem::take(&mut setup.bucket_files),
             )?),
             (None, None) => Store::None,
         };

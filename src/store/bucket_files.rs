@@ -91,6 +91,22 @@ struct BucketValue {
     stats: Stats,
 }
 
+impl Written {
+    /// The files `index` names, as a checkpoint loaded them into `windows` (`read`): the
+    /// first checkpoint after a start writes only the buckets changed since, not all of them.
+    pub fn restored(index: &FileIndex, windows: &Windows) -> Written {
+        let named: BTreeMap<i64, &FileEntry> =
+            index.buckets.iter().map(|e| (e.start_ms, e)).collect();
+        let mut entries = BTreeMap::new();
+        for (start, width, stats) in windows.shared_buckets() {
+            if let Some(e) = named.get(&start).filter(|e| e.width_ms == width) {
+                entries.insert(start, (**e, Arc::downgrade(stats)));
+            }
+        }
+        Written { entries }
+    }
+}
+
 /// Where a stream's bucket files live.
 pub fn dir_of(dir: &Path, stream: &str) -> PathBuf {
     dir.join(format!("{stream}.buckets"))
@@ -339,6 +355,33 @@ mod tests {
 
     /// Killed after some of a checkpoint's bucket files and before the checkpoint: the load
     /// is the previous checkpoint exactly; the next checkpoint removes the stray files.
+    #[test]
+    fn after_a_restart_the_first_checkpoint_writes_the_changed_buckets_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cp = checkpoint();
+        write_with(dir.path(), &mut cp, None).unwrap();
+        // The restart: the checkpoint loaded, its buckets as the writer starts from them.
+        let mut loaded = load(dir.path(), "s").unwrap().unwrap();
+        let index = loaded.bucket_files.clone().unwrap();
+        let restored = Written::restored(&index, loaded.windows.as_ref().unwrap());
+        // Ingest folds into a clone of the loaded windows (the snapshot's, the same buckets).
+        let now = loaded.windows.as_ref().unwrap().now_ms().unwrap();
+        fold_one(&mut loaded, now, now);
+        let (_, _, n) = write_changed(
+            dir.path(),
+            "s",
+            loaded.windows.as_ref().unwrap(),
+            Some(&restored),
+            9,
+        )
+        .unwrap();
+        assert_eq!(n, 1, "one bucket changed since the restart");
+        // Without the loaded index, every bucket would be written again.
+        let (_, _, all) =
+            write_changed(dir.path(), "s", loaded.windows.as_ref().unwrap(), None, 10).unwrap();
+        assert_eq!(all, 30);
+    }
+
     #[test]
     fn a_crash_before_the_checkpoint_loads_the_previous_one() {
         let dir = tempfile::tempdir().unwrap();
