@@ -343,6 +343,7 @@ fn stream(name: &str, topic: &str, p: usize) -> StreamConfig {
         format: Default::default(),
         avro_schema_file: None,
         windows: None,
+        start: None,
     }
 }
 

@@ -290,6 +290,10 @@ impl Health {
             None => state.scorers.push(scorer),
         }
     }
+    /// A scorer retired over the API (`crate::declared`): no longer reported.
+    pub fn remove_scorer(&self, name: &str) {
+        self.lock().scorers.retain(|s| s.name != name);
+    }
     /// A standalone consumer's state (replacing the last one of that consumer).
     pub fn set_standalone(&self, s: StandaloneHealth) {
         let mut state = self.lock();

@@ -20,14 +20,14 @@
 //!   loads the layers and checks the whole); one file per section: `http`, `kafka`, `ingest`
 //!   (with `[dlq]` and `[state]`), `streams`, `schemas` (schema'd formats and the registry),
 //!   `scorers`, `history`, `quality`, `limits` (the memory limit files and configured streams
-//!   are checked against), `demo`, `log`; `args` (the serve flags) and `explain` (errors in
-//!   the user's words).
+//!   are checked against), `demo`, `log`, `start` (where a new stream starts; RFC 3339
+//!   times); `args` (the serve flags) and `explain` (errors in the user's words).
 //! - `dotted`: dotted paths into JSON events (`customer.age`), read the same way by ingest's
 //!   decoding and the API's predictions.
 //! - `kafka`: the cluster itself: the one librdkafka client configuration (`client`), the
 //!   embedded broker (`broker`, `ravel broker`), every topic checked at start (`topics`),
 //!   authorization errors (`authz`), standalone assignment and its watch for a second
-//!   instance (`standalone`).
+//!   instance (`standalone`), a topic's latest messages read without a commit (`sample`).
 //! - `schemas`: schema'd message values (`format = "avro"`, `protobuf`, `json-schema`): the
 //!   Confluent framing (`mod.rs`), the Schema Registry client (`registry`), Avro (`avro`) and
 //!   Protobuf (`protobuf`; `scan`: the mapped fields read off the wire without decoding the
@@ -41,15 +41,19 @@
 //!   and `wide_columns` (the sparse columns a wide feature stream keeps for paper 004's path).
 //! - `store`: what survives a restart, one concept with two back ends: `file` (checkpoint
 //!   files, `state.dir`) and `kafka` (a compacted changelog topic, `state.store = "kafka"`:
-//!   its `writer` and its `reader`).
+//!   its `writer`, its `reader`, and `buckets`, a partition's time buckets as records of
+//!   their own so a checkpoint writes only those changed); `bucket_files`, the file store's
+//!   time buckets, a file per version of a bucket, for the same reason.
 //! - `declared`: streams declared at run time over the API (issue 49): checked as the config
 //!   file's, kept in `state.dir/declarations.json`, handed to ingest as changes between
-//!   batches (the design is its module comment).
+//!   batches (the design is its module comment); `scorers` and `features`: scorers and
+//!   feature streams declared the same way.
 //! - `ingest`: the consumer loop, by stage. The loop itself (`mod.rs`: gather, fold, publish,
 //!   checkpoint, commit) and its steps: `setup`, `gather` (a batch; `ahead`: JSON decoded on
 //!   other threads), `accept` (one message), `denied` (consumer and authorization errors),
 //!   `commit_loop` (checkpoints, then commits), `rebalance` (assignment), `resubscribe`
-//!   (streams declared or retired over the API, between batches), `lag`; folding:
+//!   (streams declared or retired over the API, between batches), `start` (where a stream
+//!   never read starts: its topic's end, or a time), `lag`; folding:
 //!   `fold` (rows into statistics; `restore`: a partition's saved state on assignment), `windows` (rows into time buckets), `freshness` (each
 //!   message's age once its rows are visible), `cv` (the cross-validation fold of a row), `features`
 //!   (feature-stream columns into the selection); `decode/`: `format` (every observation
@@ -69,6 +73,8 @@
 //!   event), `output`
 //!   (predictions sent, deliveries awaited) and `tail` (where an exactly-once scorer resumes:
 //!   its output partitions' tail).
+//! - `propose`: a topic's fields from its latest messages, decoded as ingest decodes them,
+//!   to declare a stream from (`GET /v1/topics/{topic}/fields`, the console's form).
 //! - `api`: the HTTP API (axum; `mod.rs` the router and the shared state): `streams` and
 //!   `features` (the handlers of the two stream kinds), `wide` (a wide feature stream's
 //!   Lasso path and models, paper 004), `params` (request parsing), `window` (the `"window"`
@@ -100,6 +106,7 @@ mod health;
 mod ingest;
 mod kafka;
 mod metrics;
+mod propose;
 mod reason;
 mod schemas;
 mod score;
@@ -132,6 +139,9 @@ pub use server::{init_logging, run};
 pub use state::streams::Stats;
 /// Checkpoint files (`state.dir`): their format, atomic write and load.
 pub use store::file as checkpoint;
+/// The Kafka state store's records (`state.store = "kafka"`): a partition's state and its
+/// time buckets as changelog records, and back (the checkpoint benchmark measures them).
+pub use store::kafka as state_records;
 
 /// The observation messages a stream reads (docs/streams.md: Message formats): rows and mini-batches as
 /// JSON or ravel's binary form, written by `ravel produce` and by the tests.

@@ -100,21 +100,41 @@ pub async fn run(
             crate::store::file::probe_dir(&dir)?;
             crate::declared::load(&dir)?
         }
-        None => Vec::new(),
+        None => Default::default(),
     };
     let mut config = config;
-    if !declared.is_empty() {
+    if !declared.streams.is_empty()
+        || !declared.feature_streams.is_empty()
+        || !declared.scorers.is_empty()
+    {
         config
             .streams
-            .extend(declared.iter().map(|d| d.stream.clone()));
+            .extend(declared.streams.iter().map(|d| d.stream.clone()));
+        config.feature_streams.extend(
+            declared
+                .feature_streams
+                .iter()
+                .map(|d| d.feature_stream.clone()),
+        );
+        config
+            .scorers
+            .extend(declared.scorers.iter().map(|d| d.scorer.clone()));
         config.check().map_err(|e| {
             anyhow!(
-                "the streams declared over the API ({}) do not go with the configuration: \
-                 {e:#}; remove the clashing stream from the config file, or move {} away to \
-                 start without the API's declarations",
+                "the streams and scorers declared over the API ({}) do not go with the \
+                 configuration: {e:#}; remove the clashing one from the config file, or move {} \
+                 away to start without the API's declarations",
                 declared
+                    .streams
                     .iter()
                     .map(|d| d.stream.name.as_str())
+                    .chain(
+                        declared
+                            .feature_streams
+                            .iter()
+                            .map(|d| d.feature_stream.name.as_str())
+                    )
+                    .chain(declared.scorers.iter().map(|d| d.scorer.name.as_str()))
                     .collect::<Vec<_>>()
                     .join(", "),
                 config
@@ -126,11 +146,13 @@ pub async fn run(
             )
         })?;
         tracing::info!(
-            streams = declared.len(),
-            "streams declared over the API restored"
+            streams = declared.streams.len(),
+            feature_streams = declared.feature_streams.len(),
+            scorers = declared.scorers.len(),
+            "streams and scorers declared over the API restored"
         );
     }
-    let (mut snapshots, positions, clusters) = match config.state.dir() {
+    let (mut snapshots, positions, clusters, bucket_files) = match config.state.dir() {
         // Probed above.
         Some(dir) => ingest::load_checkpoints(&dir, &config.streams)?,
         None => Default::default(),
@@ -181,7 +203,8 @@ pub async fn run(
     clients.log_effective(config.ingest.lag_interval_ms);
     // Labels sent over HTTP are written to the feature stream's topic (so a restart replays
     // them with the features).
-    let producer = if feature_streams.is_empty() {
+    // Also with declarations over the API on: they may add a feature stream.
+    let producer = if feature_streams.is_empty() && config.http.admin_token.is_empty() {
         None
     } else {
         Some(
@@ -225,6 +248,7 @@ pub async fn run(
         feature_streams: feature_streams.clone(),
         positions,
         checkpoint_clusters: clusters,
+        bucket_files,
         metrics: metrics.clone(),
         ready: ready.clone(),
         health: health.clone(),
@@ -234,30 +258,24 @@ pub async fn run(
         shutdown: shutdown.clone(),
     })?;
     // Scorers: each its own consumer group and producer, on its own thread.
-    let mut scorers = Vec::new();
+    let scorer_parts = ScorerParts {
+        clients: clients.clone(),
+        config: config.clone(),
+        metrics: metrics.clone(),
+        health: health.clone(),
+        streams: streams.clone(),
+        runtime: tokio::runtime::Handle::current(),
+        shutdown: shutdown.clone(),
+    };
+    // The file's scorers stop with the service; those declared over the API each have a stop
+    // of their own too (`crate::declared::scorers`), handed to the declarations below.
+    let (mut scorers, mut resumed) = (Vec::new(), Vec::new());
     for (sc, model) in config.scorers.iter().zip(config.scorer_models()?) {
-        let stream = streams
-            .get(&sc.stream)
-            .ok_or_else(|| anyhow!("scorer '{}': no stream '{}'", sc.name, sc.stream))?
-            .clone();
-        scorers.push(crate::score::spawn(crate::score::ScorerSetup {
-            config: sc.clone(),
-            model,
-            stream,
-            clients: clients.clone(),
-            dlq: config.dlq.clone(),
-            dead_letter: config.ingest.dead_letter,
-            topic_of_stream: config
-                .streams
-                .iter()
-                .find(|s| s.topic() == sc.topic)
-                .map(|s| s.name.clone()),
-            metrics: metrics.clone(),
-            health: health.clone(),
-            assignment: config.kafka.assignment,
-            shared: config.state.store == StoreKind::Kafka,
-            shutdown: shutdown.clone(),
-        })?);
+        if declared.scorers.iter().any(|d| d.scorer.name == sc.name) {
+            resumed.push((sc.name.clone(), scorer_parts.start_own(sc, model)?));
+        } else {
+            scorers.push(scorer_parts.start(sc, model, shutdown.clone())?);
+        }
     }
     let ingest_ended = Arc::new(tokio::sync::Notify::new());
     let ended = ingest_ended.clone();
@@ -299,7 +317,9 @@ pub async fn run(
         shutdown.clone(),
     );
     let declarations = {
-        let (check_config, check_clients) = (config.clone(), clients.clone());
+        let (check_config, check_clients, check_registry) =
+            (config.clone(), clients.clone(), registry.clone());
+        let feature_metrics = metrics.clone();
         let (config, registry, metrics, streams) = (
             config.clone(),
             registry.clone(),
@@ -310,7 +330,7 @@ pub async fn run(
         let build: crate::declared::Build = Box::new(move |sc, restore| {
             let (snapshot, mut positions) = match config.state.dir() {
                 Some(dir) if restore => {
-                    let (mut snaps, positions, _) =
+                    let (mut snaps, positions, _, _) =
                         ingest::load_checkpoints(&dir, std::slice::from_ref(sc))?;
                     (snaps.remove(&sc.name), positions)
                 }
@@ -330,17 +350,45 @@ pub async fn run(
             );
             Ok((handle, positions.remove(&sc.topic()).unwrap_or_default()))
         });
+        let check_topics_clients = check_clients.clone();
         let check: crate::declared::Check = Box::new(move |sc| {
             let mut one = check_config.clone();
             one.streams = vec![sc.clone()];
             one.feature_streams.clear();
             one.scorers.clear();
-            crate::kafka::topics::check_declared(&one, &check_clients)
+            crate::kafka::topics::check_declared(&one, &check_clients)?;
+            // The registry question of `ravel check`, for a stream that reads its schemas
+            // from one (the configuration's check made sure it is configured).
+            match &check_registry {
+                Some(r) if !sc.format.is_ravel() && sc.avro_schema_file.is_none() => {
+                    r.serves(sc.format)
+                }
+                _ => Ok(()),
+            }
         });
-        Arc::new(crate::declared::Declarations::new(
-            base, declared, streams, build, check, queue,
-        ))
+        let forget_health = health.clone();
+        let hooks = crate::declared::Hooks {
+            feature_streams: feature_streams.clone(),
+            declare_metrics: Box::new(move |f| {
+                feature_metrics.declare_feature_stream(&f.name, f.workers)
+            }),
+            build,
+            check,
+            check_topics: Box::new(move |one| {
+                crate::kafka::topics::check_declared(one, &check_topics_clients)
+            }),
+            start_scorer: Box::new(move |sc, model| scorer_parts.start_own(sc, model)),
+            forget_scorer: Box::new(move |name| forget_health.remove_scorer(name)),
+        };
+        let d = Arc::new(crate::declared::Declarations::new(
+            base, declared, streams, hooks, queue,
+        ));
+        for (name, running) in resumed {
+            d.resumed(&name, running);
+        }
+        d
     };
+    let declarations_at_exit = declarations.clone();
     let state = AppState {
         declarations,
         admin_token: Arc::new(config.http.admin_token.clone()),
@@ -351,6 +399,10 @@ pub async fn run(
         ready,
         health,
         extractions,
+        sampler: Arc::new(crate::propose::Sampler::new(
+            clients.clone(),
+            registry.clone(),
+        )),
     };
     let open_connections = state.metrics.api.http_open_connections.clone();
     let mut app = api::router(state, config.http.body_limit_bytes);
@@ -377,6 +429,7 @@ pub async fn run(
     let r = ingest_task.await.map_err(|e| anyhow!("ingest task: {e}"))?;
     // Scorers stop at shutdown; an ingest that failed on its own leaves them to the exit.
     if shutdown.is_triggered() {
+        let _ = tokio::task::spawn_blocking(move || declarations_at_exit.stop_scorers()).await;
         for s in scorers {
             let _ = tokio::task::spawn_blocking(move || s.join()).await;
         }
@@ -385,4 +438,69 @@ pub async fn run(
         tracing::info!("stopped cleanly");
     }
     r
+}
+
+/// What starting a scorer needs beside its declaration: the file's at start, the API's then
+/// and later (`crate::declared::scorers`).
+struct ScorerParts {
+    clients: KafkaClients,
+    config: Config,
+    metrics: Arc<Metrics>,
+    health: Arc<crate::health::Health>,
+    streams: Arc<Streams>,
+    runtime: tokio::runtime::Handle,
+    /// The service's shutdown.
+    shutdown: Shutdown,
+}
+
+impl ScorerParts {
+    /// Starts scorer `sc` with its checked `model`; it runs until `shutdown`.
+    fn start(
+        &self,
+        sc: &crate::config::scorers::ScorerConfig,
+        model: ravel_core::solve::Request,
+        shutdown: Shutdown,
+    ) -> anyhow::Result<std::thread::JoinHandle<()>> {
+        let stream = self
+            .streams
+            .get(&sc.stream)
+            .ok_or_else(|| anyhow!("scorer '{}': no stream '{}'", sc.name, sc.stream))?;
+        crate::score::spawn(crate::score::ScorerSetup {
+            config: sc.clone(),
+            model,
+            stream,
+            clients: self.clients.clone(),
+            dlq: self.config.dlq.clone(),
+            dead_letter: self.config.ingest.dead_letter,
+            topic_of_stream: self
+                .streams
+                .by_topic(&sc.topic)
+                .map(|h| h.name().to_string()),
+            metrics: self.metrics.clone(),
+            health: self.health.clone(),
+            assignment: self.config.kafka.assignment,
+            shared: self.config.state.store == StoreKind::Kafka,
+            shutdown,
+        })
+    }
+
+    /// Starts a scorer declared over the API: with a stop of its own, which the service's
+    /// shutdown pulls too.
+    fn start_own(
+        &self,
+        sc: &crate::config::scorers::ScorerConfig,
+        model: ravel_core::solve::Request,
+    ) -> anyhow::Result<crate::declared::scorers::Running> {
+        let (stop, own) = crate::shutdown::channel();
+        let stop = Arc::new(stop);
+        let (pull, service) = (stop.clone(), self.shutdown.clone());
+        self.runtime.spawn(async move {
+            service.wait().await;
+            pull.trigger();
+        });
+        Ok(crate::declared::scorers::Running {
+            thread: self.start(sc, model, own)?,
+            stop,
+        })
+    }
 }

@@ -46,6 +46,7 @@ fn a_checkpoint_with_malformed_statistics_stops_the_start_naming_the_file() {
         stats,
         folds: None,
         windows: None,
+        bucket_files: None,
     };
     let file = checkpoint::path(state.path(), "bad");
     // Each edit leaves a checkpoint of the right shape, written as a sound file (header and
@@ -66,7 +67,7 @@ fn a_checkpoint_with_malformed_statistics_stops_the_start_naming_the_file() {
         let mut v: Value = serde_json::to_value(&cp).unwrap();
         edit(&mut v);
         let bad: Checkpoint = serde_json::from_value(v).unwrap();
-        checkpoint::write(state.path(), &bad).unwrap();
+        checkpoint::write(state.path(), &mut bad.clone()).unwrap();
         let err = TestService::start(cfg(), broker.bootstrap_servers())
             .join()
             .unwrap_err();
@@ -77,7 +78,7 @@ fn a_checkpoint_with_malformed_statistics_stops_the_start_naming_the_file() {
         );
     }
     // The untouched checkpoint still loads.
-    checkpoint::write(state.path(), &cp).unwrap();
+    checkpoint::write(state.path(), &mut cp.clone()).unwrap();
     let svc = TestService::start(cfg(), broker.bootstrap_servers());
     let v = svc.wait_rows("bad", 2);
     assert_eq!(v["n"], 2);

@@ -77,6 +77,20 @@ fn chromium() -> PathBuf {
     );
 }
 
+/// Headless Chromium, 1280 x 900.
+fn launch() -> Browser {
+    Browser::new(
+        LaunchOptions::default_builder()
+            .path(Some(chromium()))
+            .sandbox(false)
+            .window_size(Some((1280, 900)))
+            .idle_browser_timeout(Duration::from_secs(120))
+            .build()
+            .unwrap(),
+    )
+    .expect("chromium starts")
+}
+
 /// Polls `f` until it returns Some, or panics with `what` after `limit`.
 fn wait_for<T>(what: &str, limit: Duration, mut f: impl FnMut() -> Option<T>) -> T {
     let start = Instant::now();
@@ -582,16 +596,7 @@ windows = {{ bucket = "1s", keep = "2h" }}
     let t0 = now_ms() / 1000 * 1000;
     let (mut svc, base, brokers) = start(dir.path());
 
-    let browser = Browser::new(
-        LaunchOptions::default_builder()
-            .path(Some(chromium()))
-            .sandbox(false)
-            .window_size(Some((1280, 900)))
-            .idle_browser_timeout(Duration::from_secs(120))
-            .build()
-            .unwrap(),
-    )
-    .expect("chromium starts");
+    let browser = launch();
     let tab = browser.new_tab().unwrap();
     tab.set_default_timeout(Duration::from_secs(30));
     let phase = Arc::new(AtomicUsize::new(NORMAL));
@@ -1308,4 +1313,109 @@ windows = {{ bucket = "1s", keep = "2h" }}
     }
     drop(svc2);
     eprintln!("browser test took {:?}", started.elapsed());
+}
+
+/// The declare page (issue 49): the fields of a topic's latest JSON events are proposed
+/// (numbers as features), a person picks the target and names the stream, and the stream is
+/// declared with the admin token: the API then serves it with those features and target, and
+/// folds every event.
+#[test]
+fn a_stream_is_declared_from_the_console_with_fields_proposed_from_its_topic() {
+    const ADMIN: &str = "console-admin-token-0123456789";
+    // Declarations are kept in state.dir, which the in-process broker turns off: a broker of
+    // the test's own.
+    let broker = ravel::broker::EmbeddedBroker::start(1).unwrap();
+    let brokers = broker.bootstrap_servers().to_string();
+    for (t, parts) in [("f", 1), ("f.dlq", 1), ("orders", 1), ("orders.dlq", 1)] {
+        broker.create_topic(t, parts).unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    ConfigFile::new("console-declare")
+        .state_in(dir.path(), 500)
+        .stream("file", "f", 2)
+        .set("http.admin_token", ADMIN)
+        .write(dir.path());
+    let (_svc, base) = serve(dir.path(), &brokers, 0);
+    let events: Vec<Vec<u8>> = (0..120)
+        .map(|i| {
+            let (sqft, rooms) = (50.0 + (i * 37 % 101) as f64, (i % 5 + 1) as f64);
+            let price = 1000.0 + 30.0 * sqft + 500.0 * rooms + (i * 7919 % 13) as f64;
+            let city = ["Oslo", "Bergen"][i % 2];
+            serde_json::to_vec(
+                &json!({"sale": {"sqft": sqft, "rooms": rooms}, "city": city, "price": price}),
+            )
+            .unwrap()
+        })
+        .collect();
+    send(&brokers, "orders", None, &events, &[]);
+
+    let browser = launch();
+    let tab = browser.new_tab().unwrap();
+    tab.set_default_timeout(Duration::from_secs(30));
+    tab.navigate_to(&format!("{base}/#/declare")).unwrap();
+    wait_for("the declare form", DEADLINE, || {
+        (count(&tab, "#declare-sample") == 1).then_some(())
+    });
+    js(
+        &tab,
+        &format!(
+            "(document.querySelector('#declare-admin').value = {}, \
+             document.querySelector('#declare-topic').value = 'orders', \
+             document.querySelector('#declare-sample button').click(), true)",
+            json!(ADMIN)
+        ),
+    );
+    wait_for("the proposed fields", DEADLINE, || {
+        (count(&tab, "#declare-table tbody tr") == 4).then_some(())
+    });
+    let proposed = js(
+        &tab,
+        "[...document.querySelectorAll('#declare-table tbody tr')].map((r) => \
+         [r.dataset.path, r.children[1].textContent, r.querySelector('input[name=feature]').checked])",
+    );
+    assert_eq!(
+        proposed,
+        json!([
+            ["city", "string", false],
+            ["price", "number", true],
+            ["sale.rooms", "number", true],
+            ["sale.sqft", "number", true]
+        ]),
+        "{}",
+        text(&tab, "#declare-fields")
+    );
+    assert_eq!(
+        text(&tab, "#declare-summary"),
+        "100 of the 100 latest messages are events."
+    );
+    js(
+        &tab,
+        "(document.querySelector('#declare-table input[name=target][value=price]').click(), \
+         document.querySelector('#declare-name').value = 'sales', \
+         document.querySelector('#declare-form button').click(), true)",
+    );
+    wait_for("the declaration's answer", DEADLINE, || {
+        let done = text(&tab, "#declare-done");
+        let error = text(&tab, "#declare-result .error");
+        assert!(error.is_empty(), "{error}");
+        (!done.is_empty()).then_some(done)
+    });
+    let (status, d) = get(&base, "/v1/streams/sales/declaration");
+    assert_eq!(status, 200, "{d}");
+    assert_eq!(
+        (
+            d["origin"].clone(),
+            d["declaration"]["features"].clone(),
+            d["declaration"]["target"].clone()
+        ),
+        (
+            json!("api"),
+            json!(["sale.rooms", "sale.sqft"]),
+            json!("price")
+        ),
+        "{d}"
+    );
+    wait_for("the declared stream's events folded", DEADLINE, || {
+        (stream_n(&base, "sales") == Some(120)).then_some(())
+    });
 }

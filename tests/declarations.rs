@@ -4,8 +4,9 @@
 //! restart (declaration and state, from `state.dir`), a changed declaration starts afresh
 //! from the beginning of its topic, and `DELETE` retires it (`state=drop` deletes its
 //! checkpoint); a file-declared stream's n stays exact at every step. A bad declaration is a
-//! 400 naming the key, a file's name a 409, and without the admin token 401 (403 when none is
-//! configured).
+//! 400 naming the key (or the missing topic, or the registry that does not answer), a file's
+//! name a 409, and without the admin token 401 (403 when none is configured). A declared
+//! stream starts where its `start` says.
 
 mod common;
 
@@ -80,19 +81,20 @@ fn send_events(brokers: &str, range: std::ops::Range<usize>) {
 
 /// Events i in `range` (fields a, b, y) to `topic`.
 fn send_events_to(brokers: &str, topic: &str, range: std::ops::Range<usize>) {
-    let payloads: Vec<Vec<u8>> = range
-        .map(|i| {
-            let (a, b, y) = event(i);
-            serde_json::to_vec(&json!({"a": a, "b": b, "y": y})).unwrap()
-        })
-        .collect();
+    let payloads: Vec<Vec<u8>> = range.map(event_json).collect();
     send(brokers, topic, None, &payloads, &[]);
 }
 
-/// numpy's least squares (intercept first) on events 0..n.
-fn numpy_ols(dir: &Path, n: usize) -> Vec<f64> {
+/// Event i's JSON payload.
+fn event_json(i: usize) -> Vec<u8> {
+    let (a, b, y) = event(i);
+    serde_json::to_vec(&json!({"a": a, "b": b, "y": y})).unwrap()
+}
+
+/// numpy's least squares (intercept first) on `events`.
+fn numpy_ols(dir: &Path, events: std::ops::Range<usize>) -> Vec<f64> {
     let data = dir.join("events.csv");
-    let text: String = (0..n)
+    let text: String = events
         .map(|i| {
             let (a, b, y) = event(i);
             format!("{a:?},{b:?},{y:?}\n")
@@ -130,11 +132,20 @@ fn assert_ols_is_numpys(svc: &TestService, dir: &Path, n: usize) {
 
 /// The API stream's OLS at the service `base` equals numpy's on its n events.
 fn assert_ols_at(base: &str, dir: &Path, n: usize) {
-    let (status, model) = post(base, "/v1/streams/api/model", &json!({"method": "ols"}));
+    assert_ols_of(base, "api", dir, 0..n)
+}
+
+/// The OLS of `stream` at the service `base` equals numpy's on exactly `events`.
+fn assert_ols_of(base: &str, stream: &str, dir: &Path, events: std::ops::Range<usize>) {
+    let (status, model) = post(
+        base,
+        &format!("/v1/streams/{stream}/model"),
+        &json!({"method": "ols"}),
+    );
     assert_eq!(status, 200, "{model}");
-    assert_eq!(model["n"], n as u64, "{model}");
+    assert_eq!(model["n"], events.len() as u64, "{model}");
     let got = intercept_and(&model, &["a", "b"]);
-    let want = numpy_ols(dir, n);
+    let want = numpy_ols(dir, events);
     let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
     for (g, w) in got.iter().zip(&want) {
         assert!(
@@ -155,6 +166,8 @@ fn service_config(state: &Path, admin: &str) -> ravel::config::Config {
         Some(state),
     );
     c.http.admin_token = ravel::config::Secret(admin.into());
+    // No registry listens there: a declaration that needs one is refused.
+    c.schema_registry.url = "http://127.0.0.1:1/registry".into();
     c.check().unwrap();
     c
 }
@@ -223,6 +236,113 @@ fn a_declared_stream_survives_a_sigkill() {
     assert_ols_at(&base, dir.path(), 450);
 }
 
+/// A declared stream starts where its declaration says: `start = "latest"` at its topic's
+/// end when it is first read (its checkpoint written at once, so a SIGKILL keeps it), a time
+/// by the messages' timestamps (the earlier ones read past and counted). Each OLS equals
+/// numpy's on exactly the events after the start. The file stream starts at its topic's end
+/// too, at the service's first start, and its n stays exact.
+#[test]
+fn a_declared_stream_starts_at_the_end_of_its_topic_or_at_a_time() {
+    let broker = broker();
+    let brokers = broker.bootstrap_servers().to_string();
+    for (t, parts) in [
+        ("s.file", 1),
+        ("s.file.dlq", 1),
+        ("s.late", 2),
+        ("s.late.dlq", 1),
+        ("s.time", 2),
+        ("s.time.dlq", 1),
+    ] {
+        broker.create_topic(t, parts).unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    ConfigFile::new("declared-start")
+        .state_in(dir.path(), 200)
+        .stream("file", "s.file", 3)
+        .stream_key("start", "latest")
+        .set("http.admin_token", ADMIN)
+        .write(dir.path());
+    send_rows_to(&brokers, "s.file", 0..100);
+    send_events_to(&brokers, "s.late", 0..200);
+    // Events 0..100 an hour old, 100..250 now; the stream starts half an hour ago.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let stamped: Vec<(Vec<u8>, i64)> = (0..250)
+        .map(|i| (event_json(i), if i < 100 { now - 3_600_000 } else { now }))
+        .collect();
+    send_stamped(&brokers, "s.time", &stamped);
+    let half_an_hour_ago = std::process::Command::new("date")
+        .args(["-u", "-d", &format!("@{}", (now - 1_800_000) / 1000)])
+        .arg("+%Y-%m-%dT%H:%M:%SZ")
+        .output()
+        .map(|o| String::from_utf8(o.stdout).unwrap().trim().to_string())
+        .unwrap();
+    let (mut p, base) = serve(dir.path(), &brokers, 0);
+    let log = dir.path().join("serve0.log");
+    let declare = |base: &str, name: &str, topic: &str, start: &str| {
+        let decl = json!({"topic": topic, "features": ["a", "b"], "target": "y", "start": start});
+        let path = format!("/v1/streams/{name}");
+        let (status, body) = request(base, reqwest::Method::PUT, &path, Some(ADMIN), Some(&decl));
+        assert_eq!(status, 201, "{body}");
+    };
+    let (status, body) = request(
+        &base,
+        reqwest::Method::PUT,
+        "/v1/streams/late",
+        Some(ADMIN),
+        Some(&json!({"topic": "s.late", "features": ["a", "b"], "target": "y", "start": "now"})),
+    );
+    let m = body["error"]["message"].as_str().unwrap_or_default();
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        m.contains("start = \"now\"") && m.contains("earliest, latest"),
+        "{m}"
+    );
+    declare(&base, "late", "s.late", "latest");
+    declare(&base, "time", "s.time", &half_an_hour_ago);
+    wait_n(&base, "time", 150, &log);
+    assert_ols_of(&base, "time", dir.path(), 100..250);
+    let before = metrics_of(&base)
+        .lines()
+        .find(|l| l.starts_with("ravel_ingest_messages_before_start_total{stream=\"time\"}"))
+        .map(|l| l.rsplit(' ').next().unwrap().to_string());
+    assert_eq!(
+        before.as_deref(),
+        Some("100"),
+        "the events before the start are counted"
+    );
+    // The end is taken (and saved) when the declaration is applied: rows after it count.
+    wait_within(
+        "the stream starting at the end has its checkpoint",
+        &log,
+        Duration::from_secs(30),
+        || {
+            ravel::checkpoint::path(&dir.path().join("state"), "late")
+                .exists()
+                .then_some(())
+        },
+    );
+    send_events_to(&brokers, "s.late", 200..300);
+    send_rows_to(&brokers, "s.file", 100..130);
+    wait_n(&base, "late", 100, &log);
+    wait_n(&base, "file", 30, &log);
+    assert_ols_of(&base, "late", dir.path(), 200..300);
+    std::thread::sleep(Duration::from_millis(500));
+    p.signal("-KILL");
+    p.wait();
+    send_events_to(&brokers, "s.late", 300..350);
+    send_rows_to(&brokers, "s.file", 130..160);
+    let (_p, base) = serve(dir.path(), &brokers, 1);
+    let log = dir.path().join("serve1.log");
+    wait_n(&base, "late", 150, &log);
+    wait_n(&base, "time", 150, &log);
+    wait_n(&base, "file", 60, &log);
+    assert_ols_of(&base, "late", dir.path(), 200..350);
+    assert_ols_of(&base, "time", dir.path(), 100..250);
+}
+
 #[test]
 fn a_stream_declared_over_the_api_is_folded_kept_changed_and_retired_while_the_others_stay_exact() {
     let broker = broker();
@@ -232,6 +352,11 @@ fn a_stream_declared_over_the_api_is_folded_kept_changed_and_retired_while_the_o
         ("t.file.dlq", 1),
         ("t.api", 2),
         ("t.api.dlq", 1),
+        ("t.score", 1),
+        ("t.score.dlq", 1),
+        ("t.pred", 1),
+        ("t.genes", 1),
+        ("t.genes.dlq", 1),
     ] {
         broker.create_topic(t, parts).unwrap();
     }
@@ -299,7 +424,24 @@ fn a_stream_declared_over_the_api_is_folded_kept_changed_and_retired_while_the_o
     assert_eq!(status, 400, "{body}");
     assert_eq!(body["error"]["code"], "invalid_declaration");
     assert!(
-        m.contains("topic 't.apii' (stream) does not exist") && m.contains("t.apii:"),
+        m.contains("topic 't.apii' (stream) does not exist")
+            && m.contains("t.apii:")
+            && !m.contains("  "),
+        "{m}"
+    );
+    // So is a stream whose schemas come from a Schema Registry that does not answer, as
+    // `ravel check` would say it.
+    let (status, body) = put(
+        &svc,
+        "api",
+        Some(ADMIN),
+        &json!({"topic": "t.api", "features": ["a", "b"], "target": "y", "format": "avro"}),
+    );
+    let m = body["error"]["message"].as_str().unwrap_or_default();
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["code"], "invalid_declaration");
+    assert!(
+        m.contains("http://127.0.0.1:1/registry") && m.contains("schema_registry.url"),
         "{m}"
     );
     let (status, body) = put(&svc, "file", Some(ADMIN), &decl);
@@ -327,6 +469,56 @@ fn a_stream_declared_over_the_api_is_folded_kept_changed_and_retired_while_the_o
     // Declared: folded, OLS as numpy's; the file stream reads on, exact.
     let mut api_n = 400;
     send_events(&brokers, 0..api_n);
+    // The topic's fields, proposed from its latest messages (the console's form), with the
+    // admin token only; bounded; a topic the cluster lacks named.
+    let fields = |q: &str, token: Option<&str>| {
+        request(
+            &svc.url(""),
+            reqwest::Method::GET,
+            &format!("/v1/topics/{q}"),
+            token,
+            None,
+        )
+    };
+    let (status, f) = fields("t.api/fields?events=50", Some(ADMIN));
+    assert_eq!(status, 200, "{f}");
+    assert_eq!(
+        (f["sampled"].as_u64(), f["events"].as_u64()),
+        (Some(50), Some(50)),
+        "{f}"
+    );
+    for name in ["a", "b", "y"] {
+        let seen = f["fields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["path"] == name);
+        assert_eq!(
+            seen.map(|x| (x["kind"].clone(), x["seen"].clone())),
+            Some((json!("number"), json!(50))),
+            "{f}"
+        );
+    }
+    assert_eq!(
+        f["proposal"],
+        json!({"topic": "t.api", "features": ["a", "b", "y"]})
+    );
+    assert_eq!(fields("t.api/fields", None).0, 401);
+    let (status, body) = fields("t.api/fields?events=5000", Some(ADMIN));
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (400, Some("invalid_query")),
+        "{body}"
+    );
+    let (status, body) = fields("t.nope/fields", Some(ADMIN));
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("'t.nope' does not exist"),
+        "{body}"
+    );
     let (status, body) = put(&svc, "api", Some(ADMIN), &decl);
     assert_eq!(status, 201, "{body}");
     assert_eq!(
@@ -356,8 +548,93 @@ fn a_stream_declared_over_the_api_is_folded_kept_changed_and_retired_while_the_o
     let (_, list) = svc.get("/v1/streams");
     assert_eq!(list["streams"].as_array().unwrap().len(), 2, "{list}");
 
-    // A restart keeps the declaration and its state; both streams read on from where they
-    // stopped.
+    // A scorer declared over the API scores events with the declared stream's model, at
+    // once; one on a stream the service lacks is refused.
+    let scorer =
+        |stream: &str| json!({"stream": stream, "topic": "t.score", "output_topic": "t.pred"});
+    let put_scorer = |svc: &TestService, body: &Value| {
+        request(
+            &svc.url(""),
+            reqwest::Method::PUT,
+            "/v1/scorers/sc",
+            Some(ADMIN),
+            Some(body),
+        )
+    };
+    let (status, body) = put_scorer(&svc, &scorer("nope"));
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains("nope"),
+        "{body}"
+    );
+    assert_eq!(put_scorer(&svc, &scorer("api")).0, 201);
+    let (status, d) = svc.get("/v1/scorers/sc");
+    assert_eq!((status, d["origin"].as_str()), (200, Some("api")), "{d}");
+    let score_events = |range: std::ops::Range<usize>| send_events_to(&brokers, "t.score", range);
+    score_events(0..20);
+    let model = post(
+        &svc.url(""),
+        "/v1/streams/api/model",
+        &json!({"method": "lasso", "k": 2}),
+    )
+    .1;
+    let predictions = read_topic(&brokers, "t.pred", 20);
+    assert_eq!(predictions.len(), 20);
+    // Each is the model's (the stream holds still meanwhile): intercept + beta . (a, b).
+    let beta = intercept_and(&model, &["a", "b"]);
+    for (i, (payload, _)) in predictions.iter().enumerate() {
+        let v: Value = serde_json::from_slice(payload).unwrap();
+        let (a, b, _) = event(i);
+        let want = beta[0] + beta[1] * a + beta[2] * b;
+        let got = v["prediction"].as_f64().unwrap();
+        assert!(
+            (got - want).abs() <= 1e-9 * want.abs().max(1.0),
+            "{v} vs {want}"
+        );
+    }
+
+    // A feature stream declared over the API reads its topic's columns: with 20 samples of
+    // y = 3 c0 - 2 c1 (+ small noise) and five columns, online substitution keeps c0 and c1.
+    let (status, body) = request(
+        &svc.url(""),
+        reqwest::Method::PUT,
+        "/v1/feature-streams/genes",
+        Some(ADMIN),
+        Some(&json!({"topic": "t.genes", "n": 20, "s": 2})),
+    );
+    assert_eq!(
+        (status, body["origin"].as_str()),
+        (201, Some("api")),
+        "{body}"
+    );
+    let column = |j: usize| -> Vec<f64> {
+        (0..20)
+            .map(|i| (((i * 31 + j * 17) * 7919) % 101) as f64 / 50.0 - 1.0)
+            .collect()
+    };
+    let y: Vec<f64> = (0..20)
+        .map(|i| 3.0 * column(0)[i] - 2.0 * column(1)[i] + ((i * 13) % 7) as f64 * 1e-3)
+        .collect();
+    let mut columns = vec![serde_json::to_vec(&json!({ "labels": y })).unwrap()];
+    columns.extend((0..5).map(|j| {
+        serde_json::to_vec(&json!({"feature": format!("c{j}"), "values": column(j)})).unwrap()
+    }));
+    send(&brokers, "t.genes", None, &columns, &[]);
+    let selected = |v: &Value| -> Vec<String> {
+        let mut names: Vec<String> = v["selected"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["name"].as_str().unwrap().to_string())
+            .collect();
+        names.sort();
+        names
+    };
+    let v = svc.wait_feature_offset("genes", 6);
+    assert_eq!(selected(&v), ["c0", "c1"], "{v}");
+
+    // A restart keeps the declarations and their state; both streams read on from where they
+    // stopped, the scorer scores on, and the feature stream reads its topic again.
     std::thread::sleep(Duration::from_millis(800));
     svc.stop().unwrap();
     send_events(&brokers, api_n..api_n + 200);
@@ -369,6 +646,61 @@ fn a_stream_declared_over_the_api_is_folded_kept_changed_and_retired_while_the_o
     svc.wait_rows("api", api_n as u64);
     svc.wait_rows("file", file_n as u64);
     assert_ols_is_numpys(&svc, work.path(), api_n);
+    assert_eq!(svc.get("/v1/scorers/sc").1["origin"], "api");
+    let (_, d) = svc.get("/v1/feature-streams/genes/declaration");
+    assert_eq!(
+        (d["origin"].as_str(), d["declaration"]["s"].as_u64()),
+        (Some("api"), Some(2)),
+        "{d}"
+    );
+    assert_eq!(selected(&svc.wait_feature_offset("genes", 6)), ["c0", "c1"]);
+    let (status, body) = request(
+        &svc.url(""),
+        reqwest::Method::DELETE,
+        "/v1/feature-streams/genes",
+        Some(ADMIN),
+        None,
+    );
+    assert_eq!(
+        (status, body["state"].as_str()),
+        (200, Some("stopped")),
+        "{body}"
+    );
+    assert_eq!(svc.get("/v1/feature-streams/genes").0, 404);
+    score_events(20..30);
+    assert_eq!(read_topic(&brokers, "t.pred", 30).len(), 30);
+
+    // The scorer's stream cannot change under it; retired, the scorer stops at once.
+    let (status, body) = put(
+        &svc,
+        "api",
+        Some(ADMIN),
+        &json!({"topic": "t.api", "features": ["a", "b"], "target": "y", "cv": {"folds": 2}}),
+    );
+    assert_eq!(status, 409, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("scorer(s) sc"),
+        "{body}"
+    );
+    let (status, body) = request(
+        &svc.url(""),
+        reqwest::Method::DELETE,
+        "/v1/scorers/sc",
+        Some(ADMIN),
+        None,
+    );
+    assert_eq!(
+        (status, body["state"].as_str()),
+        (200, Some("stopped")),
+        "{body}"
+    );
+    assert_eq!(svc.get("/v1/scorers/sc").0, 404);
+    score_events(30..40);
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(end_offsets(&brokers, "t.pred", 1), vec![30]);
 
     // A changed declaration starts afresh from the beginning of its topic.
     let changed =

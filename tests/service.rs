@@ -995,8 +995,9 @@ fn checkpoints_that_do_not_match_stop_the_service_with_a_clear_error() {
         stats,
         folds: None,
         windows: None,
+        bucket_files: None,
     };
-    checkpoint::write(state.path(), &cp).unwrap();
+    checkpoint::write(state.path(), &mut cp).unwrap();
     let err = TestService::start(cfg(), broker.bootstrap_servers())
         .join()
         .unwrap_err();
@@ -1009,7 +1010,7 @@ fn checkpoints_that_do_not_match_stop_the_service_with_a_clear_error() {
     // Another cluster.
     cp.offsets = [(0, 0)].into();
     cp.cluster_id = Some("some-other-cluster".into());
-    checkpoint::write(state.path(), &cp).unwrap();
+    checkpoint::write(state.path(), &mut cp).unwrap();
     let msg = format!(
         "{:#}",
         TestService::start(cfg(), broker.bootstrap_servers())
@@ -1020,7 +1021,7 @@ fn checkpoints_that_do_not_match_stop_the_service_with_a_clear_error() {
 
     // Another schema: the stream now has 3 features.
     cp.cluster_id = None;
-    checkpoint::write(state.path(), &cp).unwrap();
+    checkpoint::write(state.path(), &mut cp).unwrap();
     let wide = config(
         vec![stream(
             "cp",

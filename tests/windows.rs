@@ -576,12 +576,13 @@ fn window_models_equal_ravel_fit_on_their_rows_across_a_sigkill() {
     broker.wait();
 }
 
-/// Issue 47 with the Kafka store: each partition keeps its own buckets in its state record,
-/// and each of two replicas answers a window over the whole stream from the buckets it folds
+/// Issue 47 with the Kafka store: each partition keeps its own buckets, as bucket records
+/// its state records name, and each of two replicas answers a window over the whole stream from the buckets it folds
 /// and those the other published. One replica is SIGKILLed holding rows no state record has;
 /// the other takes its partition over, restores the partition's buckets from the state topic
 /// and reads the rest again; a third joins. Every replica's window models equal `ravel fit`
-/// on exactly the rows stamped in the window (1e-9), and no row is in a window twice.
+/// on exactly the rows stamped in the window (1e-9), and no row is in a window twice. Then
+/// a checkpoint writes only the bucket a new message changes.
 #[test]
 fn windows_with_the_kafka_store_span_every_partition_on_every_replica_across_a_sigkill() {
     let dir = tempfile::tempdir().unwrap();
@@ -671,10 +672,92 @@ fn windows_with_the_kafka_store_span_every_partition_on_every_replica_across_a_s
             assert_window_models(base, dir.path(), &data, &stamps, &kept, from, to);
         }
     }
+    let log = dir.path().join("serve3.log");
+    a_checkpoint_writes_only_the_changed_buckets(&brokers, group, &data, [&base_b, &base_c], &log);
     for p in [&mut b, &mut c] {
         p.signal("-TERM");
         assert!(p.wait());
     }
     broker.signal("-TERM");
     broker.wait();
+}
+
+/// With every row in, one more message (partition 0, stamped now) makes the next checkpoint
+/// write one bucket record (its minute's) and the partition's state record: a small part of
+/// the partition's buckets, which a checkpoint wrote whole before the buckets had records of
+/// their own.
+fn a_checkpoint_writes_only_the_changed_buckets(
+    brokers: &str,
+    group: &str,
+    data: &(Vec<f64>, Vec<f64>),
+    bases: [&str; 2],
+    log: &Path,
+) {
+    let topic = format!("{group}.state");
+    let before = end_offsets(brokers, &topic, 2);
+    let records = read_range(brokers, &topic, &[0, 0], &before);
+    // The latest record of each bucket slot of partition 0: what the partition's buckets
+    // take in the topic.
+    let mut latest = std::collections::BTreeMap::new();
+    for (key, kind, value) in &records {
+        if kind == "bucket" && key.starts_with("w/0#b") {
+            latest.insert(key.clone(), value.as_ref().map_or(0, Vec::len));
+        }
+    }
+    let bucket_bytes: usize = latest.values().sum();
+    assert!(
+        latest.len() > 100,
+        "{} bucket records of partition 0",
+        latest.len()
+    );
+    let n = stream_n(bases[0], "w").unwrap();
+    produce(brokers, data, &[now_ms()], 0, 1);
+    for base in bases {
+        wait_within(
+            "the new message on both replicas",
+            log,
+            Duration::from_secs(30),
+            || (stream_n(base, "w") == Some(n + ROWS_PER_MESSAGE as u64)).then_some(()),
+        );
+    }
+    wait_within(
+        "the partition's next state record",
+        log,
+        Duration::from_secs(30),
+        || {
+            let end = end_offsets(brokers, &topic, 2);
+            let new = read_range(brokers, &topic, &before, &end);
+            new.iter()
+                .any(|(k, kind, _)| kind == "state" && k == "w/0")
+                .then_some(())
+        },
+    );
+    // Checkpoints go on every 300 ms, and write nothing while no part changes.
+    std::thread::sleep(Duration::from_millis(1000));
+    let end = end_offsets(brokers, &topic, 2);
+    let new = read_range(brokers, &topic, &before, &end);
+    let states: Vec<&String> = new
+        .iter()
+        .filter(|(_, kind, _)| kind == "state")
+        .map(|(k, _, _)| k)
+        .collect();
+    assert_eq!(states, ["w/0"], "{new:?}");
+    // A tombstone for the bucket's other slot when the minute already had a bucket.
+    let tombstones = new.iter().filter(|(_, _, v)| v.is_none()).count();
+    assert!(tombstones <= 1, "{new:?}");
+    let written: Vec<&String> = new
+        .iter()
+        .filter(|(_, kind, v)| kind == "bucket" && v.is_some())
+        .map(|(k, _, _)| k)
+        .collect();
+    let bytes: usize = new
+        .iter()
+        .map(|(_, _, v)| v.as_ref().map_or(0, Vec::len))
+        .sum();
+    assert_eq!(written.len(), 1, "one bucket record: {new:?}");
+    assert!(
+        bytes * 5 < bucket_bytes,
+        "the checkpoint wrote {bytes} bytes, partition 0's {} buckets take {bucket_bytes}",
+        latest.len()
+    );
 }

@@ -30,13 +30,17 @@ pub(super) fn same(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// Whether a request is a declaration (PUT or DELETE of `/v1/streams/{name}`): it carries the
+/// Whether a request is a declaration (PUT or DELETE of `/v1/streams/{name}`,
+/// `/v1/feature-streams/{name}` or `/v1/scorers/{name}`): it carries the
 /// admin token, not `http.token` (`require_token` lets it through to `declarations::Admin`).
 pub fn is_declaration(method: &Method, path: &str) -> bool {
     (method == Method::PUT || method == Method::DELETE)
-        && path
-            .strip_prefix("/v1/streams/")
-            .is_some_and(|name| !name.is_empty() && !name.contains('/'))
+        && ["/v1/streams/", "/v1/scorers/", "/v1/feature-streams/"]
+            .iter()
+            .any(|kind| {
+                path.strip_prefix(kind)
+                    .is_some_and(|name| !name.is_empty() && !name.contains('/'))
+            })
 }
 
 /// The middleware: 401 with the JSON error envelope when a writing request lacks the token.
@@ -87,6 +91,12 @@ mod tests {
     fn declarations_are_put_and_delete_of_one_stream() {
         assert!(is_declaration(&Method::PUT, "/v1/streams/s"));
         assert!(is_declaration(&Method::DELETE, "/v1/streams/s"));
+        assert!(is_declaration(&Method::PUT, "/v1/scorers/s"));
+        assert!(is_declaration(&Method::DELETE, "/v1/feature-streams/f"));
+        assert!(!is_declaration(
+            &Method::PUT,
+            "/v1/feature-streams/f/labels"
+        ));
         assert!(!is_declaration(&Method::GET, "/v1/streams/s"));
         assert!(!is_declaration(&Method::POST, "/v1/streams/s"));
         assert!(!is_declaration(&Method::PUT, "/v1/streams/s/labels"));

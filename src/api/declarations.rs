@@ -1,7 +1,9 @@
 //! Streams declared at run time over HTTP (issue 49; the design is `crate::declared`'s):
 //! `PUT /v1/streams/{name}` with the stream's `[[streams]]` table as JSON, `DELETE
 //! /v1/streams/{name}?state=keep|drop`, and `GET /v1/streams/{name}/declaration` (where a
-//! stream's declaration came from: the file or the API). PUT and DELETE carry the admin token
+//! stream's declaration came from: the file or the API), and `GET /v1/topics/{topic}/fields`
+//! (a topic's fields, to declare a stream from: `crate::propose`). PUT, DELETE and the
+//! fields carry the admin token
 //! (`http.admin_token`, not `http.token`): without it 401, and 403 when none is configured
 //! (declarations over the API are off). Every change is logged with who (the peer's address)
 //! and what (`crate::declared`).
@@ -61,7 +63,7 @@ impl FromRequestParts<AppState> for Admin {
     }
 }
 
-/// A stream's declaration and where it came from.
+/// A stream's (or a scorer's) declaration and where it came from.
 #[derive(Serialize, ToSchema)]
 pub struct Declaration {
     name: String,
@@ -73,17 +75,18 @@ pub struct Declaration {
     /// API declarations: when (Unix ms).
     #[serde(skip_serializing_if = "Option::is_none")]
     at_ms: Option<u64>,
-    /// The stream's table, as `[[streams]]` of the config file holds it.
+    /// The stream's (scorer's) table, as `[[streams]]` (`[[scorers]]`) of the config file
+    /// holds it.
     #[schema(value_type = Object)]
     declaration: serde_json::Value,
-    /// PUT: `created`, `replaced` (a changed declaration: the stream starts afresh from the
-    /// beginning of its topic) or `unchanged`.
+    /// PUT: `created`, `replaced` (a changed declaration: a stream starts afresh from its
+    /// `start`, a scorer is restarted) or `unchanged`.
     #[serde(skip_serializing_if = "Option::is_none")]
     outcome: Option<String>,
 }
 
 impl Declaration {
-    fn of(name: &str, o: Origin, outcome: Option<&str>) -> Declaration {
+    fn of<T: Serialize>(name: &str, o: Origin<T>, outcome: Option<&str>) -> Declaration {
         Declaration {
             name: name.to_string(),
             origin: o.origin.to_string(),
@@ -99,8 +102,8 @@ impl Declaration {
 #[derive(Serialize, ToSchema)]
 pub struct Retired {
     name: String,
-    /// `kept` (its checkpoint stays: a PUT of the same declaration resumes from it) or
-    /// `dropped` (deleted).
+    /// Streams: `kept` (its checkpoint stays: a PUT of the same declaration resumes from it)
+    /// or `dropped` (deleted). Scorers and feature streams: `stopped`.
     state: String,
 }
 
@@ -160,11 +163,7 @@ pub(super) async fn put_stream(
         .declarations
         .origin(&name)
         .ok_or_else(|| ApiError::unknown_stream(&name))?;
-    let (status, outcome) = match put {
-        Put::Created => (StatusCode::CREATED, "created"),
-        Put::Replaced => (StatusCode::OK, "replaced"),
-        Put::Unchanged => (StatusCode::OK, "unchanged"),
-    };
+    let (status, outcome) = answered(put);
     Ok((status, Json(Declaration::of(&name, origin, Some(outcome)))))
 }
 
@@ -207,6 +206,221 @@ pub(super) async fn delete_stream(
         name,
         state: if drop_state { "dropped" } else { "kept" }.into(),
     }))
+}
+
+fn scorer_declaration(
+    st: &AppState,
+    name: &str,
+    outcome: Option<&str>,
+) -> Result<Declaration, ApiError> {
+    let o = st.declarations.scorer_origin(name).ok_or_else(|| {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            Code::UnknownScorer,
+            format!("no scorer named '{name}': [[scorers]] of the config file and PUT /v1/scorers/{{name}} declare them"),
+        )
+    })?;
+    Ok(Declaration::of(name, o, outcome))
+}
+
+/// A PUT's status and outcome.
+fn answered(put: Put) -> (StatusCode, &'static str) {
+    match put {
+        Put::Created => (StatusCode::CREATED, "created"),
+        Put::Replaced => (StatusCode::OK, "replaced"),
+        Put::Unchanged => (StatusCode::OK, "unchanged"),
+    }
+}
+
+/// Declares a scorer, or changes one declared over the API (the old one stops, the new one
+/// starts).
+#[utoipa::path(put, path = "/v1/scorers/{name}", tag = "declarations",
+    params(("name" = String, Path, description = "The scorer's name")),
+    request_body(content = Object, description = "The scorer's table, as `[[scorers]]` of the config file (`name` may be left out)"),
+    responses(
+        (status = 201, description = "Declared and started", body = Declaration),
+        (status = 200, description = "Changed (restarted) or unchanged", body = Declaration),
+        (status = 400, description = "`invalid_declaration`: the message names the key, the stream or the topic", body = super::error::ErrorBody),
+        (status = 401, description = "`unauthorized`: no admin token", body = super::error::ErrorBody),
+        (status = 403, description = "`forbidden`: no http.admin_token configured", body = super::error::ErrorBody),
+        (status = 409, description = "`declaration_conflict`: a name of the config file, or no state.dir", body = super::error::ErrorBody),
+    ))]
+pub(super) async fn put_scorer(
+    State(st): State<AppState>,
+    Path(name): Path<String>,
+    admin: Admin,
+    body: Bytes,
+) -> Result<(StatusCode, Json<Declaration>), ApiError> {
+    let d = st.declarations.clone();
+    let n = name.clone();
+    let put = blocking(move || d.put_scorer(&n, &body, &admin.who)).await?;
+    let (status, outcome) = answered(put);
+    Ok((status, Json(scorer_declaration(&st, &name, Some(outcome))?)))
+}
+
+/// Retires a scorer declared over the API: it stops (what it scored committed) before the
+/// answer.
+#[utoipa::path(delete, path = "/v1/scorers/{name}", tag = "declarations",
+    params(("name" = String, Path, description = "The scorer's name")),
+    responses(
+        (status = 200, description = "Retired", body = Retired),
+        (status = 401, description = "`unauthorized`: no admin token", body = super::error::ErrorBody),
+        (status = 403, description = "`forbidden`: no http.admin_token configured", body = super::error::ErrorBody),
+        (status = 404, description = "`unknown_scorer`", body = super::error::ErrorBody),
+        (status = 409, description = "`declaration_conflict`: declared in the config file", body = super::error::ErrorBody),
+    ))]
+pub(super) async fn delete_scorer(
+    State(st): State<AppState>,
+    Path(name): Path<String>,
+    admin: Admin,
+) -> Result<Json<Retired>, ApiError> {
+    let d = st.declarations.clone();
+    let n = name.clone();
+    blocking(move || d.delete_scorer(&n, &admin.who))
+        .await
+        .map_err(|e| {
+            if e.code == Code::UnknownStream {
+                ApiError::new(StatusCode::NOT_FOUND, Code::UnknownScorer, e.message)
+            } else {
+                e
+            }
+        })?;
+    Ok(Json(Retired {
+        name,
+        state: "stopped".into(),
+    }))
+}
+
+/// Where a scorer's declaration came from: the config file or the API.
+#[utoipa::path(get, path = "/v1/scorers/{name}", tag = "declarations",
+    params(("name" = String, Path, description = "The scorer's name")),
+    responses(
+        (status = 200, description = "The declaration", body = Declaration),
+        (status = 404, description = "`unknown_scorer`", body = super::error::ErrorBody),
+    ))]
+pub(super) async fn get_scorer(
+    State(st): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<Json<Declaration>, ApiError> {
+    Ok(Json(scorer_declaration(&st, &name, None)?))
+}
+
+/// Declares a feature stream, or changes one declared over the API (it starts afresh from
+/// its topic's beginning).
+#[utoipa::path(put, path = "/v1/feature-streams/{name}", tag = "declarations",
+    params(("name" = String, Path, description = "The feature stream's name")),
+    request_body(content = Object, description = "The feature stream's table, as `[[feature_streams]]` of the config file (`name` may be left out; not `wide`)"),
+    responses(
+        (status = 201, description = "Declared", body = Declaration),
+        (status = 200, description = "Changed (read afresh) or unchanged", body = Declaration),
+        (status = 400, description = "`invalid_declaration`: the message names the key or the topic", body = super::error::ErrorBody),
+        (status = 401, description = "`unauthorized`: no admin token", body = super::error::ErrorBody),
+        (status = 403, description = "`forbidden`: no http.admin_token configured", body = super::error::ErrorBody),
+        (status = 409, description = "`declaration_conflict`: a name of the config file, or no state.dir", body = super::error::ErrorBody),
+    ))]
+pub(super) async fn put_feature_stream(
+    State(st): State<AppState>,
+    Path(name): Path<String>,
+    admin: Admin,
+    body: Bytes,
+) -> Result<(StatusCode, Json<Declaration>), ApiError> {
+    let d = st.declarations.clone();
+    let n = name.clone();
+    let put = blocking(move || d.put_feature_stream(&n, &body, &admin.who)).await?;
+    let (status, outcome) = answered(put);
+    let origin = st
+        .declarations
+        .feature_origin(&name)
+        .ok_or_else(|| ApiError::unknown_stream(&name))?;
+    Ok((status, Json(Declaration::of(&name, origin, Some(outcome)))))
+}
+
+/// Retires a feature stream declared over the API: ingest stops reading it.
+#[utoipa::path(delete, path = "/v1/feature-streams/{name}", tag = "declarations",
+    params(("name" = String, Path, description = "The feature stream's name")),
+    responses(
+        (status = 200, description = "Retired", body = Retired),
+        (status = 401, description = "`unauthorized`: no admin token", body = super::error::ErrorBody),
+        (status = 403, description = "`forbidden`: no http.admin_token configured", body = super::error::ErrorBody),
+        (status = 404, description = "`unknown_stream`", body = super::error::ErrorBody),
+        (status = 409, description = "`declaration_conflict`: declared in the config file", body = super::error::ErrorBody),
+    ))]
+pub(super) async fn delete_feature_stream(
+    State(st): State<AppState>,
+    Path(name): Path<String>,
+    admin: Admin,
+) -> Result<Json<Retired>, ApiError> {
+    let d = st.declarations.clone();
+    let n = name.clone();
+    blocking(move || d.delete_feature_stream(&n, &admin.who)).await?;
+    Ok(Json(Retired {
+        name,
+        state: "stopped".into(),
+    }))
+}
+
+/// Where a feature stream's declaration came from: the config file or the API.
+#[utoipa::path(get, path = "/v1/feature-streams/{name}/declaration", tag = "declarations",
+    params(("name" = String, Path, description = "The feature stream's name")),
+    responses(
+        (status = 200, description = "The declaration", body = Declaration),
+        (status = 404, description = "`unknown_stream`", body = super::error::ErrorBody),
+    ))]
+pub(super) async fn get_feature_declaration(
+    State(st): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<Json<Declaration>, ApiError> {
+    let origin = st
+        .declarations
+        .feature_origin(&name)
+        .ok_or_else(|| ApiError::unknown_stream(&name))?;
+    Ok(Json(Declaration::of(&name, origin, None)))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FieldsQuery {
+    events: Option<usize>,
+    format: Option<String>,
+}
+
+/// The fields of a topic's latest messages, to declare a stream from (`crate::propose`): each
+/// leaf path with its kind and in how many events it held a value, and a declaration to start
+/// from. Read by assignment at each partition's end, never committed; admin token.
+#[utoipa::path(get, path = "/v1/topics/{name}/fields", tag = "declarations",
+    params(
+        ("name" = String, Path, description = "The Kafka topic"),
+        ("events" = Option<usize>, Query, description = "How many of its latest messages (1 to 1000, default 100)"),
+        ("format" = Option<String>, Query, description = "`avro`, `protobuf` or `json-schema` for Confluent-framed values (default: JSON events)"),
+    ),
+    responses(
+        (status = 200, description = "The fields", body = crate::propose::TopicFields),
+        (status = 400, description = "`invalid_query`: events out of range, an unknown format, or no such topic", body = super::error::ErrorBody),
+        (status = 401, description = "`unauthorized`: no admin token", body = super::error::ErrorBody),
+        (status = 403, description = "`forbidden`: no http.admin_token configured", body = super::error::ErrorBody),
+    ))]
+pub(super) async fn topic_fields(
+    State(st): State<AppState>,
+    Path(topic): Path<String>,
+    query: Result<Query<FieldsQuery>, QueryRejection>,
+    _admin: Admin,
+) -> Result<Json<crate::propose::TopicFields>, ApiError> {
+    let Query(q) = query?;
+    let sampler = st.sampler.clone();
+    let fields = blocking(move || {
+        sampler
+            .fields(&topic, q.events.unwrap_or(100), q.format.as_deref())
+            .map_err(Refusal::Invalid)
+    })
+    .await
+    .map_err(|e| {
+        if e.code == Code::InvalidDeclaration {
+            ApiError::new(StatusCode::BAD_REQUEST, Code::InvalidQuery, e.message)
+        } else {
+            e
+        }
+    })?;
+    Ok(Json(fields))
 }
 
 /// Where a stream's declaration came from: the config file or the API.

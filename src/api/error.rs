@@ -68,6 +68,7 @@ codes! {
     Unauthorized = "unauthorized",
     Unprocessable = "unprocessable",
     UnknownMethod = "unknown_method",
+    UnknownScorer = "unknown_scorer",
     UnknownStream = "unknown_stream",
     UnsupportedMediaType = "unsupported_media_type",
 }

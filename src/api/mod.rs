@@ -57,6 +57,8 @@ pub struct AppState {
     /// Missing topics, held partitions, authorization errors (`crate::health`).
     pub health: Arc<crate::health::Health>,
     pub extractions: Extractions,
+    /// Reads a topic's latest messages for `GET /v1/topics/{topic}/fields`.
+    pub sampler: Arc<crate::propose::Sampler>,
 }
 
 /// The router and its OpenAPI description, from the same route list; `body_limit` bounds
@@ -94,12 +96,23 @@ fn routes() -> OpenApiRouter<AppState> {
             declarations::delete_stream
         ))
         .routes(routes!(declarations::get_declaration))
+        .routes(routes!(declarations::topic_fields))
+        .routes(routes!(
+            declarations::get_scorer,
+            declarations::put_scorer,
+            declarations::delete_scorer
+        ))
         .routes(routes!(streams::history))
         .routes(routes!(streams::model))
         .routes(routes!(streams::path, streams::path_post))
         .routes(routes!(streams::predict))
         .routes(routes!(features::list))
-        .routes(routes!(features::get_one))
+        .routes(routes!(
+            features::get_one,
+            declarations::put_feature_stream,
+            declarations::delete_feature_stream
+        ))
+        .routes(routes!(declarations::get_feature_declaration))
         .routes(routes!(features::put_labels))
         .routes(routes!(features::model))
         .routes(routes!(wide::path))

@@ -5,6 +5,7 @@
 
 use super::ApiError;
 use crate::api::error::Code;
+use crate::config::rfc3339_ms;
 use crate::state::streams::{Snapshot, StreamHandle};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -76,62 +77,6 @@ fn window_time(key: &str, v: &Value) -> Result<i64, ApiError> {
             "window \"{key}\" must be Unix milliseconds or an RFC 3339 string, not {other}"
         ))),
     }
-}
-
-/// `2026-11-27T10:00:00Z`, `2026-11-27T10:00:00.250+01:00`: Unix ms (None if malformed).
-pub(super) fn rfc3339_ms(s: &str) -> Option<i64> {
-    let b = s.as_bytes();
-    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
-        return None;
-    }
-    if b[13] != b':' || b[16] != b':' {
-        return None;
-    }
-    let num = |r: std::ops::Range<usize>| -> Option<i64> {
-        let t = s.get(r)?;
-        t.bytes()
-            .all(|c| c.is_ascii_digit())
-            .then(|| t.parse().ok())?
-    };
-    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
-        return None;
-    }
-    let mut rest = &s[19..];
-    let mut ms = 0i64;
-    if let Some(frac) = rest.strip_prefix('.') {
-        let digits = frac.bytes().take_while(u8::is_ascii_digit).count();
-        if digits == 0 {
-            return None;
-        }
-        let f = &frac[..digits];
-        ms = format!("{:0<3}", &f[..f.len().min(3)]).parse().ok()?;
-        rest = &frac[digits..];
-    }
-    let offset_min = match rest {
-        "Z" | "z" => 0,
-        _ if rest.len() == 6 && rest.as_bytes()[3] == b':' => {
-            let sign = match rest.as_bytes()[0] {
-                b'+' => 1,
-                b'-' => -1,
-                _ => return None,
-            };
-            let oh: i64 = rest[1..3].parse().ok()?;
-            let om: i64 = rest[4..6].parse().ok()?;
-            sign * (oh * 60 + om)
-        }
-        _ => return None,
-    };
-    // Days from 1970-01-01 (Howard Hinnant's days_from_civil).
-    let y = if mo <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (mo + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Some(((days * 24 + h) * 60 + mi - offset_min) * 60_000 + sec * 1000 + ms)
 }
 
 /// Takes `"window"` out of a model request body (the rest is the model's own parameters).
@@ -307,30 +252,6 @@ pub(super) fn history_span(req: WindowRequest, now_ms: i64) -> Result<(i64, i64)
 #[cfg(test)]
 mod window_tests {
     use super::*;
-
-    #[test]
-    fn rfc3339_times_read_as_unix_ms() {
-        assert_eq!(rfc3339_ms("1970-01-01T00:00:00Z"), Some(0));
-        assert_eq!(rfc3339_ms("2023-11-14T22:13:20Z"), Some(1_700_000_000_000));
-        assert_eq!(
-            rfc3339_ms("2023-11-14T22:13:20.5Z"),
-            Some(1_700_000_000_500)
-        );
-        assert_eq!(
-            rfc3339_ms("2023-11-14T23:13:20+01:00"),
-            Some(1_700_000_000_000)
-        );
-        assert_eq!(rfc3339_ms("2024-02-29T00:00:00Z"), Some(1_709_164_800_000));
-        for bad in [
-            "2023-11-14",
-            "2023-13-14T00:00:00Z",
-            "2023-11-14T22:13:20",
-            "yesterday",
-            "2023-11-14T22:13:20.Z",
-        ] {
-            assert_eq!(rfc3339_ms(bad), None, "{bad}");
-        }
-    }
 
     #[test]
     fn windows_parse_or_are_refused_by_name() {

@@ -18,6 +18,7 @@ mod log;
 pub mod quality;
 pub mod schemas;
 pub mod scorers;
+mod start;
 mod streams;
 
 pub use args::*;
@@ -27,6 +28,7 @@ pub use ingest::*;
 pub use kafka::*;
 pub use limits::LimitsConfig;
 pub use log::*;
+pub use start::{StartAt, rfc3339_ms};
 pub use streams::*;
 
 use anyhow::{Context, bail};
@@ -226,6 +228,7 @@ impl Config {
                 format: Default::default(),
                 avro_schema_file: None,
                 windows: None,
+                start: None,
             });
         }
         if let Some(spec) = self.demo_feature_spec()?
@@ -471,6 +474,15 @@ impl Config {
         for s in &self.streams {
             s.folds()?;
             s.window_spec()?;
+            if s.start_at()? != StartAt::Earliest && self.state.store == StoreKind::Kafka {
+                bail!(
+                    "stream '{}': start = \"{}\" needs state.store = \"dir\" for now (with the \
+                     kafka store a new stream reads its topic from the beginning): leave start \
+                     out, or keep the state in state.dir",
+                    s.name,
+                    s.start.as_deref().unwrap_or_default()
+                );
+            }
             quality::of_stream(s, &s.history(&self.history)?)?;
         }
         self.check_memory()
@@ -756,6 +768,7 @@ mod tests {
             format: Default::default(),
             avro_schema_file: None,
             windows: None,
+            start: None,
         });
         let e = cfg.check().unwrap_err().to_string();
         assert!(

@@ -280,6 +280,10 @@ pub struct StreamConfig {
     /// "1m", keep = "7d" }`), so that models over any window of time are exact (issue 47).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub windows: Option<WindowsConfig>,
+    /// Where the stream starts when it was never read (no checkpoint): `earliest` (default),
+    /// `latest` or an RFC 3339 time (`crate::config::StartAt`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<String>,
 }
 
 /// `windows = { bucket = "1m", keep = "7d" }`: the finest bucket width and the retention, as
@@ -396,6 +400,15 @@ impl StreamConfig {
             );
         }
         Ok(cv.folds)
+    }
+    /// The checked `start` setting (`earliest` when absent).
+    pub fn start_at(&self) -> anyhow::Result<crate::config::StartAt> {
+        self.start
+            .as_deref()
+            .map_or(Ok(crate::config::StartAt::Earliest), |s| {
+                crate::config::StartAt::parse(s)
+                    .map_err(|e| anyhow::anyhow!("stream '{}': {e}", self.name))
+            })
     }
     /// The checked `windows` setting (None: the stream keeps no time buckets).
     pub fn window_spec(&self) -> anyhow::Result<Option<WindowSpec>> {

@@ -46,6 +46,14 @@ impl Ingest {
         }
         let dead_letters = self.dead_letters.as_ref();
         let rows = match target {
+            Target::Rows(i) if super::start::before(&self.streams[i], msg) => {
+                self.metrics
+                    .ingest
+                    .messages_before_start
+                    .with_label_values(&[self.streams[i].handle.name()])
+                    .inc();
+                0
+            }
             Target::Rows(i) => {
                 let early = match early {
                     Some(Early::Rows(d)) => Some(d),

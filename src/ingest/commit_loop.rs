@@ -198,8 +198,11 @@ fn write_states(
                     fold_by: s.handle.folds().1,
                     folds,
                 }),
-                // A copy of the map only: the buckets are shared until a fold changes one.
+                // A copy of the map only: the buckets are shared until a fold changes one,
+                // and only those changed since `saved` are written.
                 windows: part.windows.clone(),
+                buckets: None,
+                saved: part.saved_buckets.clone(),
             });
         }
     }
@@ -207,7 +210,7 @@ fn write_states(
         return saved;
     }
     let start = Instant::now();
-    let delivered = writer.write(&states);
+    let delivered = writer.write(&mut states);
     let elapsed = start.elapsed().as_secs_f64();
     for (st, ok) in states.iter().zip(delivered) {
         let name = st.stream.as_str();
@@ -215,6 +218,7 @@ fn write_states(
             saved.insert((st.topic.clone(), st.partition));
             if let Some(s) = streams.iter_mut().find(|s| s.handle.name() == name) {
                 s.mark_saved(st.partition);
+                s.mark_buckets_saved(st.partition, st.saved.clone());
             }
             metrics.ingest.checkpoints.with_label_values(&[name]).inc();
             metrics

@@ -64,6 +64,7 @@ pub mod lag;
 pub mod rebalance;
 mod resubscribe;
 mod setup;
+mod start;
 pub mod windows;
 
 pub use crate::kafka::{KafkaClients, client_config};
@@ -124,6 +125,8 @@ pub struct IngestSetup {
     pub positions: Positions,
     /// Cluster id the checkpoints were written against (must match the broker's).
     pub checkpoint_clusters: BTreeMap<String, Option<String>>,
+    /// The loaded checkpoints' bucket files (`checkpoints::persist::BucketFiles`).
+    pub bucket_files: checkpoints::persist::BucketFiles,
     pub metrics: Arc<Metrics>,
     /// Set once every stream topic has at least one assigned partition.
     pub ready: Arc<AtomicBool>,
@@ -233,6 +236,8 @@ struct Ingest {
     declarations: Option<Arc<crate::declared::Queue>>,
     /// `state.dir`: where a retired stream's checkpoint is deleted (`?state=drop`).
     state_dir: Option<std::path::PathBuf>,
+    /// A stream starts at its topic's end (`start`): checkpoint before the first batch.
+    checkpoint_first: bool,
 }
 
 impl Ingest {
@@ -244,6 +249,9 @@ impl Ingest {
         let threads = self.ahead_threads;
         std::thread::scope(|scope| -> anyhow::Result<()> {
             let mut ahead = ahead::Ahead::new(scope, "ravel-decode", threads);
+            if std::mem::take(&mut self.checkpoint_first) {
+                self.checkpoint_and_commit(CommitMode::Sync);
+            }
             while !self.shutdown.is_triggered() {
                 self.apply_declarations()?;
                 if self.gather(&consumer, &mut ahead) > 0

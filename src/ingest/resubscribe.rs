@@ -1,4 +1,5 @@
-//! Streams declared or retired over the API while the loop runs (`crate::declared`): applied
+//! Streams and feature streams declared or retired over the API while the loop runs
+//! (`crate::declared`): applied
 //! between two batches, at a checkpoint boundary. What the loop holds is folded, every
 //! stream's checkpoint written and its offsets committed; then the stream's `StreamIngest`
 //! starts or stops, and the subscription changes. Group assignment: unsubscribe and subscribe
@@ -8,6 +9,7 @@
 //! positions. The other streams' positions are untouched, so none of their rows is lost or
 //! folded twice.
 
+use super::features::FeatureIngest;
 use super::fold::StreamIngest;
 use super::{Ingest, Store, Target};
 use crate::declared::Change;
@@ -29,6 +31,7 @@ impl Ingest {
         self.fold()?;
         self.checkpoint_and_commit(CommitMode::Sync);
         let mut moved = Vec::new();
+        let mut started_at_end = false;
         for change in changes {
             match change {
                 Change::Remove { name, drop_state } => {
@@ -49,15 +52,47 @@ impl Ingest {
                             }
                             _ => {}
                         }
+                        // Its time buckets' files (`windows`), which only that checkpoint named.
+                        let buckets = crate::store::bucket_files::dir_of(dir, &name);
+                        match std::fs::remove_dir_all(&buckets) {
+                            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                                tracing::error!(stream = %name, path = %buckets.display(), error = %e, "cannot delete the retired stream's bucket files");
+                            }
+                            _ => {}
+                        }
                     }
                     tracing::info!(stream = %name, topic = %topic, n = s.handle.snapshot().stats.n(), state = if drop_state { "dropped" } else { "kept" }, "stream no longer read");
+                    moved.push(topic);
+                }
+                Change::AddFeatures { handle } => {
+                    let topic = handle.topic.clone();
+                    self.features
+                        .retain(|f| f.live.handle.name() != handle.name());
+                    // A feature stream keeps no checkpoint: its topic from the beginning.
+                    lock(&self.positions).remove(&topic);
+                    tracing::info!(feature_stream = %handle.name(), topic = %topic, "feature stream read from now on");
+                    self.features.push(FeatureIngest::new(handle));
+                    moved.push(topic);
+                }
+                Change::RemoveFeatures { name } => {
+                    let Some(i) = self
+                        .features
+                        .iter()
+                        .position(|f| f.live.handle.name() == name)
+                    else {
+                        continue;
+                    };
+                    let topic = self.features.remove(i).live.handle.topic.clone();
+                    lock(&self.positions).remove(&topic);
+                    tracing::info!(feature_stream = %name, topic = %topic, "feature stream no longer read");
                     moved.push(topic);
                 }
                 Change::Add { handle, positions } => {
                     let topic = handle.topic.clone();
                     // Never two readers of one stream.
                     self.streams.retain(|s| s.handle.name() != handle.name());
-                    if positions.is_empty() {
+                    let positions_empty = positions.is_empty();
+                    if positions_empty {
                         lock(&self.positions).remove(&topic);
                     } else {
                         lock(&self.positions).insert(topic.clone(), positions);
@@ -65,6 +100,9 @@ impl Ingest {
                     tracing::info!(stream = %handle.name(), topic = %topic, n = handle.snapshot().stats.n(), "stream read from now on");
                     let per_partition = matches!(self.store, Store::Kafka { .. });
                     self.streams.push(StreamIngest::new(handle, per_partition));
+                    if positions_empty {
+                        started_at_end |= self.start_declared(self.streams.len() - 1)?;
+                    }
                     moved.push(topic);
                 }
             }
@@ -84,6 +122,9 @@ impl Ingest {
             .map(|s| s.handle.topic.clone())
             .chain(self.features.iter().map(|f| f.live.handle.topic.clone()))
             .collect();
+        if started_at_end {
+            self.checkpoint_and_commit(CommitMode::Sync);
+        }
         let context = self.consumer.context();
         context.set_topics(topics.clone());
         if self.standalone.is_some() {

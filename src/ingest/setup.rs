@@ -27,7 +27,7 @@ const UNANSWERED: Duration = Duration::from_secs(3);
 impl Ingest {
     /// `initial`: the streams read from the start (the registry when the thread was spawned).
     pub(super) fn new(
-        setup: IngestSetup,
+        mut setup: IngestSetup,
         initial: Vec<Arc<crate::state::streams::StreamHandle>>,
     ) -> anyhow::Result<Ingest> {
         let mut topics: Vec<String> = initial.iter().map(|h| h.topic.clone()).collect();
@@ -116,6 +116,17 @@ impl Ingest {
                         }
                     }
                 }
+            }
+        }
+
+        // Streams never read that start at their topic's end, before anything is assigned.
+        let mut fresh = std::collections::HashSet::new();
+        for h in &initial {
+            if let Some(ends) =
+                super::start::at_end(&consumer, h, setup.state.dir().as_deref(), shutdown)?
+            {
+                lock(&positions).insert(h.topic.clone(), ends);
+                fresh.insert(h.name().to_string());
             }
         }
 
@@ -212,6 +223,7 @@ impl Ingest {
             (None, Some(dir)) => Store::Dir(persist::CheckpointWriter::start(
                 dir,
                 setup.metrics.clone(),
+                std::mem::take(&mut setup.bucket_files),
             )?),
             (None, None) => Store::None,
         };
@@ -222,6 +234,9 @@ impl Ingest {
             let mut s = StreamIngest::new(handle.clone(), setup.state_reader.is_some());
             if let Some(r) = &setup.state_reader {
                 s.fold(&setup.metrics, Some(r), None)?;
+            }
+            if fresh.contains(handle.name()) {
+                s.touch(super::fold::ALL);
             }
             streams.push(s);
         }
@@ -263,6 +278,7 @@ impl Ingest {
             discovered: Instant::now(),
             declarations: setup.declarations,
             state_dir: setup.state.dir(),
+            checkpoint_first: !fresh.is_empty(),
         })
     }
 }

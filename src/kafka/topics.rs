@@ -540,7 +540,9 @@ pub fn check_declared(config: &Config, clients: &KafkaClients) -> Result<(), Str
             Found::Exists { .. } => {}
             Found::Missing => {
                 return Err(format!(
-                    "topic '{}' ({}) does not exist on the cluster: check the name, or create                      it with: {}; then PUT the declaration again (ravel creates missing topics                      only at its start, under {})",
+                    "topic '{}' ({}) does not exist on the cluster: check the name, or create \
+                     it with: {}; then PUT the declaration again (ravel creates missing topics \
+                     only at its start, under {})",
                     n.topic,
                     n.role.replace('_', " "),
                     create_command_on(cluster_id.as_deref(), clients.brokers(), &n, replication),
@@ -549,7 +551,8 @@ pub fn check_declared(config: &Config, clients: &KafkaClients) -> Result<(), Str
             }
             Found::Denied(e) => {
                 return Err(format!(
-                    "the cluster refused to describe topic '{}' ({e}): grant ravel's principal                      Describe and Read on it, then PUT the declaration again",
+                    "the cluster refused to describe topic '{}' ({e}): grant ravel's principal \
+                     Describe and Read on it, then PUT the declaration again",
                     n.topic
                 ));
             }

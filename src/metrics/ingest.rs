@@ -42,6 +42,9 @@ pub struct IngestMetrics {
     /// Rows a stream with `windows` kept out of its time buckets, by reason: `too_old` (before
     /// `windows.keep`), `ahead` (beyond the allowance ahead of the clock), `no_timestamp`.
     pub window_rows_refused: IntCounterVec,
+    /// Messages of a stream with `start = TIME` timestamped before it (or without a
+    /// timestamp): read past, not folded.
+    pub messages_before_start: IntCounterVec,
     /// High watermark minus the next offset the statistics need, per partition.
     pub consumer_lag: IntGaugeVec,
     /// Partitions this service currently owns.
@@ -135,6 +138,11 @@ impl IngestMetrics {
                 "ravel_window_rows_refused_total",
                 "Rows of a stream with windows left out of its time buckets (in its statistics, in no window), by reason: too_old, ahead, no_timestamp",
                 &["stream", "reason"],
+            ),
+            messages_before_start: r.counter(
+                "ravel_ingest_messages_before_start_total",
+                "Messages of a stream with start = TIME timestamped before it (or without a timestamp): read past, not folded",
+                &["stream"],
             ),
                 consumer_lag: r.int_gauge(
                     "ravel_consumer_lag",

@@ -142,6 +142,9 @@ impl Metrics {
         }
         self.ingest.fields_ignored.with_label_values(&[stream]);
         self.ingest.rows_skipped.with_label_values(&[stream]);
+        self.ingest
+            .messages_before_start
+            .with_label_values(&[stream]);
         self.ingest.rows_without_target.with_label_values(&[stream]);
         self.ingest.events_by_tree.with_label_values(&[stream]);
         self.ingest.dead_letters.with_label_values(&[stream]);

@@ -23,7 +23,7 @@
 //! the async runtime. Secrets (the password, the token) go into the `Authorization` header
 //! only; nothing here logs them.
 
-use crate::config::schemas::SchemaRegistryConfig;
+use crate::config::schemas::{SchemaRegistryConfig, ValueFormat};
 use crate::health::Health;
 use crate::shutdown::Shutdown;
 use base64::Engine;
@@ -335,6 +335,30 @@ impl<T> Registry<T> {
             .iter()
             .map(|url| (url.clone(), self.probe_one(url)))
             .collect()
+    }
+
+    /// Whether a stream of `format` can read its schemas here, asked as `probe` asks: Ok when
+    /// a URL answers as a Schema Registry that serves the format's schema type; else why
+    /// not, for each URL, with what to check. A stream declared over the API is accepted only
+    /// then (`crate::declared`): otherwise every message of it would wait or be refused.
+    pub fn serves(&self, format: ValueFormat) -> Result<(), String> {
+        let want = format.schema_type();
+        let mut why = Vec::new();
+        for (url, answer) in self.probe() {
+            match answer {
+                Ok(types) if types.is_empty() || types.iter().any(|t| t == want) => return Ok(()),
+                Ok(types) => why.push(format!(
+                    "the Schema Registry at {url} serves only {} schemas, not {want}",
+                    types.join(", ")
+                )),
+                Err(e) => why.push(e),
+            }
+        }
+        Err(format!(
+            "{}: check schema_registry.url (and its credentials) as `ravel check` does, then PUT \
+             the declaration again",
+            why.join("; ")
+        ))
     }
 
     /// GETs `path` (a whole URL under `url`, with `query` if any) with ravel's credentials:

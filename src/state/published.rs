@@ -79,7 +79,7 @@ impl<H: Named> Registry<H> {
             .collect::<Vec<_>>()
             .into_iter()
     }
-    #[cfg(test)]
+    /// The handle that reads `topic`, if any.
     pub fn by_topic(&self, topic: &str) -> Option<Arc<H>> {
         crate::read(&self.by_name)
             .values()

@@ -107,6 +107,8 @@ pub struct StreamHandle {
     pub arrivals: std::sync::Arc<crate::state::arrivals::Arrivals>,
     /// The stream's time buckets (`windows`; None: it keeps none).
     pub window_spec: Option<ravel_core::stats::WindowSpec>,
+    /// Where it starts when never read (`start`, checked).
+    pub start: crate::config::StartAt,
     /// Its fields and target compiled for the JSON events' fast path (None: a stream that
     /// reads no events).
     pub events: Option<crate::dotted::Paths>,
@@ -131,6 +133,7 @@ impl StreamHandle {
         Ok(StreamHandle {
             events,
             window_spec: config.window_spec()?,
+            start: config.start_at()?,
             retired: Default::default(),
             wire: None,
             sightings: None,

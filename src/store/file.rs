@@ -18,6 +18,7 @@
 //! written). The ingest thread only copies the statistics; encoding, writing and syncing run
 //! on the writer thread (`ingest::checkpoints::CheckpointWriter`).
 
+use super::bucket_files::{self, FileIndex, Written};
 use crate::state::streams::Stats;
 use anyhow::{Context, bail};
 use ravel_core::Task;
@@ -54,9 +55,14 @@ pub struct Checkpoint {
     /// without folds (or before they existed), which load with None.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub folds: Option<crate::store::SavedFolds>,
-    /// The stream's time buckets (`windows`); absent from checkpoints written without them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The stream's time buckets (`windows`): written as files of their own that
+    /// `bucket_files` names (`super::bucket_files`), read from them, or from the checkpoint
+    /// itself as earlier builds wrote it; absent from checkpoints written without them.
+    #[serde(default, skip_serializing)]
     pub windows: Option<ravel_core::stats::Windows>,
+    /// The bucket files holding `windows`; set by `write`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bucket_files: Option<FileIndex>,
 }
 
 impl Checkpoint {
@@ -194,10 +200,45 @@ pub fn probe_dir(dir: &Path) -> anyhow::Result<()> {
     written.with_context(|| format!("state.dir: cannot write in {}; {fix}", dir.display()))
 }
 
-/// Writes atomically and durably.
-pub fn write(dir: &Path, checkpoint: &Checkpoint) -> anyhow::Result<()> {
+/// Writes atomically and durably, with every bucket of its windows (`write_with`).
+pub fn write(dir: &Path, checkpoint: &mut Checkpoint) -> anyhow::Result<()> {
+    write_with(dir, checkpoint, None).map(|_| ())
+}
+
+/// Writes atomically and durably: the files of the buckets changed since `written` (the
+/// bucket files of the stream's last checkpoint, `bucket_files`), then the checkpoint naming
+/// every bucket's file (`checkpoint.bucket_files`), then removes the files it does not name.
+/// Returns the bucket files it names, for the next checkpoint.
+pub fn write_with(
+    dir: &Path,
+    checkpoint: &mut Checkpoint,
+    written: Option<&Written>,
+) -> anyhow::Result<Option<Written>> {
     fs::create_dir_all(dir)
         .with_context(|| format!("cannot create state directory {}", dir.display()))?;
+    checkpoint.bucket_files = None;
+    let mut next = None;
+    if let Some(w) = &checkpoint.windows {
+        let version = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        let (index, files, _) =
+            bucket_files::write_changed(dir, &checkpoint.stream, w, written, version)?;
+        checkpoint.bucket_files = Some(index);
+        next = Some(files);
+    }
+    write_file(dir, checkpoint)?;
+    // The checkpoint is durable now: a file left behind is removed by the next one.
+    if let Err(e) =
+        bucket_files::remove_unnamed(dir, &checkpoint.stream, checkpoint.bucket_files.as_ref())
+    {
+        tracing::warn!(stream = %checkpoint.stream, error = %format!("{e:#}"), "cannot remove bucket files no checkpoint names");
+    }
+    Ok(next)
+}
+
+/// Writes the checkpoint file atomically and durably.
+fn write_file(dir: &Path, checkpoint: &Checkpoint) -> anyhow::Result<()> {
     let target = path(dir, &checkpoint.stream);
     let tmp = dir.join(format!(".{}.ckpt.tmp", checkpoint.stream));
     let io = |what: &str| format!("{what} {}", tmp.display());
@@ -244,7 +285,18 @@ pub fn load(dir: &Path, stream: &str) -> anyhow::Result<Option<Checkpoint>> {
     };
     let p = path(dir, stream);
     if let Some(bytes) = read(&p)? {
-        return decode(&bytes).with_context(|| invalid(&p)).map(Some);
+        let mut cp = decode(&bytes).with_context(|| invalid(&p))?;
+        if let Some(index) = &cp.bucket_files {
+            let w = bucket_files::read(dir, stream, index).with_context(|| {
+                format!(
+                    "checkpoint {}: its time buckets cannot be read; move it and {} away to start the stream afresh",
+                    p.display(),
+                    bucket_files::dir_of(dir, stream).display()
+                )
+            })?;
+            cp.windows = Some(w);
+        }
+        return Ok(Some(cp));
     }
     let legacy = legacy_path(dir, stream);
     let Some(bytes) = read(&legacy)? else {
@@ -284,8 +336,9 @@ mod tests {
             stats,
             folds: None,
             windows: None,
+            bucket_files: None,
         };
-        write(dir.path(), &cp).unwrap();
+        write(dir.path(), &mut cp.clone()).unwrap();
         let back = load(dir.path(), "s").unwrap().unwrap();
         // Bit-exact: the restart test compares with `ravel fit` at 1e-9, and a checkpoint
         // must not add rounding of its own.
@@ -322,7 +375,7 @@ mod tests {
             windows: None,
             ..cp
         };
-        write(dir.path(), &cp).unwrap();
+        write(dir.path(), &mut cp.clone()).unwrap();
         let back = load(dir.path(), "s").unwrap().unwrap();
         let table: ravel_core::stats::AlphaSpec =
             toml::from_str("kind = \"adaptive\"\nrefresh = 40\nfalse_alarm_rate = 1e-3\n").unwrap();
@@ -350,6 +403,7 @@ mod tests {
             stats,
             folds: None,
             windows: None,
+            bucket_files: None,
         }
     }
 
@@ -359,7 +413,7 @@ mod tests {
     fn damaged_checkpoints_are_refused_with_the_file_named() {
         let dir = tempfile::tempdir().unwrap();
         let cp = sample(20);
-        write(dir.path(), &cp).unwrap();
+        write(dir.path(), &mut cp.clone()).unwrap();
         let p = path(dir.path(), "s");
         let good = fs::read(&p).unwrap();
         assert_eq!(&good[..8], MAGIC);
@@ -421,7 +475,7 @@ mod tests {
         fs::write(&legacy, serde_json::to_vec(&json).unwrap()).unwrap();
         let back = load(dir.path(), "s").unwrap().unwrap();
         assert_eq!(back, cp);
-        write(dir.path(), &back).unwrap();
+        write(dir.path(), &mut back.clone()).unwrap();
         assert!(!legacy.exists());
         assert_eq!(load(dir.path(), "s").unwrap().unwrap(), cp);
     }
@@ -441,6 +495,7 @@ mod tests {
             stats: Stats::new(Task::Regression, 2, ravel_core::stats::AlphaSchedule::Plain),
             folds: None,
             windows: None,
+            bucket_files: None,
         };
         let mut json = serde_json::to_value(&cp).unwrap();
         assert_eq!(json["as_of_ms"], 2);

@@ -4,6 +4,7 @@
 //! back ends save the same things, including the cross-validation folds below; ingest decides
 //! when to save (`ingest::persist`), these modules how.
 
+pub mod bucket_files;
 pub mod file;
 pub mod kafka;
 

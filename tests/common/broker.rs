@@ -119,6 +119,23 @@ pub fn end_offsets(brokers: &str, topic: &str, partitions: i32) -> Vec<i64> {
         .collect()
 }
 
+/// Sends `(payload, Kafka timestamp in Unix ms)` pairs to `topic` in order, and waits until
+/// the broker has every one.
+pub fn send_stamped(brokers: &str, topic: &str, messages: &[(Vec<u8>, i64)]) {
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .create()
+        .unwrap();
+    for (payload, stamp) in messages {
+        let record = BaseRecord::<[u8], [u8]>::to(topic)
+            .payload(payload.as_slice())
+            .timestamp(*stamp);
+        producer.send(record).map_err(|(e, _)| e).unwrap();
+        producer.poll(Duration::ZERO);
+    }
+    producer.flush(Duration::from_secs(30)).unwrap();
+}
+
 /// Sends `payloads` to `topic` in order (to `partition`, or the partitioner's choice), with
 /// librdkafka properties `options`, and waits until the broker has every one.
 pub fn send(
@@ -143,4 +160,39 @@ pub fn send(
         producer.poll(Duration::ZERO);
     }
     producer.flush(Duration::from_secs(30)).unwrap();
+}
+
+/// The records of `topic` from offset `from[p]` up to `to[p]` of each partition p: key, the
+/// `ravel-state` header (or ""), and the value's bytes (None for a tombstone).
+pub fn read_range(
+    brokers: &str,
+    topic: &str,
+    from: &[i64],
+    to: &[i64],
+) -> Vec<(String, String, Option<Vec<u8>>)> {
+    let consumer = group_client(brokers, "range-reader");
+    let mut tpl = TopicPartitionList::new();
+    for (p, &o) in from.iter().enumerate() {
+        tpl.add_partition_offset(topic, p as i32, Offset::Offset(o))
+            .unwrap();
+    }
+    consumer.assign(&tpl).unwrap();
+    let want: i64 = to.iter().zip(from).map(|(t, f)| t - f).sum();
+    let mut out = vec![];
+    let start = Instant::now();
+    while (out.len() as i64) < want && start.elapsed() < DEADLINE {
+        if let Some(Ok(m)) = consumer.poll(Duration::from_millis(200))
+            && m.offset() < to[m.partition() as usize]
+        {
+            let kind = headers_of(&m).remove("ravel-state").unwrap_or_default();
+            let key = String::from_utf8_lossy(m.key().unwrap_or(&[])).into_owned();
+            out.push((key, kind, m.payload().map(<[u8]>::to_vec)));
+        }
+    }
+    assert_eq!(
+        out.len() as i64,
+        want,
+        "records of {topic} in {from:?}..{to:?}"
+    );
+    out
 }

@@ -200,5 +200,6 @@ pub fn stream(name: &str, topic: &str, features: FeatureSchema, task: Task) -> S
         format: Default::default(),
         avro_schema_file: None,
         windows: None,
+        start: None,
     }
 }

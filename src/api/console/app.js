@@ -7,7 +7,8 @@
 // CV on streams with fold statistics) with the point it chooses, the model over time with
 // drift alarms, and feature streams; on streams that keep time buckets, a time range for the
 // model and the path, and two windows' coefficients side by side. Charts are SVG drawn here, with ticks at round values;
-// nothing is loaded from elsewhere. Writes (feature-stream labels) need the bearer token typed in.
+// nothing is loaded from elsewhere. Writes (feature-stream labels) need the bearer token typed in;
+// declaring a stream (a form with fields proposed from the topic's latest messages) the admin token.
 'use strict';
 
 const SVG_NS = 'http://www.w3.org/2000/svg';
@@ -40,10 +41,13 @@ class ApiError extends Error {
   }
 }
 
-async function call(method, path, body, text) {
+// `token`: send this one instead of the typed-in token, on every method (the admin token of
+// the declare page).
+async function call(method, path, body, text, token) {
   const headers = {};
   if (body !== undefined) headers['Content-Type'] = 'application/json';
-  if (app.token && method !== 'GET') headers.Authorization = 'Bearer ' + app.token;
+  if (token) headers.Authorization = 'Bearer ' + token;
+  else if (app.token && method !== 'GET') headers.Authorization = 'Bearer ' + app.token;
   let r;
   try {
     r = await fetch(path, {
@@ -174,6 +178,7 @@ function route() {
   else if (parts[0] === 'streams' && parts.length === 2) view = streamView(main, parts[1]);
   else if (parts[0] === 'streams' && parts.length === 3 && parts[2] === 'history') view = historyView(main, parts[1]);
   else if (parts[0] === 'feature-streams' && parts.length === 2) view = featureView(main, parts[1]);
+  else if (parts[0] === 'declare' && parts.length === 1) view = declareView(main);
   else {
     view = null;
     loaded();
@@ -1145,6 +1150,86 @@ function featureView(main, name) {
     box.replaceChildren(state, form, out);
   }
   return view;
+}
+
+// ---- declaring a stream -----------------------------------------------------------------
+
+// A form that declares a stream (PUT /v1/streams/{name}) with its fields proposed from the
+// topic's latest messages (GET /v1/topics/{topic}/fields): each path a feature or the target.
+// Both need the admin token (http.admin_token), typed in here and kept for the tab only.
+function declareView(main) {
+  loaded();
+  const admin = h('input', { id: 'declare-admin', type: 'password', autocomplete: 'off',
+    value: sessionStorage.getItem('ravel.admin') || '' });
+  const topic = h('input', { id: 'declare-topic', required: true, placeholder: 'orders' });
+  const format = h('select', { id: 'declare-format' },
+    [['', 'JSON events'], ['avro', 'Avro (Schema Registry)'], ['protobuf', 'Protobuf (Schema Registry)'],
+      ['json-schema', 'JSON Schema (Schema Registry)']].map(([v, t]) => h('option', { value: v }, t)));
+  const sampleOut = h('div', { id: 'declare-fields', 'aria-live': 'polite' });
+  const sample = h('form', { class: 'controls', id: 'declare-sample' },
+    h('label', { for: 'declare-admin' }, 'admin token', admin),
+    h('label', { for: 'declare-topic' }, 'topic', topic),
+    h('label', { for: 'declare-format' }, 'format', format),
+    h('button', { type: 'submit', class: 'primary' }, 'Read its latest messages'));
+  main.append(h('h1', {}, 'Declare a stream'),
+    h('p', { class: 'muted' }, 'Reads the topic\'s latest messages (never committed) and proposes their numeric ' +
+      'fields as features; pick the target, name the stream and declare it. The service keeps it across restarts.'),
+    sample, sampleOut);
+  sample.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    sessionStorage.setItem('ravel.admin', admin.value.trim());
+    const q = '?events=100' + (format.value ? '&format=' + enc(format.value) : '');
+    sampleOut.replaceChildren(h('p', { class: 'muted' }, 'Reading…'));
+    try {
+      const f = await call('GET', '/v1/topics/' + enc(topic.value.trim()) + '/fields' + q, undefined, false, admin.value.trim());
+      sampleOut.replaceChildren(...proposal(f));
+    } catch (e) { sampleOut.replaceChildren(errorBox(e)); }
+  });
+  function proposal(f) {
+    const proposed = new Set(f.proposal.features);
+    const summary = h('p', { id: 'declare-summary' }, f.events + ' of the ' + f.sampled + ' latest messages are events' +
+      (f.unreadable ? '; ' + f.unreadable + ' not (' + (f.first_unreadable || '') + ')' : '') + '.');
+    if (f.fields.length === 0) return [summary];
+    const rows = f.fields.map((x) => h('tr', { 'data-path': x.path },
+      h('td', {}, h('code', {}, x.path)), h('td', {}, x.kind), h('td', {}, fmt(x.seen)),
+      h('td', {}, h('input', { type: 'checkbox', name: 'feature', value: x.path, 'aria-label': x.path + ' is a feature',
+        checked: proposed.has(x.path) })),
+      h('td', {}, h('input', { type: 'radio', name: 'target', value: x.path, 'aria-label': x.path + ' is the target',
+        disabled: x.kind !== 'number' && x.kind !== 'boolean' }))));
+    const table = h('table', { id: 'declare-table' },
+      h('thead', {}, h('tr', {}, ['field', 'kind', 'in events', 'feature', 'target'].map((t) => h('th', { scope: 'col' }, t)))),
+      h('tbody', {}, rows));
+    const name = h('input', { id: 'declare-name', required: true, pattern: '[A-Za-z0-9._-]+',
+      value: f.topic.replace(/[^A-Za-z0-9._-]/g, '-') });
+    const start = h('select', { id: 'declare-start' },
+      [['earliest', 'every message it holds'], ['latest', 'messages from now on'], ['time', 'messages from a time']]
+        .map(([v, t]) => h('option', { value: v }, t)));
+    const at = h('input', { id: 'declare-at', type: 'datetime-local', hidden: true });
+    start.addEventListener('change', () => { at.hidden = start.value !== 'time'; });
+    const out = h('div', { id: 'declare-result', 'aria-live': 'polite' });
+    const form = h('form', { class: 'controls', id: 'declare-form' },
+      h('label', { for: 'declare-name' }, 'stream name', name),
+      h('label', { for: 'declare-start' }, 'start', start, at),
+      h('button', { type: 'submit', class: 'primary' }, 'Declare'));
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      const target = table.querySelector('input[name=target]:checked');
+      if (!target) { out.replaceChildren(errorBox({ code: 'no_target', message: 'Pick the field that holds y (target).' })); return; }
+      const features = [...table.querySelectorAll('input[name=feature]:checked')].map((c) => c.value)
+        .filter((p) => p !== target.value);
+      const decl = { topic: f.topic, features, target: target.value };
+      if (f.proposal.format) decl.format = f.proposal.format;
+      if (start.value === 'latest') decl.start = 'latest';
+      if (start.value === 'time' && at.value) decl.start = new Date(at.value).toISOString();
+      try {
+        const r = await call('PUT', '/v1/streams/' + enc(name.value), decl, false, admin.value.trim());
+        out.replaceChildren(h('p', { id: 'declare-done' }, 'Stream ', h('a', { href: '#/streams/' + enc(r.name) }, r.name),
+          ' ' + r.outcome + ': ' + features.length + ' features, target ' + decl.target + '.'));
+      } catch (e) { out.replaceChildren(errorBox(e)); }
+    });
+    return [summary, table, form, out];
+  }
+  return { name: 'declare', async update() {} };
 }
 
 // ---- start ------------------------------------------------------------------------------

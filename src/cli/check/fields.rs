@@ -13,9 +13,7 @@ use crate::ingest::decode::schema::Schema;
 use crate::kafka::{Client, KafkaClients};
 use crate::schemas::{SchemaRegistry, Wire};
 use crate::state::sightings::Sightings;
-use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::message::{Headers, Message};
-use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
+use rdkafka::consumer::BaseConsumer;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -109,44 +107,29 @@ fn stream(
         s.target.clone(),
         limit,
     );
-    let left = |until: Instant| until.saturating_duration_since(Instant::now());
-    let partitions: Vec<i32> = match consumer.fetch_metadata(Some(topic.as_str()), left(until)) {
-        Ok(md) => md
-            .topics()
-            .iter()
-            .flat_map(|t| t.partitions().iter().map(|p| p.id()))
-            .collect(),
-        Err(_) => Vec::new(),
-    };
-    if partitions.is_empty() {
-        return Finding::new(
-            check,
-            Status::Info,
-            format!("topic '{topic}' has no partition to sample (see its check)"),
-        );
-    }
-    // The latest messages, shared out between the partitions.
-    let parts = partitions.len() as i64;
-    let quota = (limit as i64 + parts - 1) / parts;
-    let mut tpl = TopicPartitionList::new();
-    let mut expected = 0i64;
-    for p in &partitions {
-        let Ok((low, high)) = consumer.fetch_watermarks(&topic, *p, left(until)) else {
-            continue;
-        };
-        let start = low.max(high - quota);
-        if high > start {
-            expected += high - start;
-            let _ = tpl.add_partition_offset(&topic, *p, Offset::Offset(start));
+    let sampled = match crate::kafka::sample::latest(
+        consumer,
+        &topic,
+        limit as usize,
+        until,
+        crate::schemas::VALUE_SCHEMA_HEADER,
+    ) {
+        crate::kafka::sample::Sample::NoPartition => {
+            return Finding::new(
+                check,
+                Status::Info,
+                format!("topic '{topic}' has no partition to sample (see its check)"),
+            );
         }
-    }
-    if expected == 0 || consumer.assign(&tpl).is_err() {
-        return Finding::new(
-            check,
-            Status::Info,
-            format!("topic '{topic}' holds no message to sample yet"),
-        );
-    }
+        crate::kafka::sample::Sample::Empty => {
+            return Finding::new(
+                check,
+                Status::Info,
+                format!("topic '{topic}' holds no message to sample yet"),
+            );
+        }
+        crate::kafka::sample::Sample::Messages(m) => m,
+    };
     let schema = Schema {
         p: fields.p(),
         fields: Some(&fields),
@@ -158,26 +141,20 @@ fn stream(
         schema_header: None,
         plan: None,
     };
-    let mut read = 0i64;
-    while read < expected && sightings.wants() && Instant::now() < until {
-        let Some(Ok(m)) = consumer.poll(left(until).min(Duration::from_millis(200))) else {
-            continue;
-        };
-        read += 1;
-        let header = m.headers().and_then(|h| {
-            h.iter()
-                .find(|h| h.key == crate::schemas::VALUE_SCHEMA_HEADER)
-                .and_then(|h| h.value)
-        });
+    let read = sampled.len();
+    for m in &sampled {
         let schema = Schema {
-            schema_header: wire.as_ref().and(header),
+            schema_header: wire.as_ref().and(m.schema_header.as_deref()),
             ..schema
         };
-        if let Some(seen) = m.payload().and_then(|b| format::presence(b, &schema)) {
+        if let Some(seen) = m
+            .payload
+            .as_deref()
+            .and_then(|b| format::presence(b, &schema))
+        {
             sightings.record(seen);
         }
     }
-    let _ = consumer.unassign();
     let summary = sightings.summary();
     if summary.events == 0 {
         return Finding::new(

@@ -54,6 +54,7 @@ pub fn assemble(
         }),
         // A copy of the map only: the buckets themselves are shared until a fold changes one.
         windows: whole.windows.clone(),
+        bucket_files: None,
     }
 }
 
@@ -81,17 +82,31 @@ pub struct CheckpointWriter {
 
 impl CheckpointWriter {
     /// Starts the writer thread on `dir`.
-    pub fn start(dir: PathBuf, metrics: Arc<Metrics>) -> anyhow::Result<CheckpointWriter> {
+    /// `files`: each stream's bucket files as loaded (`load_checkpoints`).
+    pub fn start(
+        dir: PathBuf,
+        metrics: Arc<Metrics>,
+        files: BucketFiles,
+    ) -> anyhow::Result<CheckpointWriter> {
         let (jobs, rx) = channel::<Checkpoint>();
         let (tx, reports) = channel();
         let thread = std::thread::Builder::new()
             .name("ravel-checkpoints".into())
             .spawn(move || {
-                for cp in rx {
-                    let name = cp.stream.as_str();
+                // Each stream's bucket files as its last checkpoint names them: a checkpoint
+                // writes only the buckets changed since (`store::bucket_files`).
+                let mut files = files;
+                for mut cp in rx {
                     let start = Instant::now();
-                    let written = match checkpoint::write(&dir, &cp) {
-                        Ok(()) => {
+                    let last = files.get(&cp.stream).cloned();
+                    let result = checkpoint::write_with(&dir, &mut cp, last.as_ref());
+                    let name = cp.stream.as_str();
+                    let written = match result {
+                        Ok(next) => {
+                            match next {
+                                Some(f) => files.insert(cp.stream.clone(), f),
+                                None => files.remove(&cp.stream),
+                            };
                             metrics.ingest.checkpoints.with_label_values(&[name]).inc();
                             metrics
                                 .ingest.checkpoint_seconds
@@ -258,13 +273,22 @@ pub type Restored = (
     HashMap<String, Snapshot>,
     Positions,
     BTreeMap<String, Option<String>>,
+    BucketFiles,
 );
+
+/// Each stream's bucket files as its checkpoint named them when loaded, for the checkpoint
+/// writer to start from (`CheckpointWriter::start`).
+pub type BucketFiles = HashMap<String, crate::store::bucket_files::Written>;
 
 /// Loads the checkpoints of all streams in `dir`: (stream -> initial snapshot, positions,
 /// cluster ids). A checkpoint that does not match its stream's configuration is an error.
 pub fn load_checkpoints(dir: &Path, configs: &[StreamConfig]) -> anyhow::Result<Restored> {
-    let (mut snaps, mut positions, mut clusters) =
-        (HashMap::new(), Positions::new(), BTreeMap::new());
+    let (mut snaps, mut positions, mut clusters, mut files) = (
+        HashMap::new(),
+        Positions::new(),
+        BTreeMap::new(),
+        BucketFiles::new(),
+    );
     for c in configs {
         let Some(cp) = checkpoint::load(dir, &c.name)? else {
             continue;
@@ -279,6 +303,13 @@ pub fn load_checkpoints(dir: &Path, configs: &[StreamConfig]) -> anyhow::Result<
         clusters.insert(c.name.clone(), cp.cluster_id.clone());
         let folds = restore_folds(c, cp.folds, cp.stats.n(), &path)?;
         let windows = restore_windows(c, cp.windows, &path)?;
+        // The snapshot's buckets are these (their `Arc`s), and so are ingest's after it.
+        if let (Some(index), Some(w)) = (&cp.bucket_files, &windows) {
+            files.insert(
+                c.name.clone(),
+                crate::store::bucket_files::Written::restored(index, w),
+            );
+        }
         snaps.insert(
             c.name.clone(),
             Snapshot::whole(cp.stats, last_update, cp.as_of_ms)
@@ -287,7 +318,7 @@ pub fn load_checkpoints(dir: &Path, configs: &[StreamConfig]) -> anyhow::Result<
                 .with_windows(windows.into_iter().collect()),
         );
     }
-    Ok((snaps, positions, clusters))
+    Ok((snaps, positions, clusters, files))
 }
 
 /// The time buckets a checkpoint restores for stream `c`: its own when they are the ones the

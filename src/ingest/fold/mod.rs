@@ -36,7 +36,7 @@ use super::windows::{NO_TIMESTAMP, fold_windows, window_refusals};
 use crate::metrics::Metrics;
 use crate::state::quality::PartQuality;
 use crate::state::streams::{FoldSet, PartInfo, Snapshot, Stats, StreamHandle, Windows};
-use crate::store::kafka::StateReader;
+use crate::store::kafka::{SavedBuckets, StateReader};
 use rdkafka::message::{BorrowedMessage, Message};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -103,6 +103,10 @@ pub struct Part {
     pub quality: Option<PartQuality>,
     /// The statistics per time bucket (`windows`; the `dir` store's one part).
     pub windows: Option<Windows>,
+    /// With windows and the `kafka` store: the bucket records of the partition's last
+    /// written (or restored) state, so a checkpoint writes only the buckets changed since
+    /// (`store::kafka::buckets`).
+    pub saved_buckets: Option<Arc<SavedBuckets>>,
     /// With windows: the Kafka timestamp (Unix ms) of each pending row, `NO_TIMESTAMP` for a
     /// message without one.
     row_stamps: Vec<i64>,
@@ -127,6 +131,7 @@ impl Part {
             dirty: false,
             quality: None,
             windows: None,
+            saved_buckets: None,
             row_stamps: Vec::new(),
         }
     }
@@ -240,20 +245,6 @@ impl StreamIngest {
     /// The statistics of the `dir` store's one part.
     pub fn whole(&self) -> Option<&Part> {
         self.parts.get(&ALL)
-    }
-
-    /// Parts whose statistics are not yet saved.
-    pub fn dirty_parts(&self) -> impl Iterator<Item = (i32, &Part)> {
-        self.parts
-            .iter()
-            .filter(|(_, p)| p.dirty)
-            .map(|(k, p)| (*k, p))
-    }
-
-    pub fn mark_saved(&mut self, partition: i32) {
-        if let Some(p) = self.parts.get_mut(&partition) {
-            p.dirty = false;
-        }
     }
 
     /// Decodes one message into the pending rows (or takes its rows decoded ahead, `ahead`), or

@@ -1,14 +1,37 @@
 //! A partition's statistics restored from the Kafka state store when it is assigned here:
 //! the totals, and beside them the cross-validation folds and time buckets when they are this
 //! stream's (same K, spec, task and p). What does not fit starts empty and the log says why,
-//! because a row's fold or time cannot be recovered from totals. Kept apart from the fold
-//! itself, which never reads saved state.
+//! because a row's fold or time cannot be recovered from totals. Also what a checkpoint needs
+//! of the parts (which changed, and the bucket records their last saved state names). Kept
+//! apart from the fold itself, which never reads saved state.
 
 use super::{Part, StreamIngest};
 use crate::state::streams::{FoldSet, Windows};
-use crate::store::kafka::PartitionState;
+use crate::store::kafka::{PartitionState, SavedBuckets};
+use std::sync::Arc;
 
 impl StreamIngest {
+    /// Parts whose statistics are not yet saved.
+    pub fn dirty_parts(&self) -> impl Iterator<Item = (i32, &Part)> {
+        self.parts
+            .iter()
+            .filter(|(_, p)| p.dirty)
+            .map(|(k, p)| (*k, p))
+    }
+
+    pub fn mark_saved(&mut self, partition: i32) {
+        if let Some(p) = self.parts.get_mut(&partition) {
+            p.dirty = false;
+        }
+    }
+
+    /// The bucket records a written state of `partition` names (`kafka` store).
+    pub fn mark_buckets_saved(&mut self, partition: i32, saved: Option<Arc<SavedBuckets>>) {
+        if let Some(p) = self.parts.get_mut(&partition) {
+            p.saved_buckets = saved;
+        }
+    }
+
     /// A partition assigned here (`kafka` store): its statistics restored from the state
     /// store, or empty.
     pub fn install(&mut self, partition: i32, state: Option<&PartitionState>) {
@@ -27,11 +50,16 @@ impl StreamIngest {
                 None,
             ),
         };
-        self.parts.insert(
-            partition,
-            part.tracked(&self.handle, partition)
-                .windowed(&self.handle, windows),
-        );
+        // The bucket records the state names, which the restored buckets share: the first
+        // checkpoint writes only the buckets changed since.
+        let saved = windows
+            .as_ref()
+            .and_then(|_| state.and_then(|s| s.saved.clone()));
+        let mut part = part
+            .tracked(&self.handle, partition)
+            .windowed(&self.handle, windows);
+        part.saved_buckets = saved;
+        self.parts.insert(partition, part);
     }
 
     /// The time buckets of a partition's state if they are this stream's (spec, task, p,

@@ -19,6 +19,11 @@
 //! the chunks before their manifest. Once a newer generation is delivered, the writer deletes
 //! the old chunks with tombstones, so compaction removes them.
 //!
+//! A partition's time buckets (`windows`) are records of their own, one per bucket
+//! (`buckets`: keys `<stream>/<partition>#b<start>.<slot>`, `ravel-state: bucket`), written
+//! before the state record that names them, so that a checkpoint writes only the buckets
+//! changed since the last one and a restore never mixes two checkpoints' buckets.
+//!
 //! Writing (`StateWriter`, on the ingest thread at every checkpoint interval): the records are
 //! produced with `acks=all` and idempotence, then flushed; a partition's offsets are committed
 //! only once all of its records are acknowledged. Reading (`StateReader`, its own thread):
@@ -47,9 +52,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+pub mod buckets;
 mod reader;
 mod writer;
 
+pub use buckets::{BucketIndex, SavedBuckets};
 pub use reader::StateReader;
 pub use writer::StateWriter;
 
@@ -80,9 +87,17 @@ pub struct PartitionState {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub folds: Option<crate::store::SavedFolds>,
     /// The partition's time buckets (`windows`): each partition keeps its own, and a view
-    /// spans them together (`Windows::span_with`). Absent from records written without them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// spans them together (`Windows::span_with`). Written as bucket records (`buckets`) that
+    /// `buckets` names; read from them, or from the record itself as earlier builds wrote it.
+    #[serde(default, skip_serializing)]
     pub windows: Option<ravel_core::stats::Windows>,
+    /// The bucket records holding `windows` (`buckets::BucketIndex`); set by the writer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buckets: Option<BucketIndex>,
+    /// Not stored: to write, the bucket records of the partition's last written state (the
+    /// buckets unchanged since are not written again); as read, those this state names.
+    #[serde(skip)]
+    pub saved: Option<Arc<SavedBuckets>>,
 }
 
 impl PartitionState {
@@ -117,6 +132,8 @@ pub enum Kind {
     State,
     Chunk,
     Manifest,
+    /// A time bucket (`buckets`).
+    Bucket,
 }
 
 impl Kind {
@@ -125,6 +142,7 @@ impl Kind {
             Kind::State => "state",
             Kind::Chunk => "chunk",
             Kind::Manifest => "manifest",
+            Kind::Bucket => "bucket",
         }
     }
     fn parse(s: &[u8]) -> Option<Kind> {
@@ -132,6 +150,7 @@ impl Kind {
             b"state" => Some(Kind::State),
             b"chunk" => Some(Kind::Chunk),
             b"manifest" => Some(Kind::Manifest),
+            b"bucket" => Some(Kind::Bucket),
             _ => None,
         }
     }
@@ -158,20 +177,27 @@ fn chunk_key(base: &str, generation: u64, i: u32) -> String {
     format!("{base}#{generation}/{i}")
 }
 
-/// The records of one state: one `state` record, or chunks of at most `max_record` bytes and
-/// their manifest (last). Returns the manifest too when chunked.
-pub fn encode(
-    state: &PartitionState,
+/// The key and generation a chunk key (`chunk_key`) belongs to.
+fn chunk_of(k: &str) -> Option<(&str, u64)> {
+    let (base, rest) = k.rsplit_once('#')?;
+    let (generation, i) = rest.split_once('/')?;
+    i.parse::<u32>().ok()?;
+    Some((base, generation.parse().ok()?))
+}
+
+/// The records of one value under `base`: one record of `kind`, or chunks of at most
+/// `max_record` bytes and their manifest (last). Returns the manifest too when chunked.
+pub(crate) fn records_of(
+    base: String,
+    kind: Kind,
+    bytes: Vec<u8>,
     max_record: usize,
     generation: u64,
 ) -> anyhow::Result<(Vec<Record>, Option<Manifest>)> {
-    let mut bytes = Vec::new();
-    ciborium::into_writer(state, &mut bytes).context("cannot encode a partition state")?;
-    let base = key(&state.stream, state.partition);
     if bytes.len() <= max_record {
         let r = Record {
             key: base,
-            kind: Kind::State,
+            kind,
             value: Some(bytes),
         };
         return Ok((vec![r], None));
@@ -199,6 +225,75 @@ pub fn encode(
     Ok((out, Some(m)))
 }
 
+/// The records of one state: one `state` record, or chunks of at most `max_record` bytes and
+/// their manifest (last). Returns the manifest too when chunked. Its windows are not in it:
+/// see `encode_with_buckets`.
+pub fn encode(
+    state: &PartitionState,
+    max_record: usize,
+    generation: u64,
+) -> anyhow::Result<(Vec<Record>, Option<Manifest>)> {
+    let mut bytes = Vec::new();
+    ciborium::into_writer(state, &mut bytes).context("cannot encode a partition state")?;
+    records_of(
+        key(&state.stream, state.partition),
+        Kind::State,
+        bytes,
+        max_record,
+        generation,
+    )
+}
+
+/// A state's records with its time buckets.
+pub struct Encoded {
+    /// The changed buckets' records, then the state's (its manifest last when chunked).
+    pub records: Vec<Record>,
+    pub manifest: Option<Manifest>,
+    /// The bucket records once the state is acknowledged (None without windows).
+    pub saved: Option<Arc<SavedBuckets>>,
+    /// Tombstones of the bucket records it no longer names, once it is acknowledged.
+    pub after: Vec<Record>,
+    /// Buckets written.
+    pub buckets_written: usize,
+}
+
+/// The records of one state and of its buckets changed since `state.saved` (or due for a
+/// `refresh`; `buckets`); sets `state.buckets` to the index the state record names.
+pub fn encode_with_buckets(
+    state: &mut PartitionState,
+    max_record: usize,
+    generation: u64,
+    refresh: buckets::Refresh,
+) -> anyhow::Result<Encoded> {
+    let (mut records, mut saved, mut after, mut written) = (Vec::new(), None, Vec::new(), 0);
+    state.buckets = None;
+    if let Some(w) = &state.windows {
+        let planned = buckets::plan(
+            &state.stream,
+            state.partition,
+            w,
+            state.saved.as_deref(),
+            generation,
+            max_record,
+            refresh,
+        )?;
+        records = planned.records;
+        after = planned.after;
+        written = planned.written;
+        saved = Some(Arc::new(planned.saved));
+        state.buckets = Some(planned.index);
+    }
+    let (mut rs, manifest) = encode(state, max_record, generation)?;
+    records.append(&mut rs);
+    Ok(Encoded {
+        records,
+        manifest,
+        saved,
+        after,
+        buckets_written: written,
+    })
+}
+
 /// Tombstones for the chunks of an older generation.
 pub fn tombstones(stream: &str, partition: i32, old: &Manifest) -> Vec<Record> {
     let base = key(stream, partition);
@@ -211,10 +306,12 @@ pub fn tombstones(stream: &str, partition: i32, old: &Manifest) -> Vec<Record> {
         .collect()
 }
 
-/// Rebuilds states from changelog records in log order: keeps chunks until their manifest.
+/// Rebuilds states from changelog records in log order: keeps chunks until their manifest,
+/// and bucket records (`buckets`) for the states that name them.
 #[derive(Default)]
 pub struct Assembler {
     chunks: HashMap<String, Vec<u8>>,
+    buckets: HashMap<String, buckets::HeldBucket>,
 }
 
 impl Assembler {
@@ -228,6 +325,7 @@ impl Assembler {
     ) -> anyhow::Result<Option<PartitionState>> {
         let Some(value) = value else {
             self.chunks.remove(key);
+            self.buckets.remove(key);
             return Ok(None);
         };
         match kind {
@@ -235,7 +333,11 @@ impl Assembler {
                 self.chunks.insert(key.to_string(), value.to_vec());
                 Ok(None)
             }
-            Kind::State => decode(key, value).map(Some),
+            Kind::State => self.decode(key, value).map(Some),
+            Kind::Bucket => {
+                self.hold(key, value)?;
+                Ok(None)
+            }
             Kind::Manifest => {
                 let m: Manifest = ciborium::from_reader(value)
                     .with_context(|| format!("state record {key}: bad manifest"))?;
@@ -257,18 +359,54 @@ impl Assembler {
                         m.bytes
                     );
                 }
-                // Older generations of this key are no longer needed.
-                let prefix = format!("{key}#");
-                let current = format!("{key}#{}/", m.generation);
-                self.chunks
-                    .retain(|k, _| !k.starts_with(&prefix) || k.starts_with(&current));
-                decode(key, &bytes).map(Some)
+                // Older generations of this key's chunks are no longer needed, nor the
+                // current ones of a bucket (its slot is written whole again).
+                let bucket = buckets::is_bucket_key(key);
+                self.chunks.retain(|k, _| match chunk_of(k) {
+                    Some((base, generation)) if base == key => {
+                        generation == m.generation && !bucket
+                    }
+                    _ => true,
+                });
+                if bucket {
+                    self.hold(key, &bytes)?;
+                    return Ok(None);
+                }
+                self.decode(key, &bytes).map(Some)
             }
         }
     }
+
+    /// Keeps a bucket record until a state names it.
+    fn hold(&mut self, key: &str, bytes: &[u8]) -> anyhow::Result<()> {
+        if !buckets::is_bucket_key(key) {
+            bail!("record {key} is marked a time bucket but is not keyed as one");
+        }
+        let b = buckets::decode_bucket(key, bytes)?;
+        self.buckets.insert(key.to_string(), b);
+        Ok(())
+    }
+
+    /// A state record's value, with the time buckets it names.
+    fn decode(&self, key: &str, bytes: &[u8]) -> anyhow::Result<PartitionState> {
+        let mut s = decode_state(key, bytes)?;
+        if let Some(index) = &s.buckets {
+            match buckets::assemble(&s, index, &self.buckets) {
+                Ok((w, saved)) => {
+                    s.windows = Some(w);
+                    s.saved = Some(Arc::new(saved));
+                }
+                Err(e) => tracing::warn!(
+                    "state record {key}: its time buckets cannot be restored ({e}); the partition's windows start empty"
+                ),
+            }
+        }
+        Ok(s)
+    }
 }
 
-fn decode(key: &str, bytes: &[u8]) -> anyhow::Result<PartitionState> {
+/// A state record's value, checked (its windows if inline, as earlier builds wrote them).
+fn decode_state(key: &str, bytes: &[u8]) -> anyhow::Result<PartitionState> {
     let s: PartitionState =
         ciborium::from_reader(bytes).with_context(|| format!("state record {key}: bad value"))?;
     if s.version != VERSION {
@@ -357,6 +495,8 @@ mod tests {
             stats,
             folds: None,
             windows: None,
+            buckets: None,
+            saved: None,
         }
     }
 

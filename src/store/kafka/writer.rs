@@ -41,7 +41,14 @@ pub struct StateWriter {
     /// newer one is.
     chunked: HashMap<String, Manifest>,
     timeout: Duration,
+    /// Bytes this writer sent to each changelog partition, and the bytes of the bucket
+    /// records each state it wrote names (by state key), for `buckets::Refresh`.
+    sent: Mutex<HashMap<i32, u64>>,
+    named: HashMap<String, (i32, u64)>,
 }
+
+/// The least `buckets::Refresh::after`: well under the embedded broker's 5 MB a partition.
+const REFRESH_MIN: u64 = 2 << 20;
 
 impl StateWriter {
     pub fn new(
@@ -78,12 +85,16 @@ impl StateWriter {
             max_record,
             chunked: HashMap::new(),
             timeout,
+            sent: Mutex::new(HashMap::new()),
+            named: HashMap::new(),
         })
     }
 
-    /// Writes `states` and waits for the acknowledgements; returns, per state, whether all of
-    /// its records are in the changelog.
-    pub fn write(&mut self, states: &[PartitionState]) -> Vec<bool> {
+    /// Writes `states` (each with the bucket records of its windows changed since
+    /// `state.saved`, `super::buckets`) and waits for the acknowledgements; returns, per
+    /// state, whether all of its records are in the changelog. A state written has `saved`
+    /// set to the bucket records it names, for the partition's next checkpoint.
+    pub fn write(&mut self, states: &mut [PartitionState]) -> Vec<bool> {
         let generation = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
@@ -91,9 +102,23 @@ impl StateWriter {
         crate::lock(&self.producer.context().acks).clear();
         let mut expected = vec![0usize; states.len()];
         let mut manifests = vec![None; states.len()];
+        let mut saved = vec![None; states.len()];
+        let mut after = vec![Vec::new(); states.len()];
         let mut ok = vec![true; states.len()];
-        for (i, s) in states.iter().enumerate() {
-            let (records, manifest) = match encode(s, self.max_record, generation) {
+        for (i, s) in states.iter_mut().enumerate() {
+            let k = key(&s.stream, s.partition);
+            let cp = changelog_partition(&k, self.partitions);
+            let named: u64 = self
+                .named
+                .values()
+                .filter(|(p, _)| *p == cp)
+                .map(|(_, b)| b)
+                .sum();
+            let refresh = buckets::Refresh {
+                sent: crate::lock(&self.sent).get(&cp).copied().unwrap_or(0),
+                after: (4 * named).max(REFRESH_MIN),
+            };
+            let encoded = match encode_with_buckets(s, self.max_record, generation, refresh) {
                 Ok(r) => r,
                 Err(e) => {
                     tracing::error!(stream = %s.stream, partition = s.partition, error = %format!("{e:#}"), "cannot encode state");
@@ -101,8 +126,11 @@ impl StateWriter {
                     continue;
                 }
             };
-            manifests[i] = manifest;
-            for r in records {
+            manifests[i] = encoded.manifest;
+            saved[i] = encoded.saved;
+            after[i] = encoded.after;
+            tracing::debug!(stream = %s.stream, partition = s.partition, buckets = encoded.buckets_written, records = encoded.records.len(), "writing state");
+            for r in encoded.records {
                 if self.send(&r, Some(i)) {
                     expected[i] += 1;
                 } else {
@@ -129,7 +157,7 @@ impl StateWriter {
             }
         }
         let acks = crate::lock(&self.producer.context().acks).clone();
-        for (i, s) in states.iter().enumerate() {
+        for (i, s) in states.iter_mut().enumerate() {
             let (n, failed) = acks.get(&i).copied().unwrap_or((0, false));
             ok[i] = ok[i] && !failed && n == expected[i];
             if !ok[i] {
@@ -139,7 +167,7 @@ impl StateWriter {
             }
             let k = key(&s.stream, s.partition);
             let old = match manifests[i] {
-                Some(m) => self.chunked.insert(k, m),
+                Some(m) => self.chunked.insert(k.clone(), m),
                 None => self.chunked.remove(&k),
             };
             if let Some(old) = old {
@@ -147,6 +175,14 @@ impl StateWriter {
                     self.send(&t, None);
                 }
             }
+            // The bucket records the acknowledged state no longer names.
+            for t in &after[i] {
+                self.send(t, None);
+            }
+            s.saved = saved[i].take();
+            let bytes = s.saved.as_ref().map_or(0, |b| b.bytes());
+            let cp = changelog_partition(&k, self.partitions);
+            self.named.insert(k, (cp, bytes));
         }
         ok
     }
@@ -170,7 +206,11 @@ impl StateWriter {
                 record = record.payload(v.as_slice());
             }
             match self.producer.send(record) {
-                Ok(()) => return true,
+                Ok(()) => {
+                    let size = r.value.as_ref().map_or(0, Vec::len) + r.key.len();
+                    *crate::lock(&self.sent).entry(partition).or_default() += size as u64;
+                    return true;
+                }
                 Err((e, _))
                     if e.rdkafka_error_code()
                         == Some(rdkafka::error::RDKafkaErrorCode::QueueFull)

@@ -195,6 +195,65 @@ impl Windows {
         self.buckets.iter().map(|(&s, b)| (s, b.width, b.stats.n()))
     }
 
+    /// The task of the buckets' statistics.
+    pub fn task(&self) -> Task {
+        self.task
+    }
+
+    /// Each bucket's start, width and statistics, oldest first. The statistics are shared:
+    /// a fold replaces a bucket's `Arc` whenever it changes the bucket (a new row or a
+    /// roll-up), so a caller that keeps the `Arc`s of an earlier copy tells the buckets
+    /// changed since by `Arc::ptr_eq` (the Kafka store writes only those).
+    pub fn shared_buckets(&self) -> impl Iterator<Item = (i64, i64, &Arc<Stats>)> + '_ {
+        self.buckets.iter().map(|(&s, b)| (s, b.width, &b.stats))
+    }
+
+    /// Windows of `spec`, aged at `now_ms`, holding these buckets (start, width, statistics),
+    /// as stored apart (the Kafka store's bucket records): refuses two buckets at one start
+    /// and buckets of a width or alignment the spec has no tier for, or not plain statistics
+    /// of `task` and p. Each bucket's values are the caller's to check (`Stats::validate`),
+    /// once, when it is read.
+    pub fn from_shared(
+        spec: WindowSpec,
+        task: Task,
+        p: usize,
+        now_ms: Option<i64>,
+        buckets: impl IntoIterator<Item = (i64, i64, Arc<Stats>)>,
+    ) -> Result<Windows, String> {
+        let mut w = Windows::new(spec, task, p);
+        w.now_ms = now_ms;
+        for (start, width, stats) in buckets {
+            if w.buckets.insert(start, Bucket { width, stats }).is_some() {
+                return Err(format!("two buckets start at {start}"));
+            }
+        }
+        for (&start, b) in &w.buckets {
+            w.check_bucket(start, b)?;
+        }
+        Ok(w)
+    }
+
+    /// A bucket's width, alignment, task, p and schedule against the windows'.
+    fn check_bucket(&self, start: i64, b: &Bucket) -> Result<(), String> {
+        if !self.tiers.iter().any(|t| t.width_ms == b.width) || start % b.width != 0 {
+            return Err(format!(
+                "the bucket at {start} of width {} ms is not one of {}",
+                b.width,
+                self.spec.describe()
+            ));
+        }
+        if b.stats.task() != self.task
+            || b.stats.p() != self.p
+            || *b.stats.schedule() != AlphaSchedule::Plain
+        {
+            return Err(format!(
+                "the bucket at {start} is not plain {} statistics of p = {}",
+                self.task, self.p
+            ));
+        }
+        Ok(())
+    }
+
     /// Where tier i (not the last) ends, going back in time: rows from here on are in tier i.
     fn boundary(&self, now: i64, i: usize) -> i64 {
         align_down(
@@ -437,21 +496,7 @@ impl Windows {
             ));
         }
         for (&start, b) in &self.buckets {
-            if !self.tiers.iter().any(|t| t.width_ms == b.width) || start % b.width != 0 {
-                return Err(format!(
-                    "the bucket at {start} of width {} ms is not one of {}",
-                    b.width,
-                    self.spec.describe()
-                ));
-            }
-            if b.stats.task() != task
-                || b.stats.p() != p
-                || *b.stats.schedule() != AlphaSchedule::Plain
-            {
-                return Err(format!(
-                    "the bucket at {start} is not plain {task} statistics of p = {p}"
-                ));
-            }
+            self.check_bucket(start, b)?;
             b.stats
                 .validate()
                 .map_err(|e| format!("the bucket at {start}: {e}"))?;
@@ -715,6 +760,80 @@ mod tests {
         assert_eq!(back, w);
         assert!(back.validate(Task::Regression, p).is_ok());
         assert!(back.validate(Task::Regression, p + 1).is_err());
+    }
+
+    /// What the Kafka store relies on to write only changed buckets: a fold replaces the
+    /// `Arc` of exactly the buckets it changes (rows, roll-ups), and `from_shared` rebuilds
+    /// equal windows from the shared buckets, refusing a bucket the spec has no place for.
+    #[test]
+    fn a_fold_replaces_only_the_buckets_it_changes_and_shared_buckets_rebuild() {
+        let p = 2;
+        let spec = WindowSpec::parse("1m", "7d").unwrap();
+        let mut w = Windows::new(spec, Task::Regression, p);
+        let (x, y) = rows(p, 200, 3);
+        // 100 minutes from T0 + 23h, one row each at second 7.
+        let stamps: Vec<i64> = (0..100)
+            .map(|i| T0 + 23 * HOUR_MS + i * MINUTE_MS + 7000)
+            .collect();
+        let now = stamps[99];
+        w.fold(now, &stamps, &x[..200], &y[..100]).unwrap();
+        let before: Vec<(i64, i64, Arc<Stats>)> = w
+            .shared_buckets()
+            .map(|(s, wd, st)| (s, wd, st.clone()))
+            .collect();
+        assert_eq!(before.len(), 100);
+        // One row into the minute of row 40, at the same `now`: only that bucket is new.
+        w.fold(now, &[stamps[40]], &x[200..202], &y[100..101])
+            .unwrap();
+        let changed: Vec<i64> = w
+            .shared_buckets()
+            .zip(&before)
+            .filter(|((_, _, a), (_, _, b))| !Arc::ptr_eq(a, b))
+            .map(|((s, _, _), _)| s)
+            .collect();
+        assert_eq!(changed, vec![stamps[40] - 7000]);
+        // A day later the minutes before T0 + 24h roll up into the hour at T0 + 23h: that
+        // bucket is new, its minutes are gone, the later minutes are the same `Arc`s.
+        let rebuilt = |w: &Windows| {
+            Windows::from_shared(
+                w.spec(),
+                w.task(),
+                w.p(),
+                w.now_ms(),
+                w.shared_buckets().map(|(s, wd, st)| (s, wd, st.clone())),
+            )
+            .unwrap()
+        };
+        let mut later = w.clone();
+        later.advance(T0 + 48 * HOUR_MS + MINUTE_MS);
+        let after: BTreeMap<i64, (i64, Arc<Stats>)> = later
+            .shared_buckets()
+            .map(|(s, wd, st)| (s, (wd, st.clone())))
+            .collect();
+        assert_eq!(after.len(), 1 + 40, "the hour and the 40 minutes after it");
+        assert_eq!(after[&(T0 + 23 * HOUR_MS)].0, HOUR_MS);
+        assert_eq!(after[&(T0 + 23 * HOUR_MS)].1.n(), 61);
+        for (s, _, st) in w.shared_buckets().filter(|&(s, _, _)| s >= T0 + DAY_MS) {
+            assert!(Arc::ptr_eq(st, &after[&s].1), "{s}");
+        }
+        assert_eq!(rebuilt(&w), w);
+        assert_eq!(rebuilt(&later), later);
+        // A bucket of a width the spec has no tier for, or at one start twice, is refused.
+        let odd = [(T0, 2 * MINUTE_MS, before[0].2.clone())];
+        let e = Windows::from_shared(spec, Task::Regression, p, Some(now), odd).unwrap_err();
+        assert!(e.contains("not one of"), "{e}");
+        let twice = [before[0].clone(), before[0].clone()];
+        let e = Windows::from_shared(spec, Task::Regression, p, Some(now), twice).unwrap_err();
+        assert!(e.contains("two buckets"), "{e}");
+        let e = Windows::from_shared(
+            spec,
+            Task::Regression,
+            p + 1,
+            Some(now),
+            [before[0].clone()],
+        )
+        .unwrap_err();
+        assert!(e.contains("p = 3"), "{e}");
     }
 
     /// Rows of buckets dropped between `a` and `b` (those below `b`'s floor).

@@ -24,12 +24,19 @@
 //!    its statistics afresh from the beginning of its topic (its old state is dropped).
 //!
 //! A declaration whose topic (or dead-letter topic) the cluster does not have is refused,
-//! naming it and the command that creates it, as `ravel check` would.
+//! naming it and the command that creates it, as `ravel check` would; so is one that reads
+//! its schemas from a Schema Registry that does not answer as one (or does not serve its
+//! format).
 //!
-//! Not yet here: feature streams and scorers over the API, the kafka store (a compacted topic
-//! of the group; the API refuses declarations with `state.store = "kafka"`), where a new
-//! stream starts (always the beginning of its topic), `ravel check`'s registry questions
-//! before a declaration is accepted.
+//! Scorers (`scorers`: started and stopped on their own threads) and feature streams
+//! (`features`: handed to ingest as streams are) are declared the same way.
+//!
+//! Not yet here: the kafka store (a compacted topic
+//! of the group; the API refuses declarations with `state.store = "kafka"`). Where a new
+//! stream starts is its `start` (`crate::ingest`'s `start`).
+
+pub mod features;
+pub mod scorers;
 
 use crate::config::{Config, StoreKind, StreamConfig};
 use crate::state::streams::{StreamHandle, Streams};
@@ -52,18 +59,62 @@ pub struct ApiDeclaration {
     pub at_ms: u64,
 }
 
-#[derive(Serialize, Deserialize)]
-struct Book {
+/// What `declarations.json` holds.
+#[derive(Default, Serialize, Deserialize)]
+pub struct Book {
     version: u32,
-    streams: Vec<ApiDeclaration>,
+    pub streams: Vec<ApiDeclaration>,
+    /// Feature streams declared over the API (`features`); absent from files written before.
+    #[serde(default)]
+    pub feature_streams: Vec<features::ApiFeatureStream>,
+    /// Scorers declared over the API (`scorers`); absent from files written before them.
+    #[serde(default)]
+    pub scorers: Vec<scorers::ApiScorer>,
+}
+
+/// The API's declarations by kind and name, as the service holds them.
+#[derive(Clone, Default)]
+struct Declared {
+    streams: BTreeMap<String, ApiDeclaration>,
+    features: BTreeMap<String, features::ApiFeatureStream>,
+    scorers: BTreeMap<String, scorers::ApiScorer>,
+}
+
+impl Declared {
+    fn of(book: Book) -> Declared {
+        Declared {
+            streams: (book.streams.into_iter())
+                .map(|d| (d.stream.name.clone(), d))
+                .collect(),
+            features: (book.feature_streams.into_iter())
+                .map(|d| (d.feature_stream.name.clone(), d))
+                .collect(),
+            scorers: (book.scorers.into_iter())
+                .map(|d| (d.scorer.name.clone(), d))
+                .collect(),
+        }
+    }
+
+    /// `base` (the config file's) with every declaration here: the configuration they make
+    /// together, checked as one.
+    fn config(&self, base: &Config) -> Config {
+        let mut c = base.clone();
+        c.streams
+            .extend(self.streams.values().map(|d| d.stream.clone()));
+        c.feature_streams
+            .extend(self.features.values().map(|d| d.feature_stream.clone()));
+        c.scorers
+            .extend(self.scorers.values().map(|d| d.scorer.clone()));
+        c
+    }
 }
 
 /// Reads the API's declarations from `dir` (none when the file does not exist).
-pub fn load(dir: &Path) -> anyhow::Result<Vec<ApiDeclaration>> {
+pub fn load(dir: &Path) -> anyhow::Result<Book> {
     let path = dir.join(FILE);
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Book::default()),
         Err(e) => anyhow::bail!("cannot read {}: {e}", path.display()),
     };
     let book: Book = serde_json::from_str(&text).map_err(|e| {
@@ -73,15 +124,17 @@ pub fn load(dir: &Path) -> anyhow::Result<Vec<ApiDeclaration>> {
             path.display()
         )
     })?;
-    Ok(book.streams)
+    Ok(book)
 }
 
 /// Writes the declarations atomically (a temporary file renamed over the old one, synced).
-fn save(dir: &Path, streams: &BTreeMap<String, ApiDeclaration>) -> anyhow::Result<()> {
+fn save(dir: &Path, declared: &Declared) -> anyhow::Result<()> {
     use std::io::Write;
     let book = Book {
         version: 1,
-        streams: streams.values().cloned().collect(),
+        streams: declared.streams.values().cloned().collect(),
+        feature_streams: declared.features.values().cloned().collect(),
+        scorers: declared.scorers.values().cloned().collect(),
     };
     let bytes = serde_json::to_vec_pretty(&book)?;
     let (path, tmp) = (dir.join(FILE), dir.join(format!(".{FILE}.tmp")));
@@ -109,6 +162,12 @@ pub enum Change {
     },
     /// Stop reading a stream; `drop_state`: delete its checkpoint.
     Remove { name: String, drop_state: bool },
+    /// Start reading a feature stream (in the registry already) from its topic's beginning.
+    AddFeatures {
+        handle: Arc<crate::state::feature_streams::FeatureStreamHandle>,
+    },
+    /// Stop reading a feature stream.
+    RemoveFeatures { name: String },
 }
 
 /// The changes the API made and ingest has not applied yet.
@@ -152,9 +211,9 @@ pub enum Refusal {
     Failed(String),
 }
 
-/// Where a stream's declaration came from.
+/// Where a stream's (or a scorer's) declaration came from.
 #[derive(Debug, Clone, Serialize)]
-pub struct Origin {
+pub struct Origin<T = StreamConfig> {
     /// `file` or `api`.
     pub origin: &'static str,
     /// API declarations: who and when (Unix ms).
@@ -162,7 +221,28 @@ pub struct Origin {
     pub by: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub at_ms: Option<u64>,
-    pub declaration: StreamConfig,
+    pub declaration: T,
+}
+
+impl<T> Origin<T> {
+    /// A declaration of the config file.
+    fn file(declaration: T) -> Origin<T> {
+        Origin {
+            origin: "file",
+            by: None,
+            at_ms: None,
+            declaration,
+        }
+    }
+    /// A declaration made over the API by `by` at `at_ms`.
+    fn api(declaration: T, by: &str, at_ms: u64) -> Origin<T> {
+        Origin {
+            origin: "api",
+            by: Some(by.to_string()),
+            at_ms: Some(at_ms),
+            declaration,
+        }
+    }
 }
 
 /// What a PUT did.
@@ -180,36 +260,62 @@ pub struct Declarations {
     /// The configuration the service started with (the file's streams, the demo's).
     base: Config,
     /// The API's declarations; the lock also orders concurrent changes.
-    api: Mutex<BTreeMap<String, ApiDeclaration>>,
+    declared: Mutex<Declared>,
     dir: Option<PathBuf>,
     streams: Arc<Streams>,
     build: Build,
     check: Check,
+    /// The topic questions of `ravel check` for a configuration (a scorer's).
+    check_topics: CheckTopics,
     queue: Arc<Queue>,
+    /// The scorers declared over the API that run (`scorers`).
+    running: Mutex<BTreeMap<String, scorers::Running>>,
+    /// The feature streams the API reads (`features`).
+    feature_streams: Arc<crate::state::feature_streams::FeatureStreams>,
+    declare_metrics: Box<dyn Fn(&crate::config::FeatureStreamConfig) + Send + Sync>,
+    start_scorer: scorers::Start,
+    /// A retired scorer leaves the health report.
+    forget_scorer: Box<dyn Fn(&str) + Send + Sync>,
 }
+
+/// What the service gives `Declarations` to act with (`server`).
+pub struct Hooks {
+    pub feature_streams: Arc<crate::state::feature_streams::FeatureStreams>,
+    /// A new feature stream's metrics.
+    pub declare_metrics: Box<dyn Fn(&crate::config::FeatureStreamConfig) + Send + Sync>,
+    pub build: Build,
+    pub check: Check,
+    pub check_topics: CheckTopics,
+    pub start_scorer: scorers::Start,
+    pub forget_scorer: Box<dyn Fn(&str) + Send + Sync>,
+}
+
+/// Asks the cluster for the topics of a configuration (`crate::kafka::topics::check_declared`).
+pub type CheckTopics = Box<dyn Fn(&Config) -> Result<(), String> + Send + Sync>;
 
 impl Declarations {
     /// `base` holds the file's streams only; `api` the declarations loaded at start (already
     /// in `streams`).
     pub fn new(
         base: Config,
-        api: Vec<ApiDeclaration>,
+        book: Book,
         streams: Arc<Streams>,
-        build: Build,
-        check: Check,
+        hooks: Hooks,
         queue: Arc<Queue>,
     ) -> Declarations {
         Declarations {
             dir: base.state.dir(),
-            api: Mutex::new(
-                api.into_iter()
-                    .map(|d| (d.stream.name.clone(), d))
-                    .collect(),
-            ),
+            declared: Mutex::new(Declared::of(book)),
+            running: Mutex::new(BTreeMap::new()),
+            feature_streams: hooks.feature_streams,
+            declare_metrics: hooks.declare_metrics,
+            start_scorer: hooks.start_scorer,
+            forget_scorer: hooks.forget_scorer,
+            check_topics: hooks.check_topics,
             base,
             streams,
-            build,
-            check,
+            build: hooks.build,
+            check: hooks.check,
             queue,
         }
     }
@@ -227,34 +333,27 @@ impl Declarations {
     /// Where the declaration of stream `name` came from (None: no such stream).
     pub fn origin(&self, name: &str) -> Option<Origin> {
         if let Some(s) = self.base.stream(name) {
-            return Some(Origin {
-                origin: "file",
-                by: None,
-                at_ms: None,
-                declaration: s.clone(),
-            });
+            return Some(Origin::file(s.clone()));
         }
-        crate::lock(&self.api).get(name).map(|d| Origin {
-            origin: "api",
-            by: Some(d.by.clone()),
-            at_ms: Some(d.at_ms),
-            declaration: d.stream.clone(),
-        })
+        crate::lock(&self.declared)
+            .streams
+            .get(name)
+            .map(|d| Origin::api(d.stream.clone(), &d.by, d.at_ms))
     }
 
     /// Why declarations cannot be made here, if they cannot.
     fn unavailable(&self) -> Option<Refusal> {
         if self.base.state.store == StoreKind::Kafka {
             return Some(Refusal::Conflict(
-                "streams declared over the API are kept in state.dir for now; with state.store \
-                 = \"kafka\" declare them in the config file"
+                "streams and scorers declared over the API are kept in state.dir for now; with \
+                 state.store = \"kafka\" declare them in the config file"
                     .into(),
             ));
         }
         if self.dir.is_none() {
             return Some(Refusal::Conflict(
-                "streams declared over the API are kept in state.dir so that a restart keeps \
-                 them: set state.dir"
+                "streams and scorers declared over the API are kept in state.dir so that a \
+                 restart keeps them: set state.dir"
                     .into(),
             ));
         }
@@ -273,40 +372,36 @@ impl Declarations {
             )));
         }
         let stream = parse(name, body)?;
-        let mut api = crate::lock(&self.api);
-        let old = api.get(name).map(|d| d.stream.clone());
+        let mut declared = crate::lock(&self.declared);
+        let old = declared.streams.get(name).map(|d| d.stream.clone());
         if old.as_ref() == Some(&stream) {
             return Ok(Put::Unchanged);
         }
-        let mut candidate = self.base.clone();
-        candidate.streams.extend(
-            api.values()
-                .filter(|d| d.stream.name != name)
-                .map(|d| d.stream.clone()),
-        );
-        candidate.streams.push(stream.clone());
-        candidate
+        if old.is_some() {
+            unscored(&self.base, &declared, name, "changed")?;
+        }
+        let decl = ApiDeclaration {
+            stream: stream.clone(),
+            by: by.to_string(),
+            at_ms: crate::now_ms(),
+        };
+        let mut next = declared.clone();
+        next.streams.insert(name.to_string(), decl.clone());
+        next.config(&self.base)
             .check()
             .map_err(|e| Refusal::Invalid(format!("{e:#}")))?;
-        if old.as_ref().map(|o| o.topic()) != Some(stream.topic()) {
+        if old.as_ref().map(|o| (o.topic(), o.format)) != Some((stream.topic(), stream.format)) {
             (self.check)(&stream).map_err(Refusal::Invalid)?;
         }
         // A new stream resumes from a kept checkpoint; a changed one starts afresh.
         let (handle, positions) = (self.build)(&stream, old.is_none())
             .map_err(|e| Refusal::Conflict(format!("{e:#}")))?;
-        let decl = ApiDeclaration {
-            stream,
-            by: by.to_string(),
-            at_ms: crate::now_ms(),
-        };
-        let mut next = api.clone();
-        next.insert(name.to_string(), decl.clone());
         if let Err(e) = self.persist(&next) {
             // Never served: its history recorder stops.
             handle.retire();
             return Err(e);
         }
-        *api = next;
+        *declared = next;
         tracing::info!(
             who = %by, action = if old.is_some() { "change" } else { "declare" },
             stream = %name,
@@ -337,16 +432,17 @@ impl Declarations {
                 "stream '{name}' is declared in the config file; remove it there"
             )));
         }
-        let mut api = crate::lock(&self.api);
-        if !api.contains_key(name) {
+        let mut declared = crate::lock(&self.declared);
+        if !declared.streams.contains_key(name) {
             return Err(Refusal::Unknown(format!(
                 "no stream named '{name}' was declared over the API; GET /v1/streams lists the streams"
             )));
         }
-        let mut next = api.clone();
-        next.remove(name);
+        unscored(&self.base, &declared, name, "retired")?;
+        let mut next = declared.clone();
+        next.streams.remove(name);
         self.persist(&next)?;
-        *api = next;
+        *declared = next;
         tracing::info!(
             who = %by, action = "retire", stream = %name,
             state = if drop_state { "dropped" } else { "kept" },
@@ -362,7 +458,7 @@ impl Declarations {
         Ok(())
     }
 
-    fn persist(&self, next: &BTreeMap<String, ApiDeclaration>) -> Result<(), Refusal> {
+    fn persist(&self, next: &Declared) -> Result<(), Refusal> {
         let dir = self.dir.as_deref().ok_or_else(|| {
             Refusal::Failed("no state.dir to keep the declaration in".to_string())
         })?;
@@ -374,22 +470,50 @@ impl Declarations {
     }
 }
 
+/// A stream scorers score with (the file's or the API's) is not changed or retired under
+/// them.
+fn unscored(base: &Config, declared: &Declared, name: &str, what: &str) -> Result<(), Refusal> {
+    let by: Vec<&str> = (base.scorers.iter())
+        .chain(declared.scorers.values().map(|d| &d.scorer))
+        .filter(|s| s.stream == name)
+        .map(|s| s.name.as_str())
+        .collect();
+    if by.is_empty() {
+        return Ok(());
+    }
+    Err(Refusal::Conflict(format!(
+        "stream '{name}' cannot be {what} while scorer(s) {} score with it: retire them first \
+         (DELETE /v1/scorers/{{name}})",
+        by.join(", ")
+    )))
+}
+
 /// The declaration of stream `name` from a JSON table, read as the config file's
 /// `[[streams]]` tables are (the `config` crate, errors in words by `config::explain`). A
 /// `name` in the body must be the path's.
 pub fn parse(name: &str, body: &[u8]) -> Result<StreamConfig, Refusal> {
+    from_table(&named(
+        "stream",
+        r#"{"topic": "sales", "features": ["sqft", "rooms"], "target": "price"}"#,
+        name,
+        body,
+    )?)
+}
+
+/// The JSON table `body` of a `kind` (`stream`, `scorer`) with its `name` the path's (or
+/// refused, the message showing `example`).
+fn named(kind: &str, example: &str, name: &str, body: &[u8]) -> Result<serde_json::Value, Refusal> {
     let mut value: serde_json::Value = serde_json::from_slice(body).map_err(|e| {
         Refusal::Invalid(format!(
-            "the body is not JSON ({e}): send the stream's table as a JSON object, e.g. \
-             {{\"topic\": \"sales\", \"features\": [\"sqft\", \"rooms\"], \"target\": \"price\"}}"
+            "the body is not JSON ({e}): send the {kind}'s table as a JSON object, e.g. \
+             {example}"
         ))
     })?;
     let Some(table) = value.as_object_mut() else {
-        return Err(Refusal::Invalid(
-            "the body must be a JSON object: the stream's table, as in [[streams]] of the \
+        return Err(Refusal::Invalid(format!(
+            "the body must be a JSON object: the {kind}'s table, as in [[{kind}s]] of the \
              config file"
-                .into(),
-        ));
+        )));
     };
     match table.get("name") {
         None => {
@@ -405,14 +529,22 @@ pub fn parse(name: &str, body: &[u8]) -> Result<StreamConfig, Refusal> {
     }
     if !crate::config::valid_name(name) {
         return Err(Refusal::Invalid(format!(
-            "stream name '{name}' must be non-empty and use only letters, digits, '-', '_' or '.'"
+            "{kind} name '{name}' must be non-empty and use only letters, digits, '-', '_' or '.'"
         )));
     }
-    let text = value.to_string();
+    Ok(value)
+}
+
+/// A table of the config file (`[[streams]]`, `[[scorers]]`) read from JSON by the `config`
+/// crate, errors in words by `config::explain`.
+fn from_table<T: serde::de::DeserializeOwned>(value: &serde_json::Value) -> Result<T, Refusal> {
     config::Config::builder()
-        .add_source(config::File::from_str(&text, config::FileFormat::Json))
+        .add_source(config::File::from_str(
+            &value.to_string(),
+            config::FileFormat::Json,
+        ))
         .build()
-        .and_then(|c| c.try_deserialize::<StreamConfig>())
+        .and_then(|c| c.try_deserialize::<T>())
         .map_err(|e| Refusal::Invalid(crate::config::explain::explain(&e)))
 }
 

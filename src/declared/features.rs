@@ -1,0 +1,137 @@
+//! Feature streams declared at run time (issue 49): `PUT` and `DELETE
+//! /v1/feature-streams/{name}` add and retire a `[[feature_streams]]` while the service runs.
+//! A declaration is checked as the file's (the table through the `config` crate; the whole
+//! configuration with it: names and topics unique over every kind, the memory limit; its
+//! topic on the cluster), kept in `state.dir/declarations.json`, and handed to ingest as the
+//! streams' are (`Change::AddFeatures`, between two batches). A feature stream keeps no
+//! checkpoint: it reads its topic from the beginning, as at every start. Wide feature streams
+//! (paper 004's kept columns) share a memory budget set at start, so they are declared in the
+//! config file.
+
+use super::{Change, Declarations, Origin, Put, Refusal, from_table, named};
+use crate::config::FeatureStreamConfig;
+use crate::state::feature_streams::FeatureStreamHandle;
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+/// One feature stream declared over the API, as `declarations.json` keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApiFeatureStream {
+    /// The declaration, as the config file's `[[feature_streams]]` table.
+    pub feature_stream: FeatureStreamConfig,
+    /// Who declared it: the peer address of the admin request.
+    pub by: String,
+    /// When (Unix ms).
+    pub at_ms: u64,
+}
+
+impl Declarations {
+    /// Where feature stream `name`'s declaration came from (None: no such feature stream).
+    pub fn feature_origin(&self, name: &str) -> Option<Origin<FeatureStreamConfig>> {
+        if let Some(f) = self.base.feature_stream(name) {
+            return Some(Origin::file(f.clone()));
+        }
+        crate::lock(&self.declared)
+            .features
+            .get(name)
+            .map(|d| Origin::api(d.feature_stream.clone(), &d.by, d.at_ms))
+    }
+
+    /// Declares (or changes) feature stream `name` from the JSON table `body`.
+    pub fn put_feature_stream(&self, name: &str, body: &[u8], by: &str) -> Result<Put, Refusal> {
+        if let Some(r) = self.unavailable() {
+            return Err(r);
+        }
+        if self.file_names().contains(name) {
+            return Err(Refusal::Conflict(format!(
+                "'{name}' is declared in the config file; change it there (a name is declared \
+                 in one place)"
+            )));
+        }
+        let example = r#"{"n": 1000, "s": 20, "topic": "genes"}"#;
+        let f: FeatureStreamConfig = from_table(&named("feature_stream", example, name, body)?)?;
+        if f.wide {
+            return Err(Refusal::Invalid(
+                "wide: wide feature streams share a memory budget set at start: declare them in \
+                 [[feature_streams]] of the config file"
+                    .into(),
+            ));
+        }
+        let mut declared = crate::lock(&self.declared);
+        let old = declared
+            .features
+            .get(name)
+            .map(|d| d.feature_stream.clone());
+        if old.as_ref() == Some(&f) {
+            return Ok(Put::Unchanged);
+        }
+        let mut next = declared.clone();
+        next.features.insert(
+            name.to_string(),
+            ApiFeatureStream {
+                feature_stream: f.clone(),
+                by: by.to_string(),
+                at_ms: crate::now_ms(),
+            },
+        );
+        let candidate = next.config(&self.base);
+        candidate
+            .check()
+            .map_err(|e| Refusal::Invalid(format!("{e:#}")))?;
+        let mut one = candidate;
+        one.streams.clear();
+        one.scorers.clear();
+        one.feature_streams.retain(|x| x.name == name);
+        (self.check_topics)(&one).map_err(Refusal::Invalid)?;
+        self.persist(&next)?;
+        *declared = next;
+        drop(declared);
+        (self.declare_metrics)(&f);
+        let handle = Arc::new(FeatureStreamHandle::new(f.clone(), 0));
+        self.feature_streams.insert(handle.clone());
+        if old.is_some() {
+            self.queue.push(Change::RemoveFeatures {
+                name: name.to_string(),
+            });
+        }
+        self.queue.push(Change::AddFeatures { handle });
+        tracing::info!(
+            who = %by, action = if old.is_some() { "change" } else { "declare" },
+            feature_stream = %name,
+            declaration = %serde_json::to_string(&f).unwrap_or_default(),
+            "feature stream declared over the API"
+        );
+        Ok(if old.is_some() {
+            Put::Replaced
+        } else {
+            Put::Created
+        })
+    }
+
+    /// Retires feature stream `name`: ingest stops reading it at its next batch.
+    pub fn delete_feature_stream(&self, name: &str, by: &str) -> Result<(), Refusal> {
+        if self.base.feature_stream(name).is_some() {
+            return Err(Refusal::Conflict(format!(
+                "feature stream '{name}' is declared in the config file; remove it there"
+            )));
+        }
+        {
+            let mut declared = crate::lock(&self.declared);
+            if !declared.features.contains_key(name) {
+                return Err(Refusal::Unknown(format!(
+                    "no feature stream named '{name}' was declared over the API"
+                )));
+            }
+            let mut next = declared.clone();
+            next.features.remove(name);
+            self.persist(&next)?;
+            *declared = next;
+        }
+        self.feature_streams.remove(name);
+        self.queue.push(Change::RemoveFeatures {
+            name: name.to_string(),
+        });
+        tracing::info!(who = %by, action = "retire", feature_stream = %name, "feature stream retired over the API");
+        Ok(())
+    }
+}

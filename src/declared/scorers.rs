@@ -1,0 +1,161 @@
+//! Scorers declared at run time (issue 49): `PUT` and `DELETE /v1/scorers/{name}` start and
+//! stop a `[[scorers]]` while the service runs, beside the config file's. A declaration is
+//! checked as the file's (the table through the `config` crate; the whole configuration with
+//! it, so its stream must exist and its model must fit it; its topics on the cluster), kept
+//! in `state.dir/declarations.json` with the streams', and started on its own thread with a
+//! stop of its own (`Running`), which the service's shutdown also pulls. A changed
+//! declaration stops the old scorer and starts the new one; a retired one is stopped and
+//! joined before the answer. A stream a scorer scores with cannot be changed or retired
+//! until the scorer is.
+
+use super::{Declarations, Origin, Put, Refusal, from_table, named};
+use crate::config::scorers::ScorerConfig;
+use crate::shutdown::ShutdownTrigger;
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+/// One scorer declared over the API, as `declarations.json` keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApiScorer {
+    /// The declaration, as the config file's `[[scorers]]` table.
+    pub scorer: ScorerConfig,
+    /// Who declared it: the peer address of the admin request.
+    pub by: String,
+    /// When (Unix ms).
+    pub at_ms: u64,
+}
+
+/// A scorer declared over the API while it runs: its stop and its thread.
+pub struct Running {
+    pub stop: Arc<ShutdownTrigger>,
+    pub thread: std::thread::JoinHandle<()>,
+}
+
+impl Running {
+    /// Stops the scorer and waits for its thread (it commits what it scored).
+    fn end(self) {
+        self.stop.trigger();
+        let _ = self.thread.join();
+    }
+}
+
+/// Starts a checked scorer (`server`): its model request, the scorer's thread.
+pub type Start =
+    Box<dyn Fn(&ScorerConfig, ravel_core::solve::Request) -> anyhow::Result<Running> + Send + Sync>;
+
+impl Declarations {
+    /// A scorer declared over the API at an earlier start, running again (`server`).
+    pub fn resumed(&self, name: &str, running: Running) {
+        crate::lock(&self.running).insert(name.to_string(), running);
+    }
+
+    /// Stops every scorer declared over the API and waits for them (the service stops).
+    pub fn stop_scorers(&self) {
+        let running = std::mem::take(&mut *crate::lock(&self.running));
+        for r in running.into_values() {
+            r.end();
+        }
+    }
+
+    /// Where scorer `name`'s declaration came from (None: no such scorer).
+    pub fn scorer_origin(&self, name: &str) -> Option<Origin<ScorerConfig>> {
+        if let Some(s) = self.base.scorers.iter().find(|s| s.name == name) {
+            return Some(Origin::file(s.clone()));
+        }
+        crate::lock(&self.declared)
+            .scorers
+            .get(name)
+            .map(|d| Origin::api(d.scorer.clone(), &d.by, d.at_ms))
+    }
+
+    /// Declares (or changes) scorer `name` from the JSON table `body`; `by` is who asks.
+    pub fn put_scorer(&self, name: &str, body: &[u8], by: &str) -> Result<Put, Refusal> {
+        if let Some(r) = self.unavailable() {
+            return Err(r);
+        }
+        if self.base.scorers.iter().any(|s| s.name == name) {
+            return Err(Refusal::Conflict(format!(
+                "scorer '{name}' is declared in the config file; change it there (a name is \
+                 declared in one place)"
+            )));
+        }
+        let example = r#"{"stream": "sales", "topic": "orders", "output_topic": "predictions"}"#;
+        let scorer: ScorerConfig = from_table(&named("scorer", example, name, body)?)?;
+        let mut declared = crate::lock(&self.declared);
+        let old = declared.scorers.get(name).map(|d| d.scorer.clone());
+        if old.as_ref() == Some(&scorer) {
+            return Ok(Put::Unchanged);
+        }
+        let decl = ApiScorer {
+            scorer: scorer.clone(),
+            by: by.to_string(),
+            at_ms: crate::now_ms(),
+        };
+        let mut next = declared.clone();
+        next.scorers.insert(name.to_string(), decl.clone());
+        let candidate = next.config(&self.base);
+        let invalid = |e: anyhow::Error| Refusal::Invalid(format!("{e:#}"));
+        candidate.check().map_err(invalid)?;
+        let at = (candidate.scorers.iter())
+            .position(|s| s.name == name)
+            .expect("the scorer is in its configuration");
+        let model = candidate.scorer_models().map_err(invalid)?.swap_remove(at);
+        // Its topics, as `ravel check` asks (the stream's own, already read, included).
+        let mut one = candidate.clone();
+        one.streams.retain(|s| s.name == scorer.stream);
+        one.feature_streams.clear();
+        one.scorers = vec![scorer.clone()];
+        (self.check_topics)(&one).map_err(Refusal::Invalid)?;
+        self.persist(&next)?;
+        *declared = next;
+        drop(declared);
+        if let Some(previous) = crate::lock(&self.running).remove(name) {
+            previous.end();
+        }
+        let running = (self.start_scorer)(&scorer, model).map_err(|e| {
+            Refusal::Failed(format!(
+                "scorer '{name}' is declared but did not start: {e:#} (it starts with the \
+                 service's next start, or PUT it again)"
+            ))
+        })?;
+        crate::lock(&self.running).insert(name.to_string(), running);
+        tracing::info!(
+            who = %by, action = if old.is_some() { "change" } else { "declare" },
+            scorer = %name,
+            declaration = %serde_json::to_string(&decl.scorer).unwrap_or_default(),
+            "scorer declared over the API"
+        );
+        Ok(if old.is_some() {
+            Put::Replaced
+        } else {
+            Put::Created
+        })
+    }
+
+    /// Retires scorer `name`: stopped (what it scored committed) before this returns.
+    pub fn delete_scorer(&self, name: &str, by: &str) -> Result<(), Refusal> {
+        if self.base.scorers.iter().any(|s| s.name == name) {
+            return Err(Refusal::Conflict(format!(
+                "scorer '{name}' is declared in the config file; remove it there"
+            )));
+        }
+        {
+            let mut declared = crate::lock(&self.declared);
+            if !declared.scorers.contains_key(name) {
+                return Err(Refusal::Unknown(format!(
+                    "no scorer named '{name}' was declared over the API"
+                )));
+            }
+            let mut next = declared.clone();
+            next.scorers.remove(name);
+            self.persist(&next)?;
+            *declared = next;
+        }
+        if let Some(running) = crate::lock(&self.running).remove(name) {
+            running.end();
+        }
+        (self.forget_scorer)(name);
+        tracing::info!(who = %by, action = "retire", scorer = %name, "scorer retired over the API");
+        Ok(())
+    }
+}
