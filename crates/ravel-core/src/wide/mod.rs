@@ -14,7 +14,8 @@
 //! objective is half the training MSE, as in the Gram form (Q = S_xx): f(0) = Var(y)/2.
 //!
 //! One iteration (004 Alg. 2): the correlations z_c^T r of a sample S of columns (kappa of
-//! them, a uniform kappa-subset drawn by a partial Fisher-Yates shuffle each iteration, seeded;
+//! them, a uniform kappa-subset drawn by a partial Fisher-Yates shuffle each iteration, seeded,
+//! and read in column order;
 //! or all p: the deterministic rule) and of the active columns; the vertex u = delta sign(c_i)
 //! e_i of the largest |c_i|; an exact line search along q + gamma (X_c u - q); b, q and r
 //! updated (004 eq. 10). The active columns' correlations also give away steps
@@ -189,6 +190,9 @@ pub struct WideSolver<'p, 'a> {
     w: Vec<f64>,
     c: Vec<f64>,
     perm: Vec<u32>,
+    /// This iteration's sample in column order: the columns are read in the order they lie
+    /// in memory (the correlations of a random sample wait on memory otherwise).
+    sample: Vec<u32>,
     rng: StdRng,
     cache: Cache,
 }
@@ -242,6 +246,7 @@ impl<'p, 'a> WideSolver<'p, 'a> {
             w: vec![0.0; n],
             c: Vec::new(),
             perm,
+            sample: Vec::new(),
             rng: StdRng::seed_from_u64(seed),
             cache: Cache {
                 on: true,
@@ -470,14 +475,18 @@ impl<'p, 'a> WideSolver<'p, 'a> {
                     (j, c, true)
                 }
                 Sampling::Randomized { kappa, .. } => {
-                    let mut best = (0usize, -1.0f64);
                     for k in 0..kappa {
                         let s = self.rng.random_range(k..p);
                         self.perm.swap(k, s);
-                        let j = self.perm[k] as usize;
-                        let c = self.pr.corr(j, &self.r, rsum).abs();
+                    }
+                    self.sample.clear();
+                    self.sample.extend_from_slice(&self.perm[..kappa]);
+                    self.sample.sort_unstable();
+                    let mut best = (0usize, -1.0f64);
+                    for &j in &self.sample {
+                        let c = self.pr.corr(j as usize, &self.r, rsum).abs();
                         if c > best.1 {
-                            best = (j, c);
+                            best = (j as usize, c);
                         }
                     }
                     dots += kappa as u64;
