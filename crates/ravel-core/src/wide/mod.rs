@@ -190,9 +190,6 @@ pub struct WideSolver<'p, 'a> {
     w: Vec<f64>,
     c: Vec<f64>,
     perm: Vec<u32>,
-    /// This iteration's sample in column order: the columns are read in the order they lie
-    /// in memory (the correlations of a random sample wait on memory otherwise).
-    sample: Vec<u32>,
     rng: StdRng,
     cache: Cache,
 }
@@ -246,7 +243,6 @@ impl<'p, 'a> WideSolver<'p, 'a> {
             w: vec![0.0; n],
             c: Vec::new(),
             perm,
-            sample: Vec::new(),
             rng: StdRng::seed_from_u64(seed),
             cache: Cache {
                 on: true,
@@ -479,11 +475,12 @@ impl<'p, 'a> WideSolver<'p, 'a> {
                         let s = self.rng.random_range(k..p);
                         self.perm.swap(k, s);
                     }
-                    self.sample.clear();
-                    self.sample.extend_from_slice(&self.perm[..kappa]);
-                    self.sample.sort_unstable();
+                    // Read in column order, as the columns lie in memory (a random order
+                    // waits on memory); the draws above, and so the path, are unchanged.
+                    let mut sample = self.perm[..kappa].to_vec();
+                    sample.sort_unstable();
                     let mut best = (0usize, -1.0f64);
-                    for &j in &self.sample {
+                    for &j in &sample {
                         let c = self.pr.corr(j as usize, &self.r, rsum).abs();
                         if c > best.1 {
                             best = (j as usize, c);
