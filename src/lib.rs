@@ -41,13 +41,15 @@
 //!   and `wide_columns` (the sparse columns a wide feature stream keeps for paper 004's path).
 //! - `store`: what survives a restart, one concept with two back ends: `file` (checkpoint
 //!   files, `state.dir`) and `kafka` (a compacted changelog topic, `state.store = "kafka"`:
-//!   its `writer`, its `reader`, and `buckets`, a partition's time buckets as records of
-//!   their own so a checkpoint writes only those changed); `bucket_files`, the file store's
+//!   its `writer`, its `reader`, `buckets`, a partition's time buckets as records of
+//!   their own so a checkpoint writes only those changed, and `declared`, the API's
+//!   declarations as records of the same topic); `bucket_files`, the file store's
 //!   time buckets, a file per version of a bucket, for the same reason.
 //! - `declared`: streams declared at run time over the API (issue 49): checked as the config
-//!   file's, kept in `state.dir/declarations.json`, handed to ingest as changes between
-//!   batches (the design is its module comment); `scorers` and `features`: scorers and
-//!   feature streams declared the same way.
+//!   file's, kept in `state.dir/declarations.json` (or the state topic), handed to ingest as
+//!   changes between batches (the design is its module comment); `scorers` and `features`:
+//!   scorers and feature streams declared the same way; `sync`: with the kafka store, every
+//!   replica follows the declarations in the state topic.
 //! - `ingest`: the consumer loop, by stage. The loop itself (`mod.rs`: gather, fold, publish,
 //!   checkpoint, commit) and its steps: `setup`, `gather` (a batch; `ahead`: JSON decoded on
 //!   other threads), `accept` (one message), `denied` (consumer and authorization errors),

@@ -238,6 +238,19 @@ pub async fn run(
         )?),
         None => None,
     };
+    // With the kafka store the API's declarations live in the state topic too.
+    let declaration_log = match (&state_reader, config.state.kafka_topic(&config.kafka.group_id))
+    {
+        (Some(reader), Some(topic)) => Some(Arc::new(
+            crate::store::kafka::declared::DeclarationLog::new(
+                &clients,
+                &topic,
+                reader.clone(),
+                Duration::from_secs(30),
+            )?,
+        )),
+        _ => None,
+    };
     let queue = Arc::new(crate::declared::Queue::default());
     let ingest_thread = ingest::spawn(IngestSetup {
         clients: clients.clone(),
@@ -326,8 +339,9 @@ pub async fn run(
             metrics.clone(),
             streams.clone(),
         );
+        let follow_shutdown = shutdown.clone();
         let (permits, shutdown) = (extractions.running.clone(), shutdown.clone());
-        let build: crate::declared::Build = Box::new(move |sc, restore| {
+        let build: crate::declared::Build = Box::new(move |sc, restore, epoch| {
             let (snapshot, mut positions) = match config.state.dir() {
                 Some(dir) if restore => {
                     let (mut snaps, positions, _, _) =
@@ -336,13 +350,9 @@ pub async fn run(
                 }
                 _ => Default::default(),
             };
-            let handle = Arc::new(stream_handle(
-                &config,
-                sc,
-                snapshot,
-                registry.as_ref(),
-                &metrics,
-            )?);
+            let mut handle = stream_handle(&config, sc, snapshot, registry.as_ref(), &metrics)?;
+            handle.epoch = epoch;
+            let handle = Arc::new(handle);
             crate::state::recorder::spawn_recorder(
                 handle.clone(),
                 permits.clone(),
@@ -379,12 +389,16 @@ pub async fn run(
             }),
             start_scorer: Box::new(move |sc, model| scorer_parts.start_own(sc, model)),
             forget_scorer: Box::new(move |name| forget_health.remove_scorer(name)),
+            log: declaration_log.clone(),
         };
         let d = Arc::new(crate::declared::Declarations::new(
             base, declared, streams, hooks, queue,
         ));
         for (name, running) in resumed {
             d.resumed(&name, running);
+        }
+        if let Some(log) = &declaration_log {
+            follow_declarations(&d, log, follow_shutdown);
         }
         d
     };
@@ -502,5 +516,40 @@ impl ScorerParts {
             thread: self.start(sc, model, own)?,
             stop,
         })
+    }
+}
+
+/// Kafka store: adopts the declarations in the state topic now (once it is read to its end),
+/// then on a thread of its own whenever the reader reads a declaration record.
+fn follow_declarations(
+    d: &Arc<crate::declared::Declarations>,
+    log: &crate::store::kafka::declared::DeclarationLog,
+    shutdown: Shutdown,
+) {
+    if let Err(e) = log.catch_up(Duration::from_secs(60)) {
+        tracing::warn!(error = %format!("{e:#}"), "state topic not read to its end: the streams declared over the API join when it is");
+    }
+    let reader = log.reader();
+    let seen = reader.declarations_version();
+    d.sync();
+    let d = d.clone();
+    // A stream's history recorder is a task of the service's runtime.
+    let runtime = tokio::runtime::Handle::current();
+    let spawned = std::thread::Builder::new()
+        .name("ravel-declarations".into())
+        .spawn(move || {
+            let _runtime = runtime.enter();
+            let mut seen = seen;
+            while !shutdown.is_triggered() {
+                std::thread::sleep(Duration::from_millis(200));
+                let now = reader.declarations_version();
+                if now != seen {
+                    seen = now;
+                    d.sync();
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::error!(error = %e, "cannot start the thread that follows declarations");
     }
 }

@@ -767,3 +767,118 @@ fn a_stream_declared_over_the_api_is_folded_kept_changed_and_retired_while_the_o
         "{body}"
     );
 }
+
+/// Issue 49's check on two replicas of one group with the kafka store: the declarations live
+/// in the group's state topic. A stream declared on one replica is folded by both (each its
+/// partitions, each answering for every row), its n and OLS equal numpy's, also across a
+/// SIGKILL of the other replica, which has the declaration again from the topic when it
+/// restarts; changed on that replica, both start it afresh on its new topic (the old
+/// declaration's states under the same keys are not restored into it); retired with its state
+/// dropped, both stop serving it. The file stream's n stays exact throughout.
+#[test]
+fn two_replicas_follow_the_declarations_in_the_state_topic() {
+    let broker = broker();
+    let brokers = broker.bootstrap_servers().to_string();
+    let group = "declared-pair";
+    for (t, parts) in [
+        ("g.file", 2),
+        ("g.file.dlq", 1),
+        ("g.api", 2),
+        ("g.api.dlq", 1),
+        ("g.api2", 2),
+        ("g.api2.dlq", 1),
+        ("declared-pair.state", 3),
+    ] {
+        broker.create_topic(t, parts).unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    ConfigFile::new(group)
+        .quick_rejoin()
+        .set("state.store", "kafka")
+        .set("state.checkpoint_interval_ms", 300)
+        .stream("file", "g.file", 3)
+        .set("http.admin_token", ADMIN)
+        .write(dir.path());
+    send_rows_to(&brokers, "g.file", 0..300);
+    send_events_to(&brokers, "g.api", 0..300);
+    let (_a, a) = serve(dir.path(), &brokers, 0);
+    let (mut b_proc, mut b) = serve(dir.path(), &brokers, 1);
+    let logs = |run: usize| dir.path().join(format!("serve{run}.log"));
+    let both = |a: &str, b: &str, b_run: usize, stream: &str, n: u64| {
+        wait_n(a, stream, n, &logs(0));
+        wait_n(b, stream, n, &logs(b_run));
+    };
+
+    let decl = json!({"topic": "g.api", "features": ["a", "b"], "target": "y"});
+    let (status, body) = request(
+        &a,
+        reqwest::Method::PUT,
+        "/v1/streams/api",
+        Some(ADMIN),
+        Some(&decl),
+    );
+    assert_eq!(status, 201, "{body}");
+    // The other replica picks it up from the topic.
+    wait_for("replica 1 serves the declared stream", &logs(1), || {
+        let (_, d) = get(&b, "/v1/streams/api/declaration");
+        (d["origin"] == "api").then_some(())
+    });
+    both(&a, &b, 1, "api", 300);
+    both(&a, &b, 1, "file", 300);
+    send_events_to(&brokers, "g.api", 300..400);
+    both(&a, &b, 1, "api", 400);
+    assert_ols_at(&a, dir.path(), 400);
+    assert_ols_at(&b, dir.path(), 400);
+
+    // SIGKILL replica 1; rows arrive while it is down; its restart reads the declaration
+    // from the topic again.
+    std::thread::sleep(Duration::from_millis(600));
+    b_proc.signal("-KILL");
+    b_proc.wait();
+    send_events_to(&brokers, "g.api", 400..450);
+    send_rows_to(&brokers, "g.file", 300..350);
+    let (b_proc2, b2) = serve(dir.path(), &brokers, 2);
+    (b_proc, b) = (b_proc2, b2);
+    let (_, d) = get(&b, "/v1/streams/api/declaration");
+    assert_eq!(d["origin"], "api", "{d}");
+    both(&a, &b, 2, "api", 450);
+    both(&a, &b, 2, "file", 350);
+    assert_ols_at(&a, dir.path(), 450);
+    assert_ols_at(&b, dir.path(), 450);
+
+    // Changed on replica 2 (another topic, the same partition numbers): both start afresh.
+    send_events_to(&brokers, "g.api2", 0..200);
+    let changed = json!({"topic": "g.api2", "features": ["a", "b"], "target": "y"});
+    let (status, body) = request(
+        &b,
+        reqwest::Method::PUT,
+        "/v1/streams/api",
+        Some(ADMIN),
+        Some(&changed),
+    );
+    assert_eq!(status, 200, "{body}");
+    wait_for("replica 0 reads the changed declaration", &logs(0), || {
+        let (_, d) = get(&a, "/v1/streams/api/declaration");
+        (d["declaration"]["topic"] == "g.api2").then_some(())
+    });
+    both(&a, &b, 2, "api", 200);
+    assert_ols_at(&a, dir.path(), 200);
+    assert_ols_at(&b, dir.path(), 200);
+
+    // Retired on replica 0, its state dropped: neither serves it; the file stream goes on.
+    let (status, body) = request(
+        &a,
+        reqwest::Method::DELETE,
+        "/v1/streams/api?state=drop",
+        Some(ADMIN),
+        None,
+    );
+    assert_eq!(status, 200, "{body}");
+    wait_for("replica 2 retires the stream", &logs(2), || {
+        (get(&b, "/v1/streams/api").0 == 404).then_some(())
+    });
+    assert_eq!(get(&a, "/v1/streams/api").0, 404);
+    send_rows_to(&brokers, "g.file", 350..400);
+    both(&a, &b, 2, "file", 400);
+    drop(b_proc);
+}

@@ -2,13 +2,13 @@
 //! /v1/feature-streams/{name}` add and retire a `[[feature_streams]]` while the service runs.
 //! A declaration is checked as the file's (the table through the `config` crate; the whole
 //! configuration with it: names and topics unique over every kind, the memory limit; its
-//! topic on the cluster), kept in `state.dir/declarations.json`, and handed to ingest as the
+//! topic on the cluster), kept with the streams' (`Keep`), and handed to ingest as the
 //! streams' are (`Change::AddFeatures`, between two batches). A feature stream keeps no
 //! checkpoint: it reads its topic from the beginning, as at every start. Wide feature streams
 //! (paper 004's kept columns) share a memory budget set at start, so they are declared in the
 //! config file.
 
-use super::{Change, Declarations, Origin, Put, Refusal, from_table, named};
+use super::{Change, Declarations, Logged, Origin, Put, Refusal, from_table, named};
 use crate::config::FeatureStreamConfig;
 use crate::state::feature_streams::FeatureStreamHandle;
 use serde::{Deserialize, Serialize};
@@ -65,15 +65,13 @@ impl Declarations {
         if old.as_ref() == Some(&f) {
             return Ok(Put::Unchanged);
         }
+        let decl = ApiFeatureStream {
+            feature_stream: f.clone(),
+            by: by.to_string(),
+            at_ms: crate::now_ms(),
+        };
         let mut next = declared.clone();
-        next.features.insert(
-            name.to_string(),
-            ApiFeatureStream {
-                feature_stream: f.clone(),
-                by: by.to_string(),
-                at_ms: crate::now_ms(),
-            },
-        );
+        next.features.insert(name.to_string(), decl.clone());
         let candidate = next.config(&self.base);
         candidate
             .check()
@@ -83,18 +81,14 @@ impl Declarations {
         one.scorers.clear();
         one.feature_streams.retain(|x| x.name == name);
         (self.check_topics)(&one).map_err(Refusal::Invalid)?;
-        self.persist(&next)?;
+        let logged = Logged {
+            declaration: &decl,
+            retired: false,
+        };
+        self.persist(&next, "feature_stream", name, Some(&logged))?;
         *declared = next;
         drop(declared);
-        (self.declare_metrics)(&f);
-        let handle = Arc::new(FeatureStreamHandle::new(f.clone(), 0));
-        self.feature_streams.insert(handle.clone());
-        if old.is_some() {
-            self.queue.push(Change::RemoveFeatures {
-                name: name.to_string(),
-            });
-        }
-        self.queue.push(Change::AddFeatures { handle });
+        self.start_features(&f, old.is_some());
         tracing::info!(
             who = %by, action = if old.is_some() { "change" } else { "declare" },
             feature_stream = %name,
@@ -124,14 +118,32 @@ impl Declarations {
             }
             let mut next = declared.clone();
             next.features.remove(name);
-            self.persist(&next)?;
+            self.persist::<()>(&next, "feature_stream", name, None)?;
             *declared = next;
         }
+        self.stop_features(name);
+        tracing::info!(who = %by, action = "retire", feature_stream = %name, "feature stream retired over the API");
+        Ok(())
+    }
+
+    /// Starts reading feature stream `f` (after its older declaration, `replaced`).
+    pub(super) fn start_features(&self, f: &FeatureStreamConfig, replaced: bool) {
+        (self.declare_metrics)(f);
+        let handle = Arc::new(FeatureStreamHandle::new(f.clone(), 0));
+        self.feature_streams.insert(handle.clone());
+        if replaced {
+            self.queue.push(Change::RemoveFeatures {
+                name: f.name.clone(),
+            });
+        }
+        self.queue.push(Change::AddFeatures { handle });
+    }
+
+    /// Stops reading feature stream `name`.
+    pub(super) fn stop_features(&self, name: &str) {
         self.feature_streams.remove(name);
         self.queue.push(Change::RemoveFeatures {
             name: name.to_string(),
         });
-        tracing::info!(who = %by, action = "retire", feature_stream = %name, "feature stream retired over the API");
-        Ok(())
     }
 }

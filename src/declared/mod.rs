@@ -31,15 +31,23 @@
 //! Scorers (`scorers`: started and stopped on their own threads) and feature streams
 //! (`features`: handed to ingest as streams are) are declared the same way.
 //!
-//! Not yet here: the kafka store (a compacted topic
-//! of the group; the API refuses declarations with `state.store = "kafka"`). Where a new
-//! stream starts is its `start` (`crate::ingest`'s `start`).
+//! Where they are kept (`Keep`): with the file store in `state.dir/declarations.json`; with
+//! the kafka store in the group's state topic, one record a declaration
+//! (`crate::store::kafka::declared`). There the replica that answers a change writes its
+//! record, waits until the topic has it, and applies it; every other replica reads it from
+//! the topic and applies it within a second (`sync`, on a thread of the service), and so
+//! does a replica at its start. A stream's states carry its declaration's `epoch`, so a
+//! replaced or dropped declaration's states are never restored into the next one of the same
+//! name, whichever replica wrote them last. Where a new stream starts is its `start`
+//! (`crate::ingest`'s `start`; with the kafka store, the beginning of its topic).
 
 pub mod features;
 pub mod scorers;
+mod sync;
 
 use crate::config::{Config, StoreKind, StreamConfig};
 use crate::state::streams::{StreamHandle, Streams};
+use crate::store::kafka::declared::DeclarationLog;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -57,6 +65,30 @@ pub struct ApiDeclaration {
     pub by: String,
     /// When (Unix ms).
     pub at_ms: u64,
+    /// Which declaration of the name this is (`StreamHandle::epoch`): new with each change;
+    /// a stream retired with its state kept and declared again the same resumes its epoch.
+    #[serde(default)]
+    pub epoch: u64,
+}
+
+/// A declaration as the state topic keeps it: the API's record, and whether it is retired
+/// with its state kept (retired with its state dropped: a tombstone).
+#[derive(Serialize, Deserialize)]
+struct Logged<T> {
+    #[serde(flatten)]
+    declaration: T,
+    #[serde(default)]
+    retired: bool,
+}
+
+/// Where the API's declarations are kept.
+pub enum Keep {
+    /// `state.dir/declarations.json` (the file store).
+    File(PathBuf),
+    /// The group's state topic (`state.store = "kafka"`).
+    Log(Arc<DeclarationLog>),
+    /// Nowhere: declarations are refused.
+    Nowhere,
 }
 
 /// What `declarations.json` holds.
@@ -184,16 +216,16 @@ impl Queue {
     }
 }
 
-/// A stream's handle as the service builds it (`server`): the snapshot restored from its
-/// checkpoint when `restore` (else empty), metrics declared, its history recorder started; and
-/// the positions the checkpoint holds.
 /// Asks the cluster for the topics a declaration reads and writes before it is accepted
 /// (`crate::kafka::topics::check_declared`): an error names what is missing and how to make
 /// it.
 pub type Check = Box<dyn Fn(&StreamConfig) -> Result<(), String> + Send + Sync>;
 
+/// A stream's handle as the service builds it (`server`): the snapshot restored from its
+/// checkpoint when the flag says so (else empty), metrics declared, its history recorder
+/// started, under its declaration's epoch; and the positions the checkpoint holds.
 pub type Build = Box<
-    dyn Fn(&StreamConfig, bool) -> anyhow::Result<(Arc<StreamHandle>, BTreeMap<i32, i64>)>
+    dyn Fn(&StreamConfig, bool, u64) -> anyhow::Result<(Arc<StreamHandle>, BTreeMap<i32, i64>)>
         + Send
         + Sync,
 >;
@@ -261,7 +293,7 @@ pub struct Declarations {
     base: Config,
     /// The API's declarations; the lock also orders concurrent changes.
     declared: Mutex<Declared>,
-    dir: Option<PathBuf>,
+    keep: Keep,
     streams: Arc<Streams>,
     build: Build,
     check: Check,
@@ -276,6 +308,8 @@ pub struct Declarations {
     start_scorer: scorers::Start,
     /// A retired scorer leaves the health report.
     forget_scorer: Box<dyn Fn(&str) + Send + Sync>,
+    /// Records of the state topic this replica could not adopt (`sync`), each logged once.
+    refused: Mutex<BTreeSet<Vec<u8>>>,
 }
 
 /// What the service gives `Declarations` to act with (`server`).
@@ -288,6 +322,8 @@ pub struct Hooks {
     pub check_topics: CheckTopics,
     pub start_scorer: scorers::Start,
     pub forget_scorer: Box<dyn Fn(&str) + Send + Sync>,
+    /// With the kafka store: the state topic's declaration records.
+    pub log: Option<Arc<DeclarationLog>>,
 }
 
 /// Asks the cluster for the topics of a configuration (`crate::kafka::topics::check_declared`).
@@ -303,8 +339,13 @@ impl Declarations {
         hooks: Hooks,
         queue: Arc<Queue>,
     ) -> Declarations {
+        let keep = match (hooks.log, base.state.dir()) {
+            (Some(log), _) => Keep::Log(log),
+            (None, Some(dir)) => Keep::File(dir),
+            (None, None) => Keep::Nowhere,
+        };
         Declarations {
-            dir: base.state.dir(),
+            keep,
             declared: Mutex::new(Declared::of(book)),
             running: Mutex::new(BTreeMap::new()),
             feature_streams: hooks.feature_streams,
@@ -317,6 +358,7 @@ impl Declarations {
             build: hooks.build,
             check: hooks.check,
             queue,
+            refused: Mutex::new(BTreeSet::new()),
         }
     }
 
@@ -343,21 +385,21 @@ impl Declarations {
 
     /// Why declarations cannot be made here, if they cannot.
     fn unavailable(&self) -> Option<Refusal> {
-        if self.base.state.store == StoreKind::Kafka {
-            return Some(Refusal::Conflict(
-                "streams and scorers declared over the API are kept in state.dir for now; with \
-                 state.store = \"kafka\" declare them in the config file"
-                    .into(),
-            ));
-        }
-        if self.dir.is_none() {
-            return Some(Refusal::Conflict(
+        match self.keep {
+            Keep::Nowhere if self.base.state.store == StoreKind::Kafka => {
+                Some(Refusal::Conflict(
+                    "streams and scorers declared over the API are kept in the state topic, \
+                     which this replica cannot write: see its log at start"
+                        .into(),
+                ))
+            }
+            Keep::Nowhere => Some(Refusal::Conflict(
                 "streams and scorers declared over the API are kept in state.dir so that a \
                  restart keeps them: set state.dir"
                     .into(),
-            ));
+            )),
+            _ => None,
         }
-        None
     }
 
     /// Declares (or changes) stream `name` from the JSON table `body`; `by` is who asks.
@@ -384,6 +426,7 @@ impl Declarations {
             stream: stream.clone(),
             by: by.to_string(),
             at_ms: crate::now_ms(),
+            epoch: self.epoch_of(name, &stream, old.is_some()),
         };
         let mut next = declared.clone();
         next.streams.insert(name.to_string(), decl.clone());
@@ -394,9 +437,13 @@ impl Declarations {
             (self.check)(&stream).map_err(Refusal::Invalid)?;
         }
         // A new stream resumes from a kept checkpoint; a changed one starts afresh.
-        let (handle, positions) = (self.build)(&stream, old.is_none())
+        let (handle, positions) = (self.build)(&stream, old.is_none(), decl.epoch)
             .map_err(|e| Refusal::Conflict(format!("{e:#}")))?;
-        if let Err(e) = self.persist(&next) {
+        let logged = Logged {
+            declaration: &decl,
+            retired: false,
+        };
+        if let Err(e) = self.persist(&next, "stream", name, Some(&logged)) {
             // Never served: its history recorder stops.
             handle.retire();
             return Err(e);
@@ -408,21 +455,64 @@ impl Declarations {
             declaration = %serde_json::to_string(&decl.stream).unwrap_or_default(),
             "stream declared over the API"
         );
-        if let Some(previous) = self.streams.insert(handle.clone()) {
-            previous.retire();
-        }
-        if old.is_some() {
-            self.queue.push(Change::Remove {
-                name: name.to_string(),
-                drop_state: true,
-            });
-        }
-        self.queue.push(Change::Add { handle, positions });
+        self.register(handle, positions, old.is_some());
         Ok(if old.is_some() {
             Put::Replaced
         } else {
             Put::Created
         })
+    }
+
+    /// The epoch of a new declaration of stream `name`: with the kafka store, the one it had
+    /// when it was retired with its state kept, if it is declared again the same (its states
+    /// are restored); else a new one.
+    fn epoch_of(&self, name: &str, stream: &StreamConfig, replaced: bool) -> u64 {
+        let fresh = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64);
+        let Keep::Log(log) = &self.keep else {
+            return fresh;
+        };
+        if replaced {
+            return fresh;
+        }
+        let key = crate::store::kafka::declared::key("stream", name);
+        log.records()
+            .get(&key)
+            .and_then(|v| serde_json::from_slice::<Logged<ApiDeclaration>>(v).ok())
+            .filter(|l| l.retired && l.declaration.stream == *stream)
+            .map_or(fresh, |l| l.declaration.epoch)
+    }
+
+    /// Serves a built stream and hands it to ingest (after its older declaration, `replaced`).
+    fn register(
+        &self,
+        handle: Arc<StreamHandle>,
+        positions: BTreeMap<i32, i64>,
+        replaced: bool,
+    ) {
+        let name = handle.name().to_string();
+        if let Some(previous) = self.streams.insert(handle.clone()) {
+            previous.retire();
+        }
+        if replaced {
+            self.queue.push(Change::Remove {
+                name,
+                drop_state: true,
+            });
+        }
+        self.queue.push(Change::Add { handle, positions });
+    }
+
+    /// Stops serving stream `name` and tells ingest to stop reading it.
+    fn unregister(&self, name: &str, drop_state: bool) {
+        if let Some(h) = self.streams.remove(name) {
+            h.retire();
+        }
+        self.queue.push(Change::Remove {
+            name: name.to_string(),
+            drop_state,
+        });
     }
 
     /// Retires stream `name`, keeping its checkpoint or deleting it (`drop_state`).
@@ -433,40 +523,63 @@ impl Declarations {
             )));
         }
         let mut declared = crate::lock(&self.declared);
-        if !declared.streams.contains_key(name) {
+        let Some(old) = declared.streams.get(name).cloned() else {
             return Err(Refusal::Unknown(format!(
                 "no stream named '{name}' was declared over the API; GET /v1/streams lists the streams"
             )));
-        }
+        };
         unscored(&self.base, &declared, name, "retired")?;
         let mut next = declared.clone();
         next.streams.remove(name);
-        self.persist(&next)?;
+        let logged = Logged {
+            declaration: &old,
+            retired: true,
+        };
+        self.persist(&next, "stream", name, (!drop_state).then_some(&logged))?;
         *declared = next;
         tracing::info!(
             who = %by, action = "retire", stream = %name,
             state = if drop_state { "dropped" } else { "kept" },
             "stream retired over the API"
         );
-        if let Some(h) = self.streams.remove(name) {
-            h.retire();
-        }
-        self.queue.push(Change::Remove {
-            name: name.to_string(),
-            drop_state,
-        });
+        self.unregister(name, drop_state);
         Ok(())
     }
 
-    fn persist(&self, next: &Declared) -> Result<(), Refusal> {
-        let dir = self.dir.as_deref().ok_or_else(|| {
-            Refusal::Failed("no state.dir to keep the declaration in".to_string())
-        })?;
-        save(dir, next).map_err(|e| {
-            Refusal::Failed(format!(
-                "the declaration was not made: {e:#} (state.dir must stay writable)"
-            ))
-        })
+    /// Keeps `next`, the API's declarations after one change: the whole set in
+    /// `declarations.json`, or the changed declaration's record in the state topic (`value`
+    /// None: a tombstone).
+    fn persist<T: Serialize>(
+        &self,
+        next: &Declared,
+        kind: &str,
+        name: &str,
+        value: Option<&T>,
+    ) -> Result<(), Refusal> {
+        match &self.keep {
+            Keep::File(dir) => save(dir, next).map_err(|e| {
+                Refusal::Failed(format!(
+                    "the declaration was not made: {e:#} (state.dir must stay writable)"
+                ))
+            }),
+            Keep::Log(log) => {
+                let bytes = value
+                    .map(serde_json::to_vec)
+                    .transpose()
+                    .map_err(|e| Refusal::Failed(format!("cannot encode the declaration: {e}")))?;
+                let key = crate::store::kafka::declared::key(kind, name);
+                log.write(&key, bytes.as_deref()).map_err(|e| {
+                    Refusal::Failed(format!(
+                        "the declaration was not made: {e:#} (the state topic {} keeps the \
+                         declarations: it must take writes; try again)",
+                        log.topic()
+                    ))
+                })
+            }
+            Keep::Nowhere => Err(Refusal::Failed(
+                "no state.dir to keep the declaration in".to_string(),
+            )),
+        }
     }
 }
 

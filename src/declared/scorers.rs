@@ -2,13 +2,13 @@
 //! stop a `[[scorers]]` while the service runs, beside the config file's. A declaration is
 //! checked as the file's (the table through the `config` crate; the whole configuration with
 //! it, so its stream must exist and its model must fit it; its topics on the cluster), kept
-//! in `state.dir/declarations.json` with the streams', and started on its own thread with a
+//! with the streams' (`Keep`), and started on its own thread with a
 //! stop of its own (`Running`), which the service's shutdown also pulls. A changed
 //! declaration stops the old scorer and starts the new one; a retired one is stopped and
 //! joined before the answer. A stream a scorer scores with cannot be changed or retired
 //! until the scorer is.
 
-use super::{Declarations, Origin, Put, Refusal, from_table, named};
+use super::{Declarations, Logged, Origin, Put, Refusal, from_table, named};
 use crate::config::scorers::ScorerConfig;
 use crate::shutdown::ShutdownTrigger;
 use serde::{Deserialize, Serialize};
@@ -94,31 +94,21 @@ impl Declarations {
         let mut next = declared.clone();
         next.scorers.insert(name.to_string(), decl.clone());
         let candidate = next.config(&self.base);
-        let invalid = |e: anyhow::Error| Refusal::Invalid(format!("{e:#}"));
-        candidate.check().map_err(invalid)?;
-        let at = (candidate.scorers.iter())
-            .position(|s| s.name == name)
-            .expect("the scorer is in its configuration");
-        let model = candidate.scorer_models().map_err(invalid)?.swap_remove(at);
+        let model = model_of(&candidate, name)?;
         // Its topics, as `ravel check` asks (the stream's own, already read, included).
         let mut one = candidate.clone();
         one.streams.retain(|s| s.name == scorer.stream);
         one.feature_streams.clear();
         one.scorers = vec![scorer.clone()];
         (self.check_topics)(&one).map_err(Refusal::Invalid)?;
-        self.persist(&next)?;
+        let logged = Logged {
+            declaration: &decl,
+            retired: false,
+        };
+        self.persist(&next, "scorer", name, Some(&logged))?;
         *declared = next;
         drop(declared);
-        if let Some(previous) = crate::lock(&self.running).remove(name) {
-            previous.end();
-        }
-        let running = (self.start_scorer)(&scorer, model).map_err(|e| {
-            Refusal::Failed(format!(
-                "scorer '{name}' is declared but did not start: {e:#} (it starts with the \
-                 service's next start, or PUT it again)"
-            ))
-        })?;
-        crate::lock(&self.running).insert(name.to_string(), running);
+        self.run_scorer(&scorer, model)?;
         tracing::info!(
             who = %by, action = if old.is_some() { "change" } else { "declare" },
             scorer = %name,
@@ -148,14 +138,52 @@ impl Declarations {
             }
             let mut next = declared.clone();
             next.scorers.remove(name);
-            self.persist(&next)?;
+            self.persist::<()>(&next, "scorer", name, None)?;
             *declared = next;
         }
+        self.stop_scorer(name);
+        tracing::info!(who = %by, action = "retire", scorer = %name, "scorer retired over the API");
+        Ok(())
+    }
+
+    /// Starts scorer `scorer` with `model` (stopping its older declaration first).
+    pub(super) fn run_scorer(
+        &self,
+        scorer: &ScorerConfig,
+        model: ravel_core::solve::Request,
+    ) -> Result<(), Refusal> {
+        let name = scorer.name.as_str();
+        if let Some(previous) = crate::lock(&self.running).remove(name) {
+            previous.end();
+        }
+        let running = (self.start_scorer)(scorer, model).map_err(|e| {
+            Refusal::Failed(format!(
+                "scorer '{name}' is declared but did not start: {e:#} (it starts with the \
+                 service's next start, or PUT it again)"
+            ))
+        })?;
+        crate::lock(&self.running).insert(name.to_string(), running);
+        Ok(())
+    }
+
+    /// Stops scorer `name` (what it scored committed) and forgets its health.
+    pub(super) fn stop_scorer(&self, name: &str) {
         if let Some(running) = crate::lock(&self.running).remove(name) {
             running.end();
         }
         (self.forget_scorer)(name);
-        tracing::info!(who = %by, action = "retire", scorer = %name, "scorer retired over the API");
-        Ok(())
     }
+}
+
+/// The model request of scorer `name` in `candidate` (checked whole first).
+pub(super) fn model_of(
+    candidate: &crate::config::Config,
+    name: &str,
+) -> Result<ravel_core::solve::Request, Refusal> {
+    let invalid = |e: anyhow::Error| Refusal::Invalid(format!("{e:#}"));
+    candidate.check().map_err(invalid)?;
+    let at = (candidate.scorers.iter())
+        .position(|s| s.name == name)
+        .ok_or_else(|| Refusal::Invalid(format!("scorer '{name}' is not declared")))?;
+    Ok(candidate.scorer_models().map_err(invalid)?.swap_remove(at))
 }

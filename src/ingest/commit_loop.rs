@@ -203,6 +203,7 @@ fn write_states(
                 windows: part.windows.clone(),
                 buckets: None,
                 saved: part.saved_buckets.clone(),
+                epoch: s.handle.epoch,
             });
         }
     }

@@ -26,8 +26,9 @@ use std::time::Duration;
 /// How partitions of stream topics are restored from the `kafka` state store.
 pub struct Restore {
     pub reader: Arc<StateReader>,
-    /// Stream topic -> stream name.
-    pub streams: HashMap<String, String>,
+    /// Stream topic -> stream name and its declaration's epoch (only states written under it
+    /// are restored); changes with streams declared over the API (`IngestContext::restored`).
+    pub streams: Mutex<HashMap<String, (String, u64)>>,
 }
 
 /// A partition of a stream that came or went, for the loop to apply to its statistics.
@@ -98,9 +99,10 @@ impl IngestContext {
         let Some(r) = &self.restore else {
             return;
         };
+        let streams = lock(&r.streams).clone();
         let mine: Vec<&(String, i32)> = parts
             .iter()
-            .filter(|(t, _)| r.streams.contains_key(t))
+            .filter(|(t, _)| streams.contains_key(t))
             .collect();
         if mine.is_empty() {
             return;
@@ -119,9 +121,10 @@ impl IngestContext {
         let mut positions = lock(&self.positions);
         let mut changes = lock(&self.changes);
         for (t, p) in mine {
-            let stream = &r.streams[t];
+            let (stream, epoch) = &streams[t];
             let mut state = if caught_up.is_some() {
-                r.reader.get(stream, *p)
+                // A state of an earlier declaration of the name is not this stream's.
+                r.reader.get(stream, *p).filter(|s| s.epoch == *epoch)
             } else {
                 tracing::error!(stream = %stream, partition = p, "state topic unreadable: the partition starts from the beginning of its topic with no statistics");
                 None
@@ -167,14 +170,26 @@ impl IngestContext {
         }
     }
 
+    /// `kafka` store: the stream read from `topic` from now on (None: none), for the
+    /// restores of its partitions.
+    pub(super) fn restored(&self, topic: &str, stream: Option<(String, u64)>) {
+        if let Some(r) = &self.restore {
+            match stream {
+                Some(s) => lock(&r.streams).insert(topic.to_string(), s),
+                None => lock(&r.streams).remove(topic),
+            };
+        }
+    }
+
     /// `kafka` store: a revoked stream partition's position and statistics go.
     fn forget_revoked(&self, parts: &[(String, i32)]) {
         let Some(r) = &self.restore else {
             return;
         };
+        let streams = lock(&r.streams);
         let mut positions = lock(&self.positions);
         let mut changes = lock(&self.changes);
-        for (t, p) in parts.iter().filter(|(t, _)| r.streams.contains_key(t)) {
+        for (t, p) in parts.iter().filter(|(t, _)| streams.contains_key(t)) {
             if let Some(m) = positions.get_mut(t) {
                 m.remove(p);
             }

@@ -41,8 +41,17 @@ impl Ingest {
                     let s = self.streams.remove(i);
                     let topic = s.handle.topic.clone();
                     lock(&self.positions).remove(&topic);
-                    if let Store::Dir(w) = &mut self.store {
-                        w.forget(&topic);
+                    self.consumer.context().restored(&topic, None);
+                    match &mut self.store {
+                        Store::Dir(w) => w.forget(&topic),
+                        // Its states, with its partitions' last ones written just above.
+                        Store::Kafka { writer, reader } if drop_state => {
+                            let states: Vec<_> = (reader.of_stream(&name).into_iter())
+                                .filter(|st| st.epoch == s.handle.epoch)
+                                .collect();
+                            writer.forget(&states);
+                        }
+                        _ => {}
                     }
                     if drop_state && let Some(dir) = &self.state_dir {
                         let path = crate::store::file::path(dir, &name);
@@ -99,6 +108,8 @@ impl Ingest {
                     }
                     tracing::info!(stream = %handle.name(), topic = %topic, n = handle.snapshot().stats.n(), "stream read from now on");
                     let per_partition = matches!(self.store, Store::Kafka { .. });
+                    (self.consumer.context())
+                        .restored(&topic, Some((handle.name().to_string(), handle.epoch)));
                     self.streams.push(StreamIngest::new(handle, per_partition));
                     if positions_empty {
                         started_at_end |= self.start_declared(self.streams.len() - 1)?;

@@ -35,10 +35,12 @@ impl Ingest {
         let positions = Arc::new(Mutex::new(setup.positions));
         let restore = setup.state_reader.clone().map(|reader| Restore {
             reader,
-            streams: initial
-                .iter()
-                .map(|h| (h.topic.clone(), h.name().to_string()))
-                .collect(),
+            streams: Mutex::new(
+                initial
+                    .iter()
+                    .map(|h| (h.topic.clone(), (h.name().to_string(), h.epoch)))
+                    .collect(),
+            ),
         });
         let context = IngestContext::new(
             positions.clone(),

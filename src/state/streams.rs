@@ -115,6 +115,9 @@ pub struct StreamHandle {
     /// Set when the stream is retired or replaced over the API (`crate::declared`): its
     /// history recorder stops.
     retired: std::sync::atomic::AtomicBool,
+    /// Which declaration of its name this is (`crate::declared`; 0: the config file's): with
+    /// the kafka store only the states written under it are restored.
+    pub epoch: u64,
 }
 
 impl StreamHandle {
@@ -135,6 +138,7 @@ impl StreamHandle {
             window_spec: config.window_spec()?,
             start: config.start_at()?,
             retired: Default::default(),
+            epoch: 0,
             wire: None,
             sightings: None,
             arrivals: Default::default(),

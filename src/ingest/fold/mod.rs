@@ -612,7 +612,8 @@ impl StreamIngest {
         }
         let remote_states = remote.map(|r| r.of_stream(name)).unwrap_or_default();
         for s in &remote_states {
-            if pieces.contains_key(&s.partition) {
+            // Owned here, or written under an earlier declaration of the name (`declared`).
+            if pieces.contains_key(&s.partition) || s.epoch != self.handle.epoch {
                 continue;
             }
             if s.topic != self.handle.topic

@@ -413,6 +413,7 @@ mod tests {
             windows: Some(w),
             buckets: None,
             saved: None,
+            epoch: 0,
         }
     }
 

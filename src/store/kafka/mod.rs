@@ -24,6 +24,10 @@
 //! before the state record that names them, so that a checkpoint writes only the buckets
 //! changed since the last one and a restore never mixes two checkpoints' buckets.
 //!
+//! Streams, feature streams and scorers declared over the API live in the same topic, one
+//! record a declaration (`declared`: keys `@declared/<kind>/<name>`, `ravel-state:
+//! declaration`), so that every replica of the group reads them and a restart keeps them.
+//!
 //! Writing (`StateWriter`, on the ingest thread at every checkpoint interval): the records are
 //! produced with `acks=all` and idempotence, then flushed; a partition's offsets are committed
 //! only once all of its records are acknowledged. Reading (`StateReader`, its own thread):
@@ -53,6 +57,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 pub mod buckets;
+pub mod declared;
 mod reader;
 mod writer;
 
@@ -94,6 +99,11 @@ pub struct PartitionState {
     /// The bucket records holding `windows` (`buckets::BucketIndex`); set by the writer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub buckets: Option<BucketIndex>,
+    /// The declaration the state was folded under (`declared`: a stream declared over the
+    /// API); 0 for the config file's streams. A state of an earlier declaration of the same
+    /// name (changed, or retired with its state dropped) is never restored into a later one.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub epoch: u64,
     /// Not stored: to write, the bucket records of the partition's last written state (the
     /// buckets unchanged since are not written again); as read, those this state names.
     #[serde(skip)]
@@ -105,6 +115,10 @@ impl PartitionState {
         self.last_update_ms
             .map(|ms| UNIX_EPOCH + Duration::from_millis(ms))
     }
+}
+
+fn is_zero(e: &u64) -> bool {
+    *e == 0
 }
 
 /// The changelog key of a stream's partition.
@@ -134,6 +148,8 @@ pub enum Kind {
     Manifest,
     /// A time bucket (`buckets`).
     Bucket,
+    /// A stream, feature stream or scorer declared over the API (`declared`).
+    Declaration,
 }
 
 impl Kind {
@@ -143,6 +159,7 @@ impl Kind {
             Kind::Chunk => "chunk",
             Kind::Manifest => "manifest",
             Kind::Bucket => "bucket",
+            Kind::Declaration => "declaration",
         }
     }
     fn parse(s: &[u8]) -> Option<Kind> {
@@ -151,6 +168,7 @@ impl Kind {
             b"chunk" => Some(Kind::Chunk),
             b"manifest" => Some(Kind::Manifest),
             b"bucket" => Some(Kind::Bucket),
+            b"declaration" => Some(Kind::Declaration),
             _ => None,
         }
     }
@@ -338,6 +356,8 @@ impl Assembler {
                 self.hold(key, value)?;
                 Ok(None)
             }
+            // Kept by the reader itself (`reader`), never part of a state.
+            Kind::Declaration => Ok(None),
             Kind::Manifest => {
                 let m: Manifest = ciborium::from_reader(value)
                     .with_context(|| format!("state record {key}: bad manifest"))?;
@@ -497,6 +517,7 @@ mod tests {
             windows: None,
             buckets: None,
             saved: None,
+            epoch: 0,
         }
     }
 

@@ -1,5 +1,6 @@
 //! The reader of the state topic: tails the compacted changelog on its own thread and keeps
-//! the latest whole state of every partition, for restores after a (re)assignment.
+//! the latest whole state of every partition, for restores after a (re)assignment, and the
+//! latest record of every declaration made over the API (`declared`).
 
 use super::*;
 
@@ -10,12 +11,16 @@ struct Latest {
     states: BTreeMap<(String, i32), Arc<PartitionState>>,
     /// Changelog partition -> next offset read.
     read: HashMap<i32, i64>,
+    /// Declaration key -> its latest record's value (a tombstone removes it).
+    declared: BTreeMap<String, Vec<u8>>,
 }
 
 struct Shared {
     latest: Mutex<Latest>,
     changed: Condvar,
     version: AtomicU64,
+    /// Increases whenever a declaration record is read.
+    declared_version: AtomicU64,
 }
 
 /// Tails the changelog and keeps the latest state of every stream partition.
@@ -66,6 +71,7 @@ impl StateReader {
             latest: Mutex::new(Latest::default()),
             changed: Condvar::new(),
             version: AtomicU64::new(0),
+            declared_version: AtomicU64::new(0),
         });
         let reader = Arc::new(StateReader {
             shared: shared.clone(),
@@ -140,6 +146,16 @@ impl StateReader {
     pub fn version(&self) -> u64 {
         self.shared.version.load(Ordering::SeqCst)
     }
+
+    /// The latest record of every declaration (`declared`), by key.
+    pub fn declarations(&self) -> BTreeMap<String, Vec<u8>> {
+        crate::lock(&self.shared.latest).declared.clone()
+    }
+
+    /// Increases whenever a declaration record is read.
+    pub fn declarations_version(&self) -> u64 {
+        self.shared.declared_version.load(Ordering::SeqCst)
+    }
 }
 
 fn tail(consumer: BaseConsumer, shared: Arc<Shared>, shutdown: Shutdown) {
@@ -165,6 +181,29 @@ fn tail(consumer: BaseConsumer, shared: Arc<Shared>, shutdown: Shutdown) {
                         .and_then(Kind::parse)
                 });
                 let done = match kind {
+                    Some(Kind::Declaration) => {
+                        let mut latest = crate::lock(&shared.latest);
+                        match m.payload() {
+                            Some(v) => latest.declared.insert(key, v.to_vec()),
+                            None => latest.declared.remove(&key),
+                        };
+                        latest.read.insert(m.partition(), m.offset() + 1);
+                        shared.declared_version.fetch_add(1, Ordering::SeqCst);
+                        drop(latest);
+                        shared.changed.notify_all();
+                        continue;
+                    }
+                    // A retired stream's state, dropped (`StateWriter::forget`).
+                    Some(Kind::State) if m.payload().is_none() => {
+                        if let Some((stream, p)) = key.rsplit_once('/')
+                            && let Ok(p) = p.parse::<i32>()
+                        {
+                            crate::lock(&shared.latest)
+                                .states
+                                .remove(&(stream.to_string(), p));
+                        }
+                        assembler.apply(&key, Kind::State, None)
+                    }
                     Some(kind) => assembler.apply(&key, kind, m.payload()),
                     None => Err(anyhow::anyhow!(
                         "record {key} at {}/{} is not a ravel state",

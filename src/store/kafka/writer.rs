@@ -187,6 +187,44 @@ impl StateWriter {
         ok
     }
 
+    /// Deletes a retired stream's states (`?state=drop`, `crate::declared`): tombstones for
+    /// each partition's state record, its bucket records and its chunks, so that compaction
+    /// removes them. Waits (up to the timeout) for them to be sent.
+    pub fn forget(&mut self, states: &[Arc<PartitionState>]) {
+        let mut records = Vec::new();
+        for s in states {
+            let k = key(&s.stream, s.partition);
+            if let Some(old) = self.chunked.remove(&k) {
+                records.extend(tombstones(&s.stream, s.partition, &old));
+            }
+            for b in s.buckets.iter().flat_map(|i| i.buckets.iter()) {
+                let bk = buckets::bucket_key(&s.stream, s.partition, b.start_ms, b.slot);
+                records.extend((0..b.chunks).map(|i| Record {
+                    key: chunk_key(&bk, b.version, i),
+                    kind: Kind::Chunk,
+                    value: None,
+                }));
+                records.push(Record {
+                    key: bk,
+                    kind: Kind::Bucket,
+                    value: None,
+                });
+            }
+            records.push(Record {
+                key: k.clone(),
+                kind: Kind::State,
+                value: None,
+            });
+            self.named.remove(&k);
+        }
+        for r in &records {
+            self.send(r, None);
+        }
+        if let Err(e) = self.producer.flush(self.timeout) {
+            tracing::warn!(error = %e, "the retired stream's tombstones were not all sent in time");
+        }
+    }
+
     /// Queues one record (retrying while the queue is full); false when it cannot be sent.
     fn send(&self, r: &Record, index: Option<usize>) -> bool {
         let partition =
