@@ -239,8 +239,10 @@ pub async fn run(
         None => None,
     };
     // With the kafka store the API's declarations live in the state topic too.
-    let declaration_log = match (&state_reader, config.state.kafka_topic(&config.kafka.group_id))
-    {
+    let declaration_log = match (
+        &state_reader,
+        config.state.kafka_topic(&config.kafka.group_id),
+    ) {
         (Some(reader), Some(topic)) => Some(Arc::new(
             crate::store::kafka::declared::DeclarationLog::new(
                 &clients,

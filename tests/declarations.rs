@@ -137,21 +137,28 @@ fn assert_ols_at(base: &str, dir: &Path, n: usize) {
 
 /// The OLS of `stream` at the service `base` equals numpy's on exactly `events`.
 fn assert_ols_of(base: &str, stream: &str, dir: &Path, events: std::ops::Range<usize>) {
-    let (status, model) = post(
-        base,
-        &format!("/v1/streams/{stream}/model"),
-        &json!({"method": "ols"}),
-    );
-    assert_eq!(status, 200, "{model}");
-    assert_eq!(model["n"], events.len() as u64, "{model}");
-    let got = intercept_and(&model, &["a", "b"]);
-    let want = numpy_ols(dir, events);
+    assert_ols_everywhere(&[base], stream, dir, events)
+}
+
+/// The OLS of `stream` at each service of `bases` equals numpy's on exactly `events`.
+fn assert_ols_everywhere(bases: &[&str], stream: &str, dir: &Path, events: std::ops::Range<usize>) {
+    let want = numpy_ols(dir, events.clone());
     let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-    for (g, w) in got.iter().zip(&want) {
-        assert!(
-            (g - w).abs() <= 1e-9 * scale,
-            "service {got:?} vs numpy {want:?}"
+    for base in bases {
+        let (status, model) = post(
+            base,
+            &format!("/v1/streams/{stream}/model"),
+            &json!({"method": "ols"}),
         );
+        assert_eq!(status, 200, "{base}: {model}");
+        assert_eq!(model["n"], events.len() as u64, "{base}: {model}");
+        let got = intercept_and(&model, &["a", "b"]);
+        for (g, w) in got.iter().zip(&want) {
+            assert!(
+                (g - w).abs() <= 1e-9 * scale,
+                "{base}: service {got:?} vs numpy {want:?}"
+            );
+        }
     }
 }
 
@@ -772,8 +779,9 @@ fn a_stream_declared_over_the_api_is_folded_kept_changed_and_retired_while_the_o
 /// in the group's state topic. A stream declared on one replica is folded by both (each its
 /// partitions, each answering for every row), its n and OLS equal numpy's, also across a
 /// SIGKILL of the other replica, which has the declaration again from the topic when it
-/// restarts; changed on that replica, both start it afresh (the old declaration's states
-/// under the same keys are not restored into it); retired with its state
+/// restarts; changed on that replica (with a start time), both start it afresh and fold only
+/// the events after its start (the old declaration's states under the same keys are not
+/// restored into it); retired with its state
 /// dropped, both stop serving it. The file stream's n stays exact throughout.
 #[test]
 fn two_replicas_follow_the_declarations_in_the_state_topic() {
@@ -797,8 +805,18 @@ fn two_replicas_follow_the_declarations_in_the_state_topic() {
         .stream("file", "g.file", 3)
         .set("http.admin_token", ADMIN)
         .write(dir.path());
+    // Events before 450 are stamped an hour ago, for the changed declaration's start.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let events_at = |range: std::ops::Range<usize>, ts: i64| {
+        let stamped: Vec<(Vec<u8>, i64)> = range.map(|i| (event_json(i), ts)).collect();
+        send_stamped(&brokers, "g.api", &stamped);
+    };
+    let an_hour_ago = now - 3_600_000;
     send_rows_to(&brokers, "g.file", 0..300);
-    send_events_to(&brokers, "g.api", 0..300);
+    events_at(0..300, an_hour_ago);
     let (_a, a) = serve(dir.path(), &brokers, 0);
     let (mut b_proc, mut b) = serve(dir.path(), &brokers, 1);
     let logs = |run: usize| dir.path().join(format!("serve{run}.log"));
@@ -823,17 +841,16 @@ fn two_replicas_follow_the_declarations_in_the_state_topic() {
     });
     both(&a, &b, 1, "api", 300);
     both(&a, &b, 1, "file", 300);
-    send_events_to(&brokers, "g.api", 300..400);
+    events_at(300..400, an_hour_ago);
     both(&a, &b, 1, "api", 400);
-    assert_ols_at(&a, dir.path(), 400);
-    assert_ols_at(&b, dir.path(), 400);
+    assert_ols_everywhere(&[&a, &b], "api", dir.path(), 0..400);
 
     // SIGKILL replica 1; rows arrive while it is down; its restart reads the declaration
     // from the topic again.
     std::thread::sleep(Duration::from_millis(600));
     b_proc.signal("-KILL");
     b_proc.wait();
-    send_events_to(&brokers, "g.api", 400..450);
+    events_at(400..450, an_hour_ago);
     send_rows_to(&brokers, "g.file", 300..350);
     let (b_proc2, b2) = serve(dir.path(), &brokers, 2);
     (b_proc, b) = (b_proc2, b2);
@@ -841,13 +858,21 @@ fn two_replicas_follow_the_declarations_in_the_state_topic() {
     assert_eq!(d["origin"], "api", "{d}");
     both(&a, &b, 2, "api", 450);
     both(&a, &b, 2, "file", 350);
-    assert_ols_at(&a, dir.path(), 450);
-    assert_ols_at(&b, dir.path(), 450);
+    assert_ols_everywhere(&[&a, &b], "api", dir.path(), 0..450);
 
-    // Changed on replica 2 (its features in another order, on the same topic): both start
-    // it afresh from the beginning of the topic. A state of the first declaration restored
-    // into it would give each coefficient the other feature's name.
-    let changed = json!({"topic": "g.api", "features": ["b", "a"], "target": "y"});
+    // Changed on replica 2 (its features in another order, on the same topic, from half an
+    // hour ago): both start it afresh, and fold only the events after its start. A state of
+    // the first declaration restored into it would give each coefficient the other feature's
+    // name, and 450 rows too many.
+    let half_an_hour_ago = std::process::Command::new("date")
+        .args(["-u", "-d", &format!("@{}", (now - 1_800_000) / 1000)])
+        .arg("+%Y-%m-%dT%H:%M:%SZ")
+        .output()
+        .map(|o| String::from_utf8(o.stdout).unwrap().trim().to_string())
+        .unwrap();
+    let changed = json!({
+        "topic": "g.api", "features": ["b", "a"], "target": "y", "start": half_an_hour_ago
+    });
     let (status, body) = request(
         &b,
         reqwest::Method::PUT,
@@ -860,10 +885,9 @@ fn two_replicas_follow_the_declarations_in_the_state_topic() {
         let (_, d) = get(&a, "/v1/streams/api/declaration");
         (d["declaration"]["features"][0] == "b").then_some(())
     });
-    send_events_to(&brokers, "g.api", 450..500);
-    both(&a, &b, 2, "api", 500);
-    assert_ols_at(&a, dir.path(), 500);
-    assert_ols_at(&b, dir.path(), 500);
+    events_at(450..500, now);
+    both(&a, &b, 2, "api", 50);
+    assert_ols_everywhere(&[&a, &b], "api", dir.path(), 450..500);
 
     // Retired on replica 0, its state dropped: neither serves it; the file stream goes on.
     let (status, body) = request(

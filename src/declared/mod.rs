@@ -386,13 +386,11 @@ impl Declarations {
     /// Why declarations cannot be made here, if they cannot.
     fn unavailable(&self) -> Option<Refusal> {
         match self.keep {
-            Keep::Nowhere if self.base.state.store == StoreKind::Kafka => {
-                Some(Refusal::Conflict(
-                    "streams and scorers declared over the API are kept in the state topic, \
+            Keep::Nowhere if self.base.state.store == StoreKind::Kafka => Some(Refusal::Conflict(
+                "streams and scorers declared over the API are kept in the state topic, \
                      which this replica cannot write: see its log at start"
-                        .into(),
-                ))
-            }
+                    .into(),
+            )),
             Keep::Nowhere => Some(Refusal::Conflict(
                 "streams and scorers declared over the API are kept in state.dir so that a \
                  restart keeps them: set state.dir"
@@ -485,12 +483,7 @@ impl Declarations {
     }
 
     /// Serves a built stream and hands it to ingest (after its older declaration, `replaced`).
-    fn register(
-        &self,
-        handle: Arc<StreamHandle>,
-        positions: BTreeMap<i32, i64>,
-        replaced: bool,
-    ) {
+    fn register(&self, handle: Arc<StreamHandle>, positions: BTreeMap<i32, i64>, replaced: bool) {
         let name = handle.name().to_string();
         if let Some(previous) = self.streams.insert(handle.clone()) {
             previous.retire();

@@ -39,7 +39,10 @@ impl Declarations {
                     if l.retired {
                         topic.kept.insert(name.to_string());
                     } else {
-                        topic.declared.streams.insert(name.to_string(), l.declaration);
+                        topic
+                            .declared
+                            .streams
+                            .insert(name.to_string(), l.declaration);
                     }
                 }),
                 "feature_stream" => {

@@ -130,9 +130,8 @@ impl DeclarationLog {
             }
         };
         acked.map_err(|e| anyhow::anyhow!("{} did not take the record: {e}", self.topic))?;
-        self.reader.catch_up(
-            (self.timeout.saturating_sub(start.elapsed())).max(Duration::from_secs(1)),
-        )
+        self.reader
+            .catch_up((self.timeout.saturating_sub(start.elapsed())).max(Duration::from_secs(1)))
     }
 }
 
