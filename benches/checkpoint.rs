@@ -235,6 +235,7 @@ fn kafka_records(cp: Checkpoint, now: i64, p: usize) {
         windows: cp.windows,
         buckets: None,
         saved: None,
+        epoch: 0,
     };
     let never = Refresh {
         sent: 0,

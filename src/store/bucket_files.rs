@@ -75,22 +75,6 @@ pub struct Written {
     entries: BTreeMap<i64, (FileEntry, Weak<Stats>)>,
 }
 
-#[derive(Serialize)]
-struct BucketRef<'a> {
-    version: u64,
-    start_ms: i64,
-    width_ms: i64,
-    stats: &'a Stats,
-}
-
-#[derive(Deserialize)]
-struct BucketValue {
-    version: u64,
-    start_ms: i64,
-    width_ms: i64,
-    stats: Stats,
-}
-
 impl Written {
     /// The files `index` names, as a checkpoint loaded them into `windows` (`read`): the
     /// first checkpoint after a start writes only the buckets changed since, not all of them.
@@ -151,7 +135,7 @@ pub fn write_changed(
             version,
         };
         let mut payload = Vec::new();
-        let value = BucketRef {
+        let value = super::BucketRef {
             version,
             start_ms: start,
             width_ms: width,
@@ -221,7 +205,7 @@ pub fn read(dir: &Path, stream: &str, index: &FileIndex) -> anyhow::Result<Windo
         let path = bdir.join(file_name(e));
         let bytes = fs::read(&path)
             .with_context(|| format!("cannot read the bucket file {}", path.display()))?;
-        let b: BucketValue = unframe(&bytes)
+        let b: super::BucketValue = unframe(&bytes)
             .and_then(|p| ciborium::from_reader(p).context("the payload does not decode"))
             .with_context(|| format!("the bucket file {} is not valid", path.display()))?;
         if (b.version, b.start_ms, b.width_ms) != (e.version, e.start_ms, e.width_ms) {

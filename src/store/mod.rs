@@ -9,6 +9,7 @@ pub mod file;
 pub mod kafka;
 
 use crate::config::FoldBy;
+use crate::state::streams::Stats;
 use ravel_core::stats::FoldSet;
 use serde::{Deserialize, Serialize};
 
@@ -34,4 +35,23 @@ impl SavedFolds {
         }
         Ok(self.folds)
     }
+}
+
+/// One time bucket's statistics as both stores write them (a bucket file, a bucket record):
+/// the version that names it, its span and its statistics.
+#[derive(Serialize)]
+pub(crate) struct BucketRef<'a> {
+    pub version: u64,
+    pub start_ms: i64,
+    pub width_ms: i64,
+    pub stats: &'a Stats,
+}
+
+/// `BucketRef` as read back.
+#[derive(Deserialize)]
+pub(crate) struct BucketValue {
+    pub version: u64,
+    pub start_ms: i64,
+    pub width_ms: i64,
+    pub stats: Stats,
 }

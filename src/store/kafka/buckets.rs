@@ -152,22 +152,6 @@ pub struct Refresh {
     pub after: u64,
 }
 
-#[derive(Serialize)]
-struct BucketRef<'a> {
-    version: u64,
-    start_ms: i64,
-    width_ms: i64,
-    stats: &'a Stats,
-}
-
-#[derive(Deserialize)]
-struct BucketValue {
-    version: u64,
-    start_ms: i64,
-    width_ms: i64,
-    stats: Stats,
-}
-
 /// A bucket record as read, until a state names it.
 #[derive(Debug, Clone)]
 pub struct HeldBucket {
@@ -255,7 +239,7 @@ pub fn plan(
         }
         let slot = old.map_or(0, |s| 1 - s.entry.slot);
         let mut bytes = Vec::new();
-        let value = BucketRef {
+        let value = crate::store::BucketRef {
             version,
             start_ms: start,
             width_ms: width,
@@ -310,7 +294,7 @@ pub fn plan(
 
 /// Reads a bucket record (its whole value, chunks joined) under `key`.
 pub fn decode_bucket(key: &str, bytes: &[u8]) -> anyhow::Result<HeldBucket> {
-    let b: BucketValue =
+    let b: crate::store::BucketValue =
         ciborium::from_reader(bytes).with_context(|| format!("bucket record {key}: bad value"))?;
     let start = key
         .rsplit_once("#b")
