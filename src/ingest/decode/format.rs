@@ -174,14 +174,12 @@ fn decode_schemad(
     events::decode(obj, schema, fields, x, y, tally)
 }
 
-/// Whether every value is finite and within `MAX_ABS_VALUE`, in one pass the compiler
-/// vectorizes: on the bits with the sign cleared, infinities and NaNs order above every
-/// finite magnitude, so one integer comparison against the limit's bits covers all three.
+/// Whether every value is finite and within `MAX_ABS_VALUE`: the statistics' own check, one
+/// branch-free pass with AVX2 where the CPU has it (as a portable loop here, built for SSE2,
+/// which has no 64-bit comparison, it was about 4% of the service's CPU on binary
+/// mini-batches at p = 100).
 fn within_limit(values: &[f64]) -> bool {
-    let limit = ravel_core::stats::MAX_ABS_VALUE.to_bits();
-    values.iter().fold(0u64, |beyond, v| {
-        beyond | u64::from(v.to_bits() & !(1 << 63) > limit)
-    }) == 0
+    ravel_core::stats::within_limit(values)
 }
 
 /// Finiteness and labels of rows already shaped right.

@@ -86,6 +86,14 @@ pub enum StatsError {
 /// back. Real data (timestamps, money, counts) sit a hundred orders of magnitude below.
 pub const MAX_ABS_VALUE: f64 = 1e150;
 
+/// Whether every value is finite and |v| <= `MAX_ABS_VALUE`: the check a batch passes before
+/// it is folded, for callers that validate values on their own (the service, message by
+/// message). One branch-free pass, with AVX2 where the CPU has it (4 values a step; without
+/// it, SSE2 has no 64-bit comparison and the same loop costs about 6 instructions a value).
+pub fn within_limit(values: &[f64]) -> bool {
+    syrk::all_finite(values)
+}
+
 /// Validates a batch before anything is changed: dimensions and, if `finite`, finiteness and
 /// the `MAX_ABS_VALUE` bound.
 pub(super) fn check_batch(

@@ -22,10 +22,14 @@
 //! 16 ymm registers: written in `asm!` because the compiler spilled) computes each tile on or
 //! below the diagonal; tiles on the diagonal or the last rows use 8- or 4-row kernels where they
 //! can, are computed whole and written element by element, lower part only, so the upper
-//! triangle of `sxx` is never touched. Work goes to the rayon threads by rows of the batch for
-//! small p (each thread checks and folds its share into its own buffer; the buffers are summed
-//! at the end) and by columns of the triangle for large p (chunks weighted by their tiles,
-//! taken dynamically; the threads share each packed block).
+//! triangle of `sxx` is never touched. On CPUs with AVX-512F, two column panels whose tiles are
+//! whole and below the diagonal go together through a 12 x 8 kernel in 512-bit registers
+//! (`tile12x8`, the tile transposed: each element the same fused multiply-adds in the same
+//! order, so the same bits; on the 2-core Xeon of docs/benchmarks.md 9% more rows/s at
+//! p = 100 and 16% at p = 1000, one thread). Work goes to the rayon threads by rows of the
+//! batch for small p (each thread checks and folds its share into its own buffer; the buffers
+//! are summed at the end) and by columns of the triangle for large p (chunks weighted by their
+//! tiles, taken dynamically; the threads share each packed block).
 //!
 //! Why not faer's triangular `matmul`: it ran at about 0.7x numpy's OpenBLAS on this workload.
 //! Other CPUs (no AVX2/FMA, or not x86-64) keep that path: `fold` answers `Unavailable`.
@@ -80,6 +84,22 @@ pub(super) fn available() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Whether the CPU has AVX-512F, for `tile12x8` (the tests can turn it off to compare).
+fn wide_available() -> bool {
+    #[cfg(test)]
+    if tests::NARROW_ONLY.load(std::sync::atomic::Ordering::Relaxed) {
+        return false;
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        is_x86_feature_detected!("avx512f")
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -147,6 +167,7 @@ pub(super) fn fold(
             weights,
             shift_x: shift.0,
             shift_y: shift.1,
+            wide: wide_available(),
         };
         if !checked && !matches!(split, Split::Rows(_)) && !data.finite(p, 0..rows) {
             return Folded::NotFinite;
@@ -218,6 +239,8 @@ struct Batch<'a> {
     /// Subtracted from every row (x) and target (y) as it is packed.
     shift_x: &'a [f64],
     shift_y: f64,
+    /// Whether full tiles of 8 columns take the 512-bit kernel (`tile12x8`).
+    wide: bool,
 }
 
 impl Batch<'_> {
@@ -491,7 +514,7 @@ unsafe fn fold_rows(dst: Dst, batch: &Batch, range: std::ops::Range<usize>, deca
         // SAFETY: AVX2 and FMA available (the caller's promise).
         unsafe { pack(batch, k0, kc, 0, a) };
         // SAFETY: forwarded from the caller.
-        unsafe { compute(dst, a, kc, big, 0..ns, batch.alpha(), beta) };
+        unsafe { compute(dst, a, kc, big, 0..ns, batch.alpha(), beta, batch.wide) };
         beta = 1.0;
         k0 += kc;
     }
@@ -614,10 +637,11 @@ fn fold_split_cols(sxx: &mut [f64], extra: &mut [f64], batch: &Batch, decay: f64
                 .for_each(|(t, a)| unsafe { pack(batch, k0, kc, t * per, a) });
             let a = &*a;
             (0..chunks).into_par_iter().with_max_len(1).for_each(|t| {
+                let cols = cuts[t]..cuts[t + 1];
                 // SAFETY: chunk t writes only columns cuts[t] * NR .. cuts[t + 1] * NR of the
                 // triangle (and of the two augmented rows), disjoint from the other chunks';
                 // `sxx` and `extra` stay mutably borrowed by this function meanwhile.
-                unsafe { compute(dst, a, kc, big, cuts[t]..cuts[t + 1], alpha, beta) };
+                unsafe { compute(dst, a, kc, big, cols, alpha, beta, batch.wide) };
             });
             beta = 1.0;
             k0 += kc;
@@ -658,6 +682,7 @@ unsafe fn compute(
     cols: std::ops::Range<usize>,
     alpha: f64,
     beta: f64,
+    wide: bool,
 ) {
     let nq = row_panels(big);
     if cols.is_empty() {
@@ -667,79 +692,131 @@ unsafe fn compute(
     let mut ic = q_first;
     while ic < nq {
         let ic_end = (ic + MC_PANELS).min(nq);
-        for s in cols.clone() {
+        let mut s = cols.start;
+        while s < cols.end {
             let j0 = s * NR;
             if j0 >= ic_end * MR {
                 break;
             }
-            let bp = &a[(s / 3 * kc * MR + s % 3 * NR)..][..(kc - 1) * MR + NR];
-            for q in ic.max(j0 / MR)..ic_end {
+            // With AVX-512, column panels s and s + 1 go together through `tile12x8` wherever
+            // both tiles are whole and below the diagonal; their other tiles one panel at a
+            // time, as without it.
+            let pair = wide && s + 1 < cols.end;
+            let (first, last) = (ic.max(j0 / MR), ic_end);
+            for q in first..last {
                 let i0 = q * MR;
-                // Rows i0 + lo .. i0 + hi of the panel: the tile starts at the diagonal's block of
-                // 4 and stops at the last block of 4 holding a row of the augmented matrix.
-                let lo = j0.saturating_sub(i0);
-                let hi = MR.min((big - i0).next_multiple_of(4));
-                let ap = &a[q * MR * kc + lo..][..(kc - 1) * MR + (hi - lo)];
-                if lo == 0 && i0 >= j0 + NR - 1 && i0 + MR <= dst.p {
-                    // SAFETY: rows i0 .. i0 + 12 < p and columns j0 .. j0 + 4 <= i0 < p are
-                    // inside the p x p buffer and in this thread's columns; the panels hold
-                    // the reads.
+                if pair && i0 >= j0 + 2 * NR - 1 && i0 + MR <= dst.p {
+                    // SAFETY: rows i0 .. i0 + 12 < p and columns j0 .. j0 + 8 <= i0 < p are
+                    // inside the p x p buffer and in this thread's columns (s and s + 1); the
+                    // panels hold the reads (column panels s and s + 1 < ns, in row panels
+                    // below nq); AVX-512F detected (`wide`).
                     unsafe {
                         let c = dst.c.add(i0 + j0 * dst.ldc);
-                        for jj in 0..NR {
+                        for jj in 0..2 * NR {
                             let e = c.add(jj * dst.ldc) as *const i8;
                             _mm_prefetch::<_MM_HINT_T0>(e);
                             _mm_prefetch::<_MM_HINT_T0>(e.add(MR * 8 - 1));
                         }
-                        let acc = tile12(kc, ap.as_ptr(), bp.as_ptr());
-                        store_full(c, dst.ldc, &acc, alpha, beta);
+                        let col = |s: usize| a.as_ptr().add(s / 3 * kc * MR + s % 3 * NR);
+                        let acc = tile12x8(kc, a.as_ptr().add(q * MR * kc), col(s), col(s + 1));
+                        store_full_t(c, dst.ldc, &acc, alpha, beta);
                     }
                     continue;
                 }
-                let mut t = [0.0f64; MR * NR];
-                // SAFETY: the panels hold the reads (12 (kc - 1) + hi - lo from `ap`); `t`
-                // holds 4 columns of 12.
-                unsafe {
-                    let acc = match (hi - lo) / 4 {
-                        3 => tile12(kc, ap.as_ptr(), bp.as_ptr()),
-                        2 => tile_small::<2>(kc, ap.as_ptr(), bp.as_ptr()),
-                        _ => tile_small::<1>(kc, ap.as_ptr(), bp.as_ptr()),
-                    };
-                    for (jj, col) in acc.iter().enumerate() {
-                        for (v, reg) in col.iter().enumerate() {
-                            _mm256_storeu_pd(t.as_mut_ptr().add(jj * MR + 4 * v), *reg);
-                        }
-                    }
-                }
-                for jj in 0..NR {
-                    let j = j0 + jj;
-                    if j >= big {
-                        break;
-                    }
-                    for r in 0..hi - lo {
-                        let i = i0 + lo + r;
-                        if i >= big {
-                            break;
-                        }
-                        if i < j {
-                            continue;
-                        }
-                        let v = alpha * t[jj * MR + r];
-                        if i < dst.p {
-                            // SAFETY: j <= i < p: inside the p x p buffer, lower part.
-                            unsafe {
-                                let e = dst.c.add(i + j * dst.ldc);
-                                *e = if beta == 0.0 { v } else { beta * *e + v };
-                            }
-                        } else {
-                            // SAFETY: i - p < 2 and j < p + 2: inside `extra`.
-                            unsafe { *dst.extra.add((i - dst.p) * big + j) += v };
-                        }
-                    }
+                // SAFETY: forwarded from the caller.
+                unsafe { tile_at(dst, a, kc, big, s, q, alpha, beta) };
+                if pair && q >= ((s + 1) * NR) / MR {
+                    // SAFETY: forwarded from the caller (s + 1 is in `cols`).
+                    unsafe { tile_at(dst, a, kc, big, s + 1, q, alpha, beta) };
                 }
             }
+            s += if pair { 2 } else { 1 };
         }
         ic = ic_end;
+    }
+}
+
+/// The tile of row panel q and column panel s (`compute`, one panel at a time).
+///
+/// # Safety
+/// As for `compute`, with s among its columns.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn tile_at(
+    dst: Dst,
+    a: &[f64],
+    kc: usize,
+    big: usize,
+    s: usize,
+    q: usize,
+    alpha: f64,
+    beta: f64,
+) {
+    let j0 = s * NR;
+    let bp = &a[(s / 3 * kc * MR + s % 3 * NR)..][..(kc - 1) * MR + NR];
+    let i0 = q * MR;
+    // Rows i0 + lo .. i0 + hi of the panel: the tile starts at the diagonal's block of
+    // 4 and stops at the last block of 4 holding a row of the augmented matrix.
+    let lo = j0.saturating_sub(i0);
+    let hi = MR.min((big - i0).next_multiple_of(4));
+    let ap = &a[q * MR * kc + lo..][..(kc - 1) * MR + (hi - lo)];
+    if lo == 0 && i0 >= j0 + NR - 1 && i0 + MR <= dst.p {
+        // SAFETY: rows i0 .. i0 + 12 < p and columns j0 .. j0 + 4 <= i0 < p are
+        // inside the p x p buffer and in this thread's columns; the panels hold
+        // the reads.
+        unsafe {
+            let c = dst.c.add(i0 + j0 * dst.ldc);
+            for jj in 0..NR {
+                let e = c.add(jj * dst.ldc) as *const i8;
+                _mm_prefetch::<_MM_HINT_T0>(e);
+                _mm_prefetch::<_MM_HINT_T0>(e.add(MR * 8 - 1));
+            }
+            let acc = tile12(kc, ap.as_ptr(), bp.as_ptr());
+            store_full(c, dst.ldc, &acc, alpha, beta);
+        }
+        return;
+    }
+    let mut t = [0.0f64; MR * NR];
+    // SAFETY: the panels hold the reads (12 (kc - 1) + hi - lo from `ap`); `t`
+    // holds 4 columns of 12.
+    unsafe {
+        let acc = match (hi - lo) / 4 {
+            3 => tile12(kc, ap.as_ptr(), bp.as_ptr()),
+            2 => tile_small::<2>(kc, ap.as_ptr(), bp.as_ptr()),
+            _ => tile_small::<1>(kc, ap.as_ptr(), bp.as_ptr()),
+        };
+        for (jj, col) in acc.iter().enumerate() {
+            for (v, reg) in col.iter().enumerate() {
+                _mm256_storeu_pd(t.as_mut_ptr().add(jj * MR + 4 * v), *reg);
+            }
+        }
+    }
+    for jj in 0..NR {
+        let j = j0 + jj;
+        if j >= big {
+            break;
+        }
+        for r in 0..hi - lo {
+            let i = i0 + lo + r;
+            if i >= big {
+                break;
+            }
+            if i < j {
+                continue;
+            }
+            let v = alpha * t[jj * MR + r];
+            if i < dst.p {
+                // SAFETY: j <= i < p: inside the p x p buffer, lower part.
+                unsafe {
+                    let e = dst.c.add(i + j * dst.ldc);
+                    *e = if beta == 0.0 { v } else { beta * *e + v };
+                }
+            } else {
+                // SAFETY: i - p < 2 and j < p + 2: inside `extra`.
+                unsafe { *dst.extra.add((i - dst.p) * big + j) += v };
+            }
+        }
     }
 }
 
@@ -951,9 +1028,87 @@ unsafe fn store_full(c: *mut f64, ldc: usize, acc: &[[__m256d; 3]; 4], alpha: f6
     }
 }
 
+/// The 12 x 8 micro-kernel in 512-bit registers, the tile transposed: `acc[r]` holds row r's
+/// 8 columns, acc[r][c] = sum_k a[k * 12 + r] * (b0, b1)[k * 12 + c], the columns the two
+/// column panels b0 and b1 (4 values of each packed row; one 8-value load when adjacent in
+/// a row panel). Each element is the same fused multiply-adds as in `tile12`, in the same
+/// order from zero, so the same bits; a 512-bit FMA does twice a 256-bit one's work, at the
+/// same rate on CPUs with two 512-bit FMA units.
+///
+/// # Safety
+/// AVX-512F available; `a` valid for 12 * kc reads, `b0` and `b1` for 12 * (kc - 1) + 4.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn tile12x8(kc: usize, a: *const f64, b0: *const f64, b1: *const f64) -> [__m512d; MR] {
+    // One k: row k's 12 values of `a` against the 8 columns in `bv`.
+    let step = |acc: &mut [__m512d; MR], ak: *const f64, bv: __m512d| {
+        for (r, c) in acc.iter_mut().enumerate() {
+            // SAFETY: r < 12, inside the row of `a` the caller reads; AVX-512F available.
+            unsafe { *c = _mm512_fmadd_pd(_mm512_set1_pd(*ak.add(r)), bv, *c) };
+        }
+    };
+    let mut acc = [_mm512_setzero_pd(); MR];
+    if b1 == b0.wrapping_add(NR) {
+        for k in 0..kc {
+            // SAFETY: k < kc: the 8 values of b0 from 12 k are b0's 4 and b1's 4.
+            let bv = unsafe { _mm512_loadu_pd(b0.add(k * MR)) };
+            // SAFETY: 12 values of a from 12 k, inside the caller's reads.
+            step(&mut acc, unsafe { a.add(k * MR) }, bv);
+        }
+    } else {
+        for k in 0..kc {
+            // SAFETY: k < kc: 4 values of each panel from 12 k.
+            let bv = unsafe {
+                let lo = _mm256_loadu_pd(b0.add(k * MR));
+                let hi = _mm256_loadu_pd(b1.add(k * MR));
+                _mm512_insertf64x4::<1>(_mm512_castpd256_pd512(lo), hi)
+            };
+            // SAFETY: 12 values of a from 12 k, inside the caller's reads.
+            step(&mut acc, unsafe { a.add(k * MR) }, bv);
+        }
+    }
+    acc
+}
+
+/// `store_full` for `tile12x8`'s transposed 12 x 8 tile: c[r + jj * ldc] = beta * c + alpha *
+/// acc[r][jj], element by element the same arithmetic (one product, or one fused multiply-add
+/// onto beta * c).
+///
+/// # Safety
+/// AVX-512F available; `c` valid for the 12 x 8 tile with leading dimension `ldc`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn store_full_t(c: *mut f64, ldc: usize, acc: &[__m512d; MR], alpha: f64, beta: f64) {
+    let mut t = [0.0f64; MR * 2 * NR];
+    for (r, v) in acc.iter().enumerate() {
+        // SAFETY: `t` holds 12 rows of 8.
+        unsafe { _mm512_storeu_pd(t.as_mut_ptr().add(r * 2 * NR), *v) };
+    }
+    for jj in 0..2 * NR {
+        for r in 0..MR {
+            let v = t[r * 2 * NR + jj];
+            // SAFETY: inside the tile the caller vouches for.
+            unsafe {
+                let e = c.add(jj * ldc + r);
+                *e = if beta == 0.0 {
+                    alpha * v
+                } else {
+                    alpha.mul_add(v, beta * *e)
+                };
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Turns the 512-bit kernel off: the two kernels are compared bit for bit.
+    pub(super) static NARROW_ONLY: std::sync::atomic::AtomicBool =
+        std::sync::atomic::AtomicBool::new(false);
 
     /// A batch laid out in memory otherwise than row-major: the table and the strides.
     struct Layout {
@@ -1160,6 +1315,28 @@ mod tests {
                         );
                         assert_eq!(done, Folded::Done);
                         let ctx = format!("p={p} B={rows} {split:?} shift {}", shift.1);
+                        // Without the 512-bit kernel (where the CPU has it): the same bits.
+                        NARROW_ONLY.store(true, std::sync::atomic::Ordering::Relaxed);
+                        let mut narrow = sxx0.clone();
+                        let mut narrow_extra = vec![0.0; 2 * (p + 2)];
+                        let done = fold(
+                            &mut narrow,
+                            &mut narrow_extra,
+                            p,
+                            StridedRows::contiguous(p, &x, &y),
+                            weights,
+                            shift,
+                            0.9,
+                            false,
+                            Some(split),
+                        );
+                        NARROW_ONLY.store(false, std::sync::atomic::Ordering::Relaxed);
+                        assert_eq!(done, Folded::Done);
+                        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                        assert!(
+                            bits(&narrow) == bits(&got) && bits(&narrow_extra) == bits(&extra),
+                            "{ctx}: 256-bit and 512-bit kernels differ"
+                        );
                         // The same rows laid out otherwise fold to the same bits.
                         for (layout, t) in layouts(p, &x, &y) {
                             let mut other = sxx0.clone();
