@@ -546,15 +546,7 @@ pub fn for_each_row(
         }
         Format::Npy | Format::Csv => {
             let mut r = row_reader(path, format, opts)?;
-            let p = r.p;
-            if let Some(d) = opts.p
-                && d != p
-            {
-                return Err(DataError::File {
-                    path: path.into(),
-                    msg: format!("the file has {p} features, not the {d} declared (--features)"),
-                });
-            }
+            let p = declared_p(path, opts, r.p)?;
             let batch = (1usize << 20).div_ceil(p.max(1)).max(1);
             let (mut x, mut y) = (Vec::new(), Vec::new());
             loop {
@@ -599,15 +591,7 @@ fn read_rows(
 ) -> Result<Csc, DataError> {
     let open = || row_reader(path, format, opts);
     let mut r = open()?;
-    let p = r.p;
-    if let Some(d) = opts.p
-        && d != p
-    {
-        return Err(DataError::File {
-            path: path.into(),
-            msg: format!("the file has {p} features, not the {d} declared (--features)"),
-        });
-    }
+    let p = declared_p(path, opts, r.p)?;
     let batch = batch_values.div_ceil(p.max(1)).max(1);
     let (mut x, mut y) = (Vec::new(), Vec::new());
     let mut counts = vec![0usize; p];
@@ -666,6 +650,17 @@ fn read_rows(
         });
     }
     Ok(b.finish(ys))
+}
+
+/// A dense file's `p` features, or an error when `--features` declares another number.
+fn declared_p(path: &Path, opts: &CscOptions, p: usize) -> Result<usize, DataError> {
+    match opts.p {
+        Some(d) if d != p => Err(DataError::File {
+            path: path.into(),
+            msg: format!("the file has {p} features, not the {d} declared (--features)"),
+        }),
+        _ => Ok(p),
+    }
 }
 
 #[cfg(test)]
