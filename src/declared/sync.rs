@@ -28,6 +28,10 @@ impl Declarations {
         let Keep::Log(log) = &self.keep else {
             return;
         };
+        // Read under the lock: a change this replica answers holds it until its record is
+        // read back, so the records read here always include it (read before, they would
+        // retire what it just declared).
+        let mut declared = crate::lock(&self.declared);
         let records = log.records();
         let mut topic = InTopic::default();
         for (key, value) in &records {
@@ -65,7 +69,6 @@ impl Declarations {
                 self.refuse_once(value, key, &format!("the record cannot be read: {e}"));
             }
         }
-        let mut declared = crate::lock(&self.declared);
         let want = topic.declared;
         // Retired: scorers first (they score with streams), then feature streams and streams.
         for name in gone(&declared.scorers, &want.scorers) {
