@@ -825,14 +825,17 @@ fn two_replicas_follow_the_declarations_in_the_state_topic() {
         wait_n(b, stream, n, &logs(b_run));
     };
 
+    let put_api = |base: &str, decl: &Value| {
+        request(
+            base,
+            reqwest::Method::PUT,
+            "/v1/streams/api",
+            Some(ADMIN),
+            Some(decl),
+        )
+    };
     let decl = json!({"topic": "g.api", "features": ["a", "b"], "target": "y"});
-    let (status, body) = request(
-        &a,
-        reqwest::Method::PUT,
-        "/v1/streams/api",
-        Some(ADMIN),
-        Some(&decl),
-    );
+    let (status, body) = put_api(&a, &decl);
     assert_eq!(status, 201, "{body}");
     // The other replica picks it up from the topic.
     wait_for("replica 1 serves the declared stream", &logs(1), || {
@@ -873,13 +876,7 @@ fn two_replicas_follow_the_declarations_in_the_state_topic() {
     let changed = json!({
         "topic": "g.api", "features": ["b", "a"], "target": "y", "start": half_an_hour_ago
     });
-    let (status, body) = request(
-        &b,
-        reqwest::Method::PUT,
-        "/v1/streams/api",
-        Some(ADMIN),
-        Some(&changed),
-    );
+    let (status, body) = put_api(&b, &changed);
     assert_eq!(status, 200, "{body}");
     wait_for("replica 0 reads the changed declaration", &logs(0), || {
         let (_, d) = get(&a, "/v1/streams/api/declaration");

@@ -1300,38 +1300,31 @@ mod tests {
                         Split::Cols(2),
                         Split::Cols(3),
                     ] {
-                        let mut got = sxx0.clone();
-                        let mut extra = vec![0.0; 2 * (p + 2)];
-                        let done = fold(
-                            &mut got,
-                            &mut extra,
-                            p,
-                            StridedRows::contiguous(p, &x, &y),
-                            weights,
-                            shift,
-                            0.9,
-                            false,
-                            Some(split),
-                        );
-                        assert_eq!(done, Folded::Done);
+                        // The fold of the contiguous rows, with the 512-bit kernel where the
+                        // CPU has it or (`narrow`) without.
+                        let contiguous = |narrow: bool| {
+                            NARROW_ONLY.store(narrow, std::sync::atomic::Ordering::Relaxed);
+                            let mut out = sxx0.clone();
+                            let mut out_extra = vec![0.0; 2 * (p + 2)];
+                            let done = fold(
+                                &mut out,
+                                &mut out_extra,
+                                p,
+                                StridedRows::contiguous(p, &x, &y),
+                                weights,
+                                shift,
+                                0.9,
+                                false,
+                                Some(split),
+                            );
+                            NARROW_ONLY.store(false, std::sync::atomic::Ordering::Relaxed);
+                            assert_eq!(done, Folded::Done);
+                            (out, out_extra)
+                        };
+                        let (got, extra) = contiguous(false);
                         let ctx = format!("p={p} B={rows} {split:?} shift {}", shift.1);
-                        // Without the 512-bit kernel (where the CPU has it): the same bits.
-                        NARROW_ONLY.store(true, std::sync::atomic::Ordering::Relaxed);
-                        let mut narrow = sxx0.clone();
-                        let mut narrow_extra = vec![0.0; 2 * (p + 2)];
-                        let done = fold(
-                            &mut narrow,
-                            &mut narrow_extra,
-                            p,
-                            StridedRows::contiguous(p, &x, &y),
-                            weights,
-                            shift,
-                            0.9,
-                            false,
-                            Some(split),
-                        );
-                        NARROW_ONLY.store(false, std::sync::atomic::Ordering::Relaxed);
-                        assert_eq!(done, Folded::Done);
+                        // Without the 512-bit kernel: the same bits.
+                        let (narrow, narrow_extra) = contiguous(true);
                         let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
                         assert!(
                             bits(&narrow) == bits(&got) && bits(&narrow_extra) == bits(&extra),
