@@ -185,6 +185,25 @@ fn broker() -> &'static EmbeddedBroker {
     BROKER.get_or_init(|| EmbeddedBroker::start(1).unwrap())
 }
 
+/// The shared broker's address, with `topics` (name, partitions) created.
+fn with_topics(topics: &[(&str, i32)]) -> String {
+    let broker = broker();
+    for (t, parts) in topics {
+        broker.create_topic(t, *parts).unwrap();
+    }
+    broker.bootstrap_servers().to_string()
+}
+
+/// Unix time `ms` as RFC 3339 (UTC, whole seconds), as a `start` takes it.
+fn rfc3339(ms: i64) -> String {
+    std::process::Command::new("date")
+        .args(["-u", "-d", &format!("@{}", ms / 1000)])
+        .arg("+%Y-%m-%dT%H:%M:%SZ")
+        .output()
+        .map(|o| String::from_utf8(o.stdout).unwrap().trim().to_string())
+        .unwrap()
+}
+
 /// Waits until the service at `base` holds `n` rows of `stream`.
 fn wait_n(base: &str, stream: &str, n: u64, log: &Path) {
     wait_for(&format!("{stream}: n = {n}"), log, || {
@@ -196,16 +215,12 @@ fn wait_n(base: &str, stream: &str, n: u64, log: &Path) {
 /// its rows, each once (from its last checkpoint on), and the file stream's n is exact.
 #[test]
 fn a_declared_stream_survives_a_sigkill() {
-    let broker = broker();
-    let brokers = broker.bootstrap_servers().to_string();
-    for (t, parts) in [
+    let brokers = with_topics(&[
         ("k.file", 2),
         ("k.file.dlq", 1),
         ("k.api", 2),
         ("k.api.dlq", 1),
-    ] {
-        broker.create_topic(t, parts).unwrap();
-    }
+    ]);
     let dir = tempfile::tempdir().unwrap();
     ConfigFile::new("declared-kill")
         .state_in(dir.path(), 200)
@@ -250,18 +265,14 @@ fn a_declared_stream_survives_a_sigkill() {
 /// too, at the service's first start, and its n stays exact.
 #[test]
 fn a_declared_stream_starts_at_the_end_of_its_topic_or_at_a_time() {
-    let broker = broker();
-    let brokers = broker.bootstrap_servers().to_string();
-    for (t, parts) in [
+    let brokers = with_topics(&[
         ("s.file", 1),
         ("s.file.dlq", 1),
         ("s.late", 2),
         ("s.late.dlq", 1),
         ("s.time", 2),
         ("s.time.dlq", 1),
-    ] {
-        broker.create_topic(t, parts).unwrap();
-    }
+    ]);
     let dir = tempfile::tempdir().unwrap();
     ConfigFile::new("declared-start")
         .state_in(dir.path(), 200)
@@ -280,12 +291,7 @@ fn a_declared_stream_starts_at_the_end_of_its_topic_or_at_a_time() {
         .map(|i| (event_json(i), if i < 100 { now - 3_600_000 } else { now }))
         .collect();
     send_stamped(&brokers, "s.time", &stamped);
-    let half_an_hour_ago = std::process::Command::new("date")
-        .args(["-u", "-d", &format!("@{}", (now - 1_800_000) / 1000)])
-        .arg("+%Y-%m-%dT%H:%M:%SZ")
-        .output()
-        .map(|o| String::from_utf8(o.stdout).unwrap().trim().to_string())
-        .unwrap();
+    let half_an_hour_ago = rfc3339(now - 1_800_000);
     let (mut p, base) = serve(dir.path(), &brokers, 0);
     let log = dir.path().join("serve0.log");
     let declare = |base: &str, name: &str, topic: &str, start: &str| {
@@ -352,9 +358,7 @@ fn a_declared_stream_starts_at_the_end_of_its_topic_or_at_a_time() {
 
 #[test]
 fn a_stream_declared_over_the_api_is_folded_kept_changed_and_retired_while_the_others_stay_exact() {
-    let broker = broker();
-    let brokers = broker.bootstrap_servers().to_string();
-    for (t, parts) in [
+    let brokers = with_topics(&[
         ("t.file", 3),
         ("t.file.dlq", 1),
         ("t.api", 2),
@@ -364,9 +368,7 @@ fn a_stream_declared_over_the_api_is_folded_kept_changed_and_retired_while_the_o
         ("t.pred", 1),
         ("t.genes", 1),
         ("t.genes.dlq", 1),
-    ] {
-        broker.create_topic(t, parts).unwrap();
-    }
+    ]);
     let state = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
     let mut file_n = 500;
@@ -785,18 +787,14 @@ fn a_stream_declared_over_the_api_is_folded_kept_changed_and_retired_while_the_o
 /// dropped, both stop serving it. The file stream's n stays exact throughout.
 #[test]
 fn two_replicas_follow_the_declarations_in_the_state_topic() {
-    let broker = broker();
-    let brokers = broker.bootstrap_servers().to_string();
     let group = "declared-pair";
-    for (t, parts) in [
+    let brokers = with_topics(&[
         ("g.file", 2),
         ("g.file.dlq", 1),
         ("g.api", 2),
         ("g.api.dlq", 1),
         ("declared-pair.state", 3),
-    ] {
-        broker.create_topic(t, parts).unwrap();
-    }
+    ]);
     let dir = tempfile::tempdir().unwrap();
     ConfigFile::new(group)
         .quick_rejoin()
@@ -867,12 +865,7 @@ fn two_replicas_follow_the_declarations_in_the_state_topic() {
     // hour ago): both start it afresh, and fold only the events after its start. A state of
     // the first declaration restored into it would give each coefficient the other feature's
     // name, and 450 rows too many.
-    let half_an_hour_ago = std::process::Command::new("date")
-        .args(["-u", "-d", &format!("@{}", (now - 1_800_000) / 1000)])
-        .arg("+%Y-%m-%dT%H:%M:%SZ")
-        .output()
-        .map(|o| String::from_utf8(o.stdout).unwrap().trim().to_string())
-        .unwrap();
+    let half_an_hour_ago = rfc3339(now - 1_800_000);
     let changed = json!({
         "topic": "g.api", "features": ["b", "a"], "target": "y", "start": half_an_hour_ago
     });
