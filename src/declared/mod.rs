@@ -192,8 +192,15 @@ pub enum Change {
         handle: Arc<StreamHandle>,
         positions: BTreeMap<i32, i64>,
     },
-    /// Stop reading a stream; `drop_state`: delete its checkpoint.
-    Remove { name: String, drop_state: bool },
+    /// Stop reading a stream; `drop_state`: delete its checkpoint; `replaced`: a changed
+    /// declaration of the name follows (with the kafka store its states are then not
+    /// tombstoned: the new declaration's states, under the same keys, replace them, and a
+    /// tombstone sent late could delete one of those).
+    Remove {
+        name: String,
+        drop_state: bool,
+        replaced: bool,
+    },
     /// Start reading a feature stream (in the registry already) from its topic's beginning.
     AddFeatures {
         handle: Arc<crate::state::feature_streams::FeatureStreamHandle>,
@@ -492,6 +499,7 @@ impl Declarations {
             self.queue.push(Change::Remove {
                 name,
                 drop_state: true,
+                replaced: true,
             });
         }
         self.queue.push(Change::Add { handle, positions });
@@ -505,6 +513,7 @@ impl Declarations {
         self.queue.push(Change::Remove {
             name: name.to_string(),
             drop_state,
+            replaced: false,
         });
     }
 

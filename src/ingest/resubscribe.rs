@@ -34,7 +34,11 @@ impl Ingest {
         let mut started_at_end = false;
         for change in changes {
             match change {
-                Change::Remove { name, drop_state } => {
+                Change::Remove {
+                    name,
+                    drop_state,
+                    replaced,
+                } => {
                     let Some(i) = self.streams.iter().position(|s| s.handle.name() == name) else {
                         continue;
                     };
@@ -44,8 +48,10 @@ impl Ingest {
                     self.consumer.context().restored(&topic, None);
                     match &mut self.store {
                         Store::Dir(w) => w.forget(&topic),
-                        // Its states, with its partitions' last ones written just above.
-                        Store::Kafka { writer, reader } if drop_state => {
+                        // Its states, with its partitions' last ones written just above
+                        // (those of its declaration only: the reader may hold a newer
+                        // one's already). Not when a changed declaration replaces them.
+                        Store::Kafka { writer, reader } if drop_state && !replaced => {
                             let states: Vec<_> = (reader.of_stream(&name).into_iter())
                                 .filter(|st| st.epoch == s.handle.epoch)
                                 .collect();
