@@ -764,8 +764,14 @@ mod tests {
 
     /// A C-order NPY file of float64 values.
     fn npy_c_order(rows: usize, cols: usize, values: &[f64]) -> Vec<u8> {
+        npy_f8(rows, cols, false, values)
+    }
+
+    /// An NPY file of float64 values, `values` in the file's order (C or Fortran).
+    fn npy_f8(rows: usize, cols: usize, fortran: bool, values: &[f64]) -> Vec<u8> {
+        let order = if fortran { "True" } else { "False" };
         let mut h =
-            format!("{{'descr': '<f8', 'fortran_order': False, 'shape': ({rows}, {cols}), }}");
+            format!("{{'descr': '<f8', 'fortran_order': {order}, 'shape': ({rows}, {cols}), }}");
         while !(10 + h.len() + 1).is_multiple_of(64) {
             h.push(' ');
         }
@@ -781,19 +787,7 @@ mod tests {
 
     #[test]
     fn npy_rows_keep_their_nonzeros() {
-        let mut body = Vec::new();
-        let hdr = "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }";
-        let mut h = hdr.to_string();
-        while !(10 + h.len() + 1).is_multiple_of(64) {
-            h.push(' ');
-        }
-        h.push('\n');
-        body.extend_from_slice(b"\x93NUMPY\x01\x00");
-        body.extend_from_slice(&(h.len() as u16).to_le_bytes());
-        body.extend_from_slice(h.as_bytes());
-        for v in [0.0f64, 2.0, 5.0, 3.0, 0.0, 6.0] {
-            body.extend_from_slice(&v.to_le_bytes());
-        }
+        let body = npy_c_order(2, 3, &[0.0, 2.0, 5.0, 3.0, 0.0, 6.0]);
         let f = TempFile::new("wide.npy", &body);
         let x = read_csc(&f.0, &opts(None, GIB)).unwrap();
         assert_eq!((x.n, x.p, x.nnz(), x.empty_columns), (2, 2, 2, 0));
@@ -831,18 +825,6 @@ mod tests {
         let want = Csc::from_dense(&dense, &y, width - 1);
         assert_eq!(want.empty_columns, 1);
         for fortran in [false, true] {
-            let hdr = format!(
-                "{{'descr': '<f8', 'fortran_order': {}, 'shape': ({rows}, {width}), }}",
-                if fortran { "True" } else { "False" }
-            );
-            let mut h = hdr.to_string();
-            while !(10 + h.len() + 1).is_multiple_of(64) {
-                h.push(' ');
-            }
-            h.push('\n');
-            let mut body = b"\x93NUMPY\x01\x00".to_vec();
-            body.extend_from_slice(&(h.len() as u16).to_le_bytes());
-            body.extend_from_slice(h.as_bytes());
             let at = |r: usize, c: usize| if c == width - 1 { y[r] } else { cell(r, c) };
             let values: Vec<f64> = if fortran {
                 (0..width)
@@ -855,9 +837,7 @@ mod tests {
                     .map(|(r, c)| at(r, c))
                     .collect()
             };
-            for v in values {
-                body.extend_from_slice(&v.to_le_bytes());
-            }
+            let body = npy_f8(rows, width, fortran, &values);
             let f = TempFile::new(&format!("batches_{fortran}.npy"), &body);
             for batch_rows in [1, 3, 7, rows] {
                 let x = read_rows(
