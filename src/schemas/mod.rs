@@ -433,10 +433,8 @@ impl Wire {
                 continue;
             };
             let bodies: Vec<&[u8]> = members.iter().map(|(_, body)| *body).collect();
-            if let Some(picked) = projected.pick(&bodies) {
-                for ((i, _), p) in members.iter().zip(picked) {
-                    out[*i] = Some(Early::Picked(p));
-                }
+            for ((i, _), p) in members.iter().zip(projected.pick(&bodies)) {
+                out[*i] = p.map(Early::Picked);
             }
         }
         out
