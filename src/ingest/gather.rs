@@ -1,6 +1,7 @@
 //! Gathering a batch: what the consumer has buffered once a first message arrived, up to
 //! `ingest.max_batch_rows` rows or `ingest.max_batch_wait_ms`, with JSON messages decoded
-//! ahead on other threads while the loop goes on (`ahead`).
+//! ahead on other threads while the loop goes on (`ahead`), and the Avro values of a stream
+//! in the window decoded together (`message::decode_batch`, through arrow-avro).
 
 use super::decode::{feature_format, format, message};
 use super::rebalance::IngestContext;

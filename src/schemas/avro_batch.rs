@@ -28,7 +28,7 @@ use arrow_array::{Array, ArrayRef, RecordBatch, StringArray, StructArray};
 use arrow_buffer::NullBuffer;
 use arrow_avro::reader::{Decoder, DecoderMode, ReaderBuilder};
 use arrow_avro::schema::{AvroSchema as ArrowAvroSchema, Fingerprint, FingerprintAlgorithm};
-use arrow_schema::{DataType, Fields, TimeUnit};
+use arrow_schema::{DataType, TimeUnit};
 use serde_json::Value;
 
 /// Rows one arrow-avro batch holds: larger groups are decoded in several.
@@ -47,8 +47,9 @@ pub struct Projected {
     reader: String,
     /// None after an error (its rows are unknown): made again before the next batch.
     decoder: Option<Decoder>,
-    /// The mapped paths the writer schema has, as column names from the batch's top.
-    leaves: Vec<(Slot, Vec<String>)>,
+    /// The mapped paths the writer schema has, as column indexes from the batch's top (the
+    /// reader schema's field order).
+    leaves: Vec<(Slot, Vec<usize>)>,
     fields: usize,
     /// Top-level fields of the writer schema the plan does not name.
     unused: u64,
@@ -177,9 +178,7 @@ impl Projected {
     fn read(&self, batch: &RecordBatch, out: &mut Vec<Option<Picked>>) -> Option<()> {
         let mut leaves = Vec::with_capacity(self.leaves.len());
         for (slot, path) in &self.leaves {
-            if let Some(leaf) = Leaf::find(batch, path)? {
-                leaves.push((*slot, leaf));
-            }
+            leaves.push((*slot, Leaf::find(batch, path)?));
         }
         for row in 0..batch.num_rows() {
             let mut p = Picked {
@@ -258,8 +257,8 @@ fn prune(
     s: &Schema,
     json: &Value,
     level: &Level,
-    prefix: &mut Vec<String>,
-    leaves: &mut Vec<(Slot, Vec<String>)>,
+    prefix: &mut Vec<usize>,
+    leaves: &mut Vec<(Slot, Vec<usize>)>,
 ) -> Option<Option<Value>> {
     let Schema::Record(r) = s else {
         return None;
@@ -282,7 +281,7 @@ fn prune(
                     _ => Slot::Target,
                 };
                 let mut path = prefix.clone();
-                path.push(f.name.clone());
+                path.push(kept.len());
                 leaves.push((slot, path));
                 kept.push(fj.clone());
             }
@@ -296,7 +295,8 @@ fn prune(
                     }
                     continue;
                 };
-                prefix.push(f.name.clone());
+                // Its column's index, if it is kept (it is, when a leaf under it is).
+                prefix.push(kept.len());
                 let pruned = prune(rec, rec_json, inner, prefix, leaves)?;
                 prefix.pop();
                 // Nothing under it is read: its paths are absent whatever the datum holds.
@@ -341,26 +341,20 @@ enum Column<'a> {
 }
 
 impl<'a> Leaf<'a> {
-    /// Some(None): the path is not in the batch (absent in every row); None: a column of a
-    /// type this reader does not know.
-    fn find(batch: &'a RecordBatch, path: &[String]) -> Option<Option<Leaf<'a>>> {
+    /// The column at `path` (indexes into the batch's columns, then its records'), None when
+    /// the batch is not laid out as the reader schema says or the column's type is not one
+    /// this reader knows.
+    fn find(batch: &'a RecordBatch, path: &[usize]) -> Option<Leaf<'a>> {
         let (last, records_path) = path.split_last()?;
         let mut records = Vec::with_capacity(records_path.len());
         let mut columns: &'a [ArrayRef] = batch.columns();
-        let mut names: &'a Fields = batch.schema_ref().fields();
-        for name in records_path {
-            let Some(i) = names.iter().position(|f| f.name() == name) else {
-                return Some(None);
-            };
-            let s = columns[i].as_struct_opt()?;
+        for &i in records_path {
+            let s = columns.get(i)?.as_struct_opt()?;
             records.push(s);
-            names = s.fields();
             columns = s.columns();
         }
-        let Some(i) = names.iter().position(|f| f.name() == last) else {
-            return Some(None);
-        };
-        let a = &columns[i];
+        let i = *last;
+        let a = columns.get(i)?;
         let column = match a.data_type() {
             DataType::Null => Column::Null,
             DataType::Int32 => Column::I32(a.as_primitive::<Int32Type>().values()),
@@ -386,11 +380,11 @@ impl<'a> Leaf<'a> {
             DataType::Utf8 => Column::Str(a.as_string::<i32>()),
             _ => return None,
         };
-        Some(Some(Leaf {
+        Some(Leaf {
             records,
             nulls: a.nulls(),
             column,
-        }))
+        })
     }
 
     /// The value of `row` as `avro::pick` reads it (None: absent).
