@@ -25,9 +25,9 @@ use arrow_array::types::{
     TimestampNanosecondType,
 };
 use arrow_array::{Array, ArrayRef, RecordBatch, StringArray, StructArray};
-use arrow_buffer::NullBuffer;
 use arrow_avro::reader::{Decoder, DecoderMode, ReaderBuilder};
 use arrow_avro::schema::{AvroSchema as ArrowAvroSchema, Fingerprint, FingerprintAlgorithm};
+use arrow_buffer::NullBuffer;
 use arrow_schema::{DataType, TimeUnit};
 use serde_json::Value;
 
@@ -67,7 +67,13 @@ impl Projected {
         };
         let json = serde_json::to_value(&schema.schema).ok()?;
         let mut leaves = Vec::new();
-        let reader = prune(&schema.schema, &json, &plan.root, &mut Vec::new(), &mut leaves)??;
+        let reader = prune(
+            &schema.schema,
+            &json,
+            &plan.root,
+            &mut Vec::new(),
+            &mut leaves,
+        )??;
         let unused = r
             .fields
             .iter()
@@ -86,10 +92,12 @@ impl Projected {
     }
 
     fn build(&self) -> Option<Decoder> {
-        let mut store =
-            arrow_avro::schema::SchemaStore::new_with_type(FingerprintAlgorithm::Id);
+        let mut store = arrow_avro::schema::SchemaStore::new_with_type(FingerprintAlgorithm::Id);
         store
-            .set(Fingerprint::Id(0), ArrowAvroSchema::new(self.writer.clone()))
+            .set(
+                Fingerprint::Id(0),
+                ArrowAvroSchema::new(self.writer.clone()),
+            )
             .ok()?;
         ReaderBuilder::new()
             .with_writer_schema_store(store)
@@ -114,9 +122,9 @@ impl Projected {
                 self.flush(&bodies[start..i], &mut out);
                 start = i;
             }
-            let taken = self.decoder().is_some_and(|d| {
-                matches!(d.decode(body), Ok(n) if n == body.len())
-            });
+            let taken = self
+                .decoder()
+                .is_some_and(|d| matches!(d.decode(body), Ok(n) if n == body.len()));
             if !taken {
                 self.decoder = None;
                 self.again(&bodies[start..i], &mut out);
@@ -305,7 +313,13 @@ fn prune(
                     Value::Array(branches) => Value::Array(
                         branches
                             .iter()
-                            .map(|b| if b.is_object() { pruned.clone() } else { b.clone() })
+                            .map(|b| {
+                                if b.is_object() {
+                                    pruned.clone()
+                                } else {
+                                    b.clone()
+                                }
+                            })
                             .collect(),
                     ),
                     _ => pruned,
@@ -471,7 +485,10 @@ mod tests {
                         ),
                     }
                 } else {
-                    ("404 Not Found", r#"{"error_code": 404, "message": "no"}"#.into())
+                    (
+                        "404 Not Found",
+                        r#"{"error_code": 404, "message": "no"}"#.into(),
+                    )
                 };
                 let _ = write!(
                     stream,
@@ -596,11 +613,7 @@ mod tests {
             Schema::TimestampMillis => A::TimestampMillis(rng.below(1 << 42) as i64),
             Schema::TimestampMicros => A::TimestampMicros(rng.below(1 << 52) as i64),
             Schema::LocalTimestampMicros => A::LocalTimestampMicros(rng.below(1 << 52) as i64),
-            Schema::Array(a) => A::Array(
-                (0..rng.below(3))
-                    .map(|_| datum(rng, &a.items))
-                    .collect(),
-            ),
+            Schema::Array(a) => A::Array((0..rng.below(3)).map(|_| datum(rng, &a.items)).collect()),
             Schema::Map(m) => A::Map(
                 (0..rng.below(3))
                     .map(|i| (format!("k{i}"), datum(rng, &m.types)))
@@ -652,9 +665,19 @@ mod tests {
         .unwrap()
     }
 
-    type Outcome = (Result<usize, crate::reason::Rejection>, Vec<u64>, Vec<u64>, Tally);
+    type Outcome = (
+        Result<usize, crate::reason::Rejection>,
+        Vec<u64>,
+        Vec<u64>,
+        Tally,
+    );
 
-    fn outcome(r: Result<usize, crate::reason::Rejection>, x: &[f64], y: &[f64], t: Tally) -> Outcome {
+    fn outcome(
+        r: Result<usize, crate::reason::Rejection>,
+        x: &[f64],
+        y: &[f64],
+        t: Tally,
+    ) -> Outcome {
         let bits = |v: &[f64]| v.iter().map(|f| f.to_bits()).collect();
         (r, bits(x), bits(y), t)
     }
@@ -680,7 +703,8 @@ mod tests {
             let registry = Arc::new(
                 Registry::new(&config, Arc::new(crate::health::Health::new()), None).unwrap(),
             );
-            let missing = [Missing::Indicator, Missing::SkipRow, Missing::Reject][case as usize % 3];
+            let missing =
+                [Missing::Indicator, Missing::SkipRow, Missing::Reject][case as usize % 3];
             let fields = fields(missing);
             let target = if case % 4 == 3 { "n.t" } else { "t" };
             let wire = Wire {
@@ -740,7 +764,10 @@ mod tests {
                     let (mut x, mut y, mut t) = (vec![], vec![], Tally::default());
                     let r = decode_tallied(p, &stream, &mut x, &mut y, &mut t);
                     let one = outcome(r, &x, &y, t);
-                    assert_eq!(by_batch, one, "case {case} message {i}, {missing:?}: {text}");
+                    assert_eq!(
+                        by_batch, one,
+                        "case {case} message {i}, {missing:?}: {text}"
+                    );
                     match (fast, one.0.is_ok()) {
                         (true, true) => read += one.1.len() / fields.p(),
                         (true, false) => refused += 1,

@@ -85,7 +85,11 @@ pub fn decode_batch(
     msgs: &[(Option<&[u8]>, Option<&BorrowedHeaders>)],
 ) -> Vec<Decoded> {
     let schemas: Vec<Schema> = msgs.iter().map(|(_, h)| schema(handle, *h)).collect();
-    let mut early = match (handle.wire.as_ref(), handle.fields.as_ref(), &handle.config.target) {
+    let mut early = match (
+        handle.wire.as_ref(),
+        handle.fields.as_ref(),
+        &handle.config.target,
+    ) {
         (Some(wire), Some(fields), Some(target)) => {
             let values: Vec<(&[u8], Option<&[u8]>)> = msgs
                 .iter()
