@@ -16,7 +16,7 @@
 //! stay apache-avro's.
 
 use super::avro::{Entry, Level, Plan, float};
-use super::{AvroSchema, Picked};
+use super::{AvroSchema, Early, Picked};
 use apache_avro::Schema;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
@@ -53,6 +53,8 @@ pub struct Projected {
     fields: usize,
     /// Top-level fields of the writer schema the plan does not name.
     unused: u64,
+    /// `pick`'s `rows`.
+    rows: bool,
 }
 
 impl Projected {
@@ -86,6 +88,7 @@ impl Projected {
             leaves,
             fields: plan.fields,
             unused,
+            rows: false,
         };
         p.decoder = Some(p.build()?);
         Some(p)
@@ -113,7 +116,12 @@ impl Projected {
     /// for a datum arrow-avro refuses (it is then read alone, by apache-avro, which says
     /// why). A refused datum may leave part of a row in the decoder: the decoder is made
     /// again and the datums before it since the last flush decoded again.
-    pub fn pick(&mut self, bodies: &[&[u8]]) -> Vec<Option<Picked>> {
+    ///
+    /// `rows`: the stream's fields are plain (`Fields::is_plain`) and its rows labelled: a
+    /// datum whose mapped values are all finite numbers then comes as its row
+    /// (`Early::Row`), without the values one by one.
+    pub fn pick(&mut self, bodies: &[&[u8]], rows: bool) -> Vec<Option<Early>> {
+        self.rows = rows;
         let mut out = Vec::with_capacity(bodies.len());
         // The datums in the decoder: bodies[start..i].
         let mut start = 0;
@@ -145,7 +153,7 @@ impl Projected {
     }
 
     /// Decodes `bodies` (taken before) into a fresh decoder and flushes them.
-    fn again(&mut self, bodies: &[&[u8]], out: &mut Vec<Option<Picked>>) {
+    fn again(&mut self, bodies: &[&[u8]], out: &mut Vec<Option<Early>>) {
         if bodies.is_empty() {
             return;
         }
@@ -164,7 +172,7 @@ impl Projected {
 
     /// The rows of `bodies`, the datums in the decoder, read from its batch (None each when
     /// the batch is refused: a string that is not UTF-8).
-    fn flush(&mut self, bodies: &[&[u8]], out: &mut Vec<Option<Picked>>) {
+    fn flush(&mut self, bodies: &[&[u8]], out: &mut Vec<Option<Early>>) {
         if bodies.is_empty() {
             return;
         }
@@ -183,27 +191,65 @@ impl Projected {
     }
 
     /// Each row's mapped values, from the batch's columns.
-    fn read(&self, batch: &RecordBatch, out: &mut Vec<Option<Picked>>) -> Option<()> {
+    fn read(&self, batch: &RecordBatch, out: &mut Vec<Option<Early>>) -> Option<()> {
         let mut leaves = Vec::with_capacity(self.leaves.len());
         for (slot, path) in &self.leaves {
             leaves.push((*slot, Leaf::find(batch, path)?));
         }
-        for row in 0..batch.num_rows() {
+        let plain = self.plain(&leaves);
+        let mut row = Vec::new();
+        for r in 0..batch.num_rows() {
+            if let Some((columns, target)) = &plain {
+                row.clear();
+                row.extend(columns.iter().map(|c| c.number(r)));
+                let y = target.number(r);
+                if y.is_finite() && row.iter().all(|v| v.is_finite()) {
+                    out.push(Some(Early::Row {
+                        x: row.clone(),
+                        y,
+                        unused: self.unused,
+                    }));
+                    continue;
+                }
+            }
             let mut p = Picked {
                 values: vec![None; self.fields],
                 label: None,
                 unused: self.unused,
             };
             for (slot, leaf) in &leaves {
-                let v = leaf.value(row);
+                let v = leaf.value(r);
                 match slot {
                     Slot::Field(i) => p.values[*i] = v,
                     Slot::Target => p.label = v,
                 }
             }
-            out.push(Some(p));
+            out.push(Some(Early::Picked(p)));
         }
         Some(())
+    }
+
+    /// The columns of the fields in order and the target's when rows can be made of them
+    /// (`pick`'s `rows`): every field and the target in the batch, numbers, never null.
+    fn plain<'b>(
+        &self,
+        leaves: &'b [(Slot, Leaf<'b>)],
+    ) -> Option<(Vec<&'b Column<'b>>, &'b Column<'b>)> {
+        if !self.rows {
+            return None;
+        }
+        let mut columns: Vec<Option<&Column>> = vec![None; self.fields];
+        let mut target = None;
+        for (slot, leaf) in leaves {
+            if !leaf.records.is_empty() || leaf.nulls.is_some() || !leaf.column.is_number() {
+                return None;
+            }
+            match slot {
+                Slot::Field(i) => columns[*i] = Some(&leaf.column),
+                Slot::Target => target = Some(&leaf.column),
+            }
+        }
+        Some((columns.into_iter().collect::<Option<Vec<_>>>()?, target?))
     }
 }
 
@@ -352,6 +398,26 @@ enum Column<'a> {
     F32(&'a [f32]),
     F64(&'a [f64]),
     Str(&'a StringArray),
+}
+
+impl Column<'_> {
+    fn is_number(&self) -> bool {
+        matches!(
+            self,
+            Column::I32(_) | Column::I64(_) | Column::F32(_) | Column::F64(_)
+        )
+    }
+
+    /// A number column's value at `row` as the field mapping reads its JSON number.
+    fn number(&self, row: usize) -> f64 {
+        match self {
+            Column::I32(v) => f64::from(v[row]),
+            Column::I64(v) => v[row] as f64,
+            Column::F32(v) => f64::from(v[row]),
+            Column::F64(v) => v[row],
+            Column::Null | Column::Str(_) => f64::NAN,
+        }
+    }
 }
 
 impl<'a> Leaf<'a> {
@@ -692,7 +758,7 @@ mod tests {
             ..Default::default()
         };
         let mut rng = Rng(48);
-        let (mut messages, mut picked, mut read, mut refused) = (0, 0, 0, 0);
+        let (mut messages, mut picked, mut read, mut refused, mut rows) = (0, 0, 0, 0, 0);
         for case in 0..160u32 {
             let mut records = 0;
             WILD.with(|w| w.set(case % 4 == 0));
@@ -705,7 +771,12 @@ mod tests {
             );
             let missing =
                 [Missing::Indicator, Missing::SkipRow, Missing::Reject][case as usize % 3];
-            let fields = fields(missing);
+            // Plain fields (numbers refusing missing values) in every fifth: rows straight
+            // from the columns (`Early::Row`).
+            let (missing, fields) = match case % 5 {
+                4 => (Missing::Reject, Fields::numeric(&["a".into()]).unwrap()),
+                _ => (missing, fields(missing)),
+            };
             let target = if case % 4 == 3 { "n.t" } else { "t" };
             let wire = Wire {
                 format: ValueFormat::Avro,
@@ -756,8 +827,9 @@ mod tests {
                 let early = wire.pick_batch(&values, &fields, target);
                 for (i, (p, e)) in payloads.iter().zip(early).enumerate() {
                     messages += 1;
-                    let fast = matches!(e, Some(Early::Picked(_)));
+                    let fast = matches!(e, Some(Early::Picked(_) | Early::Row { .. }));
                     picked += usize::from(fast);
+                    rows += usize::from(matches!(e, Some(Early::Row { .. })));
                     let (mut x, mut y, mut t) = (vec![], vec![], Tally::default());
                     let r = decode_early(p, &stream, e, &mut x, &mut y, &mut t);
                     let by_batch = outcome(r, &x, &y, t);
@@ -778,8 +850,9 @@ mod tests {
         }
         // A good part of them went through arrow-avro, rows read and refused (by the fields).
         assert!(
-            picked * 4 > messages && read > 500 && refused > 100,
-            "{picked} of {messages} messages in batches, {read} rows of them, {refused} refused"
+            picked * 4 > messages && read > 500 && refused > 100 && rows > 100,
+            "{picked} of {messages} messages in batches, {read} rows of them ({rows} made \
+             straight from the columns), {refused} refused"
         );
     }
 }

@@ -103,6 +103,14 @@ type AvroBatches = Vec<(Option<Arc<Parsed>>, Option<avro_batch::Projected>)>;
 /// framing, the schema id), or nothing (it is read one by one, `Wire::locate`).
 pub enum Early {
     Picked(Picked),
+    /// The row of a stream whose fields are all numbers refusing missing values
+    /// (`Fields::is_plain`), every value and the target a finite number: what the field
+    /// mapping makes of its `Picked`, with `unused` fields left aside.
+    Row {
+        x: Vec<f64>,
+        y: f64,
+        unused: u64,
+    },
     Refused(Rejection),
 }
 
@@ -433,8 +441,9 @@ impl Wire {
                 continue;
             };
             let bodies: Vec<&[u8]> = members.iter().map(|(_, body)| *body).collect();
-            for ((i, _), p) in members.iter().zip(projected.pick(&bodies)) {
-                out[*i] = p.map(Early::Picked);
+            let rows = fields.is_plain();
+            for ((i, _), early) in members.iter().zip(projected.pick(&bodies, rows)) {
+                out[*i] = early;
             }
         }
         out

@@ -169,7 +169,18 @@ fn decode_schemad(
     let picked_early = match early {
         Some(crate::schemas::Early::Refused(e)) => return Err(e),
         Some(crate::schemas::Early::Picked(p)) => Some(p),
-        None => None,
+        // As `events::place` places a row of plain fields whose values are all there.
+        Some(crate::schemas::Early::Row {
+            x: row,
+            y: v,
+            unused,
+        }) if !schema.unlabelled => {
+            x.extend_from_slice(&row);
+            y.push(v);
+            tally.ignored_fields += unused;
+            return Ok(1);
+        }
+        Some(crate::schemas::Early::Row { .. }) | None => None,
     };
     if let (Some(fields), Some(picked)) = (schema.fields, &picked_early)
         && let Some(rows) = rows_of_picked(picked, schema, fields, x, y, tally)
