@@ -29,7 +29,8 @@ impl Ingest {
     /// `max_rows` rows (or feature-stream messages) and `max_wait` since the first message
     /// end it; the messages still in the window (at most `WINDOW_BYTES` of payload) join it,
     /// so a batch can pass `max_rows` by that much and by the last message's rows (a
-    /// message's rows are never split). Returns the rows gathered.
+    /// message's rows are never split). Returns the rows gathered; an error when a partition
+    /// could not be positioned (`Change::Unpositioned`).
     ///
     /// Messages are accepted in the order read, each once `WINDOW_BYTES` of payload were read
     /// after it (or the batch ends): meanwhile the JSON ones are decoded on the `ahead`
@@ -39,7 +40,7 @@ impl Ingest {
         &mut self,
         consumer: &'c BaseConsumer<IngestContext>,
         ahead: &mut ahead::Ahead<'scope, '_, Early>,
-    ) -> usize {
+    ) -> anyhow::Result<usize> {
         let mut rows = 0;
         let mut deadline: Option<Instant> = None;
         let mut window: VecDeque<(Arc<BorrowedMessage<'c>>, Pending)> = VecDeque::new();
@@ -50,7 +51,7 @@ impl Ingest {
                 Some(_) => Duration::ZERO,
             };
             let polled = consumer.poll(timeout);
-            self.apply_changes();
+            self.apply_changes()?;
             match polled {
                 None => break,
                 Some(Err(e)) => {
@@ -82,7 +83,7 @@ impl Ingest {
         while let Some((msg, early)) = window.pop_front() {
             rows += self.accept_pending(ahead, &msg, early, &mut window);
         }
-        rows
+        Ok(rows)
     }
 
     /// Accepts a message taken from the window. A message of a stream decoded a batch at a
