@@ -2,7 +2,8 @@
 //! that share a writer schema are decoded by arrow-avro into one Arrow record batch, through a
 //! reader schema projected to the stream's mapped fields (its target and features, dotted
 //! paths into nested records), and each row's mapped values are then read from the batch's
-//! columns into a `Picked`, exactly as `avro::pick` reads them from one datum.
+//! columns into a `Picked`, exactly as `avro::pick` reads them from one datum, or, for plain
+//! fields whose values are all finite numbers, straight into the row (`Early::Row`).
 //!
 //! Only schemas on which both readers agree byte for byte take this way: records at every
 //! depth of numbers (ints, longs, floats, doubles, the date and time logical types), strings
@@ -11,9 +12,10 @@
 //! apache-avro refuses all but 0 and 1). Strings are decoded even when
 //! unmapped (arrow-avro checks their UTF-8 when the batch is built; skipped, they would not be
 //! checked), numbers that are not mapped are skipped. Every other schema, a value framed in a
-//! header, and a batch arrow-avro refuses in any way (a bad datum, a datum that does not fill
-//! its bytes) are read one by one as before (`super::Located`), so refusals and their reasons
-//! stay apache-avro's.
+//! header, and a datum arrow-avro refuses in any way (a bad datum, one that does not fill its
+//! bytes, a batch whose strings are not UTF-8) are read one by one as before
+//! (`super::Located`), so refusals and their reasons stay apache-avro's. Memory: the window of
+//! `ingest::gather` (1 MiB of payload) bounds a batch, `MAX_BATCH_ROWS` one record batch.
 
 use super::avro::{Entry, Level, Plan, float};
 use super::{AvroSchema, Early, Picked};
