@@ -372,9 +372,10 @@ impl Wire {
 
     /// The stream's `fields` and `target` of many Avro values (payload and schema-id header
     /// each) read at once (`avro_batch`): the values of one schema decoded by arrow-avro into
-    /// one record batch. One entry per value: its mapped fields, its refusal (framing, schema
-    /// id: what `locate` says), or None when it is to be read one by one (a value framed in a
-    /// header, a schema `avro_batch` does not read, a batch arrow-avro refused).
+    /// one record batch. One entry per value: its mapped fields (or its row, for plain
+    /// fields: `Early::Row`, for labelled rows only), its refusal (framing, schema id: what
+    /// `locate` says), or None when it is to be read one by one (a value framed in a header, a
+    /// schema `avro_batch` does not read, a datum arrow-avro refused).
     pub fn pick_batch(
         &self,
         values: &[(&[u8], Option<&[u8]>)],
