@@ -29,9 +29,11 @@
 //!   authorization errors (`authz`), standalone assignment and its watch for a second
 //!   instance (`standalone`), a topic's latest messages read without a commit (`sample`).
 //! - `schemas`: schema'd message values (`format = "avro"`, `protobuf`, `json-schema`): the
-//!   Confluent framing (`mod.rs`), the Schema Registry client (`registry`), Avro (`avro`) and
-//!   Protobuf (`protobuf`; `scan`: the mapped fields read off the wire without decoding the
-//!   message) records decoded into named fields for the ingest's field mapping.
+//!   Confluent framing (`mod.rs`), the Schema Registry client (`registry`), Avro (`avro`;
+//!   `avro_batch`: the datums of one ingest batch decoded together by arrow-avro, projected to
+//!   the mapped fields) and Protobuf (`protobuf`; `scan`: the mapped fields read off the wire
+//!   without decoding the message) records decoded into named fields for the ingest's field
+//!   mapping.
 //! - `state`: what ingest publishes and the API reads: `published` (a snapshot swapped after
 //!   every batch), `streams`, `feature_streams`, `history` (each stream's default model over
 //!   time, in a bounded ring), `recorder` (the task that fills the ring), `quality` (each

@@ -1,6 +1,7 @@
 //! Gathering a batch: what the consumer has buffered once a first message arrived, up to
 //! `ingest.max_batch_rows` rows or `ingest.max_batch_wait_ms`, with JSON messages decoded
-//! ahead on other threads while the loop goes on (`ahead`).
+//! ahead on other threads while the loop goes on (`ahead`), and the Avro values of a stream
+//! in the window decoded together (`message::decode_batch`, through arrow-avro).
 
 use super::decode::{feature_format, format, message};
 use super::rebalance::IngestContext;
@@ -10,6 +11,14 @@ use rdkafka::message::{BorrowedMessage, Message};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// A message in the window: decoded on an `ahead` thread, decoded with others of its batch
+/// (`Ingest::decode_batched`), or to be decoded when accepted.
+pub(super) enum Pending {
+    Ahead,
+    Ready(message::Decoded),
+    Later,
+}
 
 impl Ingest {
     /// Reads one batch: waits up to 100 ms for a first message (so shutdown, checkpoints and
@@ -34,7 +43,7 @@ impl Ingest {
     ) -> anyhow::Result<usize> {
         let mut rows = 0;
         let mut deadline: Option<Instant> = None;
-        let mut window: VecDeque<(Arc<BorrowedMessage<'c>>, bool)> = VecDeque::new();
+        let mut window: VecDeque<(Arc<BorrowedMessage<'c>>, Pending)> = VecDeque::new();
         let mut window_bytes = 0;
         loop {
             let timeout = match deadline {
@@ -51,14 +60,17 @@ impl Ingest {
                 }
                 Some(Ok(msg)) => {
                     let msg = Arc::new(msg);
-                    let early = self.decode_ahead(ahead, &msg);
+                    let early = match self.decode_ahead(ahead, &msg) {
+                        true => Pending::Ahead,
+                        false => Pending::Later,
+                    };
                     window_bytes += msg.payload_len();
                     window.push_back((msg, early));
                     while window_bytes > WINDOW_BYTES
                         && let Some((msg, early)) = window.pop_front()
                     {
                         window_bytes -= msg.payload_len();
-                        rows += self.accept_read(ahead, &msg, early);
+                        rows += self.accept_pending(ahead, &msg, early, &mut window);
                     }
                     self.publish_features_due();
                     let due = *deadline.get_or_insert_with(|| Instant::now() + self.max_wait);
@@ -68,10 +80,68 @@ impl Ingest {
                 }
             }
         }
-        for (msg, early) in window.drain(..) {
-            rows += self.accept_read(ahead, &msg, early);
+        while let Some((msg, early)) = window.pop_front() {
+            rows += self.accept_pending(ahead, &msg, early, &mut window);
         }
         Ok(rows)
+    }
+
+    /// Accepts a message taken from the window. A message of a stream decoded a batch at a
+    /// time (`message::batched`: Avro values) not decoded yet is decoded now with the others
+    /// of its stream still in the window, whose decodings wait there for their turn.
+    fn accept_pending(
+        &mut self,
+        ahead: &mut ahead::Ahead<'_, '_, Early>,
+        msg: &BorrowedMessage<'_>,
+        pending: Pending,
+        window: &mut VecDeque<(Arc<BorrowedMessage<'_>>, Pending)>,
+    ) -> usize {
+        match pending {
+            Pending::Ahead => self.accept_read(ahead, msg, true),
+            Pending::Ready(d) => self.accept(msg, Some(Early::Rows(d))),
+            Pending::Later => match self.decode_batched(msg, window) {
+                Some(d) => self.accept(msg, Some(Early::Rows(d))),
+                None => self.accept_read(ahead, msg, false),
+            },
+        }
+    }
+
+    /// The decoding of `msg` when its stream is decoded a batch at a time, with the messages
+    /// of that stream waiting in `window` (marked `Ready`); None otherwise.
+    fn decode_batched(
+        &self,
+        msg: &BorrowedMessage<'_>,
+        window: &mut VecDeque<(Arc<BorrowedMessage<'_>>, Pending)>,
+    ) -> Option<message::Decoded> {
+        let Some(&Target::Rows(i)) = self.by_topic.get(msg.topic()) else {
+            return None;
+        };
+        let handle = &self.streams[i].handle;
+        if !message::batched(handle) {
+            return None;
+        }
+        let mine: Vec<usize> = window
+            .iter()
+            .enumerate()
+            .filter(|(_, (m, p))| {
+                matches!(p, Pending::Later)
+                    && matches!(self.by_topic.get(m.topic()), Some(&Target::Rows(j)) if j == i)
+            })
+            .map(|(at, _)| at)
+            .collect();
+        let msgs: Vec<(Option<&[u8]>, Option<&rdkafka::message::BorrowedHeaders>)> =
+            std::iter::once((msg.payload(), msg.headers()))
+                .chain(mine.iter().map(|&at| {
+                    let m = &window[at].0;
+                    (m.payload(), m.headers())
+                }))
+                .collect();
+        let mut decoded = message::decode_batch(handle, &msgs).into_iter();
+        let first = decoded.next();
+        for (at, d) in mine.into_iter().zip(decoded) {
+            window[at].1 = Pending::Ready(d);
+        }
+        first
     }
 
     /// Hands a JSON message of a stream or feature stream to the `ahead` threads (the message
@@ -90,7 +160,10 @@ impl Ingest {
         }
         let job_msg = Arc::clone(msg);
         match self.by_topic.get(msg.topic()) {
-            Some(&Target::Rows(i)) if !payload.starts_with(&format::BINARY_MAGIC) => {
+            Some(&Target::Rows(i))
+                if !payload.starts_with(&format::BINARY_MAGIC)
+                    && !message::batched(&self.streams[i].handle) =>
+            {
                 if !ahead.start() {
                     return false;
                 }

@@ -130,14 +130,14 @@ pub fn pickable(schema: &Schema) -> bool {
 /// The fields a stream maps and its target, as a tree of record field names: what `pick`
 /// reads of a datum.
 pub struct Plan {
-    root: Level,
-    fields: usize,
+    pub(super) root: Level,
+    pub(super) fields: usize,
 }
 
 #[derive(Default)]
-struct Level(foldhash::HashMap<String, Entry>);
+pub(super) struct Level(pub(super) foldhash::HashMap<String, Entry>);
 
-enum Entry {
+pub(super) enum Entry {
     /// The value of the field of this index.
     Field(usize),
     Target,

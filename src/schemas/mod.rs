@@ -14,6 +14,7 @@
 //! framing, for ingest's own parser (its `events`), which refuses duplicate keys.
 
 pub mod avro;
+pub mod avro_batch;
 pub mod protobuf;
 pub mod registry;
 
@@ -90,6 +91,27 @@ pub struct Wire {
     plan: std::sync::OnceLock<Option<Arc<avro::Plan>>>,
     /// Its plans in the Protobuf message types met so far.
     proto_plans: std::sync::Mutex<ProtoPlans>,
+    /// Its arrow-avro decoders of the Avro schemas met so far (`pick_batch`).
+    batches: std::sync::Mutex<AvroBatches>,
+}
+
+/// A schema's projected decoder (None: its values are read one by one), by the schema's
+/// registry entry (None: the stream's `avro_schema_file`).
+type AvroBatches = Vec<(Option<Arc<Parsed>>, Option<avro_batch::Projected>)>;
+
+/// What `Wire::pick_batch` found for one value: its mapped fields, or its refusal (the
+/// framing, the schema id), or nothing (it is read one by one, `Wire::locate`).
+pub enum Early {
+    Picked(Picked),
+    /// The row of a stream whose fields are all numbers refusing missing values
+    /// (`Fields::is_plain`), every value and the target a finite number: what the field
+    /// mapping makes of its `Picked`, with `unused` fields left aside.
+    Row {
+        x: Vec<f64>,
+        y: f64,
+        unused: u64,
+    },
+    Refused(Rejection),
 }
 
 /// Where one value's schema was found (`Wire::locate`).
@@ -139,14 +161,7 @@ impl<'a> Located<'_, 'a> {
     /// the value and says what is wrong.
     pub fn pick(&self, fields: &Fields, target: &str) -> Option<Picked> {
         if let Some(schema) = self.avro() {
-            let plan = self
-                .wire
-                .plan
-                .get_or_init(|| {
-                    let names = fields.fields().iter().map(|f| f.name.as_str());
-                    avro::Plan::new(names, target).map(Arc::new)
-                })
-                .as_ref()?;
+            let plan = self.wire.avro_plan(fields, target)?;
             return avro::pick(schema.pickable.then_some(&schema.schema)?, self.rest, plan);
         }
         let Found::Registry(_, parsed) = &self.schema else {
@@ -194,6 +209,9 @@ type ProtoPlans = Vec<(
 
 /// Message types a stream keeps a Protobuf plan for (schema versions times types).
 const MAX_PROTOBUF_PLANS: usize = 64;
+
+/// Avro schemas a stream keeps an arrow-avro decoder for.
+const MAX_AVRO_BATCHES: usize = 64;
 
 impl std::fmt::Debug for Wire {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -258,7 +276,13 @@ impl Wire {
             registry: registry.cloned(),
             plan: Default::default(),
             proto_plans: Default::default(),
+            batches: Default::default(),
         }))
+    }
+
+    /// Whether the stream's values are Avro.
+    pub fn is_avro(&self) -> bool {
+        self.format == ValueFormat::Avro
     }
 
     /// Plain datums of `schema` (what `avro_schema_file` configures).
@@ -269,6 +293,7 @@ impl Wire {
             registry: None,
             plan: Default::default(),
             proto_plans: Default::default(),
+            batches: Default::default(),
         }
     }
 
@@ -333,6 +358,96 @@ impl Wire {
             indexes,
             header: header.is_some(),
         })
+    }
+
+    /// The stream's fields and target as `avro::pick` reads them, made on first use.
+    fn avro_plan(&self, fields: &Fields, target: &str) -> Option<&Arc<avro::Plan>> {
+        self.plan
+            .get_or_init(|| {
+                let names = fields.fields().iter().map(|f| f.name.as_str());
+                avro::Plan::new(names, target).map(Arc::new)
+            })
+            .as_ref()
+    }
+
+    /// The stream's `fields` and `target` of many Avro values (payload and schema-id header
+    /// each) read at once (`avro_batch`): the values of one schema decoded by arrow-avro into
+    /// one record batch. One entry per value: its mapped fields (or its row, for plain
+    /// fields: `Early::Row`, for labelled rows only), its refusal (framing, schema id: what
+    /// `locate` says), or None when it is to be read one by one (a value framed in a header, a
+    /// schema `avro_batch` does not read, a datum arrow-avro refused).
+    pub fn pick_batch(
+        &self,
+        values: &[(&[u8], Option<&[u8]>)],
+        fields: &Fields,
+        target: &str,
+    ) -> Vec<Option<Early>> {
+        let mut out: Vec<Option<Early>> = values.iter().map(|_| None).collect();
+        if self.format != ValueFormat::Avro {
+            return out;
+        }
+        let Some(plan) = self.avro_plan(fields, target) else {
+            return out;
+        };
+        let same = |a: &Option<Arc<Parsed>>, b: &Option<Arc<Parsed>>| match (a, b) {
+            (None, None) => true,
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        };
+        // The values by schema, in their order.
+        type Group<'v> = (Option<Arc<Parsed>>, Vec<(usize, &'v [u8])>);
+        let mut groups: Vec<Group> = Vec::new();
+        for (i, (payload, header)) in values.iter().enumerate() {
+            if header.is_some() {
+                continue;
+            }
+            let located = match self.locate(payload, None) {
+                Ok(l) => l,
+                Err(e) => {
+                    out[i] = Some(Early::Refused(e));
+                    continue;
+                }
+            };
+            let key = match &located.schema {
+                Found::Plain(_) => None,
+                Found::Registry(_, parsed) => Some(Arc::clone(parsed)),
+            };
+            match groups.iter_mut().find(|(k, _)| same(k, &key)) {
+                Some((_, members)) => members.push((i, located.rest)),
+                None => groups.push((key, vec![(i, located.rest)])),
+            }
+        }
+        let mut batches = crate::lock(&self.batches);
+        for (key, members) in groups {
+            let schema = match &key {
+                None => self.plain.as_ref(),
+                Some(parsed) => match &**parsed {
+                    Parsed::Avro(schema) => Some(&**schema),
+                    _ => None,
+                },
+            };
+            let Some(schema) = schema else { continue };
+            let at = match batches.iter().position(|(k, _)| same(k, &key)) {
+                Some(at) => at,
+                None => {
+                    if batches.len() >= MAX_AVRO_BATCHES {
+                        // Bounded, as the registry's cache: schemas seen again are made again.
+                        batches.clear();
+                    }
+                    batches.push((key.clone(), avro_batch::Projected::new(schema, plan)));
+                    batches.len() - 1
+                }
+            };
+            let Some(projected) = &mut batches[at].1 else {
+                continue;
+            };
+            let bodies: Vec<&[u8]> = members.iter().map(|(_, body)| *body).collect();
+            let rows = fields.is_plain();
+            for ((i, _), early) in members.iter().zip(projected.pick(&bodies, rows)) {
+                out[*i] = early;
+            }
+        }
+        out
     }
 
     /// The stream's plan in message type `desc`, made once per type (at most

@@ -65,10 +65,23 @@ pub fn decode_tallied(
     y: &mut Vec<f64>,
     tally: &mut Tally,
 ) -> Result<usize, Rejection> {
+    decode_early(payload, schema, None, x, y, tally)
+}
+
+/// `decode_tallied` of a schema'd value whose mapped fields (or refusal) were read ahead with
+/// others of its batch (`crate::schemas::Wire::pick_batch`); None: as `decode_tallied`.
+pub fn decode_early(
+    payload: &[u8],
+    schema: &Schema,
+    early: Option<crate::schemas::Early>,
+    x: &mut Vec<f64>,
+    y: &mut Vec<f64>,
+    tally: &mut Tally,
+) -> Result<usize, Rejection> {
     let (x0, y0) = (x.len(), y.len());
     let mut local = Tally::default();
     let result = if let Some(wire) = schema.wire {
-        decode_schemad(wire, payload, schema, x, y, &mut local)
+        decode_schemad(wire, payload, schema, early, x, y, &mut local)
     } else if payload.starts_with(&BINARY_MAGIC) {
         decode_binary(payload, schema, x, y)
     } else {
@@ -148,13 +161,36 @@ fn decode_schemad(
     wire: &crate::schemas::Wire,
     payload: &[u8],
     schema: &Schema,
+    early: Option<crate::schemas::Early>,
     x: &mut Vec<f64>,
     y: &mut Vec<f64>,
     tally: &mut Tally,
 ) -> Result<usize, Rejection> {
+    let picked_early = match early {
+        Some(crate::schemas::Early::Refused(e)) => return Err(e),
+        Some(crate::schemas::Early::Picked(p)) => Some(p),
+        // As `events::place` places a row of plain fields whose values are all there.
+        Some(crate::schemas::Early::Row {
+            x: row,
+            y: v,
+            unused,
+        }) if !schema.unlabelled => {
+            x.extend_from_slice(&row);
+            y.push(v);
+            tally.ignored_fields += unused;
+            return Ok(1);
+        }
+        Some(crate::schemas::Early::Row { .. }) | None => None,
+    };
+    if let (Some(fields), Some(picked)) = (schema.fields, &picked_early)
+        && let Some(rows) = rows_of_picked(picked, schema, fields, x, y, tally)
+    {
+        return Ok(rows);
+    }
     // The framing read and the schema found once, for both ways of reading the value.
     let located = wire.locate(payload, schema.schema_header)?;
-    if let (Some(fields), Some(target)) = (schema.fields, schema.target)
+    if picked_early.is_none()
+        && let (Some(fields), Some(target)) = (schema.fields, schema.target)
         && let Some(picked) = located.pick(fields, target)
         && let Some(rows) = rows_of_picked(&picked, schema, fields, x, y, tally)
     {

@@ -69,3 +69,56 @@ pub fn decode(
         tally,
     }
 }
+
+/// Whether `handle`'s messages are decoded a batch at a time (`decode_batch`): Avro values
+/// read by the stream's fields and target.
+pub fn batched(handle: &StreamHandle) -> bool {
+    handle.wire.as_ref().is_some_and(|w| w.is_avro())
+        && handle.fields.is_some()
+        && handle.config.target.is_some()
+}
+
+/// Decodes messages of `handle`'s stream (payload and headers each) as `decode` decodes each,
+/// their Avro values read together (`crate::schemas::Wire::pick_batch`).
+pub fn decode_batch(
+    handle: &StreamHandle,
+    msgs: &[(Option<&[u8]>, Option<&BorrowedHeaders>)],
+) -> Vec<Decoded> {
+    let schemas: Vec<Schema> = msgs.iter().map(|(_, h)| schema(handle, *h)).collect();
+    let mut early = match (
+        handle.wire.as_ref(),
+        handle.fields.as_ref(),
+        &handle.config.target,
+    ) {
+        (Some(wire), Some(fields), Some(target)) => {
+            let values: Vec<(&[u8], Option<&[u8]>)> = msgs
+                .iter()
+                .zip(&schemas)
+                .filter_map(|((p, _), s)| p.map(|p| (p, s.schema_header)))
+                .collect();
+            wire.pick_batch(&values, fields, target)
+        }
+        _ => Vec::new(),
+    }
+    .into_iter();
+    msgs.iter()
+        .zip(&schemas)
+        .map(|((payload, _), schema)| {
+            let (mut x, mut y) = (Vec::new(), Vec::new());
+            let mut tally = format::Tally::default();
+            let result = match payload {
+                None => Err(no_payload()),
+                Some(payload) => {
+                    let early = early.next().flatten();
+                    format::decode_early(payload, schema, early, &mut x, &mut y, &mut tally)
+                }
+            };
+            Decoded {
+                x,
+                y,
+                result,
+                tally,
+            }
+        })
+        .collect()
+}
