@@ -36,7 +36,9 @@ fn keep_freed_memory() {
                 && libc::mallopt(libc::M_MMAP_THRESHOLD, MALLOC_KEEP_BYTES) == 1
         };
         if !set {
-            tracing::warn!("cannot set glibc's malloc thresholds: freed memory goes back to the kernel at once (more page faults)");
+            tracing::warn!(
+                "cannot set glibc's malloc thresholds: freed memory goes back to the kernel at once (more page faults)"
+            );
         }
     }
 }
