@@ -22,12 +22,11 @@
 //! 16 ymm registers: written in `asm!` because the compiler spilled) computes each tile on or
 //! below the diagonal; tiles on the diagonal or the last rows use 8- or 4-row kernels where they
 //! can, are computed whole and written element by element, lower part only, so the upper
-//! triangle of `sxx` is never touched. On CPUs with AVX-512F, two column panels go together
-//! through a 12 x 8 kernel in 512-bit registers (`tile12x8`, the tile transposed: each element
-//! the same fused multiply-adds in the same order, so the same bits; on the 2-core Xeon of
-//! docs/benchmarks.md 9% more rows/s at p = 100 and 16% at p = 1000, one thread, when only
-//! whole tiles below the diagonal took it), their tiles on the diagonal and in the last row
-//! panel too (`pair_at`, written element by element as the 256-bit path writes them). Work goes to the rayon threads by rows of the
+//! triangle of `sxx` is never touched. On CPUs with AVX-512F, two column panels whose tiles are
+//! whole and below the diagonal go together through a 12 x 8 kernel in 512-bit registers
+//! (`tile12x8`, the tile transposed: each element the same fused multiply-adds in the same
+//! order, so the same bits; on the 2-core Xeon of docs/benchmarks.md 9% more rows/s at
+//! p = 100 and 16% at p = 1000, one thread). Work goes to the rayon threads by rows of the
 //! batch for small p (each thread checks and folds its share into its own buffer; the buffers
 //! are summed at the end) and by columns of the triangle for large p (chunks weighted by their
 //! tiles, taken dynamically; the threads share each packed block).
@@ -736,8 +735,8 @@ unsafe fn compute(
                 break;
             }
             // With AVX-512, column panels s and s + 1 go together through `tile12x8` wherever
-            // both have a tile in row panel q (whole tiles below the diagonal stored at once,
-            // the others by `pair_at`); a tile of s alone one panel at a time, as without it.
+            // both tiles are whole and below the diagonal; their other tiles one panel at a
+            // time, as without it.
             let pair = wide && s + 1 < cols.end;
             let (first, last) = (ic.max(j0 / MR), ic_end);
             for q in first..last {
@@ -760,16 +759,12 @@ unsafe fn compute(
                     }
                     continue;
                 }
-                if pair && q >= ((s + 1) * NR) / MR {
-                    // Both tiles exist, on the diagonal or in the last row panel: one 512-bit
-                    // pass, each half written as `tile_at` writes it.
-                    // SAFETY: forwarded from the caller (s + 1 is in `cols`); AVX-512F
-                    // detected (`wide`).
-                    unsafe { pair_at(dst, a, kc, big, s, q, alpha, beta) };
-                    continue;
-                }
                 // SAFETY: forwarded from the caller.
                 unsafe { tile_at(dst, a, kc, big, s, q, alpha, beta) };
+                if pair && q >= ((s + 1) * NR) / MR {
+                    // SAFETY: forwarded from the caller (s + 1 is in `cols`).
+                    unsafe { tile_at(dst, a, kc, big, s + 1, q, alpha, beta) };
+                }
             }
             s += if pair { 2 } else { 1 };
         }
@@ -856,95 +851,6 @@ unsafe fn tile_at(
             } else {
                 // SAFETY: i - p < 2 and j < p + 2: inside `extra`.
                 unsafe { *dst.extra.add((i - dst.p) * big + j) += v };
-            }
-        }
-    }
-}
-
-/// The tiles of row panel q and column panels s and s + 1 through `tile12x8` (12 rows, 8
-/// columns, computed whole), where `compute` cannot take `store_full_t` (a tile on the diagonal
-/// or in the last row panel): each half written element by element exactly as `tile_at` writes
-/// that tile (its whole-tile store where it takes it, else its element path), from the same
-/// fused multiply-adds, so the same bits as the 256-bit kernels.
-///
-/// # Safety
-/// As for `compute`, with s and s + 1 among its columns and q at or below the diagonal row
-/// panel of s + 1; AVX-512F available.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-#[allow(clippy::too_many_arguments)]
-unsafe fn pair_at(
-    dst: Dst,
-    a: &[f64],
-    kc: usize,
-    big: usize,
-    s: usize,
-    q: usize,
-    alpha: f64,
-    beta: f64,
-) {
-    let i0 = q * MR;
-    let nq = row_panels(big);
-    debug_assert!(q < nq && (s + 1) * NR < big.next_multiple_of(NR) && a.len() >= nq * MR * kc);
-    let mut t = [0.0f64; MR * 2 * NR];
-    // SAFETY: panel q holds 12 kc values and each column panel 12 (kc - 1) + 4 (the 8-value
-    // loads of adjacent panels end at their row panel's end); `t` holds 12 rows of 8.
-    unsafe {
-        let col = |s: usize| a.as_ptr().add(s / 3 * kc * MR + s % 3 * NR);
-        let acc = tile12x8(kc, a.as_ptr().add(q * MR * kc), col(s), col(s + 1));
-        for (r, v) in acc.iter().enumerate() {
-            _mm512_storeu_pd(t.as_mut_ptr().add(r * 2 * NR), *v);
-        }
-    }
-    for h in 0..2 {
-        let j0 = (s + h) * NR;
-        let lo = j0.saturating_sub(i0);
-        if lo == 0 && i0 >= j0 + NR - 1 && i0 + MR <= dst.p {
-            // `tile_at`'s whole tile (`store_full`).
-            for jj in 0..NR {
-                for r in 0..MR {
-                    let v = t[r * 2 * NR + h * NR + jj];
-                    // SAFETY: rows i0 .. i0 + 12 <= p, columns j0 + jj <= i0: inside the
-                    // p x p buffer, lower part, in this thread's columns.
-                    unsafe {
-                        let e = dst.c.add(i0 + r + (j0 + jj) * dst.ldc);
-                        *e = if beta == 0.0 {
-                            alpha * v
-                        } else {
-                            alpha.mul_add(v, beta * *e)
-                        };
-                    }
-                }
-            }
-            continue;
-        }
-        // `tile_at`'s element path: rows from the diagonal's block of 4 to the last row of the
-        // augmented matrix, lower part only.
-        let hi = MR.min((big - i0).next_multiple_of(4));
-        for jj in 0..NR {
-            let j = j0 + jj;
-            if j >= big {
-                break;
-            }
-            for r in lo..hi {
-                let i = i0 + r;
-                if i >= big {
-                    break;
-                }
-                if i < j {
-                    continue;
-                }
-                let v = alpha * t[r * 2 * NR + h * NR + jj];
-                if i < dst.p {
-                    // SAFETY: j <= i < p: inside the p x p buffer, lower part.
-                    unsafe {
-                        let e = dst.c.add(i + j * dst.ldc);
-                        *e = if beta == 0.0 { v } else { beta * *e + v };
-                    }
-                } else {
-                    // SAFETY: i - p < 2 and j < p + 2: inside `extra`.
-                    unsafe { *dst.extra.add((i - dst.p) * big + j) += v };
-                }
             }
         }
     }
