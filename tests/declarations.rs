@@ -896,3 +896,80 @@ fn two_replicas_follow_the_declarations_in_the_state_topic() {
     both(&a, &b, 2, "file", 400);
     drop(b_proc);
 }
+
+/// `start = "latest"` with the kafka store, on a stream of the file and on one declared over
+/// the API: each partition starts at its end when first assigned, and that position is saved
+/// as its state at once (the checkpoint count rises with no row folded), so a SIGKILL right
+/// after keeps it: the restart folds exactly the events produced after the start, n and OLS
+/// equal numpy's on those.
+#[test]
+fn with_the_kafka_store_latest_starts_each_partition_at_its_end_and_keeps_it() {
+    let brokers = with_topics(&[
+        ("k.late", 2),
+        ("k.late.dlq", 1),
+        ("k.api", 2),
+        ("k.api.dlq", 1),
+        ("latest-kafka.state", 3),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    // No periodic checkpoint within the test: only the saves made at once count.
+    ConfigFile::new("latest-kafka")
+        .quick_rejoin()
+        .set("state.store", "kafka")
+        .set("state.checkpoint_interval_ms", 600_000)
+        .stream("late", "k.late", vec!["a", "b"])
+        .stream_key("target", "y")
+        .stream_key("start", "latest")
+        .set("http.admin_token", ADMIN)
+        .write(dir.path());
+    send_events_to(&brokers, "k.late", 0..200);
+    send_events_to(&brokers, "k.api", 0..200);
+    let (mut p, base) = serve(dir.path(), &brokers, 0);
+    let log = dir.path().join("serve0.log");
+    // Both partitions positioned at their ends and saved, before any row is folded.
+    let saved_at_end = |base: &str, stream: &str| {
+        wait_for(
+            &format!("{stream}: both partitions start at their end, saved"),
+            &log,
+            || {
+                let text = std::fs::read_to_string(&log).unwrap_or_default();
+                let positioned = text
+                    .lines()
+                    .filter(|l| l.contains("partition starts at its end") && l.contains(stream))
+                    .count();
+                let label = format!("ravel_checkpoints_total{{stream=\"{stream}\"}}");
+                let saved = sample(&metrics_of(base), &label).unwrap_or(0.0);
+                (positioned == 2 && saved >= 2.0).then_some(())
+            },
+        )
+    };
+    saved_at_end(&base, "late");
+    let decl = json!({"topic": "k.api", "features": ["a", "b"], "target": "y", "start": "latest"});
+    let (status, body) = request(
+        &base,
+        reqwest::Method::PUT,
+        "/v1/streams/api",
+        Some(ADMIN),
+        Some(&decl),
+    );
+    assert_eq!(status, 201, "{body}");
+    saved_at_end(&base, "api");
+    assert_eq!(stream_n(&base, "late"), Some(0));
+    assert_eq!(stream_n(&base, "api"), Some(0));
+
+    // Killed before any row came: the restart goes on from the saved ends, not from the
+    // ends it would find now.
+    p.signal("-KILL");
+    p.wait();
+    send_events_to(&brokers, "k.late", 200..300);
+    send_events_to(&brokers, "k.api", 200..260);
+    let (_p, base) = serve(dir.path(), &brokers, 1);
+    let log = dir.path().join("serve1.log");
+    wait_n(&base, "late", 100, &log);
+    wait_n(&base, "api", 60, &log);
+    assert_ols_of(&base, "late", dir.path(), 200..300);
+    assert_ols_of(&base, "api", dir.path(), 200..260);
+    send_events_to(&brokers, "k.late", 300..350);
+    wait_n(&base, "late", 150, &log);
+    assert_ols_of(&base, "late", dir.path(), 200..350);
+}

@@ -474,17 +474,7 @@ impl Config {
         for s in &self.streams {
             s.folds()?;
             s.window_spec()?;
-            // A time is a filter on the messages (the same with either store); the end of a
-            // topic is a position taken once, which only the dir store keeps for now.
-            if s.start_at()? == StartAt::Latest && self.state.store == StoreKind::Kafka {
-                bail!(
-                    "stream '{}': start = \"latest\" needs state.store = \"dir\" for now (with \
-                     the kafka store a new stream reads its topic from the beginning, or from a \
-                     time: start = \"2026-01-01T00:00:00Z\"): leave start out, give a time, or \
-                     keep the state in state.dir",
-                    s.name
-                );
-            }
+            s.start_at()?;
             quality::of_stream(s, &s.history(&self.history)?)?;
         }
         self.check_memory()

@@ -20,7 +20,8 @@ impl Ingest {
     /// `max_rows` rows (or feature-stream messages) and `max_wait` since the first message
     /// end it; the messages still in the window (at most `WINDOW_BYTES` of payload) join it,
     /// so a batch can pass `max_rows` by that much and by the last message's rows (a
-    /// message's rows are never split). Returns the rows gathered.
+    /// message's rows are never split). Returns the rows gathered; an error when a partition
+    /// could not be positioned (`Change::Unpositioned`).
     ///
     /// Messages are accepted in the order read, each once `WINDOW_BYTES` of payload were read
     /// after it (or the batch ends): meanwhile the JSON ones are decoded on the `ahead`
@@ -30,7 +31,7 @@ impl Ingest {
         &mut self,
         consumer: &'c BaseConsumer<IngestContext>,
         ahead: &mut ahead::Ahead<'scope, '_, Early>,
-    ) -> usize {
+    ) -> anyhow::Result<usize> {
         let mut rows = 0;
         let mut deadline: Option<Instant> = None;
         let mut window: VecDeque<(Arc<BorrowedMessage<'c>>, bool)> = VecDeque::new();
@@ -41,7 +42,7 @@ impl Ingest {
                 Some(_) => Duration::ZERO,
             };
             let polled = consumer.poll(timeout);
-            self.apply_changes();
+            self.apply_changes()?;
             match polled {
                 None => break,
                 Some(Err(e)) => {
@@ -70,7 +71,7 @@ impl Ingest {
         for (msg, early) in window.drain(..) {
             rows += self.accept_read(ahead, &msg, early);
         }
-        rows
+        Ok(rows)
     }
 
     /// Hands a JSON message of a stream or feature stream to the `ahead` threads (the message

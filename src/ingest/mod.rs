@@ -236,8 +236,9 @@ struct Ingest {
     declarations: Option<Arc<crate::declared::Queue>>,
     /// `state.dir`: where a retired stream's checkpoint is deleted (`?state=drop`).
     state_dir: Option<std::path::PathBuf>,
-    /// A stream starts at its topic's end (`start`): checkpoint before the first batch.
-    checkpoint_first: bool,
+    /// A stream or a partition starts at its topic's end (`start = "latest"`): that position
+    /// is saved at the loop's next turn (before the first batch, at the service's start).
+    checkpoint_due: bool,
 }
 
 impl Ingest {
@@ -249,12 +250,12 @@ impl Ingest {
         let threads = self.ahead_threads;
         std::thread::scope(|scope| -> anyhow::Result<()> {
             let mut ahead = ahead::Ahead::new(scope, "ravel-decode", threads);
-            if std::mem::take(&mut self.checkpoint_first) {
+            if std::mem::take(&mut self.checkpoint_due) {
                 self.checkpoint_and_commit(CommitMode::Sync);
             }
             while !self.shutdown.is_triggered() {
                 self.apply_declarations()?;
-                if self.gather(&consumer, &mut ahead) > 0
+                if self.gather(&consumer, &mut ahead)? > 0
                     || matches!(self.store, Store::Kafka { .. })
                 {
                     // With the kafka store, also when only the others' states changed.
@@ -265,7 +266,10 @@ impl Ingest {
                 if let Store::Dir(w) = &mut self.store {
                     w.release(&self.held);
                 }
-                if last_checkpoint.elapsed() >= self.checkpoint_interval {
+                if std::mem::take(&mut self.checkpoint_due) {
+                    self.checkpoint_and_commit(CommitMode::Sync);
+                    last_checkpoint = Instant::now();
+                } else if last_checkpoint.elapsed() >= self.checkpoint_interval {
                     self.checkpoint_and_commit(CommitMode::Async);
                     last_checkpoint = Instant::now();
                 }
@@ -317,25 +321,34 @@ impl Ingest {
 
     /// Applies the partitions that came or went in a rebalance (`kafka` store) to the
     /// statistics: restored ones are installed, revoked ones dropped with their pending rows.
-    fn apply_changes(&mut self) {
+    /// One that starts at its end is saved at the loop's next checkpoint, due at once; one
+    /// that could not be positioned stops the ingest.
+    fn apply_changes(&mut self) -> anyhow::Result<()> {
         for change in self.consumer.context().take_changes() {
             let (topic, partition) = match &change {
                 Change::Assigned {
                     topic, partition, ..
                 }
                 | Change::Revoked { topic, partition } => (topic.clone(), *partition),
+                Change::Unpositioned(why) => bail!("{why}"),
             };
             let Some(&Target::Rows(i)) = self.by_topic.get(&topic) else {
                 continue;
             };
             match change {
-                Change::Assigned { state, .. } => {
-                    self.streams[i].install(partition, state.as_deref())
+                Change::Assigned { state, at_end, .. } => {
+                    self.streams[i].install(partition, state.as_deref());
+                    if at_end {
+                        self.streams[i].touch(partition);
+                        self.checkpoint_due = true;
+                    }
                 }
                 Change::Revoked { .. } => self.streams[i].remove(partition),
+                Change::Unpositioned(_) => unreachable!("handled above"),
             }
             // The view changes even if no row comes.
             self.streams[i].remote_version = u64::MAX;
         }
+        Ok(())
     }
 }

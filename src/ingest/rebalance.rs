@@ -26,9 +26,30 @@ use std::time::Duration;
 /// How partitions of stream topics are restored from the `kafka` state store.
 pub struct Restore {
     pub reader: Arc<StateReader>,
-    /// Stream topic -> stream name and its declaration's epoch (only states written under it
-    /// are restored); changes with streams declared over the API (`IngestContext::restored`).
-    pub streams: Mutex<HashMap<String, (String, u64)>>,
+    /// Stream topic -> the stream read from it; changes with streams declared over the API
+    /// (`IngestContext::restored`).
+    pub streams: Mutex<HashMap<String, RestoredStream>>,
+}
+
+/// The stream a topic's partitions are restored into (`kafka` store).
+#[derive(Clone, Debug)]
+pub struct RestoredStream {
+    pub name: String,
+    /// Its declaration's epoch: only states written under it are restored.
+    pub epoch: u64,
+    /// `start = "latest"`: a partition with no state of this epoch starts at its end, taken
+    /// when it is first assigned and saved at once (`start.rs`).
+    pub at_end: bool,
+}
+
+impl RestoredStream {
+    pub fn of(handle: &crate::state::streams::StreamHandle) -> RestoredStream {
+        RestoredStream {
+            name: handle.name().to_string(),
+            epoch: handle.epoch,
+            at_end: handle.start == crate::config::StartAt::Latest,
+        }
+    }
 }
 
 /// A partition of a stream that came or went, for the loop to apply to its statistics.
@@ -37,7 +58,13 @@ pub enum Change {
         topic: String,
         partition: i32,
         state: Option<Arc<PartitionState>>,
+        /// It starts at its end (`start = "latest"`, never read): saved at once.
+        at_end: bool,
     },
+    /// A partition of a stream that starts at its topic's end could not be positioned (the
+    /// cluster did not say where it ends): the ingest stops rather than read it from its
+    /// beginning.
+    Unpositioned(String),
     Revoked {
         topic: String,
         partition: i32,
@@ -121,14 +148,29 @@ impl IngestContext {
         let mut positions = lock(&self.positions);
         let mut changes = lock(&self.changes);
         for (t, p) in mine {
-            let (stream, epoch) = &streams[t];
+            let RestoredStream {
+                name: stream,
+                epoch,
+                at_end,
+            } = &streams[t];
             let mut state = if caught_up.is_some() {
                 // A state of an earlier declaration of the name is not this stream's.
                 r.reader.get(stream, *p).filter(|s| s.epoch == *epoch)
+            } else if *at_end {
+                // Neither the beginning nor the end would be where it stopped.
+                changes.push(Change::Unpositioned(format!(
+                    "stream '{stream}' (start = \"latest\"): the state topic could not be read, so \
+                     where partition {p} of '{t}' stopped is unknown; ravel stops rather than \
+                     read it from its beginning or its end (start it again once the state topic \
+                     answers)"
+                )));
+                continue;
             } else {
                 tracing::error!(stream = %stream, partition = p, "state topic unreadable: the partition starts from the beginning of its topic with no statistics");
                 None
             };
+            // Never read under this declaration, it starts at the partition's end now.
+            let start_at_end = *at_end && state.is_none();
             // A state only makes sense against the log it was read from.
             if let Some(s) = &state
                 && let Ok((low, high)) = consumer.fetch_watermarks(t, *p, Duration::from_secs(10))
@@ -156,6 +198,18 @@ impl IngestContext {
                         .insert(*p, s.next_offset);
                     tracing::info!(stream = %stream, partition = p, n = s.stats.n(), next_offset = s.next_offset, writer = %s.writer, "partition restored from the state topic");
                 }
+                None if start_at_end => {
+                    let Some(end) = super::start::partition_end(consumer, t, *p) else {
+                        changes.push(Change::Unpositioned(format!(
+                            "stream '{stream}' (start = \"latest\"): the Kafka cluster did not say \
+                             where partition {p} of '{t}' ends; ravel stops rather than read it \
+                             from its beginning (start it again once the cluster answers)"
+                        )));
+                        continue;
+                    };
+                    positions.entry(t.clone()).or_default().insert(*p, end);
+                    tracing::info!(stream = %stream, partition = p, next_offset = end, "partition starts at its end (start = \"latest\", never read)");
+                }
                 None => {
                     if let Some(m) = positions.get_mut(t) {
                         m.remove(p);
@@ -166,13 +220,14 @@ impl IngestContext {
                 topic: t.clone(),
                 partition: *p,
                 state,
+                at_end: start_at_end,
             });
         }
     }
 
     /// `kafka` store: the stream read from `topic` from now on (None: none), for the
     /// restores of its partitions.
-    pub(super) fn restored(&self, topic: &str, stream: Option<(String, u64)>) {
+    pub(super) fn restored(&self, topic: &str, stream: Option<RestoredStream>) {
         if let Some(r) = &self.restore {
             match stream {
                 Some(s) => lock(&r.streams).insert(topic.to_string(), s),

@@ -11,6 +11,7 @@
 
 use super::features::FeatureIngest;
 use super::fold::StreamIngest;
+use super::rebalance::RestoredStream;
 use super::{Ingest, Store, Target};
 use crate::declared::Change;
 use crate::lock;
@@ -114,8 +115,7 @@ impl Ingest {
                     }
                     tracing::info!(stream = %handle.name(), topic = %topic, n = handle.snapshot().stats.n(), "stream read from now on");
                     let per_partition = matches!(self.store, Store::Kafka { .. });
-                    (self.consumer.context())
-                        .restored(&topic, Some((handle.name().to_string(), handle.epoch)));
+                    (self.consumer.context()).restored(&topic, Some(RestoredStream::of(&handle)));
                     self.streams.push(StreamIngest::new(handle, per_partition));
                     if positions_empty {
                         started_at_end |= self.start_declared(self.streams.len() - 1)?;

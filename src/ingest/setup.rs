@@ -8,7 +8,7 @@ use super::dead_letters::dlq::DeadLetters;
 use super::dead_letters::held;
 use super::features::FeatureIngest;
 use super::fold::StreamIngest;
-use super::rebalance::{IngestContext, Restore};
+use super::rebalance::{IngestContext, Restore, RestoredStream};
 use super::{Checked, Ingest, IngestSetup, Store, Target, patiently};
 use crate::config::Assignment;
 use crate::config::OnFailure;
@@ -38,7 +38,7 @@ impl Ingest {
             streams: Mutex::new(
                 initial
                     .iter()
-                    .map(|h| (h.topic.clone(), (h.name().to_string(), h.epoch)))
+                    .map(|h| (h.topic.clone(), RestoredStream::of(h)))
                     .collect(),
             ),
         });
@@ -121,9 +121,11 @@ impl Ingest {
             }
         }
 
-        // Streams never read that start at their topic's end, before anything is assigned.
+        // Streams never read that start at their topic's end, before anything is assigned
+        // (with the kafka store, each partition when it is first assigned: `rebalance.rs`).
         let mut fresh = std::collections::HashSet::new();
-        for h in &initial {
+        let per_partition = setup.state.store == crate::config::StoreKind::Kafka;
+        for h in initial.iter().filter(|_| !per_partition) {
             if let Some(ends) =
                 super::start::at_end(&consumer, h, setup.state.dir().as_deref(), shutdown)?
             {
@@ -280,7 +282,7 @@ impl Ingest {
             discovered: Instant::now(),
             declarations: setup.declarations,
             state_dir: setup.state.dir(),
-            checkpoint_first: !fresh.is_empty(),
+            checkpoint_due: !fresh.is_empty(),
         })
     }
 }

@@ -10,6 +10,12 @@
 //!   them.
 //!
 //! A partition the topic gains later is read from its beginning: all of it came after.
+//!
+//! With the `kafka` store (replicas sharing the partitions, no stream-wide checkpoint) `latest`
+//! is per partition: one with no state under the stream's declaration starts at its end when
+//! it is first assigned (`rebalance.rs`), and that position is saved as its state at once, so
+//! its next owner goes on from there. A partition the topic gains later starts at its end too
+//! (the state topic cannot tell it from one never assigned).
 
 use super::fold::StreamIngest;
 use super::{Ingest, patiently};
@@ -20,6 +26,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::message::{BorrowedMessage, Message};
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::time::Duration;
 
 /// Whether stream `name` has no checkpoint to go on from (always, without `state.dir`).
 pub(super) fn never_read(dir: Option<&Path>, name: &str) -> bool {
@@ -57,6 +64,23 @@ pub(super) fn ends<C: ConsumerContext>(
     Ok(ends)
 }
 
+/// The next offset of partition `p` of `topic` now (`kafka` store: a stream that starts at
+/// its end takes each partition's when first assigned; the rebalance callback has no shutdown
+/// to watch, so three tries of 5 s). None when the cluster does not answer.
+pub(super) fn partition_end<C: ConsumerContext>(
+    consumer: &BaseConsumer<C>,
+    topic: &str,
+    p: i32,
+) -> Option<i64> {
+    (0..3).find_map(|_| {
+        consumer
+            .fetch_watermarks(topic, p, Duration::from_secs(5))
+            .map(|(_, high)| high)
+            .map_err(|e| tracing::warn!(topic = %topic, partition = p, error = %e, "where the partition ends: no answer yet"))
+            .ok()
+    })
+}
+
 /// Whether `msg` comes before its stream's `start = TIME` (by its Kafka timestamp).
 pub(super) fn before(stream: &StreamIngest, msg: &BorrowedMessage<'_>) -> bool {
     match stream.handle.start {
@@ -88,6 +112,10 @@ impl Ingest {
     /// Stream `i`, just declared, starts where its `start` says: its positions set and its
     /// checkpoint due at once. Returns whether it was.
     pub(super) fn start_declared(&mut self, i: usize) -> anyhow::Result<bool> {
+        // The kafka store positions each partition when it is first assigned.
+        if matches!(self.store, super::Store::Kafka { .. }) {
+            return Ok(false);
+        }
         let handle = self.streams[i].handle.clone();
         let Some(ends) = at_end(
             &self.consumer,
