@@ -169,11 +169,12 @@ def rows_seen(api, stream):
 
 
 def serve_once(ravel, bootstrap, p, total, workdir, logf, group, folds=0, deadline_s=600,
-               stream_toml=None, sections=""):
+               stream_toml=None, sections="", poll_s=0.005):
     """Seconds from process start to every row visible; rows/s from the first row to the last;
     the process's CPU seconds by then (less sensitive than the times to other work on the
     machine). `stream_toml` replaces the stream's `features = p` line (named fields, a format);
-    `sections` is more configuration ([schema_registry] ...)."""
+    `sections` is more configuration ([schema_registry] ...). `poll_s`: how often the rows are
+    asked for (`GET /v1/streams`; the service's CPU includes answering it)."""
     cfg = os.path.join(workdir, f"{group}.toml")
     with open(cfg, "w") as f:
         f.write(f'[http]\naddr = "127.0.0.1:0"\n\n[kafka]\nbrokers = "{bootstrap}"\ngroup_id = "{group}"\n')
@@ -201,7 +202,7 @@ def serve_once(ravel, bootstrap, p, total, workdir, logf, group, folds=0, deadli
                 return now - start, rate, cpu_seconds(proc)
             if now > deadline:
                 sys.exit(f"only {n} of {total} rows applied (log: {logf.name})")
-            time.sleep(0.005)
+            time.sleep(poll_s)
     finally:
         procs.stop_all()
 

@@ -30,8 +30,11 @@ Run: scripts/test sets up target/pyenv (confluent-kafka with Avro and Protobuf, 
      cargo build --release --bin ravel --example bare_consumer --example decode_peer \
          --example bare_pipe
      target/pyenv/bin/python scripts/bench_decode.py [--rounds 3] [--cases avro100,json1000,...]
-         [--scoring]
-Prints the table (Markdown) on stdout, progress on stderr.
+         [--scoring] [--before OTHER_RAVEL] [--poll-ms 50]
+Prints the table (Markdown) on stdout, progress on stderr. `--before` runs another build of
+ravel in the same rounds (alternating: before/after, then after/before) for a comparison on a
+shared machine. The service is asked for its rows (`GET /v1/streams`) every `--poll-ms` (50;
+it was 5 ms, and answering took 3-8% of the service's CPU on binary mini-batches).
 """
 
 import argparse
@@ -184,7 +187,11 @@ def run_case(args, name, workdir, registry):
     repeat = count // len(msgs)
     decoded_rows = repeat * len(msgs) * per
     procs = Procs()
-    cells = {"ravel": [], "ravel_q_off": [], "bare": [], "decoder": []}
+    cells = {"ravel": [], "ravel_q_off": [], "bare": [], "decoder": [], "before": [], "before_q_off": []}
+    # The binaries measured in a round: this build and, with --before, the other one, in
+    # alternating order from round to round.
+    builds = [("ravel", args.ravel)] + ([("before", args.before)] if args.before else [])
+    poll_s = args.poll_ms / 1000
     with open(os.path.join(workdir, "log"), "a") as logf:
         try:
             _, bootstrap = start_broker(procs, args.ravel, [f"bench.tput:{PARTITIONS}", "bench.tput.dlq:1"], logf)
@@ -193,12 +200,15 @@ def run_case(args, name, workdir, registry):
             B.fill(bootstrap, "bench.tput", PARTITIONS, msgs, count)
             for k in range(args.rounds):
                 B.log(f"{name}: round {k + 1}")
-                _, _, cpu = B.serve_once(args.ravel, bootstrap, p, total, workdir, logf, f"r{k}-{name}",
-                                         stream_toml=stream, sections=sections)
-                cells["ravel"].append(cpu / total * 1e6)
-                _, _, cpu = B.serve_once(args.ravel, bootstrap, p, total, workdir, logf, f"q{k}-{name}",
-                                         stream_toml=stream + "quality = { enabled = false }\n", sections=sections)
-                cells["ravel_q_off"].append(cpu / total * 1e6)
+                for label, binary in builds if k % 2 == 0 else builds[::-1]:
+                    _, _, cpu = B.serve_once(binary, bootstrap, p, total, workdir, logf, f"r{k}{label}-{name}",
+                                             stream_toml=stream, sections=sections, poll_s=poll_s)
+                    cells[label].append(cpu / total * 1e6)
+                for label, binary in builds if k % 2 == 0 else builds[::-1]:
+                    _, _, cpu = B.serve_once(binary, bootstrap, p, total, workdir, logf, f"q{k}{label}-{name}",
+                                             stream_toml=stream + "quality = { enabled = false }\n",
+                                             sections=sections, poll_s=poll_s)
+                    cells[f"{label}_q_off" if label == "before" else "ravel_q_off"].append(cpu / total * 1e6)
                 c0 = children_cpu()
                 _, out = B.timed([args.bare, "--brokers", bootstrap, "--topic", "bench.tput", "--messages", str(count)])
                 cells["bare"].append((children_cpu() - c0) / total * 1e6)
@@ -214,7 +224,7 @@ def run_case(args, name, workdir, registry):
                 cells["decoder"].append((children_cpu() - c0) / decoded_rows * 1e6)
         finally:
             procs.stop_all()
-    med = {k: statistics.median(v) for k, v in cells.items()}
+    med = {k: statistics.median(v) if v else float("nan") for k, v in cells.items()}
     return (fmt, p, per, total, mb, med)
 
 
@@ -290,8 +300,17 @@ def main():
     ap.add_argument("--ravel", default=os.path.join(ROOT, "target", "release", "ravel"))
     ap.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "ravel-bench-decode"))
     ap.add_argument("--scoring", action="store_true", help="measure a scorer against a bare pipe instead")
+    ap.add_argument("--before", help="another ravel binary (an earlier build) run in the same rounds, "
+                    "alternating with --ravel")
+    ap.add_argument("--poll-ms", type=float, default=50,
+                    help="how often the rows in the statistics are asked for (GET /v1/streams); "
+                    "the service's CPU includes the answers")
     args = ap.parse_args()
     args.ravel = os.path.abspath(args.ravel)
+    if args.before:
+        args.before = os.path.abspath(args.before)
+        if not os.path.exists(args.before):
+            sys.exit(f"--before {args.before} is missing")
     examples = os.path.join(os.path.dirname(args.ravel), "examples")
     args.bare, args.decoder = os.path.join(examples, "bare_consumer"), os.path.join(examples, "decode_peer")
     args.pipe = os.path.join(examples, "bare_pipe")
@@ -310,7 +329,18 @@ def main():
             sys.exit(f"unknown case {name}: {', '.join(CASES)}")
         results.append(run_case(args, name, workdir, registry))
     print(f"CPU seconds per million rows, medians of {args.rounds} interleaved rounds; load average "
-          f"{' / '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs\n")
+          f"{' / '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs; rows polled "
+          f"every {args.poll_ms:g} ms\n")
+    if args.before:
+        print(f"--before {args.before} against {args.ravel}, alternating in each round:\n")
+        print("| format | p | rows/message | ravel serve: before | after | quality off: before | after | "
+              "bare consumer | ravel / bare: before | after |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
+        for fmt, p, per, total, mb, m in results:
+            print(f"| {fmt} | {p} | {per} | {m['before']:.2f} | {m['ravel']:.2f} | {m['before_q_off']:.2f} | "
+                  f"{m['ravel_q_off']:.2f} | {m['bare']:.2f} | {m['before'] / m['bare']:.2f} | "
+                  f"{m['ravel'] / m['bare']:.2f} |")
+        print()
     print("| format | p | rows/message | rows | ravel serve (decode + fold + all) | quality off | "
           "quality | bare consumer (Kafka only) | ravel / bare | standalone decoder (decode only) | "
           "ravel / decoder |")

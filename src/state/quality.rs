@@ -5,13 +5,13 @@
 //!
 //! One `Quality` per part of the stream (the `dir` store's one part, or each partition this
 //! replica owns with the `kafka` store), each behind its own lock: ingest takes it once per
-//! folded piece to record the rows, a reader to copy the window out. A stream's figures are
-//! its parts' combined (`Quality::combined`). The figures live in memory only: a restart
-//! starts them empty, and the first rows after it are predicted by a model of the restored
-//! statistics (extracted at once, then at every multiple of `every_rows`).
+//! folded piece to record the rows, a reader to add its window to the sums (`Combiner`). A
+//! stream's figures are its parts' combined (`Quality::combined`). The figures live in memory
+//! only: a restart starts them empty, and the first rows after it are predicted by a model of
+//! the restored statistics (extracted at once, then at every multiple of `every_rows`).
 
 use crate::config::quality::QualitySettings;
-use ravel_core::prequential::{Quality, Report, TestThenTrain};
+use ravel_core::prequential::{Combiner, Quality, Report, TestThenTrain};
 use ravel_core::solve::Request;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -128,28 +128,31 @@ impl LiveQuality {
         crate::lock(&self.parts)
     }
 
-    /// The figures now (the parts' windows are copied under their locks, the figures
-    /// computed after).
+    /// The figures now (each part's added to the sums under its lock).
     pub fn summary(&self) -> QualitySummary {
         let parts: Vec<Arc<Mutex<Shared>>> = self.lock().values().cloned().collect();
-        let (mut copies, mut model_rows, mut ext, mut failed) = (Vec::new(), None, 0, 0);
-        for p in parts {
-            let s = crate::lock(&p);
-            copies.push(s.quality.clone());
+        let (mut model_rows, mut ext, mut failed, mut rows) = (None, 0, 0, 0);
+        // Each part added under its own lock, nothing copied (`Combiner`): dashboards and the
+        // benchmarks poll this.
+        let mut combined = Combiner::default();
+        for p in &parts {
+            let s = crate::lock(p);
+            combined.add(&s.quality);
+            rows += s.quality.rows();
             model_rows = model_rows.max(s.model_rows);
             ext += s.extractions;
             failed += s.failures;
         }
         let s = &self.settings;
-        let figures = Quality::combined(&copies);
-        let capacity = (s.spec.window * copies.len().max(1)) as f64;
+        let figures = combined.report();
+        let capacity = (s.spec.window * parts.len().max(1)) as f64;
         QualitySummary {
             window_fill: figures.window.rows / capacity,
             every_rows: s.every_rows,
             window_rows: s.spec.window,
             decay_rows: s.spec.decay_rows,
             model: s.model.clone(),
-            rows: copies.iter().map(Quality::rows).sum(),
+            rows,
             model_rows,
             extractions: ext,
             failed_extractions: failed,

@@ -80,14 +80,23 @@ pub fn decode_early(
 ) -> Result<usize, Rejection> {
     let (x0, y0) = (x.len(), y.len());
     let mut local = Tally::default();
+    // Binary rows are checked as they are copied; a message that fails that check (or of a
+    // classification stream, whose labels are checked too) is read again by `validate`.
+    let mut within = false;
     let result = if let Some(wire) = schema.wire {
         decode_schemad(wire, payload, schema, early, x, y, &mut local)
     } else if payload.starts_with(&BINARY_MAGIC) {
-        decode_binary(payload, schema, x, y)
+        decode_binary(payload, schema, x, y, &mut within)
     } else {
         decode_json(payload, schema, x, y, &mut local)
     };
-    let result = result.and_then(|rows| validate(schema, &x[x0..], &y[y0..]).map(|_| rows));
+    let checked = within && !schema.classification && !schema.unlabelled;
+    let result = result.and_then(|rows| {
+        if checked {
+            return Ok(rows);
+        }
+        validate(schema, &x[x0..], &y[y0..]).map(|_| rows)
+    });
     match result {
         Ok(rows) => {
             tally.add(local);
@@ -283,11 +292,14 @@ fn validate_features(p: usize, x: &[f64]) -> Result<(), Rejection> {
     Ok(())
 }
 
+/// A binary message's rows; `within`: whether every value is finite and within
+/// `MAX_ABS_VALUE` (checked as the values are copied).
 fn decode_binary(
     payload: &[u8],
     schema: &Schema,
     x: &mut Vec<f64>,
     y: &mut Vec<f64>,
+    within: &mut bool,
 ) -> Result<usize, Rejection> {
     if payload.len() < HEADER {
         return reject(
@@ -325,14 +337,8 @@ fn decode_binary(
     }
     let body = &payload[HEADER..];
     let (xb, yb) = body.split_at(rows * p * 8);
-    x.extend(
-        xb.chunks_exact(8)
-            .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes"))),
-    );
-    y.extend(
-        yb.chunks_exact(8)
-            .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes"))),
-    );
+    let within_x = ravel_core::stats::extend_within_limit(x, xb);
+    *within = ravel_core::stats::extend_within_limit(y, yb) && within_x;
     Ok(rows)
 }
 

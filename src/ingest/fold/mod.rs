@@ -412,9 +412,11 @@ impl StreamIngest {
             let p = self.handle.p();
             let (x, y, ids) = (&part.x, &part.y, &part.ids);
             let folds = &mut part.folds;
+            // Every pending row was checked as its message was decoded (`format::validate`,
+            // to refuse that message alone): the fold does not scan them again.
             let mut fold = |stats: &mut Stats, r: std::ops::Range<usize>| match folds.as_mut() {
                 Some(f) => f.update(stats, &x[r.start * p..r.end * p], &y[r.clone()], &ids[r]),
-                None => stats.update_batch(&x[r.start * p..r.end * p], &y[r]),
+                None => stats.update_batch_validated(&x[r.start * p..r.end * p], &y[r]),
             };
             // Test then train: each row is predicted by the quality model before it is
             // folded (the batch folded in pieces that end where the model is re-extracted).

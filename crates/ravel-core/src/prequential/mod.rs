@@ -24,7 +24,7 @@
 
 pub mod quality;
 
-pub use quality::{Figures, Quality, QualitySpec, Report};
+pub use quality::{Combiner, Figures, Quality, QualitySpec, Report};
 
 use crate::solve::{self, Checked, ParamError, Request};
 use crate::stats::{RunningStats, Stats, StatsError};

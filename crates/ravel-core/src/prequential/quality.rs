@@ -258,6 +258,52 @@ pub fn auc(rows: impl IntoIterator<Item = (f64, f64)>) -> Option<f64> {
     Some((rank_sum - p * (p + 1.0) / 2.0) / (p * n))
 }
 
+/// `Quality::combined`, one part at a time: a reader that takes each part's lock in turn adds
+/// the part under it and copies nothing (but a classification window's scores and labels, which
+/// the AUC sorts), instead of cloning every window first (240 kB a part by default, what each
+/// `GET /v1/streams` did). The same sums in the same order as `combined`, so the same bits.
+#[derive(Debug, Default)]
+pub struct Combiner {
+    /// The first part's spec (every part of a stream has the same).
+    spec: Option<QualitySpec>,
+    window: Sums,
+    weighted: Sums,
+    total: Sums,
+    /// Classification: the windows' (score, target), part after part.
+    scored: Vec<(f64, f64)>,
+}
+
+impl Combiner {
+    /// Adds one part's figures.
+    pub fn add(&mut self, q: &Quality) {
+        let spec = *self.spec.get_or_insert(q.spec);
+        for r in &q.ring {
+            self.window.add(spec.task, *r, 1.0);
+        }
+        if spec.task == Task::Classification {
+            self.scored.extend(q.window_rows());
+        }
+        self.weighted.merge(&q.weighted);
+        self.total.merge(&q.total);
+    }
+
+    /// The figures of the parts added (no part: the default report).
+    pub fn report(self) -> Report {
+        let Some(spec) = self.spec else {
+            return Report::default();
+        };
+        let mut w = self.window.figures(&spec);
+        if spec.task == Task::Classification {
+            w.auc = auc(self.scored);
+        }
+        Report {
+            window: w,
+            weighted: self.weighted.figures(&spec),
+            total: self.total.figures(&spec),
+        }
+    }
+}
+
 /// The running figures of one stream (or one partition of it, or a file).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Quality {
@@ -328,28 +374,11 @@ impl Quality {
     /// window holds each part's window, the weighted and total sums add up. One part: its
     /// own figures.
     pub fn combined(parts: &[Quality]) -> Report {
-        let Some(first) = parts.first() else {
-            return Report::default();
-        };
-        let spec = first.spec;
-        let (mut window, mut weighted, mut total) =
-            (Sums::default(), Sums::default(), Sums::default());
+        let mut c = Combiner::default();
         for q in parts {
-            for r in &q.ring {
-                window.add(spec.task, *r, 1.0);
-            }
-            weighted.merge(&q.weighted);
-            total.merge(&q.total);
+            c.add(q);
         }
-        let mut w = window.figures(&spec);
-        if spec.task == Task::Classification {
-            w.auc = auc(parts.iter().flat_map(|q| q.window_rows()));
-        }
-        Report {
-            window: w,
-            weighted: weighted.figures(&spec),
-            total: total.figures(&spec),
-        }
+        c.report()
     }
 
     /// Bytes of a full window.

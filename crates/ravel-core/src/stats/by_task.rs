@@ -106,6 +106,15 @@ impl Stats {
             Stats::Classification(s) => s.update_batch(x, y),
         }
     }
+    /// `update_batch` for rows the caller checked value by value with `within_limit`
+    /// (`RunningStats::update_batch_validated`: not scanned again; classification splits the
+    /// rows by label and checks them as `update_batch`).
+    pub fn update_batch_validated(&mut self, x: &[f64], y: &[f64]) -> Result<(), StatsError> {
+        match self {
+            Stats::Regression(s) => s.update_batch_validated(x, y),
+            Stats::Classification(s) => s.update_batch(x, y),
+        }
+    }
     /// Folds rows wherever they lie (`RunningStats::update_strided`); classification splits
     /// a row-major copy by label.
     pub fn update_strided(&mut self, rows: StridedRows) -> Result<(), StatsError> {

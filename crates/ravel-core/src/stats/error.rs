@@ -94,6 +94,13 @@ pub fn within_limit(values: &[f64]) -> bool {
     syrk::all_finite(values)
 }
 
+/// Appends the little-endian doubles of `bytes` (8 bytes each; a trailing part is ignored) to
+/// `dst` and says whether every one is within the limit (`within_limit`), in one pass: how the
+/// service reads a binary message's rows and checks them.
+pub fn extend_within_limit(dst: &mut Vec<f64>, bytes: &[u8]) -> bool {
+    syrk::extend_within_limit(dst, bytes)
+}
+
 /// Validates a batch before anything is changed: dimensions and, if `finite`, finiteness and
 /// the `MAX_ABS_VALUE` bound.
 pub(super) fn check_batch(

@@ -25,7 +25,18 @@ impl RunningStats {
     /// Fold a mini-batch in: `x` is row-major, `y.len()` rows of p features. One symmetric
     /// rank-B update of E[x x^T]; the result equals B calls of `update` up to rounding.
     pub fn update_batch(&mut self, x: &[f64], y: &[f64]) -> Result<(), StatsError> {
-        self.update_batch_with(x, y, |_| {})
+        self.fold_batch(x, y, false, |_| {})
+    }
+
+    /// `update_batch` for rows whose every value the caller has already checked with
+    /// `within_limit` (the service checks each message as it decodes it, to refuse that
+    /// message alone): the batch is not scanned a second time (docs/benchmarks.md, "Binary
+    /// mini-batches"). The dimensions are still checked. The same
+    /// bits as `update_batch` on the same rows; should a value beyond the limit come through
+    /// anyway (the caller's bug), the moments may become infinite or NaN, which `is_finite`
+    /// tells.
+    pub fn update_batch_validated(&mut self, x: &[f64], y: &[f64]) -> Result<(), StatsError> {
+        self.fold_batch(x, y, true, |_| {})
     }
 
     /// `update_batch`, telling `each` how every chunk of the batch was weighted once it is
@@ -35,15 +46,26 @@ impl RunningStats {
         &mut self,
         x: &[f64],
         y: &[f64],
+        each: impl FnMut(Chunk<'_>),
+    ) -> Result<(), StatsError> {
+        self.fold_batch(x, y, false, each)
+    }
+
+    /// `update_batch_with`; `validated`: the caller checked every value (no scan here).
+    fn fold_batch(
+        &mut self,
+        x: &[f64],
+        y: &[f64],
+        validated: bool,
         mut each: impl FnMut(Chunk<'_>),
     ) -> Result<(), StatsError> {
         // An adaptive schedule reads the rows before they are folded: check them first. The
         // others fold the whole batch at once, and the fold checks it on its way (`apply`).
         let adaptive = matches!(self.schedule, AlphaSchedule::Adaptive(_));
-        let rows = check_batch(self.p, x, y, adaptive)?;
+        let rows = check_batch(self.p, x, y, adaptive && !validated)?;
         let p = self.p;
         if !adaptive {
-            return self.fold_whole(StridedRows::contiguous(p, x, y), each);
+            return self.fold_whole(StridedRows::contiguous(p, x, y), validated, each);
         }
         // The first row of the stream becomes the shift (module header): empty statistics
         // hold no moments, so the shift can change freely.
@@ -86,6 +108,7 @@ impl RunningStats {
     fn fold_whole(
         &mut self,
         data: StridedRows,
+        checked: bool,
         mut each: impl FnMut(Chunk<'_>),
     ) -> Result<(), StatsError> {
         let (p, rows) = (self.p, data.rows);
@@ -103,11 +126,11 @@ impl RunningStats {
         let alphas = self.schedule.alphas_for_batch(self.n, rows, &[], &[]);
         let (weight, sum_sq) = (self.weight, self.sum_sq_shares);
         let (decay, omega) = self.fold_weights(&alphas);
-        let folded = match self.apply_kernel(data, decay, &omega, false) {
+        let folded = match self.apply_kernel(data, decay, &omega, checked) {
             Some(folded) => folded,
             None => {
                 let (x, y) = data.row_major(p);
-                self.apply_portable(&x, &y, decay, &omega, false)
+                self.apply_portable(&x, &y, decay, &omega, checked)
             }
         };
         if !folded {
@@ -263,6 +286,6 @@ impl RunningStats {
             let (x, y) = rows.row_major(self.p);
             return self.update_batch(&x, &y);
         }
-        self.fold_whole(rows, |_| {})
+        self.fold_whole(rows, false, |_| {})
     }
 }

@@ -56,7 +56,7 @@ pub mod windows;
 pub use adaptive::{AdaptiveConfig, Cusum};
 pub use by_task::Stats;
 pub use class::ClassStats;
-pub use error::{MAX_ABS_VALUE, StatsError, within_limit};
+pub use error::{MAX_ABS_VALUE, StatsError, extend_within_limit, within_limit};
 pub use fold::Chunk;
 pub use folds::{FoldSet, Folds};
 pub use observations::Observations;

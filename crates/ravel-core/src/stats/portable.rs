@@ -181,6 +181,35 @@ mod tests {
         }
     }
 
+    /// Rows the caller validated fold to the same bits without the fold's scan, on the kernel
+    /// and the portable path, under every schedule (the adaptive one checks nothing first).
+    #[test]
+    fn validated_batches_fold_to_the_same_bits() {
+        let schedules = [
+            AlphaSchedule::Plain,
+            AlphaSchedule::Fixed { alpha: 0.01 },
+            AlphaSchedule::adaptive(),
+        ];
+        for portable in [false, true] {
+            for p in [1, 13, 100] {
+                for schedule in &schedules {
+                    FORCE_PORTABLE.with(|f| f.set(portable));
+                    let mut a = RunningStats::new(p, schedule.clone());
+                    let mut b = RunningStats::new(p, schedule.clone());
+                    for (i, rows) in [1, 2, 37, 300, 5].into_iter().enumerate() {
+                        let (x, y) = batch(p, rows, 11 + i as u64);
+                        a.update_batch(&x, &y).unwrap();
+                        b.update_batch_validated(&x, &y).unwrap();
+                    }
+                    FORCE_PORTABLE.with(|f| f.set(false));
+                    assert_eq!(a, b, "p={p} {schedule:?} portable={portable}");
+                    // The dimensions are still checked.
+                    assert!(b.update_batch_validated(&[1.0; 3], &[1.0]).is_err());
+                }
+            }
+        }
+    }
+
     #[test]
     fn the_portable_path_refuses_non_finite_batches_untouched() {
         FORCE_PORTABLE.with(|f| f.set(true));

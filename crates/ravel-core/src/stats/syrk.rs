@@ -231,6 +231,42 @@ pub(super) fn all_finite(v: &[f64]) -> bool {
     scan(v)
 }
 
+/// Appends the little-endian doubles of `src` (whole 8-byte words; a trailing part is
+/// ignored) to `dst`; whether every one is finite and within `MAX_ABS_VALUE`, the predicate of
+/// `all_finite`, computed in the same pass as the copy (the service's binary rows: the copy is
+/// bound by reading the message, and the check then costs no second pass).
+pub(super) fn extend_within_limit(dst: &mut Vec<f64>, src: &[u8]) -> bool {
+    #[inline(always)]
+    fn copy(dst: &mut Vec<f64>, src: &[u8]) -> bool {
+        const LIMIT: u64 = super::MAX_ABS_VALUE.to_bits();
+        let n = src.len() / 8;
+        dst.reserve(n);
+        let mut bad = 0u64;
+        for (d, c) in dst.spare_capacity_mut()[..n]
+            .iter_mut()
+            .zip(src.chunks_exact(8))
+        {
+            let b = u64::from_le_bytes(c.try_into().expect("8 bytes"));
+            bad |= ((b & !(1u64 << 63)) > LIMIT) as u64;
+            d.write(f64::from_bits(b));
+        }
+        // SAFETY: the n slots after the length were written just above (`reserve` made them).
+        unsafe { dst.set_len(dst.len() + n) };
+        bad == 0
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn copy_avx2(dst: &mut Vec<f64>, src: &[u8]) -> bool {
+        copy(dst, src)
+    }
+    #[cfg(target_arch = "x86_64")]
+    if is_x86_feature_detected!("avx2") {
+        // SAFETY: AVX2 detected just above.
+        return unsafe { copy_avx2(dst, src) };
+    }
+    copy(dst, src)
+}
+
 /// The batch and its weights.
 struct Batch<'a> {
     p: usize,
@@ -1369,6 +1405,45 @@ mod tests {
                             }
                         }
                     }
+                }
+            }
+        }
+    }
+
+    /// The copy with its check: the same values as `from_le_bytes` one by one, the same answer
+    /// as `all_finite` on them, appended after what `dst` held.
+    #[test]
+    fn extend_within_limit_copies_and_checks() {
+        let limit = super::super::MAX_ABS_VALUE;
+        let specials = [
+            0.0,
+            -0.0,
+            1.5,
+            -limit,
+            limit,
+            f64::from_bits(limit.to_bits() + 1),
+            -f64::from_bits(limit.to_bits() + 1),
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::MIN_POSITIVE / 2.0,
+        ];
+        for len in [0, 1, 3, 4, 5, 17, 100] {
+            for (i, &bad) in specials.iter().enumerate() {
+                let mut values: Vec<f64> = (0..len).map(|k| k as f64 * 0.25 - 3.0).collect();
+                if len > 0 {
+                    values[(i * 7) % len] = bad;
+                }
+                let mut bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+                // A trailing part word is not read.
+                bytes.extend([1, 2, 3]);
+                let mut dst = vec![7.0];
+                let ok = extend_within_limit(&mut dst, &bytes);
+                assert_eq!(ok, all_finite(&values), "len {len}, {bad}");
+                assert_eq!(dst.len(), len + 1);
+                assert_eq!(dst[0], 7.0);
+                for (a, b) in dst[1..].iter().zip(&values) {
+                    assert_eq!(a.to_bits(), b.to_bits());
                 }
             }
         }
