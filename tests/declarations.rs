@@ -41,8 +41,13 @@ fn request(
 }
 
 fn put(svc: &TestService, name: &str, token: Option<&str>, body: &Value) -> (u16, Value) {
+    put_at(&svc.url(""), name, token, body)
+}
+
+/// `PUT /v1/streams/{name}` at the service `base`.
+fn put_at(base: &str, name: &str, token: Option<&str>, body: &Value) -> (u16, Value) {
     request(
-        &svc.url(""),
+        base,
         reqwest::Method::PUT,
         &format!("/v1/streams/{name}"),
         token,
@@ -232,13 +237,7 @@ fn a_declared_stream_survives_a_sigkill() {
     let (mut p, base) = serve(dir.path(), &brokers, 0);
     let log = dir.path().join("serve0.log");
     let decl = json!({"topic": "k.api", "features": ["a", "b"], "target": "y"});
-    let (status, body) = request(
-        &base,
-        reqwest::Method::PUT,
-        "/v1/streams/api",
-        Some(ADMIN),
-        Some(&decl),
-    );
+    let (status, body) = put_at(&base, "api", Some(ADMIN), &decl);
     assert_eq!(status, 201, "{body}");
     wait_n(&base, "api", 300, &log);
     wait_n(&base, "file", 300, &log);
@@ -296,17 +295,12 @@ fn a_declared_stream_starts_at_the_end_of_its_topic_or_at_a_time() {
     let log = dir.path().join("serve0.log");
     let declare = |base: &str, name: &str, topic: &str, start: &str| {
         let decl = json!({"topic": topic, "features": ["a", "b"], "target": "y", "start": start});
-        let path = format!("/v1/streams/{name}");
-        let (status, body) = request(base, reqwest::Method::PUT, &path, Some(ADMIN), Some(&decl));
+        let (status, body) = put_at(base, name, Some(ADMIN), &decl);
         assert_eq!(status, 201, "{body}");
     };
-    let (status, body) = request(
-        &base,
-        reqwest::Method::PUT,
-        "/v1/streams/late",
-        Some(ADMIN),
-        Some(&json!({"topic": "s.late", "features": ["a", "b"], "target": "y", "start": "now"})),
-    );
+    let now_decl =
+        json!({"topic": "s.late", "features": ["a", "b"], "target": "y", "start": "now"});
+    let (status, body) = put_at(&base, "late", Some(ADMIN), &now_decl);
     let m = body["error"]["message"].as_str().unwrap_or_default();
     assert_eq!(status, 400, "{body}");
     assert!(
@@ -823,15 +817,7 @@ fn two_replicas_follow_the_declarations_in_the_state_topic() {
         wait_n(b, stream, n, &logs(b_run));
     };
 
-    let put_api = |base: &str, decl: &Value| {
-        request(
-            base,
-            reqwest::Method::PUT,
-            "/v1/streams/api",
-            Some(ADMIN),
-            Some(decl),
-        )
-    };
+    let put_api = |base: &str, decl: &Value| put_at(base, "api", Some(ADMIN), decl);
     let decl = json!({"topic": "g.api", "features": ["a", "b"], "target": "y"});
     let (status, body) = put_api(&a, &decl);
     assert_eq!(status, 201, "{body}");
@@ -945,13 +931,7 @@ fn with_the_kafka_store_latest_starts_each_partition_at_its_end_and_keeps_it() {
     };
     saved_at_end(&base, "late");
     let decl = json!({"topic": "k.api", "features": ["a", "b"], "target": "y", "start": "latest"});
-    let (status, body) = request(
-        &base,
-        reqwest::Method::PUT,
-        "/v1/streams/api",
-        Some(ADMIN),
-        Some(&decl),
-    );
+    let (status, body) = put_at(&base, "api", Some(ADMIN), &decl);
     assert_eq!(status, 201, "{body}");
     saved_at_end(&base, "api");
     assert_eq!(stream_n(&base, "late"), Some(0));

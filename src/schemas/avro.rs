@@ -102,8 +102,22 @@ pub fn to_json(v: Avro) -> Value {
 pub fn pickable(schema: &Schema) -> bool {
     fn plain(s: &Schema) -> bool {
         match s {
-            Schema::Null
-            | Schema::Boolean
+            Schema::Boolean => true,
+            Schema::Record(r) => r.fields.iter().all(|f| plain(&f.schema)),
+            Schema::Union(u) => u.variants().iter().all(plain),
+            other => scalar(other),
+        }
+    }
+    // A top-level field named `columns` makes the record a named mini-batch (`events`).
+    matches!(schema, Schema::Record(r) if !r.lookup.contains_key("columns")) && plain(schema)
+}
+
+/// Whether `s` is null, a number (the date and time logical types among them) or a string:
+/// the leaves both `pick` and the batch reader (`avro_batch`) take; `pick` also booleans.
+pub(super) fn scalar(s: &Schema) -> bool {
+    matches!(
+        s,
+        Schema::Null
             | Schema::Int
             | Schema::Long
             | Schema::Float
@@ -117,14 +131,8 @@ pub fn pickable(schema: &Schema) -> bool {
             | Schema::TimestampNanos
             | Schema::LocalTimestampMillis
             | Schema::LocalTimestampMicros
-            | Schema::LocalTimestampNanos => true,
-            Schema::Record(r) => r.fields.iter().all(|f| plain(&f.schema)),
-            Schema::Union(u) => u.variants().iter().all(plain),
-            _ => false,
-        }
-    }
-    // A top-level field named `columns` makes the record a named mini-batch (`events`).
-    matches!(schema, Schema::Record(r) if !r.lookup.contains_key("columns")) && plain(schema)
+            | Schema::LocalTimestampNanos
+    )
 }
 
 /// The fields a stream maps and its target, as a tree of record field names: what `pick`

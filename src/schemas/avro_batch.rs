@@ -17,7 +17,7 @@
 //! (`super::Located`), so refusals and their reasons stay apache-avro's. Memory: the window of
 //! `ingest::gather` (1 MiB of payload) bounds a batch, `MAX_BATCH_ROWS` one record batch.
 
-use super::avro::{Entry, Level, Plan, float};
+use super::avro::{Entry, Level, Plan, float, scalar};
 use super::{AvroSchema, Early, Picked};
 use apache_avro::Schema;
 use arrow_array::cast::AsArray;
@@ -258,26 +258,12 @@ impl Projected {
 /// Whether both readers read every datum of `s` alike (see the module's comment).
 fn alike(s: &Schema) -> bool {
     match s {
-        Schema::Null
-        | Schema::Int
-        | Schema::Long
-        | Schema::Float
-        | Schema::Double
-        | Schema::String
-        | Schema::Date
-        | Schema::TimeMillis
-        | Schema::TimeMicros
-        | Schema::TimestampMillis
-        | Schema::TimestampMicros
-        | Schema::TimestampNanos
-        | Schema::LocalTimestampMillis
-        | Schema::LocalTimestampMicros
-        | Schema::LocalTimestampNanos => true,
         Schema::Record(r) => r.fields.iter().all(|f| alike(&f.schema)),
         // Not even null and one type: arrow-avro reads any branch index but the null's as
         // the value (any but 0 for ["null", T]), where apache-avro refuses an index beyond
-        // the union's branches.
-        _ => false,
+        // the union's branches. No booleans: arrow-avro reads any non-zero byte as true.
+        Schema::Union(_) | Schema::Boolean => false,
+        other => scalar(other),
     }
 }
 
