@@ -325,26 +325,29 @@ impl Ingest {
     /// that could not be positioned stops the ingest.
     fn apply_changes(&mut self) -> anyhow::Result<()> {
         for change in self.consumer.context().take_changes() {
-            let (topic, partition) = match &change {
+            // (topic, partition, the assigned one's state and whether it starts at its end)
+            let (topic, partition, assigned) = match change {
                 Change::Assigned {
-                    topic, partition, ..
-                }
-                | Change::Revoked { topic, partition } => (topic.clone(), *partition),
+                    topic,
+                    partition,
+                    state,
+                    at_end,
+                } => (topic, partition, Some((state, at_end))),
+                Change::Revoked { topic, partition } => (topic, partition, None),
                 Change::Unpositioned(why) => bail!("{why}"),
             };
             let Some(&Target::Rows(i)) = self.by_topic.get(&topic) else {
                 continue;
             };
-            match change {
-                Change::Assigned { state, at_end, .. } => {
+            match assigned {
+                Some((state, at_end)) => {
                     self.streams[i].install(partition, state.as_deref());
                     if at_end {
                         self.streams[i].touch(partition);
                         self.checkpoint_due = true;
                     }
                 }
-                Change::Revoked { .. } => self.streams[i].remove(partition),
-                Change::Unpositioned(_) => unreachable!("handled above"),
+                None => self.streams[i].remove(partition),
             }
             // The view changes even if no row comes.
             self.streams[i].remote_version = u64::MAX;

@@ -125,9 +125,10 @@ impl Ingest {
         // (with the kafka store, each partition when it is first assigned: `rebalance.rs`).
         let mut fresh = std::collections::HashSet::new();
         let per_partition = setup.state.store == crate::config::StoreKind::Kafka;
-        for h in initial.iter().filter(|_| !per_partition) {
+        let dir = setup.state.dir();
+        for h in &initial {
             if let Some(ends) =
-                super::start::at_end(&consumer, h, setup.state.dir().as_deref(), shutdown)?
+                super::start::at_end(&consumer, h, dir.as_deref(), per_partition, shutdown)?
             {
                 lock(&positions).insert(h.topic.clone(), ends);
                 fresh.insert(h.name().to_string());

@@ -93,14 +93,16 @@ pub(super) fn before(stream: &StreamIngest, msg: &BorrowedMessage<'_>) -> bool {
 }
 
 /// Where stream `handle` starts when it was never read and starts at its topic's end
-/// (None: it goes on from its checkpoint, or starts at the beginning).
+/// (None: it goes on from its checkpoint, or starts at the beginning; or, with the kafka
+/// store, `per_partition`, each partition is positioned when first assigned: `rebalance.rs`).
 pub(super) fn at_end<C: ConsumerContext>(
     consumer: &BaseConsumer<C>,
     handle: &StreamHandle,
     dir: Option<&Path>,
+    per_partition: bool,
     shutdown: &Shutdown,
 ) -> anyhow::Result<Option<BTreeMap<i32, i64>>> {
-    if handle.start != StartAt::Latest || !never_read(dir, handle.name()) {
+    if per_partition || handle.start != StartAt::Latest || !never_read(dir, handle.name()) {
         return Ok(None);
     }
     let ends = ends(consumer, &handle.topic, shutdown)?;
@@ -112,15 +114,12 @@ impl Ingest {
     /// Stream `i`, just declared, starts where its `start` says: its positions set and its
     /// checkpoint due at once. Returns whether it was.
     pub(super) fn start_declared(&mut self, i: usize) -> anyhow::Result<bool> {
-        // The kafka store positions each partition when it is first assigned.
-        if matches!(self.store, super::Store::Kafka { .. }) {
-            return Ok(false);
-        }
         let handle = self.streams[i].handle.clone();
         let Some(ends) = at_end(
             &self.consumer,
             &handle,
             self.state_dir.as_deref(),
+            matches!(self.store, super::Store::Kafka { .. }),
             &self.shutdown,
         )?
         else {
