@@ -1,8 +1,8 @@
 //! Dotted paths into JSON events: a declared field such as `customer.age` is the key of that
 //! exact name, else `age` inside the object `customer`. One definition for the stream's
-//! decoding (`ingest::decode::events`) and the API's predictions from events, so both read an
+//! decoding (`codec::events`) and the API's predictions from events, so both read an
 //! event the same way; `Paths` is the same rule compiled once into a trie for the one-pass
-//! reader of events (`ingest::decode::fast_events`).
+//! reader of events (`codec::json::events`).
 
 use ravel_core::fields::Fields;
 use serde_json::{Map, Value};
@@ -37,7 +37,7 @@ pub struct Entry {
 type Node = HashMap<Box<[u8]>, Entry, foldhash::fast::FixedState>;
 
 /// A stream's mapped paths as a trie of keys, compiled once per stream (the JSON events' fast
-/// path, `ingest::decode::fast_events`, walks it): slot f < n is field f, slot n the target.
+/// path, `codec::json::events`, walks it): slot f < n is field f, slot n the target.
 /// A path `a.b.c` is found at `["a.b.c"]` (rank 0), `["a", "b.c"]` (rank 1) or `["a", "b",
 /// "c"]` (rank 2): the first of them present is the one `lookup` reads.
 #[derive(Debug)]

@@ -15,25 +15,33 @@
 //! - `health`: what is wrong on the Kafka side (missing topics, held partitions, denied
 //!   access), shared by the threads that find it and the API that reports it.
 //! - `metrics`: every Prometheus metric, one file an area (`ingest`, `streams`, `features`,
-//!   `scorers`, `api`, `cluster`), all in one registry (`mod.rs`).
+//!   `scorers`, `api`, `cluster`), all in one registry (`mod.rs`); `events`, what the fold
+//!   reports as internal events, each emitting its metrics together.
 //! - `config`: the configuration schema, file < `RAVEL_...` environment < flags (`mod.rs`
 //!   loads the layers and checks the whole); one file per section: `http`, `kafka`, `ingest`
-//!   (with `[dlq]` and `[state]`), `streams`, `schemas` (schema'd formats and the registry),
-//!   `scorers`, `history`, `quality`, `limits` (the memory limit files and configured streams
-//!   are checked against), `demo`, `log`, `start` (where a new stream starts; RFC 3339
-//!   times); `args` (the serve flags) and `explain` (errors in the user's words).
+//!   (with `[dlq]` and `[state]`), `schemas` (schema'd formats and the registry), `scorers`,
+//!   `limits` (the memory limit files and configured streams are checked against), `demo`,
+//!   `log`; `stream/` (`[[streams]]` and `[[feature_streams]]`, with what a stream sets for
+//!   itself: `history` (each stream's default model over time), `quality` (its live figures),
+//!   `start` (where a new stream starts; RFC 3339 times)); `args` (the serve flags) and
+//!   `explain` (errors in the user's words).
 //! - `dotted`: dotted paths into JSON events (`customer.age`), read the same way by ingest's
 //!   decoding and the API's predictions.
 //! - `kafka`: the cluster itself: the one librdkafka client configuration (`client`), the
 //!   embedded broker (`broker`, `ravel broker`), every topic checked at start (`topics`),
 //!   authorization errors (`authz`), standalone assignment and its watch for a second
 //!   instance (`standalone`), a topic's latest messages read without a commit (`sample`).
-//! - `schemas`: schema'd message values (`format = "avro"`, `protobuf`, `json-schema`): the
-//!   Confluent framing (`mod.rs`), the Schema Registry client (`registry`), Avro (`avro`;
-//!   `avro_batch`: the datums of one ingest batch decoded together by arrow-avro, projected to
-//!   the mapped fields) and Protobuf (`protobuf`; `scan`: the mapped fields read off the wire
-//!   without decoding the message) records decoded into named fields for the ingest's field
-//!   mapping.
+//! - `codec`: the message codec, one layer below every consumer, by format: `json`
+//!   (ravel's own JSON shapes in one pass, its `number` parser, and `json::events`, JSON
+//!   events by their mapped paths), `schemad` (schema'd values, `format = "avro"`,
+//!   `protobuf`, `json-schema`: the Confluent framing in its `mod.rs`, the Schema Registry
+//!   client `registry`, Avro `avro` and `avro_batch` (the datums of one ingest batch decoded
+//!   together by arrow-avro), Protobuf `protobuf` with `scan` (the mapped fields read off the
+//!   wire)); `events` (the field mapping of named rows, mini-batches and nested events),
+//!   `format` (the entry point of every observation format, and the encoders), `schema` (what
+//!   a message must match), `feature_format` (feature-stream messages) and `decoder` (a
+//!   stream's `Decoder`, built once from its configuration: a message or a batch into rows,
+//!   the schema id given as bytes).
 //! - `state`: what ingest publishes and the API reads: `published` (a snapshot swapped after
 //!   every batch), `streams`, `feature_streams`, `history` (each stream's default model over
 //!   time, in a bounded ring), `recorder` (the task that fills the ring), `quality` (each
@@ -41,6 +49,9 @@
 //!   declared fields and target a stream's first events carried, and those never seen),
 //!   `arrivals` (messages read and refused, and their dead-letter copies, since the start)
 //!   and `wide_columns` (the sparse columns a wide feature stream keeps for paper 004's path).
+//! - `dead_letters`: a refused message counted, logged at a bounded rate and copied to
+//!   `<topic>.dlq`, for ingest and the scorers alike: `rejections` (counted, logged, copied),
+//!   `dlq` (the producer thread), `held` (the fence on checkpoints), `log_rate`.
 //! - `store`: what survives a restart, one concept with two back ends: `file` (checkpoint
 //!   files, `state.dir`) and `kafka` (a compacted changelog topic, `state.store = "kafka"`:
 //!   its `writer`, its `reader`, `buckets`, a partition's time buckets as records of
@@ -60,14 +71,7 @@
 //!   never read starts: its topic's end, or a time), `lag`; folding:
 //!   `fold` (rows into statistics; `restore`: a partition's saved state on assignment), `windows` (rows into time buckets), `freshness` (each
 //!   message's age once its rows are visible), `cv` (the cross-validation fold of a row), `features`
-//!   (feature-stream columns into the selection); `decode/`: `format` (every observation
-//!   format), `schema` (what a message must match), `events` (named rows and events through
-//!   the stream's field mapping), `fast_events` (JSON events in one pass, by the mapped
-//!   paths), `fast_json` (the JSON fast path) and its `number` parser,
-//!   `feature_format` (feature-stream messages), `message` (one observation message into
-//!   rows, ahead of the fold or for a scorer); `dead_letters/`: `rejections` (counted,
-//!   logged, copied), `dlq` (the producer thread), `held` (the fence on checkpoints),
-//!   `log_rate`; `checkpoints/`: `positions`, `persist` (checkpoints written and loaded),
+//!   (feature-stream columns into the selection); `checkpoints/`: `positions`, `persist` (checkpoints written and loaded),
 //!   `commit` (which offsets may be committed).
 //! - `score`: the scorers of `[[scorers]]`, a pipeline of their own beside ingest: events in
 //!   through a stream's decoding, predictions with a model of its snapshot, predictions out;
@@ -88,7 +92,10 @@
 //!   changed and retired at run time, with the admin token), `error` (the JSON
 //!   error type), `openapi` (`/openapi.json`), `console` (the web console, its files in
 //!   `api/console/`) and `http` (the accept loop with its bounds on clients).
-//! - `server`: `run(config, brokers, listener, shutdown)`, the service wired together.
+//! - `server`: `run(config, brokers, listener, shutdown)`, the service started part by part:
+//!   `restore` (the API's declarations and the checkpoints of an earlier run), `parts` (each
+//!   part built and started by a method of its own) and `wiring` (what declarations act with,
+//!   `declared::Service`).
 //! - `cli`: the commands: `serve` (the service with its embedded broker and demo), `fit`
 //!   (`fit_wide`: `ravel fit --wide`, paper 004's Lasso path on a wide file's raw sparse
 //!   columns), `select`, `produce` (with `schemad`: records through a Schema Registry), `check`
@@ -103,7 +110,9 @@
 
 mod api;
 mod cli;
+mod codec;
 pub mod config;
+mod dead_letters;
 mod declared;
 mod dotted;
 mod health;
@@ -112,7 +121,6 @@ mod kafka;
 mod metrics;
 mod propose;
 mod reason;
-mod schemas;
 mod score;
 mod server;
 pub mod shutdown;
@@ -129,7 +137,7 @@ pub use cli::demo::DemoProducer;
 pub use cli::serve::serve;
 pub use cli::{check, fit, fit_wide, produce, replay, select};
 /// The bytes of a rejected message a dead-letter copy keeps when the whole would not fit.
-pub use ingest::dead_letters::dlq::TRUNCATED_BYTES;
+pub use dead_letters::dlq::TRUNCATED_BYTES;
 /// How far a message's Kafka timestamp may lie ahead of the clock before it is held back as
 /// skewed (`ravel_messages_clock_skewed_total`).
 pub use ingest::freshness::SKEW_ALLOWANCE_MS;
@@ -150,11 +158,11 @@ pub use store::kafka as state_records;
 /// The observation messages a stream reads (docs/streams.md: Message formats): rows and mini-batches as
 /// JSON or ravel's binary form, written by `ravel produce` and by the tests.
 pub mod wire {
-    /// A stream's fields and target compiled for its JSON events (`Schema::plan`).
-    pub use crate::dotted::Paths;
-    pub use crate::ingest::decode::format::{
+    pub use crate::codec::format::{
         Schema, decode, encode_binary, encode_json, encode_json_named_batch,
     };
+    /// A stream's fields and target compiled for its JSON events (`Schema::plan`).
+    pub use crate::dotted::Paths;
 }
 
 /// Locks a mutex whether or not a thread panicked while holding it: the data behind every

@@ -7,10 +7,10 @@
 //! The numbers and booleans are proposed as features; which one is the target is the
 //! person's call.
 
+use crate::codec::schemad::{Record, SchemaRegistry, Wire};
 use crate::config::StreamConfig;
 use crate::kafka::sample::{Sample, latest};
 use crate::kafka::{Client, KafkaClients};
-use crate::schemas::{Record, SchemaRegistry, Wire};
 use rdkafka::consumer::BaseConsumer;
 use serde::Serialize;
 use serde_json::Value;
@@ -123,7 +123,7 @@ impl Sampler {
             topic,
             events,
             Instant::now() + TIMEOUT,
-            crate::schemas::VALUE_SCHEMA_HEADER,
+            crate::kafka::VALUE_SCHEMA_HEADER,
         ) {
             Sample::NoPartition => {
                 return Err(format!(
@@ -138,7 +138,7 @@ impl Sampler {
         let trees = messages.iter().map(|m| {
             let payload = m.payload.as_deref().ok_or("a message without a value")?;
             let tree = match &wire {
-                None => crate::ingest::decode::events::parse(payload).map_err(|r| r.message)?,
+                None => crate::codec::events::parse(payload).map_err(|r| r.message)?,
                 Some(w) => match w
                     .locate(payload, m.schema_header.as_deref())
                     .and_then(|l| l.tree())
@@ -146,7 +146,7 @@ impl Sampler {
                 {
                     Record::Tree(v) => v,
                     Record::Json(text) => {
-                        crate::ingest::decode::events::parse(text).map_err(|r| r.message)?
+                        crate::codec::events::parse(text).map_err(|r| r.message)?
                     }
                 },
             };

@@ -2,7 +2,7 @@
 //! the `ravel-reason` header of a dead-letter copy) and the `Rejection` that carries it.
 //!
 //! It sits below `metrics`, `ingest` and `feature_streams`, which all name reasons, so none of
-//! them imports another for it (`ingest::decode::format` re-exports it for the message formats).
+//! them imports another for it (`codec::format` re-exports it for the message formats).
 
 /// Why a message was refused; `as_str` is the metric label and DLQ header value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

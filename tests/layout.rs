@@ -9,8 +9,11 @@
 //!   the import;
 //! - no circle at any level: none between files, and none between the files and folders of
 //!   any one folder (a folder counts as one, its `mod.rs` as its own file). A path lands on
-//!   the file it names (`super::RunningStats` on `stats/mod.rs`), and a folder's `mod.rs`
-//!   declares, re-exports and wires its parts, so its imports of its own folder are not edges;
+//!   the file that defines what it names, through every `pub use` re-export on the way
+//!   (`crate::config::StreamConfig` on `config/streams.rs` when `config/mod.rs` says `pub use
+//!   streams::*`), and a folder's `mod.rs` declares, re-exports and wires its parts, so its
+//!   imports of its own folder are not edges. The service has none; ravel-core has the two
+//!   of `stats/` that `RAVEL_CORE_KNOWN_CIRCLES` names, and no other;
 //! - every file of the service's `src/` is named in its Layout block;
 //! - no file of either crate holds more than `MAX_CODE_LINES` lines before its test module,
 //!   but the fold's kernel (`stats/syrk.rs`, one routine unrolled per shape): past that a
@@ -195,7 +198,7 @@ fn ident(s: &str) -> &str {
     &s[..end]
 }
 
-/// The module path of a file: `ingest/decode/format.rs` is `ingest::decode::format`,
+/// The module path of a file: `codec/json/events.rs` is `codec::json::events`,
 /// `ingest/mod.rs` is `ingest`, `lib.rs` the root.
 fn module_of(file: &str) -> Vec<String> {
     let stem = file.trim_end_matches(".rs");
@@ -330,15 +333,47 @@ fn normalize(mut path: Vec<String>) -> Vec<String> {
     path
 }
 
-/// The names the crate root's `use` declarations make visible, to their module paths: what
-/// `crate::Task` means when lib.rs says `pub use task::Task` (by file, so lib.rs only). A path
-/// into any other file lands on that file, the one it names: `super::RunningStats` on
-/// `stats/mod.rs`, whatever that file re-exports.
+/// The names each file's re-exports make visible, to their module paths: what `crate::Task`
+/// means when lib.rs says `pub use task::Task`, and what `crate::config::StreamConfig` means
+/// when config/mod.rs says `pub use streams::*` (a glob stands for the `pub` items its module
+/// defines). lib.rs's every `use` counts; elsewhere `pub use` and `pub(crate) use`. A path
+/// through a re-export lands on the file that defines the item, so a circle through a
+/// `mod.rs` re-export is a circle.
 type Uses = BTreeMap<String, BTreeMap<String, Vec<String>>>;
+
+/// The names of the `pub` (or `pub(crate)`, `pub(super)`) items a code defines at its top.
+fn pub_items(code: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    for line in code.lines() {
+        let Some(rest) = ["pub(crate) ", "pub(super) ", "pub "]
+            .iter()
+            .find_map(|p| line.strip_prefix(p))
+        else {
+            continue;
+        };
+        let rest = rest
+            .trim_start_matches("unsafe ")
+            .trim_start_matches("async ");
+        for kw in [
+            "struct ", "enum ", "fn ", "trait ", "type ", "const ", "static ", "mod ",
+        ] {
+            if let Some(r) = rest.strip_prefix(kw) {
+                let name = ident(r.trim_start_matches("mut "));
+                if !name.is_empty() {
+                    names.push(name.to_string());
+                }
+            }
+        }
+        if let Some(r) = rest.strip_prefix("macro_rules! ") {
+            names.push(ident(r).to_string());
+        }
+    }
+    names
+}
 
 fn uses_of(files: &Files) -> Uses {
     let mut all = Uses::new();
-    for (file, source) in files.iter().filter(|(f, _)| *f == "lib.rs") {
+    for (file, source) in files {
         let code = code_of(source);
         let here = module_of(file);
         let mut names = BTreeMap::new();
@@ -349,6 +384,11 @@ fn uses_of(files: &Files) -> Uses {
             if prev_is_ident(b, at) {
                 continue;
             }
+            let before = code[..at].trim_end();
+            let exported = before.ends_with("pub") || before.ends_with("pub(crate)");
+            if file != "lib.rs" && !exported {
+                continue;
+            }
             let body = code[at + 4..].split(';').next().unwrap_or("").trim_start();
             let first = ident(body);
             let Some(start) = start_of(files, &here, first) else {
@@ -356,11 +396,26 @@ fn uses_of(files: &Files) -> Uses {
             };
             let mut paths = Vec::new();
             expand(&body[first.len()..], start, &mut paths);
+            let glob = body.trim_end().ends_with('*');
             for (path, name) in paths {
-                names.insert(name, normalize(path));
+                let path = normalize(path);
+                match file_of(files, &path) {
+                    Some(of) if glob && path.last() == Some(&name) => {
+                        for item in pub_items(&code_of(&files[&of])) {
+                            let mut p = path.clone();
+                            p.push(item.clone());
+                            names.entry(item).or_insert(p);
+                        }
+                    }
+                    _ => {
+                        names.insert(name, path);
+                    }
+                }
             }
         }
-        all.insert(file.clone(), names);
+        if !names.is_empty() {
+            all.insert(file.clone(), names);
+        }
     }
     all
 }
@@ -745,12 +800,34 @@ fn the_service_crate_has_no_circle_and_imports_only_down_its_layout() {
     assert!(errors.is_empty(), "{}", errors.join("\n"));
 }
 
+/// ravel-core's circles through `stats/mod.rs`'s re-exports, seen since the checker follows
+/// `pub use` (issue 62): the running statistics, their schedule, the adaptive schedule and the
+/// stored form name each other's types, and the strided rows, the kernel and the error type
+/// share their bounds. They are named here so that no new one comes in unseen; this list only
+/// shrinks (an entry that no longer occurs fails the test: take it out).
+const RAVEL_CORE_KNOWN_CIRCLES: &[&str] = &[
+    "stats/error.rs, stats/strided.rs, stats/syrk.rs",
+    "stats/adaptive.rs, stats/running.rs, stats/schedule.rs, stats/stored.rs",
+];
+
 #[test]
-fn ravel_core_has_no_circle_and_imports_only_down_its_layout() {
+fn ravel_core_has_no_circle_but_the_known_ones_and_imports_only_down_its_layout() {
     let files = crate_files("crates/ravel-core/src");
     assert!(files.len() > 40, "read {} files", files.len());
     assert!(layout_order(&files["lib.rs"]).len() >= 8);
-    let errors = check("crates/ravel-core/src", &files);
+    let prefix = "crates/ravel-core/src: a circle between files: ";
+    let mut errors = check("crates/ravel-core/src", &files);
+    for known in RAVEL_CORE_KNOWN_CIRCLES {
+        let at = errors.iter().position(|e| {
+            e.strip_prefix(prefix)
+                .is_some_and(|r| r.starts_with(&format!("{known}\n")))
+        });
+        assert!(
+            at.is_some(),
+            "the circle {known} is gone: remove it from RAVEL_CORE_KNOWN_CIRCLES"
+        );
+        errors.remove(at.unwrap());
+    }
     assert!(errors.is_empty(), "{}", errors.join("\n"));
 }
 
@@ -855,6 +932,27 @@ fn the_checker_finds_circles_upward_imports_and_ignores_prose_strings_and_tests(
         errors[1].contains("high/other.rs -> high/deep.rs: high/other.rs `super::deep::Z`"),
         "{}",
         errors[1]
+    );
+
+    // A circle through a mod.rs re-export: `super::W` lands on high/other.rs (the glob's
+    // file), which imports high/deep.rs back; a named re-export the same way.
+    let through = files(&[
+        (
+            "high/mod.rs",
+            "pub mod deep;\nmod other;\npub use other::*;\npub(crate) use deep::Z as Zed;\n",
+        ),
+        ("high/deep.rs", "pub struct Z;\nfn f() { super::W; }\n"),
+        (
+            "high/other.rs",
+            "pub struct W;\npub(crate) fn g() { crate::high::Zed; }\n",
+        ),
+        ("low/mod.rs", ""),
+    ]);
+    let errors = check("c", &through);
+    assert_eq!(errors.len(), 1, "{errors:#?}");
+    assert!(
+        errors[0].starts_with("c: a circle between files: high/deep.rs, high/other.rs\n"),
+        "{errors:#?}"
     );
 
     // A circle between two folders, through files that do not form a circle themselves,

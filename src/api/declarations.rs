@@ -11,7 +11,7 @@
 use super::AppState;
 use super::auth::same;
 use super::error::{ApiError, Code};
-use crate::declared::{Origin, Put, Refusal};
+use crate::declared::{Declarations, Origin, Put, Refusal};
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::QueryRejection;
@@ -138,6 +138,126 @@ async fn blocking<T: Send + 'static>(
         .map_err(refused)
 }
 
+/// One kind of declared resource (a stream, a scorer, a feature stream): what the
+/// declarations do for it and how a name that is not there is answered. Each route below is
+/// its kind's one line over the generic `put`, `delete` and `get`.
+trait Kind {
+    /// The declaration, as the config file's table holds it.
+    type Declared: Serialize;
+    fn put(d: &Declarations, name: &str, body: &[u8], by: &str) -> Result<Put, Refusal>;
+    /// Retires it (`drop_state`: streams only, their checkpoint deleted).
+    fn delete(d: &Declarations, name: &str, drop_state: bool, by: &str) -> Result<(), Refusal>;
+    fn origin(d: &Declarations, name: &str) -> Option<Origin<Self::Declared>>;
+    /// The 404 of a name the service does not have.
+    fn unknown(name: &str) -> ApiError;
+    /// A refusal of a DELETE, as this kind answers it.
+    fn refused_delete(e: ApiError) -> ApiError {
+        e
+    }
+}
+
+struct Stream;
+struct Scorer;
+struct FeatureStream;
+
+impl Kind for Stream {
+    type Declared = crate::config::StreamConfig;
+    fn put(d: &Declarations, name: &str, body: &[u8], by: &str) -> Result<Put, Refusal> {
+        d.put(name, body, by)
+    }
+    fn delete(d: &Declarations, name: &str, drop_state: bool, by: &str) -> Result<(), Refusal> {
+        d.delete(name, drop_state, by)
+    }
+    fn origin(d: &Declarations, name: &str) -> Option<Origin<Self::Declared>> {
+        d.origin(name)
+    }
+    fn unknown(name: &str) -> ApiError {
+        ApiError::unknown_stream(name)
+    }
+}
+
+impl Kind for Scorer {
+    type Declared = crate::config::scorers::ScorerConfig;
+    fn put(d: &Declarations, name: &str, body: &[u8], by: &str) -> Result<Put, Refusal> {
+        d.put_scorer(name, body, by)
+    }
+    fn delete(d: &Declarations, name: &str, _: bool, by: &str) -> Result<(), Refusal> {
+        d.delete_scorer(name, by)
+    }
+    fn origin(d: &Declarations, name: &str) -> Option<Origin<Self::Declared>> {
+        d.scorer_origin(name)
+    }
+    fn unknown(name: &str) -> ApiError {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            Code::UnknownScorer,
+            format!(
+                "no scorer named '{name}': [[scorers]] of the config file and PUT /v1/scorers/{{name}} declare them"
+            ),
+        )
+    }
+    fn refused_delete(e: ApiError) -> ApiError {
+        if e.code == Code::UnknownStream {
+            ApiError::new(StatusCode::NOT_FOUND, Code::UnknownScorer, e.message)
+        } else {
+            e
+        }
+    }
+}
+
+impl Kind for FeatureStream {
+    type Declared = crate::config::FeatureStreamConfig;
+    fn put(d: &Declarations, name: &str, body: &[u8], by: &str) -> Result<Put, Refusal> {
+        d.put_feature_stream(name, body, by)
+    }
+    fn delete(d: &Declarations, name: &str, _: bool, by: &str) -> Result<(), Refusal> {
+        d.delete_feature_stream(name, by)
+    }
+    fn origin(d: &Declarations, name: &str) -> Option<Origin<Self::Declared>> {
+        d.feature_origin(name)
+    }
+    fn unknown(name: &str) -> ApiError {
+        ApiError::unknown_stream(name)
+    }
+}
+
+/// A declaration of kind `K` and where it came from, with a PUT's outcome.
+fn declaration<K: Kind>(
+    st: &AppState,
+    name: &str,
+    outcome: Option<&str>,
+) -> Result<Declaration, ApiError> {
+    let origin = K::origin(&st.declarations, name).ok_or_else(|| K::unknown(name))?;
+    Ok(Declaration::of(name, origin, outcome))
+}
+
+/// PUT of kind `K`: declared (201), or changed or unchanged (200).
+async fn put<K: Kind>(
+    st: AppState,
+    name: String,
+    admin: Admin,
+    body: Bytes,
+) -> Result<(StatusCode, Json<Declaration>), ApiError> {
+    let d = st.declarations.clone();
+    let n = name.clone();
+    let put = blocking(move || K::put(&d, &n, &body, &admin.who)).await?;
+    let (status, outcome) = answered(put);
+    Ok((status, Json(declaration::<K>(&st, &name, Some(outcome))?)))
+}
+
+/// DELETE of kind `K`, once retired.
+async fn delete<K: Kind>(
+    st: AppState,
+    name: String,
+    drop_state: bool,
+    admin: Admin,
+) -> Result<(), ApiError> {
+    let d = st.declarations.clone();
+    blocking(move || K::delete(&d, &name, drop_state, &admin.who))
+        .await
+        .map_err(K::refused_delete)
+}
+
 /// Declares a stream, or changes one declared over the API.
 #[utoipa::path(put, path = "/v1/streams/{name}", tag = "declarations",
     params(("name" = String, Path, description = "The stream's name")),
@@ -156,15 +276,7 @@ pub(super) async fn put_stream(
     admin: Admin,
     body: Bytes,
 ) -> Result<(StatusCode, Json<Declaration>), ApiError> {
-    let d = st.declarations.clone();
-    let n = name.clone();
-    let put = blocking(move || d.put(&n, &body, &admin.who)).await?;
-    let origin = st
-        .declarations
-        .origin(&name)
-        .ok_or_else(|| ApiError::unknown_stream(&name))?;
-    let (status, outcome) = answered(put);
-    Ok((status, Json(Declaration::of(&name, origin, Some(outcome)))))
+    put::<Stream>(st, name, admin, body).await
 }
 
 /// Retires a stream declared over the API: ingest stops reading it; its state is kept
@@ -199,28 +311,11 @@ pub(super) async fn delete_stream(
             ));
         }
     };
-    let d = st.declarations.clone();
-    let n = name.clone();
-    blocking(move || d.delete(&n, drop_state, &admin.who)).await?;
+    delete::<Stream>(st, name.clone(), drop_state, admin).await?;
     Ok(Json(Retired {
         name,
         state: if drop_state { "dropped" } else { "kept" }.into(),
     }))
-}
-
-fn scorer_declaration(
-    st: &AppState,
-    name: &str,
-    outcome: Option<&str>,
-) -> Result<Declaration, ApiError> {
-    let o = st.declarations.scorer_origin(name).ok_or_else(|| {
-        ApiError::new(
-            StatusCode::NOT_FOUND,
-            Code::UnknownScorer,
-            format!("no scorer named '{name}': [[scorers]] of the config file and PUT /v1/scorers/{{name}} declare them"),
-        )
-    })?;
-    Ok(Declaration::of(name, o, outcome))
 }
 
 /// A PUT's status and outcome.
@@ -251,11 +346,7 @@ pub(super) async fn put_scorer(
     admin: Admin,
     body: Bytes,
 ) -> Result<(StatusCode, Json<Declaration>), ApiError> {
-    let d = st.declarations.clone();
-    let n = name.clone();
-    let put = blocking(move || d.put_scorer(&n, &body, &admin.who)).await?;
-    let (status, outcome) = answered(put);
-    Ok((status, Json(scorer_declaration(&st, &name, Some(outcome))?)))
+    put::<Scorer>(st, name, admin, body).await
 }
 
 /// Retires a scorer declared over the API: it stops (what it scored committed) before the
@@ -274,17 +365,7 @@ pub(super) async fn delete_scorer(
     Path(name): Path<String>,
     admin: Admin,
 ) -> Result<Json<Retired>, ApiError> {
-    let d = st.declarations.clone();
-    let n = name.clone();
-    blocking(move || d.delete_scorer(&n, &admin.who))
-        .await
-        .map_err(|e| {
-            if e.code == Code::UnknownStream {
-                ApiError::new(StatusCode::NOT_FOUND, Code::UnknownScorer, e.message)
-            } else {
-                e
-            }
-        })?;
+    delete::<Scorer>(st, name.clone(), false, admin).await?;
     Ok(Json(Retired {
         name,
         state: "stopped".into(),
@@ -302,7 +383,7 @@ pub(super) async fn get_scorer(
     State(st): State<AppState>,
     Path(name): Path<String>,
 ) -> Result<Json<Declaration>, ApiError> {
-    Ok(Json(scorer_declaration(&st, &name, None)?))
+    Ok(Json(declaration::<Scorer>(&st, &name, None)?))
 }
 
 /// Declares a feature stream, or changes one declared over the API (it starts afresh from
@@ -324,15 +405,7 @@ pub(super) async fn put_feature_stream(
     admin: Admin,
     body: Bytes,
 ) -> Result<(StatusCode, Json<Declaration>), ApiError> {
-    let d = st.declarations.clone();
-    let n = name.clone();
-    let put = blocking(move || d.put_feature_stream(&n, &body, &admin.who)).await?;
-    let (status, outcome) = answered(put);
-    let origin = st
-        .declarations
-        .feature_origin(&name)
-        .ok_or_else(|| ApiError::unknown_stream(&name))?;
-    Ok((status, Json(Declaration::of(&name, origin, Some(outcome)))))
+    put::<FeatureStream>(st, name, admin, body).await
 }
 
 /// Retires a feature stream declared over the API: ingest stops reading it.
@@ -350,9 +423,7 @@ pub(super) async fn delete_feature_stream(
     Path(name): Path<String>,
     admin: Admin,
 ) -> Result<Json<Retired>, ApiError> {
-    let d = st.declarations.clone();
-    let n = name.clone();
-    blocking(move || d.delete_feature_stream(&n, &admin.who)).await?;
+    delete::<FeatureStream>(st, name.clone(), false, admin).await?;
     Ok(Json(Retired {
         name,
         state: "stopped".into(),
@@ -370,11 +441,7 @@ pub(super) async fn get_feature_declaration(
     State(st): State<AppState>,
     Path(name): Path<String>,
 ) -> Result<Json<Declaration>, ApiError> {
-    let origin = st
-        .declarations
-        .feature_origin(&name)
-        .ok_or_else(|| ApiError::unknown_stream(&name))?;
-    Ok(Json(Declaration::of(&name, origin, None)))
+    Ok(Json(declaration::<FeatureStream>(&st, &name, None)?))
 }
 
 #[derive(Deserialize)]
@@ -434,9 +501,5 @@ pub(super) async fn get_declaration(
     State(st): State<AppState>,
     Path(name): Path<String>,
 ) -> Result<Json<Declaration>, ApiError> {
-    let origin = st
-        .declarations
-        .origin(&name)
-        .ok_or_else(|| ApiError::unknown_stream(&name))?;
-    Ok(Json(Declaration::of(&name, origin, None)))
+    Ok(Json(declaration::<Stream>(&st, &name, None)?))
 }

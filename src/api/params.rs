@@ -194,7 +194,7 @@ pub(super) fn predict_rows(
         }
         (None, Some(named)) => {
             let by_index;
-            let fields = match &h.fields {
+            let fields = match &h.codec.fields {
                 Some(f) => f,
                 None => {
                     let names: Vec<String> = (0..p).map(|j| j.to_string()).collect();

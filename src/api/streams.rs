@@ -645,7 +645,7 @@ pub(super) async fn predict(
     })
     .await?;
     let (model, as_of) = (at.answer, at.as_of);
-    check_missing(&rows, h.fields.as_ref(), &model, &at.snapshot.stats)?;
+    check_missing(&rows, h.codec.fields.as_ref(), &model, &at.snapshot.stats)?;
     let predictions: Vec<f64> = rows.iter().map(|r| model.predict(&r.x)).collect();
     let labels = (h.task() == Task::Classification).then(|| {
         predictions

@@ -7,8 +7,8 @@
 //! `ravel_core::synthetic::FeatureDesign`): the labels, then `passes` passes over the p columns at
 //! `demo.features_per_second`, as JSON feature messages.
 
+use crate::codec::format;
 use crate::config::Config;
-use crate::ingest::{self, decode::format};
 use ravel_core::synthetic::FeatureDesign;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use std::sync::Arc;
@@ -28,7 +28,7 @@ impl DemoProducer {
             anyhow::anyhow!("demo stream '{}' is not declared", config.demo.stream)
         })?;
         let topic = stream.topic();
-        let producer: BaseProducer = ingest::client_config(&config.kafka, brokers)
+        let producer: BaseProducer = crate::kafka::client_config(&config.kafka, brokers)
             .set("linger.ms", "5")
             .create()
             .map_err(|e| anyhow::anyhow!("cannot create the demo producer: {e}"))?;
@@ -85,7 +85,7 @@ fn feature_demo(
         .feature_stream(&config.demo.feature_stream)
         .ok_or_else(|| anyhow::anyhow!("demo feature stream is not declared"))?;
     let topic = stream.topic();
-    let producer: BaseProducer = ingest::client_config(&config.kafka, brokers)
+    let producer: BaseProducer = crate::kafka::client_config(&config.kafka, brokers)
         .set("linger.ms", "5")
         .create()
         .map_err(|e| anyhow::anyhow!("cannot create the demo feature producer: {e}"))?;

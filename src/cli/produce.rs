@@ -1,11 +1,11 @@
 //! `ravel produce`: pushes the rows of a CSV/LIBSVM/NPY file, or a synthetic stream, to a
-//! Kafka topic in one of the formats ingest reads (`ingest::decode::format`), with a progress bar.
+//! Kafka topic in one of the formats ingest reads (`codec::format`), with a progress bar.
 //! Every message is confirmed by the broker before the command reports success.
 
 use super::schemad;
+use crate::codec::format;
 use crate::config::KafkaConfig;
 use crate::config::limits::MemoryArgs;
-use crate::ingest::{self, decode::format};
 use anyhow::{Context, anyhow, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use ravel_core::data::{Format, OpenOptions, Plan, RowReader};
@@ -399,7 +399,7 @@ pub fn run(args: &ProduceArgs) -> anyhow::Result<Produced> {
             .options
             .insert(k.trim().to_string(), v.trim().to_string());
     }
-    let mut cc = ingest::client_config(&kafka, &args.brokers);
+    let mut cc = crate::kafka::client_config(&kafka, &args.brokers);
     cc.set("linger.ms", "10");
     let producer: BaseProducer<DeliveryContext> = cc
         .create_with_context(DeliveryContext::default())

@@ -9,17 +9,14 @@
 mod args;
 mod demo;
 pub mod explain;
-pub mod history;
 mod http;
 mod ingest;
 mod kafka;
 pub mod limits;
 mod log;
-pub mod quality;
 pub mod schemas;
 pub mod scorers;
-mod start;
-mod streams;
+mod stream;
 
 pub use args::*;
 pub use demo::*;
@@ -28,8 +25,8 @@ pub use ingest::*;
 pub use kafka::*;
 pub use limits::LimitsConfig;
 pub use log::*;
-pub use start::{StartAt, rfc3339_ms};
-pub use streams::*;
+pub use stream::*;
+pub use stream::{history, quality};
 
 use anyhow::{Context, bail};
 use ravel_core::data::csc::wide_bytes;
@@ -1156,7 +1153,7 @@ mod tests {
         assert_eq!(spec.max_buckets(), 1655);
         // Each bucket once, plus a second copy of as many as one batch can change.
         let per = ravel_core::stats::WindowSpec::bucket_bytes(100, Task::Regression);
-        assert_eq!(streams::windows_memory(s, 10), per * (1655 + 10), "{per}");
+        assert_eq!(stream::windows_memory(s, 10), per * (1655 + 10), "{per}");
         let e = load(&stream("windows = { bucket = \"7m\", keep = \"7d\" }")).unwrap_err();
         assert!(e.contains("stream 's': windows.bucket = \"7m\""), "{e}");
         let e = load(&stream("windows = { bucket = \"1m\", keep = \"forever\" }")).unwrap_err();

@@ -1,7 +1,7 @@
 //! Schema'd topics (issue 32): a stream's value `format` (`ravel`, `avro`, `protobuf`,
 //! `json-schema`), the writer's Avro schema of a topic written without the Confluent framing
 //! (`avro_schema_file`), and `[schema_registry]`, the registry the framed formats fetch their
-//! schemas from. Checked here once; `crate::schemas` decodes.
+//! schemas from. Checked here once; `crate::codec::schemad` decodes.
 
 use anyhow::bail;
 use serde::{Deserialize, Serialize};

@@ -80,7 +80,7 @@ impl Declarations {
         one.streams.clear();
         one.scorers.clear();
         one.feature_streams.retain(|x| x.name == name);
-        (self.check_topics)(&one).map_err(Refusal::Invalid)?;
+        self.service.check_topics(&one).map_err(Refusal::Invalid)?;
         let logged = Logged {
             declaration: &decl,
             retired: false,
@@ -128,7 +128,7 @@ impl Declarations {
 
     /// Starts reading feature stream `f` (after its older declaration, `replaced`).
     pub(super) fn start_features(&self, f: &FeatureStreamConfig, replaced: bool) {
-        (self.declare_metrics)(f);
+        self.service.declare_feature_stream(f);
         let handle = Arc::new(FeatureStreamHandle::new(f.clone(), 0));
         self.feature_streams.insert(handle.clone());
         if replaced {

@@ -223,19 +223,37 @@ impl Queue {
     }
 }
 
-/// Asks the cluster for the topics a declaration reads and writes before it is accepted
-/// (`crate::kafka::topics::check_declared`): an error names what is missing and how to make
-/// it.
-pub type Check = Box<dyn Fn(&StreamConfig) -> Result<(), String> + Send + Sync>;
-
-/// A stream's handle as the service builds it (`server`): the snapshot restored from its
-/// checkpoint when the flag says so (else empty), metrics declared, its history recorder
-/// started, under its declaration's epoch; and the positions the checkpoint holds.
-pub type Build = Box<
-    dyn Fn(&StreamConfig, bool, u64) -> anyhow::Result<(Arc<StreamHandle>, BTreeMap<i32, i64>)>
-        + Send
-        + Sync,
->;
+/// What declarations act with: the service's own parts, which build a stream's handle, ask
+/// the cluster and the registry about a declaration, and start and stop scorers
+/// (`crate::server`'s `Wiring` is the one implementation). Declared here, below the service,
+/// so that this module calls each by name without importing ingest, the scorers or the API.
+pub trait Service: Send + Sync {
+    /// A stream's handle as the service builds it: the snapshot restored from its checkpoint
+    /// when `restore` says so (else empty), metrics declared, its history recorder started,
+    /// under its declaration's `epoch`; and the positions the checkpoint holds.
+    fn build_stream(
+        &self,
+        stream: &StreamConfig,
+        restore: bool,
+        epoch: u64,
+    ) -> anyhow::Result<(Arc<StreamHandle>, BTreeMap<i32, i64>)>;
+    /// Asks the cluster for the topics a stream reads and writes before it is accepted
+    /// (`crate::kafka::topics::check_declared`), and the registry whether it serves the
+    /// stream's format: an error names what is missing and how to make it.
+    fn check_stream(&self, stream: &StreamConfig) -> Result<(), String>;
+    /// Asks the cluster for the topics of a configuration (a scorer's, a feature stream's).
+    fn check_topics(&self, config: &Config) -> Result<(), String>;
+    /// Declares a new feature stream's metrics.
+    fn declare_feature_stream(&self, f: &crate::config::FeatureStreamConfig);
+    /// Starts a checked scorer: its model request, the scorer's thread.
+    fn start_scorer(
+        &self,
+        scorer: &crate::config::scorers::ScorerConfig,
+        model: ravel_core::solve::Request,
+    ) -> anyhow::Result<scorers::Running>;
+    /// A retired scorer leaves the health report.
+    fn forget_scorer(&self, name: &str);
+}
 
 /// Why a declaration was refused; the API answers it with the status said.
 #[derive(Debug, PartialEq)]
@@ -302,51 +320,33 @@ pub struct Declarations {
     declared: Mutex<Declared>,
     keep: Keep,
     streams: Arc<Streams>,
-    build: Build,
-    check: Check,
-    /// The topic questions of `ravel check` for a configuration (a scorer's).
-    check_topics: CheckTopics,
+    /// The service's parts that build and check what is declared.
+    service: Arc<dyn Service>,
     queue: Arc<Queue>,
     /// The scorers declared over the API that run (`scorers`).
     running: Mutex<BTreeMap<String, scorers::Running>>,
     /// The feature streams the API reads (`features`).
     feature_streams: Arc<crate::state::feature_streams::FeatureStreams>,
-    declare_metrics: Box<dyn Fn(&crate::config::FeatureStreamConfig) + Send + Sync>,
-    start_scorer: scorers::Start,
-    /// A retired scorer leaves the health report.
-    forget_scorer: Box<dyn Fn(&str) + Send + Sync>,
     /// Records of the state topic this replica could not adopt (`sync`), each logged once.
     refused: Mutex<BTreeSet<Vec<u8>>>,
 }
 
 /// What the service gives `Declarations` to act with (`server`).
-pub struct Hooks {
+pub struct Parts {
+    pub streams: Arc<Streams>,
     pub feature_streams: Arc<crate::state::feature_streams::FeatureStreams>,
-    /// A new feature stream's metrics.
-    pub declare_metrics: Box<dyn Fn(&crate::config::FeatureStreamConfig) + Send + Sync>,
-    pub build: Build,
-    pub check: Check,
-    pub check_topics: CheckTopics,
-    pub start_scorer: scorers::Start,
-    pub forget_scorer: Box<dyn Fn(&str) + Send + Sync>,
+    pub service: Arc<dyn Service>,
     /// With the kafka store: the state topic's declaration records.
     pub log: Option<Arc<DeclarationLog>>,
+    /// The changes ingest reads between batches.
+    pub queue: Arc<Queue>,
 }
-
-/// Asks the cluster for the topics of a configuration (`crate::kafka::topics::check_declared`).
-pub type CheckTopics = Box<dyn Fn(&Config) -> Result<(), String> + Send + Sync>;
 
 impl Declarations {
     /// `base` holds the file's streams only; `api` the declarations loaded at start (already
     /// in `streams`).
-    pub fn new(
-        base: Config,
-        book: Book,
-        streams: Arc<Streams>,
-        hooks: Hooks,
-        queue: Arc<Queue>,
-    ) -> Declarations {
-        let keep = match (hooks.log, base.state.dir()) {
+    pub fn new(base: Config, book: Book, parts: Parts) -> Declarations {
+        let keep = match (parts.log, base.state.dir()) {
             (Some(log), _) => Keep::Log(log),
             (None, Some(dir)) => Keep::File(dir),
             (None, None) => Keep::Nowhere,
@@ -355,16 +355,11 @@ impl Declarations {
             keep,
             declared: Mutex::new(Declared::of(book)),
             running: Mutex::new(BTreeMap::new()),
-            feature_streams: hooks.feature_streams,
-            declare_metrics: hooks.declare_metrics,
-            start_scorer: hooks.start_scorer,
-            forget_scorer: hooks.forget_scorer,
-            check_topics: hooks.check_topics,
+            feature_streams: parts.feature_streams,
+            service: parts.service,
             base,
-            streams,
-            build: hooks.build,
-            check: hooks.check,
-            queue,
+            streams: parts.streams,
+            queue: parts.queue,
             refused: Mutex::new(BTreeSet::new()),
         }
     }
@@ -439,10 +434,14 @@ impl Declarations {
             .check()
             .map_err(|e| Refusal::Invalid(format!("{e:#}")))?;
         if old.as_ref().map(|o| (o.topic(), o.format)) != Some((stream.topic(), stream.format)) {
-            (self.check)(&stream).map_err(Refusal::Invalid)?;
+            self.service
+                .check_stream(&stream)
+                .map_err(Refusal::Invalid)?;
         }
         // A new stream resumes from a kept checkpoint; a changed one starts afresh.
-        let (handle, positions) = (self.build)(&stream, old.is_none(), decl.epoch)
+        let (handle, positions) = self
+            .service
+            .build_stream(&stream, old.is_none(), decl.epoch)
             .map_err(|e| Refusal::Conflict(format!("{e:#}")))?;
         let logged = Logged {
             declaration: &decl,

@@ -39,10 +39,6 @@ impl Running {
     }
 }
 
-/// Starts a checked scorer (`server`): its model request, the scorer's thread.
-pub type Start =
-    Box<dyn Fn(&ScorerConfig, ravel_core::solve::Request) -> anyhow::Result<Running> + Send + Sync>;
-
 impl Declarations {
     /// A scorer declared over the API at an earlier start, running again (`server`).
     pub fn resumed(&self, name: &str, running: Running) {
@@ -100,7 +96,7 @@ impl Declarations {
         one.streams.retain(|s| s.name == scorer.stream);
         one.feature_streams.clear();
         one.scorers = vec![scorer.clone()];
-        (self.check_topics)(&one).map_err(Refusal::Invalid)?;
+        self.service.check_topics(&one).map_err(Refusal::Invalid)?;
         let logged = Logged {
             declaration: &decl,
             retired: false,
@@ -156,7 +152,7 @@ impl Declarations {
         if let Some(previous) = crate::lock(&self.running).remove(name) {
             previous.end();
         }
-        let running = (self.start_scorer)(scorer, model).map_err(|e| {
+        let running = self.service.start_scorer(scorer, model).map_err(|e| {
             Refusal::Failed(format!(
                 "scorer '{name}' is declared but did not start: {e:#} (it starts with the \
                  service's next start, or PUT it again)"
@@ -171,7 +167,7 @@ impl Declarations {
         if let Some(running) = crate::lock(&self.running).remove(name) {
             running.end();
         }
-        (self.forget_scorer)(name);
+        self.service.forget_scorer(name);
     }
 }
 

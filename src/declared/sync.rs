@@ -101,7 +101,9 @@ impl Declarations {
                 .check()
                 .map_err(|e| format!("{e:#}"))
                 .and_then(|()| {
-                    (self.build)(&d.stream, !replaced, d.epoch).map_err(|e| format!("{e:#}"))
+                    self.service
+                        .build_stream(&d.stream, !replaced, d.epoch)
+                        .map_err(|e| format!("{e:#}"))
                 });
             match started {
                 Ok((handle, positions)) => {

@@ -5,8 +5,8 @@
 //! partition paused at its bound.
 
 use super::checkpoints::positions;
-use super::dead_letters::dlq;
 use super::{Early, Ingest, Target};
+use crate::dead_letters::dlq;
 use crate::lock;
 use rdkafka::consumer::Consumer;
 use rdkafka::message::{BorrowedMessage, Message};

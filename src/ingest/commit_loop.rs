@@ -2,9 +2,9 @@
 //! each stream, then the commit of the offsets they cover (`commit` decides which).
 
 use super::checkpoints::{commit, positions};
-use super::dead_letters::held;
 use super::fold::StreamIngest;
 use super::{Ingest, Store};
+use crate::dead_letters::held;
 use crate::lock;
 use crate::metrics::Metrics;
 use crate::store::kafka::{PartitionState, StateWriter};

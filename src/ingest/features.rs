@@ -19,9 +19,10 @@
 //! within their share of `limits.max_memory`: a column that would not fit is refused whole
 //! (`memory_limit`), before the selection sees it.
 
-use super::dead_letters::dlq::DeadLetters;
-use super::dead_letters::rejections::{Warnings, no_payload};
-use super::decode::feature_format::{self, FeatureMessage};
+use crate::codec::decoder::no_payload;
+use crate::codec::feature_format::{self, FeatureMessage};
+use crate::dead_letters::dlq::DeadLetters;
+use crate::dead_letters::rejections::Warnings;
 use crate::metrics::Metrics;
 use crate::reason::{Reason, Rejection};
 use crate::state::feature_streams::{FeatureSnapshot, FeatureStreamHandle, RecentRejection};

@@ -1,11 +1,12 @@
 //! Gathering a batch: what the consumer has buffered once a first message arrived, up to
 //! `ingest.max_batch_rows` rows or `ingest.max_batch_wait_ms`, with JSON messages decoded
 //! ahead on other threads while the loop goes on (`ahead`), and the Avro values of a stream
-//! in the window decoded together (`message::decode_batch`, through arrow-avro).
+//! in the window decoded together (`Decoder::decode_batch`, through arrow-avro).
 
-use super::decode::{feature_format, format, message};
 use super::rebalance::IngestContext;
 use super::{AHEAD_MIN_BYTES, Early, Ingest, Target, WINDOW_BYTES, ahead, features};
+use crate::codec::{Decoded, feature_format, format};
+use crate::kafka::value_schema_id;
 use rdkafka::consumer::BaseConsumer;
 use rdkafka::message::{BorrowedMessage, Message};
 use std::collections::VecDeque;
@@ -16,7 +17,7 @@ use std::time::{Duration, Instant};
 /// (`Ingest::decode_batched`), or to be decoded when accepted.
 pub(super) enum Pending {
     Ahead,
-    Ready(message::Decoded),
+    Ready(Decoded),
     Later,
 }
 
@@ -87,7 +88,7 @@ impl Ingest {
     }
 
     /// Accepts a message taken from the window. A message of a stream decoded a batch at a
-    /// time (`message::batched`: Avro values) not decoded yet is decoded now with the others
+    /// time (`Decoder::batched`: Avro values) not decoded yet is decoded now with the others
     /// of its stream still in the window, whose decodings wait there for their turn.
     fn accept_pending(
         &mut self,
@@ -112,12 +113,12 @@ impl Ingest {
         &self,
         msg: &BorrowedMessage<'_>,
         window: &mut VecDeque<(Arc<BorrowedMessage<'_>>, Pending)>,
-    ) -> Option<message::Decoded> {
+    ) -> Option<Decoded> {
         let Some(&Target::Rows(i)) = self.by_topic.get(msg.topic()) else {
             return None;
         };
         let handle = &self.streams[i].handle;
-        if !message::batched(handle) {
+        if !handle.codec.batched() {
             return None;
         }
         let mine: Vec<usize> = window
@@ -129,14 +130,14 @@ impl Ingest {
             })
             .map(|(at, _)| at)
             .collect();
-        let msgs: Vec<(Option<&[u8]>, Option<&rdkafka::message::BorrowedHeaders>)> =
-            std::iter::once((msg.payload(), msg.headers()))
+        let msgs: Vec<(Option<&[u8]>, Option<&[u8]>)> =
+            std::iter::once((msg.payload(), value_schema_id(msg.headers())))
                 .chain(mine.iter().map(|&at| {
                     let m = &window[at].0;
-                    (m.payload(), m.headers())
+                    (m.payload(), value_schema_id(m.headers()))
                 }))
                 .collect();
-        let mut decoded = message::decode_batch(handle, &msgs).into_iter();
+        let mut decoded = handle.codec.decode_batch(&msgs).into_iter();
         let first = decoded.next();
         for (at, d) in mine.into_iter().zip(decoded) {
             window[at].1 = Pending::Ready(d);
@@ -162,18 +163,18 @@ impl Ingest {
         match self.by_topic.get(msg.topic()) {
             Some(&Target::Rows(i))
                 if !payload.starts_with(&format::BINARY_MAGIC)
-                    && !message::batched(&self.streams[i].handle) =>
+                    && !self.streams[i].handle.codec.batched() =>
             {
                 if !ahead.start() {
                     return false;
                 }
                 let handle = self.streams[i].handle.clone();
                 ahead.submit(move || {
-                    Early::Rows(message::decode(
-                        &handle,
-                        job_msg.payload(),
-                        job_msg.headers(),
-                    ))
+                    Early::Rows(
+                        handle
+                            .codec
+                            .decode(job_msg.payload(), value_schema_id(job_msg.headers())),
+                    )
                 });
                 true
             }

@@ -52,9 +52,6 @@ mod accept;
 pub mod ahead;
 pub mod checkpoints;
 mod commit_loop;
-pub mod cv;
-pub mod dead_letters;
-pub mod decode;
 mod denied;
 pub mod features;
 pub mod fold;
@@ -65,9 +62,8 @@ pub mod rebalance;
 mod resubscribe;
 mod setup;
 mod start;
-pub mod windows;
 
-pub use crate::kafka::{KafkaClients, client_config};
+pub use crate::kafka::KafkaClients;
 
 /// Asks the cluster with short timeouts until it answers, 10 s pass or shutdown is triggered:
 /// the start-up requests (cluster id, watermarks, partition counts) to an unreachable cluster
@@ -94,6 +90,7 @@ pub use checkpoints::persist::load_checkpoints;
 pub use checkpoints::positions::Positions;
 
 use crate::config::{DlqConfig, IngestConfig, StateConfig};
+use crate::dead_letters::dlq::DeadLetters;
 use crate::health::Health;
 use crate::metrics::Metrics;
 use crate::shutdown::Shutdown;
@@ -102,7 +99,6 @@ use crate::state::streams::Streams;
 use crate::store::kafka::{StateReader, StateWriter};
 use anyhow::{Context, bail};
 use checkpoints::positions::Restored as Checked;
-use dead_letters::dlq::DeadLetters;
 use features::FeatureIngest;
 use fold::StreamIngest;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
@@ -184,8 +180,8 @@ const AHEAD_MIN_BYTES: usize = 1 << 10;
 
 /// A message decoded on an `ahead` thread.
 enum Early {
-    Rows(decode::message::Decoded),
-    Feature(Result<decode::feature_format::FeatureMessage, crate::reason::Rejection>),
+    Rows(crate::codec::decoder::Decoded),
+    Feature(Result<crate::codec::feature_format::FeatureMessage, crate::reason::Rejection>),
 }
 
 /// Where a topic's messages go.
@@ -202,7 +198,7 @@ struct Ingest {
     dead_letters: Option<DeadLetters>,
     /// Whether a partition waits for its rejected message's copy (`dlq.on_failure`).
     block: bool,
-    held: dead_letters::held::Held,
+    held: crate::dead_letters::held::Held,
     /// Whether the health report lists held partitions now.
     health_shows_held: bool,
     health: Arc<Health>,

@@ -4,14 +4,14 @@
 //! assigned here: `crate::kafka::standalone`).
 
 use super::checkpoints::{persist, positions};
-use super::dead_letters::dlq::DeadLetters;
-use super::dead_letters::held;
 use super::features::FeatureIngest;
 use super::fold::StreamIngest;
 use super::rebalance::{IngestContext, Restore, RestoredStream};
 use super::{Checked, Ingest, IngestSetup, Store, Target, patiently};
 use crate::config::Assignment;
 use crate::config::OnFailure;
+use crate::dead_letters::dlq::DeadLetters;
+use crate::dead_letters::held;
 use crate::kafka::standalone;
 use crate::lock;
 use crate::store::kafka::StateWriter;

@@ -109,9 +109,9 @@ pub const FETCH_WAIT_MAX_MS: u64 = 5;
 pub enum Client {
     /// The one consumer of every stream topic.
     Consumer,
-    /// The dead-letter producer (`ingest::dead_letters::dlq`).
+    /// The dead-letter producer (`dead_letters::dlq`).
     DeadLetters,
-    /// The reader of the copies already in a dead-letter topic (`ingest::dead_letters::dlq`).
+    /// The reader of the copies already in a dead-letter topic (`dead_letters::dlq`).
     DeadLetterReader,
     /// The producer of labels sent over HTTP to feature-stream topics.
     Labels,

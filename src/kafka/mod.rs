@@ -13,3 +13,18 @@ pub mod standalone;
 pub mod topics;
 
 pub use client::*;
+
+/// The header newer Confluent serializers put the value's schema GUID in.
+pub const VALUE_SCHEMA_HEADER: &str = "__value_schema_id";
+
+/// A message's schema id as the codec takes it: the value of its `__value_schema_id` header,
+/// if it has one (`crate::codec::Decoder::decode`).
+pub fn value_schema_id<'a>(
+    headers: Option<&'a rdkafka::message::BorrowedHeaders>,
+) -> Option<&'a [u8]> {
+    use rdkafka::message::Headers;
+    headers?
+        .iter()
+        .find(|h| h.key == VALUE_SCHEMA_HEADER)
+        .and_then(|h| h.value)
+}

@@ -27,7 +27,7 @@ pub enum Sample {
 
 /// Reads up to `limit` of `topic`'s latest messages with `consumer` (its assignment is
 /// replaced, then dropped) before `until`, each with its header `schema_header` (the value
-/// schema's, `crate::schemas::VALUE_SCHEMA_HEADER`).
+/// schema's, `crate::codec::schemad::VALUE_SCHEMA_HEADER`).
 pub fn latest<C: ConsumerContext>(
     consumer: &BaseConsumer<C>,
     topic: &str,

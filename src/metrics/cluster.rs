@@ -1,6 +1,6 @@
 //! What ravel needs from outside it: topics the cluster does not have, Kafka's authorization
 //! errors, and whether schema'd messages wait for the Schema Registry (`crate::kafka`,
-//! `crate::schemas`).
+//! `crate::codec::schemad`).
 
 use super::Registrar;
 use prometheus::{IntCounterVec, IntGauge, IntGaugeVec};

@@ -3,13 +3,15 @@
 //! it measures, one file an area: `ingest` (the consumer loop, dead letters, checkpoints),
 //! `streams` (each stream's published state and live quality), `features` (feature
 //! streams), `scorers`, `api` (HTTP and extractions) and `cluster` (topics, authorization,
-//! the Schema Registry). Code reaches a metric by its area: `metrics.ingest.rows_skipped`.
+//! the Schema Registry). Code reaches a metric by its area: `metrics.ingest.rows_skipped`;
+//! what the fold reports is an internal event of `events` (its metrics moved together, once).
 //!
 //! One `Metrics` value owns a private registry (not the global one), so several services in
 //! one process (tests) do not share counters; `/metrics` renders it.
 
 mod api;
 mod cluster;
+pub mod events;
 mod features;
 mod ingest;
 mod scorers;
@@ -128,6 +130,29 @@ impl Metrics {
         self.scorers
             .scorer_events_in_model
             .with_label_values(&[scorer]);
+    }
+
+    /// A stream's gauges of its published statistics: its row count, its current alpha and
+    /// the time its rows reach (when it keeps one). At start and after every fold.
+    /// A message of `stream` read.
+    pub fn messages_consumed(&self, stream: &str) {
+        self.ingest
+            .messages_consumed
+            .with_label_values(&[stream])
+            .inc();
+    }
+
+    pub fn set_stream_gauges(&self, stream: &str, n: u64, alpha: f64, as_of_ms: Option<u64>) {
+        let s = &self.streams;
+        s.stream_observations
+            .with_label_values(&[stream])
+            .set(n as i64);
+        s.stream_alpha.with_label_values(&[stream]).set(alpha);
+        if let Some(ms) = as_of_ms {
+            s.stream_as_of
+                .with_label_values(&[stream])
+                .set(ms as f64 / 1000.0);
+        }
     }
 
     pub fn declare_stream(&self, stream: &str) {

@@ -46,11 +46,11 @@ mod output;
 mod predict;
 mod tail;
 
+use crate::codec::format::Reason;
 use crate::config::DlqConfig;
 use crate::config::scorers::ScorerConfig;
-use crate::ingest::dead_letters::RateLimit;
-use crate::ingest::dead_letters::dlq::{self, DeadLetters};
-use crate::ingest::decode::format::Reason;
+use crate::dead_letters::RateLimit;
+use crate::dead_letters::dlq::{self, DeadLetters};
 use crate::kafka::KafkaClients;
 use crate::metrics::Metrics;
 use crate::shutdown::Shutdown;

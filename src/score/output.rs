@@ -4,7 +4,7 @@
 //! failed.
 
 use super::{DELIVERY_WAIT, Scorer};
-use crate::ingest::dead_letters::dlq;
+use crate::dead_letters::dlq;
 use rdkafka::consumer::Consumer;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{BorrowedMessage, Header, Message, OwnedHeaders};

@@ -2,7 +2,7 @@
 //! read), predicted with the scorer's current model, written as the output's JSON with the
 //! model's version; and the short hash of a model request that version carries.
 
-use crate::ingest::decode::format::{self, Reason, Rejection};
+use crate::codec::format::{self, Reason, Rejection};
 use crate::state::streams::{Snapshot, StreamHandle};
 use ravel_core::Task;
 use ravel_core::solve::{Model, Request};
@@ -27,12 +27,14 @@ pub(super) fn score(
     before_event: Option<bool>,
 ) -> Result<Vec<u8>, Rejection> {
     let Some(payload) = m.payload() else {
-        return Err(crate::ingest::dead_letters::rejections::no_payload());
+        return Err(crate::codec::decoder::no_payload());
     };
-    let mut schema = crate::ingest::decode::message::schema(stream, m.headers());
+    let mut schema = stream
+        .codec
+        .schema(crate::kafka::value_schema_id(m.headers()));
     schema.unlabelled = true;
     let (mut x, mut y) = (Vec::new(), Vec::new());
-    let mut tally = crate::ingest::decode::events::Tally::default();
+    let mut tally = crate::codec::events::Tally::default();
     let rows = format::decode_tallied(payload, &schema, &mut x, &mut y, &mut tally)?;
     if tally.skipped_rows > 0 {
         return Err(Rejection {

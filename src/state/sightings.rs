@@ -21,14 +21,8 @@ pub const MAX_KEYS: usize = 1024;
 /// Suggestions given for one field never seen.
 const MAX_SUGGESTIONS: usize = 3;
 
-/// One sampled event: which declared fields (in declaration order) and whether the target
-/// were present (not absent, not null), and its keys as dotted paths.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Presence {
-    pub fields: Vec<bool>,
-    pub target: bool,
-    pub keys: Vec<String>,
-}
+/// One sampled event (what the codec read of it).
+pub use crate::codec::events::Presence;
 
 /// The counts of one stream's sample.
 #[derive(Debug)]

@@ -91,15 +91,13 @@ pub struct PartInfo {
 pub struct StreamHandle {
     pub config: StreamConfig,
     pub topic: String,
-    /// The declared fields and their columns (None: declared by count).
-    pub fields: Option<Fields>,
+    /// How its messages are decoded (its declared fields, target and schema'd wire).
+    pub codec: crate::codec::Decoder,
     snapshot: Published<Snapshot>,
     /// Snapshots of the default model over time (`history`).
     pub history: crate::state::history::History,
     /// The live prequential quality (`quality`; None when off).
     pub quality: Option<crate::state::quality::LiveQuality>,
-    /// How schema'd values are decoded (`format`; None: ravel's own formats).
-    pub wire: Option<crate::schemas::Wire>,
     /// Which declared fields and target the first events carried (`sightings`; None: a
     /// stream declared by count, or before `sample_fields`).
     pub sightings: Option<crate::state::sightings::Sightings>,
@@ -109,9 +107,6 @@ pub struct StreamHandle {
     pub window_spec: Option<ravel_core::stats::WindowSpec>,
     /// Where it starts when never read (`start`, checked).
     pub start: crate::config::StartAt,
-    /// Its fields and target compiled for the JSON events' fast path (None: a stream that
-    /// reads no events).
-    pub events: Option<crate::dotted::Paths>,
     /// Set when the stream is retired or replaced over the API (`crate::declared`): its
     /// history recorder stops.
     retired: std::sync::atomic::AtomicBool,
@@ -126,25 +121,19 @@ impl StreamHandle {
         initial: Snapshot,
         history: crate::config::history::HistorySpec,
     ) -> anyhow::Result<Self> {
-        let fields = config.fields()?;
+        let codec = crate::codec::Decoder::of_stream(&config)?;
         let quality = crate::config::quality::of_stream(&config, &history)?
             .map(crate::state::quality::LiveQuality::new);
-        let events = fields
-            .as_ref()
-            .zip(config.target.as_deref())
-            .map(|(f, t)| crate::dotted::Paths::new(f, t));
         Ok(StreamHandle {
-            events,
+            codec,
             window_spec: config.window_spec()?,
             start: config.start_at()?,
             retired: Default::default(),
             epoch: 0,
-            wire: None,
             sightings: None,
             arrivals: Default::default(),
             quality,
             topic: config.topic(),
-            fields,
             config,
             snapshot: Published::new(initial),
             history: crate::state::history::History::new(history),
@@ -165,7 +154,7 @@ impl StreamHandle {
     /// Counts which declared fields and target the first `events` events carry (streams
     /// declared with names).
     pub fn sample_fields(&mut self, events: u64) {
-        self.sightings = self.fields.as_ref().map(|f| {
+        self.sightings = self.codec.fields.as_ref().map(|f| {
             crate::state::sightings::Sightings::new(
                 f.fields().iter().map(|f| f.name.clone()).collect(),
                 self.config.target.clone(),
@@ -175,16 +164,14 @@ impl StreamHandle {
     }
     /// Columns: the declared fields' (counted once, as every message asks), else the count.
     pub fn p(&self) -> usize {
-        self.fields
-            .as_ref()
-            .map_or_else(|| self.config.p(), Fields::p)
+        self.codec.p
     }
     pub fn task(&self) -> Task {
         self.config.task
     }
     /// The columns' names (None: declared by count, columns named by index).
     pub fn names(&self) -> Option<&[String]> {
-        self.fields.as_ref().map(Fields::columns)
+        self.codec.fields.as_ref().map(Fields::columns)
     }
     /// K of `cv.folds` (0: none; checked at start) and how rows are assigned.
     pub fn folds(&self) -> (usize, crate::config::FoldBy) {

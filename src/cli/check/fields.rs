@@ -6,12 +6,12 @@
 //! quietly: a column of zeros, or no row at all.
 
 use super::{Finding, Status};
+use crate::codec::format;
+use crate::codec::schema::Schema;
+use crate::codec::schemad::{SchemaRegistry, Wire};
 use crate::config::{Config, StreamConfig};
 use crate::health::Health;
-use crate::ingest::decode::format;
-use crate::ingest::decode::schema::Schema;
 use crate::kafka::{Client, KafkaClients};
-use crate::schemas::{SchemaRegistry, Wire};
 use crate::state::sightings::Sightings;
 use rdkafka::consumer::BaseConsumer;
 use std::sync::Arc;
@@ -112,7 +112,7 @@ fn stream(
         &topic,
         limit as usize,
         until,
-        crate::schemas::VALUE_SCHEMA_HEADER,
+        crate::kafka::VALUE_SCHEMA_HEADER,
     ) {
         crate::kafka::sample::Sample::NoPartition => {
             return Finding::new(

@@ -4,10 +4,10 @@
 //! accept ravel's credentials.
 
 use super::{Finding, Status};
+use crate::codec::schemad::registry::Registry;
 use crate::config::Config;
 use crate::config::schemas::ValueFormat;
 use crate::health::Health;
-use crate::schemas::registry::Registry;
 use std::sync::Arc;
 
 /// The Schema Registry, when a stream reads its schemas from one; whether it answered (true

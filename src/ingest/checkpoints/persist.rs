@@ -19,7 +19,7 @@
 
 use super::positions::Positions;
 use crate::config::StreamConfig;
-use crate::ingest::dead_letters::held::{Fence, Held};
+use crate::dead_letters::held::{Fence, Held};
 use crate::ingest::fold::{ALL, Part, StreamIngest};
 use crate::metrics::Metrics;
 use crate::state::streams::Snapshot;

@@ -15,7 +15,7 @@
 //!
 //! Cross-validation folds (`cv.folds = K`): a part keeps K fold statistics beside its own
 //! (`ravel_core::stats::FoldSet`); `accept` gives each decoded row its fold from its Kafka
-//! coordinates (`super::cv`), `fold` folds the batch into both with the same weights, and
+//! coordinates (`cv`), `fold` folds the batch into both with the same weights, and
 //! `view` merges the parts' folds as it merges their statistics. A part whose saved state has
 //! no usable folds starts them empty (logged), and CV answers then say the folds hold fewer
 //! rows than the stream.
@@ -25,14 +25,17 @@
 //! and once the snapshot is published each message's age is observed in
 //! `ravel_ingest_freshness_seconds` (`super::freshness`: what clock skew does to an age).
 
+pub mod cv;
 mod restore;
+pub mod windows;
 
-use super::dead_letters::dlq::DeadLetters;
-use super::dead_letters::rejections::{Warnings, no_payload};
-use super::decode::format;
-use super::decode::message::{Decoded, schema};
 use super::freshness::observe_freshness;
-use super::windows::{NO_TIMESTAMP, fold_windows, window_refusals};
+use crate::codec::Decoded;
+use crate::codec::decoder::no_payload;
+use crate::codec::format;
+use crate::dead_letters::dlq::DeadLetters;
+use crate::dead_letters::rejections::Warnings;
+use crate::kafka::value_schema_id;
 use crate::metrics::Metrics;
 use crate::state::quality::PartQuality;
 use crate::state::streams::{FoldSet, PartInfo, Snapshot, Stats, StreamHandle, Windows};
@@ -41,6 +44,7 @@ use rdkafka::message::{BorrowedMessage, Message};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use windows::{NO_TIMESTAMP, fold_windows, window_refusals};
 
 /// The end of a stream's field sample (`crate::state::sightings`): each declared field's and
 /// the target's `ravel_ingest_fields_never_seen` (1 when absent from every sampled event),
@@ -259,11 +263,6 @@ impl StreamIngest {
     ) -> Option<usize> {
         let handle = self.handle.clone();
         let name = handle.name();
-        metrics
-            .ingest
-            .messages_consumed
-            .with_label_values(&[name])
-            .inc();
         handle.arrivals.message();
         let (k, by) = handle.folds();
         let part = self.part(msg.partition());
@@ -286,7 +285,7 @@ impl StreamIngest {
             (None, None) => Err(no_payload()),
             (None, Some(payload)) => format::decode_tallied(
                 payload,
-                &schema(&handle, msg.headers()),
+                &handle.codec.schema(value_schema_id(msg.headers())),
                 &mut part.x,
                 &mut part.y,
                 &mut tally,
@@ -299,51 +298,31 @@ impl StreamIngest {
                 .as_ref()
                 .err()
                 .is_none_or(|r| r.reason == format::Reason::MissingFeature)
-            && let Some(seen) = msg
-                .payload()
-                .and_then(|b| format::presence(b, &schema(&handle, msg.headers())))
+            && let Some(seen) = msg.payload().and_then(|b| {
+                format::presence(b, &handle.codec.schema(value_schema_id(msg.headers())))
+            })
             && let Some(never) = sightings.record(seen)
         {
             never_seen(name, metrics, sightings, &never);
         }
-        if tally.ignored_fields > 0 {
-            metrics
-                .ingest
-                .fields_ignored
-                .with_label_values(&[name])
-                .inc_by(tally.ignored_fields);
+        crate::metrics::events::MessageTallied {
+            stream: name,
+            ignored_fields: tally.ignored_fields,
+            skipped_rows: tally.skipped_rows,
+            events_by_tree: tally.events_by_tree,
+            without_target: tally.without_target,
         }
-        if tally.skipped_rows > 0 {
-            metrics
-                .ingest
-                .rows_skipped
-                .with_label_values(&[name])
-                .inc_by(tally.skipped_rows);
-        }
-        if tally.events_by_tree > 0 {
-            metrics
-                .ingest
-                .events_by_tree
-                .with_label_values(&[name])
-                .inc_by(tally.events_by_tree);
-        }
-        if tally.without_target > 0 {
-            metrics
-                .ingest
-                .rows_without_target
-                .with_label_values(&[name])
-                .inc_by(tally.without_target);
-        }
+        .emit(metrics);
         match result {
             Ok(n) => {
                 if k > 0 {
-                    let at = super::cv::Coordinates {
+                    let at = cv::Coordinates {
                         topic: msg.topic(),
                         partition: msg.partition(),
                         offset: msg.offset(),
                         key: msg.key(),
                     };
-                    super::cv::assign(&mut part.ids, k, by, &at, n);
+                    cv::assign(&mut part.ids, k, by, &at, n);
                 }
                 // Messages without a timestamp (message format v0) have no age.
                 let ts = msg.timestamp().to_millis().filter(|&ts| ts >= 0);
@@ -502,72 +481,25 @@ impl StreamIngest {
             self.remote_version = r.version();
         }
         let snap = self.view(remote, positions);
-        if new_alarms > 0 {
-            metrics
-                .streams
-                .drift_alarms
-                .with_label_values(&[&name])
-                .inc_by(new_alarms);
-            metrics
-                .streams
-                .last_drift_alarm_row
-                .with_label_values(&[&name])
-                .set(last_alarm_row.unwrap_or(0) as i64);
-        }
-        let drift = snap.stats.drift_status();
-        metrics
-            .streams
-            .stream_effective_sample_size
-            .with_label_values(&[&name])
-            .set(drift.effective_sample_size);
-        metrics
-            .streams
-            .stream_alpha
-            .with_label_values(&[&name])
-            .set(snap.stats.current_alpha());
-        metrics
-            .streams
-            .stream_observations
-            .with_label_values(&[&name])
-            .set(snap.stats.n() as i64);
-        if let Some(t) = snap.last_update {
-            metrics
-                .streams
-                .stream_last_update
-                .with_label_values(&[&name])
-                .set(
-                    t.duration_since(UNIX_EPOCH)
-                        .map(|d| d.as_secs_f64())
-                        .unwrap_or(0.0),
-                );
-        }
-        let as_of_ms = snap.as_of_ms;
+        let event = crate::metrics::events::BatchFolded {
+            stream: &name,
+            rows,
+            seconds: start.elapsed().as_secs_f64(),
+            n: snap.stats.n(),
+            alpha: snap.stats.current_alpha(),
+            effective_sample_size: snap.stats.drift_status().effective_sample_size,
+            as_of_ms: snap.as_of_ms,
+            last_update_s: snap.last_update.map(|t| {
+                t.duration_since(UNIX_EPOCH)
+                    .map(|d| d.as_secs_f64())
+                    .unwrap_or(0.0)
+            }),
+            new_alarms,
+            last_alarm_row,
+        };
         self.handle.publish(snap);
         observe_freshness(metrics, &name, &stamps);
-        if let Some(ms) = as_of_ms {
-            metrics
-                .streams
-                .stream_as_of
-                .with_label_values(&[&name])
-                .set(ms as f64 / 1000.0);
-        }
-        if rows > 0 {
-            metrics
-                .ingest
-                .observations_applied
-                .with_label_values(&[&name])
-                .inc_by(rows as u64);
-            metrics
-                .ingest
-                .ingest_batch_rows
-                .with_label_values(&[&name])
-                .observe(rows as f64);
-            metrics
-                .ingest
-                .ingest_batch_seconds
-                .with_label_values(&[&name])
-                .observe(start.elapsed().as_secs_f64());
-        }
+        event.emit(metrics);
         Ok(())
     }
 

@@ -10,8 +10,8 @@
 //! its reason. Checked against that path on fuzzed messages of every field type (tests).
 
 use super::scalar;
-use crate::schemas::Picked;
-use crate::schemas::avro::float;
+use crate::codec::schemad::Picked;
+use crate::codec::schemad::avro::float;
 use prost_reflect::prost::DecodeError;
 use prost_reflect::prost::Message;
 use prost_reflect::prost::bytes::{Buf, BufMut};
@@ -626,8 +626,8 @@ fn declined() -> DecodeError {
 #[cfg(test)]
 mod tests {
     use super::super::{Messages, Plan};
-    use crate::schemas::Picked;
-    use crate::schemas::registry::Fetched;
+    use crate::codec::schemad::Picked;
+    use crate::codec::schemad::registry::Fetched;
     use prost_reflect::prost::Message as _;
     use prost_reflect::{DynamicMessage, Kind, MapKey, MessageDescriptor, Value as P};
     use rand::rngs::StdRng;

@@ -21,9 +21,9 @@ pub struct Schema<'a> {
     /// Rows to score (`crate::score`): the target is not read, and a row without one is
     /// whole; its y is NaN.
     pub unlabelled: bool,
-    /// Schema'd values (`format = "avro"`, ...): decoded by `crate::schemas` into named
+    /// Schema'd values (`format = "avro"`, ...): decoded by `crate::codec::schemad` into named
     /// fields, then read as an event.
-    pub wire: Option<&'a crate::schemas::Wire>,
+    pub wire: Option<&'a crate::codec::schemad::Wire>,
     /// The message's `__value_schema_id` header, if any.
     pub schema_header: Option<&'a [u8]>,
     /// The stream's mapped paths compiled for its JSON events' fast path

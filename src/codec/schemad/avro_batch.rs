@@ -481,8 +481,8 @@ impl<'a> Leaf<'a> {
 mod tests {
     use super::super::registry::Registry;
     use super::super::{Early, Wire};
+    use crate::codec::format::{Schema as Stream, Tally, decode_early, decode_tallied};
     use crate::config::schemas::{SchemaRegistryConfig, ValueFormat};
-    use crate::ingest::decode::format::{Schema as Stream, Tally, decode_early, decode_tallied};
     use apache_avro::Schema;
     use apache_avro::types::Value as A;
     use ravel_core::fields::{Field, Fields, Kind, Missing};

@@ -41,7 +41,7 @@ struct Raw {
 pub fn decode(payload: &[u8], n: usize) -> Result<FeatureMessage, Rejection> {
     // Dense columns take the row formats' fast JSON path (the same values; serde_json below
     // decides everything it declines, and every rejection).
-    if let Some((name, values)) = super::fast_json::feature(payload, n) {
+    if let Some((name, values)) = super::json::feature(payload, n) {
         return Ok(FeatureMessage::Feature { name, values });
     }
     let raw: Raw = match serde_json::from_slice(payload) {
@@ -235,7 +235,7 @@ mod tests {
             r#"{ "values" : [0.1,2.2250738585072011e-308,-0] , "feature" : "été x" }"#,
             r#"{"feature": "x1", "values": [123456789012345678901234567890, 1e-400, 5]}"#,
         ] {
-            let fast = crate::ingest::decode::fast_json::feature(msg.as_bytes(), 3);
+            let fast = crate::codec::json::feature(msg.as_bytes(), 3);
             let raw: Raw = serde_json::from_str(msg).unwrap();
             let want = (raw.feature.unwrap(), raw.values.unwrap());
             let (name, values) = fast.expect(msg);
@@ -257,7 +257,7 @@ mod tests {
             r#"{"labels": [1, 2, 3]}"#,
         ] {
             assert_eq!(
-                crate::ingest::decode::fast_json::feature(msg.as_bytes(), 3),
+                crate::codec::json::feature(msg.as_bytes(), 3),
                 None,
                 "{msg}"
             );

@@ -26,8 +26,7 @@ use registry::{FetchError, Fetched, Registry, SchemaRef};
 use serde_json::Value;
 use std::sync::Arc;
 
-/// The header newer Confluent serializers put the value's schema GUID in.
-pub const VALUE_SCHEMA_HEADER: &str = "__value_schema_id";
+pub use crate::kafka::VALUE_SCHEMA_HEADER;
 
 /// A decoded value: a tree of named fields, or JSON text for ingest's parser.
 #[derive(Debug, PartialEq)]

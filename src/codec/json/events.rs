@@ -12,9 +12,9 @@
 //! named mini-batch (`"columns"`), a mapped value of a kind a field or the target refuses.
 //! Every refusal is thus the tree path's, with its reason and wording.
 
-use super::fast_json::number_at;
+use super::number_at;
+use crate::codec::schemad::Picked;
 use crate::dotted::{Entry, Paths as Plan};
-use crate::schemas::Picked;
 use serde_json::{Number, Value};
 
 /// Nesting the fast path follows (serde_json refuses beyond 128).
@@ -28,7 +28,9 @@ const MAX_KEYS: usize = 256;
 /// the stream does not use); `None` when the message is left to the tree path. With
 /// `read_target` false (rows to score) the target's value is not looked at.
 pub fn pick(payload: &[u8], plan: &Plan, read_target: bool) -> Option<Picked> {
-    if payload.len() > super::events::MAX_NAMED_BYTES || std::str::from_utf8(payload).is_err() {
+    if payload.len() > crate::codec::events::MAX_NAMED_BYTES
+        || std::str::from_utf8(payload).is_err()
+    {
         return None;
     }
     let slots = plan.fields() + 1;
@@ -370,8 +372,8 @@ fn hash(key: &[u8]) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::super::format::{Reason, Schema, Tally, decode_tallied};
     use super::pick;
+    use crate::codec::format::{Reason, Schema, Tally, decode_tallied};
     use crate::dotted::Paths as Plan;
     use rand::rngs::StdRng;
     use rand::{Rng, SeedableRng};

@@ -5,19 +5,11 @@
 use super::dlq::{Copy, DeadLetters, LOG_EVERY};
 use super::log_rate::RateLimit;
 use crate::metrics::Metrics;
-use crate::reason::{Reason, Rejection};
+use crate::reason::Rejection;
 use crate::state::arrivals::Arrivals;
 use rdkafka::message::{BorrowedMessage, Message};
 use std::sync::Arc;
 use std::time::Instant;
-
-/// The rejection of a message without a payload (a tombstone).
-pub fn no_payload() -> Rejection {
-    Rejection {
-        reason: Reason::Malformed,
-        message: "message has no payload".into(),
-    }
-}
 
 /// Rejection logging, limited to one line every `LOG_EVERY` per stream.
 pub struct Warnings {

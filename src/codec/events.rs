@@ -23,6 +23,15 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 use std::fmt;
 
+/// One sampled event: which declared fields (in declaration order) and whether the target
+/// were present (not absent, not null), and its keys as dotted paths.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Presence {
+    pub fields: Vec<bool>,
+    pub target: bool,
+    pub keys: Vec<String>,
+}
+
 /// What a message's rows left aside without refusing it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Tally {
@@ -150,7 +159,7 @@ pub fn presence(
     msg: &Map<String, Value>,
     fields: &Fields,
     target: Option<&str>,
-) -> Option<crate::state::sightings::Presence> {
+) -> Option<Presence> {
     let obj = match (target, msg.get("features")) {
         (Some(_), _) => msg,
         (None, Some(Value::Object(features))) => features,
@@ -162,7 +171,7 @@ pub fn presence(
     let carried = |path: &str| lookup(obj, path).is_some_and(|v| !v.is_null());
     let mut keys = Vec::new();
     leaf_paths(obj, "", 0, &mut keys);
-    Some(crate::state::sightings::Presence {
+    Some(Presence {
         fields: fields.fields().iter().map(|f| carried(&f.name)).collect(),
         target: target.is_some_and(carried),
         keys,
@@ -193,7 +202,7 @@ fn leaf_paths(obj: &Map<String, Value>, prefix: &str, depth: usize, out: &mut Ve
 /// its columns' fields.
 enum Source<'v> {
     Object(&'v Map<String, Value>),
-    /// Each field's value, found already (`crate::schemas::avro::pick`).
+    /// Each field's value, found already (`crate::codec::schemad::avro::pick`).
     Slots(&'v [Option<Value>]),
     Columns {
         /// The field of each column (None: a column the stream does not use).
@@ -418,7 +427,7 @@ pub fn decode(
 /// `decode` reads the same event from its tree. A refusal does not name the keys the stream
 /// does not use: the caller reads the value again as a tree for that.
 pub fn decode_picked(
-    picked: &crate::schemas::Picked,
+    picked: &crate::codec::schemad::Picked,
     schema: &Schema,
     fields: &Fields,
     x: &mut Vec<f64>,
@@ -636,7 +645,7 @@ fn batch(
 
 #[cfg(test)]
 mod tests {
-    use super::super::format::{Reason, Schema, Tally, decode_tallied};
+    use crate::codec::format::{Reason, Schema, Tally, decode_tallied};
     use ravel_core::fields::{Field, Fields, Kind, Missing};
 
     fn housing(missing: Missing) -> Fields {

@@ -14,7 +14,7 @@
 //! `ravel_dead_letters_skipped_total` and logged. Copies are pipelined: the thread never waits
 //! for one before sending the next, so librdkafka batches them like any produce (`linger.ms`),
 //! and a burst of bad messages costs about what the same burst of good rows costs. What a
-//! checkpoint must wait for is ingest's business (`ingest::dead_letters::held`): this module only delivers
+//! checkpoint must wait for is ingest's business (`dead_letters::held`): this module only delivers
 //! and reports. Delivery is once across restarts without Kafka transactions: the first copy
 //! to a dead-letter topic after a start reads that topic's last `MAX_TAIL` messages (`Tail`),
 //! and a copy whose source (stream, topic, partition, offset) is already there, sent before

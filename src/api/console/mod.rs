@@ -15,9 +15,9 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
-const INDEX: &str = include_str!("console/index.html");
-const APP_JS: &str = include_str!("console/app.js");
-const APP_CSS: &str = include_str!("console/app.css");
+const INDEX: &str = include_str!("index.html");
+const APP_JS: &str = include_str!("app.js");
+const APP_CSS: &str = include_str!("app.css");
 
 /// The assets, by name under `/ui/`, with their content types.
 const ASSETS: [(&str, &str, &str); 2] = [

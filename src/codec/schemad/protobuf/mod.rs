@@ -249,7 +249,7 @@ fn present(msg: &DynamicMessage, field: &FieldDescriptor) -> bool {
 }
 
 /// A stream's fields and target in one message type, read from a decoded message without
-/// its tree of named fields (`crate::schemas::Located::pick`): the fields on the way to each
+/// its tree of named fields (`crate::codec::schemad::Located::pick`): the fields on the way to each
 /// (None: a name this type does not have, absent as `to_json` would leave it), and the
 /// top-level fields the stream does not use.
 pub struct Plan {

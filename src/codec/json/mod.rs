@@ -15,7 +15,10 @@
 //! into their slots in the output (`Parser::row`). The `sse2` module owns this file's only
 //! `unsafe`.
 
-use super::number::{
+pub mod events;
+mod number;
+
+use number::{
     AHEAD, POW10_U64, digit_run, eight_digits, eisel_lemire, run_value, short_number, word,
 };
 

@@ -1,5 +1,12 @@
 //! `[[streams]]` and `[[feature_streams]]`: each stream's topic, features, task, schedule,
-//! cross-validation folds and history, and the memory each is estimated to keep.
+//! cross-validation folds and history, and the memory each is estimated to keep. What a
+//! stream sets for itself beside its fields has a file here: `history` (the `[history]`
+//! defaults and a stream's override), `quality` (its live test-then-train figures) and
+//! `start` (where a stream never read starts).
+
+pub mod history;
+pub mod quality;
+mod start;
 
 use crate::config::schemas::ValueFormat;
 use anyhow::bail;
@@ -10,6 +17,7 @@ use ravel_core::memory::{Estimate, memory_estimate, selection_estimate};
 use ravel_core::spec::{Spec, string_or_table};
 use ravel_core::stats::{AlphaSchedule, AlphaSpec, WindowSpec};
 use serde::{Deserialize, Serialize};
+pub use start::{StartAt, rfc3339_ms};
 
 /// What ingest and the API keep for a stream, estimated from its configuration: two copies
 /// of the statistics (the one ingest folds into and the snapshot readers extract from), each
@@ -247,7 +255,7 @@ pub struct StreamConfig {
     pub features: FeatureSchema,
     /// Events: the field that holds y, a name or dotted path (`price`, `sale.price`). Declaring
     /// it makes every JSON message of the stream an event whose fields are found by name (see
-    /// `crate::ingest::decode::format`).
+    /// `crate::codec::format`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
     /// What a missing value does, for every field that names no policy of its own:

@@ -35,8 +35,8 @@ use std::fmt;
 
 use super::events;
 pub use super::events::Tally;
-use super::fast_events;
-use super::fast_json;
+use super::json as fast_json;
+use super::json::events as fast_events;
 
 /// Magic bytes that open a binary message.
 pub const BINARY_MAGIC: [u8; 4] = *b"RVB1";
@@ -69,11 +69,11 @@ pub fn decode_tallied(
 }
 
 /// `decode_tallied` of a schema'd value whose mapped fields (or refusal) were read ahead with
-/// others of its batch (`crate::schemas::Wire::pick_batch`); None: as `decode_tallied`.
+/// others of its batch (`crate::codec::schemad::Wire::pick_batch`); None: as `decode_tallied`.
 pub fn decode_early(
     payload: &[u8],
     schema: &Schema,
-    early: Option<crate::schemas::Early>,
+    early: Option<crate::codec::schemad::Early>,
     x: &mut Vec<f64>,
     y: &mut Vec<f64>,
     tally: &mut Tally,
@@ -115,7 +115,7 @@ pub fn decode_early(
 /// Which declared fields and target a message carries (`events::presence`), read as
 /// `decode` reads it: a JSON event or named row, or a schema'd value's record. None for what
 /// is not read by name (positional and binary rows, named mini-batches) or cannot be read.
-pub fn presence(payload: &[u8], schema: &Schema) -> Option<crate::state::sightings::Presence> {
+pub fn presence(payload: &[u8], schema: &Schema) -> Option<crate::codec::events::Presence> {
     let fields = schema.fields?;
     let value = if let Some(wire) = schema.wire {
         match wire
@@ -124,8 +124,8 @@ pub fn presence(payload: &[u8], schema: &Schema) -> Option<crate::state::sightin
             .tree()
             .ok()?
         {
-            crate::schemas::Record::Tree(v) => v,
-            crate::schemas::Record::Json(text) => events::parse(text).ok()?,
+            crate::codec::schemad::Record::Tree(v) => v,
+            crate::codec::schemad::Record::Json(text) => events::parse(text).ok()?,
         }
     } else if payload.starts_with(&BINARY_MAGIC) {
         return None;
@@ -143,7 +143,7 @@ pub fn presence(payload: &[u8], schema: &Schema) -> Option<crate::state::sightin
 /// a tree, whose refusal names the keys the stream does not use (a misspelled name is usually
 /// among them).
 fn rows_of_picked(
-    picked: &crate::schemas::Picked,
+    picked: &crate::codec::schemad::Picked,
     schema: &Schema,
     fields: &ravel_core::fields::Fields,
     x: &mut Vec<f64>,
@@ -167,19 +167,19 @@ fn rows_of_picked(
 
 /// A schema'd value: its record as named fields, read as an event through the stream's fields.
 fn decode_schemad(
-    wire: &crate::schemas::Wire,
+    wire: &crate::codec::schemad::Wire,
     payload: &[u8],
     schema: &Schema,
-    early: Option<crate::schemas::Early>,
+    early: Option<crate::codec::schemad::Early>,
     x: &mut Vec<f64>,
     y: &mut Vec<f64>,
     tally: &mut Tally,
 ) -> Result<usize, Rejection> {
     let picked_early = match early {
-        Some(crate::schemas::Early::Refused(e)) => return Err(e),
-        Some(crate::schemas::Early::Picked(p)) => Some(p),
+        Some(crate::codec::schemad::Early::Refused(e)) => return Err(e),
+        Some(crate::codec::schemad::Early::Picked(p)) => Some(p),
         // As `events::place` places a row of plain fields whose values are all there.
-        Some(crate::schemas::Early::Row {
+        Some(crate::codec::schemad::Early::Row {
             x: row,
             y: v,
             unused,
@@ -189,7 +189,7 @@ fn decode_schemad(
             tally.ignored_fields += unused;
             return Ok(1);
         }
-        Some(crate::schemas::Early::Row { .. }) | None => None,
+        Some(crate::codec::schemad::Early::Row { .. }) | None => None,
     };
     if let (Some(fields), Some(picked)) = (schema.fields, &picked_early)
         && let Some(rows) = rows_of_picked(picked, schema, fields, x, y, tally)
@@ -206,8 +206,8 @@ fn decode_schemad(
         return Ok(rows);
     }
     let record = match located.tree()? {
-        crate::schemas::Record::Tree(v) => v,
-        crate::schemas::Record::Json(text) => events::parse(text)?,
+        crate::codec::schemad::Record::Tree(v) => v,
+        crate::codec::schemad::Record::Json(text) => events::parse(text)?,
     };
     let (serde_json::Value::Object(obj), Some(fields)) = (&record, schema.fields) else {
         return reject(
@@ -1294,7 +1294,7 @@ mod schemad_tests {
     }
 
     fn decode_with(missing: Missing) -> Result<(Vec<f64>, Vec<f64>, Tally), Rejection> {
-        let wire = crate::schemas::Wire::plain(apache_avro::Schema::parse_str(V3).unwrap());
+        let wire = crate::codec::schemad::Wire::plain(apache_avro::Schema::parse_str(V3).unwrap());
         let fields = Fields::new(vec![
             Field::numeric("sqft"),
             Field {
@@ -1332,7 +1332,7 @@ mod schemad_tests {
     }
 }
 
-/// The Avro hot path (`crate::schemas::avro::pick`) against the tree it skips: the same rows,
+/// The Avro hot path (`crate::codec::schemad::avro::pick`) against the tree it skips: the same rows,
 /// tallies and refusals for every kind of field, nullable and nested records, absent fields
 /// and values a field refuses.
 #[cfg(test)]
@@ -1442,7 +1442,11 @@ mod picked_tests {
     type Decoded = Result<(Vec<f64>, Vec<f64>, Tally), Rejection>;
 
     /// Through `decode_tallied` (which picks) and through the tree alone.
-    fn both(wire: &crate::schemas::Wire, fields: &Fields, bytes: &[u8]) -> (Decoded, Decoded) {
+    fn both(
+        wire: &crate::codec::schemad::Wire,
+        fields: &Fields,
+        bytes: &[u8],
+    ) -> (Decoded, Decoded) {
         let schema = Schema {
             p: fields.p(),
             fields: Some(fields),
@@ -1458,7 +1462,7 @@ mod picked_tests {
         let picked = decode_tallied(bytes, &schema, &mut x, &mut y, &mut t).map(|_| (x, y, t));
         let (mut x, mut y, mut t) = (vec![], vec![], Tally::default());
         let tree = match wire.decode(bytes, None) {
-            Ok(crate::schemas::Record::Tree(serde_json::Value::Object(obj))) => {
+            Ok(crate::codec::schemad::Record::Tree(serde_json::Value::Object(obj))) => {
                 events::decode(&obj, &schema, fields, &mut x, &mut y, &mut t)
                     .and_then(|rows| validate(&schema, &x, &y).map(|_| rows))
                     .map(|_| (x, y, t))
@@ -1471,12 +1475,12 @@ mod picked_tests {
     #[test]
     fn picked_fields_read_as_the_tree_does() {
         let avro = apache_avro::Schema::parse_str(SCHEMA).unwrap();
-        assert!(crate::schemas::avro::pickable(&avro));
+        assert!(crate::codec::schemad::avro::pickable(&avro));
         let writer = apache_avro::writer::datum::GenericDatumWriter::builder(&avro)
             .build()
             .unwrap();
         for missing in [Missing::Indicator, Missing::SkipRow, Missing::Reject] {
-            let wire = crate::schemas::Wire::plain(avro.clone());
+            let wire = crate::codec::schemad::Wire::plain(avro.clone());
             let fields = fields(missing);
             let (mut read, mut refused) = (0, 0);
             for i in 0..400 {
@@ -1515,7 +1519,7 @@ mod picked_tests {
             {"name": "columns", "type": "string"}]}"#;
         for text in [enums, arrays, batch, r#""double""#] {
             let schema = apache_avro::Schema::parse_str(text).unwrap();
-            assert!(!crate::schemas::avro::pickable(&schema), "{text}");
+            assert!(!crate::codec::schemad::avro::pickable(&schema), "{text}");
         }
         // A datum cut short is not picked: the tree says what is wrong with it.
         let avro = apache_avro::Schema::parse_str(SCHEMA).unwrap();
@@ -1524,7 +1528,7 @@ mod picked_tests {
             .unwrap()
             .write_value_to_vec(record(1))
             .unwrap();
-        let wire = crate::schemas::Wire::plain(avro);
+        let wire = crate::codec::schemad::Wire::plain(avro);
         let fields = fields(Missing::Indicator);
         let cut = &bytes[..bytes.len() - 3];
         assert!(
@@ -1544,13 +1548,13 @@ mod picked_tests {
     }
 }
 
-/// The Protobuf plan (`crate::schemas::protobuf::Plan`) against the tree it skips: each
+/// The Protobuf plan (`crate::codec::schemad::protobuf::Plan`) against the tree it skips: each
 /// mapped field's value, the target's and the unused count as `events` finds them in the
 /// message's named fields.
 #[cfg(test)]
 mod picked_protobuf_tests {
-    use crate::schemas::protobuf::{Messages, Plan, to_json};
-    use crate::schemas::registry::Fetched;
+    use crate::codec::schemad::protobuf::{Messages, Plan, to_json};
+    use crate::codec::schemad::registry::Fetched;
     use prost_reflect::{DynamicMessage, Value as P};
     use ravel_core::fields::{Field, Fields, Kind, Missing};
 
