@@ -23,6 +23,10 @@ pub struct Decoded {
     pub(crate) tally: format::Tally,
 }
 
+/// One message as the codec takes it: its value's bytes (None: no payload) and its schema id
+/// (the `__value_schema_id` header's value, if any).
+pub type Message<'a> = (Option<&'a [u8]>, Option<&'a [u8]>);
+
 /// One stream's codec: built once from its configuration (`of_stream`), its schema'd wire set
 /// when the registry is known (`crate::server`).
 #[derive(Debug)]
@@ -120,7 +124,7 @@ impl Decoder {
 
     /// Decodes messages (payload and schema id each) as `decode` decodes each, their Avro
     /// values read together (`Wire::pick_batch`).
-    pub fn decode_batch(&self, msgs: &[(Option<&[u8]>, Option<&[u8]>)]) -> Vec<Decoded> {
+    pub fn decode_batch(&self, msgs: &[Message]) -> Vec<Decoded> {
         let schemas: Vec<Schema> = msgs.iter().map(|(_, id)| self.schema(*id)).collect();
         let mut early = match (self.wire.as_ref(), self.fields.as_ref(), &self.target) {
             (Some(wire), Some(fields), Some(target)) => {

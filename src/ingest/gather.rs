@@ -130,7 +130,7 @@ impl Ingest {
             })
             .map(|(at, _)| at)
             .collect();
-        let msgs: Vec<(Option<&[u8]>, Option<&[u8]>)> =
+        let msgs: Vec<crate::codec::decoder::Message> =
             std::iter::once((msg.payload(), value_schema_id(msg.headers())))
                 .chain(mine.iter().map(|&at| {
                     let m = &window[at].0;

@@ -19,9 +19,7 @@ pub const VALUE_SCHEMA_HEADER: &str = "__value_schema_id";
 
 /// A message's schema id as the codec takes it: the value of its `__value_schema_id` header,
 /// if it has one (`crate::codec::Decoder::decode`).
-pub fn value_schema_id<'a>(
-    headers: Option<&'a rdkafka::message::BorrowedHeaders>,
-) -> Option<&'a [u8]> {
+pub fn value_schema_id(headers: Option<&rdkafka::message::BorrowedHeaders>) -> Option<&[u8]> {
     use rdkafka::message::Headers;
     headers?
         .iter()
