@@ -1024,6 +1024,31 @@ windows = {{ bucket = "1s", keep = "2h" }}
     let mut sorted = order.clone();
     sorted.sort();
     assert_eq!(order, sorted, "sorted by name");
+    // A model through the origin (issue 58): the "intercept" box unticked asks for
+    // "intercept": false; the page shows no intercept, the uncentred R^2 and exactly the
+    // API's coefficients; ticked again, the model with an intercept is back.
+    let toggle = "(() => { document.getElementById('intercept').click(); document.getElementById('show-model').click(); return 1; })()";
+    js(&tab, toggle);
+    wait_for("the model through the origin", DEADLINE, || {
+        (text(&tab, "#model-cards [data-col=\"intercept\"] .v") == "none").then_some(())
+    });
+    let (status, origin) = post(
+        &base,
+        "/v1/streams/shift/model",
+        &json!({"method": "lasso", "k": 10, "intercept": false}),
+    );
+    assert_eq!(status, 200, "{origin}");
+    assert_eq!(origin["diagnostics"]["intercept"], json!(false), "{origin}");
+    assert_eq!(
+        table_values(&tab, "#model-table tbody tr", None),
+        coefficients(&origin),
+        "the page's model through the origin is the API's"
+    );
+    assert!(text(&tab, "#model-cards [data-col=\"r2\"]").contains("uncentred"));
+    js(&tab, toggle);
+    wait_for("the model with an intercept again", DEADLINE, || {
+        (text(&tab, "#model-cards [data-col=\"intercept\"] .v") != "none").then_some(())
+    });
     screenshot_at(&tab, &shots, "stream", Some("#model-form"));
 
     // Change over time: stream the change, wait for the API's alarm and a history point

@@ -8,6 +8,8 @@
 //! LIBSVM and NPY (C and Fortran order) must give identical models, and bad files or requests
 //! must give one clear error line and a non-zero exit, never a panic.
 
+mod common;
+
 use ravel_core::data::{Budget, OpenOptions, Plan, RowReader};
 use ravel_core::solve::{Model, Request};
 use ravel_core::stats::{AlphaSchedule, ClassStats, RunningStats, Stats};
@@ -878,4 +880,303 @@ fn bad_requests_give_one_clear_error() {
         args.extend(req.iter().map(|s| s.to_string()));
         assert_clear_error(&args, needle);
     }
+}
+
+/// The scikit-learn, numpy and statsmodels references of `models_without_an_intercept_...`:
+/// argv[1] the regression CSV (header, x columns, y last), argv[2] the classification CSV,
+/// argv[3] a JSON list of lambdas per case; prints one JSON object.
+const NO_INTERCEPT_REFERENCES: &str = r#"
+import json, sys
+import numpy as np
+import statsmodels.api as sm
+from sklearn.linear_model import ElasticNet, Lasso, LinearRegression, Ridge, lasso_path
+d = np.loadtxt(sys.argv[1], delimiter=",", skiprows=1)
+X, y = d[:, :-1], d[:, -1]
+c = np.loadtxt(sys.argv[2], delimiter=",", skiprows=1)
+Xc, yc = c[:, :-1], c[:, -1]
+ask = json.loads(sys.argv[3])
+n = len(y)
+tight = dict(fit_intercept=False, tol=1e-14, max_iter=1_000_000)
+ols = sm.OLS(y, X).fit()
+out = {
+    "ols": LinearRegression(fit_intercept=False).fit(X, y).coef_.tolist(),
+    "lstsq": np.linalg.lstsq(X, y, rcond=None)[0].tolist(),
+    "sm_params": ols.params.tolist(), "sm_bse": ols.bse.tolist(),
+    "sm_rsquared": ols.rsquared, "sm_df_resid": ols.df_resid, "sm_scale": ols.scale,
+    "ridge": Ridge(alpha=ask["ridge"] * n, fit_intercept=False, solver="cholesky").fit(X, y).coef_.tolist(),
+    "lasso": Lasso(alpha=ask["lasso"], **tight).fit(X, y).coef_.tolist(),
+    "enet": ElasticNet(alpha=ask["enet"], l1_ratio=0.5, **tight).fit(X, y).coef_.tolist(),
+    "path": [Lasso(alpha=a, **tight).fit(X, y).coef_.tolist() for a in ask["path"]],
+    "cv": Lasso(alpha=ask["cv"], **tight).fit(X, y).coef_.tolist(),
+    "olsth": LinearRegression(fit_intercept=False).fit(X[:, ask["olsth"]], y).coef_.tolist(),
+    "toy": [Lasso(alpha=a, **tight).fit([[-1], [0], [1]], [-1, 0, 1]).coef_[0] for a in ask["toy"]],
+}
+# Classification: w E_class[(x b - label)^2] per class, as weighted least squares.
+w = np.where(yc > 0, ask["w_pos"] / np.sum(yc > 0), 1.0 / np.sum(yc < 0))
+out["classification"] = LinearRegression(fit_intercept=False).fit(Xc, yc, sample_weight=w).coef_.tolist()
+# BIC along the path from scikit-learn's own fits: n ln(RSS / n) + nonzeros ln n.
+rss = [float(np.sum((y - X @ np.array(b)) ** 2)) for b in out["path"]]
+nz = [int(np.sum(np.abs(b) > 0)) for b in out["path"]]
+out["bic"] = [n * np.log(r / n) + k * np.log(n) for r, k in zip(rss, nz)]
+print(json.dumps(out))
+"#;
+
+/// Largest |got - want| relative to the largest |want| (1 when want is 0).
+fn worst_of(got: &[f64], want: &[f64]) -> f64 {
+    assert_eq!(got.len(), want.len());
+    let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs())).max(1e-300);
+    got.iter()
+        .zip(want)
+        .fold(0.0f64, |m, (g, w)| m.max((g - w).abs() / scale))
+}
+
+fn as_vec(v: &serde_json::Value) -> Vec<f64> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect()
+}
+
+/// Issue 58 item 4: a model without an intercept (`--no-intercept`, `"intercept": false`) equals
+/// scikit-learn's with `fit_intercept=False` on the same rows, method by method: OLS (and
+/// numpy's lstsq without a constant), ridge, lasso, elastic net, the lasso path, a BIC
+/// selection along it (the criterion recomputed from scikit-learn's fits), a CV selection's
+/// model, OLSth's refit on its support, classification (weighted least squares); the standard
+/// errors, the uncentred R^2 and the n - p residual degrees of freedom equal statsmodels' OLS
+/// without a constant; and scikit-learn's lasso toy (`test_lasso_toy`: x = y = -1, 0, 1)
+/// gives its coefficients 1, 0.85, 0.25, 0 and its predictions at 2, 3, 4. The rows have an
+/// intercept of 3 and columns far from 0, so a fit with an intercept is another model (a
+/// constant column, kept as a regressor through the origin, is checked in ravel-core's
+/// tests/solvers.rs).
+#[test]
+fn models_without_an_intercept_equal_scikit_learns_fit_intercept_false() {
+    let dir = tempfile::tempdir().unwrap();
+    let (n, p) = (160usize, 5usize);
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut unif = || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+    };
+    let truth = [1.5, 0.0, -2.0, 0.0, 0.7];
+    let (mut x, mut y) = (Vec::new(), Vec::new());
+    for _ in 0..n {
+        let row: Vec<f64> = (0..p)
+            .map(|j| (j + 1) as f64 + 2.0 * unif())
+            .collect();
+        y.push(3.0 + row.iter().zip(&truth).map(|(a, b)| a * b).sum::<f64>() + unif());
+        x.extend(row);
+    }
+    let write = |name: &str, y: &[f64]| -> PathBuf {
+        let path = dir.path().join(name);
+        let mut text = String::from("a,b,c,d,e,y\n");
+        for (row, yi) in x.chunks_exact(p).zip(y) {
+            for v in row {
+                text.push_str(&format!("{v:?},"));
+            }
+            text.push_str(&format!("{yi:?}\n"));
+        }
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let file = write("rows.csv", &y);
+    let mid = {
+        let mut s = y.clone();
+        s.sort_by(f64::total_cmp);
+        s[n / 2]
+    };
+    let labels: Vec<f64> = y.iter().map(|v| if *v > mid { 1.0 } else { -1.0 }).collect();
+    let classes = write("classes.csv", &labels);
+    let fit = |file: &Path, args: &[&str]| -> serde_json::Value {
+        let mut all = vec![
+            file.display().to_string(),
+            "--no-intercept".into(),
+            "--no-standardize".into(),
+        ];
+        all.extend(args.iter().map(|a| a.to_string()));
+        let out = ravel(&all);
+        assert!(
+            out.status.success(),
+            "ravel fit {all:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let dense = |m: &serde_json::Value| -> Vec<f64> {
+        let mut b = vec![0.0; p];
+        for c in m["coefficients"].as_array().unwrap() {
+            b[c["index"].as_u64().unwrap() as usize] = c["value"].as_f64().unwrap();
+        }
+        b
+    };
+    // ravel's answers first: their lambdas and supports are what the references are asked at.
+    let ols = fit(&file, &["--method", "ols", "--inference"]);
+    let ridge = fit(&file, &["--method", "ridge", "--lambda", "0.3"]);
+    let lasso = fit(&file, &["--method", "lasso", "--lambda", "0.05"]);
+    let enet = fit(
+        &file,
+        &["--method", "elastic-net", "--lambda", "0.08", "--l1-ratio", "0.5"],
+    );
+    let path = fit(
+        &file,
+        &[
+            "--method",
+            "lasso",
+            "--path",
+            "--path-points",
+            "20",
+            "--select",
+            "bic",
+            "--no-refit",
+        ],
+    );
+    let cv = fit(
+        &file,
+        &["--method", "lasso", "--select", "cv", "--folds", "5", "--no-refit"],
+    );
+    let olsth = fit(&file, &["--method", "olsth", "--k", "3"]);
+    let class = fit(
+        &classes,
+        &["--method", "ols", "--task", "classification", "--w-pos", "2"],
+    );
+    let toy = dir.path().join("toy.csv");
+    std::fs::write(&toy, "x,y\n-1,-1\n0,0\n1,1\n").unwrap();
+    let toy_alphas = [1e-8, 0.1, 0.5, 1.0];
+    let toys: Vec<serde_json::Value> = toy_alphas
+        .iter()
+        .map(|a| fit(&toy, &["--method", "lasso", "--lambda", &a.to_string()]))
+        .collect();
+    let points = path["points"].as_array().unwrap();
+    let lambdas: Vec<f64> = points.iter().map(|m| m["lambda"].as_f64().unwrap()).collect();
+    let support: Vec<usize> = olsth["coefficients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["index"].as_u64().unwrap() as usize)
+        .collect();
+    let ask = serde_json::json!({
+        "ridge": 0.3, "lasso": 0.05, "enet": 0.08, "path": lambdas,
+        "cv": cv["lambda"].as_f64().unwrap(), "olsth": support, "toy": toy_alphas,
+        "w_pos": 2.0,
+    });
+    let python = common::pyenv_python(
+        "import sklearn, statsmodels, numpy",
+        "scikit-learn, statsmodels and numpy",
+    );
+    let out = Command::new(python)
+        .arg("-c")
+        .arg(NO_INTERCEPT_REFERENCES)
+        .arg(&file)
+        .arg(&classes)
+        .arg(ask.to_string())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the references failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+
+    let mut bad = Vec::new();
+    let mut check = |what: &str, got: &[f64], want: &[f64], rtol: f64| {
+        let e = worst_of(got, want);
+        if e > rtol {
+            bad.push(format!("{what}: {got:?} vs {want:?} ({e:.1e})"));
+        }
+    };
+    let every = [
+        ("ols", &ols),
+        ("ridge", &ridge),
+        ("lasso", &lasso),
+        ("elastic-net", &enet),
+        ("cv", &cv),
+        ("olsth", &olsth),
+        ("classification", &class),
+    ];
+    for (what, m) in every {
+        assert_eq!(m["intercept"].as_f64(), Some(0.0), "{what}: {m}");
+        assert_eq!(m["diagnostics"]["intercept"], false, "{what}: {m}");
+    }
+    check("ols vs LinearRegression", &dense(&ols), &as_vec(&r["ols"]), 1e-9);
+    check("ols vs lstsq", &dense(&ols), &as_vec(&r["lstsq"]), 1e-9);
+    check("ols vs statsmodels", &dense(&ols), &as_vec(&r["sm_params"]), 1e-9);
+    let inf = &ols["inference"];
+    assert!(inf.get("intercept").is_none(), "{inf}");
+    assert_eq!(inf["df_resid"].as_f64(), r["sm_df_resid"].as_f64());
+    assert_eq!(inf["df_resid"].as_f64(), Some((n - p) as f64));
+    let se: Vec<f64> = inf["coefficients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["se"].as_f64().unwrap())
+        .collect();
+    check("standard errors vs statsmodels", &se, &as_vec(&r["sm_bse"]), 1e-9);
+    check(
+        "sigma^2 vs statsmodels' scale",
+        &[inf["sigma2"].as_f64().unwrap()],
+        &[r["sm_scale"].as_f64().unwrap()],
+        1e-9,
+    );
+    check(
+        "uncentred R^2 vs statsmodels",
+        &[ols["diagnostics"]["r2"].as_f64().unwrap()],
+        &[r["sm_rsquared"].as_f64().unwrap()],
+        1e-12,
+    );
+    check("ridge", &dense(&ridge), &as_vec(&r["ridge"]), 1e-9);
+    check("lasso", &dense(&lasso), &as_vec(&r["lasso"]), 1e-6);
+    check("elastic-net", &dense(&enet), &as_vec(&r["enet"]), 1e-6);
+    for (i, m) in points.iter().enumerate() {
+        assert_eq!(m["intercept"].as_f64(), Some(0.0));
+        check(
+            &format!("lasso path point {i}"),
+            &dense(m),
+            &as_vec(&r["path"][i]),
+            1e-6,
+        );
+    }
+    let bic = as_vec(&r["bic"]);
+    let want = (0..bic.len())
+        .min_by(|&a, &b| bic[a].total_cmp(&bic[b]))
+        .unwrap();
+    assert_eq!(
+        path["selection"]["chosen"].as_u64(),
+        Some(want as u64),
+        "BIC's choice; scikit-learn's curve {bic:?}"
+    );
+    check("cv's chosen model", &dense(&cv), &as_vec(&r["cv"]), 1e-6);
+    let refit: Vec<f64> = support.iter().map(|&j| dense(&olsth)[j]).collect();
+    check("olsth refit", &refit, &as_vec(&r["olsth"]), 1e-9);
+    check(
+        "classification",
+        &dense(&class),
+        &as_vec(&r["classification"]),
+        1e-9,
+    );
+    // scikit-learn's test_lasso_toy: coefficients and the predictions x b at 2, 3, 4.
+    for ((a, m), (want, sk)) in toy_alphas
+        .iter()
+        .zip(&toys)
+        .zip([1.0, 0.85, 0.25, 0.0].iter().zip(as_vec(&r["toy"])))
+    {
+        let b = m["coefficients"][0]["value"].as_f64().unwrap_or(0.0);
+        assert!((b - want).abs() < 1e-6, "toy alpha {a}: {b} vs {want}");
+        assert!((b - sk).abs() < 1e-9, "toy alpha {a}: {b} vs scikit-learn {sk}");
+        let model: Model = serde_json::from_value(m.clone()).unwrap();
+        for t in [2.0, 3.0, 4.0] {
+            assert_eq!(model.predict(&[t]), b * t, "toy alpha {a} at {t}");
+        }
+    }
+    // With an intercept the same rows give another model (the intercept near 3).
+    let with = ravel_model(&[
+        file.display().to_string(),
+        "--method".into(),
+        "ols".into(),
+        "--no-standardize".into(),
+    ]);
+    assert!(with.diagnostics.intercept && (with.intercept - 3.0).abs() < 0.5);
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
 }

@@ -41,6 +41,11 @@ pub struct ExtractArgs {
     /// Fit on raw columns (then lasso/elastic-net equal scikit-learn's on the same rows).
     #[arg(long)]
     pub no_standardize: bool,
+    /// A model without an intercept, through the origin (R's y ~ x - 1, scikit-learn's
+    /// fit_intercept=False): fitted on the raw moments, R^2 uncentred, n - p residual degrees
+    /// of freedom.
+    #[arg(long)]
+    pub no_intercept: bool,
     /// Number of points on the path (default 100).
     #[arg(long)]
     pub path_points: Option<usize>,
@@ -136,6 +141,7 @@ impl ExtractArgs {
             (self.refit || self.no_refit).then_some(json!(self.refit)),
         );
         put("standardize", self.no_standardize.then_some(json!(false)));
+        put("intercept", self.no_intercept.then_some(json!(false)));
         put("path_points", self.path_points.map(|v| json!(v)));
         put("lambda_min_ratio", self.lambda_min_ratio.map(|v| json!(v)));
         put("tol", self.tol.map(|v| json!(v)));

@@ -49,7 +49,7 @@ fn check_flags(args: &FitArgs) -> anyhow::Result<()> {
             "--wide fits the Frank-Wolfe Lasso path (--method fw-lasso), not --method {m}"
         );
     }
-    let refused: [(&str, bool); 16] = [
+    let refused: [(&str, bool); 17] = [
         ("--k", e.k.is_some()),
         ("--lambda", e.lambda.is_some()),
         ("--l1-ratio", e.l1_ratio.is_some()),
@@ -58,6 +58,10 @@ fn check_flags(args: &FitArgs) -> anyhow::Result<()> {
         (
             "--no-standardize (the columns are never standardized)",
             e.no_standardize,
+        ),
+        (
+            "--no-intercept (the wide path always fits an intercept)",
+            e.no_intercept,
         ),
         (
             "--delta (the path covers every delta; --delta-max sets its end)",

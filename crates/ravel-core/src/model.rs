@@ -219,10 +219,14 @@ pub struct Diagnostics {
     pub converged: bool,
     /// Mean squared error on the rows the statistics hold.
     pub train_mse: f64,
-    /// R^2 on those rows.
+    /// R^2 on those rows (without an intercept the uncentred R^2, as R and statsmodels give it).
     pub r2: f64,
     /// Whether the columns were standardized.
     pub standardize: bool,
+    /// Whether the model has an intercept (false: fitted through the origin; `r2` is then the
+    /// uncentred R^2, 1 - RSS / sum y^2).
+    #[serde(default = "yes")]
+    pub intercept: bool,
     /// Whether the support was refitted by least squares.
     pub refit: bool,
     /// Constant columns left out of the fit.
@@ -325,13 +329,14 @@ pub struct CurvePoint {
 pub struct Inference {
     /// The residual variance estimate RSS / df_resid.
     pub sigma2: f64,
-    /// Residual degrees of freedom: n - df - 1.
+    /// Residual degrees of freedom: n - df - 1 (n - df without an intercept).
     pub df_resid: f64,
     /// The support was chosen from the same data (a refitted k-model): the standard errors
     /// ignore the selection, so they are too small and the p-values too optimistic.
     pub post_selection: bool,
-    /// The intercept's estimate.
-    pub intercept: Estimate,
+    /// The intercept's estimate (absent for a model without an intercept).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub intercept: Option<Estimate>,
     /// One per nonzero coefficient, in the order of `coefficients`.
     pub coefficients: Vec<Estimate>,
     /// Anything the caller should know (in words).
@@ -359,6 +364,11 @@ pub struct Estimate {
     pub p_value: f64,
 }
 
+/// serde default of `Diagnostics::intercept` (models written before it had one).
+fn yes() -> bool {
+    true
+}
+
 /// The model JSON of `ravel fit` and of the HTTP API.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -369,7 +379,7 @@ pub struct Model {
     pub k: usize,
     /// The penalty level (penalized methods).
     pub lambda: Option<f64>,
-    /// The intercept b0.
+    /// The intercept b0 (0 for a model without one: `diagnostics.intercept`).
     pub intercept: f64,
     /// The nonzero coefficients, in the data's units.
     pub coefficients: Vec<Coefficient>,

@@ -911,3 +911,150 @@ fn k_requests_refit_by_default_and_keep_the_penalized_estimate() {
     let path = path(&Stats::from(s), &params(Method::Lasso)).unwrap();
     assert!(path.points.iter().all(|m| !m.diagnostics.refit));
 }
+
+/// Raw (uncentred) moments from the rows: X^T X / n, X^T y / n and y^T y / n.
+fn raw_moments(x: &[f64], y: &[f64], p: usize) -> (Vec<Vec<f64>>, Vec<f64>, f64) {
+    let nf = y.len() as f64;
+    let mut q = vec![vec![0.0; p]; p];
+    let mut c = vec![0.0; p];
+    for (row, yi) in x.chunks_exact(p).zip(y) {
+        for a in 0..p {
+            c[a] += row[a] * yi / nf;
+            for b in 0..p {
+                q[a][b] += row[a] * row[b] / nf;
+            }
+        }
+    }
+    (q, c, y.iter().map(|v| v * v).sum::<f64>() / nf)
+}
+
+/// A model without an intercept (`"intercept": false`) is least squares through the origin on
+/// the raw rows: OLS and ridge solve X^T X b = X^T y (+ n lambda b), with and without
+/// standardized columns; a constant column is a regressor there and an all-zero one is left
+/// out; R^2 is the uncentred 1 - RSS / y^T y, the residual degrees of freedom n - p, the
+/// standard errors sqrt(sigma^2 (X^T X)^-1_jj), there is no intercept estimate, and a
+/// prediction is x b alone. Classification through the origin solves the class-weighted
+/// normal equations.
+#[test]
+fn models_through_the_origin_solve_the_raw_normal_equations() {
+    let (n, p) = (90, 5);
+    let (mut x, y) = design(5, n, p, &[(0, 1.5), (2, -1.0)], 0.5);
+    for row in x.chunks_exact_mut(p) {
+        row[3] = 0.0;
+        row[4] = 3.0;
+    }
+    let s = stats_of(&x, &y, p);
+    let (q, c, yy) = raw_moments(&x, &y, p);
+    let active = [0usize, 1, 2, 4];
+    let sub = |lam: f64| -> Vec<f64> {
+        let a: Vec<Vec<f64>> = active
+            .iter()
+            .map(|&i| {
+                active
+                    .iter()
+                    .map(|&j| q[i][j] + if i == j { lam } else { 0.0 })
+                    .collect()
+            })
+            .collect();
+        let b: Vec<f64> = active.iter().map(|&i| c[i]).collect();
+        let sol = solve_dense(a, b);
+        let mut full = vec![0.0; p];
+        for (k, &j) in active.iter().enumerate() {
+            full[j] = sol[k];
+        }
+        full
+    };
+    let close = |a: f64, b: f64, rel: f64, what: &str| {
+        assert!((a - b).abs() <= rel * b.abs().max(1e-300), "{what}: {a} vs {b}");
+    };
+    for standardize in [false, true] {
+        for lam in [0.0, 0.5] {
+            let mut pr = if lam == 0.0 {
+                params(Method::Ols)
+            } else {
+                params(Method::Ridge).with_lambda(lam)
+            };
+            pr["standardize"] = json!(standardize);
+            pr["intercept"] = json!(false);
+            pr["inference"] = json!(true);
+            let m = fit(&s, &pr);
+            let what = format!("standardize {standardize} lambda {lam}");
+            assert_eq!(m.intercept, 0.0, "{what}");
+            assert!(!m.diagnostics.intercept, "{what}");
+            assert_eq!(m.diagnostics.excluded_constant, vec![3], "{what}");
+            let got = m.dense(p);
+            if lam == 0.0 || !standardize {
+                let want = sub(lam);
+                for j in 0..p {
+                    close(got[j], want[j], 1e-9, &format!("{what} b{j}"));
+                }
+            }
+            // R^2 and predictions from the rows, with the model's own coefficients.
+            let rss: f64 = x
+                .chunks_exact(p)
+                .zip(&y)
+                .map(|(row, yi)| {
+                    let fit: f64 = row.iter().zip(&got).map(|(a, b)| a * b).sum();
+                    assert_eq!(m.predict(row), fit, "{what}: a prediction is x b");
+                    (yi - fit) * (yi - fit)
+                })
+                .sum();
+            close(m.diagnostics.r2, 1.0 - rss / (n as f64 * yy), 1e-9, &what);
+            let inf = m.inference.as_deref().expect("inference");
+            assert!(inf.intercept.is_none(), "{what}: no intercept estimate");
+            if lam == 0.0 {
+                assert_eq!(inf.df_resid, (n - active.len()) as f64, "{what}");
+                let sigma2 = rss / inf.df_resid;
+                close(inf.sigma2, sigma2, 1e-8, &format!("{what} sigma2"));
+                // (X^T X)^-1 = (n Q)^-1 column by column.
+                for (k, &j) in active.iter().enumerate() {
+                    let a: Vec<Vec<f64>> = active
+                        .iter()
+                        .map(|&r| active.iter().map(|&t| n as f64 * q[r][t]).collect())
+                        .collect();
+                    let e: Vec<f64> = (0..active.len()).map(|r| (r == k) as u8 as f64).collect();
+                    let inv_jj = solve_dense(a, e)[k];
+                    let est = inf.coefficients.iter().find(|e| e.index == Some(j)).unwrap();
+                    close(est.se, (sigma2 * inv_jj).sqrt(), 1e-8, &format!("{what} se{j}"));
+                }
+            }
+        }
+    }
+    // The model with an intercept is another model on these rows.
+    let with = fit(&s, &json!({"method": "ols", "standardize": false}));
+    assert!(with.diagnostics.intercept && with.intercept.abs() > 0.1);
+
+    // Classification: labels +1 / -1, w_p E_p[(x b - 1)^2] + w_n E_n[(x b + 1)^2].
+    let labels: Vec<f64> = y.iter().map(|v| if *v > 0.0 { 1.0 } else { -1.0 }).collect();
+    let mut cs = ClassStats::new(p, AlphaSchedule::Plain);
+    cs.update_batch(&x, &labels).unwrap();
+    let (w_pos, w_neg) = (2.0, 1.0);
+    let (np, nn) = (
+        labels.iter().filter(|v| **v > 0.0).count() as f64,
+        labels.iter().filter(|v| **v < 0.0).count() as f64,
+    );
+    assert!(np > 5.0 && nn > 5.0, "both classes: {np} {nn}");
+    let mut a = vec![vec![0.0; active.len()]; active.len()];
+    let mut b = vec![0.0; active.len()];
+    for (row, l) in x.chunks_exact(p).zip(&labels) {
+        let w = if *l > 0.0 { w_pos / np } else { w_neg / nn };
+        for (r, &i) in active.iter().enumerate() {
+            b[r] += w * row[i] * l;
+            for (t, &j) in active.iter().enumerate() {
+                a[r][t] += w * row[i] * row[j];
+            }
+        }
+    }
+    let want = solve_dense(a, b);
+    let st = Stats::from(cs);
+    let m = model(
+        &st,
+        &json!({"method": "ols", "intercept": false, "standardize": false, "w_pos": w_pos, "w_neg": w_neg}),
+    )
+    .unwrap();
+    assert_eq!(m.intercept, 0.0);
+    let got = m.dense(p);
+    for (k, &j) in active.iter().enumerate() {
+        close(got[j], want[k], 1e-9, &format!("classification b{j}"));
+    }
+}

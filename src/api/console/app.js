@@ -601,7 +601,7 @@ function streamView(main, name) {
   let st = null, built = false, lastPathAt = 0, busy = false, again = false;
   // By default the model shown is the one the criterion chooses along the path (issue 34);
   // typing a k or a lambda switches to that point.
-  const req = { method: 'lasso', by: 'select', k: null, lambda: null, criterion: 'ebic', window: null };
+  const req = { method: 'lasso', by: 'select', k: null, lambda: null, criterion: 'ebic', window: null, intercept: true };
   const sort = { key: 'abs', desc: true };
   // The path in original units (the API's) or standardized (b_j times sd_j).
   const units = { standardized: false };
@@ -632,6 +632,8 @@ function streamView(main, name) {
     const byL = h('input', { type: 'radio', name: 'by', value: 'lambda', id: 'by-lambda', checked: req.by === 'lambda' });
     const k = h('input', { id: 'k', name: 'k', type: 'number', min: 1, step: 1, value: req.k, inputmode: 'numeric' });
     const lam = h('input', { id: 'lambda', name: 'lambda', type: 'text', inputmode: 'decimal', placeholder: 'e.g. 0.01' });
+    // Unticked: the model through the origin (the request's "intercept": false).
+    const icpt = h('input', { id: 'intercept', name: 'intercept', type: 'checkbox', checked: req.intercept });
     k.addEventListener('input', () => { byK.checked = true; });
     lam.addEventListener('input', () => { byL.checked = true; });
     const form = h('form', { class: 'controls', id: 'model-form', 'aria-label': 'Model at a point of the path' },
@@ -642,6 +644,7 @@ function streamView(main, name) {
         h('label', { for: 'by-lambda', style: 'flex-direction:row;gap:4px' }, byL, 'lambda')),
       h('label', { for: 'k' }, 'k', k),
       h('label', { for: 'lambda' }, 'lambda', lam),
+      h('label', { for: 'intercept', style: 'flex-direction:row;gap:4px', title: 'untick for a model through the origin (no intercept: R² uncentred, n − p residual degrees of freedom)' }, icpt, 'intercept'),
       st.windows ? windowPicker('window', 'time range', st.windows.keep_ms, 'all', () => form.requestSubmit()) : null,
       h('button', { type: 'submit', class: 'primary', id: 'show-model' }, 'Show model'));
     form.addEventListener('submit', async (ev) => {
@@ -653,6 +656,7 @@ function streamView(main, name) {
       req.by = bySel.checked ? 'select' : byL.checked ? 'lambda' : 'k';
       req.k = k.value.trim();
       req.lambda = lam.value.trim();
+      req.intercept = icpt.checked;
       lastPathAt = 0;
       await refresh();
     });
@@ -735,6 +739,7 @@ function streamView(main, name) {
   // The model request the form describes (without its window), or the reason it has none.
   function modelBody() {
     const body = { method: req.method };
+    if (!req.intercept) body.intercept = false;
     if (req.by === 'select') {
       // The same 40-point path as the curve below, so the model is its marked point.
       body.select = req.criterion;
@@ -763,7 +768,7 @@ function streamView(main, name) {
       const body = asked.body;
       modelError = asked.error || null;
       if (body && req.window) body.window = req.window;
-      const pathUrl = '/v1/streams/' + enc(name) + '/path?method=' + enc(req.method) + '&path_points=40' + windowQuery(req.window);
+      const pathUrl = '/v1/streams/' + enc(name) + '/path?method=' + enc(req.method) + '&path_points=40' + (req.intercept ? '' : '&intercept=false') + windowQuery(req.window);
       // The path with the criterion's curve; if the criterion cannot be computed here (CV on
       // a stream without fold statistics), the plain path and the reason.
       selectError = null;
@@ -918,10 +923,12 @@ function streamView(main, name) {
     box.replaceChildren(
       h('div', { class: 'cards', id: 'model-cards' },
         card('method', model.method), chosenBy, card('nonzeros k', fmt(model.k), { 'data-col': 'k' }),
-        card('lambda', fmt(model.lambda)), card('R²', fmt(d.r2), { 'data-col': 'r2' }),
+        card('lambda', fmt(model.lambda)), card(d.intercept === false ? 'R² (uncentred)' : 'R²', fmt(d.r2), { 'data-col': 'r2' }),
         card('n', fmt(model.n)),
         model.window ? card('window', windowText(model.window), { 'data-col': 'window', 'data-from': String(model.window.from), 'data-to': String(model.window.to) }) : null,
-        card('intercept', fmt(model.intercept) + (inf ? ' ± ' + fmt(inf.intercept.se) : ''), { 'data-col': 'intercept', title: inf ? 'estimate ± standard error' : null })),
+        d.intercept === false
+          ? card('intercept', 'none', { 'data-col': 'intercept', title: 'a model through the origin: no intercept, R² uncentred (1 − RSS / Σy²)' })
+          : card('intercept', fmt(model.intercept) + (inf && inf.intercept ? ' ± ' + fmt(inf.intercept.se) : ''), { 'data-col': 'intercept', title: inf ? 'estimate ± standard error' : null })),
       h('div', { class: 'scroll' }, h('table', { id: 'model-table' },
         h('caption', { class: 'muted' }, caption),
         h('thead', {}, h('tr', {}, head('Feature', 'name'), head('Coefficient', 'value'), head('|Coefficient|', 'abs'),

@@ -230,6 +230,7 @@ pub(crate) fn build(inp: ModelInput<'_>) -> Model {
             train_mse,
             r2,
             standardize: true,
+            intercept: true,
             refit: refit_done,
             excluded_constant: vec![],
             excluded_duplicate: vec![],

@@ -7,6 +7,11 @@
 //! quadratic in (b, b0); profiling b0 out gives the same form. Standardization divides column j
 //! by sigma_j at extraction; constant columns are dropped from the problem, never divided by 0.
 //!
+//! Without an intercept (a model through the origin, R's `y ~ x - 1`, scikit-learn's
+//! `fit_intercept=False`) nothing is profiled out: Q = E[x x^T], c = E[x y] and yy = E[y^2],
+//! the raw moments (`Problem::through_origin`); only all-zero columns are dropped (a constant
+//! column is a regressor there), and the loss's yy makes R^2 the uncentred one.
+//!
 //! This module sits below both `stats` and `solve`: it reads the moments through the small
 //! [`Moments`] trait, so the statistics can use the Gram form (the drift detector's reference
 //! model) without a dependency circle. `linear` holds the subset least-squares solve that the
@@ -157,6 +162,9 @@ pub struct Problem {
     intercept_slope: Vec<f64>,
     /// Whether the columns were scaled to unit variance.
     pub standardized: bool,
+    /// Whether the model has an intercept (false: the raw-moment problem through the origin,
+    /// `Problem::through_origin`; the intercept is 0 and takes no degree of freedom).
+    pub intercept: bool,
     /// The population sd of y when the problem is a standardized regression (elastic net's
     /// l2 term is taken in units of it, as glmnet standardizes y: `Penalty::for_problem`),
     /// else 1.
@@ -237,6 +245,7 @@ impl Problem {
             intercept_base: my,
             intercept_slope: mx,
             standardized: standardize,
+            intercept: true,
             y_scale: if standardize && yy > 0.0 {
                 yy.sqrt()
             } else {
@@ -327,7 +336,141 @@ impl Problem {
             intercept_base: dw / wt,
             intercept_slope: mbar.iter().map(|v| v / wt).collect(),
             standardized: standardize,
+            intercept: true,
             // Labels are +1/-1 already; glmnet's binomial family does not rescale them either.
+            y_scale: 1.0,
+        })
+    }
+
+    /// The regression problem of a model without an intercept (module header): Q = E[x x^T],
+    /// c = E[x y], yy = E[y^2], each the centred moment plus the product of the means. Only
+    /// all-zero columns are left out. Standardized columns are divided by their standard
+    /// deviation, as glmnet does with `intercept = FALSE`, and a constant (nonzero) column by
+    /// its root mean square |value|.
+    pub fn through_origin(stats: &impl Moments, standardize: bool) -> Result<Problem, ProblemError> {
+        if stats.n() == 0 {
+            return Err(ProblemError::Empty);
+        }
+        let p = stats.p();
+        let mx = stats.mean_x();
+        let my = stats.mean_y();
+        // `cov_at` is read with its first index the larger (the lower triangle).
+        let raw = |i: usize, j: usize| stats.cov_at(i.max(j), i.min(j)) + mx[i] * mx[j];
+        let active: Vec<usize> = (0..p).filter(|&j| raw(j, j) > 0.0).collect();
+        let scale: Vec<f64> = active
+            .iter()
+            .map(|&j| match (standardize, stats.is_constant(j)) {
+                (false, _) => 1.0,
+                (true, false) => stats.cov_at(j, j).sqrt(),
+                (true, true) => raw(j, j).sqrt(),
+            })
+            .collect();
+        let m = active.len();
+        let mut q = vec![0.0; m * m];
+        for (b, &jb) in active.iter().enumerate() {
+            for (a, &ja) in active.iter().enumerate().skip(b) {
+                let v = raw(ja, jb) / (scale[a] * scale[b]);
+                q[a + b * m] = v;
+                q[b + a * m] = v;
+            }
+        }
+        let c = active
+            .iter()
+            .zip(&scale)
+            .map(|(&j, s)| (stats.cov_xy(j) + mx[j] * my) / s)
+            .collect();
+        let var_y = stats.var_y();
+        Ok(Problem {
+            gram: Gram {
+                m,
+                q,
+                c,
+                yy: var_y + my * my,
+            },
+            active,
+            scale,
+            p,
+            n: stats.n(),
+            n_eff: stats.effective_n(),
+            classification: false,
+            intercept_base: 0.0,
+            intercept_slope: vec![0.0; p],
+            standardized: standardize,
+            intercept: false,
+            y_scale: if standardize && var_y > 0.0 {
+                var_y.sqrt()
+            } else {
+                1.0
+            },
+        })
+    }
+
+    /// The class-weighted classification problem without an intercept: the loss
+    /// w_p E_p[(x b - 1)^2]/2 + w_n E_n[(x b + 1)^2]/2 itself, Q = w_p E_p[x x^T] +
+    /// w_n E_n[x x^T], c = w_p E_p[x] - w_n E_n[x], yy = w_p + w_n. Standardization as
+    /// `classification` (the negatives' standard deviation), a column constant in both classes
+    /// by its root mean square.
+    pub fn classification_through_origin(
+        pos: &impl Moments,
+        neg: &impl Moments,
+        w_pos: f64,
+        w_neg: f64,
+        standardize: bool,
+    ) -> Result<Problem, ProblemError> {
+        let (sp, sn) = (pos, neg);
+        if sp.n() == 0 || sn.n() == 0 {
+            return Err(ProblemError::OneClass {
+                pos: sp.n(),
+                neg: sn.n(),
+            });
+        }
+        let p = sp.p();
+        let wt = w_pos + w_neg;
+        let (mp, mn) = (sp.mean_x(), sn.mean_x());
+        // E[x_a x_b] of each class, `cov_at` read with its first index the larger.
+        let qfull = |a: usize, b: usize| {
+            let (hi, lo) = (a.max(b), a.min(b));
+            w_pos * (sp.cov_at(hi, lo) + mp[a] * mp[b]) + w_neg * (sn.cov_at(hi, lo) + mn[a] * mn[b])
+        };
+        let active: Vec<usize> = (0..p).filter(|&j| qfull(j, j) > 0.0).collect();
+        let scale: Vec<f64> = active
+            .iter()
+            .map(|&j| {
+                if !standardize {
+                    1.0
+                } else if !sn.is_constant(j) {
+                    sn.cov_at(j, j).max(0.0).sqrt()
+                } else {
+                    (qfull(j, j) / wt).sqrt()
+                }
+            })
+            .collect();
+        let m = active.len();
+        let mut q = vec![0.0; m * m];
+        for (b, &jb) in active.iter().enumerate() {
+            for (a, &ja) in active.iter().enumerate().skip(b) {
+                let v = qfull(ja, jb) / (scale[a] * scale[b]);
+                q[a + b * m] = v;
+                q[b + a * m] = v;
+            }
+        }
+        let c = active
+            .iter()
+            .zip(&scale)
+            .map(|(&j, s)| (w_pos * mp[j] - w_neg * mn[j]) / s)
+            .collect();
+        Ok(Problem {
+            gram: Gram { m, q, c, yy: wt },
+            active,
+            scale,
+            p,
+            n: sp.n() + sn.n(),
+            n_eff: sp.effective_n() + sn.effective_n(),
+            classification: true,
+            intercept_base: 0.0,
+            intercept_slope: vec![0.0; p],
+            standardized: standardize,
+            intercept: false,
             y_scale: 1.0,
         })
     }
@@ -411,7 +554,7 @@ impl Problem {
     }
 
     /// E\[x\] of every feature (regression; the weighted class mean for classification): how
-    /// the intercept moves with the coefficients.
+    /// the intercept moves with the coefficients (zeros without an intercept).
     pub fn mean_x(&self) -> &[f64] {
         &self.intercept_slope
     }

@@ -254,6 +254,7 @@ pub(crate) fn to_model(
             train_mse: mse,
             r2,
             standardize: problem.standardized,
+            intercept: problem.intercept,
             refit: fit.refit,
             excluded_constant,
             excluded_duplicate: duplicates.to_vec(),
@@ -287,10 +288,11 @@ pub(crate) fn low_r2_note(r2: f64, nonzeros: usize, mut notes: Vec<String>) -> V
     notes
 }
 
-/// The Gram problem `stats` define under `req` (standardization, class weights).
+/// The Gram problem `stats` define under `req` (standardization, intercept, class weights).
 pub fn problem_of(stats: &Stats, req: &Request) -> Result<Problem, ParamError> {
     Ok(stats.problem(
         req.standardize,
+        req.intercept,
         req.w_pos.unwrap_or(1.0),
         req.w_neg.unwrap_or(1.0),
     )?)
@@ -387,7 +389,11 @@ impl RunningStats {
     ) -> Result<Model, ParamError> {
         let checked = request.check(self.p())?;
         let start = std::time::Instant::now();
-        let problem = Problem::regression(self, request.standardize)?;
+        let problem = if request.intercept {
+            Problem::regression(self, request.standardize)?
+        } else {
+            Problem::through_origin(self, request.standardize)?
+        };
         let mut model = extract(&problem, &checked, names)?;
         model.diagnostics.elapsed_ms = start.elapsed().as_secs_f64() * 1e3;
         Ok(model)

@@ -15,6 +15,11 @@
 //! `post_selection` says so, and those standard errors are too small. With a forgetting
 //! schedule n is the effective sample size. This reproduces statsmodels' OLS
 //! (`standard_errors_equal_statsmodels` in the workspace's `tests/selection.rs`).
+//!
+//! Without an intercept (`Problem::through_origin`) Q is the raw E[x x^T], so the same
+//! formulas give Cov(b_S) = sigma^2 (X^T X)^-1, with sigma^2 = RSS / (n - df): no intercept
+//! estimate and no degree of freedom for it, as NIST, R's `lm(y ~ x - 1)` and statsmodels
+//! without a constant define them.
 
 use super::{Estimator, Fit, ParamError, Problem, Request};
 use crate::model::{Estimate, Inference};
@@ -87,7 +92,7 @@ pub(crate) fn inference(
         let df = (0..s).map(|i| qa[(i, i)]).sum::<f64>();
         (&ainv * &qa, df)
     };
-    let df_resid = n - df - 1.0;
+    let df_resid = n - df - if problem.intercept { 1.0 } else { 0.0 };
     if df_resid <= 0.0 {
         return Err(format!(
             "no residual degrees of freedom (n = {n}, model df = {df:.1})"
@@ -158,7 +163,9 @@ pub(crate) fn inference(
         sigma2,
         df_resid,
         post_selection,
-        intercept: estimate("intercept".into(), None, intercept, var0),
+        intercept: problem
+            .intercept
+            .then(|| estimate("intercept".into(), None, intercept, var0)),
         coefficients,
         notes,
     })

@@ -205,6 +205,11 @@ pub(crate) fn yes() -> bool {
     true
 }
 
+/// serde's `skip_serializing_if` for those options: written only when turned off.
+pub(crate) fn is_true(b: &bool) -> bool {
+    *b
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,7 +6,7 @@
 //! can only express on the final object (`additionalProperties: false` on a part of an
 //! `allOf` would refuse the other parts' fields). So this builds, from the families' derived
 //! schemas, one closed object per method: its tag, its family's properties (flattened parts
-//! merged in) and the request-wide `standardize`, `w_pos`, `w_neg`; `oneOf` these with
+//! merged in) and the request-wide `standardize`, `intercept`, `w_pos`, `w_neg`; `oneOf` these with
 //! `method` as the discriminator. Adding a solver changes nothing here, unless its family
 //! flattens a generic part whose schema utoipa does not list (`flattened` below; the test
 //! names any reference left unresolved).
@@ -97,6 +97,11 @@ fn request_properties() -> Map<String, Value> {
             "default": true,
             "description": "Scale columns to unit variance before the fit (coefficients come back in original units)."
         },
+        "intercept": {
+            "type": "boolean",
+            "default": true,
+            "description": "Fit an intercept. false: the model through the origin (R's y ~ x - 1, scikit-learn's fit_intercept=False), fitted on the raw moments; its R^2 is the uncentred one and its residual degrees of freedom n - p."
+        },
         "w_pos": {
             "type": ["number", "null"],
             "description": "Classification: weight of the positive class (default 1)."
@@ -158,7 +163,7 @@ fn build() -> (Value, Vec<(String, RefOr<Schema>)>) {
         referenced.extend(v.components);
     }
     let schema = json!({
-        "description": "What to extract: `method` names the estimator (aliases accepted: elasticnet, enet, frank-wolfe, fw, ksupport; case and _ / - do not matter) and the other fields are its parameters, plus standardize and the class weights. A field the method does not take is refused.",
+        "description": "What to extract: `method` names the estimator (aliases accepted: elasticnet, enet, frank-wolfe, fw, ksupport; case and _ / - do not matter) and the other fields are its parameters, plus standardize, intercept and the class weights. A field the method does not take is refused.",
         "oneOf": one_of,
         "discriminator": {"propertyName": "method"},
     });
@@ -204,6 +209,7 @@ mod tests {
             "refit",
             "path_points",
             "standardize",
+            "intercept",
         ] {
             assert!(mcp["properties"].get(key).is_some(), "mcp lacks {key}");
         }

@@ -14,6 +14,11 @@ pub struct Request {
     /// units). Default true.
     #[serde(default = "yes")]
     pub standardize: bool,
+    /// Fit an intercept (default true). False: the model through the origin (R's `y ~ x - 1`,
+    /// scikit-learn's `fit_intercept=False`), fitted on the raw moments E[x x^T], E[x y]; its
+    /// R^2 is the uncentred one and its residual degrees of freedom n - p.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub intercept: bool,
     /// Classification: weight of the positive class (default 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub w_pos: Option<f64>,
@@ -37,6 +42,7 @@ impl From<Estimator> for Request {
         Request {
             estimator,
             standardize: true,
+            intercept: true,
             w_pos: None,
             w_neg: None,
             select: None,
@@ -78,6 +84,18 @@ impl Request {
     /// ```
     pub fn with_standardize(mut self, standardize: bool) -> Request {
         self.standardize = standardize;
+        self
+    }
+
+    /// The same request with or without an intercept (`intercept`).
+    ///
+    /// ```
+    /// use ravel_core::solve::Request;
+    ///
+    /// assert!(!Request::ols().with_intercept(false).intercept);
+    /// ```
+    pub fn with_intercept(mut self, intercept: bool) -> Request {
+        self.intercept = intercept;
         self
     }
 

@@ -153,18 +153,24 @@ impl Stats {
             }),
         }
     }
-    /// The Gram problem of these statistics: standardized or not; classification weighs the
-    /// positives by `w_pos` and the negatives by `w_neg` (003 eqs. 4-5).
+    /// The Gram problem of these statistics: standardized or not, with an intercept or through
+    /// the origin (`Problem::through_origin`); classification weighs the positives by `w_pos`
+    /// and the negatives by `w_neg` (003 eqs. 4-5).
     pub fn problem(
         &self,
         standardize: bool,
+        intercept: bool,
         w_pos: f64,
         w_neg: f64,
     ) -> Result<Problem, ProblemError> {
-        match self {
-            Stats::Regression(s) => Problem::regression(s, standardize),
-            Stats::Classification(s) => {
+        match (self, intercept) {
+            (Stats::Regression(s), true) => Problem::regression(s, standardize),
+            (Stats::Regression(s), false) => Problem::through_origin(s, standardize),
+            (Stats::Classification(s), true) => {
                 Problem::classification(&s.pos, &s.neg, w_pos, w_neg, standardize)
+            }
+            (Stats::Classification(s), false) => {
+                Problem::classification_through_origin(&s.pos, &s.neg, w_pos, w_neg, standardize)
             }
         }
     }
