@@ -33,7 +33,7 @@ EXPECTED = {
     "declarations": 50, "scale_out": 55, "schema_registry": 53, "interop": 48, "console": 47, "features_asy": 40,
     "drift": 39, "secured_clients": 34, "features_os": 31, "ownership": 24, "processes": 21,
     "deploy": 18, "unit tests": 18, "quality": 13, "devloop": 13, "scoring": 10,
-    "windows": 17, "dead_letters": 9, "openapi": 9, "dead_letter_burst": 8, "reference_sklearn": 8,
+    "windows": 17, "dead_letters": 9, "openapi": 9, "dead_letter_burst": 8, "reference_sklearn": 20,
     "doctests": 8, "http_server": 7, "stream_cv": 6, "nist": 6, "extraction_bounds": 5, "check": 5,
 }
 

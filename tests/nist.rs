@@ -44,7 +44,45 @@ const DATASETS: [(&str, Option<u32>); 11] = [
 /// (dataset, check) pairs that fail today and wait for issue 58's accuracy work (accurate
 /// moments, RSS without cancellation, the exact-fit flag, scale-free rank tests). The test
 /// asserts each still fails: a pair that starts passing must be removed from here.
-const PENDING: &[(&str, &str)] = &[];
+/// Measured on main as of this test's first commit: the residual SD and the SEs lose 3-4
+/// digits to RSS = Syy - b'Sxy (Norris, Pontius, NoInt1, NoInt2, Wampler3-5; item 2);
+/// `--no-standardize` declares Pontius, Longley and the Wamplers singular (item 3); the
+/// default loses digits to the moments' accumulation (Wampler1-5, Pontius, Longley; item 1);
+/// no exact-fit flag (Wampler1, item 2); Filip is refused without naming its conditioning.
+const PENDING: &[(&str, &str)] = &[
+    ("Filip", "filip"),
+    ("Longley", "coefficients"),
+    ("Longley", "r2"),
+    ("Longley", "residual_sd"),
+    ("Longley", "se"),
+    ("NoInt1", "residual_sd"),
+    ("NoInt1", "se"),
+    ("NoInt2", "residual_sd"),
+    ("NoInt2", "se"),
+    ("Norris", "residual_sd"),
+    ("Norris", "se"),
+    ("Pontius", "coefficients"),
+    ("Pontius", "r2"),
+    ("Pontius", "residual_sd"),
+    ("Pontius", "se"),
+    ("Wampler1", "coefficients"),
+    ("Wampler1", "exact_fit"),
+    ("Wampler1", "r2"),
+    ("Wampler2", "coefficients"),
+    ("Wampler2", "r2"),
+    ("Wampler3", "coefficients"),
+    ("Wampler3", "r2"),
+    ("Wampler3", "residual_sd"),
+    ("Wampler3", "se"),
+    ("Wampler4", "coefficients"),
+    ("Wampler4", "r2"),
+    ("Wampler4", "residual_sd"),
+    ("Wampler4", "se"),
+    ("Wampler5", "coefficients"),
+    ("Wampler5", "r2"),
+    ("Wampler5", "residual_sd"),
+    ("Wampler5", "se"),
+];
 
 /// A check: one figure, or the exact-fit flag, or Filip's conditioning.
 const FIGURES: [&str; 4] = ["coefficients", "se", "residual_sd", "r2"];
@@ -92,7 +130,10 @@ fn parse(name: &'static str, powers: Option<u32>) -> Nist {
         if w.len() == 3
             && let Some(i) = w[0].strip_prefix('B').and_then(|i| i.parse::<usize>().ok())
         {
-            cert.insert(i, (w[1].parse::<f64>().unwrap(), w[2].parse::<f64>().unwrap()));
+            cert.insert(
+                i,
+                (w[1].parse::<f64>().unwrap(), w[2].parse::<f64>().unwrap()),
+            );
         } else if t.starts_with("Standard Deviation") && w.len() == 3 {
             sd = Some(w[2].parse().unwrap());
         } else if t.starts_with("R-Squared") {
@@ -174,29 +215,27 @@ struct Figures {
 }
 
 impl Figures {
-    /// A model JSON's figures (coefficients by name, 0 where absent).
+    /// A model JSON's figures (coefficients by column index, 0 where absent: the file's
+    /// columns are named x1.., a stream's by index).
     fn of_model(m: &Value, set: &Nist) -> Figures {
-        let coef: BTreeMap<&str, f64> = m["coefficients"]
+        let coef: BTreeMap<u64, f64> = m["coefficients"]
             .as_array()
             .unwrap()
             .iter()
-            .map(|c| (c["feature"].as_str().unwrap(), c["value"].as_f64().unwrap()))
+            .map(|c| (c["index"].as_u64().unwrap(), c["value"].as_f64().unwrap()))
             .collect();
-        let names = set.names();
-        let mut b: Vec<Option<f64>> = names
-            .iter()
-            .map(|n| Some(coef.get(n.as_str()).copied().unwrap_or(0.0)))
+        let mut b: Vec<Option<f64>> = (0..set.d as u64)
+            .map(|j| Some(coef.get(&j).copied().unwrap_or(0.0)))
             .collect();
         if set.intercept {
             b.insert(0, m["intercept"].as_f64());
         }
         let inf = &m["inference"];
-        let mut se: Vec<Option<f64>> = names
-            .iter()
-            .map(|n| {
+        let mut se: Vec<Option<f64>> = (0..set.d as u64)
+            .map(|j| {
                 inf["coefficients"]
                     .as_array()
-                    .and_then(|a| a.iter().find(|e| e["feature"] == n.as_str()))
+                    .and_then(|a| a.iter().find(|e| e["index"] == j))
                     .and_then(|e| e["se"].as_f64())
             })
             .collect();
@@ -212,11 +251,7 @@ impl Figures {
     }
     fn of_qr(v: &Value) -> Figures {
         let list = |k: &str| -> Vec<Option<f64>> {
-            v[k].as_array()
-                .unwrap()
-                .iter()
-                .map(Value::as_f64)
-                .collect()
+            v[k].as_array().unwrap().iter().map(Value::as_f64).collect()
         };
         Figures {
             b: list("b"),
@@ -427,10 +462,10 @@ fn nist_datasets_at_qrs_accuracy_through_ravel_fit_and_a_stream() {
                     _ => ours >= theirs - 1.0,
                 };
                 if !ok {
-                    failed.entry((name, figure)).or_default().push(format!(
-                        "{}: LRE {ours:.1}, QR {theirs:.1}",
-                        v.what
-                    ));
+                    failed
+                        .entry((name, figure))
+                        .or_default()
+                        .push(format!("{}: LRE {ours:.1}, QR {theirs:.1}", v.what));
                 }
             }
             report.push_str(&line);

@@ -965,7 +965,10 @@ fn models_through_the_origin_solve_the_raw_normal_equations() {
         full
     };
     let close = |a: f64, b: f64, rel: f64, what: &str| {
-        assert!((a - b).abs() <= rel * b.abs().max(1e-300), "{what}: {a} vs {b}");
+        assert!(
+            (a - b).abs() <= rel * b.abs().max(1e-300),
+            "{what}: {a} vs {b}"
+        );
     };
     for standardize in [false, true] {
         for lam in [0.0, 0.5] {
@@ -1014,8 +1017,17 @@ fn models_through_the_origin_solve_the_raw_normal_equations() {
                         .collect();
                     let e: Vec<f64> = (0..active.len()).map(|r| (r == k) as u8 as f64).collect();
                     let inv_jj = solve_dense(a, e)[k];
-                    let est = inf.coefficients.iter().find(|e| e.index == Some(j)).unwrap();
-                    close(est.se, (sigma2 * inv_jj).sqrt(), 1e-8, &format!("{what} se{j}"));
+                    let est = inf
+                        .coefficients
+                        .iter()
+                        .find(|e| e.index == Some(j))
+                        .unwrap();
+                    close(
+                        est.se,
+                        (sigma2 * inv_jj).sqrt(),
+                        1e-8,
+                        &format!("{what} se{j}"),
+                    );
                 }
             }
         }
@@ -1025,7 +1037,10 @@ fn models_through_the_origin_solve_the_raw_normal_equations() {
     assert!(with.diagnostics.intercept && with.intercept.abs() > 0.1);
 
     // Classification: labels +1 / -1, w_p E_p[(x b - 1)^2] + w_n E_n[(x b + 1)^2].
-    let labels: Vec<f64> = y.iter().map(|v| if *v > 0.0 { 1.0 } else { -1.0 }).collect();
+    let labels: Vec<f64> = y
+        .iter()
+        .map(|v| if *v > 0.0 { 1.0 } else { -1.0 })
+        .collect();
     let mut cs = ClassStats::new(p, AlphaSchedule::Plain);
     cs.update_batch(&x, &labels).unwrap();
     let (w_pos, w_neg) = (2.0, 1.0);

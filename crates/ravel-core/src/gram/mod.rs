@@ -347,7 +347,10 @@ impl Problem {
     /// all-zero columns are left out. Standardized columns are divided by their standard
     /// deviation, as glmnet does with `intercept = FALSE`, and a constant (nonzero) column by
     /// its root mean square |value|.
-    pub fn through_origin(stats: &impl Moments, standardize: bool) -> Result<Problem, ProblemError> {
+    pub fn through_origin(
+        stats: &impl Moments,
+        standardize: bool,
+    ) -> Result<Problem, ProblemError> {
         if stats.n() == 0 {
             return Err(ProblemError::Empty);
         }
@@ -430,7 +433,8 @@ impl Problem {
         // E[x_a x_b] of each class, `cov_at` read with its first index the larger.
         let qfull = |a: usize, b: usize| {
             let (hi, lo) = (a.max(b), a.min(b));
-            w_pos * (sp.cov_at(hi, lo) + mp[a] * mp[b]) + w_neg * (sn.cov_at(hi, lo) + mn[a] * mn[b])
+            w_pos * (sp.cov_at(hi, lo) + mp[a] * mp[b])
+                + w_neg * (sn.cov_at(hi, lo) + mn[a] * mn[b])
         };
         let active: Vec<usize> = (0..p).filter(|&j| qfull(j, j) > 0.0).collect();
         let scale: Vec<f64> = active
