@@ -44,45 +44,10 @@ const DATASETS: [(&str, Option<u32>); 11] = [
 /// (dataset, check) pairs that fail today and wait for issue 58's accuracy work (accurate
 /// moments, RSS without cancellation, the exact-fit flag, scale-free rank tests). The test
 /// asserts each still fails: a pair that starts passing must be removed from here.
-/// Measured on main as of this test's first commit: the residual SD and the SEs lose 3-4
-/// digits to RSS = Syy - b'Sxy (Norris, Pontius, NoInt1, NoInt2, Wampler3-5; item 2);
-/// `--no-standardize` declares Pontius, Longley and the Wamplers singular (item 3); the
-/// default loses digits to the moments' accumulation (Wampler1-5, Pontius, Longley; item 1);
-/// no exact-fit flag (Wampler1, item 2); Filip is refused without naming its conditioning.
-const PENDING: &[(&str, &str)] = &[
-    ("Filip", "filip"),
-    ("Longley", "coefficients"),
-    ("Longley", "r2"),
-    ("Longley", "residual_sd"),
-    ("Longley", "se"),
-    ("NoInt1", "residual_sd"),
-    ("NoInt1", "se"),
-    ("NoInt2", "residual_sd"),
-    ("NoInt2", "se"),
-    ("Norris", "residual_sd"),
-    ("Norris", "se"),
-    ("Pontius", "coefficients"),
-    ("Pontius", "r2"),
-    ("Pontius", "residual_sd"),
-    ("Pontius", "se"),
-    ("Wampler1", "coefficients"),
-    ("Wampler1", "exact_fit"),
-    ("Wampler1", "r2"),
-    ("Wampler2", "coefficients"),
-    ("Wampler2", "r2"),
-    ("Wampler3", "coefficients"),
-    ("Wampler3", "r2"),
-    ("Wampler3", "residual_sd"),
-    ("Wampler3", "se"),
-    ("Wampler4", "coefficients"),
-    ("Wampler4", "r2"),
-    ("Wampler4", "residual_sd"),
-    ("Wampler4", "se"),
-    ("Wampler5", "coefficients"),
-    ("Wampler5", "r2"),
-    ("Wampler5", "residual_sd"),
-    ("Wampler5", "se"),
-];
+/// Empty since the accuracy work (double-double moments and least squares, the scale-free rank
+/// test, the exact-fit flag) was merged: every check passes. A check that regresses must be
+/// fixed, or listed here with the reason, never dropped.
+const PENDING: &[(&str, &str)] = &[];
 
 /// A check: one figure, or the exact-fit flag, or Filip's conditioning.
 const FIGURES: [&str; 4] = ["coefficients", "se", "residual_sd", "r2"];

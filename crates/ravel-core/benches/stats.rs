@@ -1,5 +1,6 @@
 //! Foundation benchmarks (a bench binary that prints a table; run with `cargo bench --bench
-//! stats`): ingest rows/s of `RunningStats::update_batch` at p = 100 and p = 1000, and
+//! stats`): ingest rows/s of `RunningStats::update_batch` at p = 16 (the largest p folded in
+//! double-double), p = 17 (the smallest the kernel folds), p = 100 and p = 1000, and
 //! extraction times at p = 1000 (100-point Lasso path, Lasso at k = 100, OLSth and FSA at
 //! k = 100) on paper 003's design. Compare the ingest figures with `scripts/bench_numpy.py`.
 //! `cargo bench --bench stats -- array` times the ndarray entry point (`RunningStats::update`
@@ -33,7 +34,15 @@ fn main() {
     let want = |part: &str| filter.as_deref().is_none_or(|f| f == part);
     println!("{:<44} {:>14} {:>10}", "benchmark", "result", "unit");
     let ingest = if want("ingest") {
-        vec![(100, 1024), (1000, 256), (1000, 1024), (1000, 4096)]
+        // p = 16 folds in double-double (stats/extended.rs), p = 17 with the kernel.
+        vec![
+            (16, 1024),
+            (17, 1024),
+            (100, 1024),
+            (1000, 256),
+            (1000, 1024),
+            (1000, 4096),
+        ]
     } else {
         vec![]
     };

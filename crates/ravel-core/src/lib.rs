@@ -20,6 +20,8 @@
 //! files or folders import each other in a circle (checked by the workspace's
 //! tests/layout.rs, which reads this list).
 //! - [`linalg`]: the dense vector kernels (dot, axpy).
+//! - [`dd`]: double-double arithmetic (about 32 digits from error-free sums and products), for
+//!   the statistics and the least-squares solve of small p.
 //! - [`task`]: `Task`, regression or classification.
 //! - [`memory`]: the bytes the statistics, an extraction, the rows read or a selection need,
 //!   from dimensions alone (files and configured streams are refused before allocating), and
@@ -67,6 +69,7 @@
 //! - [`scenarios`]: the same design with drifting coefficients (drift checks and report).
 
 pub mod data;
+pub mod dd;
 pub mod features;
 pub mod fields;
 pub mod gram;

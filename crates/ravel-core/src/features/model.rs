@@ -235,6 +235,7 @@ pub(crate) fn build(inp: ModelInput<'_>) -> Model {
             excluded_constant: vec![],
             excluded_duplicate: vec![],
             singular_ridge,
+            exact_fit: false,
             notes,
             criteria: None,
             elapsed_ms: start.elapsed().as_secs_f64() * 1e3,

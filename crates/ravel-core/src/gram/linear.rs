@@ -10,11 +10,16 @@
 //! Each pivot d_k = L_kk^2 of the factor is at least the smallest eigenvalue of the matrix,
 //! and so is 1 / ||A^-1 v|| for any unit v (inverse iteration with the factor tightens it to
 //! the smallest eigenvalue whatever the column order; the pivots alone can miss a dependency,
-//! see `smallest_eigenvalue_bound`). Either below `RCOND_TOL` times the largest diagonal entry
+//! see `smallest_eigenvalue_bound`). Either below `RCOND_TOL` on the correlation scale (below)
 //! proves a condition number above 1 / `RCOND_TOL`: the solution is then meaningless in its
 //! weakest direction, and
 //! the ridge `SINGULAR_RIDGE` times the mean diagonal (1e-3 on standardized columns, the ridge
 //! the paper's remedy uses) picks the well-determined part (measured: 100% detection there).
+//!
+//! The test is scale-free: the system is scaled to unit diagonal (the correlation scale) before
+//! it is factored, so a column in cents and one in millions do not look "singular" to it
+//! without `standardize` (issue 58: NIST's Longley, Pontius and Wampler were refused so, with
+//! 0 correct digits). Its pivots and its inverse-iteration bound then measure dependence only.
 
 use super::Gram;
 use faer::linalg::solvers::Solve;
@@ -41,6 +46,10 @@ pub struct LsSolution {
     /// the reciprocal condition number; 0 when it did not factor). Below `RCOND_TOL` the
     /// system counts as singular and `jitter` holds the ridge that was added.
     pub rcond: f64,
+    /// When the system counts as singular: the columns (Gram indices) that carry the weakest
+    /// direction (inverse iteration's vector, entries of at least a tenth of its largest), the
+    /// largest first; empty otherwise.
+    pub weakest: Vec<usize>,
 }
 
 /// Solves (Q_SS + ridge I) b_S = c_S. When that system is singular or nearly so (a Cholesky
@@ -54,32 +63,46 @@ pub fn solve_subset(g: &Gram, support: &[usize], ridge: f64) -> LsSolution {
             b,
             jitter: 0.0,
             rcond: 1.0,
+            weakest: Vec::new(),
         };
     }
     let mean_diag = support.iter().map(|&j| g.at(j, j)).sum::<f64>() / s as f64;
     let rhs = Mat::from_fn(s, 1, |i, _| g.c[support[i]]);
-    let solve = |extra: f64| -> Option<(Vec<f64>, f64)> {
+    // (solution, rcond, weakest direction) of the system A with `extra` on its diagonal. The
+    // conditioning is read on the correlation scale D^-1 A D^-1 (D = sqrt(diag A)), from the
+    // factor of A itself: its pivots there are L_kk^2 / A_kk, and inverse iteration solves
+    // with D A^-1 D; the solution is A's, as before the test was scaled.
+    let solve = |extra: f64| -> Option<(Vec<f64>, f64, Vec<f64>)> {
         let a = Mat::from_fn(s, s, |i, j| {
             g.at(support[i], support[j]) + if i == j { ridge + extra } else { 0.0 }
         });
-        let max_diag = (0..s).map(|i| a[(i, i)]).fold(0.0f64, f64::max);
+        let d: Vec<f64> = (0..s)
+            .map(|i| {
+                let v = a[(i, i)];
+                if v > 0.0 && v.is_finite() {
+                    v.sqrt()
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        if d.contains(&0.0) {
+            return None;
+        }
         let llt = a.llt(Side::Lower).ok()?;
         let l = llt.L();
         let min_pivot = (0..s)
-            .map(|i| l[(i, i)] * l[(i, i)])
+            .map(|i| l[(i, i)] * l[(i, i)] / a[(i, i)])
             .fold(f64::INFINITY, f64::min);
-        let rcond = if max_diag > 0.0 {
-            min_pivot.min(smallest_eigenvalue_bound(&llt, s, RCOND_TOL * max_diag)) / max_diag
-        } else {
-            0.0
-        };
+        let (bound, weak) = smallest_eigenvalue_bound(&llt, &d, RCOND_TOL);
+        let rcond = min_pivot.min(bound);
         let x = llt.solve(&rhs);
         (0..s)
             .all(|i| x[(i, 0)].is_finite())
-            .then(|| ((0..s).map(|i| x[(i, 0)]).collect(), rcond))
+            .then(|| ((0..s).map(|i| x[(i, 0)]).collect(), rcond, weak))
     };
-    let rcond = match solve(0.0) {
-        Some((x, rcond)) if rcond >= RCOND_TOL => {
+    let (rcond, weak) = match solve(0.0) {
+        Some((x, rcond, _)) if rcond >= RCOND_TOL => {
             for (i, &j) in support.iter().enumerate() {
                 b[j] = x[i];
             }
@@ -87,18 +110,30 @@ pub fn solve_subset(g: &Gram, support: &[usize], ridge: f64) -> LsSolution {
                 b,
                 jitter: 0.0,
                 rcond,
+                weakest: Vec::new(),
             };
         }
-        Some((_, rcond)) => rcond,
-        None => 0.0,
+        Some((_, rcond, weak)) => (rcond, weak),
+        None => (0.0, Vec::new()),
     };
+    let largest = weak.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let mut weakest: Vec<usize> = (0..weak.len())
+        .filter(|&i| largest > 0.0 && weak[i].abs() >= 0.1 * largest)
+        .collect();
+    weakest.sort_by(|&a, &b| weak[b].abs().total_cmp(&weak[a].abs()));
+    let weakest: Vec<usize> = weakest.into_iter().map(|i| support[i]).collect();
     for scale in [SINGULAR_RIDGE, 1e-2, 1e-1] {
         let jitter = scale * mean_diag.max(f64::MIN_POSITIVE);
-        if let Some((x, _)) = solve(jitter) {
+        if let Some((x, _, _)) = solve(jitter) {
             for (i, &j) in support.iter().enumerate() {
                 b[j] = x[i];
             }
-            return LsSolution { b, jitter, rcond };
+            return LsSolution {
+                b,
+                jitter,
+                rcond,
+                weakest,
+            };
         }
     }
     // Give up on the fit rather than return garbage: the zero model is always valid.
@@ -106,10 +141,12 @@ pub fn solve_subset(g: &Gram, support: &[usize], ridge: f64) -> LsSolution {
         b,
         jitter: f64::INFINITY,
         rcond,
+        weakest,
     }
 }
 
-/// An upper bound on the smallest eigenvalue of the factored matrix A = L L^T, by inverse
+/// An upper bound on the smallest eigenvalue of D^-1 A D^-1 for the factored A = L L^T (the
+/// correlation scale when d = sqrt(diag A)), by inverse
 /// iteration with the factor (two triangular solves a step, O(s^2), against the O(s^3)
 /// factorization): ||A^-1 v|| <= 1 / lambda_min for a unit v, so 1 / ||A^-1 v|| is at least
 /// lambda_min, and it falls towards it as v turns to the weakest direction. The Cholesky
@@ -117,8 +154,15 @@ pub fn solve_subset(g: &Gram, support: &[usize], ridge: f64) -> LsSolution {
 /// near-dependency closes: when its last column carries a small weight w of the null vector
 /// that pivot is about lambda_min / w^2, so an exactly singular system can show pivots of 1e-8
 /// (tests below); this bound does not depend on the column order. Stops early once it is
-/// below `enough` (already singular) or moves by less than 1%.
-fn smallest_eigenvalue_bound(llt: &faer::linalg::solvers::Llt<f64>, s: usize, enough: f64) -> f64 {
+/// below `enough` (already singular) or moves by less than 1%. Also returns the last
+/// iterate, the direction of the weakest eigenvector the bound comes from (empty when the
+/// iteration broke down).
+fn smallest_eigenvalue_bound(
+    llt: &faer::linalg::solvers::Llt<f64>,
+    d: &[f64],
+    enough: f64,
+) -> (f64, Vec<f64>) {
+    let s = d.len();
     // A start with a component along every direction: no fixed pattern of signs a data set
     // could be orthogonal to by construction.
     let mut v = Mat::from_fn(s, 1, |i, _| {
@@ -128,22 +172,25 @@ fn smallest_eigenvalue_bound(llt: &faer::linalg::solvers::Llt<f64>, s: usize, en
     for _ in 0..10 {
         let norm = (0..s).map(|i| v[(i, 0)] * v[(i, 0)]).sum::<f64>().sqrt();
         if !(norm > 0.0 && norm.is_finite()) {
-            return 0.0;
+            return (0.0, Vec::new());
         }
-        let w = llt.solve(&v);
+        // w = (D^-1 A D^-1)^-1 v = D A^-1 D v.
+        let dv = Mat::from_fn(s, 1, |i, _| d[i] * v[(i, 0)]);
+        let w = llt.solve(&dv);
+        let w = Mat::from_fn(s, 1, |i, _| d[i] * w[(i, 0)]);
         let wnorm = (0..s).map(|i| w[(i, 0)] * w[(i, 0)]).sum::<f64>().sqrt();
         if !wnorm.is_finite() {
-            return 0.0;
+            return (0.0, Vec::new());
         }
         let next = norm / wnorm;
         let settled = next > 0.99 * estimate;
         estimate = estimate.min(next);
+        v = w;
         if estimate < enough || settled {
             break;
         }
-        v = w;
     }
-    estimate
+    (estimate, (0..s).map(|i| v[(i, 0)]).collect())
 }
 
 /// Largest eigenvalue of Q restricted to `support`, by power iteration (an estimate from
@@ -251,5 +298,26 @@ mod tests {
             assert!((b - w).abs() < 1e-14, "{:?}", sol.b);
         }
         assert!((sol.rcond - 0.5).abs() < 0.01, "rcond {}", sol.rcond);
+    }
+
+    /// The test reads the correlation scale: columns in units 1e12 apart (correlation 0.5, as
+    /// above) are as well-conditioned as the unit ones, not "singular" because the largest
+    /// diagonal entry dwarfs the other (issue 58: `--no-standardize` on NIST's Longley).
+    #[test]
+    fn the_conditioning_test_does_not_see_column_units() {
+        let (s0, s1) = (1e-4, 1e8);
+        let g = Gram {
+            m: 2,
+            q: vec![s0 * s0, 0.5 * s0 * s1, 0.5 * s0 * s1, s1 * s1],
+            c: vec![s0, 0.0],
+            yy: 2.0,
+        };
+        let sol = solve_subset(&g, &[0, 1], 0.0);
+        assert_eq!(sol.jitter, 0.0);
+        assert!((sol.rcond - 0.5).abs() < 0.01, "rcond {}", sol.rcond);
+        let want = [4.0 / 3.0 / s0, -2.0 / 3.0 / s1];
+        for (b, w) in sol.b.iter().zip(want) {
+            assert!((b - w).abs() < 1e-13 * w.abs(), "{:?}", sol.b);
+        }
     }
 }

@@ -17,10 +17,29 @@
 //! model) without a dependency circle. `linear` holds the subset least-squares solve that the
 //! solvers, the feature selection and the drift detector share.
 
+pub mod extended;
 pub mod linear;
 
 pub use crate::model::Duplicate;
+pub use extended::Extended;
 pub use linear::{LsSolution, largest_eigenvalue, solve_subset};
+
+/// The low-order parts of moments kept in double-double (`Moments::low`): each moment is the
+/// double-double (its double, this part), in the layout of the doubles (`dxx` column-major
+/// p x p, lower triangle).
+#[derive(Debug, Clone, Copy)]
+pub struct LowMoments<'a> {
+    /// Of E[x - s].
+    pub dx: &'a [f64],
+    /// Of E[y - t].
+    pub dy: f64,
+    /// Of E[(x - s)(x - s)^T].
+    pub dxx: &'a [f64],
+    /// Of E[(x - s)(y - t)].
+    pub dxy: &'a [f64],
+    /// Of E[(y - t)^2].
+    pub dyy: f64,
+}
 
 /// The running averages a Gram problem is built from (`stats::RunningStats` implements it),
 /// held around a shift (s, t) near the data: raw moments of data far from 0 lose the variance
@@ -46,6 +65,12 @@ pub trait Moments {
     fn dxy(&self) -> &[f64];
     /// E[(y - t)^2].
     fn dyy(&self) -> f64;
+
+    /// The low-order parts of the moments, when they are kept in double-double (statistics
+    /// of few features, stats/extended.rs); None: the doubles are the moments.
+    fn low(&self) -> Option<LowMoments<'_>> {
+        None
+    }
 
     /// The sample size the information criteria and standard errors use: the rows, or fewer
     /// when a forgetting schedule weights old rows down (`RunningStats` overrides it).
@@ -169,6 +194,9 @@ pub struct Problem {
     /// l2 term is taken in units of it, as glmnet standardizes y: `Penalty::for_problem`),
     /// else 1.
     pub y_scale: f64,
+    /// The same problem in double-double, when the moments were kept so (regression of few
+    /// features): least squares, its residuals and standard errors are computed from it.
+    pub extended: Option<Box<Extended>>,
 }
 
 /// Why a problem could not be built.
@@ -234,7 +262,11 @@ impl Problem {
             .map(|(&j, s)| stats.cov_xy(j) / s)
             .collect();
         let yy = stats.var_y();
+        let extended = stats
+            .low()
+            .map(|low| Box::new(Extended::of(stats, low, &active, &scale, false)));
         Ok(Problem {
+            extended,
             gram: Gram { m, q, c, yy },
             active,
             scale,
@@ -339,6 +371,7 @@ impl Problem {
             intercept: true,
             // Labels are +1/-1 already; glmnet's binomial family does not rescale them either.
             y_scale: 1.0,
+            extended: None,
         })
     }
 
@@ -383,7 +416,11 @@ impl Problem {
             .map(|(&j, s)| (stats.cov_xy(j) + mx[j] * my) / s)
             .collect();
         let var_y = stats.var_y();
+        let extended = stats
+            .low()
+            .map(|low| Box::new(Extended::of(stats, low, &active, &scale, true)));
         Ok(Problem {
+            extended,
             gram: Gram {
                 m,
                 q,
@@ -476,6 +513,7 @@ impl Problem {
             standardized: standardize,
             intercept: false,
             y_scale: 1.0,
+            extended: None,
         })
     }
 
@@ -551,6 +589,7 @@ impl Problem {
             },
             active: kept.iter().map(|&a| self.active[a]).collect(),
             scale: kept.iter().map(|&a| self.scale[a]).collect(),
+            extended: self.extended.as_ref().map(|e| Box::new(e.restrict(&kept))),
             ..self.clone()
         };
         dropped.sort_by_key(|d| d.index);
@@ -570,12 +609,44 @@ impl Problem {
         for (a, &j) in self.active.iter().enumerate() {
             beta[j] = b[a] / self.scale[a];
         }
-        let intercept = self.intercept_base
-            - beta
-                .iter()
-                .zip(&self.intercept_slope)
-                .map(|(b, m)| b * m)
-                .sum::<f64>();
+        let intercept = match &self.extended {
+            Some(ext) => ext.intercept(&self.active.iter().map(|&j| beta[j]).collect::<Vec<_>>()),
+            None => {
+                self.intercept_base
+                    - beta
+                        .iter()
+                        .zip(&self.intercept_slope)
+                        .map(|(b, m)| b * m)
+                        .sum::<f64>()
+            }
+        };
         (beta, intercept)
+    }
+
+    /// The residual mean square RSS / n of a solution `b` in solver units: from the
+    /// double-double problem when there is one (no cancellation when R^2 is near 1), else
+    /// 2 x the Gram loss; clamped at 0.
+    pub fn mse(&self, b: &[f64]) -> f64 {
+        match &self.extended {
+            Some(ext) => ext.mse(b),
+            None => (2.0 * self.gram.loss(b)).max(0.0),
+        }
+    }
+
+    /// Whether a residual mean square `mse` is zero to working precision: an exact fit, whose
+    /// standard errors are 0 (not rounding noise). In double-double, below (64 eps)^2 E[y^2]
+    /// (what rounding y to doubles leaves: NIST's Wampler1 and Wampler2); in doubles, below
+    /// 1e-13 Var(y), where RSS = Syy - b'Sxy holds no correct digit any more.
+    pub fn is_exact_fit(&self, mse: f64) -> bool {
+        if self.classification || !(self.gram.yy > 0.0) {
+            return false;
+        }
+        let tol = if self.extended.is_some() {
+            let eps = 64.0 * f64::EPSILON;
+            eps * eps * (self.gram.yy + self.intercept_base * self.intercept_base)
+        } else {
+            1e-13 * self.gram.yy
+        };
+        mse <= tol
     }
 }

@@ -183,7 +183,8 @@ pub(crate) fn to_model(
     criteria: bool,
 ) -> Model {
     let g = &problem.gram;
-    let mse = (2.0 * g.loss(&fit.b)).max(0.0);
+    let mse = problem.mse(&fit.b);
+    let exact_fit = problem.is_exact_fit(mse);
     let criteria = criteria.then(|| {
         let n = problem.n_eff;
         let gamma = req
@@ -259,6 +260,7 @@ pub(crate) fn to_model(
             excluded_constant,
             excluded_duplicate: duplicates.to_vec(),
             singular_ridge: fit.singular_ridge,
+            exact_fit,
             notes: low_r2_note(r2, nonzeros, fit.notes),
             criteria,
             elapsed_ms: start.elapsed().as_secs_f64() * 1e3,

@@ -5,7 +5,7 @@
 //! centred columns; X_c^T X_c = n Q_SS (Q the covariance the Gram problem holds), so in solver
 //! units Cov(b_S) = (sigma^2 / n) Q_SS^-1 and Var(b0) = sigma^2 / n + mu_S^T Cov(beta_S) mu_S
 //! (the mean of y is uncorrelated with the centred-design slopes). sigma^2 = RSS / (n - df - 1)
-//! with RSS = n train_mse, exact from the moments. Ridge (lambda > 0, intercept unpenalized):
+//! with RSS = n train_mse from the moments (`Problem::mse`; see below for its precision). Ridge (lambda > 0, intercept unpenalized):
 //! b_S = A^-1 c_S with A = Q_SS + lambda I, so Cov(b_S) = (sigma^2 / n) A^-1 Q_SS A^-1 and
 //! df = tr(Q_SS A^-1) (Hoerl & Kennard's sandwich; the estimate is biased, the standard error
 //! is of its spread around its own mean). Standardized columns map back by 1 / sd.
@@ -20,6 +20,13 @@
 //! formulas give Cov(b_S) = sigma^2 (X^T X)^-1, with sigma^2 = RSS / (n - df): no intercept
 //! estimate and no degree of freedom for it, as NIST, R's `lm(y ~ x - 1)` and statsmodels
 //! without a constant define them.
+//!
+//! Statistics of few features keep their moments in double-double (stats/extended.rs): the
+//! residual mean square (`Problem::mse`), the inverse and the intercept's variance are then
+//! computed in it, without the cancellation of RSS = Syy - b'Sxy near R^2 = 1 or of
+//! mu^T Cov mu between nearly dependent columns. An exact fit (residuals 0 to working
+//! precision, `Problem::is_exact_fit`) gets no standard errors: they are 0, and in floating
+//! point they would be rounding noise with t statistics to match.
 
 use super::{Estimator, Fit, ParamError, Problem, Request};
 use crate::model::{Estimate, Inference};
@@ -66,6 +73,13 @@ pub(crate) fn inference(
     if fit.singular_ridge.is_some() {
         return Err("the least-squares system is singular (p >= n or collinear columns)".into());
     }
+    if problem.is_exact_fit(mse) {
+        return Err(
+            "the fit is exact (the residuals are 0 to working precision, diagnostics.exact_fit): \
+             every standard error is 0"
+                .into(),
+        );
+    }
     let g = &problem.gram;
     let (support, ridge, post_selection): (Vec<usize>, f64, bool) = match &req.estimator {
         Estimator::Ols(_) => ((0..g.m).collect(), 0.0, false),
@@ -76,7 +90,14 @@ pub(crate) fn inference(
     let n = problem.n_eff;
     let q = Mat::from_fn(s, s, |i, j| g.at(support[i], support[j]));
     let a = Mat::from_fn(s, s, |i, j| q[(i, j)] + if i == j { ridge } else { 0.0 });
-    let ainv = if s == 0 {
+    // In double-double when the problem has it (the inverse and the intercept's mean form).
+    let ext = problem
+        .extended
+        .as_ref()
+        .and_then(|e| e.solve(&support, ridge).ok().map(|sol| (e, sol)));
+    let ainv = if let Some((_, sol)) = &ext {
+        Mat::from_fn(s, s, |i, j| sol.inverse[i + j * s].to_f64())
+    } else if s == 0 {
         Mat::zeros(0, 0)
     } else {
         let llt = a
@@ -107,9 +128,16 @@ pub(crate) fn inference(
     };
     let orig: Vec<usize> = support.iter().map(|&a| problem.active[a]).collect();
     let mut var0 = sigma2 / n;
-    for i in 0..s {
-        for j in 0..s {
-            var0 += mean[orig[i]] * cov(i, j) * mean[orig[j]];
+    match &ext {
+        Some((e, sol)) if ridge == 0.0 => {
+            var0 += sigma2 / n * e.mean_form(&support, &sol.inverse, &problem.scale);
+        }
+        _ => {
+            for i in 0..s {
+                for j in 0..s {
+                    var0 += mean[orig[i]] * cov(i, j) * mean[orig[j]];
+                }
+            }
         }
     }
     let estimate = |feature: String, index: Option<usize>, value: f64, var: f64| {

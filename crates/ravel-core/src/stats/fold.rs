@@ -1,7 +1,9 @@
 //! How a batch is folded into `RunningStats`: the rows' weights under the schedule
-//! (`fold_weights`), the shift taken from the stream's first row, the adaptive schedule's cuts
+//! (`fold_weights`), the shift taken from the stream's first batch and moved with its mean
+//! (`central`, `follow_mean`), the adaptive schedule's cuts
 //! (`update_batch_with`, `Chunk`), rows in any layout (`update_strided`), and the choice between
-//! the AVX2 + FMA kernel (`syrk`) and its portable twin (`portable`).
+//! the AVX2 + FMA kernel (`syrk`), its portable twin (`portable`) and the double-double fold
+//! of small p (`extended`).
 
 use super::error::{check_batch, first_non_finite};
 use super::portable::{portable_forced, weight_range};
@@ -67,11 +69,12 @@ impl RunningStats {
         if !adaptive {
             return self.fold_whole(StridedRows::contiguous(p, x, y), validated, each);
         }
-        // The first row of the stream becomes the shift (module header): empty statistics
+        // The first batch's central values become the shift (`central`): empty statistics
         // hold no moments, so the shift can change freely.
         if self.n == 0 && rows > 0 {
-            self.shift_x.copy_from_slice(&x[..p]);
-            self.shift_y = y[0];
+            (self.shift_x, self.shift_y) = central(&StridedRows::contiguous(p, x, y), p);
+        } else {
+            self.follow_mean();
         }
         let mut at = 0;
         while at < rows {
@@ -103,7 +106,7 @@ impl RunningStats {
     /// `update_batch_with` for a schedule that does not read the rows: the whole batch in one
     /// chunk, from wherever its rows lie (the kernel packs them there; other CPUs and single
     /// rows fold a row-major view, borrowed when the rows are row-major already). The first
-    /// row of the stream becomes the shift; a refused batch (a value that is not finite, or
+    /// batch's central values become the shift (`central`); a refused batch (a value that is not finite, or
     /// beyond `MAX_ABS_VALUE`) leaves the weight and the shift as they were.
     fn fold_whole(
         &mut self,
@@ -118,19 +121,23 @@ impl RunningStats {
         // Empty statistics hold no moments, so the shift can change freely.
         let old_shift = (self.n == 0).then(|| (self.shift_x.clone(), self.shift_y));
         if old_shift.is_some() {
-            for (j, s) in self.shift_x.iter_mut().enumerate() {
-                *s = data.x[j * data.col_stride];
-            }
-            self.shift_y = data.y[0];
+            (self.shift_x, self.shift_y) = central(&data, p);
+        } else {
+            self.follow_mean();
         }
         let alphas = self.schedule.alphas_for_batch(self.n, rows, &[], &[]);
         let (weight, sum_sq) = (self.weight, self.sum_sq_shares);
         let (decay, omega) = self.fold_weights(&alphas);
-        let folded = match self.apply_kernel(data, decay, &omega, checked) {
-            Some(folded) => folded,
-            None => {
-                let (x, y) = data.row_major(p);
-                self.apply_portable(&x, &y, decay, &omega, checked)
+        let folded = if self.low.is_some() {
+            let (x, y) = data.row_major(p);
+            self.apply_extended(&x, &y, decay, &omega, checked)
+        } else {
+            match self.apply_kernel(data, decay, &omega, checked) {
+                Some(folded) => folded,
+                None => {
+                    let (x, y) = data.row_major(p);
+                    self.apply_portable(&x, &y, decay, &omega, checked)
+                }
             }
         };
         if !folded {
@@ -150,6 +157,28 @@ impl RunningStats {
         });
         self.n += rows as u64;
         Ok(())
+    }
+
+    /// Moves the shift to the mean (rounded) when the mean has moved further than one standard
+    /// deviation from it in some column, x's or y's: the fold's rounding is eps E[(x - s)^2] =
+    /// eps (Var + (mean - s)^2), so this keeps it within twice the variance's own, whatever
+    /// the first rows were and however the stream drifts. O(p) to check; the O(p^2) move is
+    /// rare (once after a first batch of a single row, then only when the data drift). A
+    /// constant column keeps its shift (its E[x - s] is exactly 0). The double-double moments
+    /// of small p do not need it (stats/extended.rs).
+    fn follow_mean(&mut self) {
+        use crate::gram::Moments;
+        if self.n == 0 || self.low.is_some() {
+            return;
+        }
+        let far = |d: f64, var: f64| d * d > var.max(0.0);
+        let moved =
+            (0..self.p).any(|j| far(self.dx[j], self.cov_at(j, j))) || far(self.dy, self.var_y());
+        if moved {
+            let sx: Vec<f64> = self.mean_x();
+            let sy = self.mean_y();
+            self.recentre(&sx, sy);
+        }
     }
 
     /// Turns raw alphas into (decay of the old state, weight of each row), tracking W so the
@@ -187,6 +216,9 @@ impl RunningStats {
         omega: &[f64],
         checked: bool,
     ) -> bool {
+        if self.low.is_some() {
+            return self.apply_extended(x, y, decay, omega, checked);
+        }
         let data = StridedRows::contiguous(self.p, x, y);
         match self.apply_kernel(data, decay, omega, checked) {
             Some(folded) => folded,
@@ -288,4 +320,28 @@ impl RunningStats {
         }
         self.fold_whole(rows, false, |_| {})
     }
+}
+
+/// The shift of a stream's first batch: in each column (and y) the batch's value nearest to
+/// the batch's mean. A value of the data, so a constant column is exactly 0 after the shift;
+/// near the mean, so the first rows' order does not matter (the first row of a batch sorted
+/// by a column, Wampler's x^5 reversed, lies 3 standard deviations from the mean: a tenth
+/// of the digits of the fold's products, issue 58). Two passes over the batch, once a stream.
+fn central(data: &StridedRows, p: usize) -> (Vec<f64>, f64) {
+    let rows = data.rows;
+    let at = |i: usize, j: usize| data.x[i * data.row_stride + j * data.col_stride];
+    let nearest = |value: &dyn Fn(usize) -> f64| {
+        let mean = (0..rows).map(value).sum::<f64>() / rows as f64;
+        let mut best = value(0);
+        for i in 1..rows {
+            let v = value(i);
+            if (v - mean).abs() < (best - mean).abs() {
+                best = v;
+            }
+        }
+        best
+    };
+    let sx = (0..p).map(|j| nearest(&|i| at(i, j))).collect();
+    let sy = nearest(&|i| data.y[i * data.y_stride]);
+    (sx, sy)
 }

@@ -11,6 +11,9 @@ impl RunningStats {
     pub fn recentre(&mut self, sx: &[f64], sy: f64) {
         let p = self.p;
         assert_eq!(sx.len(), p);
+        if self.recentre_extended(sx, sy) {
+            return;
+        }
         let delta: Vec<f64> = self.shift_x.iter().zip(sx).map(|(s, n)| s - n).collect();
         let eps = self.shift_y - sy;
         if self.n > 0 {
@@ -107,6 +110,10 @@ impl RunningStats {
         mix(&mut self.weight, other.weight);
         // Each shard's rows keep their shares scaled by g and f.
         self.sum_sq_shares = g * g * self.sum_sq_shares + f * f * other.sum_sq_shares;
+        if self.mix_extended(other, ours, theirs) {
+            self.n = n;
+            return Ok(());
+        }
         mix(&mut self.dy, other.dy);
         mix(&mut self.dyy, other.dyy);
         for (a, &b) in self.dx.iter_mut().zip(&other.dx) {

@@ -7,15 +7,19 @@
 //! under every `AlphaSchedule`. `merge` combines shards exactly. `ClassStats` keeps one
 //! `RunningStats` per class for imbalanced classification (003 section 3.6).
 //!
-//! The moments are accumulated around a shift (s, t), the stream's first row: the state holds
+//! The moments are accumulated around a shift (s, t) near the data: the state holds
 //! E[x - s], E[y - t], E[(x - s)(x - s)^T], E[(x - s)(y - t)] and E[(y - t)^2], and the
 //! centred moments the Gram problem needs (`Moments::cov_at`, `cov_xy`, `var_y`) are
 //! differences of numbers of the data's own spread. Raw moments lose everything to
 //! cancellation once |mean| / sd nears 1e8 (timestamps, prices in cents): Var = E\[x^2\] - E\[x\]^2
 //! subtracts two numbers near mean^2 whose rounding error, eps mean^2, is then the size of the
-//! variance itself (issue 11). A data row as the shift makes a constant column exactly 0 after
-//! the shift (its variance is then exactly 0), costs no pass over the batch, and is the same for
-//! a batch and for the rows one at a time. The kernel subtracts the shift while it packs a block
+//! variance itself (issue 11). The shift is the first batch's value nearest its mean in each
+//! column (a value of the data: a constant column is exactly 0 after the shift, its variance
+//! exactly 0), and moves to the mean whenever the mean has moved more than a standard deviation
+//! from it (`follow_mean`, issue 58): the fold's rounding, eps E[(x - s)^2], then stays within
+//! twice the variance's own in any row order. Streams of at most `EXTENDED_MAX_P` features keep
+//! every moment in double-double (`extended`), where neither the shift nor the order shows in
+//! the digits a double holds. The kernel subtracts the shift while it packs a block
 //! (stats/syrk.rs); shards with different shifts are re-centred algebraically before a merge
 //! (`recentre`), which is exact up to rounding.
 //!
@@ -29,7 +33,8 @@
 //! Files: `error` (`StatsError`, `MAX_ABS_VALUE`, the batch checks), `running` (`RunningStats`
 //! and its accessors), `fold` (how a batch is folded: weights, shift, `Chunk`), `syrk` (the
 //! AVX2 + FMA kernel, all the `unsafe` of the statistics) and `portable` (its faer twin),
-//! `strided` (`StridedRows`), `merge` (exact shard merges), `centred` (the stable pairwise
+//! `strided` (`StridedRows`), `merge` (exact shard merges), `extended` (the moments of p <= 16
+//! in double-double: their fold, merge and re-centring), `centred` (the stable pairwise
 //! merge of plain statistics in centred form, Chan et al.), `windows` (statistics per time
 //! bucket with geometric roll-up, merged over any span), `stored` (the serialized form and
 //! `validate`), `class` (`ClassStats`), `by_task` (the owning `Stats` enum), `schedule`,
@@ -40,6 +45,7 @@ mod by_task;
 pub mod centred;
 mod class;
 mod error;
+mod extended;
 mod fold;
 pub mod folds;
 mod merge;
@@ -57,6 +63,7 @@ pub use adaptive::{AdaptiveConfig, Cusum};
 pub use by_task::Stats;
 pub use class::ClassStats;
 pub use error::{MAX_ABS_VALUE, StatsError, extend_within_limit, within_limit};
+pub use extended::EXTENDED_MAX_P;
 pub use fold::Chunk;
 pub use folds::{FoldSet, Folds};
 pub use observations::Observations;

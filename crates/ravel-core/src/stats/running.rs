@@ -2,6 +2,7 @@
 //! shifted moments, ndarray views, the drift report) and its `Moments` for the Gram problem.
 //! How rows are folded in (`fold`), merged (`merge`) and stored (`stored`) live beside it.
 
+use super::extended::Low;
 use super::observations;
 use super::stored::StoredStats;
 use super::{AlphaSchedule, Observations, StatsError};
@@ -42,9 +43,13 @@ pub struct RunningStats {
     #[serde(rename = "syy")]
     pub(super) dyy: f64,
     pub(super) schedule: AlphaSchedule,
-    /// The shift s (the first row's x) and t (its y); 0 before the first row.
+    /// The shift s of x and t of y (the first batch's central values, moved with the mean:
+    /// fold.rs); 0 before the first row.
     pub(super) shift_x: Vec<f64>,
     pub(super) shift_y: f64,
+    /// The low-order parts of the moments, for p <= `EXTENDED_MAX_P` (stats/extended.rs):
+    /// each moment is then the double-double (field, its low part).
+    pub(super) low: Option<Box<Low>>,
 }
 
 impl RunningStats {
@@ -63,7 +68,13 @@ impl RunningStats {
             schedule,
             shift_x: vec![0.0; p],
             shift_y: 0.0,
+            low: Low::for_p(p),
         }
+    }
+
+    /// Whether the moments are kept in double-double (p <= `EXTENDED_MAX_P`).
+    pub fn is_extended(&self) -> bool {
+        self.low.is_some()
     }
 
     /// Number of features p.
@@ -351,5 +362,8 @@ impl crate::gram::Moments for RunningStats {
     }
     fn dyy(&self) -> f64 {
         self.dyy
+    }
+    fn low(&self) -> Option<crate::gram::LowMoments<'_>> {
+        self.low.as_deref().map(Low::view)
     }
 }

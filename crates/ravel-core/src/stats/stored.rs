@@ -2,6 +2,7 @@
 //! out, checkpoints written before the shift or the packed triangle on the way in, and
 //! `validate`, the check of statistics that came from outside (a checkpoint, another shard).
 
+use super::extended::Low;
 use super::{AlphaSchedule, RunningStats};
 use serde::{Deserialize, Serialize};
 
@@ -28,6 +29,9 @@ pub(super) struct StoredStats {
     shift_x: Vec<f64>,
     #[serde(default)]
     shift_y: f64,
+    /// The low-order parts of p <= 16 (absent before they were kept: zeros, the doubles alone).
+    #[serde(default)]
+    low: Option<Low>,
 }
 
 impl From<StoredStats> for RunningStats {
@@ -53,6 +57,10 @@ impl From<StoredStats> for RunningStats {
             dyy: s.syy,
             schedule: s.schedule,
             shift_y: s.shift_y,
+            low: match s.low {
+                Some(low) if s.p <= super::EXTENDED_MAX_P => Some(Box::new(low)),
+                _ => Low::for_p(s.p),
+            },
         };
         stats.sum_sq_shares = sum_sq_shares.unwrap_or_else(|| stats.assumed_sum_sq_shares());
         stats
@@ -106,7 +114,7 @@ fn lower_only(mut m: Vec<f64>, p: usize) -> Vec<f64> {
 impl Serialize for RunningStats {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
-        let mut st = s.serialize_struct("RunningStats", 12)?;
+        let mut st = s.serialize_struct("RunningStats", 14)?;
         st.serialize_field("p", &self.p)?;
         st.serialize_field("n", &self.n)?;
         st.serialize_field("weight", &self.weight)?;
@@ -119,6 +127,10 @@ impl Serialize for RunningStats {
         st.serialize_field("schedule", &self.schedule)?;
         st.serialize_field("shift_x", &self.shift_x)?;
         st.serialize_field("shift_y", &self.shift_y)?;
+        match &self.low {
+            Some(low) => st.serialize_field("low", low)?,
+            None => st.skip_field("low")?,
+        }
         st.end()
     }
 }
@@ -182,6 +194,9 @@ impl RunningStats {
         }
         if self.dyy < 0.0 || (0..p).any(|j| self.dxx[j + j * p] < 0.0) {
             return Err("a second moment E[x_j^2] or E[y^2] is negative".into());
+        }
+        if let Some(low) = &self.low {
+            low.check(p)?;
         }
         Ok(())
     }

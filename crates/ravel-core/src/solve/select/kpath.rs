@@ -73,6 +73,7 @@ impl RefitPath {
                         b,
                         jitter: 0.0,
                         rcond: bound / max_diag,
+                        weakest: Vec::new(),
                     };
                 }
             }

@@ -1,9 +1,10 @@
 //! Which model? Information criteria along a path and exact K-fold cross-validation, both from
 //! the running statistics alone (issue 17).
 //!
-//! Every model's residual sum of squares is exact from the moments: with the intercept profiled
+//! Every model's residual sum of squares comes from the moments: with the intercept profiled
 //! out, RSS/n = E[(y - b0 - x b)^2] = 2 x (the Gram loss) (gram/mod.rs), which is
-//! `Diagnostics::train_mse`. The criteria (n the effective sample size, s the nonzeros):
+//! `Diagnostics::train_mse` (`Problem::mse`: exact in exact arithmetic; in doubles it cancels
+//! when R^2 is near 1, so streams of p <= 16 compute it in double-double). The criteria (n the effective sample size, s the nonzeros):
 //!
 //! - AIC  = n ln(RSS/n) + 2 df
 //! - BIC  = n ln(RSS/n) + df ln n
