@@ -241,9 +241,8 @@ pub struct Diagnostics {
     /// (`gram::linear::solve_subset`: n <= p, collinear columns); absent when none was needed.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub singular_ridge: Option<f64>,
-    /// The residuals are zero to working precision (`gram::Problem::is_exact_fit`): the model
-    /// reproduces every row, its standard errors are 0 and none are reported. Absent when
-    /// false.
+    /// The residuals are zero to working precision: the model reproduces every row, its
+    /// standard errors are 0 and none are reported. Absent when false.
     #[serde(skip_serializing_if = "std::ops::Not::not", default)]
     pub exact_fit: bool,
     /// Anything the caller should know (in words).

@@ -114,7 +114,9 @@ fn lower_only(mut m: Vec<f64>, p: usize) -> Vec<f64> {
 impl Serialize for RunningStats {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
-        let mut st = s.serialize_struct("RunningStats", 14)?;
+        // The exact count of fields written: a CBOR map's header holds it.
+        let fields = 12 + usize::from(self.low.is_some());
+        let mut st = s.serialize_struct("RunningStats", fields)?;
         st.serialize_field("p", &self.p)?;
         st.serialize_field("n", &self.n)?;
         st.serialize_field("weight", &self.weight)?;
