@@ -65,6 +65,8 @@ fn check_flags(args: &FitArgs) -> anyhow::Result<()> {
         ),
         ("--select", e.select.is_some()),
         ("--inference", e.inference),
+        ("--level", e.level.is_some()),
+        ("--sigma", e.sigma.is_some()),
         ("--prequential", args.prequential.is_some()),
         ("--folds", args.folds.is_some()),
         (

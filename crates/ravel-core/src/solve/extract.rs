@@ -200,7 +200,10 @@ pub(crate) fn to_model(
         )
     });
     let inference = if req.inference {
-        match inference::inference(problem, req, &fit, mse, names) {
+        match inference::inference(problem, req, &fit, mse, names).and_then(|mut inf| {
+            summary::complete(problem, req, &fit, mse, names, &mut inf)?;
+            Ok(inf)
+        }) {
             Ok(inf) => Some(Box::new(inf)),
             Err(why) => {
                 fit.notes.push(format!("no inference: {why}"));
