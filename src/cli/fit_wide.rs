@@ -49,7 +49,7 @@ fn check_flags(args: &FitArgs) -> anyhow::Result<()> {
             "--wide fits the Frank-Wolfe Lasso path (--method fw-lasso), not --method {m}"
         );
     }
-    let refused: [(&str, bool); 16] = [
+    let refused: [(&str, bool); 18] = [
         ("--k", e.k.is_some()),
         ("--lambda", e.lambda.is_some()),
         ("--l1-ratio", e.l1_ratio.is_some()),

@@ -255,35 +255,45 @@ pub fn norm_quantile(p: f64) -> f64 {
 /// P(Z <= x | a <= Z <= b) for a standard normal Z, a < b (either may be infinite), computed
 /// in the tail the interval sits in.
 pub fn truncnorm_cdf(x: f64, a: f64, b: f64) -> f64 {
+    truncnorm_cdf_sf(x, a, b).0
+}
+
+/// (P(Z <= x | a <= Z <= b), P(Z > x | a <= Z <= b)), each without cancellation: the smaller
+/// keeps its digits however far in the tail (a p-value of 1e-60 stays 1e-60).
+pub fn truncnorm_cdf_sf(x: f64, a: f64, b: f64) -> (f64, f64) {
     if x <= a {
-        return 0.0;
+        return (0.0, 1.0);
     }
     if x >= b {
-        return 1.0;
+        return (1.0, 0.0);
     }
     if a >= 0.0 {
-        // Upper tail: (sf(a) - sf(x)) / (sf(a) - sf(b)), each sf(t) = erfcx(t/sqrt2) e^(-t^2/2)
-        // over the common factor e^(-a^2/2).
+        // Upper tail: sf(t) = erfcx(t/sqrt2) e^(-t^2/2), each over the common factor
+        // e^(-a^2/2).
         let s = |t: f64| {
             if t.is_infinite() {
                 0.0
             } else {
-                erfcx(t / std::f64::consts::SQRT_2) * (-(t * t - a * a) / 2.0).exp()
+                erfcx(t / std::f64::consts::SQRT_2) * (-(t - a) * (t + a) / 2.0).exp()
             }
         };
-        let sa = s(a);
-        (sa - s(x)) / (sa - s(b))
+        let (sa, sx, sb) = (s(a), s(x), s(b));
+        ((sa - sx) / (sa - sb), (sx - sb) / (sa - sb))
     } else if b <= 0.0 {
-        // Lower tail, by symmetry: P(Z <= x | a <= Z <= b) = 1 - P(-Z <= -x | -b <= -Z <= -a).
-        1.0 - truncnorm_cdf(-x, -b, -a)
+        // Lower tail, by symmetry: Z <= x given [a, b] is -Z >= -x given [-b, -a].
+        let (c, s) = truncnorm_cdf_sf(-x, -b, -a);
+        (s, c)
     } else {
-        let (ca, cb) = (norm_cdf(a), norm_cdf(b));
-        let cx = if x <= 0.0 {
-            norm_cdf(x) - ca
+        let (ca, sb) = (norm_cdf(a), norm_sf(b));
+        let total = 1.0 - ca - sb;
+        let (below, above) = if x <= 0.0 {
+            let cx = norm_cdf(x);
+            (cx - ca, (1.0 - cx) - sb)
         } else {
-            (1.0 - ca) - norm_sf(x)
+            let sx = norm_sf(x);
+            ((1.0 - sx) - ca, sx - sb)
         };
-        cx / (cb - ca)
+        (below / total, above / total)
     }
 }
 

@@ -48,6 +48,16 @@ pub struct Restriction {
 }
 
 impl Hypothesis {
+    /// The features the hypothesis names (`intercept` aside).
+    pub(super) fn features(&self) -> impl Iterator<Item = &String> {
+        self.drop.iter().chain(
+            self.restrictions
+                .iter()
+                .flat_map(|r| r.terms.keys())
+                .filter(|k| k.as_str() != "intercept"),
+        )
+    }
+
     pub(super) fn check(&self, _p: usize) -> Result<(), ParamError> {
         let bad = |m: String| Err(ParamError::Invalid(m));
         match (self.drop.is_empty(), self.restrictions.is_empty()) {

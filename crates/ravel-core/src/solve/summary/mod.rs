@@ -83,6 +83,28 @@ pub(crate) fn check(req: &Request, p: usize) -> Result<(), ParamError> {
     Ok(())
 }
 
+/// Checks that every feature the request's hypotheses name is one of the stream's (by name,
+/// or a column index below p).
+pub(crate) fn check_names(
+    req: &Request,
+    names: Option<&[String]>,
+    p: usize,
+) -> Result<(), ParamError> {
+    for h in &req.hypotheses {
+        for name in h.features() {
+            let known = names.is_some_and(|n| n.iter().any(|f| f == name))
+                || name.parse::<usize>().is_ok_and(|j| j < p);
+            if !known {
+                return Err(ParamError::Invalid(format!(
+                    "hypotheses: no feature named {name:?} in the stream (a feature's name, or \
+                     its column index below {p}; `intercept` in restrictions)"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Completes `inf` (the standard errors of `solve::inference`) with the summary: intervals,
 /// VIFs, the model's figures, the hypotheses' tests, and selective inference where it applies.
 pub(crate) fn complete(
@@ -95,9 +117,11 @@ pub(crate) fn complete(
 ) -> Result<(), String> {
     let design = figures::Design::of(problem, req, fit)?;
     figures::fill(problem, &design, req, mse, inf)?;
-    for h in &req.hypotheses {
-        let test = hypotheses::test(problem, &design, h, names, mse, inf)?;
-        inf.hypotheses.push(test);
+    for (i, h) in req.hypotheses.iter().enumerate() {
+        match hypotheses::test(problem, &design, h, names, mse, inf) {
+            Ok(test) => inf.hypotheses.push(test),
+            Err(why) => inf.notes.push(format!("hypothesis {i} not tested: {why}")),
+        }
     }
     if selective::applies(req).is_ok() {
         match selective::selective(problem, req, fit, names, inf) {

@@ -23,7 +23,7 @@
 //! of OLSth / FSA (their events are not of this form; forward stepwise would be, but ravel has
 //! none). Their refits keep `post_selection: true`.
 
-use super::dist::truncnorm_cdf;
+use super::dist::{truncnorm_cdf, truncnorm_cdf_sf};
 use super::{Estimator, Fit, Problem, Request};
 use crate::gram::linear::solve_subset;
 use crate::model::{Inference, Selective, SelectiveEstimate};
@@ -81,8 +81,8 @@ fn pivot(x: f64, mean: f64, sd: f64, lo: f64, hi: f64) -> f64 {
 /// The two-sided selective p-value of target 0 for an estimate x with standard deviation sd
 /// truncated to [lo, hi].
 pub fn selective_p_value(x: f64, sd: f64, lo: f64, hi: f64) -> f64 {
-    let f = pivot(x, 0.0, sd, lo, hi);
-    (2.0 * f.min(1.0 - f)).clamp(0.0, 1.0)
+    let (below, above) = truncnorm_cdf_sf(x / sd, lo / sd, hi / sd);
+    (2.0 * below.min(above)).clamp(0.0, 1.0)
 }
 
 /// The target where the pivot equals `want` (decreasing in the target), by bisection.
