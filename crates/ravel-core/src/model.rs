@@ -472,16 +472,22 @@ pub struct SelectiveEstimate {
     pub index: usize,
     /// The partial-regression estimate (the refitted coefficient).
     pub value: f64,
-    /// The truncation limits of the estimate given the selection (data units).
-    pub lower_limit: f64,
+    /// The truncation limits of the estimate given the selection (data units); absent when
+    /// the selection does not bound it on that side.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub lower_limit: Option<f64>,
     /// See `lower_limit`.
-    pub upper_limit: f64,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub upper_limit: Option<f64>,
     /// The selective two-sided p-value of target = 0.
     pub p_value: f64,
-    /// The selective interval.
-    pub ci_lower: f64,
+    /// The selective interval; an end is absent when the interval is unbounded there (an
+    /// estimate close to its truncation limit leaves the target undetermined on one side).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub ci_lower: Option<f64>,
     /// See `ci_lower`.
-    pub ci_upper: f64,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub ci_upper: Option<f64>,
     /// The naive p-value (the selection ignored), for comparison.
     pub naive_p_value: f64,
     /// The naive interval.

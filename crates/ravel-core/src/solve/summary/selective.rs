@@ -214,15 +214,16 @@ pub(super) fn selective(
             let feature = names
                 .and_then(|nm| nm.get(index).cloned())
                 .unwrap_or_else(|| index.to_string());
+            let finite = |v: f64| v.is_finite().then_some(v / scale);
             SelectiveEstimate {
                 feature,
                 index,
                 value: u[j] / scale,
-                lower_limit: lo / scale,
-                upper_limit: hi / scale,
+                lower_limit: finite(lo),
+                upper_limit: finite(hi),
                 p_value,
-                ci_lower: cl / scale,
-                ci_upper: cu / scale,
+                ci_lower: finite(cl),
+                ci_upper: finite(cu),
                 naive_p_value: naive.map_or(f64::NAN, |c| c.p_value),
                 naive_ci_lower: naive.and_then(|c| c.ci_lower).unwrap_or(f64::NAN),
                 naive_ci_upper: naive.and_then(|c| c.ci_upper).unwrap_or(f64::NAN),
@@ -247,8 +248,8 @@ pub(super) fn replace(inf: &mut Inference, s: &Selective) {
     for c in &mut inf.coefficients {
         if let Some(sel) = s.coefficients.iter().find(|x| Some(x.index) == c.index) {
             c.p_value = sel.p_value;
-            c.ci_lower = Some(sel.ci_lower);
-            c.ci_upper = Some(sel.ci_upper);
+            c.ci_lower = sel.ci_lower;
+            c.ci_upper = sel.ci_upper;
         }
     }
     inf.post_selection = false;
@@ -340,7 +341,11 @@ mod tests {
             for (k, c) in sel.coefficients.iter().enumerate() {
                 let t = target[(k, 0)];
                 total += 1;
-                covered += usize::from(c.ci_lower <= t && t <= c.ci_upper);
+                let (lo, hi) = (
+                    c.ci_lower.unwrap_or(f64::NEG_INFINITY),
+                    c.ci_upper.unwrap_or(f64::INFINITY),
+                );
+                covered += usize::from(lo <= t && t <= hi);
                 naive_covered += usize::from(c.naive_ci_lower <= t && t <= c.naive_ci_upper);
                 if holds_truth && c.index >= 3 {
                     null_p.push(c.p_value);
