@@ -96,17 +96,33 @@ impl Design {
     }
 }
 
-/// The condition number sigma_max / sigma_min of a design X whose Gram is X^T X = R^T R,
-/// from the singular values of R; None when the Gram does not factor. X's own singular values
-/// are R's, so this is as accurate as an SVD of the rows (about eps cond relative), where the
-/// eigenvalues of X^T X lose eps cond^2.
+/// The condition number sigma_max / sigma_min of a design X whose Gram is X^T X = R^T R (R
+/// upper triangular): ||R|| ||R^-1||, each the square root of the largest eigenvalue of R^T R
+/// and of R^-1 R^-T. Largest eigenvalues keep their digits, and R^-1 (a triangular solve)
+/// carries relative rounding about eps cond(R), as an SVD of the rows would; the smallest
+/// eigenvalue of X^T X itself would lose eps cond^2. Two symmetric eigenvalue problems and a
+/// triangular inverse: at p = 1000 about a fifth of an SVD's time.
 fn condition(r: &Mat<f64>) -> Option<f64> {
-    if r.nrows() == 0 {
+    let s = r.nrows();
+    if s == 0 {
         return None;
     }
-    let sv = r.singular_values().ok()?;
-    let (hi, lo) = (sv[0], sv[sv.len() - 1]);
-    (lo > 0.0 && hi.is_finite()).then(|| hi / lo)
+    let largest = |a: &Mat<f64>| -> Option<f64> {
+        let ev = a.self_adjoint_eigenvalues(Side::Lower).ok()?;
+        ev.last().copied().filter(|v| v.is_finite() && *v > 0.0)
+    };
+    let top = largest(&(r.transpose() * r))?;
+    let mut inv = Mat::<f64>::identity(s, s);
+    faer::linalg::triangular_solve::solve_upper_triangular_in_place(
+        r.as_ref(),
+        inv.as_mut(),
+        faer::Par::Seq,
+    );
+    if !(0..s).all(|i| inv[(i, i)].is_finite()) {
+        return None;
+    }
+    let bottom = largest(&(&inv * inv.transpose()))?;
+    Some((top * bottom).sqrt())
 }
 
 /// The upper factor L^T of a symmetric positive definite matrix (None when it does not
@@ -150,7 +166,13 @@ pub(super) fn fill(
     let corr = Mat::from_fn(s, s, |i, j| {
         d.q[(i, j)] / (d.q[(i, i)] * d.q[(j, j)]).sqrt()
     });
-    let condition_std = upper_factor(&corr).and_then(|r| condition(&r));
+    // Its eigenvalue ratio: a correlation matrix's conditioning is mild enough (the Gram's
+    // eps cond^2 rounding is 1e-12 at cond 100) that one eigenvalue problem does.
+    let condition_std = corr
+        .self_adjoint_eigenvalues(Side::Lower)
+        .ok()
+        .filter(|ev| !ev.is_empty() && ev[0] > 0.0)
+        .map(|ev| (ev[ev.len() - 1] / ev[0]).sqrt());
     // The raw design with its constant, [1, x] = [1, x - mu] T with T = [[1, mu^T], [0, I]]:
     // X^T X / n = T^T diag(1, C) T = R^T R with R = [[1, mu^T], [0, L^T]], C = L L^T the
     // covariance in the data's units.
