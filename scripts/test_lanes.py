@@ -35,6 +35,7 @@ EXPECTED = {
     "deploy": 18, "unit tests": 18, "quality": 13, "devloop": 13, "scoring": 10,
     "windows": 17, "dead_letters": 9, "openapi": 9, "dead_letter_burst": 8, "reference_sklearn": 20,
     "doctests": 8, "http_server": 7, "stream_cv": 6, "nist": 6, "extraction_bounds": 5, "check": 5,
+    "inference": 35,
 }
 
 # The features the build was made with (`cargo test --no-run --features ...`): every run here

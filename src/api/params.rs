@@ -28,6 +28,11 @@ pub struct PredictRequest {
     #[serde(default)]
     #[schema(value_type = Option<Vec<Object>>)]
     pub(super) features: Option<Vec<serde_json::Map<String, Value>>>,
+    /// The level of each prediction's intervals, in (0, 1) (0.95 for 95 %): the answer's
+    /// `intervals` hold the mean's confidence interval and the prediction interval of a new
+    /// observation (a least-squares model: ols, ridge, refitted; `inference` is implied).
+    #[serde(default)]
+    pub(super) interval: Option<f64>,
 }
 
 /// Fills in the method of a `select` request that names none (issue 34): OLSth's k-path to

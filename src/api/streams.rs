@@ -605,6 +605,10 @@ pub struct PredictResponse {
     /// With a `"window"` in `model`: the span of time the model's statistics cover.
     #[serde(skip_serializing_if = "Option::is_none")]
     window: Option<WindowAnswer>,
+    /// With `interval`: each row's confidence interval of the mean and prediction interval
+    /// (statsmodels' `get_prediction(x).summary_frame(alpha)` with alpha = 1 - interval).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    intervals: Option<Vec<ravel_core::model::PredictionInterval>>,
 }
 
 /// Predictions b0 + x^T b from a model extracted for the request.
@@ -636,6 +640,21 @@ pub(super) async fn predict(
         .map_err(|e| ApiError::bad_request(Code::InvalidBody, e.to_string()))?;
     let window = take_window(&mut req.model)?;
     let (snap, answer) = windowed(&h, window)?;
+    let interval = req.interval;
+    if let Some(level) = interval {
+        if !(level.is_finite() && level > 0.0 && level < 1.0) {
+            return Err(ApiError::bad_request(
+                Code::InvalidParams,
+                format!(
+                    "interval must lie strictly between 0 and 1 (0.95 for 95 % intervals), \
+                     got {level}"
+                ),
+            ));
+        }
+        if let Some(obj) = req.model.as_object_mut() {
+            obj.insert("inference".into(), Value::Bool(true));
+        }
+    }
     let params = parse_params(req.model.clone())?.check(h.p())?;
     no_cv_in_window(&answer, params.request().select)?;
     let rows = predict_rows(req, &h)?;
@@ -647,6 +666,17 @@ pub(super) async fn predict(
     let (model, as_of) = (at.answer, at.as_of);
     check_missing(&rows, h.codec.fields.as_ref(), &model, &at.snapshot.stats)?;
     let predictions: Vec<f64> = rows.iter().map(|r| model.predict(&r.x)).collect();
+    let intervals = match interval {
+        Some(level) => {
+            let xs: Vec<&[f64]> = rows.iter().map(|r| r.x.as_slice()).collect();
+            Some(
+                ravel_core::solve::summary::prediction_intervals(&model, &xs, level).map_err(
+                    |why| ApiError::bad_request(Code::InvalidParams, format!("interval: {why}")),
+                )?,
+            )
+        }
+        None => None,
+    };
     let labels = (h.task() == Task::Classification).then(|| {
         predictions
             .iter()
@@ -659,5 +689,6 @@ pub(super) async fn predict(
         model,
         as_of,
         window: answer,
+        intervals,
     }))
 }

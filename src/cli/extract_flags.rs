@@ -94,9 +94,18 @@ pub struct ExtractArgs {
     /// EBIC's gamma in [0, 1] (default 1 - ln n / (2 ln p), clipped).
     #[arg(long, allow_negative_numbers = true)]
     pub ebic_gamma: Option<f64>,
-    /// Standard errors, t statistics and p-values (ols, ridge, refitted models).
+    /// The regression summary: standard errors, t statistics, p-values, confidence intervals,
+    /// VIFs, adjusted R^2, F test, log-likelihood, AIC / BIC, condition numbers (ols, ridge,
+    /// refitted models; selective inference for a refitted Lasso at a fixed --lambda).
     #[arg(long)]
     pub inference: bool,
+    /// With --inference: the confidence level of the intervals (default 0.95).
+    #[arg(long, allow_negative_numbers = true)]
+    pub level: Option<f64>,
+    /// With --inference on a refitted Lasso at a fixed --lambda: the noise standard deviation
+    /// of the selective inference (default: from the full OLS residual).
+    #[arg(long, allow_negative_numbers = true)]
+    pub sigma: Option<f64>,
     /// fw-lasso, iht/htp, k-support: the most iterations.
     #[arg(long)]
     pub max_iterations: Option<usize>,
@@ -164,6 +173,8 @@ impl ExtractArgs {
         }
         put("ebic_gamma", self.ebic_gamma.map(|v| json!(v)));
         put("inference", self.inference.then_some(json!(true)));
+        put("level", self.level.map(|v| json!(v)));
+        put("sigma", self.sigma.map(|v| json!(v)));
         serde_json::from_value(serde_json::Value::Object(obj)).map_err(|e| {
             // serde names the JSON field; the user typed the flag.
             let msg = flag_names(&e.to_string());

@@ -49,7 +49,7 @@ fn check_flags(args: &FitArgs) -> anyhow::Result<()> {
             "--wide fits the Frank-Wolfe Lasso path (--method fw-lasso), not --method {m}"
         );
     }
-    let refused: [(&str, bool); 17] = [
+    let refused: &[(&str, bool)] = &[
         ("--k", e.k.is_some()),
         ("--lambda", e.lambda.is_some()),
         ("--l1-ratio", e.l1_ratio.is_some()),
@@ -69,6 +69,8 @@ fn check_flags(args: &FitArgs) -> anyhow::Result<()> {
         ),
         ("--select", e.select.is_some()),
         ("--inference", e.inference),
+        ("--level", e.level.is_some()),
+        ("--sigma", e.sigma.is_some()),
         ("--prequential", args.prequential.is_some()),
         ("--folds", args.folds.is_some()),
         (

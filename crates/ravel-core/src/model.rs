@@ -327,9 +327,11 @@ pub struct CurvePoint {
     pub fold_errors: Option<Vec<f64>>,
 }
 
-/// Standard errors, t statistics and p-values of a least-squares model (`solve::inference`).
+/// Standard errors, t statistics and p-values of a least-squares model (`solve::inference`),
+/// with the full summary (`solve::summary`): intervals, VIFs, the model's figures, tests of
+/// hypotheses and, for the Lasso at a fixed lambda, inference valid after the selection.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Inference {
     /// The residual variance estimate RSS / df_resid.
     pub sigma2: f64,
@@ -343,15 +345,188 @@ pub struct Inference {
     pub intercept: Option<Estimate>,
     /// One per nonzero coefficient, in the order of `coefficients`.
     pub coefficients: Vec<Estimate>,
+    /// The model's figures as statsmodels' OLS summary prints them (`solve::summary`).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub summary: Option<Summary>,
+    /// The request's `hypotheses`, tested (nested-model F tests and Wald tests).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub hypotheses: Vec<HypothesisTest>,
+    /// Lasso at a fixed lambda, refitted: inference conditional on the selection (Lee, Sun,
+    /// Sun & Taylor 2016). Its p-values and intervals replace the naive ones in `coefficients`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub selective: Option<Selective>,
     /// Anything the caller should know (in words).
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub notes: Vec<String>,
+    /// The covariance of the coefficients, for prediction intervals
+    /// (`solve::summary::prediction_intervals`); not part of the JSON.
+    #[serde(skip)]
+    pub covariance: Option<std::sync::Arc<Covariance>>,
+}
+
+/// The covariance of a least-squares model's coefficients on its support, in the data's units:
+/// what the intervals of its predictions need.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Covariance {
+    /// The support's feature indices.
+    pub index: Vec<usize>,
+    /// E[x] of the support's features.
+    pub mean: Vec<f64>,
+    /// Cov(beta_S), s x s column-major.
+    pub cov: Vec<f64>,
+    /// The residual variance estimate.
+    pub sigma2: f64,
+    /// The sample size (Kish's effective size under forgetting).
+    pub n: f64,
+    /// Residual degrees of freedom.
+    pub df_resid: f64,
+}
+
+/// A least-squares model's figures, as statsmodels' `OLS(...).fit()` defines them.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// The confidence level of every interval of the answer.
+    pub level: f64,
+    /// The sample size of the figures: the rows, or Kish's effective sample size
+    /// (sum w)^2 / sum w^2 under a forgetting schedule.
+    pub nobs: f64,
+    /// How `nobs` was obtained, in words.
+    pub nobs_rule: String,
+    /// The model's degrees of freedom (support size; ridge: tr(Q A^-1)).
+    pub df_model: f64,
+    /// Residual degrees of freedom nobs - df_model - 1.
+    pub df_resid: f64,
+    /// Residual sum of squares nobs * train_mse.
+    pub ssr: f64,
+    /// R^2 (centred).
+    pub r2: f64,
+    /// Adjusted R^2: 1 - (nobs - 1) / df_resid (1 - R^2).
+    pub r2_adj: f64,
+    /// The regression's F statistic (all slopes 0), with (df_model, df_resid) degrees of
+    /// freedom.
+    pub f_statistic: f64,
+    /// Its p-value.
+    pub f_p_value: f64,
+    /// The Gaussian log-likelihood at the estimate: -nobs / 2 (ln 2 pi + ln(ssr / nobs) + 1).
+    pub log_likelihood: f64,
+    /// statsmodels' AIC: -2 log_likelihood + 2 (df_model + 1). Not `criteria.aic`, ravel's
+    /// selection criterion n ln(RSS / n) + 2 df, which differs by constants.
+    pub likelihood_aic: f64,
+    /// statsmodels' BIC: -2 log_likelihood + ln(nobs) (df_model + 1). Not `criteria.bic`.
+    pub likelihood_bic: f64,
+    /// Condition number of the standardized design (centred, unit-variance columns of the
+    /// support): largest / smallest singular value; absent when the design is singular.
+    pub condition_number: Option<f64>,
+    /// Condition number of the raw design with its constant column, as statsmodels'
+    /// `condition_number` (largest / smallest singular value; absent as above). Its relative
+    /// rounding is about 1e-16 times itself, in statsmodels as here: at 1e9 (Longley) only
+    /// its first 6 or 7 digits mean something.
+    pub condition_number_raw: Option<f64>,
+}
+
+/// One test of a hypothesis on a least-squares model.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HypothesisTest {
+    /// `nested_f` (the features of `drop` are 0: the F test of the nested model, statsmodels'
+    /// `compare_f_test`) or `wald` (R b = r: statsmodels' `f_test`).
+    pub test: String,
+    /// What was tested, in words.
+    pub hypothesis: String,
+    /// The F statistic.
+    pub f_statistic: f64,
+    /// Numerator degrees of freedom (features dropped, or rows of R).
+    pub df_num: f64,
+    /// Denominator degrees of freedom (the full model's residual ones).
+    pub df_denom: f64,
+    /// P(F >= f_statistic).
+    pub p_value: f64,
+    /// `nested_f`: the residual sum of squares of the nested model.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub ssr_restricted: Option<f64>,
+    /// `wald`: the chi-squared form df_num * F and its p-value.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub chi2: Option<f64>,
+    /// `wald`: P(chi2(df_num) >= chi2).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub chi2_p_value: Option<f64>,
+}
+
+/// Inference after the Lasso chose the support at a fixed lambda (Lee, Sun, Sun & Taylor
+/// 2016): each selected coefficient's partial-regression target, conditional on the selected
+/// set and signs.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Selective {
+    /// The event conditioned on, in words.
+    pub event: String,
+    /// The noise standard deviation used.
+    pub sigma: f64,
+    /// Where sigma came from: `given` or `full_ols` (the OLS residual on every column).
+    pub sigma_source: String,
+    /// The lambda of the selection (solver units: the request's).
+    pub lambda: f64,
+    /// One per selected coefficient, in the order of `coefficients`.
+    pub coefficients: Vec<SelectiveEstimate>,
+}
+
+/// One selected coefficient's selective and naive figures.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SelectiveEstimate {
+    /// Feature name.
+    pub feature: String,
+    /// Column index.
+    pub index: usize,
+    /// The partial-regression estimate (the refitted coefficient).
+    pub value: f64,
+    /// The truncation limits of the estimate given the selection (data units); absent when
+    /// the selection does not bound it on that side.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub lower_limit: Option<f64>,
+    /// See `lower_limit`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub upper_limit: Option<f64>,
+    /// The selective two-sided p-value of target = 0.
+    pub p_value: f64,
+    /// The selective interval; an end is absent when the interval is unbounded there (an
+    /// estimate close to its truncation limit leaves the target undetermined on one side).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub ci_lower: Option<f64>,
+    /// See `ci_lower`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub ci_upper: Option<f64>,
+    /// The naive p-value (the selection ignored), for comparison.
+    pub naive_p_value: f64,
+    /// The naive interval.
+    pub naive_ci_lower: f64,
+    /// See `naive_ci_lower`.
+    pub naive_ci_upper: f64,
+}
+
+/// The intervals of one prediction, as statsmodels' `get_prediction(x).summary_frame(alpha)`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PredictionInterval {
+    /// The prediction b0 + x^T b.
+    pub mean: f64,
+    /// Its standard error.
+    pub mean_se: f64,
+    /// The confidence interval of the mean response.
+    pub mean_ci_lower: f64,
+    /// See `mean_ci_lower`.
+    pub mean_ci_upper: f64,
+    /// The prediction interval of a new observation.
+    pub obs_ci_lower: f64,
+    /// See `obs_ci_lower`.
+    pub obs_ci_upper: f64,
 }
 
 /// One estimate with its standard error, t statistic and two-sided p-value (Student t with
 /// df_resid degrees of freedom).
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Estimate {
     /// Feature name (`intercept` for the intercept).
     pub feature: String,
@@ -366,6 +541,15 @@ pub struct Estimate {
     pub t: f64,
     /// Two-sided p-value.
     pub p_value: f64,
+    /// The confidence interval at `summary.level` (selective when `selective` is present).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub ci_lower: Option<f64>,
+    /// See `ci_lower`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub ci_upper: Option<f64>,
+    /// The variance inflation factor 1 / (1 - R_j^2) (absent for the intercept).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub vif: Option<f64>,
 }
 
 /// serde default of `Diagnostics::intercept` (models written before it had one).

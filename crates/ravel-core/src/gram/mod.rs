@@ -77,6 +77,11 @@ pub trait Moments {
     fn effective_n(&self) -> f64 {
         self.n() as f64
     }
+    /// Kish's effective sample size (sum w)^2 / sum w^2 of the rows' weights: the sample size
+    /// of the standard errors and the inference summary (the rows for plain averages).
+    fn kish_n(&self) -> f64 {
+        self.n() as f64
+    }
     /// E\[x\].
     fn mean_x(&self) -> Vec<f64> {
         self.shift_x()
@@ -178,8 +183,10 @@ pub struct Problem {
     pub p: usize,
     /// Rows seen.
     pub n: u64,
-    /// The sample size of the criteria and standard errors (`Moments::effective_n`).
+    /// The sample size of the criteria (`Moments::effective_n`).
     pub n_eff: f64,
+    /// The sample size of the standard errors and the inference summary (`Moments::kish_n`).
+    pub n_kish: f64,
     /// The class-weighted classification problem (no standard errors there).
     pub classification: bool,
     /// intercept = intercept_base - sum_j intercept_slope[j] * beta_j (original indices).
@@ -273,6 +280,7 @@ impl Problem {
             p,
             n: stats.n(),
             n_eff: stats.effective_n(),
+            n_kish: stats.kish_n(),
             classification: false,
             intercept_base: my,
             intercept_slope: mx,
@@ -364,6 +372,7 @@ impl Problem {
             p,
             n: sp.n() + sn.n(),
             n_eff: sp.effective_n() + sn.effective_n(),
+            n_kish: sp.kish_n() + sn.kish_n(),
             classification: true,
             intercept_base: dw / wt,
             intercept_slope: mbar.iter().map(|v| v / wt).collect(),

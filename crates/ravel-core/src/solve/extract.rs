@@ -11,6 +11,7 @@ pub fn extract(
     names: Option<&[String]>,
 ) -> Result<Model, ParamError> {
     req.same_p(problem)?;
+    summary::check_names(&req.request, names, problem.p)?;
     let start = Instant::now();
     if let Some(criterion) = req.request.select {
         if criterion.is_cv() {
@@ -59,6 +60,7 @@ pub fn extract_path(
 ) -> Result<PathModel, ParamError> {
     let req = &req.0;
     req.same_p(problem)?;
+    summary::check_names(&req.request, names, problem.p)?;
     if req.request.select.is_some_and(|c| c.is_cv()) {
         return Err(no_folds());
     }
@@ -201,7 +203,10 @@ pub(crate) fn to_model(
         )
     });
     let inference = if req.inference {
-        match inference::inference(problem, req, &fit, mse, names) {
+        match inference::inference(problem, req, &fit, mse, names).and_then(|mut inf| {
+            summary::complete(problem, req, &fit, mse, names, &mut inf)?;
+            Ok(inf)
+        }) {
             Ok(inf) => Some(Box::new(inf)),
             Err(why) => {
                 fit.notes.push(format!("no inference: {why}"));

@@ -87,7 +87,7 @@ pub(crate) fn inference(
         _ => ((0..g.m).filter(|&j| fit.b[j] != 0.0).collect(), 0.0, true),
     };
     let s = support.len();
-    let n = problem.n_eff;
+    let n = problem.n_kish;
     let q = Mat::from_fn(s, s, |i, j| g.at(support[i], support[j]));
     let a = Mat::from_fn(s, s, |i, j| q[(i, j)] + if i == j { ridge } else { 0.0 });
     // In double-double when the problem has it (the inverse and the intercept's mean form).
@@ -150,6 +150,7 @@ pub(crate) fn inference(
             se,
             t,
             p_value: t_two_sided(t, df_resid),
+            ..Default::default()
         }
     };
     // Coefficients in index order, as `Model::coefficients` lists the nonzeros.
@@ -183,7 +184,8 @@ pub(crate) fn inference(
     }
     if n < problem.n as f64 {
         notes.push(format!(
-            "forgetting schedule: n is the effective sample size {n:.1}, not the {} rows",
+            "forgetting schedule: n is Kish's effective sample size (sum w)^2 / sum w^2 = \
+             {n:.1}, not the {} rows",
             problem.n
         ));
     }
@@ -196,6 +198,7 @@ pub(crate) fn inference(
             .then(|| estimate("intercept".into(), None, intercept, var0)),
         coefficients,
         notes,
+        ..Default::default()
     })
 }
 

@@ -16,7 +16,9 @@
 //! solver is one such file, one line in the `estimators!` list below and its name in
 //! `model::estimator_names!`; docs/contributing.md "Adding a solver". Beside the families: `select` (which point of
 //! a path: information criteria and exact K-fold cross-validation, a request's `select`) and
-//! `inference` (standard errors of least-squares models, a request's `inference`).
+//! `inference` (standard errors of least-squares models, a request's `inference`), and
+//! `summary` (the rest of a regression summary: intervals, VIFs, the model's figures, tests of
+//! hypotheses, prediction intervals, selective inference for the Lasso).
 
 pub mod cholesky;
 pub mod frank_wolfe;
@@ -29,6 +31,7 @@ pub mod least_squares;
 mod openapi;
 pub mod penalized;
 pub mod select;
+pub mod summary;
 pub mod threshold;
 
 mod error;
@@ -42,8 +45,9 @@ pub use request::{Checked, CheckedPath, Request};
 
 pub use crate::gram::{Gram, Problem, ProblemError, linear};
 pub use crate::model::{
-    Certificate, Coefficient, Criteria, CurvePoint, Diagnostics, Duplicate, Estimate, Inference,
-    Method, Model, PathModel, Selection,
+    Certificate, Coefficient, Covariance, Criteria, CurvePoint, Diagnostics, Duplicate, Estimate,
+    HypothesisTest, Inference, Method, Model, PathModel, PredictionInterval, Selection, Selective,
+    SelectiveEstimate, Summary,
 };
 use crate::stats::{RunningStats, Stats};
 pub use select::Criterion;

@@ -124,7 +124,41 @@ fn request_properties() -> Map<String, Value> {
         "inference": {
             "type": "boolean",
             "default": false,
-            "description": "Standard errors, t statistics and p-values (ols, ridge, and models refitted on a selected support, marked post_selection)."
+            "description": "The regression summary: standard errors, t statistics, p-values, confidence intervals and VIFs of the coefficients, adjusted R^2, the F test, log-likelihood, AIC / BIC and condition numbers (ols, ridge, and models refitted on a selected support, marked post_selection; a Lasso at a fixed lambda refitted gets selective inference instead)."
+        },
+        "level": {
+            "type": ["number", "null"],
+            "exclusiveMinimum": 0,
+            "exclusiveMaximum": 1,
+            "description": "With inference: the confidence level of the intervals (default 0.95)."
+        },
+        "hypotheses": {
+            "type": "array",
+            "description": "With inference: hypotheses to test on the model. {\"drop\": [features]}: the nested model's F test (statsmodels' compare_f_test); {\"restrictions\": [{\"terms\": {\"x1\": 1, \"x2\": -1}, \"equals\": 0}]}: the Wald test of R b = r (statsmodels' f_test; `intercept` names the intercept).",
+            "items": {
+                "type": "object",
+                "additionalProperties": false,
+                "properties": {
+                    "drop": {"type": "array", "items": {"type": "string"}},
+                    "restrictions": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "additionalProperties": false,
+                            "required": ["terms"],
+                            "properties": {
+                                "terms": {"type": "object", "additionalProperties": {"type": "number"}},
+                                "equals": {"type": "number", "default": 0}
+                            }
+                        }
+                    }
+                }
+            }
+        },
+        "sigma": {
+            "type": ["number", "null"],
+            "exclusiveMinimum": 0,
+            "description": "With inference on a Lasso at a fixed lambda, refitted: the noise standard deviation of the selective inference (default: from the OLS residual on every column, n >= 2p)."
         }
     }) else {
         unreachable!("an object literal")

@@ -35,6 +35,17 @@ pub struct Request {
     /// Standard errors, t statistics and p-values (OLS, ridge, refitted models; `inference`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub inference: bool,
+    /// With `inference`: the confidence level of the intervals, in (0, 1) (default 0.95).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level: Option<f64>,
+    /// With `inference`: hypotheses to test (`summary::Hypothesis`): features to drop (the
+    /// nested model's F test) or linear restrictions R b = r (a Wald test).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hypotheses: Vec<summary::Hypothesis>,
+    /// With `inference` on a Lasso at a fixed lambda: the noise standard deviation of the
+    /// selective inference (default: from the OLS residual on every column).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sigma: Option<f64>,
 }
 
 impl From<Estimator> for Request {
@@ -48,6 +59,9 @@ impl From<Estimator> for Request {
             select: None,
             ebic_gamma: None,
             inference: false,
+            level: None,
+            hypotheses: Vec::new(),
+            sigma: None,
         }
     }
 }
@@ -123,6 +137,7 @@ impl Request {
             self.estimator.solver().check(p, false)?;
         }
         inference::check(self)?;
+        summary::check(self, p)?;
         Ok(Checked {
             request: select::with_select_defaults(self.clone()),
             p,
@@ -144,6 +159,7 @@ impl Request {
             ));
         }
         inference::check(self)?;
+        summary::check(self, p)?;
         Ok(CheckedPath(Checked {
             request: select::with_select_defaults(self.clone()),
             p,

@@ -339,6 +339,12 @@ impl crate::gram::Moments for RunningStats {
     fn effective_n(&self) -> f64 {
         (self.n as f64).min(self.span())
     }
+    fn kish_n(&self) -> f64 {
+        match self.schedule {
+            AlphaSchedule::Plain => self.n as f64,
+            _ => self.effective_sample_size(),
+        }
+    }
     fn p(&self) -> usize {
         self.p
     }
