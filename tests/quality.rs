@@ -196,7 +196,9 @@ fn the_services_prequential_figures_equal_ravel_fit_prequential_across_an_abrupt
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert_eq!(lines.len(), n / 500);
-    let last_r2 = lines[n / 500 - 1]["quality"]["total"]["r2"].as_f64().unwrap();
+    let last_r2 = lines[n / 500 - 1]["quality"]["total"]["r2"]
+        .as_f64()
+        .unwrap();
     for (i, l) in lines.iter().enumerate() {
         assert_eq!(l["quality"]["unscored"].as_u64(), Some(13), "{out}");
         for scope in ["total", "weighted"] {
@@ -566,7 +568,12 @@ for name, data, target in [("trump", datasets.TrumpApproval(), "approval"),
             .stream(name, name, names.clone())
             .stream_key("target", target)
             .stream_key("task", task);
-        sets.push((name.to_string(), n.parse::<u64>().unwrap(), names.len(), task));
+        sets.push((
+            name.to_string(),
+            n.parse::<u64>().unwrap(),
+            names.len(),
+            task,
+        ));
     }
     assert_eq!(sets.len(), 2, "{listing}");
     cfg.write(dir.path());
@@ -584,7 +591,11 @@ for name, data, target in [("trump", datasets.TrumpApproval(), "approval"),
         // The first p + 1 rows came before the first model, counted apart; the model is the
         // warm-up's last below n (p + 1 times a power of two).
         assert_eq!(q["unscored_rows"].as_u64(), Some(*p as u64 + 1), "{q}");
-        assert_eq!(q["figures"]["unscored"].as_u64(), Some(*p as u64 + 1), "{q}");
+        assert_eq!(
+            q["figures"]["unscored"].as_u64(),
+            Some(*p as u64 + 1),
+            "{q}"
+        );
         assert_eq!(q["model_status"], "current", "{q}");
         assert!(q["model_note"].is_null(), "{q}");
         let model_rows = q["model_rows"].as_u64().unwrap();

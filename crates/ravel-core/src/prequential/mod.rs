@@ -544,7 +544,9 @@ mod tests {
             .collect();
         assert_eq!(
             points,
-            [7, 14, 28, 56, 112, 224, 448, 896, 1792, 3584, 5000, 10000, 15000]
+            [
+                7, 14, 28, 56, 112, 224, 448, 896, 1792, 3584, 5000, 10000, 15000
+            ]
         );
         assert!(points.iter().all(|&n| t.is_refit_point(n)));
         assert!(!t.is_refit_point(21) && !t.is_refit_point(7168) && !t.is_refit_point(0));

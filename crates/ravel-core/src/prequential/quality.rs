@@ -552,7 +552,9 @@ mod tests {
     fn pooled_r2_is_scikit_learns_on_every_scope_by_brute_force() {
         let n = 500;
         let y: Vec<f64> = (0..n).map(|i| 40.0 + 10.0 * unit(i)).collect();
-        let s: Vec<f64> = (0..n).map(|i| y[i as usize] + unit(i + 999) - 0.5).collect();
+        let s: Vec<f64> = (0..n)
+            .map(|i| y[i as usize] + unit(i + 999) - 0.5)
+            .collect();
         let mut sp = spec(Task::Regression, 100);
         sp.decay_rows = 50.0;
         let mut q = Quality::new(sp);
@@ -613,7 +615,11 @@ mod tests {
         let got = r.total.auc.unwrap();
         assert!((got - exact).abs() < 1e-3, "{got} vs exact {exact}");
         assert!(got > 0.6 && got < 0.95, "{got}");
-        let hits = s.iter().zip(&y).filter(|(s, y)| (**s >= 0.0) == (**y > 0.0)).count();
+        let hits = s
+            .iter()
+            .zip(&y)
+            .filter(|(s, y)| (**s >= 0.0) == (**y > 0.0))
+            .count();
         assert_eq!(r.total.accuracy, Some(hits as f64 / n as f64));
         assert_eq!(r.unscored, 1);
         assert_eq!(r.weighted.auc, None, "no weighted AUC");
