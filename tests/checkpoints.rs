@@ -82,6 +82,20 @@ fn a_checkpoint_with_malformed_statistics_stops_the_start_naming_the_file() {
     let svc = TestService::start(cfg(), broker.bootstrap_servers());
     let v = svc.wait_rows("bad", 2);
     assert_eq!(v["n"], 2);
+    // Issue 59: restored and caught up (the topic is empty), it has read nothing since the
+    // start, which is not an alarm: the note says what the statistics hold.
+    let a = &v["arrivals"];
+    assert_eq!(
+        (a["messages"].as_u64(), a["alarm"].as_bool()),
+        (Some(0), Some(false)),
+        "{a}"
+    );
+    assert!(
+        a["note"]
+            .as_str()
+            .is_some_and(|n| n.contains("restored from the checkpoint hold 2 rows")),
+        "{a}"
+    );
     svc.stop().unwrap();
 }
 

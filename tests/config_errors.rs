@@ -123,6 +123,42 @@ fn numbers_out_of_bounds_name_the_key_and_the_bound() {
     );
 }
 
+/// Issue 59: a file with several mistakes reports them all in one run, each by its key, and
+/// no more than `MAX_ERRORS`.
+#[test]
+fn every_mistake_of_a_file_is_reported_in_one_run() {
+    let e = error_of(
+        "[http]\nadr = \"127.0.0.1:1\"\n[kafka]\ntopic_replication = 100000\n\
+         [[streams]]\nname = \"a\"\nfeatures = 2\ntask = \"regresion\"\n",
+    );
+    for part in [
+        "3 mistakes",
+        "adr",
+        "topic_replication",
+        "regresion",
+        "did you mean \"regression\"",
+    ] {
+        assert!(e.contains(part), "missing {part:?} from: {e}");
+    }
+    // Many mistakes: the first MAX_ERRORS, and the advice to run again.
+    let mut text = String::from("[http]\n");
+    for i in 0..15 {
+        text.push_str(&format!("bad{i} = 1\n"));
+    }
+    text.push_str(STREAM);
+    let e = error_of(&text);
+    let max = ravel::config::explain::MAX_ERRORS;
+    assert!(e.contains(&format!("the first {max} mistakes")), "{e}");
+    let named = (0..15)
+        .filter(|i| {
+            let key = format!("bad{i}");
+            e.match_indices(&key)
+                .any(|(at, _)| !e[at + key.len()..].starts_with(|c: char| c.is_ascii_digit()))
+        })
+        .count();
+    assert_eq!(named, max, "{e}");
+}
+
 #[test]
 fn no_error_names_a_rust_type() {
     let bad = [
@@ -160,6 +196,9 @@ fn no_error_names_a_rust_type() {
         "u64",
         "i64",
         "usize",
+        "f64",
+        "Option<",
+        "::",
         "invalid type: map",
     ];
     for text in &bad {

@@ -258,6 +258,7 @@ fn a_stream_whose_topic_receives_nothing_says_so_and_refusals_are_counted_by_rea
             && note.contains("check that producers write to this topic"),
         "{note}"
     );
+    assert_eq!(quiet["arrivals"]["alarm"], true, "no row at all: {quiet}");
     // Two good rows, one with three features (the stream has two), one that is not JSON.
     let producer: rdkafka::producer::BaseProducer = rdkafka::config::ClientConfig::new()
         .set("bootstrap.servers", &brokers)

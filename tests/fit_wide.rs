@@ -66,12 +66,14 @@ fn the_wide_path_answers_with_consistent_points() {
         f,
         "--tol",
         "1e-4",
+        "--gap-rule",
     ]);
     assert_eq!(
         (a["n"].as_u64(), a["p"].as_u64()),
         (Some(500), Some(20_000))
     );
     assert_eq!(a["delta_max_from"], "--delta-max");
+    assert!(a["step_tol"].is_null(), "--gap-rule: the gap alone");
     let path = a["path"].as_array().unwrap();
     assert_eq!(path.len(), 12);
     let mut prev = f64::INFINITY;
@@ -122,6 +124,8 @@ fn the_wide_path_answers_with_consistent_points() {
     // lambda within 1 % (sklearn's 0.0324218 at delta 17.33).
     let (r, _) = answer(&[f, "--wide", "--path-points", "5", "--seed", "3"]);
     assert_eq!(r["variant"], "randomized");
+    // Issue 59: paper 004's step rule (1e-3) is the default, not the gap rule alone.
+    assert_eq!(r["step_tol"], 1e-3, "{r}");
     assert_eq!(r["kappa"], 200);
     assert_eq!(r["delta_max_from"], "search");
     let dmax = r["delta_max"].as_f64().unwrap();
@@ -147,6 +151,11 @@ fn the_statistics_refusal_names_wide_and_bad_input_is_refused() {
         "ravel fit --wide",
     );
     refused(&[f, "--wide", "--k", "5"], "--k does not apply to --wide");
+    let out = ravel(&[f, "--wide", "--gap-rule", "--step-tol", "1e-3"]);
+    assert!(
+        !out.status.success(),
+        "--gap-rule with --step-tol was accepted"
+    );
     refused(
         &[f, "--wide", "--method", "lasso"],
         "--wide fits the Frank-Wolfe Lasso path (--method fw-lasso), not --method lasso",

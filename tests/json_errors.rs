@@ -92,3 +92,112 @@ fn a_path_that_is_not_utf8_gets_the_json_error_body() {
     assert!(v["error"]["code"].is_string(), "{v}");
     assert_eq!(svc.get("/healthz").0, 200);
 }
+
+/// Issue 59 item 8: the mistakes a new team made, each answered in its own words: a
+/// misspelled criterion is named with "did you mean" (not `missing "method"`), `"k": "3"` says
+/// k is a whole number (not `expected usize`), a window that holds none of the stream's rows
+/// says so with its bounds in RFC 3339 (not "the stream has no observations yet"), a
+/// misspelled stream gets the stream that exists, and the selection names the chosen k. Every
+/// answer here (and every error any test reads through the common helpers) is checked for
+/// Rust's type names (`common::checked_answer`).
+#[test]
+fn the_first_days_mistakes_are_answered_in_the_users_words() {
+    let broker = EmbeddedBroker::start(1).unwrap();
+    broker.create_topic("t.words", 1).unwrap();
+    broker.create_topic("t.words.dlq", 1).unwrap();
+    let mut sc = stream(
+        "sales",
+        "t.words",
+        FeatureSchema::Count(3),
+        Task::Regression,
+    );
+    sc.windows = Some(toml::from_str("bucket = \"1m\"\nkeep = \"7d\"").unwrap());
+    let svc = TestService::start(config(vec![sc], None), broker.bootstrap_servers());
+    let (x, y) = synthetic(3, 2, 200, 59);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let messages: Vec<(Vec<u8>, i64)> = (0..200)
+        .map(|i| {
+            let row = serde_json::json!({"x": &x[i * 3..i * 3 + 3], "y": y[i]});
+            (row.to_string().into_bytes(), now)
+        })
+        .collect();
+    send_stamped(broker.bootstrap_servers(), "t.words", &messages);
+    svc.wait_rows("sales", 200);
+    let message = |v: &Value| v["error"]["message"].as_str().unwrap_or("").to_string();
+
+    let (status, v) = svc.post(
+        "/v1/streams/sales/model",
+        &serde_json::json!({"select": "ebci"}),
+    );
+    let m = message(&v);
+    assert_eq!(status, 400, "{v}");
+    assert!(
+        m.contains("\"ebci\"") && m.contains("did you mean \"ebic\"") && !m.contains("method"),
+        "{m}"
+    );
+
+    let (status, v) = svc.post(
+        "/v1/streams/sales/model",
+        &serde_json::json!({"method": "lasso", "k": "3"}),
+    );
+    let m = message(&v);
+    assert_eq!(status, 400, "{v}");
+    assert!(m.contains("\"k\" must be a whole number"), "{m}");
+
+    // A day within the kept week but before the rows: none of the 200, which the answer
+    // says, with both clocks.
+    let day = 86_400_000i64;
+    let (from, to) = (now / day * day - 5 * day, now / day * day - 4 * day);
+    let (status, v) = svc.post(
+        "/v1/streams/sales/model",
+        &serde_json::json!({"method": "ols", "window": {"from": from, "to": to}}),
+    );
+    let m = message(&v);
+    assert_eq!(
+        (status, v["error"]["code"].as_str()),
+        (409, Some("no_data")),
+        "{v}"
+    );
+    assert!(
+        m.contains("holds no rows")
+            && m.contains(&format!("T00:00:00Z ({from})"))
+            && m.contains("200 rows")
+            && !m.contains("no observations"),
+        "{m}"
+    );
+    // A window that holds them: its bounds in both forms.
+    let (status, v) = svc.post(
+        "/v1/streams/sales/model",
+        &serde_json::json!({"method": "ols", "window": {"last": "1h"}}),
+    );
+    assert_eq!(status, 200, "{v}");
+    let w = &v["window"];
+    assert_eq!(w["n"], 200, "{w}");
+    for key in ["from", "to", "asked_from", "asked_to"] {
+        let ms = w[key].as_i64().unwrap();
+        let text = w[format!("{key}_time")].as_str().unwrap();
+        assert_eq!(
+            ravel::config::rfc3339_ms(text),
+            Some(ms),
+            "{key}: {text} is not {ms}"
+        );
+    }
+
+    let (status, v) = svc.get("/v1/streams/sale");
+    assert_eq!(status, 404, "{v}");
+    assert!(message(&v).contains("did you mean \"sales\""), "{v}");
+
+    // The selection names the chosen k beside the index into its curve.
+    let (status, v) = svc.post(
+        "/v1/streams/sales/model",
+        &serde_json::json!({"method": "lasso", "select": "bic"}),
+    );
+    assert_eq!(status, 200, "{v}");
+    let sel = &v["selection"];
+    let chosen = sel["chosen"].as_u64().unwrap() as usize;
+    assert_eq!(sel["chosen_k"], sel["curve"][chosen]["k"], "{sel}");
+    assert_eq!(sel["chosen_k"], v["k"], "{v}");
+}

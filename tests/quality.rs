@@ -4,10 +4,12 @@
 //! - Regression, one partition, an abrupt change of the coefficients halfway: the service's
 //!   figures (total, window, weighted) equal the last line of the real `ravel fit
 //!   --prequential` on the same rows to 1e-9, and the change shows in the trace.
-//! - Quality from the first row (issue 45): on a stationary stream whose targets are far from
-//!   0, rows before the first model are predicted by the null model (the running mean of the
-//!   targets), so the total and weighted R^2 are never below 0 by more than noise, from the
-//!   first window on; the service still equals `ravel fit --prequential` to 1e-9.
+//! - Quality from the first rows (issues 45, 59): on a stationary stream whose targets are far
+//!   from 0 and whose every_rows is 2000, the warm-up's first model comes at p + 1 rows, the
+//!   rows before it are counted apart, and the R^2 of the first window is a model's; the
+//!   service still equals `ravel fit --prequential` to 1e-9.
+//! - River's TrumpApproval and Phishing through `ravel serve` with the README's defaults: the
+//!   live R^2 and AUC are a model's and equal `ravel fit --prequential`'s.
 //! - Classification: the service's window AUC equals scikit-learn's `roc_auc_score` on the
 //!   window's prequential scores (replayed through `ravel_core::prequential`), and its
 //!   balanced accuracy and Brier score equal scikit-learn's too.
@@ -91,10 +93,12 @@ fn the_services_prequential_figures_equal_ravel_fit_prequential_across_an_abrupt
     let summary = svc.wait_rows("reg", n as u64);
     let q = &summary["quality"];
     assert_eq!(q["rows"].as_u64(), Some(n as u64), "{q}");
-    // Models at 250, 500, ..., 5750 rows: the last 250 rows were predicted by the last one
-    // (the model of 6000 rows waits for the next row).
+    // Models at the warm-up's 13, 26, 52, 104, 208 rows, then 250, 500, ..., 5750: the
+    // last 250 rows were predicted by the last one (the model of 6000 rows waits for the
+    // next row); the first 13 rows had no model.
     assert_eq!(q["model_rows"].as_u64(), Some(5750), "{q}");
-    assert_eq!(q["extractions"].as_u64(), Some(23), "{q}");
+    assert_eq!(q["extractions"].as_u64(), Some(5 + 23), "{q}");
+    assert_eq!(q["unscored_rows"].as_u64(), Some(13), "{q}");
     assert_eq!(q["failed_extractions"].as_u64(), Some(0), "{q}");
 
     // The same rows through the real `ravel fit --prequential`: its window is the trace's
@@ -121,7 +125,7 @@ fn the_services_prequential_figures_equal_ravel_fit_prequential_across_an_abrupt
     assert_eq!(lines.len(), 6);
     let fit = &lines[5]["quality"];
     for scope in ["window", "weighted", "total"] {
-        for figure in ["rmse", "mae", "r2"] {
+        for figure in ["rmse", "mae", "r2", "r2_pooled"] {
             let (a, b) = (
                 q["figures"][scope][figure].as_f64().unwrap(),
                 fit[scope][figure].as_f64().unwrap(),
@@ -170,10 +174,11 @@ fn the_services_prequential_figures_equal_ravel_fit_prequential_across_an_abrupt
         "a regression stream has no AUC"
     );
 
-    // The stationary stream: every window of `ravel fit --prequential`, the first three before
-    // any model, has a total and weighted R^2 of at least -0.01 (the null model's R^2 is 0
-    // to the bit; a model's, once there is one, near the signal's share of the variance);
-    // the service ends with the same figures.
+    // The stationary stream (issue 59): its first model at p + 1 = 13 rows, not at
+    // every_rows = 2000; the 13 rows before it are counted apart, and from the first window
+    // of `ravel fit --prequential` on, the total and weighted R^2 are those of a model (the
+    // signal's share of the variance, as the last window's), not the null model's 0; the
+    // service ends with the same figures.
     let summary = svc.wait_rows("still", n as u64);
     let q = &summary["quality"];
     let out = ravel(&[
@@ -191,15 +196,22 @@ fn the_services_prequential_figures_equal_ravel_fit_prequential_across_an_abrupt
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert_eq!(lines.len(), n / 500);
+    let last_r2 = lines[n / 500 - 1]["quality"]["total"]["r2"]
+        .as_f64()
+        .unwrap();
     for (i, l) in lines.iter().enumerate() {
+        assert_eq!(l["quality"]["unscored"].as_u64(), Some(13), "{out}");
         for scope in ["total", "weighted"] {
-            let r2 = l["quality"][scope]["r2"].as_f64().unwrap();
-            assert!(r2 >= -0.01, "window {i}: {scope} R^2 {r2}: {out}");
-            if i < 3 {
-                assert_eq!(r2, 0.0, "window {i} is before the first model: {out}");
+            for figure in ["r2", "r2_pooled"] {
+                let r2 = l["quality"][scope][figure].as_f64().unwrap();
+                assert!(
+                    r2 >= last_r2 / 2.0,
+                    "window {i}: {scope} {figure} {r2} against the last window's {last_r2}: {out}"
+                );
             }
         }
     }
+    assert_eq!(q["unscored_rows"].as_u64(), Some(13), "{q}");
     assert!(
         lines[n / 500 - 1]["quality"]["total"]["r2"]
             .as_f64()
@@ -209,7 +221,7 @@ fn the_services_prequential_figures_equal_ravel_fit_prequential_across_an_abrupt
     );
     let fit = &lines[n / 500 - 1]["quality"];
     for scope in ["window", "weighted", "total"] {
-        for figure in ["rmse", "mae", "r2"] {
+        for figure in ["rmse", "mae", "r2", "r2_pooled"] {
             let (a, b) = (
                 q["figures"][scope][figure].as_f64().unwrap(),
                 fit[scope][figure].as_f64().unwrap(),
@@ -487,4 +499,153 @@ fn the_quality_alert_rule_goes_off_in_a_real_prometheus_after_an_abrupt_change()
         },
     );
     svc.stop().unwrap();
+}
+
+/// Issue 59's check: River's TrumpApproval (regression, 1,001 rows, p = 6) and Phishing
+/// (classification, 1,250 rows, p = 9), data nobody here wrote, produced as JSON events by a
+/// plain confluent-kafka producer to the embedded broker and read by a real `ravel serve` with
+/// the README's defaults (no `quality` table: every_rows = 5000, lasso with history.k = 10
+/// nonzeros clamped to p). Both streams are shorter than every_rows; the warm-up's models
+/// (p + 1, 2 (p + 1), ...) predict them from row p + 2 on, the first p + 1 rows are counted
+/// apart, and the live figures equal `ravel fit --prequential --refit-every 5000` on the same
+/// rows in the same order (the issue asks for 10 %; they are the same definition, so 1e-6),
+/// far from the null model (R^2 0, AUC 0.5).
+#[test]
+fn rivers_datasets_through_ravel_serve_with_the_defaults_are_predicted_from_the_first_rows() {
+    let python = pyenv_python(
+        "import river, confluent_kafka",
+        "River 0.26.1 and confluent-kafka (scripts/test installs them)",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let broker = EmbeddedBroker::start(1).unwrap();
+    // One partition each, so that the service reads the rows in the file's order.
+    broker.create_topic("trump", 1).unwrap();
+    broker.create_topic("phishing", 1).unwrap();
+    // The datasets as the wheel ships them: each row a JSON event (the features by name and
+    // the target), and the same rows in a CSV for `ravel fit` (repr: the same doubles).
+    let script = r#"
+import csv, json, sys
+from confluent_kafka import Producer
+from river import datasets
+out, brokers = sys.argv[1], sys.argv[2]
+producer = Producer({"bootstrap.servers": brokers})
+for name, data, target in [("trump", datasets.TrumpApproval(), "approval"),
+                           ("phishing", datasets.Phishing(), "phishing")]:
+    rows = list(data)
+    names = list(rows[0][0])
+    with open(f"{out}/{name}.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(names + [target])
+        for x, y in rows:
+            y = float(y)
+            w.writerow([repr(float(x[k])) for k in names] + [repr(y)])
+            producer.produce(name, json.dumps({**{k: float(x[k]) for k in names}, target: y}).encode())
+    producer.flush()
+    print(name, len(rows), ",".join(names))
+"#;
+    let out = std::process::Command::new(&python)
+        .args(["-c", script, dir.path().to_str().unwrap()])
+        .arg(broker.bootstrap_servers())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the River script failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let listing = String::from_utf8(out.stdout).unwrap();
+    let mut cfg = common::ConfigFile::new("issue59");
+    let mut sets = Vec::new();
+    for line in listing.lines() {
+        let mut w = line.split(' ');
+        let (name, n, names) = (w.next().unwrap(), w.next().unwrap(), w.next().unwrap());
+        let names: Vec<String> = names.split(',').map(str::to_string).collect();
+        let (target, task) = match name {
+            "trump" => ("approval", "regression"),
+            _ => ("phishing", "classification"),
+        };
+        cfg = cfg
+            .stream(name, name, names.clone())
+            .stream_key("target", target)
+            .stream_key("task", task);
+        sets.push((
+            name.to_string(),
+            n.parse::<u64>().unwrap(),
+            names.len(),
+            task,
+        ));
+    }
+    assert_eq!(sets.len(), 2, "{listing}");
+    cfg.write(dir.path());
+    let (mut svc, base) = serve(dir.path(), broker.bootstrap_servers(), 0);
+    let log = dir.path().join("serve0.log");
+    for (name, n, p, task) in &sets {
+        let q = wait_for(&format!("{name}: {n} rows"), &log, || {
+            let (_, s) = try_get(&base, &format!("/v1/streams/{name}"))?;
+            (s["n"].as_u64() == Some(*n)).then(|| s["quality"].clone())
+        });
+        // The README's defaults: every_rows = max(5000, 10 p), lasso with k = min(10, p).
+        assert_eq!(q["every_rows"], 5000, "{q}");
+        let k = q["model"]["k"].as_u64().unwrap();
+        assert_eq!(k, (*p as u64).min(10), "{q}");
+        // The first p + 1 rows came before the first model, counted apart; the model is the
+        // warm-up's last below n (p + 1 times a power of two).
+        assert_eq!(q["unscored_rows"].as_u64(), Some(*p as u64 + 1), "{q}");
+        assert_eq!(
+            q["figures"]["unscored"].as_u64(),
+            Some(*p as u64 + 1),
+            "{q}"
+        );
+        assert_eq!(q["model_status"], "current", "{q}");
+        assert!(q["model_note"].is_null(), "{q}");
+        let model_rows = q["model_rows"].as_u64().unwrap();
+        assert!(
+            model_rows * 2 > *n && model_rows <= *n && model_rows % (*p as u64 + 1) == 0,
+            "{q}"
+        );
+        let file = dir.path().join(format!("{name}.csv"));
+        let fit = ravel(&[
+            "fit",
+            file.to_str().unwrap(),
+            "--task",
+            task,
+            "--method",
+            "lasso",
+            "--k",
+            &k.to_string(),
+            "--prequential",
+            "100000",
+            "--refit-every",
+            "5000",
+        ]);
+        let last: Value = serde_json::from_str(fit.lines().last().unwrap()).unwrap();
+        let (live, file_total) = (&q["figures"]["total"], &last["quality"]["total"]);
+        eprintln!("{name}: live {live}, ravel fit --prequential {file_total}");
+        assert_eq!(last["quality"]["unscored"].as_u64(), Some(*p as u64 + 1));
+        let figures: &[&str] = if *task == "regression" {
+            &["r2", "r2_pooled", "rmse", "mae"]
+        } else {
+            &["auc", "accuracy", "balanced_accuracy", "brier"]
+        };
+        for f in figures {
+            let (a, b) = (live[f].as_f64().unwrap(), file_total[f].as_f64().unwrap());
+            assert!(
+                rel(a, b) < 1e-6,
+                "{name} {f}: service {a} vs ravel fit --prequential {b}"
+            );
+        }
+        // Not the null model: most of the variance explained, a sharp classifier.
+        if *task == "regression" {
+            for f in ["r2", "r2_pooled"] {
+                let r2 = live[f].as_f64().unwrap();
+                assert!(r2 > 0.5, "{name}: {f} {r2}: {q}");
+            }
+        } else {
+            let auc = live["auc"].as_f64().unwrap();
+            assert!(auc > 0.9, "{name}: total AUC {auc}: {q}");
+            assert!(live["accuracy"].as_f64().unwrap() > 0.8, "{q}");
+        }
+    }
+    svc.signal("-TERM");
+    assert!(svc.wait(), "ravel serve did not stop cleanly");
 }

@@ -130,7 +130,15 @@ fn write_libsvm(path: &Path, cols: &[Vec<f64>], y: &[f64]) {
 
 fn fit_wide(file: &Path, p: usize, extra: &[&str]) -> Value {
     let p = p.to_string();
-    let mut args = vec!["fit", file.to_str().unwrap(), "--wide", "--features", &p];
+    // The API stops by the gap rule alone; `ravel fit --wide` adds 004's step rule unless told.
+    let mut args = vec![
+        "fit",
+        file.to_str().unwrap(),
+        "--wide",
+        "--gap-rule",
+        "--features",
+        &p,
+    ];
     args.extend_from_slice(extra);
     serde_json::from_str(&ravel(&args)).unwrap()
 }

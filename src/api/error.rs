@@ -105,6 +105,12 @@ impl ApiError {
             format!("no stream named '{name}'; GET /v1/streams lists them"),
         )
     }
+    /// `unknown_stream`, with the closest of the streams that exist.
+    pub fn unknown_stream_among(name: &str, streams: &[String]) -> Self {
+        let mut e = Self::unknown_stream(name);
+        e.message += &crate::config::explain::did_you_mean(name, streams);
+        e
+    }
     /// 503: the server stops; the client should retry against another instance.
     pub fn shutting_down() -> Self {
         Self::new(
@@ -152,12 +158,108 @@ pub struct ErrorDetail {
     pub message: String,
 }
 
+/// A parser's message in the user's words (issue 59): serde's and axum's phrasing names the
+/// types of the program (`expected usize`, `struct`, `sequence`, `` `a`, `b` ``), which a
+/// person writing JSON has never seen. Every error body goes through this, so that no message
+/// names a Rust type whichever parser wrote it.
+pub fn in_user_words(message: &str) -> String {
+    let mut m = message.to_string();
+    for (from, to) in [
+        (
+            "Failed to deserialize the JSON body into the target type: ",
+            "the body does not fit this endpoint: ",
+        ),
+        (
+            "Failed to parse the request body as JSON: ",
+            "the body is not valid JSON: ",
+        ),
+        (
+            "Failed to deserialize query string: ",
+            "the query string does not fit this endpoint: ",
+        ),
+        ("invalid type: map", "invalid type: an object"),
+        ("invalid type: sequence", "invalid type: an array"),
+        ("expected a sequence", "expected an array"),
+        ("expected a map", "expected an object"),
+        ("unit variant", "a bare name"),
+        ("newtype variant", "a name with a value"),
+        ("tuple variant", "a name with values"),
+        ("struct variant", "a name with fields"),
+    ] {
+        m = m.replace(from, to);
+    }
+    // `expected usize` and the like, `expected struct Foo`, `untagged enum Foo`.
+    let words = |t: &str| match t {
+        "usize" | "u64" | "u32" | "u16" | "u8" => Some("a whole number >= 0"),
+        "isize" | "i64" | "i32" | "i16" | "i8" => Some("a whole number"),
+        "f64" | "f32" => Some("a number"),
+        "bool" => Some("true or false"),
+        "char" | "String" | "str" => Some("a string"),
+        _ => None,
+    };
+    let mut out = String::with_capacity(m.len());
+    let mut rest = m.as_str();
+    while let Some(i) = rest.find(|c: char| c.is_ascii_alphabetic()) {
+        out.push_str(&rest[..i]);
+        rest = &rest[i..];
+        let end = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len());
+        let word = &rest[..end];
+        let after = &rest[end..];
+        // Only where a parser names what it expected: a stream may well be called "f64".
+        let expected = out.ends_with("expected ");
+        if let Some(w) = words(word).filter(|_| expected) {
+            out.push_str(w);
+            rest = after;
+        } else if matches!(word, "struct" | "enum")
+            && after.starts_with(' ')
+            && (expected || out.ends_with("untagged "))
+        {
+            // "struct Foo" / "untagged enum Foo": the name of a type, not the user's.
+            let name_end = after[1..]
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))
+                .map_or(after.len(), |j| j + 1);
+            out.push_str(if word == "struct" {
+                "an object"
+            } else {
+                "a value"
+            });
+            rest = &after[name_end..];
+            if out.ends_with("untagged a value") {
+                out.truncate(out.len() - "untagged a value".len());
+                out.push_str("any accepted shape");
+            }
+        } else {
+            out.push_str(word);
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    // serde's quoting of names (`a`, `b`) as JSON's ("a", "b"); other backticks (a command
+    // to run) stay.
+    let serde_quoting = [
+        "unknown field `",
+        "unknown variant `",
+        "missing field `",
+        "duplicate field `",
+        "expected one of `",
+        "integer `",
+        "floating point `",
+        "boolean `",
+    ];
+    if serde_quoting.iter().any(|q| out.contains(q)) {
+        out = out.replace('`', "\"");
+    }
+    out
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = ErrorBody {
             error: ErrorDetail {
                 code: self.code.as_str().to_string(),
-                message: self.message,
+                message: in_user_words(&self.message),
             },
         };
         let mut resp = (self.status, Json(body)).into_response();
@@ -217,6 +319,37 @@ impl From<QueryRejection> for ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parser_messages_are_put_in_the_users_words() {
+        for (given, want) in [
+            (
+                "invalid type: string \"3\", expected usize",
+                "invalid type: string \"3\", expected a whole number >= 0",
+            ),
+            (
+                "invalid type: map, expected f64 at line 1 column 9",
+                "invalid type: an object, expected a number at line 1 column 9",
+            ),
+            (
+                "unknown field `kk`, expected one of `k`, `lambda`",
+                "unknown field \"kk\", expected one of \"k\", \"lambda\"",
+            ),
+            (
+                "invalid type: sequence, expected struct PutStream",
+                "invalid type: an array, expected an object",
+            ),
+            (
+                "data did not match any variant of untagged enum Features",
+                "data did not match any variant of any accepted shape",
+            ),
+            ("a stream of u64s", "a stream of u64s"),
+            ("no stream named 'f64'", "no stream named 'f64'"),
+            ("fusize", "fusize"),
+        ] {
+            assert_eq!(in_user_words(given), want, "{given}");
+        }
+    }
 
     #[test]
     fn every_code_is_documented_in_the_guide() {

@@ -96,6 +96,32 @@ pub(super) fn parse_params(mut v: Value) -> Result<ModelRequest, ApiError> {
             "the body must be a JSON object such as {\"method\": \"lasso\", \"k\": 10}",
         ));
     };
+    // The criterion before the method: `{"select": "ebci"}` is a misspelled criterion, not
+    // a request that forgot its method (issue 59).
+    match obj.get("select") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(c)) => {
+            if c.parse::<ravel_core::solve::Criterion>().is_err() {
+                let names: Vec<String> = ["aic", "bic", "ebic", "cv", "cv_1se"]
+                    .map(String::from)
+                    .to_vec();
+                return Err(ApiError::bad_request(
+                    Code::InvalidParams,
+                    format!(
+                        "unknown criterion \"{c}\" in \"select\": one of aic, bic, ebic, cv, \
+                         cv_1se{}",
+                        crate::config::explain::did_you_mean(c, &names)
+                    ),
+                ));
+            }
+        }
+        Some(other) => {
+            return Err(ApiError::bad_request(
+                Code::InvalidParams,
+                format!("\"select\" must be the name of a criterion such as \"bic\", not {other}"),
+            ));
+        }
+    }
     match obj.get("method") {
         Some(Value::String(m)) => {
             let method: Method = m.parse().map_err(|e: String| {
@@ -119,8 +145,9 @@ pub(super) fn parse_params(mut v: Value) -> Result<ModelRequest, ApiError> {
             ));
         }
     }
+    let body = v.clone();
     serde_json::from_value(v).map_err(|e| {
-        let msg = e.to_string();
+        let msg = name_the_field(&e.to_string(), &body);
         // A parameter the method requires (ridge's lambda, olsth's k) is a request that needs
         // more, as k and lambda together are: `invalid_params`, as before the typed request.
         let code = if msg.starts_with("missing field") {
@@ -130,6 +157,51 @@ pub(super) fn parse_params(mut v: Value) -> Result<ModelRequest, ApiError> {
         };
         ApiError::bad_request(code, msg)
     })
+}
+
+/// serde's `invalid type: string "3", expected usize` says neither which field nor what to
+/// write: when one field of the body holds the value the message quotes, the message names
+/// it and says what it takes (`"k" must be a whole number such as 3, not the string "3"`).
+fn name_the_field(msg: &str, body: &Value) -> String {
+    let Some(rest) = msg.strip_prefix("invalid type: ") else {
+        return msg.to_string();
+    };
+    let Some((given, expected)) = rest.split_once(", expected ") else {
+        return msg.to_string();
+    };
+    let Some(obj) = body.as_object() else {
+        return msg.to_string();
+    };
+    let matches = |v: &Value| match v {
+        Value::String(s) => given == format!("string {s:?}"),
+        Value::Number(n) => {
+            given == format!("integer `{n}`") || given == format!("floating point `{n}`")
+        }
+        Value::Bool(b) => given == format!("boolean `{b}`"),
+        Value::Array(_) => given == "sequence",
+        Value::Object(_) => given == "map",
+        Value::Null => given == "null",
+    };
+    let keys: Vec<&String> = obj
+        .iter()
+        .filter(|(_, v)| matches(v))
+        .map(|(k, _)| k)
+        .collect();
+    let [key] = keys[..] else {
+        return msg.to_string();
+    };
+    let takes = match expected {
+        "usize" | "u64" | "u32" => "a whole number (such as 3)",
+        "f64" | "f32" => "a number (such as 0.1)",
+        "a boolean" => "true or false",
+        "a string" => "a string",
+        _ => return format!("\"{key}\": {msg}"),
+    };
+    let shown = match &obj[key.as_str()] {
+        Value::String(s) => format!("the string {s:?}; write it without quotes"),
+        other => other.to_string(),
+    };
+    format!("\"{key}\" must be {takes}, not {shown}")
 }
 
 /// Query values as JSON scalars (`k=10` -> 10, `refit=true` -> true), so that the path takes

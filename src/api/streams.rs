@@ -28,9 +28,10 @@ use utoipa::ToSchema;
 
 impl AppState {
     pub(super) fn stream(&self, name: &str) -> Result<Arc<StreamHandle>, ApiError> {
-        self.streams
-            .get(name)
-            .ok_or_else(|| ApiError::unknown_stream(name))
+        self.streams.get(name).ok_or_else(|| {
+            let names: Vec<String> = self.streams.iter().map(|h| h.name().to_string()).collect();
+            ApiError::unknown_stream_among(name, &names)
+        })
     }
 }
 
@@ -94,9 +95,15 @@ pub struct Arrivals {
     /// `dlq.on_failure = "skip"`, skipped), and skipped.
     dead_letters: DeadLetterCounts,
     /// When something needs a look: no message read yet (the topic may be misspelled, or
-    /// nothing produces to it), or messages refused.
+    /// nothing produces to it), or messages refused; or, not an alarm, that a stream restored
+    /// from its checkpoint has read nothing new.
     #[serde(skip_serializing_if = "Option::is_none")]
     note: Option<String>,
+    /// Whether the note is an alarm, read from the stream's state rather than the process's
+    /// age (issue 59): no row at all (none read, none restored), or messages refused. A
+    /// stream restored from its checkpoint that has read nothing since is not one: its lag
+    /// says whether the topic holds more.
+    alarm: bool,
 }
 
 /// The outcomes of dead-letter copies.
@@ -107,14 +114,31 @@ pub struct DeadLetterCounts {
     skipped: u64,
 }
 
-fn arrivals(h: &StreamHandle) -> Arrivals {
+fn arrivals(h: &StreamHandle, snap: &crate::state::streams::Snapshot) -> Arrivals {
     let t = h.arrivals.tally();
     let (messages, rejected) = (t.messages, t.rejected);
     let refused: u64 = rejected.values().sum();
-    let note = if messages == 0 {
+    let n = snap.stats.n();
+    let note = if messages == 0 && n == 0 {
         Some(format!(
-            "no message read from topic '{}' since the service started: check that producers \
-             write to this topic (the stream's topic in the config) and /readyz",
+            "no message read from topic '{}' and no row in the statistics: check that \
+             producers write to this topic (the stream's topic in the config) and /readyz",
+            h.topic
+        ))
+    } else if messages == 0 {
+        let last = snap
+            .last_update
+            .map(|t| {
+                format!(
+                    ", the last folded at {}",
+                    crate::health::utc_rfc3339(crate::unix_ms(t))
+                )
+            })
+            .unwrap_or_default();
+        Some(format!(
+            "no new message on topic '{}' since this start: the statistics restored from the \
+             checkpoint hold {n} rows{last}; the consumer lag (ravel_consumer_lag) is 0 when \
+             the stream is caught up",
             h.topic
         ))
     } else if refused > 0 {
@@ -135,6 +159,7 @@ fn arrivals(h: &StreamHandle) -> Arrivals {
             skipped: t.skipped,
         },
         note,
+        alarm: refused > 0 || (messages == 0 && n == 0),
     }
 }
 
@@ -178,7 +203,7 @@ fn summary(h: &StreamHandle, health: &crate::health::Health) -> StreamSummary {
         partitions,
         partition_states: partition_states(&snap),
         quality: h.quality.as_ref().map(|q| q.summary()),
-        arrivals: arrivals(h),
+        arrivals: arrivals(h, &snap),
         windows: h.window_spec.map(|w| WindowsKept {
             bucket_ms: w.bucket_ms,
             keep_ms: w.keep_ms,

@@ -237,8 +237,8 @@ fn options(r: &WideRequest, p: usize) -> Result<WideOptions, ApiError> {
         tol,
         max_iterations,
         away_steps: r.away_steps.unwrap_or(true),
-        // 004's step rule is a flag of `ravel fit --wide` (its benchmark's); the API keeps the
-        // gap rule.
+        // 004's step rule is `ravel fit --wide`'s default (its benchmark's); the API keeps the
+        // gap rule (`ravel fit --wide --gap-rule` answers the same points).
         step_tol: None,
     })
 }

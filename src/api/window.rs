@@ -40,6 +40,24 @@ pub struct WindowAnswer {
     pub buckets: usize,
     /// Rows in the window.
     pub n: u64,
+    /// `from` in RFC 3339 (UTC).
+    #[schema(examples("2023-11-14T22:13:20Z"))]
+    pub from_time: String,
+    /// `to` in RFC 3339 (UTC).
+    pub to_time: String,
+    /// `asked_from` in RFC 3339 (UTC).
+    pub asked_from_time: String,
+    /// `asked_to` in RFC 3339 (UTC).
+    pub asked_to_time: String,
+}
+
+/// Unix ms in RFC 3339 (UTC), with the milliseconds when there are any.
+pub(super) fn rfc3339(ms: i64) -> String {
+    let t = crate::health::utc_rfc3339(ms.max(0) as u64);
+    match ms.rem_euclid(1000) {
+        0 => t,
+        frac => format!("{}.{frac:03}Z", t.trim_end_matches('Z')),
+    }
 }
 
 /// The time buckets a stream keeps (its `windows`), as its summary shows them.
@@ -179,6 +197,42 @@ pub(super) fn window_stats(
         .span_with(&others, from, to)
         .map_err(|e| window_error(e.to_string()))?;
     let n = span.stats.n();
+    if n == 0 {
+        // Not "the stream has no observations yet", which the extraction would say: the
+        // stream may hold many rows, only none in this span (issue 59).
+        let held: Vec<(i64, i64)> = std::iter::once(w)
+            .chain(others.iter().copied())
+            .flat_map(|w| {
+                w.buckets()
+                    .filter(|b| b.2 > 0)
+                    .map(|(s, width, _)| (s, s + width))
+            })
+            .collect();
+        let rows: u64 = std::iter::once(w)
+            .chain(others.iter().copied())
+            .map(|w| w.n())
+            .sum();
+        let kept = match (
+            held.iter().map(|b| b.0).min(),
+            held.iter().map(|b| b.1).max(),
+        ) {
+            (Some(a), Some(b)) => format!(
+                "; its buckets hold {rows} rows from {} ({a}) to {} ({b}): move or widen the window",
+                rfc3339(a),
+                rfc3339(b)
+            ),
+            _ => "; its buckets hold no row yet".to_string(),
+        };
+        return Err(ApiError::new(
+            axum::http::StatusCode::CONFLICT,
+            Code::NoData,
+            format!(
+                "the window from {} ({from}) to {} ({to}) holds no rows of stream '{stream}'{kept}",
+                rfc3339(from),
+                rfc3339(to)
+            ),
+        ));
+    }
     Ok((
         span.stats,
         WindowAnswer {
@@ -188,6 +242,10 @@ pub(super) fn window_stats(
             asked_to: to,
             buckets: span.buckets,
             n,
+            from_time: rfc3339(span.from),
+            to_time: rfc3339(span.to),
+            asked_from_time: rfc3339(from),
+            asked_to_time: rfc3339(to),
         },
     ))
 }

@@ -47,8 +47,19 @@ pub struct WideArgs {
     #[arg(long, value_name = "P", requires = "wide")]
     pub features: Option<usize>,
     /// --wide: paper 004's stopping rule besides the gap: a point ends when an iteration
-    /// moves no coefficient by more than EPS (004 times every solver with 1e-3, glmnet's
-    /// rule). Each point still reports its exact gap, and `converged` whether it met --tol.
-    #[arg(long, value_name = "EPS", requires = "wide")]
+    /// moves no coefficient by more than EPS (default 1e-3, with which 004 times every
+    /// solver: glmnet's rule). Each point still reports its exact gap, and `converged`
+    /// whether it met --tol.
+    #[arg(
+        long,
+        value_name = "EPS",
+        requires = "wide",
+        conflicts_with = "gap_rule"
+    )]
     pub step_tol: Option<f64>,
+    /// --wide: stop each point by the duality gap alone (--tol), without 004's step rule:
+    /// every point within --tol of its optimum, often many times slower on correlated
+    /// columns (docs/wide.md).
+    #[arg(long, requires = "wide")]
+    pub gap_rule: bool,
 }

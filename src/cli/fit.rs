@@ -44,8 +44,8 @@ pub struct FitArgs {
     /// rows, weighted and in total (the service's `quality` on a stream: docs/streams.md "Quality").
     #[arg(long, value_name = "N", conflicts_with = "path")]
     pub prequential: Option<u64>,
-    /// With --prequential: re-extract the model at every multiple of R rows (default
-    /// max(1, p/4)).
+    /// With --prequential: re-extract the model at every multiple of R rows, after a
+    /// warm-up at p + 1, 2 (p + 1), 4 (p + 1), ... rows below R (default max(1, p/4)).
     #[arg(long, value_name = "R", requires = "prequential")]
     pub refit_every: Option<u64>,
     /// Folds of --select cv / cv_1se (2..=20, default 5). Row i (0-based, file order) goes to

@@ -104,6 +104,9 @@ fn check_flags(args: &FitArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `--step-tol`'s default: paper 004's (glmnet's) 1e-3.
+pub const DEFAULT_STEP_TOL: f64 = 1e-3;
+
 /// The solver's options from the flags, for a file of p columns.
 fn options(args: &FitArgs, p: usize) -> anyhow::Result<(WideOptions, Option<usize>)> {
     let e = &args.extract;
@@ -150,13 +153,20 @@ fn options(args: &FitArgs, p: usize) -> anyhow::Result<(WideOptions, Option<usiz
     {
         anyhow::bail!("--step-tol {eps}: it must be a positive change of a coefficient");
     }
+    // Paper 004's rule by default (issue 59: the gap rule alone took 85 s where 004's took
+    // 5.2 s for the same best test MSE); --gap-rule for the gap alone.
+    let step_tol = match (args.wide.gap_rule, args.wide.step_tol) {
+        (true, _) => None,
+        (false, Some(eps)) => Some(eps),
+        (false, None) => Some(DEFAULT_STEP_TOL),
+    };
     Ok((
         WideOptions {
             sampling,
             tol,
             max_iterations,
             away_steps: !e.no_away_steps,
-            step_tol: args.wide.step_tol,
+            step_tol,
         },
         kappa,
     ))

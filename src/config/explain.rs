@@ -54,6 +54,118 @@ pub fn explain(e: &ConfigError) -> String {
     }
 }
 
+/// At most this many mistakes of one configuration are reported in one run.
+pub const MAX_ERRORS: usize = 10;
+
+/// Deserializes `c`, reporting every mistake it holds (up to `MAX_ERRORS`) rather than the
+/// first only (issue 59: a file with two mistakes took two runs to learn both). serde stops
+/// at the first bad value; each one found is explained, its key taken out (so that its
+/// default stands in) and the rest deserialized again. A key that cannot be taken out alone
+/// (an entry of a list) or whose removal only makes it missing ends the search: what follows
+/// would be a consequence, not a mistake of the file.
+pub fn deserialize_all<T: DeserializeOwned>(mut c: config::Config) -> Result<T, Vec<String>> {
+    let mut errors: Vec<String> = Vec::new();
+    loop {
+        match c.clone().try_deserialize::<T>() {
+            Ok(v) if errors.is_empty() => return Ok(v),
+            Ok(_) => return Err(errors),
+            Err(e) => {
+                let missing = matches!(e, ConfigError::NotFound(_))
+                    || e.to_string().contains("missing field");
+                if missing && !errors.is_empty() {
+                    return Err(errors);
+                }
+                let said = explain(&e);
+                if errors.contains(&said) {
+                    return Err(errors);
+                }
+                errors.push(said);
+                let removed = errors.len() < MAX_ERRORS
+                    && key_of(&e).is_some_and(|k| remove_key(&mut c.cache, &k));
+                if !removed {
+                    return Err(errors);
+                }
+            }
+        }
+    }
+}
+
+/// The key an error is about, as a dotted path (`streams[0].task`); an unknown field's own
+/// path (`http.adr`), not its table's.
+fn key_of(e: &ConfigError) -> Option<String> {
+    let (key, inner) = match e {
+        ConfigError::Type { key, .. } => (key.as_deref(), e.to_string()),
+        ConfigError::At { key, error, .. } => (key.as_deref(), error.to_string()),
+        _ => (None, e.to_string()),
+    };
+    let unknown = inner
+        .split_once("unknown field `")
+        .and_then(|(_, r)| r.split_once('`'))
+        .map(|(f, _)| f.to_string());
+    match (key, unknown) {
+        (Some(k), Some(f)) => Some(format!("{k}.{f}")),
+        (None, Some(f)) => Some(f),
+        (Some(k), None) => Some(k.to_string()),
+        (None, None) => None,
+    }
+}
+
+/// Takes `key` (`a.b[2].c`) out of the configuration's tree; false when it is not there or
+/// is an entry of a list (the entries after it would change places).
+fn remove_key(tree: &mut config::Value, key: &str) -> bool {
+    use config::ValueKind;
+    // `a.b[2].c`, and `streams[0]task` as the crate writes an entry's key.
+    let mut steps: Vec<Result<String, usize>> = Vec::new();
+    let mut name = String::new();
+    let mut chars = key.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '.' | '[' => {
+                if !name.is_empty() {
+                    steps.push(Ok(std::mem::take(&mut name)));
+                }
+                if c == '[' {
+                    let index: String = chars.by_ref().take_while(|&c| c != ']').collect();
+                    let Ok(i) = index.parse() else {
+                        return false;
+                    };
+                    steps.push(Err(i));
+                }
+            }
+            c => name.push(c),
+        }
+    }
+    if !name.is_empty() {
+        steps.push(Ok(name));
+    }
+    let Some((Ok(last), path)) = steps.split_last() else {
+        return false;
+    };
+    let mut at = tree;
+    for step in path {
+        at = match (&mut at.kind, step) {
+            (ValueKind::Table(t), Ok(name)) => match t.get_mut(name) {
+                Some(v) => v,
+                None => return false,
+            },
+            (ValueKind::Array(a), Err(i)) => match a.get_mut(*i) {
+                Some(v) => v,
+                None => return false,
+            },
+            _ => return false,
+        };
+    }
+    match &mut at.kind {
+        ValueKind::Table(t) => {
+            // `retain`: the map is a HashMap or an IndexMap, as the crate's features say.
+            let before = t.len();
+            t.retain(|k, _| k != last);
+            t.len() < before
+        }
+        _ => false,
+    }
+}
+
 /// A list of tables written as one table (`[streams]`), or a section given a value
 /// (`log = "debug"`, or `RAVEL_LOG=debug` as with RUST_LOG).
 fn section_as_value(key: &str, m: &str) -> Option<String> {

@@ -187,13 +187,26 @@ impl Config {
             .as_deref()
             .map(|p| p.display().to_string())
             .unwrap_or_else(|| "defaults".into());
-        let mut cfg: Config = builder
+        let built = builder
             .build()
-            .and_then(|c| c.try_deserialize())
             .map_err(|e| anyhow::anyhow!("{}", explain::explain(&e)))
             .with_context(|| {
                 format!("invalid configuration (from {where_} and RAVEL_* variables)")
             })?;
+        // Every mistake of the file in one run (up to a bound), one a line.
+        let mut cfg: Config = explain::deserialize_all(built).map_err(|errors| {
+            let n = errors.len();
+            let head = match n {
+                1 => String::new(),
+                _ if n >= explain::MAX_ERRORS => {
+                    format!("the first {n} mistakes (fix them and run again for more):\n")
+                }
+                _ => format!("{n} mistakes:\n"),
+            };
+            anyhow::anyhow!("{head}{}", errors.join("\n")).context(format!(
+                "invalid configuration (from {where_} and RAVEL_* variables)"
+            ))
+        })?;
         cfg.complete()?;
         cfg.check()?;
         Ok(cfg)

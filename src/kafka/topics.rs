@@ -146,6 +146,24 @@ pub fn create_denied(n: &Needed, error: &str, command: &str) -> String {
     )
 }
 
+/// The topics a metadata answer lists (but Kafka's internal `__` ones): where a missing
+/// topic's "did you mean" looks.
+fn topic_names(md: &rdkafka::metadata::Metadata) -> Vec<String> {
+    md.topics()
+        .iter()
+        .map(|t| t.name().to_string())
+        .filter(|t| !t.starts_with("__"))
+        .collect()
+}
+
+/// ` (did you mean "sales"?)` when a topic of the cluster is close to `topic`.
+fn similar(topic: &str, existing: &[String]) -> String {
+    match crate::config::explain::did_you_mean(topic, existing) {
+        s if s.is_empty() => s,
+        s => format!(" ({})", s.trim_start_matches("; ")),
+    }
+}
+
 /// Why a missing topic is not created, for the log and `/readyz`.
 pub fn missing_reason(n: &Needed, created_tried: bool) -> String {
     match (n.is_input(), created_tried) {
@@ -258,10 +276,10 @@ impl TopicCheck {
                 .unwrap_or_else(|| e.to_string());
             health.unreachable(asked_at, &self.clients.scrub(&why));
         }
-        let brokers = match answer {
+        let (brokers, existing) = match answer {
             Ok(md) => {
                 health.reachable();
-                md.brokers().len().max(1)
+                (md.brokers().len().max(1), topic_names(&md))
             }
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read the cluster's metadata; topics not checked yet");
@@ -291,7 +309,14 @@ impl TopicCheck {
         let to_create: Vec<&Needed> = missing.iter().copied().filter(|n| n.create).collect();
         if !to_create.is_empty() {
             let embedded = is_embedded(cluster_id.as_deref());
-            self.create_topics(&probe, &to_create, replication, embedded, health, metrics);
+            create_topics(
+                &self.clients,
+                &probe,
+                &to_create,
+                replication,
+                embedded,
+                &|d| crate::kafka::authz::record(health, metrics, d),
+            );
             missing.retain(|n| match found(&probe, &n.topic, LOOKUP_TIMEOUT) {
                 Found::Exists { .. } => {
                     health.allow("topic", &n.topic);
@@ -311,7 +336,7 @@ impl TopicCheck {
                     n,
                     replication,
                 ),
-                why: missing_reason(n, n.create),
+                why: missing_reason(n, n.create) + &similar(&n.topic, &existing),
             })
             .collect();
         for n in &self.needed {
@@ -333,136 +358,132 @@ impl TopicCheck {
         health.set_missing_topics(report);
         left
     }
+}
 
-    /// Creates `missing` through CreateTopics, or, where the broker does not support it, through
-    /// a metadata request that allows automatic creation. The `embedded` broker is known not to
-    /// serve CreateTopics (it lets the request time out, 10 s at every start): it goes straight
-    /// to the metadata requests.
-    fn create_topics(
-        &self,
-        probe: &BaseConsumer<Heard>,
-        missing: &[&Needed],
-        replication: i16,
-        embedded: bool,
-        health: &Health,
-        metrics: &Metrics,
-    ) {
-        let denied = |n: &Needed, code: RDKafkaErrorCode| {
-            let command = create_command(self.clients.brokers(), n, replication);
-            let d = Denied {
-                resource_type: "topic",
-                resource: n.topic.clone(),
-                operation: "create",
-                error: create_denied(n, &code.to_string(), &command),
-            };
-            crate::kafka::authz::record(health, metrics, d);
-        };
-        let of = |t: &str| missing.iter().copied().find(|n| n.topic == t);
-        let admin: AdminClient<DefaultClientContext> = match self
-            .clients
-            .config(Client::Admin, &[])
-            .create()
-        {
-            Ok(a) => a,
-            Err(e) => {
-                tracing::error!(error = %self.clients.scrub(&e.to_string()), "cannot create the admin client");
-                return;
+/// Creates `missing` through CreateTopics, or, where the broker does not support it, through
+/// a metadata request that allows automatic creation. The `embedded` broker is known not to
+/// serve CreateTopics (it lets the request time out, 10 s at every start): it goes straight
+/// to the metadata requests. A creation the cluster refuses goes to `on_denied` (at start
+/// `/readyz` and the metrics; for a run-time declaration, its answer).
+fn create_topics(
+    clients: &KafkaClients,
+    probe: &BaseConsumer<Heard>,
+    missing: &[&Needed],
+    replication: i16,
+    embedded: bool,
+    on_denied: &dyn Fn(Denied),
+) {
+    let denied = |n: &Needed, code: RDKafkaErrorCode| {
+        let command = create_command(clients.brokers(), n, replication);
+        on_denied(Denied {
+            resource_type: "topic",
+            resource: n.topic.clone(),
+            operation: "create",
+            error: create_denied(n, &code.to_string(), &command),
+        });
+    };
+    let of = |t: &str| missing.iter().copied().find(|n| n.topic == t);
+    let admin: AdminClient<DefaultClientContext> = match clients.config(Client::Admin, &[]).create()
+    {
+        Ok(a) => a,
+        Err(e) => {
+            tracing::error!(error = %clients.scrub(&e.to_string()), "cannot create the admin client");
+            return;
+        }
+    };
+    let new: Vec<NewTopic> = missing.iter().map(|n| n.new_topic(replication)).collect();
+    let opts = AdminOptions::new()
+        .operation_timeout(Some(Duration::from_secs(10)))
+        .request_timeout(Some(Duration::from_secs(10)));
+    let mut unsupported = Vec::new();
+    let result = if embedded {
+        unsupported = missing.iter().map(|n| n.topic.clone()).collect();
+        Ok(Vec::new())
+    } else {
+        futures::executor::block_on(admin.create_topics(&new, &opts))
+    };
+    match result {
+        Ok(per_topic) => {
+            for r in per_topic {
+                match r {
+                    Ok(t) => tracing::info!(topic = %t, replication, "topic created"),
+                    Err((t, RDKafkaErrorCode::TopicAlreadyExists)) => {
+                        tracing::info!(topic = %t, "topic already exists")
+                    }
+                    Err((t, code)) if is_unsupported(code) => unsupported.push(t),
+                    Err((t, code)) if crate::kafka::authz::is_denied(code) => {
+                        if let Some(n) = of(&t) {
+                            denied(n, code)
+                        }
+                    }
+                    Err((t, code)) => {
+                        tracing::error!(topic = %t, error = %code, "cannot create topic")
+                    }
+                }
             }
-        };
-        let new: Vec<NewTopic> = missing.iter().map(|n| n.new_topic(replication)).collect();
-        let opts = AdminOptions::new()
-            .operation_timeout(Some(Duration::from_secs(10)))
-            .request_timeout(Some(Duration::from_secs(10)));
-        let mut unsupported = Vec::new();
-        let result = if embedded {
+        }
+        Err(KafkaError::AdminOp(code)) if is_unsupported(code) => {
             unsupported = missing.iter().map(|n| n.topic.clone()).collect();
-            Ok(Vec::new())
-        } else {
-            futures::executor::block_on(admin.create_topics(&new, &opts))
-        };
-        match result {
-            Ok(per_topic) => {
-                for r in per_topic {
-                    match r {
-                        Ok(t) => tracing::info!(topic = %t, replication, "topic created"),
-                        Err((t, RDKafkaErrorCode::TopicAlreadyExists)) => {
-                            tracing::info!(topic = %t, "topic already exists")
-                        }
-                        Err((t, code)) if is_unsupported(code) => unsupported.push(t),
-                        Err((t, code)) if crate::kafka::authz::is_denied(code) => {
-                            if let Some(n) = of(&t) {
-                                denied(n, code)
-                            }
-                        }
-                        Err((t, code)) => {
-                            tracing::error!(topic = %t, error = %code, "cannot create topic")
-                        }
+        }
+        Err(KafkaError::AdminOp(code)) if crate::kafka::authz::is_denied(code) => {
+            missing.iter().for_each(|n| denied(n, code));
+        }
+        Err(e) => tracing::error!(error = %e, "CreateTopics failed"),
+    }
+    if unsupported.is_empty() {
+        return;
+    }
+    if embedded {
+        tracing::info!(
+            topics = ?unsupported,
+            "creating the topics on the embedded broker through metadata requests that allow automatic creation (it does not serve CreateTopics)"
+        );
+    } else {
+        tracing::warn!(
+            topics = ?unsupported,
+            "the broker did not serve CreateTopics; creating the topics through metadata requests that allow automatic creation"
+        );
+    }
+    let mut cfg = clients.config(Client::Admin, &[]);
+    cfg.set("allow.auto.create.topics", "true");
+    let Ok(auto): Result<rdkafka::producer::BaseProducer, _> = cfg.create() else {
+        return;
+    };
+    for t in &unsupported {
+        // A cluster that refuses to create it says so in the answer to this request.
+        let asked = auto
+            .client()
+            .fetch_metadata(Some(t), Duration::from_secs(10));
+        if let Ok(md) = &asked
+            && let Some(code) = md.topics().first().and_then(|mt| mt.error())
+            && let code = RDKafkaErrorCode::from(code)
+            && crate::kafka::authz::is_denied(code)
+        {
+            if let Some(n) = of(t) {
+                denied(n, code);
+            }
+            continue;
+        }
+        let want = missing
+            .iter()
+            .find(|n| &n.topic == t)
+            .map_or(0, |n| n.partitions);
+        match probe.fetch_metadata(Some(t), Duration::from_secs(10)) {
+            Ok(md) => match md.topics().first() {
+                Some(mt) if mt.error().is_none() => {
+                    let have = mt.partitions().len() as i32;
+                    if have != want {
+                        tracing::warn!(
+                            topic = %t, partitions = have, configured = want,
+                            "topic created with the broker's default partition count, not kafka.topic_partitions"
+                        );
+                    } else {
+                        tracing::info!(topic = %t, partitions = have, "topic created");
                     }
                 }
-            }
-            Err(KafkaError::AdminOp(code)) if is_unsupported(code) => {
-                unsupported = missing.iter().map(|n| n.topic.clone()).collect();
-            }
-            Err(KafkaError::AdminOp(code)) if crate::kafka::authz::is_denied(code) => {
-                missing.iter().for_each(|n| denied(n, code));
-            }
-            Err(e) => tracing::error!(error = %e, "CreateTopics failed"),
-        }
-        if unsupported.is_empty() {
-            return;
-        }
-        if embedded {
-            tracing::info!(
-                topics = ?unsupported,
-                "creating the topics on the embedded broker through metadata requests that allow automatic creation (it does not serve CreateTopics)"
-            );
-        } else {
-            tracing::warn!(
-                topics = ?unsupported,
-                "the broker did not serve CreateTopics; creating the topics through metadata requests that allow automatic creation"
-            );
-        }
-        let mut cfg = self.clients.config(Client::Admin, &[]);
-        cfg.set("allow.auto.create.topics", "true");
-        let Ok(auto): Result<rdkafka::producer::BaseProducer, _> = cfg.create() else {
-            return;
-        };
-        for t in &unsupported {
-            // A cluster that refuses to create it says so in the answer to this request.
-            let asked = auto
-                .client()
-                .fetch_metadata(Some(t), Duration::from_secs(10));
-            if let Ok(md) = &asked
-                && let Some(code) = md.topics().first().and_then(|mt| mt.error())
-                && let code = RDKafkaErrorCode::from(code)
-                && crate::kafka::authz::is_denied(code)
-            {
-                if let Some(n) = of(t) {
-                    denied(n, code);
-                }
-                continue;
-            }
-            let want = missing
-                .iter()
-                .find(|n| &n.topic == t)
-                .map_or(0, |n| n.partitions);
-            match probe.fetch_metadata(Some(t), Duration::from_secs(10)) {
-                Ok(md) => match md.topics().first() {
-                    Some(mt) if mt.error().is_none() => {
-                        let have = mt.partitions().len() as i32;
-                        if have != want {
-                            tracing::warn!(
-                                topic = %t, partitions = have, configured = want,
-                                "topic created with the broker's default partition count, not kafka.topic_partitions"
-                            );
-                        } else {
-                            tracing::info!(topic = %t, partitions = have, "topic created");
-                        }
-                    }
-                    _ => tracing::error!(topic = %t, "the broker did not create the topic"),
-                },
-                Err(e) => tracing::error!(topic = %t, error = %e, "cannot check the created topic"),
-            }
+                _ => tracing::error!(topic = %t, "the broker did not create the topic"),
+            },
+            Err(e) => tracing::error!(topic = %t, error = %e, "cannot check the created topic"),
         }
     }
 }
@@ -526,8 +547,8 @@ pub fn check_declared(config: &Config, clients: &KafkaClients) -> Result<(), Str
     let probe: BaseConsumer<Heard> = cfg
         .create_with_context(Heard::default())
         .map_err(|e| clients.scrub(&e.to_string()))?;
-    let brokers = match probe.fetch_metadata(None::<&str>, Duration::from_secs(4)) {
-        Ok(md) => md.brokers().len().max(1),
+    let (brokers, existing) = match probe.fetch_metadata(None::<&str>, Duration::from_secs(4)) {
+        Ok(md) => (md.brokers().len().max(1), topic_names(&md)),
         Err(e) => {
             tracing::warn!(error = %clients.scrub(&e.to_string()), "the Kafka cluster did not answer: the topics of a stream declared over the API are not checked");
             return Ok(());
@@ -535,18 +556,55 @@ pub fn check_declared(config: &Config, clients: &KafkaClients) -> Result<(), Str
     };
     let replication = config.kafka.topic_replication.min(brokers as i16).max(1);
     let cluster_id = probe.client().fetch_cluster_id(Duration::from_secs(2));
-    for n in needed(config) {
-        match found(&probe, &n.topic, LOOKUP_TIMEOUT) {
+    // The topics ravel reads first: a declaration refused for one of them creates nothing.
+    let mut needs = needed(config);
+    needs.sort_by_key(|n| !n.is_input());
+    for n in needs {
+        let mut look = found(&probe, &n.topic, LOOKUP_TIMEOUT);
+        // The topics ravel owns (dead letters, a scorer's output) are created now, as at the
+        // start, when their switch allows (issue 59: on `ravel broker` the only other ways
+        // were a file written into the dead-letter topic or a restart of the broker).
+        let mut refused = None;
+        if matches!(look, Found::Missing) && n.create {
+            let denials = std::sync::Mutex::new(Vec::new());
+            let record = |d: Denied| crate::lock(&denials).push(d.error);
+            create_topics(
+                clients,
+                &probe,
+                &[&n],
+                replication,
+                is_embedded(cluster_id.as_deref()),
+                &record,
+            );
+            refused = crate::lock(&denials).pop();
+            look = found(&probe, &n.topic, LOOKUP_TIMEOUT);
+        }
+        match look {
             Found::Exists { .. } => {}
-            Found::Missing => {
+            Found::Missing if n.create => {
                 return Err(format!(
-                    "topic '{}' ({}) does not exist on the cluster: check the name, or create \
-                     it with: {}; then PUT the declaration again (ravel creates missing topics \
-                     only at its start, under {})",
+                    "topic '{}' ({}) does not exist and ravel could not create it ({}; \
+                     {} = true): create it with: {}; then PUT the declaration again",
                     n.topic,
                     n.role.replace('_', " "),
+                    refused.unwrap_or_else(|| "the broker did not say why: see ravel's log".into()),
+                    n.switch,
                     create_command_on(cluster_id.as_deref(), clients.brokers(), &n, replication),
-                    n.switch
+                ));
+            }
+            Found::Missing => {
+                return Err(format!(
+                    "topic '{}' ({}) does not exist on the cluster: check the name{}, or create \
+                     it with: {}; then PUT the declaration again ({})",
+                    n.topic,
+                    n.role.replace('_', " "),
+                    similar(&n.topic, &existing),
+                    create_command_on(cluster_id.as_deref(), clients.brokers(), &n, replication),
+                    if n.is_input() {
+                        "ravel does not create the topics it reads".to_string()
+                    } else {
+                        format!("{} = false, so ravel does not create it", n.switch)
+                    }
                 ));
             }
             Found::Denied(e) => {

@@ -65,7 +65,7 @@ impl StreamMetrics {
                 ),
                 stream_quality_rows: r.int_gauge(
                     "ravel_stream_quality_rows",
-                    "Rows predicted before being folded since the service started",
+                    "Rows the quality figures observed since the service started (predicted before being folded, or before the first model)",
                     &["stream"],
                 ),
                 stream_quality_window_fill: r.gauge(
@@ -125,7 +125,9 @@ impl StreamMetrics {
             "rmse",
             "mae",
             "r2",
+            "r2_pooled",
             "auc",
+            "accuracy",
             "brier",
             "balanced_accuracy",
             "weighted_loss",

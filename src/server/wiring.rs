@@ -125,15 +125,16 @@ impl crate::declared::Service for Wiring {
         one.streams = vec![sc.clone()];
         one.feature_streams.clear();
         one.scorers.clear();
-        crate::kafka::topics::check_declared(&one, &self.clients)?;
         // The registry question of `ravel check`, for a stream that reads its schemas from
-        // one (the configuration's check made sure it is configured).
+        // one (the configuration's check made sure it is configured); before the topics, whose
+        // check creates the dead-letter topic: a refused declaration creates nothing.
         match &self.registry {
             Some(r) if !sc.format.is_ravel() && sc.avro_schema_file.is_none() => {
-                r.serves(sc.format)
+                r.serves(sc.format)?
             }
-            _ => Ok(()),
+            _ => {}
         }
+        crate::kafka::topics::check_declared(&one, &self.clients)
     }
 
     fn check_topics(&self, config: &Config) -> Result<(), String> {

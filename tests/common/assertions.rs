@@ -135,3 +135,65 @@ pub fn finding<'a>(list: &'a [Value], check: &str) -> &'a Value {
         .find(|f| f["check"] == check)
         .unwrap_or_else(|| panic!("no check {check} in {list:#?}"))
 }
+
+/// Words of Rust's types and of serde's phrasing that no message for people may hold (issue
+/// 59): the number types as whole words, generic types, paths (`a::b`), and serde's `struct`,
+/// `untagged enum`, `variant constructor`, `bit integer`.
+pub fn rust_words_in(message: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let words: Vec<&str> = message
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .collect();
+    for t in [
+        "usize", "isize", "u8", "u16", "u32", "u64", "u128", "i8", "i16", "i32", "i64", "f32",
+        "f64",
+    ] {
+        if words.contains(&t) {
+            found.push(t.to_string());
+        }
+    }
+    for t in [
+        "Option<",
+        "Vec<",
+        "HashMap<",
+        "Box<",
+        "struct ",
+        "untagged enum",
+        "variant constructor",
+        "bit integer",
+        "invalid type: map",
+    ] {
+        if message.contains(t) {
+            found.push(t.to_string());
+        }
+    }
+    // A path: `name::name` (not an IPv6 address such as [::1]).
+    let b = message.as_bytes();
+    if (1..b.len().saturating_sub(2)).any(|i| {
+        b[i] == b':'
+            && b[i + 1] == b':'
+            && b[i - 1].is_ascii_alphabetic()
+            && b[i + 2].is_ascii_alphabetic()
+    }) {
+        found.push("::".to_string());
+    }
+    found
+}
+
+/// Panics when `message` names a Rust type (`rust_words_in`), saying where it came from.
+pub fn assert_user_words(message: &str, what: &str) {
+    let found = rust_words_in(message);
+    assert!(
+        found.is_empty(),
+        "{what}: the message names Rust's {found:?}: {message}"
+    );
+}
+
+/// An HTTP answer of the test helpers, its error message (if any) checked for Rust's words:
+/// every error the suite provokes through `get`, `post`, `put` passes here.
+pub fn checked_answer(what: &str, status: u16, body: Value) -> (u16, Value) {
+    if let Some(m) = body["error"]["message"].as_str() {
+        assert_user_words(m, what);
+    }
+    (status, body)
+}

@@ -16,7 +16,11 @@ pub fn client() -> reqwest::blocking::Client {
 pub fn try_get(base: &str, path: &str) -> Option<(u16, Value)> {
     let r = client().get(format!("{base}{path}")).send().ok()?;
     let status = r.status().as_u16();
-    Some((status, r.json().unwrap_or(Value::Null)))
+    Some(super::checked_answer(
+        &format!("GET {path}"),
+        status,
+        r.json().unwrap_or(Value::Null),
+    ))
 }
 
 /// `try_get`, with status 0 when the request fails, for polling across restarts.
@@ -31,5 +35,10 @@ pub fn post(base: &str, path: &str, body: &Value) -> (u16, Value) {
         .json(body)
         .send()
         .expect("POST");
-    (r.status().as_u16(), r.json().unwrap_or(Value::Null))
+    let status = r.status().as_u16();
+    super::checked_answer(
+        &format!("POST {path}"),
+        status,
+        r.json().unwrap_or(Value::Null),
+    )
 }

@@ -4,7 +4,7 @@
 //! binary as child processes: brokers, services, commands), `http` (`get`, `post`), `broker` (producing and reading
 //! topics, offsets), `data` (synthetic designs, CSV files, the Python of `target/pyenv`),
 //! `assertions` (models equal, polling with generous deadlines: group joins can take 8 s on a
-//! slow machine), `docs` (the documentation's sections and commands) and `tls` (certificates).
+//! slow machine; every error message an HTTP helper receives checked for Rust's type names), `docs` (the documentation's sections and commands) and `tls` (certificates).
 //! Everything is re-exported here, so a test says `common::name`.
 
 #![allow(dead_code)]

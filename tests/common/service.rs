@@ -2,7 +2,7 @@
 //! (`TestService`, stopped on drop), the HTTP client the tests use, and the configuration
 //! builders (`config`, `feature_config`, `stream`).
 
-use super::{DEADLINE, client};
+use super::{DEADLINE, checked_answer, client};
 use ravel::config::{Config, FeatureSchema, FeatureStreamConfig, StreamConfig};
 use ravel::shutdown::{self, ShutdownTrigger};
 use ravel_core::Task;
@@ -77,7 +77,11 @@ impl TestService {
     pub fn get(&self, path: &str) -> (u16, Value) {
         let r = client().get(self.url(path)).send().expect("GET");
         let status = r.status().as_u16();
-        (status, r.json().unwrap_or(Value::Null))
+        checked_answer(
+            &format!("GET {path}"),
+            status,
+            r.json().unwrap_or(Value::Null),
+        )
     }
 
     pub fn post(&self, path: &str, body: &Value) -> (u16, Value) {
@@ -87,13 +91,21 @@ impl TestService {
             .send()
             .expect("POST");
         let status = r.status().as_u16();
-        (status, r.json().unwrap_or(Value::Null))
+        checked_answer(
+            &format!("POST {path}"),
+            status,
+            r.json().unwrap_or(Value::Null),
+        )
     }
 
     pub fn put(&self, path: &str, body: &Value) -> (u16, Value) {
         let r = client().put(self.url(path)).json(body).send().expect("PUT");
         let status = r.status().as_u16();
-        (status, r.json().unwrap_or(Value::Null))
+        checked_answer(
+            &format!("PUT {path}"),
+            status,
+            r.json().unwrap_or(Value::Null),
+        )
     }
 
     /// Waits until feature stream `name` has read `messages` messages of its (one-partition)

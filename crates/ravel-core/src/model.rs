@@ -285,8 +285,12 @@ pub struct Criteria {
 pub struct Selection {
     /// aic, bic, ebic, cv or cv_1se.
     pub criterion: String,
-    /// Index into `curve` of the chosen point.
+    /// Index into `curve` of the chosen point (0-based: the position, not k).
     pub chosen: usize,
+    /// Nonzeros of the chosen model: `curve[chosen].k` (issue 59: `"chosen": 5` beside a
+    /// curve whose entries carry `k` read as k = 5).
+    #[serde(default)]
+    pub chosen_k: usize,
     /// For cv_1se: the index of the CV minimum.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub minimum: Option<usize>,

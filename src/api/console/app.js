@@ -328,7 +328,11 @@ function streamHealth(st, rz, lag) {
       h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'reason'), h('th', { scope: 'col' }, 'messages'))),
       h('tbody', {}, reasons.map(([r, n]) => h('tr', { 'data-reason': r }, h('td', {}, r), h('td', {}, fmt(n)))))));
   }
-  if (a.note) parts.push(h('p', { class: total || !a.messages ? 'alarm' : 'muted', id: 'arrivals-note' }, a.note));
+  // The stream's state, not the process's age (issue 59): a stream restored from its
+  // checkpoint that read nothing since is an alarm only while messages wait (its lag).
+  const waiting = !a.messages && st.topic in lag && lag[st.topic] > 0;
+  if (a.note) parts.push(h('p', { class: a.alarm || waiting ? 'alarm' : 'muted', id: 'arrivals-note' },
+    a.note + (waiting ? ' — ' + fmt(lag[st.topic]) + ' messages wait to be read.' : '')));
   // Declared fields or a target absent from every one of the first events (a misspelled name).
   const fs = st.fields_seen;
   if (fs && fs.warning) parts.push(h('p', { class: 'alarm', id: 'fields-never-seen' }, 'Fields never seen: ' + fs.warning));
@@ -1023,8 +1027,10 @@ function historyView(main, name) {
       ...Object.keys(w).filter((k) => k !== 'rows').map((k) => card(k + ' (last ' + fmt(w.rows) + ' rows)', fmt(w[k]),
         { 'data-figure': k, class: 'card' + (k === figure && below ? ' alarm' : '') })),
       card('model at n', q.model_rows === null ? '–' : fmt(q.model_rows), { title: 'refit every ' + q.every_rows + ' rows' })),
-      h('p', { class: 'muted' }, 'Each row is predicted by ' + q.model.method + ' re-extracted every ' + fmt(q.every_rows) +
-        ' rows, before it is folded; window ' + fmt(q.window_rows) + ' rows' + (floor !== undefined ? ', floor ' + label + ' ' + fmt(floor) : '') + '.'));
+      ...(q.model_note ? [h('p', { class: q.model_status === 'stale' ? 'alarm' : 'muted', id: 'quality-model-note' }, q.model_note)] : []),
+      h('p', { class: 'muted' }, 'Each row is predicted by ' + q.model.method + ' re-extracted at p + 1, 2(p + 1), 4(p + 1), … rows, then every ' + fmt(q.every_rows) +
+        ' rows, before it is folded; window ' + fmt(q.window_rows) + ' rows' + (floor !== undefined ? ', floor ' + label + ' ' + fmt(floor) : '') +
+        (q.unscored_rows > 0 ? '; ' + fmt(q.unscored_rows) + ' rows before the first model are counted apart' : '') + '.'));
     const series = [{ name: label + ' of the window', colour: 'var(--accent)',
       points: pts.filter((p) => p.quality && p.quality[figure] !== undefined).map((p) => [p.time_ms / 1000, p.quality[figure]]) }];
     if (floor !== undefined && pts.length > 0) {

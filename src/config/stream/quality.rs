@@ -20,7 +20,8 @@ use std::collections::BTreeMap;
 pub struct QualityConfig {
     /// Predict every row before it is folded, and keep the figures.
     pub enabled: bool,
-    /// R: the model is re-extracted at every multiple of R rows (default max(5000, 10 p):
+    /// R: the model is re-extracted at every multiple of R rows, after a warm-up at p + 1,
+    /// 2 (p + 1), 4 (p + 1), ... rows below R (`TestThenTrain`) (default max(5000, 10 p):
     /// an extraction costs about as much as a few hundred rows' folds at p = 100 and more
     /// as p grows, so that the live quality stays under a tenth of the service's cost even on
     /// binary mini-batches, where everything else is cheap; docs/benchmarks.md).

@@ -4,18 +4,19 @@
 //! figures), so that both give the same numbers on the same rows in the same order.
 //!
 //! The model is the request's (`--method` and its parameters; the service's `quality.model`)
-//! extracted from the statistics at every whole multiple of R rows (`refit`, the service's
-//! `quality.every_rows`): row t (1-based) is predicted by the model of the statistics after
-//! the first floor((t - 1) / R) R rows, so the schedule does not depend on how rows are
-//! batched. Before the first model the prediction is the null model's: the running mean of
-//! the targets pushed before the row (0 for the first), the baseline the figures' R^2 compares
-//! with (`quality`), so R^2 is 0 until the first model instead of below it; a failed
-//! extraction (too few rows, one class only) keeps the previous model until the next refit
-//! point. Statistics that start with rows (a service restarted from a checkpoint at n not a
-//! multiple of R) get their first model at once. With R = 1 every row is predicted from all
-//! the rows before it, which `tests/drift.rs` checks against brute-force weighted least
-//! squares. The default R for a file is max(1, p/4) rows, so an O(p^3) extraction costs about
-//! as much as the O(p^2)-per-row updates it spans.
+//! extracted from the statistics at the refit points: first a warm-up at p + 1, 2 (p + 1),
+//! 4 (p + 1), ... rows while those are below R, then every whole multiple of R rows (`refit`,
+//! the service's `quality.every_rows`), so that a stream shorter than R is predicted from its
+//! first hundreds of rows while the extractions still cost O(log R) + n / R. Row t (1-based)
+//! is predicted by the model of the statistics after the last refit point before it, so the
+//! schedule does not depend on how rows are batched. A row before the first model has no
+//! prediction (`quality::UNSCORED`): the figures count it apart instead of scoring a
+//! constant; a failed extraction (too few rows, one class only) keeps the previous model until
+//! the next refit point. Statistics that start with rows (a service restarted from a
+//! checkpoint) get their first model at once. With R = 1 every row is predicted from all the
+//! rows before it, which `tests/drift.rs` checks against brute-force weighted least squares.
+//! The default R for a file is max(1, p/4) rows, so an O(p^3) extraction costs about as much
+//! as the O(p^2)-per-row updates it spans.
 //!
 //! `ravel fit --prequential N` reports a line per N rows: `{"rows", "rmse", "alpha",
 //! "alarms", "quality"}`: rows seen so far, the RMSE of those N rows' predictions, the alpha
@@ -24,7 +25,7 @@
 
 pub mod quality;
 
-pub use quality::{Combiner, Figures, Quality, QualitySpec, Report};
+pub use quality::{Combiner, Figures, Quality, QualitySpec, Report, UNSCORED};
 
 use crate::solve::{self, Checked, ParamError, Request};
 use crate::stats::{RunningStats, Stats, StatsError};
@@ -66,6 +67,8 @@ impl Scorer {
 pub struct TestThenTrain {
     params: Checked,
     refit: u64,
+    /// p + 1: the first warm-up point.
+    warmup: u64,
     model: Option<Scorer>,
     fitted_at: Option<u64>,
     /// Rows the statistics held at the first `push` (None before it): statistics that start
@@ -74,9 +77,10 @@ pub struct TestThenTrain {
     /// Extractions tried and failed.
     extractions: u64,
     failures: u64,
-    /// The targets pushed so far and their running mean: the null model's prediction.
-    targets: u64,
-    mean_y: f64,
+    /// Why the last extraction failed, if it did (cleared by the next good one).
+    last_failure: Option<String>,
+    /// Rows of the statistics at the end of the last push.
+    rows: u64,
 }
 
 impl TestThenTrain {
@@ -98,14 +102,60 @@ impl TestThenTrain {
         Ok(TestThenTrain {
             params: params.check(p)?,
             refit,
+            warmup: p as u64 + 1,
             model: None,
             fitted_at: None,
             started_at: None,
             extractions: 0,
             failures: 0,
-            targets: 0,
-            mean_y: 0.0,
+            last_failure: None,
+            rows: 0,
         })
+    }
+
+    /// Whether the model is extracted when the statistics hold n rows: a warm-up point
+    /// (p + 1) 2^j below R, or a multiple of R.
+    pub fn is_refit_point(&self, n: u64) -> bool {
+        n > 0
+            && (n.is_multiple_of(self.refit)
+                || (n < self.refit
+                    && n.is_multiple_of(self.warmup)
+                    && (n / self.warmup).is_power_of_two()))
+    }
+
+    /// The first refit point after n rows.
+    pub fn next_refit_point(&self, n: u64) -> u64 {
+        let multiple = (n / self.refit + 1).saturating_mul(self.refit);
+        let mut warm = self.warmup;
+        while warm <= n && warm < self.refit {
+            warm = warm.saturating_mul(2);
+        }
+        if warm > n && warm < self.refit {
+            warm.min(multiple)
+        } else {
+            multiple
+        }
+    }
+
+    /// When the next model comes: the rows the statistics will hold at the next extraction
+    /// (the statistics' rows now when one is due before the next row).
+    pub fn next_extraction(&self) -> u64 {
+        let n = self.rows;
+        let due = self.fitted_at != Some(n)
+            && n > 0
+            && (self.is_refit_point(n) || (self.fitted_at.is_none() && self.started_at == Some(n)));
+        if due { n } else { self.next_refit_point(n) }
+    }
+
+    /// Rows the statistics held at the last extraction tried (None before the first).
+    pub fn fitted_at(&self) -> Option<u64> {
+        self.fitted_at
+    }
+
+    /// Why the last extraction failed, when it did (the model predicting is an older one, or
+    /// none).
+    pub fn last_failure(&self) -> Option<&str> {
+        self.last_failure.as_deref()
     }
 
     /// The model rows are predicted with now.
@@ -130,11 +180,10 @@ impl TestThenTrain {
 
     /// Predicts each row of a batch (row-major x, p per row; `y` its targets) into `scores`
     /// (appended), then folds it into `stats` with `fold(stats, rows)`, in pieces that end at
-    /// the refit points; the model is re-extracted at each. Before the first model a row is
-    /// predicted by the running mean of the targets before it (the null model). On an error of `fold` the rows before the
-    /// failed piece stay folded and `scores` holds the predictions up to the failed piece's
-    /// end: callers check the rows first (the service validates every message; `Prequential`
-    /// checks the batch).
+    /// the refit points; the model is re-extracted at each. A row before the first model gets
+    /// `UNSCORED`. On an error of `fold` the rows before the failed piece stay folded and
+    /// `scores` holds the predictions up to the failed piece's end: callers check the rows
+    /// first (the service validates every message; `Prequential` checks the batch).
     pub fn push<E>(
         &mut self,
         stats: &mut Stats,
@@ -153,22 +202,20 @@ impl TestThenTrain {
             // restored checkpoint), never at the end of a batch that happens to be the first
             // (the schedule must not depend on how the rows are batched).
             let restored = self.fitted_at.is_none() && n == started_at;
-            if n > 0 && self.fitted_at != Some(n) && (restored || n.is_multiple_of(self.refit)) {
+            if n > 0 && self.fitted_at != Some(n) && (restored || self.is_refit_point(n)) {
                 self.refit_model(stats);
             }
-            let next = (n / self.refit + 1) * self.refit;
+            let next = self.next_refit_point(n);
             let end = at + ((rows - at) as u64).min(next - n) as usize;
-            for (i, &target) in y.iter().enumerate().take(end).skip(at) {
+            for i in at..end {
                 scores.push(match &self.model {
                     Some(m) => m.score(&x[i * p..(i + 1) * p]),
-                    None => self.mean_y,
+                    None => UNSCORED,
                 });
-                // As `Quality::observe` updates its baseline, so that the null model's
-                // prediction is that baseline to the bit.
-                self.targets += 1;
-                self.mean_y += (target - self.mean_y) / self.targets as f64;
             }
-            fold(stats, at..end)?;
+            let folded = fold(stats, at..end);
+            self.rows = stats.n();
+            folded?;
             at = end;
         }
         Ok(())
@@ -184,9 +231,13 @@ impl TestThenTrain {
                     values: m.coefficients.iter().map(|c| c.value).collect(),
                     intercept: m.intercept,
                     n: stats.n(),
-                })
+                });
+                self.last_failure = None;
             }
-            Err(_) => self.failures += 1,
+            Err(e) => {
+                self.failures += 1;
+                self.last_failure = Some(e.to_string());
+            }
         }
     }
 }
@@ -196,8 +247,8 @@ impl TestThenTrain {
 pub struct WindowRecord {
     /// Rows seen at the end of the window.
     pub rows: u64,
-    /// Test-then-train RMSE of the window's rows (for classification: of the scores against
-    /// the +1 / -1 labels).
+    /// Test-then-train RMSE of the window's rows that had a model (for classification: of
+    /// the scores against the +1 / -1 labels); null (NaN) when none had.
     pub rmse: f64,
     /// Alpha the next row will get.
     pub alpha: f64,
@@ -215,6 +266,8 @@ pub struct Prequential {
     window: u64,
     window_sq: f64,
     window_rows: u64,
+    /// Rows of the window that had a prediction (the RMSE's).
+    window_scored: u64,
     scores: Vec<f64>,
 }
 
@@ -265,6 +318,7 @@ impl Prequential {
             window,
             window_sq: 0.0,
             window_rows: 0,
+            window_scored: 0,
             scores: Vec::new(),
         })
     }
@@ -320,11 +374,12 @@ impl Prequential {
                 .push(&mut self.stats, xs, ys, &mut self.scores, |s, r| {
                     s.update_batch(&xs[r.start * p..r.end * p], &ys[r])
                 })?;
-            self.window_sq += ys
-                .iter()
-                .zip(&self.scores)
-                .map(|(y, s)| (y - s) * (y - s))
-                .sum::<f64>();
+            for (y, s) in ys.iter().zip(&self.scores) {
+                if !s.is_nan() {
+                    self.window_sq += (y - s) * (y - s);
+                    self.window_scored += 1;
+                }
+            }
             self.window_rows += len as u64;
             self.quality.observe(&self.scores, ys);
             if self.window_rows == self.window {
@@ -344,13 +399,14 @@ impl Prequential {
         let drift = self.stats.drift_status();
         let rec = WindowRecord {
             rows: self.stats.n(),
-            rmse: (self.window_sq / self.window_rows as f64).sqrt(),
+            rmse: (self.window_sq / self.window_scored as f64).sqrt(),
             alpha: self.stats.current_alpha(),
             alarms: drift.alarms,
             quality: self.quality.report(),
         };
         self.window_sq = 0.0;
         self.window_rows = 0;
+        self.window_scored = 0;
         rec
     }
 }
@@ -399,9 +455,11 @@ mod tests {
         assert_eq!(a.1, b.1, "{what}: extractions");
         assert_eq!(a.0.len(), b.0.len(), "{what}");
         for (i, (x, y)) in a.0.iter().zip(&b.0).enumerate() {
-            // Exactly 0 where both predict 0 (the null model's first row), within 1e-12
-            // elsewhere.
-            assert_eq!(*x == 0.0, *y == 0.0, "{what}: row {i}: {x} vs {y}");
+            // Unscored in both (before the first model), within 1e-12 elsewhere.
+            assert_eq!(x.is_nan(), y.is_nan(), "{what}: row {i}: {x} vs {y}");
+            if x.is_nan() {
+                continue;
+            }
             assert!(
                 (x - y).abs() <= 1e-12 * x.abs().max(1.0),
                 "{what}: row {i}: {x} vs {y}"
@@ -414,22 +472,32 @@ mod tests {
         let (p, n) = (3, 57);
         let (x, y) = rows(n, p);
         let (one, ext) = replay(&x, &y, p, 0, 1);
-        // Models at 10, 20, ..., 50 rows; rows 1-10 are predicted by the null model: the mean
-        // of the targets before each (0 for the first), exactly as the figures' baseline.
-        assert_eq!(ext, 5);
-        let mut mean = 0.0;
-        for (i, &s) in one[..10].iter().enumerate() {
-            assert_eq!(s, mean, "row {}", i + 1);
-            mean += (y[i] - mean) / (i + 1) as f64;
+        // The warm-up at p + 1 = 4 and 8 rows (16 is past R = 10), then 10, 20, ..., 50:
+        // rows 1-4 have no model and no prediction.
+        assert_eq!(ext, 7);
+        assert!(one[..4].iter().all(|s| s.is_nan()), "{one:?}");
+        assert!(one[4..].iter().all(|s| s.is_finite()), "{one:?}");
+        // Rows 5-8 are predicted by OLS on rows 1-4, row 9 by OLS on rows 1-8.
+        let ols = |rows: usize, t: usize| {
+            let mut st = Stats::new(Task::Regression, p, AlphaSchedule::Plain);
+            st.update_batch(&x[..rows * p], &y[..rows]).unwrap();
+            let m = solve::model_from_stats(&st, &Request::ols().check(p).unwrap(), None).unwrap();
+            m.intercept
+                + m.coefficients
+                    .iter()
+                    .map(|c| c.value * x[t * p + c.index])
+                    .sum::<f64>()
+        };
+        for (t, rows) in [(4, 4), (7, 4), (8, 8), (9, 8), (10, 10), (20, 20)] {
+            let want = ols(rows, t);
+            assert!(
+                (one[t] - want).abs() <= 1e-9 * want.abs().max(1.0),
+                "row {}: {} vs OLS of {rows} rows {want}",
+                t + 1,
+                one[t]
+            );
         }
-        let plain: f64 = y[..9].iter().sum::<f64>() / 9.0;
-        assert!(
-            (one[9] - plain).abs() <= 1e-12 * plain.abs(),
-            "{} vs {plain}",
-            one[9]
-        );
-        assert!(one[10..].iter().all(|&s| s != 0.0));
-        // Its figures: R^2 exactly 0 over those rows (the baseline predicts the same).
+        // Its figures: the four rows counted apart, in no figure.
         let mut q = Quality::new(QualitySpec {
             task: Task::Regression,
             window: 10,
@@ -438,11 +506,12 @@ mod tests {
             w_neg: 1.0,
         });
         q.observe(&one[..10], &y[..10]);
-        assert_eq!(q.report().total.r2, Some(0.0));
+        let r = q.report();
+        assert_eq!((r.unscored, r.total.rows), (4, 6.0));
         for batch in [3, 7, 10, 13, 57] {
             // A first batch that ends between refit points extracts no model there.
             let batched = replay(&x, &y, p, 0, batch);
-            assert_same(&batched, &(one.clone(), 5), &format!("batch {batch}"));
+            assert_same(&batched, &(one.clone(), 7), &format!("batch {batch}"));
         }
     }
 
@@ -454,6 +523,8 @@ mod tests {
         let (scores, ext) = replay(&x, &y, p, 14, 4);
         assert_eq!(ext, 5);
         assert_same(&replay(&x, &y, p, 14, 1), &(scores.clone(), 5), "restored");
+        // Restored at 6: a model at once, then the warm-up's 8, then 10, ...
+        assert_eq!(replay(&x, &y, p, 6, 5).1, 7);
         // From row 21 on the predictions are those of a replay from the start.
         let (all, _) = replay(&x, &y, p, 0, 1);
         assert_same(
@@ -461,6 +532,27 @@ mod tests {
             &(all[20..].to_vec(), 0),
             "after the first refit point",
         );
-        assert!(scores[..20 - 14].iter().all(|&s| s != 0.0));
+        assert!(scores[..20 - 14].iter().all(|&s| s.is_finite()));
+    }
+
+    #[test]
+    fn the_refit_points_are_the_warm_up_then_every_multiple() {
+        let t = TestThenTrain::new(&Request::ols(), 6, 5000).unwrap();
+        let points: Vec<u64> = std::iter::successors(Some(0), |&n| Some(t.next_refit_point(n)))
+            .skip(1)
+            .take(13)
+            .collect();
+        assert_eq!(
+            points,
+            [
+                7, 14, 28, 56, 112, 224, 448, 896, 1792, 3584, 5000, 10000, 15000
+            ]
+        );
+        assert!(points.iter().all(|&n| t.is_refit_point(n)));
+        assert!(!t.is_refit_point(21) && !t.is_refit_point(7168) && !t.is_refit_point(0));
+        // R at or below p + 1: no warm-up.
+        let t = TestThenTrain::new(&Request::ols(), 6, 7).unwrap();
+        assert_eq!((t.next_refit_point(0), t.next_refit_point(7)), (7, 14));
+        assert!(!t.is_refit_point(8));
     }
 }

@@ -314,6 +314,7 @@ fn cv_selection(
     Ok(Selection {
         criterion: criterion.name().into(),
         chosen,
+        chosen_k: curve.get(chosen).map_or(0, |c| c.k),
         minimum: (criterion == Criterion::Cv1se).then_some(minimum),
         curve,
         fold_sizes: Some(folds.iter().map(Stats::n).collect()),

@@ -421,6 +421,7 @@ pub(crate) fn select_by_criterion(
     Selection {
         criterion: criterion.name().into(),
         chosen,
+        chosen_k: curve.get(chosen).map_or(0, |c| c.k),
         minimum: None,
         curve,
         fold_sizes: None,
