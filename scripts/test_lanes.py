@@ -52,15 +52,33 @@ RESULT = re.compile(
 )
 
 
+def suite_modules(package, target):
+    """The modules of a test binary that is a suite of modules (tests/suite.rs: one module a
+    file), each with its tests: {module: [full test names]}. Listed by the built binary."""
+    listing = subprocess.run(
+        ["cargo", "test", *FEATURE_ARGS, "-p", package, "--test", target, "--", "--list",
+         "--format", "terse"],
+        cwd=ROOT, check=True, capture_output=True, text=True,
+    ).stdout
+    modules = {}
+    for line in listing.splitlines():
+        if not line.endswith(": test"):
+            continue
+        test = line[: -len(": test")]
+        modules.setdefault(test.split("::")[0], []).append(test)
+    return modules
+
+
 def jobs():
-    """(name, cargo test arguments) for every test binary of the default members."""
+    """(name, cargo test arguments) for every test binary of the default members; a suite
+    binary (one module a test file) is one job a module."""
     meta = json.loads(
         subprocess.run(
             ["cargo", "metadata", "--no-deps", "--format-version", "1"],
             cwd=ROOT, check=True, capture_output=True, text=True,
         ).stdout
     )
-    tests, units = set(), set()
+    out, units = [], set()
     for package in meta["packages"]:
         for target in package["targets"]:
             # Targets behind an optional feature (ravel-core's linfa test and example) run when
@@ -69,23 +87,35 @@ def jobs():
             if not target.get("test") or not required <= FEATURES:
                 continue
             kind = target["kind"][0]
-            if kind == "test":
-                tests.add(target["name"])
+            if kind == "test" and target["name"] == "suite":
+                for module, tests in suite_modules(package["name"], "suite").items():
+                    out.append((module, ["-p", package["name"], "--test", "suite", "--",
+                                         "--exact", *tests]))
+            elif kind == "test":
+                out.append((target["name"], ["-p", package["name"], "--test", target["name"]]))
             elif kind == "lib":
                 units.add(("--lib",))
             elif kind in ("bin", "example", "bench"):
                 units.add((f"--{kind}", target["name"]))
-    out = [(name, ["--test", name]) for name in sorted(tests)]
     # The libraries', binaries' and test-enabled examples' own tests: exactly what plain
     # `cargo test` runs besides the test binaries (examples without `test = true` are only
     # built, by the `--no-run` before this).
     out.append(("unit tests", [a for unit in sorted(units) for a in unit]))
     out.append(("doctests", ["--doc"]))
+    # A name two packages share (a ravel-core test binary and a suite module) is told apart by
+    # the package (the log's name too).
+    seen = {}
+    for name, _ in out:
+        seen[name] = seen.get(name, 0) + 1
+    out = [
+        (f"{args[1]}:{name}" if seen[name] > 1 and args[:1] == ["-p"] else name, args)
+        for name, args in out
+    ]
     return sorted(out, key=lambda j: -EXPECTED.get(j[0], 1))
 
 
 def run(name, args, lock, results):
-    log = os.path.join(LOGS, name.replace(" ", "_") + ".log")
+    log = os.path.join(LOGS, name.replace(" ", "_").replace(":", "_") + ".log")
     start = time.monotonic()
     with open(log, "w") as f:
         code = subprocess.run(
