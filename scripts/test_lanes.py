@@ -1,22 +1,30 @@
 #!/usr/bin/env python3
-"""Runs the workspace's tests, one `cargo test` per test binary, on several lanes at once.
+"""Runs the workspace's tests, a test binary (or a module of the suite) per process, on several
+lanes at once.
 
 scripts/test calls this after `cargo test --no-run` has built every test binary. Most of the
 suite's time is waiting: for a broker to start, a group to settle, a service to restart. Cargo
 runs its test binaries one after another, so on a 2-core machine the cores idle through those
-waits. Here each binary is its own `cargo test --test NAME` (the library's and examples' unit
-tests and the doctests are two more), run `TEST_LANES` at a time (default 3), the
-slowest first so that the lanes end together. Every run is workspace-level, as the build
-was, so nothing is rebuilt.
+waits. Here each test binary runs as a process of its own, and the service's one test binary
+(tests/suite.rs: one module a file of tests/) once a module with that module's tests
+(`--exact`), `TEST_LANES` at a time (default 3), the slowest first so that the lanes end
+together. The binaries are run directly, as cargo would run them (from their package's
+folder), not through `cargo test`: the lint steps (clippy, the docs) can then use cargo beside
+the lanes without either waiting on the other's lock (scripts/test, `RAVEL_LINT=1`). Only the
+doctests go through cargo (`cargo test --doc`), last.
 
-Each binary's output goes to target/test-logs/NAME.log. As a binary ends its result line is
-printed, with its ignored tests and their reasons; a failed binary's whole log is printed at
-once. At the end: the per-binary timing table of docs/contributing.md ("Where CI's time
-goes"), slowest first, and the exit status 1 when any binary failed.
+The binaries are those `cargo test --no-run --message-format json` names: its output in the
+file given by `--binaries FILE` (scripts/test writes it as it builds), else asked of cargo here.
+
+Each job's output goes to target/test-logs/NAME.log. As a job ends its result line is printed,
+with its ignored tests and their reasons; a failed job's whole log is printed at once. At the
+end: the per-job timing table of docs/contributing.md ("Where CI's time goes"), slowest first,
+and the exit status 1 when any job failed.
 
     cargo test --no-run --features ravel-lm/linfa
     scripts/test_lanes.py --features ravel-lm/linfa   # everything, as scripts/test runs it
-    TEST_LANES=1 scripts/test_lanes.py   # one binary at a time, as plain `cargo test` does
+    TEST_LANES=1 scripts/test_lanes.py   # one job at a time
+    scripts/test_lanes.py --features ravel-lm/linfa --only interop,layout   # those jobs only
 """
 
 import json
@@ -53,45 +61,86 @@ RESULT = re.compile(
 )
 
 
-def jobs():
-    """(name, cargo test arguments) for every test binary of the default members."""
-    meta = json.loads(
-        subprocess.run(
-            ["cargo", "metadata", "--no-deps", "--format-version", "1"],
+def artifacts():
+    """The test executables of the build: (package, kind, target name, executable, package
+    folder) for every target built in the test profile."""
+    if "--binaries" in sys.argv[1:-1]:
+        with open(sys.argv[sys.argv.index("--binaries") + 1]) as f:
+            lines = f.read().splitlines()
+    else:
+        lines = subprocess.run(
+            ["cargo", "test", "--no-run", *FEATURE_ARGS, "--message-format", "json"],
             cwd=ROOT, check=True, capture_output=True, text=True,
-        ).stdout
-    )
-    tests, units = set(), set()
-    for package in meta["packages"]:
-        for target in package["targets"]:
-            # Targets behind an optional feature (ravel-core's linfa test and example) run when
-            # the build has it (scripts/test builds with ravel-lm/linfa).
-            required = {f"{package['name']}/{f}" for f in target.get("required-features", [])}
-            if not target.get("test") or not required <= FEATURES:
-                continue
-            kind = target["kind"][0]
-            if kind == "test":
-                tests.add(target["name"])
-            elif kind == "lib":
-                units.add(("--lib",))
-            elif kind in ("bin", "example", "bench"):
-                units.add((f"--{kind}", target["name"]))
-    out = [(name, ["--test", name]) for name in sorted(tests)]
-    # The libraries', binaries' and test-enabled examples' own tests: exactly what plain
-    # `cargo test` runs besides the test binaries (examples without `test = true` are only
-    # built, by the `--no-run` before this).
-    out.append(("unit tests", [a for unit in sorted(units) for a in unit]))
-    out.append(("doctests", ["--doc"]))
-    return sorted(out, key=lambda j: -EXPECTED.get(j[0], 1))
+        ).stdout.splitlines()
+    out = []
+    for line in lines:
+        if not line.startswith("{"):
+            continue
+        m = json.loads(line)
+        if m.get("reason") != "compiler-artifact" or not m.get("executable"):
+            continue
+        if not m["profile"]["test"]:
+            continue
+        package = m["package_id"].split("#")[-1].split("@")[0]
+        folder = os.path.dirname(m["manifest_path"])
+        out.append((package, m["target"]["kind"][0], m["target"]["name"], m["executable"], folder))
+    return out
 
 
-def run(name, args, lock, results):
-    log = os.path.join(LOGS, name.replace(" ", "_") + ".log")
+def suite_modules(executable, folder):
+    """The modules of the suite binary (tests/suite.rs: one module a file), each with its
+    tests: {module: [full test names]}."""
+    listing = subprocess.run(
+        [executable, "--list", "--format", "terse"],
+        cwd=folder, check=True, capture_output=True, text=True,
+    ).stdout
+    modules = {}
+    for line in listing.splitlines():
+        if line.endswith(": test"):
+            test = line[: -len(": test")]
+            modules.setdefault(test.split("::")[0], []).append(test)
+    return modules
+
+
+def jobs():
+    """(name, [(executable, arguments, folder)]) for every test binary of the default
+    members (a module of the suite binary is a job of its own), the unit tests of the
+    libraries, binaries and examples as one job, and the doctests (through cargo)."""
+    out, units = [], []
+    for package, kind, name, exe, folder in artifacts():
+        if kind == "test" and name == "suite":
+            for module, tests in suite_modules(exe, folder).items():
+                out.append((module, [(exe, ["--exact", *tests], folder)]))
+        elif kind == "test":
+            out.append((name, [(exe, [], folder)]))
+        else:
+            # The libraries', binaries' and test-enabled examples' own tests: what plain
+            # `cargo test` runs besides the test binaries.
+            units.append((exe, [], folder))
+    out.append(("unit tests", sorted(units)))
+    out.append(("doctests", [("cargo", ["test", *FEATURE_ARGS, "--doc"], ROOT)]))
+    # A name two packages share (a ravel-core test binary and a suite module) is told apart.
+    seen = {}
+    for name, _ in out:
+        seen[name] = seen.get(name, 0) + 1
+    out = [
+        (f"{name}@{os.path.basename(runs[0][2])}" if seen[name] > 1 else name, runs)
+        for name, runs in out
+    ]
+    # The doctests last: through cargo, they wait for a lint step's lock.
+    return sorted(out, key=lambda j: (j[0] == "doctests", -EXPECTED.get(j[0], 1)))
+
+
+def run(name, runs, lock, results):
+    log = os.path.join(LOGS, name.replace(" ", "_").replace("@", "_") + ".log")
     start = time.monotonic()
+    code = 0
     with open(log, "w") as f:
-        code = subprocess.run(
-            ["cargo", "test", *FEATURE_ARGS, *args], cwd=ROOT, stdout=f, stderr=subprocess.STDOUT
-        ).returncode
+        for exe, args, folder in runs:
+            f.write(f"     Running {os.path.relpath(exe, ROOT) if exe != 'cargo' else 'cargo'} {' '.join(args[:1])}\n")
+            f.flush()
+            rc = subprocess.run([exe, *args], cwd=folder, stdout=f, stderr=subprocess.STDOUT).returncode
+            code = code or rc
     wall = time.monotonic() - start
     with open(log, encoding="utf-8", errors="replace") as f:
         text = f.read()
@@ -118,7 +167,10 @@ def main():
     lanes = max(1, int(os.environ.get("TEST_LANES", "3")))
     os.makedirs(LOGS, exist_ok=True)
     queue = jobs()
-    print(f"{len(queue)} test binaries on {lanes} lanes; logs in {LOGS}", flush=True)
+    if "--only" in sys.argv[1:-1]:
+        only = set(sys.argv[sys.argv.index("--only") + 1].split(","))
+        queue = [j for j in queue if j[0] in only]
+    print(f"{len(queue)} jobs (test binaries and the suite's modules) on {lanes} lanes; logs in {LOGS}", flush=True)
     lock, results = threading.Lock(), []
     started = time.monotonic()
 
@@ -138,13 +190,13 @@ def main():
     wall = time.monotonic() - started
 
     total = sum(r[2] for r in results)
-    print("\n| test binary | tests | seconds | share |")
+    print("\n| job | tests | seconds | share |")
     print("|---|---:|---:|---:|")
     for name, counts, secs, _ in sorted(results, key=lambda r: -r[2]):
         print(f"| `{name}` | {counts[0] + counts[1]} | {secs:.1f} | {100 * secs / total:.0f} % |")
     ran = sum(r[1][0] + r[1][1] for r in results)
-    print(f"| **all {len(results)} binaries** | {ran} | {total:.0f} | |")
-    print(f"\n{wall:.0f} s of wall time on {lanes} lanes for {total:.0f} s of binaries")
+    print(f"| **all {len(results)} jobs** | {ran} | {total:.0f} | |")
+    print(f"\n{wall:.0f} s of wall time on {lanes} lanes for {total:.0f} s of jobs")
     failed = [r[0] for r in results if r[3] != 0]
     if failed:
         print(f"FAILED: {', '.join(failed)}")

@@ -6,12 +6,10 @@
 //! registry that does not answer or refuses the credentials are each a problem with its fix;
 //! secrets never appear; and the check never creates a topic.
 
-mod common;
-
+use crate::common::*;
 use axum::Router;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::get;
-use common::*;
 use ravel::broker::EmbeddedBroker;
 use rdkafka::types::RDKafkaRespErr;
 use serde_json::{Value, json};
@@ -78,15 +76,6 @@ name = "sales"
 topic = "TOPIC"
 features = 3
 "#;
-
-/// A port nothing listens on.
-fn closed_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// A Schema Registry's `GET /subjects` and `GET /schemas/types` behind basic auth (user
 /// "ravel").
@@ -350,7 +339,7 @@ fn a_topic_the_cluster_denies_names_the_acl_to_grant() {
 
 #[test]
 fn an_unreachable_broker_is_a_problem_within_the_timeout_naming_the_address() {
-    let brokers = format!("127.0.0.1:{}", closed_port());
+    let brokers = format!("127.0.0.1:{}", free_port());
     let dir = tempfile::tempdir().unwrap();
     write_config(dir.path(), &brokers, &STREAM.replace("TOPIC", "c.gone"));
     let (ok, out, took) = check(dir.path(), "json", &[]);
@@ -383,7 +372,7 @@ fn a_registry_that_does_not_answer_or_refuses_the_credentials_is_a_problem() {
     let dir = tempfile::tempdir().unwrap();
 
     // Nothing listens there.
-    let closed = format!("http://127.0.0.1:{}", closed_port());
+    let closed = format!("http://127.0.0.1:{}", free_port());
     write_config(
         dir.path(),
         &brokers,

@@ -4,9 +4,7 @@
 //! unwritable `state.dir` is refused at start, naming the field, instead of at the first
 //! checkpoint after rows were folded.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use ravel::Stats;
 use ravel::broker::EmbeddedBroker;
 use ravel::checkpoint::{self, Checkpoint};

@@ -23,9 +23,7 @@
 //! guide's, `docs/console/`). Chromium is `chromium` on the PATH (`scripts/test` installs
 //! Debian's) or `CHROMIUM_PATH`; without it the test fails, it does not skip.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use headless_chrome::browser::tab::Tab;
 use headless_chrome::protocol::cdp::Page::CaptureScreenshotFormatOption;
 use headless_chrome::protocol::cdp::types::Event;
@@ -219,20 +217,7 @@ fn start(dir: &Path) -> (Proc, String, String) {
 }
 
 fn produce(brokers: &str, topic: &str, file: &Path) {
-    ravel(&[
-        "produce",
-        "--brokers",
-        brokers,
-        "--topic",
-        topic,
-        "--input",
-        file.to_str().unwrap(),
-        "--wire-format",
-        "binary",
-        "--batch-rows",
-        "200",
-        "--quiet",
-    ]);
+    produce_as(brokers, topic, file, "binary", 200, &[]);
 }
 
 /// Waits until the stream's history has a point at n rows.

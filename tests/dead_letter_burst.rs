@@ -13,16 +13,14 @@
 //!   first rejected message whose copy failed, across a SIGKILL; once writes are allowed again
 //!   the restarted service delivers every copy and n is exact.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use ravel::broker::EmbeddedBroker;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use rdkafka::types::RDKafkaRespErr;
-use serde_json::{Value, json};
+use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -180,20 +178,6 @@ fn copies(brokers: &str, dlq: &str) -> (Copies, usize) {
     (out, total)
 }
 
-fn ols_equals_fit(base: &str, all: &Path, n: usize) {
-    let r = client()
-        .post(format!("{base}/v1/streams/r/model"))
-        .json(&json!({"method": "ols"}))
-        .send()
-        .unwrap();
-    assert_eq!(r.status().as_u16(), 200);
-    let api: Value = r.json().unwrap();
-    let fit: Value =
-        serde_json::from_str(&ravel(&["fit", all.to_str().unwrap(), "--method", "ols"])).unwrap();
-    assert_eq!(api["n"], n as u64);
-    assert_same_model(&api, &fit, 1e-9, "ols over the good rows");
-}
-
 fn log_lines(logs: &[std::path::PathBuf]) -> usize {
     logs.iter()
         .map(|l| {
@@ -311,7 +295,7 @@ fn a_burst_of_bad_messages_does_not_stall_the_stream_and_every_copy_lands() {
         "burst: {copies_total} copies in {DLQ} for {} bad messages",
         bad.len()
     );
-    ols_equals_fit(&base, &all, n);
+    assert_ols_is_fits(&base, "r", &all, n as u64);
     let v = get(&base, "/v1/streams/r").1;
     assert_eq!(v["held_partitions"], json!([]), "{v}");
     svc.signal("-TERM");
@@ -455,7 +439,7 @@ fn copies_that_start_failing_hold_checkpoints_and_commits_until_delivered_after_
         .unwrap()
         .unwrap();
     assert_eq!(cp.stats.n(), n as u64);
-    ols_equals_fit(&base, &all, n);
+    assert_ols_is_fits(&base, "r", &all, n as u64);
     svc.signal("-TERM");
     assert!(svc.wait());
 }

@@ -3,9 +3,7 @@
 //! goes on: before, the copy failed for good (and with `dlq.on_failure = "block"` its
 //! partition would wait forever). Real embedded broker, the service in-process.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use ravel::broker::EmbeddedBroker;
 use ravel::config::FeatureSchema;
 use ravel_core::Task;

@@ -10,13 +10,11 @@
 //! Skip: the same stream finishes with every skipped message counted and logged (at a bounded
 //! rate: the lines and the numbers they say were held back add up to every skipped message).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::Consumer;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
-use serde_json::{Value, json};
+use serde_json::json;
 use std::path::Path;
 use std::time::Duration;
 
@@ -122,20 +120,6 @@ fn messages_in(brokers: &str, topic: &str) -> i64 {
             hi - lo
         })
         .sum()
-}
-
-fn ols_equals_fit(base: &str, all: &Path, n: usize) {
-    let r = client()
-        .post(format!("{base}/v1/streams/r/model"))
-        .json(&json!({"method": "ols"}))
-        .send()
-        .unwrap();
-    assert_eq!(r.status().as_u16(), 200);
-    let api: Value = r.json().unwrap();
-    let fit: Value =
-        serde_json::from_str(&ravel(&["fit", all.to_str().unwrap(), "--method", "ols"])).unwrap();
-    assert_eq!(api["n"], n as u64);
-    assert_same_model(&api, &fit, 1e-9, "ols over the good rows");
 }
 
 #[test]
@@ -269,7 +253,7 @@ fn a_dead_letter_that_cannot_be_written_holds_its_partition_across_a_crash_until
         1,
         "the copy exactly once"
     );
-    ols_equals_fit(&base, &all, n);
+    assert_ols_is_fits(&base, "r", &all, n as u64);
     svc.signal("-TERM");
     assert!(svc.wait());
     drop(broker);
@@ -313,7 +297,7 @@ fn skip_mode_moves_on_and_counts_and_logs_every_skipped_message() {
     let (_, v) = get(&base, "/v1/streams/r");
     assert_eq!(v["n"], n as u64);
     assert_eq!(v["held_partitions"], json!([]));
-    ols_equals_fit(&base, &all, n);
+    assert_ols_is_fits(&base, "r", &all, n as u64);
     svc.signal("-TERM");
     assert!(svc.wait());
     // Logged at a bounded rate (issue 30): the first skipped message with its coordinates, the
@@ -542,7 +526,7 @@ fn each_bad_message_has_one_dead_letter_copy_across_sigkills() {
     wait_for("every good row", &log, || {
         (get(&base, "/v1/streams/r").1["n"].as_u64()? == rows as u64).then_some(())
     });
-    ols_equals_fit(&base, &all, rows);
+    assert_ols_is_fits(&base, "r", &all, rows as u64);
     // Every copy delivered (nothing held), then the topic holds one per bad message.
     wait_for("no held partition", &log, || {
         get(&base, "/readyz").1["held_partitions"]

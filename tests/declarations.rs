@@ -8,9 +8,7 @@
 //! name a 409, and without the admin token 401 (403 when none is configured). A declared
 //! stream starts where its `start` says.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use ravel::broker::EmbeddedBroker;
 use ravel::config::FeatureSchema;
 use ravel::wire as format;

@@ -16,9 +16,7 @@
 //!   HEALTHCHECK command sees ready and that exits 0 on its STOPSIGNAL.
 //! - compose.yaml parses, references files that exist, and its producer command runs.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use ravel::broker::EmbeddedBroker;
 use ravel::config::Config;
 use serde_json::{Value, json};
@@ -78,14 +76,6 @@ impl Drop for Proc {
             let _ = self.0.wait();
         }
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// `GET base/api/v1/query?query=expr`: the result vector (panics on a query error).

@@ -5,21 +5,10 @@
 //! `ravel fit` on the file. And what the user sees when it goes wrong: a broker that does not
 //! answer is named in `/readyz` within 10 s; a stream whose topic nobody writes to says so.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 use std::process::Command;
 use std::time::{Duration, Instant};
-
-/// A port free at the time of asking (bound and released).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 #[test]
 fn own_data_on_ravel_broker_is_ready_without_a_topic_made_by_hand() {

@@ -2,9 +2,7 @@
 //! a stream with the adaptive schedule shows up in GET /v1/streams/{name} and /metrics with the
 //! same alarms the library raises replaying the same rows (batching does not change them).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use ravel::broker::EmbeddedBroker;
 use ravel::config::FeatureSchema;
 use ravel::produce::{self, ProduceArgs, WireFormat};

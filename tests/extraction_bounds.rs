@@ -3,9 +3,7 @@
 //! queue answers 503 `busy` with Retry-After, a client that goes away cancels its extraction,
 //! and other requests are served meanwhile. Real broker, real HTTP server.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use ravel::broker::EmbeddedBroker;
 use ravel::config::FeatureSchema;
 use ravel_core::Task;

@@ -6,18 +6,15 @@
 //! counted, copied to the dead-letter topic and leaves the state unchanged; a restart rebuilds
 //! the same state from the topic.
 
-mod common;
 // The feature designs of the library's tests (paper 000's), shared with the service's.
 #[path = "../crates/ravel-core/tests/feature_design/mod.rs"]
 mod feature_design;
 
-use common::*;
+use crate::common::*;
 use feature_design::{Design, design};
 use ravel::broker::EmbeddedBroker;
 use ravel::config::FeatureStreamConfig;
 use ravel_core::features::{Labels, Loss, OnlineSubstitution, OsParams, Summary};
-use rdkafka::config::ClientConfig;
-use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -42,21 +39,13 @@ fn feature_stream(
 }
 
 /// Sends the payloads in order (None: a message without payload) and waits for all.
+/// Sends `payloads` (None: a tombstone) to `topic` with an idempotent producer.
 fn send(brokers: &str, topic: &str, payloads: &[Option<Vec<u8>>]) {
-    let producer: BaseProducer = ClientConfig::new()
-        .set("bootstrap.servers", brokers)
-        .set("enable.idempotence", "true")
-        .create()
-        .unwrap();
-    for p in payloads {
-        let record = match p {
-            Some(bytes) => BaseRecord::<(), [u8]>::to(topic).payload(&bytes[..]),
-            None => BaseRecord::<(), [u8]>::to(topic),
-        };
-        producer.send(record).map_err(|(e, _)| e).unwrap();
-        producer.poll(Duration::ZERO);
-    }
-    producer.flush(Duration::from_secs(30)).unwrap();
+    let records = payloads.iter().map(|value| Record {
+        value: value.clone(),
+        ..Record::default()
+    });
+    send_records(brokers, topic, records, &[("enable.idempotence", "true")]);
 }
 
 fn labels_msg(y: &[f64]) -> Option<Vec<u8>> {

@@ -14,8 +14,7 @@
 //! - a misspelled feature or target is named once the first events are read (issue 45), in the
 //!   log, the summary, the metrics and `ravel check`, with the closest keys.
 
-mod common;
-use common::*;
+use crate::common::*;
 use ravel::broker::EmbeddedBroker;
 use ravel::config::{FeatureSchema, StreamConfig};
 use ravel::produce::{self, ProduceArgs, WireFormat};
@@ -169,7 +168,7 @@ fn event(i: usize, header: &[String], row: &[String]) -> Value {
 }
 
 fn stream(name: &str, topic: &str, target: Option<&str>, features: Value) -> StreamConfig {
-    let mut s = common::stream(
+    let mut s = crate::common::stream(
         name,
         topic,
         serde_json::from_value::<FeatureSchema>(features).unwrap(),

@@ -5,15 +5,11 @@
 //! answer to the newest message's timestamp (never later than the fold); a checkpoint keeps
 //! `as_of` across a restart.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use ravel::SKEW_ALLOWANCE_MS;
 use ravel::broker::EmbeddedBroker;
 use ravel::config::FeatureSchema;
 use ravel_core::Task;
-use rdkafka::config::ClientConfig;
-use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -30,16 +26,11 @@ fn now_ms() -> i64 {
 /// Sends one message (with this Kafka timestamp, or the producer's clock) and waits for the
 /// broker's acknowledgement.
 fn send(brokers: &str, payload: &[u8], timestamp: Option<i64>) {
-    let producer: BaseProducer = ClientConfig::new()
-        .set("bootstrap.servers", brokers)
-        .create()
-        .unwrap();
-    let mut record = BaseRecord::<(), [u8]>::to(TOPIC).payload(payload);
-    if let Some(ts) = timestamp {
-        record = record.timestamp(ts);
-    }
-    producer.send(record).map_err(|(e, _)| e).unwrap();
-    producer.flush(Duration::from_secs(30)).unwrap();
+    let record = Record {
+        timestamp,
+        ..Record::of(payload)
+    };
+    send_records(brokers, TOPIC, [record], &[]);
 }
 
 fn row(i: usize) -> Vec<u8> {

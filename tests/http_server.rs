@@ -4,9 +4,7 @@
 //! `http.header_read_timeout_ms`, at most `http.max_connections` are open at once, and the
 //! slots they held go to waiting clients (before, such clients held a socket each for good).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use ravel::broker::EmbeddedBroker;
 use ravel::config::{FeatureSchema, FeatureStreamConfig, Secret};
 use ravel_core::Task;

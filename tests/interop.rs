@@ -32,9 +32,7 @@
 //!   code. No test here uses transactions: ravel's scorers are at least once, since exactly
 //!   once cannot work on Tansu (`scripts/txn_probe.py --tansu` shows both defects).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -477,6 +475,71 @@ fn sigterm_and_sigkill_restarts_count_every_row_once() {
     s4.signal("-TERM");
     assert!(s4.wait(), "{}", std::fs::read_to_string(log(4)).unwrap());
     assert_eq!(committed(brokers), end_offsets(brokers, TOPIC, PARTITIONS));
+}
+
+/// Issue 59 item 5: a backlog of one-row messages, one message a record batch (a low-rate
+/// producer's shape), over 3 partitions, is read at the broker's pace: every row folded within
+/// a minute of ready, the model of exactly those rows. With the embedded broker's 5 ms fetch
+/// wait, Tansu 0.6.0 answered such fetches with nothing (0 of 200,000 rows in 60 s); ravel
+/// keeps librdkafka's default wait on every broker but the embedded one. Not yet met: on a
+/// loaded 2-core machine the 200,000 rows took 49 s to produce and were not all folded 60 s
+/// after ready with that default either (`BACKLOG_ROWS=N` sets a smaller backlog).
+#[test]
+#[ignore = "issue 59 item 5 is open: a 200k backlog of one-row batches on Tansu is not yet folded within a minute of ready (run it with --ignored)"]
+fn a_backlog_of_one_row_batches_is_read_at_the_brokers_pace() {
+    const TOPIC: &str = "b.in";
+    let rows: usize = std::env::var("BACKLOG_ROWS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200_000);
+    let dir = tempfile::tempdir().unwrap();
+    let tansu = Tansu::start(dir.path());
+    let brokers = &tansu.brokers;
+    tansu.create_topic(TOPIC, 3, None);
+    let names = names(3);
+    let (file, _, _) = rows_file(dir.path(), "backlog", &names, rows, 21);
+    let started = std::time::Instant::now();
+    produce_as(
+        brokers,
+        TOPIC,
+        &file,
+        "json",
+        1,
+        &[
+            "batch.num.messages=1",
+            "sticky.partitioning.linger.ms=0",
+            "linger.ms=0",
+        ],
+    );
+    eprintln!("{rows} one-row batches produced in {:?}", started.elapsed());
+    write_config(
+        dir.path(),
+        "backlog",
+        "",
+        "",
+        &stream_toml("b", TOPIC, &names_toml(&names), ""),
+    );
+    let log = dir.path().join("serve1.log");
+    let (mut s, base) = serve(dir.path(), brokers, 1);
+    wait_ready(&base, &log);
+    let ready = std::time::Instant::now();
+    wait_within(
+        "every row of the backlog folded within a minute of ready",
+        &log,
+        Duration::from_secs(60),
+        || (stream_n(&base, "b") == Some(rows as u64)).then_some(()),
+    );
+    eprintln!("{rows} rows folded {:?} after ready", ready.elapsed());
+    assert_model_is_fits(
+        &base,
+        "b",
+        &json!({"method": "ols"}),
+        &file,
+        &["--method", "ols"],
+        rows as u64,
+    );
+    s.signal("-TERM");
+    assert!(s.wait(), "{}", std::fs::read_to_string(&log).unwrap());
 }
 
 /// The partitions `stream`'s summary at `base` lists as folded here (`live`).

@@ -9,9 +9,7 @@
 //! `cargo test` (the reason names the script) and run by `scripts/interop_nisshi`, which finds
 //! or builds Nisshi and passes it in `NISSHI_BIN`.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -3,9 +3,7 @@
 //! runs: a path segment that is not UTF-8 once percent-decoded is `invalid_path`. Raw HTTP over
 //! TCP against the real server, so that no client library re-encodes the path.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use ravel::broker::EmbeddedBroker;
 use ravel::config::FeatureSchema;
 use ravel_core::Task;

@@ -865,6 +865,35 @@ fn no_file_is_longer_than_700_lines_of_code_but_the_folds_kernel() {
     );
 }
 
+/// The service's integration tests are one binary (Cargo.toml: `autotests = false`, the test
+/// `suite`): a file of `tests/` it does not declare as a module would never be built nor run.
+#[test]
+fn every_test_file_is_a_module_of_the_suite() {
+    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let suite = std::fs::read_to_string(tests.join("suite.rs")).unwrap();
+    let declared: BTreeSet<&str> = suite
+        .lines()
+        .filter_map(|l| l.strip_prefix("mod ")?.strip_suffix(';'))
+        .collect();
+    let mut files: BTreeSet<String> = std::fs::read_dir(&tests)
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().into_string().ok()?;
+            Some(name.strip_suffix(".rs")?.to_string())
+        })
+        .collect();
+    files.remove("suite");
+    files.insert("common".into());
+    let declared: BTreeSet<String> = declared.into_iter().map(String::from).collect();
+    let missing: Vec<_> = files.difference(&declared).collect();
+    let stale: Vec<_> = declared.difference(&files).collect();
+    assert!(
+        missing.is_empty() && stale.is_empty(),
+        "tests/suite.rs must declare every tests/NAME.rs as `mod NAME;`: missing {missing:?}, \
+         declared without a file {stale:?}"
+    );
+}
+
 #[test]
 fn the_checker_finds_circles_upward_imports_and_ignores_prose_strings_and_tests() {
     let lib = "//! Intro.\n//!\n//! # Layout\n//! Bottom-up.\n//! - [`low`]: below, with `one`.\n\

@@ -5,9 +5,7 @@
 //! stream of that size is refused at start the same way. `--compact-features` renumbers a
 //! LIBSVM file's indices and fits what the dense file of the same columns fits.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};

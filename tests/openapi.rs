@@ -4,34 +4,18 @@
 //! has a status the document declares and a body its schema accepts. And the guide's HTTP API
 //! chapter's commands, run as a user pastes them.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use ravel::broker::EmbeddedBroker;
 use ravel::config::{FeatureSchema, FeatureStreamConfig};
 use ravel_core::Task;
 use ravel_core::features::Loss;
-use rdkafka::config::ClientConfig;
-use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
 
 fn send(brokers: &str, topic: &str, payloads: &[Value]) {
-    let producer: BaseProducer = ClientConfig::new()
-        .set("bootstrap.servers", brokers)
-        .create()
-        .unwrap();
-    for p in payloads {
-        let bytes = serde_json::to_vec(p).unwrap();
-        producer
-            .send(BaseRecord::<(), [u8]>::to(topic).payload(&bytes[..]))
-            .map_err(|(e, _)| e)
-            .unwrap();
-        producer.poll(Duration::ZERO);
-    }
-    producer.flush(Duration::from_secs(30)).unwrap();
+    send_records(brokers, topic, payloads.iter().map(Record::json), &[]);
 }
 
 /// `schema` (inline or a `$ref`) as a JSON Schema 2020-12 document that can resolve the

@@ -9,9 +9,7 @@
 //! events read back from the topic), the lasso with 5 nonzeros keeps the five features the
 //! prose names, and the prediction of its event is a number (the producer's own value of it).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -3,9 +3,7 @@
 //! service answers not ready until it owns every partition again. Real embedded broker, a
 //! real second consumer in the same group.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use ravel::broker::EmbeddedBroker;
 use ravel::config::FeatureSchema;
 use ravel_core::Task;

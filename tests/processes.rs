@@ -10,9 +10,7 @@
 //! The default: `ravel serve` with the shipped config and no Kafka runs the embedded broker and
 //! the demo stream, whose Lasso model finds the design's true features.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};

@@ -16,9 +16,7 @@
 //! - The alert: deploy/prometheus/alerts.yml in a real Prometheus scraping the service:
 //!   `RavelQualityBelowFloor` is quiet before an abrupt change and goes off after it.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use ravel::broker::EmbeddedBroker;
 use ravel::config::FeatureSchema;
 use ravel::config::quality::QualityConfig;
@@ -31,20 +29,7 @@ use serde_json::Value;
 use std::path::Path;
 
 fn produce(brokers: &str, topic: &str, file: &Path) {
-    ravel(&[
-        "produce",
-        "--brokers",
-        brokers,
-        "--topic",
-        topic,
-        "--input",
-        file.to_str().unwrap(),
-        "--wire-format",
-        "binary",
-        "--batch-rows",
-        "173",
-        "--quiet",
-    ]);
+    produce_as(brokers, topic, file, "binary", 173, &[]);
 }
 
 fn quality(s: &str) -> QualityConfig {
@@ -436,11 +421,7 @@ fn the_quality_alert_rule_goes_off_in_a_real_prometheus_after_an_abrupt_change()
         ),
     )
     .unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let base = format!("http://127.0.0.1:{port}");
     let _prom = Child(
         std::process::Command::new("prometheus")

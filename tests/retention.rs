@@ -5,9 +5,7 @@
 //! `ravel_ingest_lost_messages_total`, and the rows it folds plus the lost ones are all the
 //! rows produced.
 
-mod common;
-
-use common::{ConfigFile, DEADLINE, Proc, client, ravel, sample, serve, stream_n};
+use crate::common::{ConfigFile, DEADLINE, Proc, client, ravel, sample, serve, stream_n};
 use std::time::{Duration, Instant};
 
 const TOPIC: &str = "t.retention";

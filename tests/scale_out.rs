@@ -9,9 +9,7 @@
 //! restart of every replica (SIGTERM, start again, one at a time) loses and double-counts
 //! nothing either.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -19,14 +19,12 @@
 //! `target/pyenv/bin/python`, which `scripts/test` creates; without it these tests fail
 //! (never skip) and say so.
 
-mod common;
-
+use crate::common::*;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};
-use common::*;
 use ravel::broker::EmbeddedBroker;
 use ravel::config::schemas::ValueFormat;
 use ravel::config::{Config, FeatureSchema, StreamConfig};

@@ -5,8 +5,7 @@
 //! SIGKILLs on the embedded broker and on Tansu 0.6.0 (issue 46); a scorer of its stream's own
 //! topic (issue 45).
 
-mod common;
-use common::*;
+use crate::common::*;
 use ravel::broker::EmbeddedBroker;
 use ravel::config::scorers::ScorerConfig;
 use ravel::config::{Config, FeatureSchema};
@@ -25,7 +24,7 @@ const ROWS: usize = 2000;
 /// The stream "r" reads events {"a", "b", "c", "price"} from "r.rows"; scorer "sc" reads the
 /// same events without a price from "r.events" and writes "r.scores".
 fn setup(state: Option<&std::path::Path>) -> Config {
-    let mut s = common::stream(
+    let mut s = crate::common::stream(
         "r",
         "r.rows",
         serde_json::from_value::<FeatureSchema>(json!(["a", "b", "c"])).unwrap(),

@@ -11,9 +11,7 @@
 //! A TLS handshake that fails is: OpenSSL's own test server (`openssl s_server`) presents a
 //! certificate from another CA, and `ravel check`, `/readyz` and the log name it.
 
-mod common;
-
-use common::{
+use crate::common::{
     Proc, broker_request, client, finding, free_port, make_ca, openssl, ravel_check,
     readme_examples, serve_with, sign_with_ca, wait_for,
 };

@@ -3,9 +3,7 @@
 //! against scikit-learn's Lasso on the same folds, and standard errors against statsmodels'
 //! OLS (`scripts/make_selection_fixtures.py` writes the references and documents the mapping).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 

@@ -5,9 +5,7 @@
 //! /metrics and leave the statistics unchanged, also when they are decoded on other threads
 //! (`ingest::ahead`).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use ravel::broker::EmbeddedBroker;
 use ravel::config::FeatureSchema;
 use ravel::produce::{self, ProduceArgs, WireFormat};

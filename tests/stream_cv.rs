@@ -7,11 +7,7 @@
 //! coordinates with its own implementation of the documented hash) to 1e-6 relative at every
 //! point, with the same chosen lambda for the minimum and the one-standard-error rule.
 
-mod common;
-
-use common::*;
-use rdkafka::config::ClientConfig;
-use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use crate::common::*;
 use serde_json::{Value, json};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -59,23 +55,12 @@ fn produce(brokers: &str, e: &Value, data: &(usize, Vec<f64>, Vec<f64>), from: u
         e["rows_per_message"].as_u64().unwrap() as usize,
         e["partitions"].as_i64().unwrap() as i32,
     );
-    let producer: BaseProducer = ClientConfig::new()
-        .set("bootstrap.servers", brokers)
-        .set("enable.idempotence", "true")
-        .create()
-        .unwrap();
-    for m in from..to {
-        let payload = message(*p, x, y, m * r, (m + 1) * r);
-        producer
-            .send(
-                BaseRecord::<(), [u8]>::to(e["topic"].as_str().unwrap())
-                    .partition(m as i32 % parts)
-                    .payload(&payload),
-            )
-            .unwrap();
-        producer.poll(Duration::ZERO);
-    }
-    producer.flush(Duration::from_secs(30)).unwrap();
+    let records = (from..to).map(|m| Record {
+        partition: Some(m as i32 % parts),
+        ..Record::of(message(*p, x, y, m * r, (m + 1) * r))
+    });
+    let topic = e["topic"].as_str().unwrap();
+    send_records(brokers, topic, records, &[("enable.idempotence", "true")]);
 }
 
 /// Checks a selection (a model's or a path's) against scikit-learn's CV.

@@ -4,9 +4,7 @@
 //! ravel creates the topics it owns (dead letters) unless told not to, never by default the
 //! ones it reads; a stream topic made after the start gets its partition count (issue 45).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use ravel::broker::EmbeddedBroker;
 use ravel::config::{Config, FeatureSchema};
 use ravel_core::Task;

@@ -6,19 +6,14 @@
 //! share of `limits.max_memory` is refused (`memory_limit`) and the answers cover the columns
 //! kept; a limit too small for one column stops the start with a message naming it.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use ravel::broker::EmbeddedBroker;
 use ravel::config::FeatureStreamConfig;
 use ravel_core::data::csc::wide_bytes;
 use ravel_core::features::Loss;
 use ravel_core::memory::ByteSize;
-use rdkafka::config::ClientConfig;
-use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use serde_json::{Value, json};
 use std::path::Path;
-use std::time::Duration;
 
 fn wide_stream(name: &str, topic: &str, n: usize, wide: bool) -> FeatureStreamConfig {
     FeatureStreamConfig {
@@ -34,19 +29,13 @@ fn wide_stream(name: &str, topic: &str, n: usize, wide: bool) -> FeatureStreamCo
 }
 
 fn send(brokers: &str, topic: &str, payloads: &[Vec<u8>]) {
-    let producer: BaseProducer = ClientConfig::new()
-        .set("bootstrap.servers", brokers)
-        .set("enable.idempotence", "true")
-        .create()
-        .unwrap();
-    for p in payloads {
-        producer
-            .send(BaseRecord::<(), [u8]>::to(topic).payload(&p[..]))
-            .map_err(|(e, _)| e)
-            .unwrap();
-        producer.poll(Duration::ZERO);
-    }
-    producer.flush(Duration::from_secs(30)).unwrap();
+    crate::common::send(
+        brokers,
+        topic,
+        None,
+        payloads,
+        &[("enable.idempotence", "true")],
+    );
 }
 
 /// A small LCG: the data need no quality, only reproducibility.

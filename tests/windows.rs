@@ -12,11 +12,7 @@
 //! into a bucket. The same windows with the Kafka
 //! state store, over two replicas and a SIGKILL, in the second test.
 
-mod common;
-
-use common::*;
-use rdkafka::config::ClientConfig;
-use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use crate::common::*;
 use serde_json::{Value, json};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -64,38 +60,19 @@ fn message(x: &[f64], y: &[f64], a: usize, b: usize) -> Vec<u8> {
 
 /// Sends messages `from..to`, message m stamped `stamps[m]`, and waits for the broker.
 fn produce(brokers: &str, data: &(Vec<f64>, Vec<f64>), stamps: &[i64], from: usize, to: usize) {
-    let producer: BaseProducer = ClientConfig::new()
-        .set("bootstrap.servers", brokers)
-        .set("enable.idempotence", "true")
-        .create()
-        .unwrap();
-    for (m, &stamp) in stamps.iter().enumerate().take(to).skip(from) {
-        let payload = message(
-            &data.0,
-            &data.1,
-            m * ROWS_PER_MESSAGE,
-            (m + 1) * ROWS_PER_MESSAGE,
-        );
-        producer
-            .send(
-                BaseRecord::<(), [u8]>::to("win")
-                    .partition(m as i32 % 2)
-                    .timestamp(stamp)
-                    .payload(&payload),
-            )
-            .unwrap();
-        producer.poll(Duration::ZERO);
-    }
-    producer.flush(Duration::from_secs(30)).unwrap();
-}
-
-fn post(base: &str, path: &str, body: &Value) -> (u16, Value) {
-    let r = client()
-        .post(format!("{base}{path}"))
-        .json(body)
-        .send()
-        .unwrap();
-    (r.status().as_u16(), r.json().unwrap())
+    let records = stamps
+        .iter()
+        .enumerate()
+        .take(to)
+        .skip(from)
+        .map(|(m, &stamp)| {
+            let (a, b) = (m * ROWS_PER_MESSAGE, (m + 1) * ROWS_PER_MESSAGE);
+            Record {
+                partition: Some(m as i32 % 2),
+                ..Record::of(message(&data.0, &data.1, a, b)).at(stamp)
+            }
+        });
+    send_records(brokers, "win", records, &[("enable.idempotence", "true")]);
 }
 
 /// The rows of messages stamped in [from, to), as a CSV for `ravel fit`; their count.

@@ -78,6 +78,7 @@ impl Ingest {
         match &cluster_id {
             Some(id) => {
                 setup.health.reachable();
+                setup.clients.heard_cluster(id);
                 tracing::info!(cluster_id = %id, brokers = %brokers, "connected to Kafka")
             }
             None => {
@@ -154,10 +155,7 @@ impl Ingest {
             // The embedded broker keeps a departed member for its whole session timeout: a
             // restart would wait that long for its partitions.
             Assignment::Auto => {
-                setup.state_reader.is_none()
-                    && cluster_id
-                        .as_deref()
-                        .is_some_and(standalone::is_embedded_cluster)
+                setup.state_reader.is_none() && crate::kafka::is_embedded(cluster_id.as_deref())
             }
         };
         let standalone = if standalone {

@@ -101,8 +101,25 @@ pub fn redacted(config: &ClientConfig) -> std::collections::BTreeMap<String, Str
         .collect()
 }
 
-/// The consumer's `fetch.wait.max.ms` (docs/concepts.md "Freshness"); `kafka.options` may override it.
-pub const FETCH_WAIT_MAX_MS: u64 = 5;
+/// The consumers' `fetch.wait.max.ms` on the embedded broker (docs/concepts.md "Freshness"),
+/// which answers a waiting fetch only when the wait is over; `kafka.options` may override it.
+/// Other brokers keep librdkafka's default (500 ms): Kafka answers a waiting fetch as soon as a
+/// message arrives, and Tansu 0.6.0 answers a 5 ms fetch of a backlog of one-record batches
+/// with nothing at all (docs/compatibility.md).
+pub const EMBEDDED_FETCH_WAIT_MAX_MS: u64 = 5;
+
+/// A group member's session timeout on the embedded broker (`KafkaClients::session`).
+pub const EMBEDDED_SESSION_TIMEOUT_MS: u64 = 4000;
+
+/// The prefix of the embedded broker's cluster id (librdkafka's mock cluster, in `ravel serve`
+/// or `ravel broker`).
+const MOCK_CLUSTER_ID: &str = "mockCluster";
+
+/// Whether the cluster whose id is `cluster_id` is the embedded broker (no CreateTopics, no
+/// DescribeConfigs, no kafka-topics.sh; it answers a waiting fetch only when the wait is over).
+pub fn is_embedded(cluster_id: Option<&str>) -> bool {
+    cluster_id.is_some_and(|id| id.starts_with(MOCK_CLUSTER_ID))
+}
 
 /// The service's Kafka clients.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -172,6 +189,9 @@ pub struct KafkaClients {
     options: Vec<(String, String)>,
     /// `kafka.instance_id` (empty: none).
     instance_id: String,
+    /// The cluster's id, once a client of the service heard it (the topic check at start):
+    /// the settings made for the embedded broker apply to it only. Shared by every clone.
+    cluster_id: std::sync::Arc<std::sync::OnceLock<String>>,
 }
 
 impl KafkaClients {
@@ -184,7 +204,52 @@ impl KafkaClients {
                 .map(|(k, v)| (k, v.to_string()))
                 .collect(),
             instance_id: kafka.instance_id.clone(),
+            cluster_id: Default::default(),
         }
+    }
+
+    /// Records the cluster's id (`cluster_id`, as a metadata answer gave it; the first one
+    /// heard stays): the consumers made from then on take the settings of that broker.
+    pub fn heard_cluster(&self, cluster_id: &str) {
+        if self.cluster_id.set(cluster_id.to_string()).is_ok() {
+            let embedded = is_embedded(Some(cluster_id));
+            tracing::info!(
+                cluster_id,
+                embedded,
+                fetch_wait_max_ms = ?self.fetch_wait().map(|(_, v)| v),
+                "Kafka cluster identified; consumers' fetch.wait.max.ms set for it (none: librdkafka's default, 500)"
+            );
+        }
+    }
+
+    /// Whether the cluster heard is the embedded broker (false while none was heard).
+    fn on_embedded(&self) -> bool {
+        is_embedded(self.cluster_id.get().map(|s| s.as_str()))
+    }
+
+    /// The consumers' fetch wait for this cluster: `EMBEDDED_FETCH_WAIT_MAX_MS` on the
+    /// embedded broker, none (librdkafka's default) elsewhere or while the cluster is unknown.
+    fn fetch_wait(&self) -> Option<(&'static str, String)> {
+        self.on_embedded()
+            .then(|| ("fetch.wait.max.ms", EMBEDDED_FETCH_WAIT_MAX_MS.to_string()))
+    }
+
+    /// A group member's session on the embedded broker: 4 s, heartbeats every 0.5 s. The
+    /// embedded broker keeps a departed (SIGKILLed) member for its whole session timeout before
+    /// its partitions go to the others, and librdkafka's default is 45 s: a replica restarted
+    /// after a SIGKILL was ready after 44 s. Elsewhere librdkafka's defaults (a cluster's own
+    /// `group.min.session.timeout.ms` bounds them; docs/scaling.md says what to set).
+    fn session(&self) -> Vec<(&'static str, String)> {
+        if !self.on_embedded() {
+            return Vec::new();
+        }
+        vec![
+            (
+                "session.timeout.ms",
+                EMBEDDED_SESSION_TIMEOUT_MS.to_string(),
+            ),
+            ("heartbeat.interval.ms", "500".to_string()),
+        ]
     }
     /// `text` (an error from librdkafka, which may quote a property's value) with the value of
     /// every secret option replaced by `***`.
@@ -253,15 +318,14 @@ impl KafkaClients {
             // starved the loop for most of the time (bench: binary rows/s several times
             // lower).
             ("fetch.queue.backoff.ms", "10".into()),
-            // Freshness: a fetch that finds no new message waits at most this long. A Kafka
-            // broker answers a waiting fetch as soon as a message arrives (fetch.min.bytes
-            // = 1), so there this only bounds how often an idle consumer asks (200 fetches
-            // a second per broker); the embedded broker answers only when the wait is
-            // over, so there it is the delay of every row of a quiet stream (librdkafka's
-            // default of 500 ms: ~450 ms from the producer's ack to the snapshot).
-            ("fetch.wait.max.ms", FETCH_WAIT_MAX_MS.to_string()),
             ("statistics.interval.ms", lag_interval_ms.to_string()),
         ]);
+        // Freshness: the embedded broker answers a waiting fetch only when the wait is over,
+        // so there the wait is the delay of every row of a quiet stream (librdkafka's default
+        // of 500 ms: ~450 ms from the producer's ack to the snapshot). A Kafka broker answers
+        // as soon as a message arrives (fetch.min.bytes = 1), so elsewhere the default holds.
+        settings.extend(self.fetch_wait());
+        settings.extend(self.session());
         self.config(Client::Consumer, &settings)
     }
 
@@ -273,8 +337,9 @@ impl KafkaClients {
             ("enable.auto.commit", "false".into()),
             ("enable.auto.offset.store", "false".into()),
             ("auto.offset.reset", "earliest".into()),
-            ("fetch.wait.max.ms", FETCH_WAIT_MAX_MS.to_string()),
         ]);
+        settings.extend(self.fetch_wait());
+        settings.extend(self.session());
         self.config(Client::ScorerConsumer, &settings)
     }
 
@@ -306,15 +371,13 @@ impl KafkaClients {
     /// A consumer that reads topics back by assigning itself partitions (never joining nor
     /// committing to `<group>.reader`): the dead-letter reader, a scorer's output reader.
     pub fn reader(&self, client: Client, group: &str) -> ClientConfig {
-        self.config(
-            client,
-            &[
-                ("group.id", format!("{group}.reader")),
-                ("enable.auto.commit", "false".into()),
-                ("auto.offset.reset", "earliest".into()),
-                ("fetch.wait.max.ms", FETCH_WAIT_MAX_MS.to_string()),
-            ],
-        )
+        let mut settings = vec![
+            ("group.id", format!("{group}.reader")),
+            ("enable.auto.commit", "false".into()),
+            ("auto.offset.reset", "earliest".into()),
+        ];
+        settings.extend(self.fetch_wait());
+        self.config(client, &settings)
     }
 
     /// Logs the effective configuration of every client, secrets redacted.
@@ -420,6 +483,13 @@ impl ConsumerContext for Heard {}
 mod tests {
     use super::*;
 
+    #[test]
+    fn the_embedded_broker_is_known_by_its_cluster_id() {
+        assert!(is_embedded(Some("mockCluster1a2b")));
+        assert!(!is_embedded(Some("tansu")));
+        assert!(!is_embedded(None));
+    }
+
     fn clients() -> KafkaClients {
         let mut kafka = KafkaConfig {
             group_id: "g1".into(),
@@ -433,14 +503,44 @@ mod tests {
     }
 
     #[test]
-    fn the_consumer_fetches_with_a_short_wait_unless_the_user_says_otherwise() {
+    fn the_short_fetch_wait_is_for_the_embedded_broker_only_and_the_user_has_the_last_word() {
+        // Before the cluster is known, and on any other broker: librdkafka's default.
         let k = clients();
-        assert_eq!(k.consumer(100).get("fetch.wait.max.ms"), Some("5"));
+        for c in [
+            k.consumer(100),
+            k.scorer_consumer("s"),
+            k.dead_letter_reader(),
+        ] {
+            assert_eq!(c.get("fetch.wait.max.ms"), None);
+        }
+        let tansu = k.clone();
+        tansu.heard_cluster("tansu");
+        assert_eq!(tansu.consumer(100).get("fetch.wait.max.ms"), None);
+        // The embedded broker, heard by a clone (the topic check's): every consumer made
+        // from the service's clients takes it; the first id heard stays.
+        let k = clients();
+        k.clone().heard_cluster("mockCluster1a2b");
+        k.heard_cluster("tansu");
+        for c in [
+            k.consumer(100),
+            k.scorer_consumer("s"),
+            k.dead_letter_reader(),
+        ] {
+            assert_eq!(c.get("fetch.wait.max.ms"), Some("5"));
+        }
+        // The group members' sessions fit the embedded broker; the reader joins no group.
+        for c in [k.consumer(100), k.scorer_consumer("s")] {
+            assert_eq!(c.get("session.timeout.ms"), Some("4000"));
+            assert_eq!(c.get("heartbeat.interval.ms"), Some("500"));
+        }
+        assert_eq!(k.dead_letter_reader().get("session.timeout.ms"), None);
+        assert_eq!(tansu.consumer(100).get("session.timeout.ms"), None);
         let mut kafka = KafkaConfig::default();
         kafka
             .options
             .insert("fetch.wait.max.ms".into(), "500".into());
         let k = KafkaClients::new(&kafka, "b:9092");
+        k.heard_cluster("mockCluster1a2b");
         assert_eq!(k.consumer(100).get("fetch.wait.max.ms"), Some("500"));
     }
 

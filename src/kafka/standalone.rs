@@ -27,12 +27,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// A cluster id of librdkafka's mock cluster (the embedded broker, in `ravel serve` or
-/// `ravel broker`).
-pub fn is_embedded_cluster(cluster_id: &str) -> bool {
-    cluster_id.starts_with("mockCluster")
-}
-
 /// This process's name in the commits: `kafka.instance_id` when set, else the host name and
 /// the process id.
 pub fn instance_name(configured: Option<&str>) -> String {
@@ -256,8 +250,6 @@ mod tests {
         assert_eq!(parse(""), None);
         assert_eq!(parse("some tool"), None);
         assert_eq!(parse("ravel;instance=x;at=soon"), None);
-        assert!(is_embedded_cluster("mockCluster1a2b"));
-        assert!(!is_embedded_cluster("tansu"));
         assert_eq!(instance_name(Some("ravel-1")), "ravel-1");
         assert!(instance_name(None).ends_with(&format!("-{}", std::process::id())));
     }

@@ -24,7 +24,7 @@
 use crate::config::Config;
 use crate::config::dlq_of;
 use crate::health::{Denied, Health, MissingTopic, Refusal};
-use crate::kafka::{Client, Heard, KafkaClients};
+use crate::kafka::{Client, Heard, KafkaClients, is_embedded};
 use crate::metrics::Metrics;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
@@ -180,16 +180,6 @@ pub fn missing_reason(n: &Needed, created_tried: bool) -> String {
     }
 }
 
-/// The prefix of the embedded broker's cluster id (librdkafka's mock cluster, `ravel broker`),
-/// which has no kafka-topics.sh to offer.
-const MOCK_CLUSTER_ID: &str = "mockCluster";
-
-/// Whether the cluster whose id is `cluster_id` is the embedded broker (no CreateTopics, no
-/// DescribeConfigs, no kafka-topics.sh).
-pub fn is_embedded(cluster_id: Option<&str>) -> bool {
-    cluster_id.is_some_and(|id| id.starts_with(MOCK_CLUSTER_ID))
-}
-
 /// What creates `n` on the cluster whose id is `cluster_id`: on the embedded broker, a
 /// producer's first message (`ravel produce`) or `ravel broker --topic`; elsewhere
 /// kafka-topics.sh (`create_command`).
@@ -288,6 +278,9 @@ impl TopicCheck {
         };
         let replication = self.replication.min(brokers as i16).max(1);
         let cluster_id = probe.client().fetch_cluster_id(Duration::from_secs(2));
+        if let Some(id) = &cluster_id {
+            self.clients.heard_cluster(id);
+        }
         let mut missing: Vec<&Needed> = Vec::new();
         for n in &self.needed {
             match found(&probe, &n.topic, LOOKUP_TIMEOUT) {

@@ -246,7 +246,7 @@ impl Scorer {
                         .consumer
                         .client()
                         .fetch_cluster_id(Duration::from_secs(10))
-                        .is_some_and(|id| crate::kafka::standalone::is_embedded_cluster(&id))
+                        .is_some_and(|id| crate::kafka::is_embedded(Some(&id)))
             }
         };
         let group = self.config.group(self.clients.group());

@@ -129,6 +129,12 @@ pub fn assert_model_is_fits(
     assert_same_model(&api, &fit, 1e-9, &format!("{stream}: {body}"));
 }
 
+/// [`assert_model_is_fits`] for OLS: `stream`'s OLS model is `ravel fit FILE --method ols`'s.
+pub fn assert_ols_is_fits(base: &str, stream: &str, file: &Path, n: u64) {
+    let ols = serde_json::json!({"method": "ols"});
+    assert_model_is_fits(base, stream, &ols, file, &["--method", "ols"], n);
+}
+
 /// The finding of `ravel check --format json` named `check`.
 pub fn finding<'a>(list: &'a [Value], check: &str) -> &'a Value {
     list.iter()

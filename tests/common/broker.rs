@@ -119,21 +119,70 @@ pub fn end_offsets(brokers: &str, topic: &str, partitions: i32) -> Vec<i64> {
         .collect()
 }
 
-/// Sends `(payload, Kafka timestamp in Unix ms)` pairs to `topic` in order, and waits until
+/// One message to send: its value (None: a tombstone), and optionally its Kafka timestamp
+/// (Unix ms) and partition (else the partitioner's choice).
+#[derive(Debug, Clone, Default)]
+pub struct Record {
+    pub value: Option<Vec<u8>>,
+    pub timestamp: Option<i64>,
+    pub partition: Option<i32>,
+}
+
+impl Record {
+    pub fn of(value: impl Into<Vec<u8>>) -> Record {
+        Record {
+            value: Some(value.into()),
+            ..Record::default()
+        }
+    }
+    /// A JSON value's bytes.
+    pub fn json(value: &serde_json::Value) -> Record {
+        Record::of(serde_json::to_vec(value).unwrap())
+    }
+    pub fn at(self, timestamp: i64) -> Record {
+        Record {
+            timestamp: Some(timestamp),
+            ..self
+        }
+    }
+}
+
+/// Sends `records` to `topic` in order, with librdkafka properties `options`, and waits until
 /// the broker has every one.
-pub fn send_stamped(brokers: &str, topic: &str, messages: &[(Vec<u8>, i64)]) {
-    let producer: BaseProducer = ClientConfig::new()
-        .set("bootstrap.servers", brokers)
-        .create()
-        .unwrap();
-    for (payload, stamp) in messages {
-        let record = BaseRecord::<[u8], [u8]>::to(topic)
-            .payload(payload.as_slice())
-            .timestamp(*stamp);
+pub fn send_records(
+    brokers: &str,
+    topic: &str,
+    records: impl IntoIterator<Item = Record>,
+    options: &[(&str, &str)],
+) {
+    let mut cfg = ClientConfig::new();
+    cfg.set("bootstrap.servers", brokers);
+    for (k, v) in options {
+        cfg.set(*k, *v);
+    }
+    let producer: BaseProducer = cfg.create().unwrap();
+    for r in records {
+        let mut record = BaseRecord::<[u8], [u8]>::to(topic);
+        if let Some(v) = &r.value {
+            record = record.payload(v.as_slice());
+        }
+        if let Some(t) = r.timestamp {
+            record = record.timestamp(t);
+        }
+        if let Some(p) = r.partition {
+            record = record.partition(p);
+        }
         producer.send(record).map_err(|(e, _)| e).unwrap();
         producer.poll(Duration::ZERO);
     }
     producer.flush(Duration::from_secs(30)).unwrap();
+}
+
+/// Sends `(payload, Kafka timestamp in Unix ms)` pairs to `topic` in order, and waits until
+/// the broker has every one.
+pub fn send_stamped(brokers: &str, topic: &str, messages: &[(Vec<u8>, i64)]) {
+    let records = messages.iter().map(|(v, t)| Record::of(v.clone()).at(*t));
+    send_records(brokers, topic, records, &[]);
 }
 
 /// Sends `payloads` to `topic` in order (to `partition`, or the partitioner's choice), with
@@ -145,21 +194,11 @@ pub fn send(
     payloads: &[Vec<u8>],
     options: &[(&str, &str)],
 ) {
-    let mut cfg = ClientConfig::new();
-    cfg.set("bootstrap.servers", brokers);
-    for (k, v) in options {
-        cfg.set(*k, *v);
-    }
-    let producer: BaseProducer = cfg.create().unwrap();
-    for payload in payloads {
-        let mut record = BaseRecord::<[u8], [u8]>::to(topic).payload(payload.as_slice());
-        if let Some(p) = partition {
-            record = record.partition(p);
-        }
-        producer.send(record).map_err(|(e, _)| e).unwrap();
-        producer.poll(Duration::ZERO);
-    }
-    producer.flush(Duration::from_secs(30)).unwrap();
+    let records = payloads.iter().map(|v| Record {
+        partition,
+        ..Record::of(v.clone())
+    });
+    send_records(brokers, topic, records, options);
 }
 
 /// The records of `topic` from offset `from[p]` up to `to[p]` of each partition p: key, the

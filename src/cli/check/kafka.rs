@@ -67,7 +67,7 @@ pub(super) fn check(config: &Config, timeout: Duration, out: &mut Vec<Finding>) 
     };
     let broker_count = md.brokers().len().max(1);
     let cluster_id = probe.client().fetch_cluster_id(timeout);
-    let embedded = topics::is_embedded(cluster_id.as_deref());
+    let embedded = crate::kafka::is_embedded(cluster_id.as_deref());
     out.push(Finding::new(
         "kafka.brokers",
         Status::Ok,
