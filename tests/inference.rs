@@ -8,9 +8,8 @@
 //! selective inference for the Lasso at a fixed lambda equals the polyhedral lemma built from
 //! the rows in numpy (1e-8). References: tests/python/ols_reference.py in target/pyenv.
 
-mod common;
 
-use common::*;
+use crate::common::*;
 use ravel::broker::EmbeddedBroker;
 use ravel::config::FeatureSchema;
 use ravel_core::Task;

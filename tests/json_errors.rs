@@ -97,7 +97,7 @@ fn a_path_that_is_not_utf8_gets_the_json_error_body() {
 /// says so with its bounds in RFC 3339 (not "the stream has no observations yet"), a
 /// misspelled stream gets the stream that exists, and the selection names the chosen k. Every
 /// answer here (and every error any test reads through the common helpers) is checked for
-/// Rust's type names (`common::checked_answer`).
+/// Rust's type names (`crate::common::checked_answer`).
 #[test]
 fn the_first_days_mistakes_are_answered_in_the_users_words() {
     let broker = EmbeddedBroker::start(1).unwrap();

@@ -535,7 +535,7 @@ for name, data, target in [("trump", datasets.TrumpApproval(), "approval"),
         String::from_utf8_lossy(&out.stderr)
     );
     let listing = String::from_utf8(out.stdout).unwrap();
-    let mut cfg = common::ConfigFile::new("issue59");
+    let mut cfg = crate::common::ConfigFile::new("issue59");
     let mut sets = Vec::new();
     for line in listing.lines() {
         let mut w = line.split(' ');

@@ -8,7 +8,6 @@
 //! LIBSVM and NPY (C and Fortran order) must give identical models, and bad files or requests
 //! must give one clear error line and a non-zero exit, never a panic.
 
-mod common;
 
 use ravel_core::data::{Budget, OpenOptions, Plan, RowReader};
 use ravel_core::solve::{Model, Request};
@@ -1087,7 +1086,7 @@ fn models_without_an_intercept_equal_scikit_learns_fit_intercept_false() {
         "cv": cv["lambda"].as_f64().unwrap(), "olsth": support, "toy": toy_alphas,
         "w_pos": 2.0,
     });
-    let python = common::pyenv_python(
+    let python = crate::common::pyenv_python(
         "import sklearn, statsmodels, numpy",
         "scikit-learn, statsmodels and numpy",
     );
