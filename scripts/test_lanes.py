@@ -5,7 +5,8 @@ scripts/test calls this after `cargo test --no-run` has built every test binary.
 suite's time is waiting: for a broker to start, a group to settle, a service to restart. Cargo
 runs its test binaries one after another, so on a 2-core machine the cores idle through those
 waits. Here each binary is its own `cargo test --test NAME` (the library's and examples' unit
-tests and the doctests are two more), run `TEST_LANES` at a time (default 3), the
+tests and the doctests are two more, the Python package's suite, scripts/test_python, one
+more), run `TEST_LANES` at a time (default 3), the
 slowest first so that the lanes end together. Every run is workspace-level, as the build
 was, so nothing is rebuilt.
 
@@ -34,7 +35,7 @@ EXPECTED = {
     "drift": 39, "secured_clients": 34, "features_os": 31, "ownership": 24, "processes": 21,
     "deploy": 18, "unit tests": 18, "quality": 13, "devloop": 13, "scoring": 10,
     "windows": 17, "dead_letters": 9, "openapi": 9, "dead_letter_burst": 8, "reference_sklearn": 8,
-    "doctests": 8, "http_server": 7, "stream_cv": 6, "extraction_bounds": 5, "check": 5,
+    "doctests": 8, "python": 150, "http_server": 7, "stream_cv": 6, "extraction_bounds": 5, "check": 5,
 }
 
 # The features the build was made with (`cargo test --no-run --features ...`): every run here
@@ -81,6 +82,9 @@ def jobs():
     # built, by the `--no-run` before this).
     out.append(("unit tests", [a for unit in sorted(units) for a in unit]))
     out.append(("doctests", ["--doc"]))
+    # The Python package's build and pytest suite (scripts/test_python), one lane like the
+    # others: it reads target/debug/ravel, which the test build made.
+    out.append(("python", None))
     return sorted(out, key=lambda j: -EXPECTED.get(j[0], 1))
 
 
@@ -88,9 +92,12 @@ def run(name, args, lock, results):
     log = os.path.join(LOGS, name.replace(" ", "_") + ".log")
     start = time.monotonic()
     with open(log, "w") as f:
-        code = subprocess.run(
-            ["cargo", "test", *FEATURE_ARGS, *args], cwd=ROOT, stdout=f, stderr=subprocess.STDOUT
-        ).returncode
+        command = (
+            [os.path.join(ROOT, "scripts", "test_python")]
+            if args is None
+            else ["cargo", "test", *FEATURE_ARGS, *args]
+        )
+        code = subprocess.run(command, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT).returncode
     wall = time.monotonic() - start
     with open(log, encoding="utf-8", errors="replace") as f:
         text = f.read()
