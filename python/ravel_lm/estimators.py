@@ -213,6 +213,11 @@ class _RavelEstimator(BaseEstimator):
         fitted = self._fitted
         if fitted.model is None:
             req = self._request(fitted.stats.n, self.n_features_in_)
+            if "select" in req and fitted.stats.n < 2:
+                raise ValueError(
+                    f"select chooses along a path, which needs at least 2 rows: n_samples = "
+                    f"{fitted.stats.n} (give k or lam for a model of fewer rows)"
+                )
             fitted.model = Model.from_json(
                 json.loads(fitted.stats.model(json.dumps(req), self._names()))
             )
@@ -567,9 +572,9 @@ class LinearClassifier(ClassifierMixin, _RavelEstimator):
             found = np.unique(y if classes is None else classes)
             if len(found) != 2:
                 raise ValueError(
-                    f"LinearClassifier is binary: y has {len(found)} classes "
-                    f"({', '.join(map(str, found[:5]))}), two are needed (for more, wrap it "
-                    "in sklearn.multiclass.OneVsRestClassifier)"
+                    f"Only binary classification is supported: y has {len(found)} classes "
+                    f"({', '.join(map(str, found[:5]))}), LinearClassifier needs two (for "
+                    "more, wrap it in sklearn.multiclass.OneVsRestClassifier)"
                 )
             self.classes_ = found
         unknown = ~np.isin(y, self.classes_)
@@ -584,6 +589,7 @@ class LinearClassifier(ClassifierMixin, _RavelEstimator):
         return self._decision(X)
 
     def predict(self, X) -> np.ndarray:
+        check_is_fitted(self)
         return self.classes_[(self.decision_function(X) > 0).astype(int)]
 
     def __sklearn_tags__(self):

@@ -8,7 +8,7 @@
 //! client and the service share one vocabulary and one set of checks. Everything else (the
 //! scikit-learn and River interfaces, the HTTP client) is plain Python in `ravel_lm/`.
 
-use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2};
+use numpy::{PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use numpy::{PyUntypedArrayMethods, ndarray::Array2};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
