@@ -22,7 +22,7 @@ from ravel_lm.client import FIELDS, ROUTES
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(os.environ.get("RAVEL_BIN", ROOT / "target" / "debug" / "ravel"))
-TOKEN, ADMIN = "reader-writer-token", "admin-token"
+TOKEN, ADMIN = "reader-writer-token-0123456789", "admin-token-0123456789abcdef"
 N, NAMES = 400, ["a", "b", "c", "d"]
 
 

@@ -3,7 +3,7 @@
 //! adds features that every row seen so far held as 0 (the Python package's learners over
 //! named features, whose new names arrive mid-stream).
 
-use super::{AlphaSchedule, ClassStats, RunningStats, StatsError, Stats};
+use super::{AlphaSchedule, ClassStats, RunningStats, Stats, StatsError};
 
 impl RunningStats {
     /// Moves the shift to (`sx`, `sy`): with d = x - s and delta = s - sx, the moments around
