@@ -1,5 +1,6 @@
 """The client against a live service: `ravel broker` and `ravel serve` (the binary cargo built
-in the workspace's target dir, RAVEL_BIN), rows sent with `ravel produce`. Every route and
+in the workspace's target dir, or SERVICE_BIN: no RAVEL_ variable, which the service would
+read as configuration), rows sent with `ravel produce`. Every route and
 schema the client uses is held to the served /openapi.json; the client's models are the
 service's; a stream's statistics in an in-process Lasso give the service's own Lasso path."""
 
@@ -21,7 +22,9 @@ from ravel_lm import ApiError, Client, Lasso
 from ravel_lm.client import FIELDS, ROUTES
 
 ROOT = Path(__file__).resolve().parents[2]
-BIN = Path(os.environ.get("RAVEL_BIN", ROOT / "target" / "debug" / "ravel"))
+BIN = Path(os.environ.get("SERVICE_BIN", ROOT / "target" / "debug" / "ravel"))
+# The processes started here get no RAVEL_ variable: the service takes them as config keys.
+ENV = {k: v for k, v in os.environ.items() if not k.startswith("RAVEL_")}
 TOKEN, ADMIN = "reader-writer-token-0123456789", "admin-token-0123456789abcdef"
 N, NAMES = 400, ["a", "b", "c", "d"]
 
@@ -43,7 +46,7 @@ def free_port():
 def service(tmp_path_factory):
     assert BIN.exists(), (
         f"{BIN} is missing: build the service first (cargo build, or cargo test --no-run), "
-        "or point RAVEL_BIN at a ravel binary"
+        "or point SERVICE_BIN at a ravel binary"
     )
     tmp = tmp_path_factory.mktemp("service")
     procs = []
@@ -51,7 +54,7 @@ def service(tmp_path_factory):
         broker = subprocess.Popen(
             [str(BIN), "broker", "--topic", "sales:1", "--topic", "sales.dlq:1",
              "--topic", "spare:1", "--topic", "spare.dlq:1"],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=ENV,
         )
         procs.append(broker)
         brokers = broker.stdout.readline().strip()
@@ -62,7 +65,7 @@ def service(tmp_path_factory):
         subprocess.run(
             [str(BIN), "produce", "--brokers", brokers, "--topic", "sales", "--input", str(csv),
              "--target", "y", "--quiet"],
-            check=True, capture_output=True,
+            check=True, capture_output=True, env=ENV,
         )
         port = free_port()
         config = tmp / "ravel.toml"
@@ -92,7 +95,7 @@ quality = {{ every_rows = 100, window_rows = 100 }}
         )
         serve = subprocess.Popen(
             [str(BIN), "serve", "--config", str(config)], cwd=tmp,
-            stdout=open(tmp / "serve.log", "w"), stderr=subprocess.STDOUT,
+            stdout=open(tmp / "serve.log", "w"), stderr=subprocess.STDOUT, env=ENV,
         )
         procs.append(serve)
         url = f"http://127.0.0.1:{port}"
