@@ -11,7 +11,8 @@ waits. Here each test binary runs as a process of its own, and the service's one
 together. The binaries are run directly, as cargo would run them (from their package's
 folder), not through `cargo test`: the lint steps (clippy, the docs) can then use cargo beside
 the lanes without either waiting on the other's lock (scripts/test, `RAVEL_LINT=1`). Only the
-doctests go through cargo (`cargo test --doc`), last.
+doctests go through cargo (`cargo test --doc`), last. The Python package's suite
+(scripts/test_python: its own build, in its own target folder, then pytest) is one more job.
 
 The binaries are those `cargo test --no-run --message-format json` names: its output in the
 file given by `--binaries FILE` (scripts/test writes it as it builds), else asked of cargo here.
@@ -43,7 +44,7 @@ EXPECTED = {
     "deploy": 18, "unit tests": 18, "quality": 13, "devloop": 13, "scoring": 10,
     "windows": 17, "dead_letters": 9, "openapi": 9, "dead_letter_burst": 8, "reference_sklearn": 20,
     "doctests": 8, "http_server": 7, "stream_cv": 6, "nist": 6, "extraction_bounds": 5, "check": 5,
-    "inference": 35,
+    "inference": 35, "python": 150,
 }
 
 # The features the build was made with (`cargo test --no-run --features ...`): every run here
@@ -119,6 +120,9 @@ def jobs():
             units.append((exe, [], folder))
     out.append(("unit tests", sorted(units)))
     out.append(("doctests", [("cargo", ["test", *FEATURE_ARGS, "--doc"], ROOT)]))
+    # The Python package's build and pytest suite (scripts/test_python): it reads
+    # target/debug/ravel, which the test build made.
+    out.append(("python", [(os.path.join(ROOT, "scripts", "test_python"), [], ROOT)]))
     # A name two packages share (a ravel-core test binary and a suite module) is told apart.
     seen = {}
     for name, _ in out:

@@ -406,6 +406,27 @@ fn every_route_is_described_and_every_answer_matches_its_schema() {
             404,
         ),
         call(
+            "get",
+            "/v1/streams/{name}/statistics",
+            "/v1/streams/reg/statistics",
+            None,
+            200,
+        ),
+        call(
+            "get",
+            "/v1/streams/{name}/statistics",
+            "/v1/streams/cls/statistics",
+            None,
+            200,
+        ),
+        call(
+            "get",
+            "/v1/streams/{name}/statistics",
+            "/v1/streams/nope/statistics",
+            None,
+            404,
+        ),
+        call(
             "post",
             "/v1/streams/{name}/model",
             "/v1/streams/reg/model",

@@ -1,4 +1,5 @@
-//! The HTTP API (axum): stream summaries, model extraction, lambda paths, predictions, health
+//! The HTTP API (axum): stream summaries, model extraction, lambda paths, predictions, a
+//! stream's running statistics (for the Python package's in-process estimators), health
 //! and Prometheus metrics; feature streams in `features`, and the Lasso path of wide ones in
 //! `wide`. JSON in and out; every error is
 //! `ApiError` JSON.
@@ -103,6 +104,7 @@ fn routes() -> OpenApiRouter<AppState> {
             declarations::delete_scorer
         ))
         .routes(routes!(streams::history))
+        .routes(routes!(streams::statistics))
         .routes(routes!(streams::model))
         .routes(routes!(streams::path, streams::path_post))
         .routes(routes!(streams::predict))

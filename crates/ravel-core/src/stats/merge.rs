@@ -1,7 +1,9 @@
 //! Exact merges of shards of one stream: `recentre` moves statistics to another shift, `merge`
-//! and `merge_weighted` combine two shards' moments as if one stream had seen both.
+//! and `merge_weighted` combine two shards' moments as if one stream had seen both; `widen`
+//! adds features that every row seen so far held as 0 (the Python package's learners over
+//! named features, whose new names arrive mid-stream).
 
-use super::{RunningStats, StatsError};
+use super::{AlphaSchedule, ClassStats, RunningStats, Stats, StatsError};
 
 impl RunningStats {
     /// Moves the shift to (`sx`, `sy`): with d = x - s and delta = s - sx, the moments around
@@ -130,5 +132,100 @@ impl RunningStats {
         }
         self.n = n;
         Ok(())
+    }
+}
+
+impl RunningStats {
+    /// Widens the statistics to `p` features: the new ones are 0 in every row seen so far,
+    /// shifted by 0, so their moments are exactly 0 (as if the rows had held them all along).
+    /// Refused for fewer features, and for an adaptive schedule once rows are folded (its
+    /// reference model has the old p).
+    pub fn widen(&mut self, p: usize) -> Result<(), String> {
+        let old = self.p;
+        if p < old {
+            return Err(format!("cannot narrow statistics of {old} features to {p}"));
+        }
+        if p == old {
+            return Ok(());
+        }
+        if self.n > 0 && matches!(self.schedule, AlphaSchedule::Adaptive(_)) {
+            return Err(format!(
+                "an adaptive schedule cannot take new features after {} rows (its reference \
+                 model has {old}); declare every feature before the first row",
+                self.n
+            ));
+        }
+        if self.n == 0 {
+            let schedule = std::mem::take(&mut self.schedule);
+            let schedule = match schedule {
+                AlphaSchedule::Adaptive(a) => {
+                    AlphaSchedule::Adaptive(super::adaptive::Adaptive::new(a.config))
+                }
+                other => other,
+            };
+            *self = RunningStats::new(p, schedule);
+            return Ok(());
+        }
+        let mut dxx = vec![0.0; p * p];
+        for j in 0..old {
+            dxx[j * p..j * p + old].copy_from_slice(&self.dxx[j * old..(j + 1) * old]);
+        }
+        self.dxx = dxx;
+        self.dx.resize(p, 0.0);
+        self.dxy.resize(p, 0.0);
+        self.shift_x.resize(p, 0.0);
+        self.p = p;
+        Ok(())
+    }
+}
+
+impl Stats {
+    /// Widens either task's statistics to `p` features (`RunningStats::widen`).
+    pub fn widen(&mut self, p: usize) -> Result<(), String> {
+        match self {
+            Stats::Regression(s) => s.widen(p),
+            Stats::Classification(ClassStats { pos, neg }) => {
+                pos.widen(p)?;
+                neg.widen(p)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::uniform;
+    use super::*;
+
+    /// Rows folded at p, widened, then rows at p + 2: the statistics of all the rows with the
+    /// new features 0 in the first ones.
+    #[test]
+    fn widen_equals_the_rows_with_zeros() {
+        let (p, n1, n2) = (3, 40, 60);
+        let mut u = uniform(7);
+        let first: Vec<f64> = (0..n1 * p).map(|_| u()).collect();
+        let y1: Vec<f64> = (0..n1).map(|_| u()).collect();
+        let later: Vec<f64> = (0..n2 * (p + 2)).map(|_| u()).collect();
+        let y2: Vec<f64> = (0..n2).map(|_| u()).collect();
+        let mut widened = RunningStats::new(p, AlphaSchedule::Plain);
+        widened.update_batch(&first, &y1).unwrap();
+        widened.widen(p + 2).unwrap();
+        widened.update_batch(&later, &y2).unwrap();
+        let mut padded = RunningStats::new(p + 2, AlphaSchedule::Plain);
+        let rows: Vec<f64> = first
+            .chunks(p)
+            .flat_map(|r| r.iter().copied().chain([0.0, 0.0]))
+            .collect();
+        padded.update_batch(&rows, &y1).unwrap();
+        padded.update_batch(&later, &y2).unwrap();
+        assert_eq!(widened.n(), padded.n());
+        let (a, b) = (widened.covariance(), padded.covariance());
+        assert!((&a - &b).iter().all(|d| d.abs() < 1e-13), "{a}\n{b}");
+        let (a, b) = (widened.cov_xy_array(), padded.cov_xy_array());
+        assert!((&a - &b).iter().all(|d| d.abs() < 1e-13), "{a}\n{b}");
+        assert!(widened.widen(p).is_err());
+        let mut adaptive = RunningStats::new(p, AlphaSchedule::adaptive());
+        adaptive.update_batch(&first, &y1).unwrap();
+        assert!(adaptive.widen(p + 1).unwrap_err().contains("adaptive"));
     }
 }

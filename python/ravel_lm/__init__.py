@@ -1,0 +1,43 @@
+"""ravel from Python: sparse linear models from running-average statistics.
+
+- `ravel_lm.Stats`: the statistics themselves (the native module, ravel-core over PyO3):
+  fold numpy rows, merge shards, serialize, extract any model or path.
+- scikit-learn estimators with an exact `partial_fit` (`ravel_lm.estimators`): `OLS`,
+  `Ridge`, `Lasso`, `ElasticNet`, `MCP`, `SCAD`, `OLSth`, `FSA`, `IHT`, `HTP`,
+  `LinearClassifier`.
+- A River-style learner over named features (`ravel_lm.online.Learner`): `learn_one`,
+  `predict_one`, `learn_many`.
+- A client for the service (`ravel_lm.Client`): streams, models, paths, predictions,
+  declarations, quality, history, and a stream's statistics into an estimator.
+
+docs/python.md in the repository is the guide.
+"""
+
+from ._model import Model, Path
+from ._native import Stats, __version__
+
+__all__ = ["Stats", "Model", "Path", "__version__"]
+
+
+_ESTIMATORS = {
+    "OLS", "Ridge", "Lasso", "ElasticNet", "MCP", "SCAD", "OLSth", "FSA", "IHT", "HTP",
+    "LinearClassifier",
+}
+
+
+def __getattr__(name):
+    # The estimators need scikit-learn and the client pandas: each is imported when first
+    # named, so `import ravel_lm` needs numpy alone.
+    if name in _ESTIMATORS:
+        from . import estimators
+
+        return getattr(estimators, name)
+    if name == "Learner":
+        from .online import Learner
+
+        return Learner
+    if name in ("Client", "ApiError"):
+        from . import client
+
+        return getattr(client, name)
+    raise AttributeError(f"module 'ravel_lm' has no attribute {name!r}")
