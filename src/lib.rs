@@ -84,7 +84,8 @@
 //! - `propose`: a topic's fields from its latest messages, decoded as ingest decodes them,
 //!   to declare a stream from (`GET /v1/topics/{topic}/fields`, the console's form).
 //! - `api`: the HTTP API (axum; `mod.rs` the router and the shared state): `streams` and
-//!   `features` (the handlers of the two stream kinds), `wide` (a wide feature stream's
+//!   `features` (the handlers of the two stream kinds; a stream's `predict` and `statistics`
+//!   routes in `streams/`), `wide` (a wide feature stream's
 //!   Lasso path and models, paper 004), `params` (request parsing), `window` (the `"window"`
 //!   of a request: parsed, resolved into a span's statistics, refused by name), `health`
 //!   (`/healthz`, `/readyz`, `/metrics`), `admission` (extraction slots), `requests` (counted

@@ -8,7 +8,6 @@
 //! selective inference for the Lasso at a fixed lambda equals the polyhedral lemma built from
 //! the rows in numpy (1e-8). References: tests/python/ols_reference.py in target/pyenv.
 
-
 use crate::common::*;
 use ravel::broker::EmbeddedBroker;
 use ravel::config::FeatureSchema;

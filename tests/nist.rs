@@ -13,7 +13,6 @@
 //! What issue 58's accuracy work (its items 1-3) has not yet delivered is listed in `PENDING`:
 //! those checks must still fail (so that the list shrinks as they start passing), never skip.
 
-
 use crate::common::*;
 use ravel::broker::EmbeddedBroker;
 use ravel::config::FeatureSchema;

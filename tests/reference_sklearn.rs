@@ -8,7 +8,6 @@
 //! LIBSVM and NPY (C and Fortran order) must give identical models, and bad files or requests
 //! must give one clear error line and a non-zero exit, never a panic.
 
-
 use ravel_core::data::{Budget, OpenOptions, Plan, RowReader};
 use ravel_core::solve::{Model, Request};
 use ravel_core::stats::{AlphaSchedule, ClassStats, RunningStats, Stats};

@@ -104,10 +104,10 @@ fn routes() -> OpenApiRouter<AppState> {
             declarations::delete_scorer
         ))
         .routes(routes!(streams::history))
-        .routes(routes!(streams::statistics))
+        .routes(routes!(streams::statistics::statistics))
         .routes(routes!(streams::model))
         .routes(routes!(streams::path, streams::path_post))
-        .routes(routes!(streams::predict))
+        .routes(routes!(streams::predict::predict))
         .routes(routes!(features::list))
         .routes(routes!(
             features::get_one,

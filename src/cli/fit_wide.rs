@@ -85,7 +85,7 @@ fn check_flags(args: &FitArgs) -> anyhow::Result<()> {
             args.task != ravel_core::Task::Regression,
         ),
     ];
-    for (flag, given) in refused {
+    for &(flag, given) in refused {
         if given {
             anyhow::bail!("{flag} does not apply to --wide");
         }

@@ -2,7 +2,7 @@
 //! shifted moments, ndarray views, the drift report) and its `Moments` for the Gram problem.
 //! How rows are folded in (`fold`), merged (`merge`) and stored (`stored`) live beside it.
 
-use super::extended::Low;
+use super::low::Low;
 use super::observations;
 use super::stored::StoredStats;
 use super::{AlphaSchedule, Observations, StatsError};

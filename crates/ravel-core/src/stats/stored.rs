@@ -2,7 +2,7 @@
 //! out, checkpoints written before the shift or the packed triangle on the way in, and
 //! `validate`, the check of statistics that came from outside (a checkpoint, another shard).
 
-use super::extended::Low;
+use super::low::Low;
 use super::{AlphaSchedule, RunningStats};
 use serde::{Deserialize, Serialize};
 

@@ -145,7 +145,7 @@ pub(super) fn fill(
     let level = level_of(req);
     let tq = t_quantile(1.0 - (1.0 - level) / 2.0, df_resid);
     let pos = |index: usize| d.orig.binary_search(&index).ok();
-    for e in std::iter::once(&mut inf.intercept).chain(inf.coefficients.iter_mut()) {
+    for e in inf.intercept.iter_mut().chain(inf.coefficients.iter_mut()) {
         e.ci_lower = Some(e.value - tq * e.se);
         e.ci_upper = Some(e.value + tq * e.se);
         if let (Some(i), Some(qinv)) = (e.index.and_then(pos), &d.qinv) {

@@ -158,15 +158,20 @@ pub(super) fn test(
         for i in 0..s {
             v[(i + 1, j + 1)] = at(i, j);
         }
-        // Cov(b0, beta_j) = -sum_i mu_i Cov(beta_i, beta_j), b0 = ybar - mu^T beta.
-        let c0: f64 = -(0..s).map(|i| cov.mean[i] * at(i, j)).sum::<f64>();
-        v[(0, j + 1)] = c0;
-        v[(j + 1, 0)] = c0;
+        // Cov(b0, beta_j) = -sum_i mu_i Cov(beta_i, beta_j), b0 = ybar - mu^T beta; a model
+        // without an intercept has b0 = 0 exactly (no variance, no covariance).
+        if inf.intercept.is_some() {
+            let c0: f64 = -(0..s).map(|i| cov.mean[i] * at(i, j)).sum::<f64>();
+            v[(0, j + 1)] = c0;
+            v[(j + 1, 0)] = c0;
+        }
     }
-    v[(0, 0)] = inf.intercept.se * inf.intercept.se;
     // Coefficients absent from `coefficients` (an exact 0 of OLS) stay 0.
     let mut theta = vec![0.0; m];
-    theta[0] = inf.intercept.value;
+    if let Some(b0) = &inf.intercept {
+        v[(0, 0)] = b0.se * b0.se;
+        theta[0] = b0.value;
+    }
     for e in &inf.coefficients {
         if let Some(k) = e.index.and_then(|i| d.orig.binary_search(&i).ok()) {
             theta[k + 1] = e.value;

@@ -1,5 +1,6 @@
-//! The observation-stream endpoints under `/v1/streams`: listing, summary, history, model,
-//! path and predict. Extractions go through `AppState::extract` (`admission`).
+//! The observation-stream endpoints under `/v1/streams`: listing, summary, history, model and
+//! path; predict (`predict`) and the statistics (`statistics`) in files of their own.
+//! Extractions go through `AppState::extract` (`admission`).
 
 use super::params::{
     PredictRequest, check_missing, default_method, note_default, parse_params, predict_rows,
@@ -25,6 +26,9 @@ use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
 use utoipa::ToSchema;
+
+pub(super) mod predict;
+pub(super) mod statistics;
 
 impl AppState {
     pub(super) fn stream(&self, name: &str) -> Result<Arc<StreamHandle>, ApiError> {
@@ -611,168 +615,5 @@ async fn path_of(
         as_of: at.as_of,
         partition_states: at.partition_states,
         window: answer,
-    }))
-}
-
-/// Predictions and the model they came from.
-#[derive(Serialize, ToSchema)]
-pub struct PredictResponse {
-    /// b0 + x^T b for each row.
-    predictions: Vec<f64>,
-    /// Classification: the predicted class (+1 or -1) of each row.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    labels: Option<Vec<f64>>,
-    model: Model,
-    /// Kafka timestamp (Unix ms) of the newest message in the statistics the model was
-    /// extracted from; null before the first timestamped message.
-    #[schema(examples(1_700_000_000_000_u64))]
-    as_of: Option<u64>,
-    /// With a `"window"` in `model`: the span of time the model's statistics cover.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    window: Option<WindowAnswer>,
-    /// With `interval`: each row's confidence interval of the mean and prediction interval
-    /// (statsmodels' `get_prediction(x).summary_frame(alpha)` with alpha = 1 - interval).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    intervals: Option<Vec<ravel_core::model::PredictionInterval>>,
-}
-
-/// Predictions b0 + x^T b from a model extracted for the request.
-#[utoipa::path(post, path = "/v1/streams/{name}/predict", tag = "streams",
-    params(("name" = String, Path, description = "The stream's name")),
-    request_body(content = PredictRequest, description = "A model request and the rows",
-        examples(
-            ("rows" = (value = json!({"model": {"method": "ols"}, "rows": [[0.1, 0.2, 0.3]]}))),
-            ("named" = (value = json!({"model": {"method": "lasso", "k": 2}, "features": [{"f0": 0.1, "f1": 0.2, "f2": 0.3}]}))),
-        )),
-    responses(
-        (status = 200, description = "One prediction per row", body = PredictResponse),
-        (status = 400, description = "the codes of `/model`, and `dimension`, `missing_feature`, \
-            `field_type`", body = error::ErrorBody),
-        (status = 404, description = "`unknown_stream`", body = error::ErrorBody),
-        (status = 409, description = "`no_data`, `one_class`", body = error::ErrorBody),
-        (status = 413, description = "`payload_too_large`", body = error::ErrorBody),
-        (status = 415, description = "`unsupported_media_type`", body = error::ErrorBody),
-        (status = 503, description = "`shutting_down`, `busy` (with Retry-After), `extraction_timeout`", body = error::ErrorBody),
-    ))]
-pub(super) async fn predict(
-    State(st): State<AppState>,
-    Path(name): Path<String>,
-    body: Result<Json<Value>, JsonRejection>,
-) -> Result<Json<PredictResponse>, ApiError> {
-    let h = st.stream(&name)?;
-    let Json(body) = body?;
-    let mut req: PredictRequest = serde_json::from_value(body)
-        .map_err(|e| ApiError::bad_request(Code::InvalidBody, e.to_string()))?;
-    let window = take_window(&mut req.model)?;
-    let (snap, answer) = windowed(&h, window)?;
-    let interval = req.interval;
-    if let Some(level) = interval {
-        if !(level.is_finite() && level > 0.0 && level < 1.0) {
-            return Err(ApiError::bad_request(
-                Code::InvalidParams,
-                format!(
-                    "interval must lie strictly between 0 and 1 (0.95 for 95 % intervals), \
-                     got {level}"
-                ),
-            ));
-        }
-        if let Some(obj) = req.model.as_object_mut() {
-            obj.insert("inference".into(), Value::Bool(true));
-        }
-    }
-    let params = parse_params(req.model.clone())?.check(h.p())?;
-    no_cv_in_window(&answer, params.request().select)?;
-    let rows = predict_rows(req, &h)?;
-    let method = params.method().name();
-    let at = extract_from(&st, &h, snap, "predict", method, move |snap, names| {
-        model_from_folds(&snap.stats, snap.folds.as_ref(), &params, names)
-    })
-    .await?;
-    let (model, as_of) = (at.answer, at.as_of);
-    check_missing(&rows, h.codec.fields.as_ref(), &model, &at.snapshot.stats)?;
-    let predictions: Vec<f64> = rows.iter().map(|r| model.predict(&r.x)).collect();
-    let intervals = match interval {
-        Some(level) => {
-            let xs: Vec<&[f64]> = rows.iter().map(|r| r.x.as_slice()).collect();
-            Some(
-                ravel_core::solve::summary::prediction_intervals(&model, &xs, level).map_err(
-                    |why| ApiError::bad_request(Code::InvalidParams, format!("interval: {why}")),
-                )?,
-            )
-        }
-        None => None,
-    };
-    let labels = (h.task() == Task::Classification).then(|| {
-        predictions
-            .iter()
-            .map(|&s| if s >= 0.0 { 1.0 } else { -1.0 })
-            .collect()
-    });
-    Ok(Json(PredictResponse {
-        predictions,
-        labels,
-        model,
-        as_of,
-        window: answer,
-        intervals,
-    }))
-}
-
-/// The body of `GET /v1/streams/{name}/statistics`: the stream's running statistics, from
-/// which every model the service answers is extracted.
-#[derive(Serialize, ToSchema)]
-pub struct StreamStatistics {
-    name: String,
-    task: Task,
-    /// Feature names in the statistics' column order (the column index as text where the
-    /// stream declares none).
-    features: Vec<String>,
-    /// Rows in the statistics.
-    n: u64,
-    /// Kafka timestamp (Unix ms) of the newest message in the statistics; null before the
-    /// first timestamped message.
-    #[schema(examples(1_700_000_000_000_u64))]
-    as_of: Option<u64>,
-    /// The statistics as a checkpoint holds them (`task`, then for regression n, the total
-    /// weight, E[x - s], E[y - t], the lower triangle of E[(x - s)(x - s)^T] column by column,
-    /// E[(x - s)(y - t)], E[(y - t)^2], the schedule and the shift (s, t); classification:
-    /// `pos` and `neg`, one such set per class). Every number round-trips exactly; the Python
-    /// package reads them (`ravel_lm.Stats.from_json`) to run any model, path or selection on
-    /// the service's state in a notebook.
-    #[schema(value_type = Object)]
-    statistics: Value,
-}
-
-/// The stream's running statistics (n, the moments, the weight schedule), read from its
-/// current snapshot: the state every model of `POST .../model` is extracted from, so the
-/// same request on them gives the same model. Open to readers as the models are; serialized
-/// on the extraction pool, under its bounds (`http.max_concurrent_extractions`).
-#[utoipa::path(get, path = "/v1/streams/{name}/statistics", tag = "streams",
-    params(("name" = String, Path, description = "The stream's name")),
-    responses(
-        (status = 200, description = "The statistics", body = StreamStatistics),
-        (status = 404, description = "`unknown_stream`", body = error::ErrorBody),
-        (status = 503, description = "`shutting_down`, `busy` (with Retry-After), `extraction_timeout`", body = error::ErrorBody),
-    ))]
-pub(super) async fn statistics(
-    State(st): State<AppState>,
-    Path(name): Path<String>,
-) -> Result<Json<StreamStatistics>, ApiError> {
-    let h = st.stream(&name)?;
-    let snap = h.snapshot();
-    let (n, as_of) = (snap.stats.n(), snap.as_of_ms);
-    let statistics = st
-        .extract(h.name(), "statistics", "none", move || {
-            serde_json::to_value(&snap.stats)
-                .map_err(|e| ApiError::internal(format!("the statistics did not serialize: {e}")))
-        })
-        .await?;
-    Ok(Json(StreamStatistics {
-        name: h.name().to_string(),
-        task: h.task(),
-        features: feature_names(&h),
-        n,
-        as_of,
-        statistics,
     }))
 }
