@@ -10,7 +10,7 @@ waits. Here each test binary runs as a process of its own, and the service's one
 (`--exact`), `TEST_LANES` at a time (default 3), the slowest first so that the lanes end
 together. The binaries are run directly, as cargo would run them (from their package's
 folder), not through `cargo test`: the lint steps (clippy, the docs) can then use cargo beside
-the lanes without either waiting on the other's lock (scripts/test, `RAVEL_LINT=1`). Only the
+the lanes without either waiting on the other's lock (scripts/test, `LINT_BESIDE_TESTS=1`). Only the
 doctests go through cargo (`cargo test --doc`), last. The Python package's suite
 (scripts/test_python: its own build, in its own target folder, then pytest) is one more job.
 
