@@ -755,7 +755,7 @@ fn select_and_inference_over_http_equal_ravel_fit() {
         ),
         (
             json!({"method": "lasso", "select": "best"}),
-            "expected one of `aic`",
+            "one of aic, bic, ebic, cv, cv_1se",
         ),
         (
             json!({"method": "lasso", "lambda": 0.1, "inference": true}),

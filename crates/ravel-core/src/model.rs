@@ -374,7 +374,7 @@ pub struct Inference {
 pub struct Covariance {
     /// The support's feature indices.
     pub index: Vec<usize>,
-    /// E[x] of the support's features.
+    /// `E[x]` of the support's features.
     pub mean: Vec<f64>,
     /// Cov(beta_S), s x s column-major.
     pub cov: Vec<f64>,

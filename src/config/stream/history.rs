@@ -88,7 +88,7 @@ impl HistoryConfig {
 
 /// Bytes of one point besides its coefficients (the struct and its two vectors' headers):
 /// `size_of::<state::history::HistoryPoint>()`, which a test there holds equal.
-pub const POINT_BYTES: u64 = 256;
+pub const POINT_BYTES: u64 = 288;
 
 impl HistorySpec {
     /// The most the ring can hold: `length` points of k coefficients (index and value).

@@ -151,7 +151,7 @@ impl Extended {
         }
     }
 
-    /// The intercept E[y] - sum_a beta_a E[x_a] of coefficients `beta_active` in original
+    /// The intercept `E[y] - sum_a beta_a E[x_a]` of coefficients `beta_active` in original
     /// units (one per active column), without the cancellation of large means.
     pub fn intercept(&self, beta_active: &[f64]) -> f64 {
         let fitted = beta_active
@@ -161,7 +161,7 @@ impl Extended {
         (self.mean_y - fitted).to_f64()
     }
 
-    /// u^T inverse u with u_a = E[x_a] / scale_a over `support` (`inverse` from `solve` on
+    /// `u^T inverse u` with `u_a = E[x_a] / scale_a` over `support` (`inverse` from `solve` on
     /// it): the part of Var(b0) n / sigma^2 the slopes bring, whose terms cancel when the
     /// columns are nearly dependent.
     pub fn mean_form(&self, support: &[usize], inverse: &[Dd], scale: &[f64]) -> f64 {
@@ -247,7 +247,7 @@ impl Extended {
             for k in 0..j {
                 djj = djj - l[j + k * s] * l[j + k * s];
             }
-            if !(djj.hi > 0.0) {
+            if djj.hi.is_nan() || djj.hi <= 0.0 {
                 return Err(0.0);
             }
             let ljj = djj.sqrt();
@@ -290,7 +290,7 @@ impl Extended {
                 .fold(0.0, f64::max)
         };
         let rcond = 1.0 / (norm1(&a) * norm1(&x));
-        if !(rcond >= EXT_RCOND_TOL) {
+        if rcond.is_nan() || rcond < EXT_RCOND_TOL {
             return Err(if rcond.is_finite() { rcond } else { 0.0 });
         }
         // b = D^-1 X D^-1 c.

@@ -457,7 +457,7 @@ impl Problem {
 
     /// The class-weighted classification problem without an intercept: the loss
     /// w_p E_p[(x b - 1)^2]/2 + w_n E_n[(x b + 1)^2]/2 itself, Q = w_p E_p[x x^T] +
-    /// w_n E_n[x x^T], c = w_p E_p[x] - w_n E_n[x], yy = w_p + w_n. Standardization as
+    /// `w_n E_n[x x^T]`, `c = w_p E_p[x] - w_n E_n[x]`, `yy = w_p + w_n`. Standardization as
     /// `classification` (the negatives' standard deviation), a column constant in both classes
     /// by its root mean square.
     pub fn classification_through_origin(
@@ -649,7 +649,7 @@ impl Problem {
     /// (what rounding y to doubles leaves: NIST's Wampler1 and Wampler2); in doubles, below
     /// 1e-13 Var(y), where RSS = Syy - b'Sxy holds no correct digit any more.
     pub fn is_exact_fit(&self, mse: f64) -> bool {
-        if self.classification || !(self.gram.yy > 0.0) {
+        if self.classification || self.gram.yy.is_nan() || self.gram.yy <= 0.0 {
             return false;
         }
         let tol = if self.extended.is_some() {

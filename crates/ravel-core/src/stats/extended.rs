@@ -145,6 +145,7 @@ impl RunningStats {
             f.dy = f.dy + we;
             f.dyy = f.dyy + we * e;
             let mut at = 0;
+            #[allow(clippy::needless_range_loop)] // the moments' index, as in the formulas
             for j in 0..p {
                 f.dx[j] = f.dx[j] + a[j];
                 f.dxy[j] = f.dxy[j] + a[j] * e;
@@ -176,10 +177,12 @@ impl RunningStats {
                     at += 1;
                 }
             }
+            #[allow(clippy::needless_range_loop)]
             for j in 0..p {
                 f.dxy[j] = f.dxy[j] + delta[j] * f.dy + f.dx[j] * eps + delta[j] * eps;
             }
             f.dyy = f.dyy + (eps * f.dy).mul_f64(2.0) + eps * eps;
+            #[allow(clippy::needless_range_loop)]
             for j in 0..p {
                 f.dx[j] = f.dx[j] + delta[j];
             }

@@ -166,14 +166,28 @@ impl RunningStats {
             *self = RunningStats::new(p, schedule);
             return Ok(());
         }
-        let mut dxx = vec![0.0; p * p];
-        for j in 0..old {
-            dxx[j * p..j * p + old].copy_from_slice(&self.dxx[j * old..(j + 1) * old]);
-        }
-        self.dxx = dxx;
+        let widen_square = |m: &[f64]| {
+            let mut out = vec![0.0; p * p];
+            for j in 0..old {
+                out[j * p..j * p + old].copy_from_slice(&m[j * old..(j + 1) * old]);
+            }
+            out
+        };
+        self.dxx = widen_square(&self.dxx);
         self.dx.resize(p, 0.0);
         self.dxy.resize(p, 0.0);
         self.shift_x.resize(p, 0.0);
+        // The double-double low parts widen alike while p stays small enough to keep them;
+        // past `EXTENDED_MAX_P` the doubles alone go on (as every stream of that p does).
+        self.low = match self.low.take() {
+            Some(mut low) if p <= super::EXTENDED_MAX_P => {
+                low.dxx = widen_square(&low.dxx);
+                low.dx.resize(p, 0.0);
+                low.dxy.resize(p, 0.0);
+                Some(low)
+            }
+            _ => None,
+        };
         self.p = p;
         Ok(())
     }
