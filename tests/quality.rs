@@ -557,7 +557,10 @@ for name, data, target in [("trump", datasets.TrumpApproval(), "approval"),
         ));
     }
     assert_eq!(sets.len(), 2, "{listing}");
-    cfg.write(dir.path());
+    // The README's defaults but where the checkpoints go: in this test's folder, not the
+    // working directory's `ravel-state`, which a second run would restore from.
+    let state = dir.path().join("state").display().to_string();
+    cfg.set("state.dir", state).write(dir.path());
     let (mut svc, base) = serve(dir.path(), broker.bootstrap_servers(), 0);
     let log = dir.path().join("serve0.log");
     for (name, n, p, task) in &sets {
