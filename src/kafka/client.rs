@@ -227,8 +227,8 @@ impl KafkaClients {
     /// for librdkafka's default on brokers other than the embedded one, where a backlog of
     /// one-record batches crawls on Tansu; with that default the exactly-once scorer on Tansu
     /// scored nothing after a SIGKILL in the suite, so the change waits for its cause.)
-    fn fetch_wait(&self) -> Option<(&'static str, String)> {
-        Some(("fetch.wait.max.ms", FETCH_WAIT_MAX_MS.to_string()))
+    fn fetch_wait() -> (&'static str, String) {
+        ("fetch.wait.max.ms", FETCH_WAIT_MAX_MS.to_string())
     }
 
     /// A group member's session on the embedded broker: 4 s, heartbeats every 0.5 s. The
@@ -317,11 +317,13 @@ impl KafkaClients {
             ("fetch.queue.backoff.ms", "10".into()),
             ("statistics.interval.ms", lag_interval_ms.to_string()),
         ]);
-        // Freshness: the embedded broker answers a waiting fetch only when the wait is over,
-        // so there the wait is the delay of every row of a quiet stream (librdkafka's default
-        // of 500 ms: ~450 ms from the producer's ack to the snapshot). A Kafka broker answers
-        // as soon as a message arrives (fetch.min.bytes = 1), so elsewhere the default holds.
-        settings.extend(self.fetch_wait());
+        // Freshness: a fetch that finds no new message waits at most this long. A Kafka
+        // broker answers a waiting fetch as soon as a message arrives (fetch.min.bytes = 1), so
+        // there this only bounds how often an idle consumer asks (200 fetches a second per
+        // broker); the embedded broker answers only when the wait is over, so there it is the
+        // delay of every row of a quiet stream (librdkafka's default of 500 ms: ~450 ms from the
+        // producer's ack to the snapshot).
+        settings.push(Self::fetch_wait());
         settings.extend(self.session());
         self.config(Client::Consumer, &settings)
     }
@@ -335,7 +337,7 @@ impl KafkaClients {
             ("enable.auto.offset.store", "false".into()),
             ("auto.offset.reset", "earliest".into()),
         ]);
-        settings.extend(self.fetch_wait());
+        settings.push(Self::fetch_wait());
         settings.extend(self.session());
         self.config(Client::ScorerConsumer, &settings)
     }
@@ -373,7 +375,7 @@ impl KafkaClients {
             ("enable.auto.commit", "false".into()),
             ("auto.offset.reset", "earliest".into()),
         ];
-        settings.extend(self.fetch_wait());
+        settings.push(Self::fetch_wait());
         self.config(client, &settings)
     }
 
