@@ -62,7 +62,8 @@
 //!   file's, kept in `state.dir/declarations.json` (or the state topic), handed to ingest as
 //!   changes between batches (the design is its module comment); `scorers` and `features`:
 //!   scorers and feature streams declared the same way; `sync`: with the kafka store, every
-//!   replica follows the declarations in the state topic.
+//!   replica follows the declarations in the state topic; `data`: a declaration's fields
+//!   checked against its topic's latest messages (a PUT, `ravel check`).
 //! - `ingest`: the consumer loop, by stage. The loop itself (`mod.rs`: gather, fold, publish,
 //!   checkpoint, commit) and its steps: `setup`, `gather` (a batch; `ahead`: JSON decoded on
 //!   other threads), `accept` (one message), `denied` (consumer and authorization errors),

@@ -83,6 +83,10 @@ pub struct Declaration {
     /// `start`, a scorer is restarted) or `unchanged`.
     #[serde(skip_serializing_if = "Option::is_none")]
     outcome: Option<String>,
+    /// A stream's PUT that declared or changed it: its fields against its topic's latest
+    /// messages (with `absent_accepted`, the warning).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fields_check: Option<crate::declared::data::FieldsChecked>,
 }
 
 impl Declaration {
@@ -94,6 +98,7 @@ impl Declaration {
             at_ms: o.at_ms,
             declaration: serde_json::to_value(&o.declaration).unwrap_or_default(),
             outcome: outcome.map(str::to_string),
+            fields_check: None,
         }
     }
 }
@@ -116,6 +121,7 @@ pub(super) struct RetireQuery {
 fn refused(r: Refusal) -> ApiError {
     match r {
         Refusal::Invalid(m) => ApiError::new(StatusCode::BAD_REQUEST, Code::InvalidDeclaration, m),
+        Refusal::Absent(m) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, Code::AbsentFields, m),
         Refusal::Unknown(m) => ApiError::new(StatusCode::NOT_FOUND, Code::UnknownStream, m),
         Refusal::Conflict(m) => ApiError::new(StatusCode::CONFLICT, Code::DeclarationConflict, m),
         Refusal::Failed(m) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, Code::Internal, m),
@@ -144,7 +150,9 @@ async fn blocking<T: Send + 'static>(
 trait Kind {
     /// The declaration, as the config file's table holds it.
     type Declared: Serialize;
-    fn put(d: &Declarations, name: &str, body: &[u8], by: &str) -> Result<Put, Refusal>;
+    /// Declares it; `accept_absent`: a stream's fields absent from its topic's data are
+    /// accepted (`crate::declared::data`).
+    fn put(d: &Declarations, name: &str, body: &[u8], by: &str, accept_absent: bool) -> Result<Checked, Refusal>;
     /// Retires it (`drop_state`: streams only, their checkpoint deleted).
     fn delete(d: &Declarations, name: &str, drop_state: bool, by: &str) -> Result<(), Refusal>;
     fn origin(d: &Declarations, name: &str) -> Option<Origin<Self::Declared>>;
@@ -160,10 +168,13 @@ struct Stream;
 struct Scorer;
 struct FeatureStream;
 
+/// What a PUT did, and for a stream its fields' check.
+type Checked = (Put, Option<crate::declared::data::FieldsChecked>);
+
 impl Kind for Stream {
     type Declared = crate::config::StreamConfig;
-    fn put(d: &Declarations, name: &str, body: &[u8], by: &str) -> Result<Put, Refusal> {
-        d.put(name, body, by)
+    fn put(d: &Declarations, name: &str, body: &[u8], by: &str, accept_absent: bool) -> Result<Checked, Refusal> {
+        d.put(name, body, by, accept_absent)
     }
     fn delete(d: &Declarations, name: &str, drop_state: bool, by: &str) -> Result<(), Refusal> {
         d.delete(name, drop_state, by)
@@ -178,8 +189,8 @@ impl Kind for Stream {
 
 impl Kind for Scorer {
     type Declared = crate::config::scorers::ScorerConfig;
-    fn put(d: &Declarations, name: &str, body: &[u8], by: &str) -> Result<Put, Refusal> {
-        d.put_scorer(name, body, by)
+    fn put(d: &Declarations, name: &str, body: &[u8], by: &str, _: bool) -> Result<Checked, Refusal> {
+        Ok((d.put_scorer(name, body, by)?, None))
     }
     fn delete(d: &Declarations, name: &str, _: bool, by: &str) -> Result<(), Refusal> {
         d.delete_scorer(name, by)
@@ -207,8 +218,8 @@ impl Kind for Scorer {
 
 impl Kind for FeatureStream {
     type Declared = crate::config::FeatureStreamConfig;
-    fn put(d: &Declarations, name: &str, body: &[u8], by: &str) -> Result<Put, Refusal> {
-        d.put_feature_stream(name, body, by)
+    fn put(d: &Declarations, name: &str, body: &[u8], by: &str, _: bool) -> Result<Checked, Refusal> {
+        Ok((d.put_feature_stream(name, body, by)?, None))
     }
     fn delete(d: &Declarations, name: &str, _: bool, by: &str) -> Result<(), Refusal> {
         d.delete_feature_stream(name, by)
@@ -237,12 +248,22 @@ async fn put<K: Kind>(
     name: String,
     admin: Admin,
     body: Bytes,
+    accept_absent: bool,
 ) -> Result<(StatusCode, Json<Declaration>), ApiError> {
     let d = st.declarations.clone();
     let n = name.clone();
-    let put = blocking(move || K::put(&d, &n, &body, &admin.who)).await?;
+    let (put, fields_check) =
+        blocking(move || K::put(&d, &n, &body, &admin.who, accept_absent)).await?;
     let (status, outcome) = answered(put);
-    Ok((status, Json(declaration::<K>(&st, &name, Some(outcome))?)))
+    let mut answer = declaration::<K>(&st, &name, Some(outcome))?;
+    answer.fields_check = fields_check;
+    Ok((status, Json(answer)))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct PutQuery {
+    absent_fields: Option<String>,
 }
 
 /// DELETE of kind `K`, once retired.
@@ -258,14 +279,21 @@ async fn delete<K: Kind>(
         .map_err(K::refused_delete)
 }
 
-/// Declares a stream, or changes one declared over the API.
+/// Declares a stream, or changes one declared over the API. Its named fields and target are
+/// checked against its topic's latest messages (10 a partition, at most 200, within 3 s):
+/// fields none of them carry refuse it (422, each named with the closest keys) unless
+/// `absent_fields=accept`; an empty topic has nothing to check (`fields_check` says so).
 #[utoipa::path(put, path = "/v1/streams/{name}", tag = "declarations",
-    params(("name" = String, Path, description = "The stream's name")),
+    params(
+        ("name" = String, Path, description = "The stream's name"),
+        ("absent_fields" = Option<String>, Query, description = "`refuse` (default): a declared field or target that none of the topic's latest events carry refuses the PUT; `accept`: declared anyway, the warning in `fields_check`"),
+    ),
     request_body(content = Object, description = "The stream's table, as `[[streams]]` of the config file (`name` may be left out)"),
     responses(
         (status = 201, description = "Declared", body = Declaration),
         (status = 200, description = "Changed (the stream starts afresh) or unchanged", body = Declaration),
-        (status = 400, description = "`invalid_declaration`: the message names the key", body = super::error::ErrorBody),
+        (status = 400, description = "`invalid_declaration`: the message names the key; `invalid_query`: absent_fields is neither refuse nor accept", body = super::error::ErrorBody),
+        (status = 422, description = "`absent_fields`: declared fields or the target are in none of the topic's latest events; the message names each with the closest keys", body = super::error::ErrorBody),
         (status = 401, description = "`unauthorized`: no admin token", body = super::error::ErrorBody),
         (status = 403, description = "`forbidden`: no http.admin_token configured", body = super::error::ErrorBody),
         (status = 409, description = "`declaration_conflict`: a name of the config file, or no state.dir", body = super::error::ErrorBody),
@@ -273,10 +301,29 @@ async fn delete<K: Kind>(
 pub(super) async fn put_stream(
     State(st): State<AppState>,
     Path(name): Path<String>,
+    query: Result<Query<PutQuery>, QueryRejection>,
     admin: Admin,
     body: Bytes,
 ) -> Result<(StatusCode, Json<Declaration>), ApiError> {
-    put::<Stream>(st, name, admin, body).await
+    let Query(q) = query?;
+    let accept_absent = match q.absent_fields.as_deref() {
+        None | Some("refuse") => false,
+        Some("accept") => true,
+        Some(other) => {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                Code::InvalidQuery,
+                format!(
+                    "absent_fields = '{other}': use refuse (the default) or accept{}",
+                    crate::config::explain::did_you_mean(
+                        other,
+                        &["refuse".to_string(), "accept".to_string()]
+                    )
+                ),
+            ));
+        }
+    };
+    put::<Stream>(st, name, admin, body, accept_absent).await
 }
 
 /// Retires a stream declared over the API: ingest stops reading it; its state is kept
@@ -346,7 +393,7 @@ pub(super) async fn put_scorer(
     admin: Admin,
     body: Bytes,
 ) -> Result<(StatusCode, Json<Declaration>), ApiError> {
-    put::<Scorer>(st, name, admin, body).await
+    put::<Scorer>(st, name, admin, body, false).await
 }
 
 /// Retires a scorer declared over the API: it stops (what it scored committed) before the
@@ -405,7 +452,7 @@ pub(super) async fn put_feature_stream(
     admin: Admin,
     body: Bytes,
 ) -> Result<(StatusCode, Json<Declaration>), ApiError> {
-    put::<FeatureStream>(st, name, admin, body).await
+    put::<FeatureStream>(st, name, admin, body, false).await
 }
 
 /// Retires a feature stream declared over the API: ingest stops reading it.
@@ -449,6 +496,7 @@ pub(super) async fn get_feature_declaration(
 pub(super) struct FieldsQuery {
     events: Option<usize>,
     format: Option<String>,
+    target: Option<String>,
 }
 
 /// The fields of a topic's latest messages, to declare a stream from (`crate::propose`): each
@@ -459,6 +507,7 @@ pub(super) struct FieldsQuery {
         ("name" = String, Path, description = "The Kafka topic"),
         ("events" = Option<usize>, Query, description = "How many of its latest messages (1 to 1000, default 100)"),
         ("format" = Option<String>, Query, description = "`avro`, `protobuf` or `json-schema` for Confluent-framed values (default: JSON events)"),
+        ("target" = Option<String>, Query, description = "The target's path: the proposal names it and leaves it out of the features (default: a field named `y`, `target` or `label`, if just one is)"),
     ),
     responses(
         (status = 200, description = "The fields", body = crate::propose::TopicFields),
@@ -476,7 +525,12 @@ pub(super) async fn topic_fields(
     let sampler = st.sampler.clone();
     let fields = blocking(move || {
         sampler
-            .fields(&topic, q.events.unwrap_or(100), q.format.as_deref())
+            .fields(
+                &topic,
+                q.events.unwrap_or(100),
+                q.format.as_deref(),
+                q.target.as_deref(),
+            )
             .map_err(Refusal::Invalid)
     })
     .await

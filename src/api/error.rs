@@ -35,6 +35,7 @@ macro_rules! codes {
 }
 
 codes! {
+    AbsentFields = "absent_fields",
     BadRequest = "bad_request",
     Busy = "busy",
     DeclarationConflict = "declaration_conflict",

@@ -41,6 +41,7 @@
 //! name, whichever replica wrote them last. Where a new stream starts is its `start`
 //! (`crate::ingest`'s `start`; with the kafka store, the beginning of its topic).
 
+pub mod data;
 pub mod features;
 pub mod scorers;
 mod sync;
@@ -241,6 +242,9 @@ pub trait Service: Send + Sync {
     /// (`crate::kafka::topics::check_declared`), and the registry whether it serves the
     /// stream's format: an error names what is missing and how to make it.
     fn check_stream(&self, stream: &StreamConfig) -> Result<(), String>;
+    /// The stream's declared fields against its topic's latest messages (`data::look`,
+    /// bounded by `data::PER_PARTITION`, `data::MAX_MESSAGES` and `data::TIMEOUT`).
+    fn look_at_fields(&self, stream: &StreamConfig) -> data::Looked;
     /// Asks the cluster for the topics of a configuration (a scorer's, a feature stream's).
     fn check_topics(&self, config: &Config) -> Result<(), String>;
     /// Declares a new feature stream's metrics.
@@ -260,6 +264,8 @@ pub trait Service: Send + Sync {
 pub enum Refusal {
     /// 400: the declaration does not pass the configuration's checks.
     Invalid(String),
+    /// 422: declared fields none of the topic's latest events carry (`data`).
+    Absent(String),
     /// 404: no stream declared over the API has this name.
     Unknown(String),
     /// 409: a name of the config file, or declarations cannot be kept here.
@@ -402,8 +408,16 @@ impl Declarations {
         }
     }
 
-    /// Declares (or changes) stream `name` from the JSON table `body`; `by` is who asks.
-    pub fn put(&self, name: &str, body: &[u8], by: &str) -> Result<Put, Refusal> {
+    /// Declares (or changes) stream `name` from the JSON table `body`; `by` is who asks. Its
+    /// fields are checked against its topic's latest messages (`data`): absent ones refuse it
+    /// unless `accept_absent`; the check comes with a declaration made.
+    pub fn put(
+        &self,
+        name: &str,
+        body: &[u8],
+        by: &str,
+        accept_absent: bool,
+    ) -> Result<(Put, Option<data::FieldsChecked>), Refusal> {
         if let Some(r) = self.unavailable() {
             return Err(r);
         }
@@ -417,7 +431,7 @@ impl Declarations {
         let mut declared = crate::lock(&self.declared);
         let old = declared.streams.get(name).map(|d| d.stream.clone());
         if old.as_ref() == Some(&stream) {
-            return Ok(Put::Unchanged);
+            return Ok((Put::Unchanged, None));
         }
         if old.is_some() {
             unscored(&self.base, &declared, name, "changed")?;
@@ -433,6 +447,9 @@ impl Declarations {
         next.config(&self.base)
             .check()
             .map_err(|e| Refusal::Invalid(format!("{e:#}")))?;
+        // Before the topics' check, which may create the dead-letter topic.
+        let fields = data::judge(&stream, self.service.look_at_fields(&stream), accept_absent)
+            .map_err(Refusal::Absent)?;
         if old.as_ref().map(|o| (o.topic(), o.format)) != Some((stream.topic(), stream.format)) {
             self.service
                 .check_stream(&stream)
@@ -459,12 +476,16 @@ impl Declarations {
             declaration = %serde_json::to_string(&decl.stream).unwrap_or_default(),
             "stream declared over the API"
         );
+        if !fields.absent.is_empty() {
+            tracing::warn!(stream = %name, "{}", fields.note);
+        }
         self.register(handle, positions, old.is_some());
-        Ok(if old.is_some() {
+        let put = if old.is_some() {
             Put::Replaced
         } else {
             Put::Created
-        })
+        };
+        Ok((put, Some(fields)))
     }
 
     /// The epoch of a new declaration of stream `name`: with the kafka store, the one it had

@@ -8,8 +8,11 @@ use rdkafka::message::{Headers, Message};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use std::time::{Duration, Instant};
 
-/// One message read: its value and its value-schema header (Confluent's header framing).
+/// One message read: where it is, its value and its value-schema header (Confluent's header
+/// framing).
 pub struct Sampled {
+    pub partition: i32,
+    pub offset: i64,
     pub payload: Option<Vec<u8>>,
     pub schema_header: Option<Vec<u8>>,
 }
@@ -23,6 +26,20 @@ pub enum Sample {
     /// Up to `limit` of its latest messages, shared out between its partitions (all of them
     /// when it holds fewer; fewer when `until` came first).
     Messages(Vec<Sampled>),
+}
+
+/// How many partitions `topic` has (0: none, or no answer before `until`).
+pub fn partitions<C: ConsumerContext>(consumer: &BaseConsumer<C>, topic: &str, until: Instant) -> usize {
+    let left = until.saturating_duration_since(Instant::now());
+    consumer
+        .fetch_metadata(Some(topic), left)
+        .map_or(0, |md| {
+            md.topics()
+                .iter()
+                .filter(|t| t.error().is_none())
+                .map(|t| t.partitions().len())
+                .sum()
+        })
 }
 
 /// Reads up to `limit` of `topic`'s latest messages with `consumer` (its assignment is
@@ -84,10 +101,14 @@ pub fn latest<C: ConsumerContext>(
                 .and_then(|h| h.value.map(<[u8]>::to_vec))
         });
         read.push(Sampled {
+            partition: m.partition(),
+            offset: m.offset(),
             payload: m.payload().map(<[u8]>::to_vec),
             schema_header,
         });
     }
     let _ = consumer.unassign();
+    // In each partition's order (the polls interleave them).
+    read.sort_by_key(|m| (m.partition, m.offset));
     Sample::Messages(read)
 }

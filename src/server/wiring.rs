@@ -137,6 +137,20 @@ impl crate::declared::Service for Wiring {
         crate::kafka::topics::check_declared(&one, &self.clients)
     }
 
+    fn look_at_fields(&self, sc: &StreamConfig) -> crate::declared::data::Looked {
+        use crate::declared::data;
+        match data::consumer(&self.clients) {
+            Ok(c) => data::look(
+                sc,
+                &c,
+                self.registry.as_ref(),
+                None,
+                std::time::Instant::now() + data::TIMEOUT,
+            ),
+            Err(e) => data::Looked::Failed(e),
+        }
+    }
+
     fn check_topics(&self, config: &Config) -> Result<(), String> {
         crate::kafka::topics::check_declared(config, &self.clients)
     }

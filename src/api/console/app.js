@@ -1208,9 +1208,10 @@ function declareView(main) {
       h('td', {}, h('input', { type: 'checkbox', name: 'feature', value: x.path, 'aria-label': x.path + ' is a feature',
         checked: proposed.has(x.path) })),
       h('td', {}, h('input', { type: 'radio', name: 'target', value: x.path, 'aria-label': x.path + ' is the target',
-        disabled: x.kind !== 'number' && x.kind !== 'boolean' }))));
+        disabled: x.kind !== 'number' && x.kind !== 'boolean', checked: x.path === f.proposal.target })),
+      h('td', { class: 'muted' }, x.left_out || '')));
     const table = h('table', { id: 'declare-table' },
-      h('thead', {}, h('tr', {}, ['field', 'kind', 'in events', 'feature', 'target'].map((t) => h('th', { scope: 'col' }, t)))),
+      h('thead', {}, h('tr', {}, ['field', 'kind', 'in events', 'feature', 'target', 'not proposed because'].map((t) => h('th', { scope: 'col' }, t)))),
       h('tbody', {}, rows));
     const name = h('input', { id: 'declare-name', required: true, pattern: '[A-Za-z0-9._-]+',
       value: f.topic.replace(/[^A-Za-z0-9._-]/g, '-') });
@@ -1237,7 +1238,8 @@ function declareView(main) {
       try {
         const r = await call('PUT', '/v1/streams/' + enc(name.value), decl, false, admin.value.trim());
         out.replaceChildren(h('p', { id: 'declare-done' }, 'Stream ', h('a', { href: '#/streams/' + enc(r.name) }, r.name),
-          ' ' + r.outcome + ': ' + features.length + ' features, target ' + decl.target + '.'));
+          ' ' + r.outcome + ': ' + features.length + ' features, target ' + decl.target + '.' +
+          (r.fields_check ? ' ' + r.fields_check.note : '')));
       } catch (e) { out.replaceChildren(errorBox(e)); }
     });
     return [summary, table, form, out];

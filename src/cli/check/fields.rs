@@ -3,16 +3,15 @@
 //! by assignment, never committed) decoded with the stream's format as ingest decodes them,
 //! and every declared field or target absent from all of them named with the event keys
 //! closest to it ("did you mean customer.age"). A misspelled name is otherwise learned
-//! quietly: a column of zeros, or no row at all.
+//! quietly: a column of zeros, or no row at all. The look is `crate::declared::data`'s, which
+//! a `PUT /v1/streams/{name}` makes too.
 
 use super::{Finding, Status};
-use crate::codec::format;
-use crate::codec::schema::Schema;
-use crate::codec::schemad::{SchemaRegistry, Wire};
+use crate::codec::schemad::SchemaRegistry;
 use crate::config::{Config, StreamConfig};
+use crate::declared::data::Looked;
 use crate::health::Health;
-use crate::kafka::{Client, KafkaClients};
-use crate::state::sightings::Sightings;
+use crate::kafka::KafkaClients;
 use rdkafka::consumer::BaseConsumer;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -32,16 +31,7 @@ pub(super) fn check(config: &Config, timeout: Duration, registry_ok: bool, out: 
         return;
     }
     let clients = KafkaClients::new(&config.kafka, &config.kafka.brokers);
-    let mut cfg = clients.config(
-        Client::Check,
-        &[
-            ("group.id", clients.group().to_string()),
-            ("enable.auto.commit", "false".into()),
-            ("enable.auto.offset.store", "false".into()),
-        ],
-    );
-    cfg.set("allow.auto.create.topics", "false");
-    let Ok(consumer) = cfg.create::<BaseConsumer>() else {
+    let Ok(consumer) = crate::declared::data::consumer(&clients) else {
         // The cluster check names a configuration librdkafka refuses.
         return;
     };
@@ -93,108 +83,55 @@ fn stream(
 ) -> Finding {
     let check = format!("fields:{}", s.name);
     let topic = s.topic();
-    let fields = match s.fields() {
-        Ok(Some(f)) => f,
-        _ => return Finding::new(check, Status::Info, "no named fields"),
-    };
-    let wire = match Wire::of_stream(s, registry) {
-        Ok(w) => w,
-        Err(e) => return Finding::new(check, Status::Problem, format!("{e:#}")),
-    };
-    let limit = config.ingest.field_check_events;
-    let sightings = Sightings::new(
-        fields.fields().iter().map(|f| f.name.clone()).collect(),
-        s.target.clone(),
-        limit,
-    );
-    let sampled = match crate::kafka::sample::latest(
-        consumer,
-        &topic,
-        limit as usize,
-        until,
-        crate::kafka::VALUE_SCHEMA_HEADER,
-    ) {
-        crate::kafka::sample::Sample::NoPartition => {
-            return Finding::new(
-                check,
-                Status::Info,
-                format!("topic '{topic}' has no partition to sample (see its check)"),
-            );
-        }
-        crate::kafka::sample::Sample::Empty => {
-            return Finding::new(
-                check,
-                Status::Info,
-                format!("topic '{topic}' holds no message to sample yet"),
-            );
-        }
-        crate::kafka::sample::Sample::Messages(m) => m,
-    };
-    let schema = Schema {
-        p: fields.p(),
-        fields: Some(&fields),
-        target: s.target.as_deref(),
-        skip_missing_target: true,
-        classification: false,
-        unlabelled: false,
-        wire: wire.as_ref(),
-        schema_header: None,
-        plan: None,
-    };
-    let read = sampled.len();
-    for m in &sampled {
-        let schema = Schema {
-            schema_header: wire.as_ref().and(m.schema_header.as_deref()),
-            ..schema
-        };
-        if let Some(seen) = m
-            .payload
-            .as_deref()
-            .and_then(|b| format::presence(b, &schema))
-        {
-            sightings.record(seen);
-        }
-    }
-    let summary = sightings.summary();
-    if summary.events == 0 {
-        return Finding::new(
+    let limit = config.ingest.field_check_events as usize;
+    match crate::declared::data::look(s, consumer, registry, Some(limit), until) {
+        Looked::Unnamed => Finding::new(check, Status::Info, "no named fields"),
+        Looked::Failed(why) => Finding::new(check, Status::Problem, why),
+        Looked::NoPartition => Finding::new(
+            check,
+            Status::Info,
+            format!("topic '{topic}' has no partition to sample (see its check)"),
+        ),
+        Looked::Empty => Finding::new(
+            check,
+            Status::Info,
+            format!("topic '{topic}' holds no message to sample yet"),
+        ),
+        Looked::Unread { read } => Finding::new(
             check,
             Status::Info,
             format!(
                 "none of the {read} latest messages of topic '{topic}' is read by name (an \
                  event or a named row): nothing to compare the declared fields with"
             ),
-        );
-    }
-    let never = sightings.absent();
-    match crate::state::sightings::warning(&never, summary.events) {
-        None => Finding::new(
-            check,
-            Status::Ok,
-            format!(
-                "every declared field{} of stream '{}' is in the {} latest messages of topic \
-                 '{topic}'",
-                if s.target.is_some() {
-                    " and the target"
-                } else {
-                    ""
-                },
-                s.name,
-                summary.events
-            ),
         ),
-        Some(w) => Finding::new(
-            check,
-            Status::Problem,
-            format!(
-                "stream '{}' on topic '{topic}': {}",
-                s.name,
-                w.replace("the first", "the latest")
-            ),
-        )
-        .fix(format!(
-            "correct the names in [[streams]] name = \"{}\" (features, target) to the events' keys",
-            s.name
-        )),
+        Looked::Events { events, absent, .. } => {
+            match crate::declared::data::absent_in_words(&absent, events) {
+                None => Finding::new(
+                    check,
+                    Status::Ok,
+                    format!(
+                        "every declared field{} of stream '{}' is in the {events} latest \
+                         messages of topic '{topic}'",
+                        if s.target.is_some() {
+                            " and the target"
+                        } else {
+                            ""
+                        },
+                        s.name,
+                    ),
+                ),
+                Some(w) => Finding::new(
+                    check,
+                    Status::Problem,
+                    format!("stream '{}' on topic '{topic}': {w}", s.name),
+                )
+                .fix(format!(
+                    "correct the names in [[streams]] name = \"{}\" (features, target) to the \
+                     events' keys",
+                    s.name
+                )),
+            }
+        }
     }
 }
