@@ -1,8 +1,8 @@
 //! What the service knows is wrong with its Kafka side, shared between the threads that find it
 //! (start-up checks, ingest, the dead-letter outcomes) and the API that reports it: a cluster
 //! that does not answer, topics the cluster lacks, partitions held at a message whose
-//! dead-letter copy is not delivered, authorization errors, and a Schema Registry that cannot
-//! answer. `/readyz` answers 503 while Kafka cannot be reached, a topic is missing, access is
+//! dead-letter copy is not delivered, authorization errors, a Schema Registry that cannot
+//! answer, and a group member whose join is not answered. `/readyz` answers 503 while Kafka cannot be reached, a topic is missing, access is
 //! denied or the registry is away, and lists held partitions
 //! either way; a stream's summary lists its own held partitions.
 //!
@@ -104,6 +104,23 @@ pub struct StandaloneHealth {
     /// false on a cluster that drops it (Tansu 0.6.0), where a second instance cannot be seen;
     /// null until this instance's own commit was read back.
     pub commit_metadata_kept: Option<bool>,
+}
+
+/// A member of the consumer group that has had no partitions for longer than its group's
+/// rebalance should take (`crate::ingest`'s join watch): its join is not answered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct Unassigned {
+    pub group: String,
+    /// Unix time since when it has had no partitions, in milliseconds, and in UTC (RFC 3339).
+    pub since_ms: u64,
+    pub since: String,
+    /// With the kafka state store: of the stream topics' partitions, how many have their
+    /// latest state written by another replica, and how many there are (the others hold
+    /// every partition when the two are equal).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub others_hold: Option<[usize; 2]>,
+    /// What happens next and what to do.
+    pub what_to_do: String,
 }
 
 /// Unix milliseconds as `YYYY-MM-DDTHH:MM:SSZ` (UTC), without a date crate: the days since
@@ -208,6 +225,8 @@ pub struct HealthState {
     pub scorers: Vec<ScorerHealth>,
     /// The consumers in standalone assignment (`kafka.assignment`).
     pub standalone: Vec<StandaloneHealth>,
+    /// Set while this group member has waited too long for partitions.
+    pub unassigned: Option<Unassigned>,
 }
 
 #[derive(Debug, Default)]
@@ -305,6 +324,10 @@ impl Health {
             Some(x) => *x = s,
             None => state.standalone.push(s),
         }
+    }
+    /// This group member waits too long for partitions (`Some`), or has them again.
+    pub fn set_unassigned(&self, u: Option<Unassigned>) {
+        self.lock().unassigned = u;
     }
     pub fn set_held(&self, held: Vec<HeldPartition>) {
         self.lock().held_partitions = held;

@@ -68,7 +68,8 @@
 //!   checkpoint, commit) and its steps: `setup`, `gather` (a batch; `ahead`: JSON decoded on
 //!   other threads), `accept` (one message), `denied` (consumer and authorization errors),
 //!   `commit_loop` (checkpoints, then commits), `rebalance` (assignment), `resubscribe`
-//!   (streams declared or retired over the API, between batches), `start` (where a stream
+//!   (streams declared or retired over the API, between batches), `join_watch` (a group
+//!   member left unassigned, said in the log and `/readyz`), `start` (where a stream
 //!   never read starts: its topic's end, or a time), `lag`; folding:
 //!   `fold` (rows into statistics; `restore`: a partition's saved state on assignment), `windows` (rows into time buckets), `freshness` (each
 //!   message's age once its rows are visible), `cv` (the cross-validation fold of a row), `features`

@@ -234,6 +234,8 @@ fn propose(fields: &mut TopicFields, target: Option<&str>) {
             } else {
                 "the target, by its name (name another with ?target=...)".to_string()
             })
+        } else if f.kind == "null" {
+            Some("never held a value".to_string())
         } else if f.kind != "number" && f.kind != "boolean" {
             Some(format!("a {} (features are numbers or booleans here; text can be one-hot or hashed: docs/streams.md)", f.kind))
         } else if named_like_an_id(&f.path) {

@@ -6,7 +6,9 @@
 //! checkpoint); a file-declared stream's n stays exact at every step. A bad declaration is a
 //! 400 naming the key (or the missing topic, or the registry that does not answer), a file's
 //! name a 409, and without the admin token 401 (403 when none is configured). A declared
-//! stream starts where its `start` says.
+//! stream starts where its `start` says. A declaration whose fields none of its topic's
+//! latest events carry is a 422 naming each with its likely intended name, declared only with
+//! `absent_fields=accept` (issue 59).
 
 use crate::common::*;
 use ravel::broker::EmbeddedBroker;
@@ -499,9 +501,10 @@ fn a_stream_declared_over_the_api_is_folded_kept_changed_and_retired_while_the_o
             "{f}"
         );
     }
+    // The field named like a target is proposed as the target, not as a feature.
     assert_eq!(
         f["proposal"],
-        json!({"topic": "t.api", "features": ["a", "b", "y"]})
+        json!({"topic": "t.api", "features": ["a", "b"], "target": "y"})
     );
     assert_eq!(fields("t.api/fields", None).0, 401);
     let (status, body) = fields("t.api/fields?events=5000", Some(ADMIN));
@@ -957,4 +960,140 @@ fn with_the_kafka_store_latest_starts_each_partition_at_its_end_and_keeps_it() {
     send_events_to(&brokers, "k.late", 300..350);
     wait_n(&base, "late", 150, &log);
     assert_ols_of(&base, "late", dir.path(), 200..350);
+}
+
+/// Issue 59: on a topic holding 3,000 events, a declaration with a misspelled field and a
+/// misspelled target is refused (422), the answer naming both and their likely intended names;
+/// with `absent_fields=accept` it is declared, the warning in the answer; the right names are
+/// found in the data, and the stream folds every event. A declaration on an empty topic is
+/// accepted, the answer saying there was nothing to check. The proposal of the topic's fields
+/// leaves out the target and the identifiers (by name, and a rising counter).
+#[test]
+fn a_declaration_is_checked_against_its_topics_events() {
+    let brokers = with_topics(&[
+        ("c.sales", 3),
+        ("c.sales.dlq", 1),
+        ("c.empty", 2),
+        ("c.empty.dlq", 1),
+    ]);
+    let state = tempfile::tempdir().unwrap();
+    let svc = TestService::start(service_config(state.path(), ADMIN), &brokers);
+    let events: Vec<Vec<u8>> = (0..3000)
+        .map(|i| {
+            let (sqft, rooms) = (50.0 + (i * 37 % 101) as f64, (i % 5 + 1) as f64);
+            let price = 1000.0 + 30.0 * sqft + 500.0 * rooms + (i * 7919 % 13) as f64;
+            serde_json::to_vec(&json!({"order_id": format!("o-{i}"), "seq": i, "city": "Oslo",
+                "sale": {"sqft": sqft, "rooms": rooms}, "price": price}))
+            .unwrap()
+        })
+        .collect();
+    send(&brokers, "c.sales", None, &events, &[]);
+
+    let put_q = |name: &str, query: &str, body: &Value| {
+        request(
+            &svc.url(""),
+            reqwest::Method::PUT,
+            &format!("/v1/streams/{name}{query}"),
+            Some(ADMIN),
+            Some(body),
+        )
+    };
+    let typo =
+        json!({"topic": "c.sales", "features": ["sale.sqtf", "sale.rooms"], "target": "prce"});
+    let (status, body) = put(&svc, "sales", Some(ADMIN), &typo);
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (422, Some("absent_fields")),
+        "{body}"
+    );
+    let m = body["error"]["message"].as_str().unwrap();
+    for part in [
+        "field 'sale.sqtf' (did you mean sale.sqft?)",
+        "the target 'prce' (did you mean price?)",
+        "?absent_fields=accept",
+    ] {
+        assert!(m.contains(part), "{part:?} not in {m}");
+    }
+    assert!(!m.contains("'sale.rooms'"), "{m}");
+    // Refused: nothing declared, its dead-letter topic aside.
+    assert_eq!(svc.get("/v1/streams/sales").0, 404);
+    let (status, body) = put_q("sales", "?absent_fields=yes", &typo);
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (400, Some("invalid_query")),
+        "{body}"
+    );
+    // Accepted with the override: the warning in the answer.
+    let (status, body) = put_q("sales", "?absent_fields=accept", &typo);
+    assert_eq!(status, 201, "{body}");
+    let check = &body["fields_check"];
+    assert_eq!(check["outcome"], "absent_accepted", "{body}");
+    let absent: Vec<(&str, &str)> = (check["absent"].as_array().unwrap().iter())
+        .map(|a| (a["field"].as_str().unwrap(), a["role"].as_str().unwrap()))
+        .collect();
+    assert_eq!(absent, [("sale.sqtf", "field"), ("prce", "target")], "{body}");
+    assert!(
+        check["note"].as_str().unwrap().contains("did you mean sale.sqft"),
+        "{body}"
+    );
+    // The bound: 10 of each of the 3 partitions' latest messages.
+    assert_eq!((check["sampled"].as_u64(), check["events"].as_u64()), (Some(30), Some(30)), "{body}");
+    // The right names: found in the data (a changed declaration, read afresh).
+    let right =
+        json!({"topic": "c.sales", "features": ["sale.sqft", "sale.rooms"], "target": "price"});
+    let (status, body) = put(&svc, "sales", Some(ADMIN), &right);
+    assert_eq!(
+        (status, body["outcome"].as_str(), body["fields_check"]["outcome"].as_str()),
+        (200, Some("replaced"), Some("found")),
+        "{body}"
+    );
+    assert_eq!(body["fields_check"]["absent"], json!([]), "{body}");
+    svc.wait_rows("sales", 3000);
+    // An empty topic: nothing to check, said so.
+    let (status, body) = put(
+        &svc,
+        "empty",
+        Some(ADMIN),
+        &json!({"topic": "c.empty", "features": ["a"], "target": "b"}),
+    );
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body["fields_check"]["outcome"], "empty_topic", "{body}");
+    assert!(
+        body["fields_check"]["note"].as_str().unwrap().contains("holds no message yet"),
+        "{body}"
+    );
+
+    // The proposal: the target named, identifiers left out with why.
+    let (status, f) = request(
+        &svc.url(""),
+        reqwest::Method::GET,
+        "/v1/topics/c.sales/fields?events=60&target=price",
+        Some(ADMIN),
+        None,
+    );
+    assert_eq!(status, 200, "{f}");
+    assert_eq!(
+        f["proposal"],
+        json!({"topic": "c.sales", "features": ["sale.rooms", "sale.sqft"], "target": "price"}),
+        "{f}"
+    );
+    let why = |path: &str| {
+        (f["fields"].as_array().unwrap().iter())
+            .find(|x| x["path"] == path)
+            .map(|x| x["left_out"].as_str().unwrap_or("").to_string())
+            .unwrap_or_default()
+    };
+    for (path, reason) in [
+        ("seq", "only increase in each partition"),
+        ("order_id", "a string"),
+        ("city", "a string"),
+        ("price", "the target"),
+        ("sale.sqft", ""),
+    ] {
+        assert!(
+            why(path).contains(reason) && (reason.is_empty() == why(path).is_empty()),
+            "{path}: {:?}",
+            why(path)
+        );
+    }
 }

@@ -51,6 +51,10 @@ pub struct Readiness {
     /// (each a reason to be not ready).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub standalone: Vec<crate::health::StandaloneHealth>,
+    /// Present while this member of the consumer group has waited longer than a rebalance
+    /// takes for partitions (its join is not answered), with what to do.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unassigned: Option<crate::health::Unassigned>,
     /// When not ready: `not_ready` and every reason.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<error::ErrorDetail>,
@@ -101,8 +105,17 @@ pub(super) async fn readyz(State(st): State<AppState>) -> (StatusCode, Json<Read
             ));
         }
     }
+    if let Some(u) = &h.unassigned {
+        let others = u.others_hold.map_or(String::new(), |[o, n]| {
+            format!(" (the other replicas wrote the latest states of {o} of the {n} partitions)")
+        });
+        reasons.push(format!(
+            "this member of consumer group '{}' has had no partitions since {}{others}: {}",
+            u.group, u.since, u.what_to_do
+        ));
+    }
     // Partitions cannot be assigned by a cluster that does not answer: that reason says it.
-    if !assigned && h.kafka_unreachable.is_none() {
+    if !assigned && h.kafka_unreachable.is_none() && h.unassigned.is_none() {
         reasons.push(
             "the Kafka consumer has not been assigned partitions of every stream topic yet".into(),
         );
@@ -116,6 +129,7 @@ pub(super) async fn readyz(State(st): State<AppState>) -> (StatusCode, Json<Read
         authorization_errors: h.authorization_errors,
         scorers: h.scorers,
         standalone: h.standalone,
+        unassigned: h.unassigned,
         error: (!ready).then(|| error::ErrorDetail {
             code: Code::NotReady.as_str().into(),
             message: reasons.join("; "),

@@ -28,7 +28,7 @@
 //!   `gather` (a batch, JSON decoded ahead on the `ahead` threads), `accept` (one message:
 //!   fold or reject, the retention check, releasing held partitions), `denied` (consumer
 //!   errors, authorization), `commit_loop` (checkpoints, then commits); `rebalance`
-//!   (assignment) and `lag`;
+//!   (assignment), `join_watch` (a member left unassigned) and `lag`;
 //! - folding: `fold` (rows into statistics), `windows` (rows into a stream's time buckets),
 //!   `freshness` (each message's age once its rows are visible), `cv` (which cross-validation fold a row goes to,
 //!   `cv.folds`), `features` (feature-stream columns into the selection);
@@ -57,6 +57,7 @@ pub mod features;
 pub mod fold;
 pub mod freshness;
 mod gather;
+mod join_watch;
 pub mod lag;
 pub mod rebalance;
 mod resubscribe;
@@ -235,6 +236,8 @@ struct Ingest {
     /// A stream or a partition starts at its topic's end (`start = "latest"`): that position
     /// is saved at the loop's next turn (before the first batch, at the service's start).
     checkpoint_due: bool,
+    /// Since when this group member has had no partitions, once reported (`join_watch`).
+    unassigned_reported: Option<Instant>,
 }
 
 impl Ingest {
@@ -251,6 +254,7 @@ impl Ingest {
             }
             while !self.shutdown.is_triggered() {
                 self.apply_declarations()?;
+                self.watch_join();
                 if self.gather(&consumer, &mut ahead)? > 0
                     || matches!(self.store, Store::Kafka { .. })
                 {

@@ -21,7 +21,7 @@ use rdkafka::types::RDKafkaRespErr;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How partitions of stream topics are restored from the `kafka` state store.
 pub struct Restore {
@@ -90,6 +90,10 @@ pub struct IngestContext {
     pub(super) changes: Mutex<Vec<Change>>,
     /// Whether an assignment was ever received.
     assigned_once: AtomicBool,
+    /// Since when this group member has had no assignment: subscribed, or every partition
+    /// revoked, and none assigned since (None while it holds one, or in standalone
+    /// assignment). `join_watch` reads it.
+    unassigned_since: Mutex<Option<Instant>>,
 }
 
 impl IngestContext {
@@ -112,7 +116,18 @@ impl IngestContext {
             restore,
             changes: Mutex::new(Vec::new()),
             assigned_once: AtomicBool::new(false),
+            unassigned_since: Mutex::new(None),
         }
+    }
+
+    /// The consumer (re)subscribed: it has no assignment until the group gives one.
+    pub(super) fn subscribed(&self) {
+        *lock(&self.unassigned_since) = Some(Instant::now());
+    }
+
+    /// Since when this group member has had no assignment (None: it has one).
+    pub(super) fn unassigned_since(&self) -> Option<Instant> {
+        *lock(&self.unassigned_since)
     }
 
     /// The partitions that came or went since the last call.
@@ -455,6 +470,8 @@ impl ConsumerContext for IngestContext {
             RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => {
                 self.restore_assigned(consumer, &parts);
                 self.assigned_once.store(true, Ordering::SeqCst);
+                // An empty assignment too: the group answered (more members than partitions).
+                *lock(&self.unassigned_since) = None;
                 {
                     let positions = lock(&self.positions);
                     for (t, p) in &parts {
@@ -500,6 +517,9 @@ impl ConsumerContext for IngestContext {
                         a.clear();
                     }
                 });
+                if !cooperative || self.assigned().is_empty() {
+                    self.subscribed();
+                }
             }
             other => {
                 tracing::error!(error = ?other, "rebalance failed; dropping the assignment");
@@ -507,6 +527,7 @@ impl ConsumerContext for IngestContext {
                 self.forget_revoked(&all);
                 let _ = consumer.unassign();
                 self.update_assignment(|a| a.clear());
+                self.subscribed();
             }
         }
     }

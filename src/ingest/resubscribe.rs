@@ -153,6 +153,7 @@ impl Ingest {
             self.consumer
                 .subscribe(&refs)
                 .with_context(|| format!("cannot subscribe to {topics:?}"))?;
+            context.subscribed();
             tracing::info!(topics = ?topics, "subscribed again after a declaration");
         }
         Ok(())

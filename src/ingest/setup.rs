@@ -33,34 +33,42 @@ impl Ingest {
         let mut topics: Vec<String> = initial.iter().map(|h| h.topic.clone()).collect();
         topics.extend(setup.feature_streams.topics());
         let positions = Arc::new(Mutex::new(setup.positions));
-        let restore = setup.state_reader.clone().map(|reader| Restore {
-            reader,
-            streams: Mutex::new(
-                initial
-                    .iter()
-                    .map(|h| (h.topic.clone(), RestoredStream::of(h)))
-                    .collect(),
-            ),
-        });
-        let context = IngestContext::new(
-            positions.clone(),
-            topics.clone(),
-            setup.ready.clone(),
-            setup.metrics.clone(),
-            setup.health.clone(),
-            restore,
-        );
-        let brokers = setup.clients.brokers();
-        let consumer: BaseConsumer<IngestContext> = setup
-            .clients
-            .consumer(setup.ingest.lag_interval_ms)
-            .create_with_context(context)
-            .map_err(|e| {
-                anyhow::anyhow!(
-                    "cannot create the Kafka consumer: {}",
-                    setup.clients.scrub(&e.to_string())
-                )
-            })?;
+        let make = |setup: &IngestSetup| -> anyhow::Result<BaseConsumer<IngestContext>> {
+            let restore = setup.state_reader.clone().map(|reader| Restore {
+                reader,
+                streams: Mutex::new(
+                    initial
+                        .iter()
+                        .map(|h| (h.topic.clone(), RestoredStream::of(h)))
+                        .collect(),
+                ),
+            });
+            let context = IngestContext::new(
+                positions.clone(),
+                topics.clone(),
+                setup.ready.clone(),
+                setup.metrics.clone(),
+                setup.health.clone(),
+                restore,
+            );
+            setup
+                .clients
+                .consumer(setup.ingest.lag_interval_ms)
+                .create_with_context(context)
+                .map_err(|e| {
+                    anyhow::anyhow!(
+                        "cannot create the Kafka consumer: {}",
+                        setup.clients.scrub(&e.to_string())
+                    )
+                })
+        };
+        let brokers = setup.clients.brokers().to_string();
+        // Made before the cluster's id was heard, the consumer has librdkafka's session; on
+        // the embedded broker it is made again below, so that every member of a group has
+        // the same session (members of different sessions leave a join unanswered there:
+        // docs/compatibility.md).
+        let heard_before = setup.clients.cluster_known();
+        let mut consumer = make(&setup)?;
 
         let shutdown = &setup.shutdown;
         // A cluster that has not answered for a few seconds is named in `/readyz` from then
@@ -79,7 +87,10 @@ impl Ingest {
             Some(id) => {
                 setup.health.reachable();
                 setup.clients.heard_cluster(id);
-                tracing::info!(cluster_id = %id, brokers = %brokers, "connected to Kafka")
+                tracing::info!(cluster_id = %id, brokers = %brokers, "connected to Kafka");
+                if !heard_before && setup.clients.on_embedded() {
+                    consumer = make(&setup)?;
+                }
             }
             None => {
                 tracing::warn!(brokers = %brokers, "Kafka did not report a cluster id (is it reachable?)")
@@ -174,6 +185,7 @@ impl Ingest {
             consumer
                 .subscribe(&topic_refs)
                 .with_context(|| format!("cannot subscribe to {topics:?}"))?;
+            consumer.context().subscribed();
             tracing::info!(topics = ?topics, group = %setup.clients.group(), instance = ?setup.clients.instance_id(), "subscribed");
             // How many partitions each topic has: ready needs all of them (rebalance.rs).
             let mut totals = std::collections::BTreeMap::new();
@@ -282,6 +294,7 @@ impl Ingest {
             declarations: setup.declarations,
             state_dir: setup.state.dir(),
             checkpoint_due: !fresh.is_empty(),
+            unassigned_reported: None,
         })
     }
 }

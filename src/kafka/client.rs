@@ -108,6 +108,12 @@ pub const FETCH_WAIT_MAX_MS: u64 = 5;
 /// A group member's session timeout on the embedded broker (`KafkaClients::session`).
 pub const EMBEDDED_SESSION_TIMEOUT_MS: u64 = 4000;
 
+/// The ingest consumer's `max.poll.interval.ms` on the embedded broker (`KafkaClients::join_bound`):
+/// librdkafka gives up a JoinGroup request after this and 3 s, reconnects and joins again,
+/// which is what frees a member whose join the embedded broker never answers
+/// (docs/compatibility.md).
+pub const EMBEDDED_MAX_POLL_INTERVAL_MS: u64 = 15_000;
+
 /// The prefix of the embedded broker's cluster id (librdkafka's mock cluster, in `ravel serve`
 /// or `ravel broker`).
 const MOCK_CLUSTER_ID: &str = "mockCluster";
@@ -218,8 +224,13 @@ impl KafkaClients {
         }
     }
 
+    /// Whether a client of the service heard the cluster's id yet (`heard_cluster`).
+    pub fn cluster_known(&self) -> bool {
+        self.cluster_id.get().is_some()
+    }
+
     /// Whether the cluster heard is the embedded broker (false while none was heard).
-    fn on_embedded(&self) -> bool {
+    pub fn on_embedded(&self) -> bool {
         is_embedded(self.cluster_id.get().map(|s| s.as_str()))
     }
 
@@ -234,8 +245,10 @@ impl KafkaClients {
     /// A group member's session on the embedded broker: 4 s, heartbeats every 0.5 s. The
     /// embedded broker keeps a departed (SIGKILLed) member for its whole session timeout before
     /// its partitions go to the others, and librdkafka's default is 45 s: a replica restarted
-    /// after a SIGKILL was ready after 44 s. Elsewhere librdkafka's defaults (a cluster's own
-    /// `group.min.session.timeout.ms` bounds them; docs/scaling.md says what to set).
+    /// after a SIGKILL was ready after 44 s. The ingest consumer's JoinGroup wait is bounded
+    /// too (`join_bound`). Elsewhere
+    /// librdkafka's defaults (a cluster's own `group.min.session.timeout.ms` bounds them;
+    /// docs/scaling.md says what to set).
     fn session(&self) -> Vec<(&'static str, String)> {
         if !self.on_embedded() {
             return Vec::new();
@@ -247,6 +260,21 @@ impl KafkaClients {
             ),
             ("heartbeat.interval.ms", "500".to_string()),
         ]
+    }
+
+    /// The ingest consumer's bound on a JoinGroup request on the embedded broker
+    /// (`max.poll.interval.ms`, see `session`); not when the user set the session (the
+    /// interval may not be shorter), nor for the scorers, whose loop may wait longer for its
+    /// deliveries between two polls.
+    fn join_bound(&self) -> Option<(&'static str, String)> {
+        (self.on_embedded() && !self.options.iter().any(|(k, _)| k == "session.timeout.ms")).then(
+            || {
+                (
+                    "max.poll.interval.ms",
+                    EMBEDDED_MAX_POLL_INTERVAL_MS.to_string(),
+                )
+            },
+        )
     }
     /// `text` (an error from librdkafka, which may quote a property's value) with the value of
     /// every secret option replaced by `***`.
@@ -325,6 +353,7 @@ impl KafkaClients {
         // producer's ack to the snapshot).
         settings.push(Self::fetch_wait());
         settings.extend(self.session());
+        settings.extend(self.join_bound());
         self.config(Client::Consumer, &settings)
     }
 
@@ -526,6 +555,8 @@ mod tests {
             assert_eq!(c.get("session.timeout.ms"), Some("4000"));
             assert_eq!(c.get("heartbeat.interval.ms"), Some("500"));
         }
+        assert_eq!(k.consumer(100).get("max.poll.interval.ms"), Some("15000"));
+        assert_eq!(k.scorer_consumer("s").get("max.poll.interval.ms"), None);
         assert_eq!(k.dead_letter_reader().get("session.timeout.ms"), None);
         let mut kafka = KafkaConfig::default();
         kafka
@@ -538,6 +569,8 @@ mod tests {
         k.heard_cluster("mockCluster1a2b");
         assert_eq!(k.consumer(100).get("fetch.wait.max.ms"), Some("500"));
         assert_eq!(k.consumer(100).get("session.timeout.ms"), Some("30000"));
+        // A session set by the user: the poll interval is librdkafka's (never below it).
+        assert_eq!(k.consumer(100).get("max.poll.interval.ms"), None);
     }
 
     #[test]
