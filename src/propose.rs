@@ -237,7 +237,10 @@ fn propose(fields: &mut TopicFields, target: Option<&str>) {
         } else if f.kind == "null" {
             Some("never held a value".to_string())
         } else if f.kind != "number" && f.kind != "boolean" {
-            Some(format!("a {} (features are numbers or booleans here; text can be one-hot or hashed: docs/streams.md)", f.kind))
+            Some(format!(
+                "a {} (features are numbers or booleans here; text can be one-hot or hashed: docs/streams.md)",
+                f.kind
+            ))
         } else if named_like_an_id(&f.path) {
             Some("an identifier, by its name".to_string())
         } else if fields.counters.contains(&f.path) {
@@ -274,7 +277,10 @@ fn tally(topic: &str, trees: impl Iterator<Item = Result<(i32, Value), String>>)
                     if let Some(v) = number
                         && (rising.contains_key(path) || rising.len() < MAX_PATHS)
                     {
-                        rising.entry(path.to_string()).or_default().see(partition, v);
+                        rising
+                            .entry(path.to_string())
+                            .or_default()
+                            .see(partition, v);
                     }
                     if let Some(e) = paths.get_mut(path) {
                         e.0 += usize::from(kind != "null");
@@ -364,8 +370,14 @@ mod tests {
     #[test]
     fn leaves_are_counted_by_dotted_path_and_kind() {
         let events = vec![
-            Ok((0, json!({"sale": {"price": 10.5, "rooms": 3}, "city": "Oslo", "new": true}))),
-            Ok((0, json!({"sale": {"price": 12.0, "rooms": null}, "city": "Bergen", "tags": [1]}))),
+            Ok((
+                0,
+                json!({"sale": {"price": 10.5, "rooms": 3}, "city": "Oslo", "new": true}),
+            )),
+            Ok((
+                0,
+                json!({"sale": {"price": 12.0, "rooms": null}, "city": "Bergen", "tags": [1]}),
+            )),
             Ok((1, json!({"sale": {"price": 9.0}, "city": null}))),
             Ok((1, json!([1, 2]))),
             Err("not JSON".to_string()),
@@ -435,7 +447,11 @@ mod tests {
             ("city", "a string"),
             ("label", "the target, by its name"),
         ] {
-            assert!(why(&f, path).contains(reason), "{path}: {:?}", why(&f, path));
+            assert!(
+                why(&f, path).contains(reason),
+                "{path}: {:?}",
+                why(&f, path)
+            );
         }
         // The target named: the field named like one is a feature again.
         let f = t(Some("price"));
@@ -446,7 +462,12 @@ mod tests {
         // Too few values to call a rising field a counter.
         let mut few = tally("t", (0..4).map(shop).map(Ok));
         propose(&mut few, None);
-        assert!(few.proposal["features"].as_array().unwrap().contains(&json!("seq")));
+        assert!(
+            few.proposal["features"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("seq"))
+        );
         assert!(named_like_an_id("ID") && named_like_an_id("user.Id") && !named_like_an_id("paid"));
     }
 }

@@ -982,8 +982,10 @@ fn a_declaration_is_checked_against_its_topics_events() {
         .map(|i| {
             let (sqft, rooms) = (50.0 + (i * 37 % 101) as f64, (i % 5 + 1) as f64);
             let price = 1000.0 + 30.0 * sqft + 500.0 * rooms + (i * 7919 % 13) as f64;
-            serde_json::to_vec(&json!({"order_id": format!("o-{i}"), "seq": i, "city": "Oslo",
-                "sale": {"sqft": sqft, "rooms": rooms}, "price": price}))
+            serde_json::to_vec(
+                &json!({"order_id": format!("o-{i}"), "seq": i, "city": "Oslo",
+                "sale": {"sqft": sqft, "rooms": rooms}, "price": price}),
+            )
             .unwrap()
         })
         .collect();
@@ -1031,19 +1033,34 @@ fn a_declaration_is_checked_against_its_topics_events() {
     let absent: Vec<(&str, &str)> = (check["absent"].as_array().unwrap().iter())
         .map(|a| (a["field"].as_str().unwrap(), a["role"].as_str().unwrap()))
         .collect();
-    assert_eq!(absent, [("sale.sqtf", "field"), ("prce", "target")], "{body}");
+    assert_eq!(
+        absent,
+        [("sale.sqtf", "field"), ("prce", "target")],
+        "{body}"
+    );
     assert!(
-        check["note"].as_str().unwrap().contains("did you mean sale.sqft"),
+        check["note"]
+            .as_str()
+            .unwrap()
+            .contains("did you mean sale.sqft"),
         "{body}"
     );
     // The bound: 10 of each of the 3 partitions' latest messages.
-    assert_eq!((check["sampled"].as_u64(), check["events"].as_u64()), (Some(30), Some(30)), "{body}");
+    assert_eq!(
+        (check["sampled"].as_u64(), check["events"].as_u64()),
+        (Some(30), Some(30)),
+        "{body}"
+    );
     // The right names: found in the data (a changed declaration, read afresh).
     let right =
         json!({"topic": "c.sales", "features": ["sale.sqft", "sale.rooms"], "target": "price"});
     let (status, body) = put(&svc, "sales", Some(ADMIN), &right);
     assert_eq!(
-        (status, body["outcome"].as_str(), body["fields_check"]["outcome"].as_str()),
+        (
+            status,
+            body["outcome"].as_str(),
+            body["fields_check"]["outcome"].as_str()
+        ),
         (200, Some("replaced"), Some("found")),
         "{body}"
     );
@@ -1059,7 +1076,10 @@ fn a_declaration_is_checked_against_its_topics_events() {
     assert_eq!(status, 201, "{body}");
     assert_eq!(body["fields_check"]["outcome"], "empty_topic", "{body}");
     assert!(
-        body["fields_check"]["note"].as_str().unwrap().contains("holds no message yet"),
+        body["fields_check"]["note"]
+            .as_str()
+            .unwrap()
+            .contains("holds no message yet"),
         "{body}"
     );
 

@@ -233,3 +233,244 @@ fn replicas_share_partitions_and_each_answers_for_every_row_through_kills_and_re
     broker.signal("-TERM");
     assert!(broker.wait());
 }
+
+/// The partitions the replica at `base` folds itself (0 while it does not answer).
+fn live_of(base: &str) -> usize {
+    detail(base).map_or(0, |d| {
+        d["partition_states"]
+            .as_array()
+            .map_or(0, |a| a.iter().filter(|p| p["source"] == "live").count())
+    })
+}
+
+/// Seconds from `started` until `/readyz` at `base` answers 200 (None: not within `bound`).
+fn ready_within(base: &str, started: Instant, bound: Duration) -> Option<f64> {
+    while started.elapsed() < bound {
+        if try_get(base, "/readyz").is_some_and(|(s, _)| s == 200) {
+            return Some(started.elapsed().as_secs_f64());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    None
+}
+
+/// Waits until `a` and `b` hold the 8 partitions between them, each some: neither is left
+/// unassigned while the other holds every partition.
+fn both_hold_partitions(a: &str, b: &str, what: &str, dir: &Path, runs: [usize; 2]) {
+    let start = Instant::now();
+    loop {
+        let (la, lb) = (live_of(a), live_of(b));
+        if la + lb == 8 && la > 0 && lb > 0 {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "{what}: partitions held {la} + {lb}; logs:\n{}\n---\n{}",
+            tail_of(&dir.join(format!("serve{}.log", runs[0]))),
+            tail_of(&dir.join(format!("serve{}.log", runs[1])))
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Issue 59: two replicas of one group on `ravel broker`, default settings (the embedded
+/// broker's 4 s session): one SIGKILLed and started again, and both stopped with SIGTERM and
+/// started one after the other, are ready within seconds each time and share the 8
+/// partitions (none stuck unassigned while the other holds them all). Two tries of each;
+/// `scripts/replicas_rejoin.py` makes ten and prints the times (docs/scaling.md).
+#[test]
+fn two_replicas_are_ready_within_seconds_after_a_sigkill_and_after_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let (topic, group) = ("t.rejoin", "rejoin-group");
+    let (mut broker, brokers) = Proc::start(
+        "ravel broker",
+        &[
+            "broker",
+            "--topic",
+            &format!("{topic}:8"),
+            "--topic",
+            &format!("{topic}.dlq:1"),
+            "--topic",
+            &format!("{group}.state:3"),
+        ],
+        &[],
+        &dir.path().join("broker.log"),
+    );
+    let names = names(2);
+    let (x, y) = synthetic(2, 1, 4000, 5);
+    let rows = dir.path().join("rows.csv");
+    write_csv(&rows, &names, &x, &y);
+    produce_file(&brokers, topic, &rows, &[]);
+    ConfigFile::new(group)
+        .set("state.store", "kafka")
+        .stream("r", topic, names)
+        .write(dir.path());
+    // A restart is ready within this (issue 59 asks 10 s; the margin is for a loaded machine,
+    // a stuck join takes 18 s and more).
+    let bound = Duration::from_secs(15);
+    let mut run = 0;
+    let mut start = |run: &mut usize| {
+        *run += 1;
+        let t = Instant::now();
+        let (p, base) = serve(dir.path(), &brokers, *run);
+        (p, base, t, *run)
+    };
+    let (mut a, mut b) = (start(&mut run), start(&mut run));
+    for r in [&a, &b] {
+        assert!(
+            ready_within(&r.1, r.2, Duration::from_secs(60)).is_some(),
+            "first start"
+        );
+    }
+    both_hold_partitions(&a.1, &b.1, "first start", dir.path(), [a.3, b.3]);
+    let mut times = Vec::new();
+    for i in 0..2 {
+        a.0.signal("-KILL");
+        drop(a);
+        a = start(&mut run);
+        let t = ready_within(&a.1, a.2, bound);
+        assert!(
+            t.is_some(),
+            "try {i}: not ready {bound:?} after a SIGKILL:\n{}",
+            tail_of(&dir.path().join(format!("serve{}.log", a.3)))
+        );
+        times.push(("sigkill", t));
+        both_hold_partitions(
+            &a.1,
+            &b.1,
+            &format!("try {i}, SIGKILL"),
+            dir.path(),
+            [a.3, b.3],
+        );
+
+        for r in [&mut a, &mut b] {
+            r.0.signal("-TERM");
+        }
+        assert!(
+            a.0.wait() && b.0.wait(),
+            "try {i}: a replica did not exit cleanly"
+        );
+        a = start(&mut run);
+        std::thread::sleep(Duration::from_secs(1));
+        b = start(&mut run);
+        for (who, r) in [("first", &a), ("second", &b)] {
+            let t = ready_within(&r.1, r.2, bound);
+            assert!(
+                t.is_some(),
+                "try {i}: the {who} replica not ready {bound:?} after SIGTERM:\n{}",
+                tail_of(&dir.path().join(format!("serve{}.log", r.3)))
+            );
+            times.push(("sigterm", t));
+        }
+        both_hold_partitions(
+            &a.1,
+            &b.1,
+            &format!("try {i}, SIGTERM"),
+            dir.path(),
+            [a.3, b.3],
+        );
+    }
+    eprintln!("seconds to ready: {times:?}");
+    // Every row once, over the two.
+    for r in [&a, &b] {
+        let start = Instant::now();
+        while n_of(&r.1) != Some(4000) {
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "n = {:?}",
+                n_of(&r.1)
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+    for r in [&mut a, &mut b] {
+        r.0.signal("-TERM");
+        assert!(r.0.wait());
+    }
+    broker.signal("-TERM");
+    assert!(broker.wait());
+}
+
+/// Issue 59: a replica whose join the embedded broker never answers says so. Two replicas of
+/// one group with different session timeouts (45 s set in one's `kafka.options`, the embedded
+/// broker's 4 s in the other's) leave the broker's rebalance waiting longer than it keeps a
+/// joining member: the first's `/readyz` and log name it (`unassigned`, since when, what to
+/// do), and the second, whose join ravel bounds (`max.poll.interval.ms`), joins again by
+/// itself and is ready.
+#[test]
+fn a_replica_whose_join_is_never_answered_says_so_and_the_other_recovers() {
+    let dir = tempfile::tempdir().unwrap();
+    let (da, db) = (dir.path().join("a"), dir.path().join("b"));
+    std::fs::create_dir_all(&da).unwrap();
+    std::fs::create_dir_all(&db).unwrap();
+    let (topic, group) = ("t.stuck", "stuck-group");
+    let (mut broker, brokers) = Proc::start(
+        "ravel broker",
+        &[
+            "broker",
+            "--topic",
+            &format!("{topic}:4"),
+            "--topic",
+            &format!("{topic}.dlq:1"),
+            "--topic",
+            &format!("{group}.state:3"),
+        ],
+        &[],
+        &dir.path().join("broker.log"),
+    );
+    let base = ConfigFile::new(group)
+        .set("state.store", "kafka")
+        .stream("r", topic, 2);
+    base.clone()
+        .option("session.timeout.ms", "45000")
+        .write(&da);
+    base.write(&db);
+    let (mut a, base_a) = serve(&da, &brokers, 1);
+    assert!(ready_within(&base_a, Instant::now(), Duration::from_secs(60)).is_some());
+    let (mut b, base_b) = serve(&db, &brokers, 2);
+    // The first, revoked for the second's join, waits for an answer that never comes.
+    let start = Instant::now();
+    let body = loop {
+        let (status, body) = get(&base_a, "/readyz");
+        if !body["unassigned"].is_null() {
+            assert_eq!(status, 503, "{body}");
+            break body;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(40),
+            "no unassigned report: {body}\n{}",
+            tail_of(&da.join("serve1.log"))
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("this member of consumer group 'stuck-group' has had no partitions since")
+            && message.contains("session.timeout.ms")
+            && message.contains("restart"),
+        "{message}"
+    );
+    assert_eq!(body["unassigned"]["group"], group, "{body}");
+    let log = std::fs::read_to_string(da.join("serve1.log")).unwrap();
+    assert!(
+        log.contains("this member of the consumer group has had no partitions since"),
+        "{log}"
+    );
+    // The second gives its join up and joins again: ready, with every partition.
+    let start = Instant::now();
+    while live_of(&base_b) != 4 {
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "the second replica holds {} partitions:\n{}",
+            live_of(&base_b),
+            tail_of(&db.join("serve2.log"))
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(get(&base_b, "/readyz").0, 200);
+    for p in [&mut a, &mut b] {
+        p.signal("-KILL");
+    }
+    broker.signal("-TERM");
+    assert!(broker.wait());
+}

@@ -121,7 +121,9 @@ pub(super) struct RetireQuery {
 fn refused(r: Refusal) -> ApiError {
     match r {
         Refusal::Invalid(m) => ApiError::new(StatusCode::BAD_REQUEST, Code::InvalidDeclaration, m),
-        Refusal::Absent(m) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, Code::AbsentFields, m),
+        Refusal::Absent(m) => {
+            ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, Code::AbsentFields, m)
+        }
         Refusal::Unknown(m) => ApiError::new(StatusCode::NOT_FOUND, Code::UnknownStream, m),
         Refusal::Conflict(m) => ApiError::new(StatusCode::CONFLICT, Code::DeclarationConflict, m),
         Refusal::Failed(m) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, Code::Internal, m),
@@ -152,7 +154,13 @@ trait Kind {
     type Declared: Serialize;
     /// Declares it; `accept_absent`: a stream's fields absent from its topic's data are
     /// accepted (`crate::declared::data`).
-    fn put(d: &Declarations, name: &str, body: &[u8], by: &str, accept_absent: bool) -> Result<Checked, Refusal>;
+    fn put(
+        d: &Declarations,
+        name: &str,
+        body: &[u8],
+        by: &str,
+        accept_absent: bool,
+    ) -> Result<Checked, Refusal>;
     /// Retires it (`drop_state`: streams only, their checkpoint deleted).
     fn delete(d: &Declarations, name: &str, drop_state: bool, by: &str) -> Result<(), Refusal>;
     fn origin(d: &Declarations, name: &str) -> Option<Origin<Self::Declared>>;
@@ -173,7 +181,13 @@ type Checked = (Put, Option<crate::declared::data::FieldsChecked>);
 
 impl Kind for Stream {
     type Declared = crate::config::StreamConfig;
-    fn put(d: &Declarations, name: &str, body: &[u8], by: &str, accept_absent: bool) -> Result<Checked, Refusal> {
+    fn put(
+        d: &Declarations,
+        name: &str,
+        body: &[u8],
+        by: &str,
+        accept_absent: bool,
+    ) -> Result<Checked, Refusal> {
         d.put(name, body, by, accept_absent)
     }
     fn delete(d: &Declarations, name: &str, drop_state: bool, by: &str) -> Result<(), Refusal> {
@@ -189,7 +203,13 @@ impl Kind for Stream {
 
 impl Kind for Scorer {
     type Declared = crate::config::scorers::ScorerConfig;
-    fn put(d: &Declarations, name: &str, body: &[u8], by: &str, _: bool) -> Result<Checked, Refusal> {
+    fn put(
+        d: &Declarations,
+        name: &str,
+        body: &[u8],
+        by: &str,
+        _: bool,
+    ) -> Result<Checked, Refusal> {
         Ok((d.put_scorer(name, body, by)?, None))
     }
     fn delete(d: &Declarations, name: &str, _: bool, by: &str) -> Result<(), Refusal> {
@@ -218,7 +238,13 @@ impl Kind for Scorer {
 
 impl Kind for FeatureStream {
     type Declared = crate::config::FeatureStreamConfig;
-    fn put(d: &Declarations, name: &str, body: &[u8], by: &str, _: bool) -> Result<Checked, Refusal> {
+    fn put(
+        d: &Declarations,
+        name: &str,
+        body: &[u8],
+        by: &str,
+        _: bool,
+    ) -> Result<Checked, Refusal> {
         Ok((d.put_feature_stream(name, body, by)?, None))
     }
     fn delete(d: &Declarations, name: &str, _: bool, by: &str) -> Result<(), Refusal> {

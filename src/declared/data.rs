@@ -174,7 +174,11 @@ pub struct FieldsChecked {
 
 /// The answer to a PUT of stream `s` whose topic gave `looked`: checked, or refused (the
 /// message) when fields are absent and `accept_absent` is false.
-pub fn judge(s: &StreamConfig, looked: Looked, accept_absent: bool) -> Result<FieldsChecked, String> {
+pub fn judge(
+    s: &StreamConfig,
+    looked: Looked,
+    accept_absent: bool,
+) -> Result<FieldsChecked, String> {
     let topic = s.topic();
     let checked = |outcome, sampled, events, note: String| FieldsChecked {
         outcome,
@@ -245,9 +249,7 @@ pub fn judge(s: &StreamConfig, looked: Looked, accept_absent: bool) -> Result<Fi
                 sampled: read,
                 events,
                 absent,
-                note: format!(
-                    "declared with absent_fields=accept although on topic '{topic}' {w}"
-                ),
+                note: format!("declared with absent_fields=accept although on topic '{topic}' {w}"),
             },
             Some(w) => {
                 return Err(format!(

@@ -29,17 +29,19 @@ pub enum Sample {
 }
 
 /// How many partitions `topic` has (0: none, or no answer before `until`).
-pub fn partitions<C: ConsumerContext>(consumer: &BaseConsumer<C>, topic: &str, until: Instant) -> usize {
+pub fn partitions<C: ConsumerContext>(
+    consumer: &BaseConsumer<C>,
+    topic: &str,
+    until: Instant,
+) -> usize {
     let left = until.saturating_duration_since(Instant::now());
-    consumer
-        .fetch_metadata(Some(topic), left)
-        .map_or(0, |md| {
-            md.topics()
-                .iter()
-                .filter(|t| t.error().is_none())
-                .map(|t| t.partitions().len())
-                .sum()
-        })
+    consumer.fetch_metadata(Some(topic), left).map_or(0, |md| {
+        md.topics()
+            .iter()
+            .filter(|t| t.error().is_none())
+            .map(|t| t.partitions().len())
+            .sum()
+    })
 }
 
 /// Reads up to `limit` of `topic`'s latest messages with `consumer` (its assignment is
