@@ -11,7 +11,7 @@ consumer group (`state.store = "kafka"`, one stream on an 8-partition topic hold
          log's last lines are printed.
 
     scripts/replicas_rejoin.py [--ravel target/release/ravel] [--tries 10] [--gap 1]
-                               [--give-up 120] [--keep]
+                               [--give-up 120] [--keep] [--session-ms N]
 
 Rows go to stdout as Markdown; `--keep` keeps the work directory (the logs).
 """
@@ -105,6 +105,8 @@ def main():
     a.add_argument("--gap", type=float, default=1.0)
     a.add_argument("--give-up", type=float, default=120.0)
     a.add_argument("--keep", action="store_true")
+    a.add_argument("--session-ms", type=int, default=0,
+                   help='kafka.options "session.timeout.ms" (0: ravel\'s default)')
     args = a.parse_args()
     ravel = os.path.abspath(args.ravel)
     work = pathlib.Path(tempfile.mkdtemp(prefix="replicas-rejoin-"))
@@ -134,7 +136,7 @@ enabled = false
 name = "r"
 topic = "{TOPIC}"
 features = 2
-""")
+""" + (f'[kafka.options]\n"session.timeout.ms" = "{args.session_ms}"\n' if args.session_ms else ""))
     fmt = lambda t: "stuck" if t is None else f"{t:.1f}"
     run = 0
     a_, b_ = Replica(ravel, work, brokers, "a", run), Replica(ravel, work, brokers, "b", run)

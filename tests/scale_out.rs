@@ -309,7 +309,7 @@ fn two_replicas_are_ready_within_seconds_after_a_sigkill_and_after_sigterm() {
     // a stuck join takes 18 s and more).
     let bound = Duration::from_secs(15);
     let mut run = 0;
-    let mut start = |run: &mut usize| {
+    let start = |run: &mut usize| {
         *run += 1;
         let t = Instant::now();
         let (p, base) = serve(dir.path(), &brokers, *run);

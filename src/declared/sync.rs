@@ -148,7 +148,7 @@ impl Declarations {
                     *declared = next;
                     tracing::info!(scorer = %name, by = %s.by, "scorer declared by another replica");
                 }
-                Err(Refusal::Invalid(e) | Refusal::Failed(e))
+                Err(Refusal::Invalid(e) | Refusal::Failed(e) | Refusal::Absent(e))
                 | Err(Refusal::Conflict(e) | Refusal::Unknown(e)) => {
                     self.refuse_once(&records[&key("scorer", name)], name, &e)
                 }

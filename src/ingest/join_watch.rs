@@ -13,7 +13,8 @@
 
 use super::{Ingest, Store};
 use crate::health::{Unassigned, utc_rfc3339};
-use std::time::{Duration, Instant};
+use rdkafka::consumer::Consumer;
+use std::time::Duration;
 
 /// How long a member of a group on the embedded broker may wait for partitions: its join
 /// takes the broker's initial delay (3 s) or a session (4 s) at most.

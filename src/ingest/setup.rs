@@ -32,7 +32,7 @@ impl Ingest {
     ) -> anyhow::Result<Ingest> {
         let mut topics: Vec<String> = initial.iter().map(|h| h.topic.clone()).collect();
         topics.extend(setup.feature_streams.topics());
-        let positions = Arc::new(Mutex::new(setup.positions));
+        let positions = Arc::new(Mutex::new(std::mem::take(&mut setup.positions)));
         let make = |setup: &IngestSetup| -> anyhow::Result<BaseConsumer<IngestContext>> {
             let restore = setup.state_reader.clone().map(|reader| Restore {
                 reader,
