@@ -6,7 +6,9 @@
 //! fields carry the admin token
 //! (`http.admin_token`, not `http.token`): without it 401, and 403 when none is configured
 //! (declarations over the API are off). Every change is logged with who (the peer's address)
-//! and what (`crate::declared`).
+//! and what (`crate::declared`). A stream's PUT is checked against its topic's data
+//! (`crate::declared::data`): fields none of its latest events carry are a 422 unless
+//! `?absent_fields=accept`, and the answer says what the check found (`fields_check`).
 
 use super::AppState;
 use super::auth::same;
