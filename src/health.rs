@@ -106,13 +106,15 @@ pub struct StandaloneHealth {
     pub commit_metadata_kept: Option<bool>,
 }
 
-/// A member of the consumer group that has had no partitions for longer than its group's
-/// rebalance should take (`crate::ingest`'s join watch): its join is not answered.
+/// A member of the consumer group that has had no partitions for longer than a rebalance of
+/// its group takes (ingest's join watch): its join is not answered.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct Unassigned {
+    /// The consumer group (`kafka.group_id`).
     pub group: String,
-    /// Unix time since when it has had no partitions, in milliseconds, and in UTC (RFC 3339).
+    /// Unix time since when it has had no partitions, in milliseconds.
     pub since_ms: u64,
+    /// The same instant, in UTC (RFC 3339).
     pub since: String,
     /// With the kafka state store: of the stream topics' partitions, how many have their
     /// latest state written by another replica, and how many there are (the others hold

@@ -307,8 +307,9 @@ async fn delete<K: Kind>(
         .map_err(K::refused_delete)
 }
 
-/// Declares a stream, or changes one declared over the API. Its named fields and target are
-/// checked against its topic's latest messages (10 a partition, at most 200, within 3 s):
+/// Declares a stream, or changes one declared over the API.
+///
+/// Its named fields and target are checked against its topic's latest messages (10 a partition, at most 200, within 3 s):
 /// fields none of them carry refuse it (422, each named with the closest keys) unless
 /// `absent_fields=accept`; an empty topic has nothing to check (`fields_check` says so).
 #[utoipa::path(put, path = "/v1/streams/{name}", tag = "declarations",

@@ -162,8 +162,9 @@ pub struct FieldsChecked {
     /// `?absent_fields=accept`), `empty_topic` (the topic holds no message: nothing to check)
     /// or `not_checked` (the stream reads no field by name, or no message was read by name).
     pub outcome: &'static str,
-    /// Messages read from the topic's end, and of them events read by name.
+    /// Messages read from the topic's end.
     pub sampled: usize,
+    /// Of them, events read by name (JSON objects, named rows, schema'd records).
     pub events: u64,
     /// The declared fields and target absent from every one of those events, with the event
     /// keys closest to each.
