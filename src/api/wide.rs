@@ -16,9 +16,9 @@ use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use ravel_core::data::csc::Csc;
-use ravel_core::solve::limits::{MAX_FW_ITERATIONS, MAX_PATH_POINTS};
 use ravel_core::wide::{
-    PathSpec, Sampling, WideOptions, WidePoint, WideProblem, WideSolver, point_with_k, run_path,
+    Checked, PathSpec, Sampling, Setting, WideOptions, WidePoint, WideProblem, WideSettings,
+    WideSolver, point_with_k, run_path,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -170,99 +170,43 @@ fn invalid(msg: impl Into<String>) -> ApiError {
     ApiError::bad_request(Code::InvalidParams, msg)
 }
 
-fn ratio(key: &str, v: Option<f64>) -> Result<f64, ApiError> {
-    let r = v.unwrap_or(0.01);
-    if !(r > 0.0 && r < 1.0) {
-        return Err(invalid(format!("{key} {r}: it must lie in (0, 1)")));
-    }
-    Ok(r)
-}
-
-/// The solver's options for p columns (`ravel fit --wide`'s rules, with the body's keys).
-fn options(r: &WideRequest, p: usize) -> Result<WideOptions, ApiError> {
-    let d = WideOptions::default();
-    let sampling = match r.variant.as_deref() {
-        Some("deterministic") => {
-            if r.kappa.is_some() || r.sample_fraction.is_some() {
-                return Err(invalid(
-                    "kappa and sample_fraction apply to variant \"randomized\" only",
-                ));
-            }
-            Sampling::Full
-        }
-        None | Some("randomized") => {
-            let kappa = match (r.kappa, r.sample_fraction) {
-                (Some(_), Some(_)) => {
-                    return Err(invalid("give kappa or sample_fraction, not both"));
-                }
-                (Some(k), None) => k,
-                (None, f) => {
-                    let f = f.unwrap_or(0.01);
-                    if !(f > 0.0 && f <= 1.0) {
-                        return Err(invalid(format!(
-                            "sample_fraction {f}: it must lie in (0, 1]"
-                        )));
-                    }
-                    ((f * p as f64).ceil() as usize).max(1)
-                }
-            };
-            if kappa == 0 {
-                return Err(invalid("kappa must be at least 1"));
-            }
-            Sampling::Randomized {
-                kappa: kappa.min(p),
-                seed: r.seed.unwrap_or(0),
-            }
-        }
-        Some(v) => {
-            return Err(invalid(format!(
-                "variant \"{v}\": it is \"randomized\" or \"deterministic\""
-            )));
-        }
-    };
-    let tol = r.tol.unwrap_or(d.tol);
-    if !(tol > 0.0 && tol < 1.0) {
-        return Err(invalid(format!(
-            "tol {tol}: it is a relative duality gap in (0, 1)"
-        )));
-    }
-    let max_iterations = r.max_iterations.unwrap_or(d.max_iterations);
-    if max_iterations == 0 || max_iterations > MAX_FW_ITERATIONS {
-        return Err(invalid(format!(
-            "max_iterations {max_iterations}: it must lie in [1, {MAX_FW_ITERATIONS}]"
-        )));
-    }
-    Ok(WideOptions {
-        sampling,
-        tol,
-        max_iterations,
-        away_steps: r.away_steps.unwrap_or(true),
-        // 004's step rule is `ravel fit --wide`'s default (its benchmark's); the API keeps the
-        // gap rule (`ravel fit --wide --gap-rule` answers the same points).
+/// The body's settings checked (`ravel fit --wide`'s rules and messages, `WideSettings`, with
+/// the body's keys). The API stops each point by the duality gap alone (`ravel fit --wide
+/// --gap-rule` answers the same points); the command line's default is paper 004's step rule.
+fn settings(r: &WideRequest, p: usize) -> Result<Checked, ApiError> {
+    WideSettings {
+        variant: r.variant.clone(),
+        kappa: r.kappa,
+        sample_fraction: r.sample_fraction,
+        seed: r.seed,
+        tol: r.tol,
+        max_iterations: r.max_iterations,
+        away_steps: r.away_steps,
+        step_rule: false,
         step_tol: None,
-    })
+        path_points: r.path_points,
+        delta_min_ratio: r.delta_min_ratio,
+        lambda_min_ratio: r.lambda_min_ratio,
+        delta_max: r.delta_max,
+    }
+    .check(p, key)
+    .map_err(invalid)
 }
 
-fn spec(r: &WideRequest) -> Result<PathSpec, ApiError> {
-    let points = r.path_points.unwrap_or(100);
-    if points == 0 || points > MAX_PATH_POINTS {
-        return Err(invalid(format!(
-            "path_points {points}: it must lie in [1, {MAX_PATH_POINTS}]"
-        )));
+/// A setting as the body names it.
+fn key(s: Setting) -> &'static str {
+    match s {
+        Setting::Variant => "variant",
+        Setting::Kappa => "kappa",
+        Setting::SampleFraction => "sample_fraction",
+        Setting::Tol => "tol",
+        Setting::MaxIterations => "max_iterations",
+        Setting::StepTol => "step_tol",
+        Setting::PathPoints => "path_points",
+        Setting::DeltaMinRatio => "delta_min_ratio",
+        Setting::LambdaMinRatio => "lambda_min_ratio",
+        Setting::DeltaMax => "delta_max",
     }
-    if let Some(d) = r.delta_max
-        && !(d.is_finite() && d > 0.0)
-    {
-        return Err(invalid(format!(
-            "delta_max {d}: it must be a finite number > 0"
-        )));
-    }
-    Ok(PathSpec {
-        points,
-        delta_min_ratio: ratio("delta_min_ratio", r.delta_min_ratio)?,
-        lambda_min_ratio: ratio("lambda_min_ratio", r.lambda_min_ratio)?,
-        delta_max: r.delta_max,
-    })
 }
 
 fn run_info(
@@ -389,8 +333,9 @@ pub(super) async fn path(
             "delta and k choose one model: POST /v1/feature-streams/{name}/wide/model",
         ));
     }
-    let opt = options(&req, wide.p)?;
-    let spec = spec(&req)?;
+    let Checked {
+        options: opt, spec, ..
+    } = settings(&req, wide.p)?;
     let answer = st
         .extract(&name, "wide_path", "fw-lasso", move || {
             let x = wide.csc();
@@ -447,7 +392,9 @@ pub(super) async fn model(
     body: Result<Json<Value>, JsonRejection>,
 ) -> Result<Json<WideModelAnswer>, ApiError> {
     let (wide, req) = st.wide_columns(&name, body)?;
-    let opt = options(&req, wide.p)?;
+    let Checked {
+        options: opt, spec, ..
+    } = settings(&req, wide.p)?;
     enum Want {
         Delta(f64),
         K(usize, PathSpec),
@@ -472,7 +419,7 @@ pub(super) async fn model(
             Want::Delta(d)
         }
         (None, Some(0)) => return Err(invalid("k must be at least 1")),
-        (None, Some(k)) => Want::K(k, spec(&req)?),
+        (None, Some(k)) => Want::K(k, spec),
         _ => {
             return Err(invalid(
                 "give delta (the l1 radius) or k (the most features), one of them",

@@ -42,13 +42,16 @@
 //! 0.06 % lower (docs/table5.md).
 //!
 //! Path (`path`): 004's grid over delta with warm starts, and delta_max found by the solver
-//! itself when not given.
+//! itself when not given. Settings (`settings`): the options as people give them, checked
+//! once for the command line and the API.
 
 mod path;
+mod settings;
 
 pub use path::{
     DeltaSearch, PathSpec, WidePath, delta_grid, find_delta_max, path, point_with_k, run_path,
 };
+pub use settings::{Checked, DEFAULT_STEP_TOL, Setting, Spelling, WideSettings};
 
 use crate::data::csc::Csc;
 use rand::rngs::StdRng;

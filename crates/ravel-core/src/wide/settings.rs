@@ -1,0 +1,302 @@
+//! A wide path's settings as people give them (`ravel fit --wide`'s flags, the body of a
+//! feature stream's `POST .../wide/path`), checked into the solver's `WideOptions` and
+//! `PathSpec` here, once: the same rules and the same messages for both, each message naming
+//! the setting as its caller spells it (`--sample-fraction` on the command line,
+//! `sample_fraction` in JSON), through the caller's `spell`.
+
+use super::{PathSpec, Sampling, WideOptions};
+use crate::solve::limits::{MAX_FW_ITERATIONS, MAX_PATH_POINTS};
+
+/// `step_tol`'s default where the step rule applies: paper 004's (glmnet's) 1e-3.
+pub const DEFAULT_STEP_TOL: f64 = 1e-3;
+
+/// The settings a message can name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Setting {
+    /// `randomized` or `deterministic`.
+    Variant,
+    /// Columns sampled an iteration.
+    Kappa,
+    /// Columns sampled an iteration, as a fraction of p.
+    SampleFraction,
+    /// The relative duality gap a point must meet.
+    Tol,
+    /// Iterations a point at most.
+    MaxIterations,
+    /// Paper 004's step rule's epsilon.
+    StepTol,
+    /// Points of the path.
+    PathPoints,
+    /// The smallest delta as a fraction of delta_max.
+    DeltaMinRatio,
+    /// delta_max's multiplier of lambda_max, when delta_max is found.
+    LambdaMinRatio,
+    /// The largest delta of the path.
+    DeltaMax,
+}
+
+/// How the caller writes each setting in its messages (a flag, a JSON key).
+pub type Spelling = fn(Setting) -> &'static str;
+
+/// The settings as given (None: the default). `step_rule` says whether a point stops by
+/// paper 004's step rule (`step_tol`, default `DEFAULT_STEP_TOL`) or by the duality gap alone.
+#[derive(Debug, Clone, Default)]
+pub struct WideSettings {
+    /// `randomized` (the default) or `deterministic`.
+    pub variant: Option<String>,
+    /// Randomized: columns sampled an iteration (default from `sample_fraction`).
+    pub kappa: Option<usize>,
+    /// Randomized: columns sampled an iteration as a fraction of p, in (0, 1] (default 0.01).
+    pub sample_fraction: Option<f64>,
+    /// Randomized: the sampling's seed (default 0).
+    pub seed: Option<u64>,
+    /// The relative duality gap, in (0, 1) (default 1e-3).
+    pub tol: Option<f64>,
+    /// Iterations a point at most (default 100,000).
+    pub max_iterations: Option<usize>,
+    /// Away steps (default true).
+    pub away_steps: Option<bool>,
+    /// Whether points stop by paper 004's step rule (else by the gap alone).
+    pub step_rule: bool,
+    /// The step rule's epsilon (default `DEFAULT_STEP_TOL`).
+    pub step_tol: Option<f64>,
+    /// Points of the path (default 100).
+    pub path_points: Option<usize>,
+    /// The smallest delta as a fraction of delta_max, in (0, 1) (default 0.01).
+    pub delta_min_ratio: Option<f64>,
+    /// delta_max's multiplier of lambda_max, in (0, 1) (default 0.01).
+    pub lambda_min_ratio: Option<f64>,
+    /// The largest delta (default: found).
+    pub delta_max: Option<f64>,
+}
+
+/// The settings checked: the solver's options and the path's shape.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    /// The solver's options.
+    pub options: WideOptions,
+    /// The path's shape.
+    pub spec: PathSpec,
+    /// The columns sampled an iteration (randomized).
+    pub kappa: Option<usize>,
+}
+
+impl WideSettings {
+    /// Checks the settings for a file of `p` columns; the error names the setting as `spell`
+    /// writes it and the range it must lie in.
+    pub fn check(&self, p: usize, spell: Spelling) -> Result<Checked, String> {
+        let name = |s| spell(s);
+        let d = WideOptions::default();
+        let sampling = match self.variant.as_deref() {
+            Some("deterministic") => {
+                if self.kappa.is_some() || self.sample_fraction.is_some() {
+                    return Err(format!(
+                        "{} and {} apply to {} randomized only",
+                        name(Setting::Kappa),
+                        name(Setting::SampleFraction),
+                        name(Setting::Variant)
+                    ));
+                }
+                Sampling::Full
+            }
+            None | Some("randomized") => {
+                let kappa = match (self.kappa, self.sample_fraction) {
+                    (Some(_), Some(_)) => {
+                        return Err(format!(
+                            "give {} or {}, not both",
+                            name(Setting::Kappa),
+                            name(Setting::SampleFraction)
+                        ));
+                    }
+                    (Some(k), None) => k,
+                    (None, f) => {
+                        let f = f.unwrap_or(0.01);
+                        if !(f > 0.0 && f <= 1.0) {
+                            return Err(format!(
+                                "{} {f}: it must lie in (0, 1]",
+                                name(Setting::SampleFraction)
+                            ));
+                        }
+                        ((f * p as f64).ceil() as usize).max(1)
+                    }
+                };
+                if kappa == 0 {
+                    return Err(format!("{} must be at least 1", name(Setting::Kappa)));
+                }
+                Sampling::Randomized {
+                    kappa: kappa.min(p),
+                    seed: self.seed.unwrap_or(0),
+                }
+            }
+            Some(v) => {
+                return Err(format!(
+                    "{} \"{v}\": it is \"randomized\" or \"deterministic\"",
+                    name(Setting::Variant)
+                ));
+            }
+        };
+        let tol = self.tol.unwrap_or(d.tol);
+        if !(tol > 0.0 && tol < 1.0) {
+            return Err(format!(
+                "{} {tol}: it is a relative duality gap in (0, 1)",
+                name(Setting::Tol)
+            ));
+        }
+        let max_iterations = self.max_iterations.unwrap_or(d.max_iterations);
+        if max_iterations == 0 || max_iterations > MAX_FW_ITERATIONS {
+            return Err(format!(
+                "{} {max_iterations}: it must lie in [1, {MAX_FW_ITERATIONS}]",
+                name(Setting::MaxIterations)
+            ));
+        }
+        if let Some(eps) = self.step_tol
+            && !(eps > 0.0 && eps.is_finite())
+        {
+            return Err(format!(
+                "{} {eps}: it must be a positive change of a coefficient",
+                name(Setting::StepTol)
+            ));
+        }
+        let points = self.path_points.unwrap_or(100);
+        if points == 0 || points > MAX_PATH_POINTS {
+            return Err(format!(
+                "{} {points}: it must lie in [1, {MAX_PATH_POINTS}]",
+                name(Setting::PathPoints)
+            ));
+        }
+        if let Some(d) = self.delta_max
+            && !(d.is_finite() && d > 0.0)
+        {
+            return Err(format!(
+                "{} {d}: it must be a finite number > 0",
+                name(Setting::DeltaMax)
+            ));
+        }
+        let ratio = |setting, v: Option<f64>| {
+            let r = v.unwrap_or(0.01);
+            if r > 0.0 && r < 1.0 {
+                Ok(r)
+            } else {
+                Err(format!("{} {r}: it must lie in (0, 1)", name(setting)))
+            }
+        };
+        let kappa = match sampling {
+            Sampling::Randomized { kappa, .. } => Some(kappa),
+            Sampling::Full => None,
+        };
+        Ok(Checked {
+            options: WideOptions {
+                sampling,
+                tol,
+                max_iterations,
+                away_steps: self.away_steps.unwrap_or(true),
+                step_tol: self
+                    .step_rule
+                    .then(|| self.step_tol.unwrap_or(DEFAULT_STEP_TOL)),
+            },
+            spec: PathSpec {
+                points,
+                delta_min_ratio: ratio(Setting::DeltaMinRatio, self.delta_min_ratio)?,
+                lambda_min_ratio: ratio(Setting::LambdaMinRatio, self.lambda_min_ratio)?,
+                delta_max: self.delta_max,
+            },
+            kappa,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flag(s: Setting) -> &'static str {
+        match s {
+            Setting::Variant => "--variant",
+            Setting::Kappa => "--kappa",
+            Setting::SampleFraction => "--sample-fraction",
+            Setting::Tol => "--tol",
+            Setting::MaxIterations => "--max-iterations",
+            Setting::StepTol => "--step-tol",
+            Setting::PathPoints => "--path-points",
+            Setting::DeltaMinRatio => "--delta-min-ratio",
+            Setting::LambdaMinRatio => "--lambda-min-ratio",
+            Setting::DeltaMax => "--delta-max",
+        }
+    }
+
+    #[test]
+    fn defaults_sample_one_percent_and_the_step_rule_is_the_callers_choice() {
+        let c = WideSettings::default().check(1000, flag).unwrap();
+        assert_eq!(c.kappa, Some(10));
+        assert_eq!(c.options.step_tol, None);
+        assert_eq!(c.spec.points, 100);
+        let c = WideSettings {
+            step_rule: true,
+            ..Default::default()
+        }
+        .check(1000, flag)
+        .unwrap();
+        assert_eq!(c.options.step_tol, Some(DEFAULT_STEP_TOL));
+    }
+
+    #[test]
+    fn each_refusal_names_the_setting_in_the_callers_spelling() {
+        let cases: [(WideSettings, &str); 7] = [
+            (
+                WideSettings {
+                    variant: Some("deterministic".into()),
+                    kappa: Some(3),
+                    ..Default::default()
+                },
+                "--kappa and --sample-fraction apply to --variant randomized only",
+            ),
+            (
+                WideSettings {
+                    kappa: Some(3),
+                    sample_fraction: Some(0.1),
+                    ..Default::default()
+                },
+                "give --kappa or --sample-fraction, not both",
+            ),
+            (
+                WideSettings {
+                    sample_fraction: Some(1.5),
+                    ..Default::default()
+                },
+                "--sample-fraction 1.5: it must lie in (0, 1]",
+            ),
+            (
+                WideSettings {
+                    tol: Some(1.0),
+                    ..Default::default()
+                },
+                "--tol 1: it is a relative duality gap in (0, 1)",
+            ),
+            (
+                WideSettings {
+                    step_tol: Some(-1.0),
+                    ..Default::default()
+                },
+                "--step-tol -1: it must be a positive change of a coefficient",
+            ),
+            (
+                WideSettings {
+                    path_points: Some(0),
+                    ..Default::default()
+                },
+                "--path-points 0: it must lie in [1, ",
+            ),
+            (
+                WideSettings {
+                    lambda_min_ratio: Some(0.0),
+                    ..Default::default()
+                },
+                "--lambda-min-ratio 0: it must lie in (0, 1)",
+            ),
+        ];
+        for (s, want) in cases {
+            let e = s.check(100, flag).unwrap_err();
+            assert!(e.starts_with(want), "{e:?} against {want:?}");
+        }
+    }
+}
