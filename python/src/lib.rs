@@ -7,6 +7,9 @@
 //! (`{"method": "lasso", "k": 10}` in, a model document out), so the Python estimators, the
 //! client and the service share one vocabulary and one set of checks. Everything else (the
 //! scikit-learn and River interfaces, the HTTP client) is plain Python in `ravel_lm/`.
+//! `FoldStats` (folds.rs) keeps K-fold statistics beside them for `select="cv"`.
+
+mod folds;
 
 use numpy::{PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use numpy::{PyUntypedArrayMethods, ndarray::Array2};
@@ -19,17 +22,17 @@ use ravel_core::{Stats, Task};
 /// The running statistics of one stream or data set (`ravel_core::Stats`).
 #[pyclass(module = "ravel_lm._native", name = "Stats")]
 #[derive(Clone)]
-struct PyStats {
-    inner: Stats,
+pub(crate) struct PyStats {
+    pub(crate) inner: Stats,
 }
 
-fn value_error(e: impl std::fmt::Display) -> PyErr {
+pub(crate) fn value_error(e: impl std::fmt::Display) -> PyErr {
     PyValueError::new_err(e.to_string())
 }
 
 /// Where a 2-D float64 array's rows lie: (row stride, column stride) in values, for the
 /// two layouts numpy arrays without gaps have (C: row-major, Fortran: column-major).
-fn strides_of(x: &PyReadonlyArray2<'_, f64>) -> PyResult<(usize, usize)> {
+pub(crate) fn strides_of(x: &PyReadonlyArray2<'_, f64>) -> PyResult<(usize, usize)> {
     let (n, p) = (x.shape()[0], x.shape()[1]);
     if x.is_c_contiguous() {
         Ok((p, 1))
@@ -274,6 +277,7 @@ impl PyStats {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyStats>()?;
+    m.add_class::<folds::PyFolds>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
