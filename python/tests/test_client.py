@@ -225,11 +225,16 @@ def test_statistics_of_a_window_give_the_services_windowed_model(service):
     again = stream.statistics(window=span)
     assert again.n == N and again.stats == stats.stats
     assert stream.statistics(window={"from": stats.window["from_time"], "to": span["to"]}).n == N
-    # A window with no rows, and a malformed one, are refused with the API's codes.
+    # A window with no rows (the first hour of that day, before any row), one older than the
+    # buckets kept, and a malformed one, are refused with the API's codes.
     with pytest.raises(ApiError) as e:
-        stream.statistics(window={"from": 0, "to": 60_000})
+        stream.statistics(window={"from": span["from"], "to": span["from"] + 3_600_000})
     assert (e.value.status, e.value.code) == (409, "no_data")
     assert "holds no rows" in e.value.message
+    with pytest.raises(ApiError) as e:
+        stream.statistics(window={"from": 0, "to": 60_000})
+    assert (e.value.status, e.value.code) == (400, "invalid_window")
+    assert "oldest kept bucket" in e.value.message
     with pytest.raises(ApiError) as e:
         stream.statistics(window={"from": 0})
     assert (e.value.status, e.value.code) == (400, "invalid_window")

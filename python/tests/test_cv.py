@@ -43,29 +43,39 @@ def design(n=300, p=10, seed=4):
     return x, y
 
 
-def brute_force_curve(x, y, lambdas, k):
-    """errors[point][fold]: scikit-learn's Lasso on the other folds at each lambda, its MSE on
-    the held-out fold; and the fold sizes."""
+def brute_force_curve(x, y, lambdas, k, refit):
+    """errors[point][fold]: scikit-learn's Lasso on the other folds at each lambda (with
+    `refit`, least squares on its support after it: the relaxed Lasso that selection fits by
+    default), its MSE on the held-out fold; and the fold sizes."""
     ids = fold_ids(len(y), k)
     errors = np.zeros((len(lambdas), k))
     for j in range(k):
         train, held = ids != j, ids == j
         for i, lam in enumerate(lambdas):
             ref = sk.Lasso(alpha=lam, tol=1e-13, max_iter=1_000_000).fit(x[train], y[train])
-            errors[i, j] = np.mean((y[held] - ref.predict(x[held])) ** 2)
+            pred = ref.predict(x[held])
+            support = np.flatnonzero(ref.coef_)
+            if refit and len(support):
+                ols = sk.LinearRegression().fit(x[train][:, support], y[train])
+                pred = ols.predict(x[held][:, support])
+            elif refit:
+                pred = np.full(held.sum(), y[train].mean())
+            errors[i, j] = np.mean((y[held] - pred) ** 2)
     return errors, np.bincount(ids, minlength=k)
 
 
-def test_lasso_cv_curve_equals_a_brute_force_cv_on_the_same_folds():
+@pytest.mark.parametrize("refit", [False, True])
+def test_lasso_cv_curve_equals_a_brute_force_cv_on_the_same_folds(refit):
     x, y = design()
     k = 5
-    est = Lasso(select="cv", folds=k, standardize=False, tol=1e-13, path_points=25).fit(x, y)
+    est = Lasso(select="cv", folds=k, refit=refit, standardize=False, tol=1e-13, path_points=25)
+    est.fit(x, y)
     path = est.path()
     sel = path.selection
     assert sel["criterion"] == "cv"
     lambdas = path.lambdas
     got = np.array([c["fold_errors"] for c in sel["curve"]])
-    want, sizes = brute_force_curve(x, y, lambdas, k)
+    want, sizes = brute_force_curve(x, y, lambdas, k, refit)
     assert sel["fold_sizes"] == sizes.tolist()
     assert np.max(np.abs(got - want) / want) < 1e-7, np.max(np.abs(got - want) / want)
     mean = want @ sizes / sizes.sum()
@@ -77,12 +87,18 @@ def test_lasso_cv_curve_equals_a_brute_force_cv_on_the_same_folds():
     # predicts with it.
     assert est.model_.lam == lambdas[chosen]
     full = sk.Lasso(alpha=lambdas[chosen], tol=1e-13, max_iter=1_000_000).fit(x, y)
-    assert np.max(np.abs(est.coef_ - full.coef_)) < 1e-7
+    coef = full.coef_
+    if refit:
+        support = np.flatnonzero(coef)
+        coef = np.zeros_like(coef)
+        coef[support] = sk.LinearRegression().fit(x[:, support], y).coef_
+    assert np.max(np.abs(est.coef_ - coef)) < 1e-7
     # cv_1se: the sparsest point within one standard error of the minimum (glmnet's rule),
     # the standard error of the fold errors weighted by the fold sizes.
     w = sizes / sizes.sum()
     se = np.sqrt(((want - mean[:, None]) ** 2 @ w) / (k - 1))
-    one_se = Lasso(select="cv_1se", folds=k, standardize=False, tol=1e-13, path_points=25)
+    one_se = Lasso(select="cv_1se", folds=k, refit=refit, standardize=False, tol=1e-13,
+                   path_points=25)
     one_se.fit(x, y)
     bar = mean[chosen] + se[chosen]
     assert one_se.model_.selection["chosen"] == int(np.argmax(mean <= bar))

@@ -253,8 +253,13 @@ def test_bad_input_is_refused_with_a_clear_error():
         OLS().fit(bad, y)
     with pytest.raises(ValueError, match="larger than the number of features"):
         OLSth(20).fit(x, y)
-    with pytest.raises(ValueError, match="select"):
-        Lasso(select="cv").fit(x, y)
+    with pytest.raises(ValueError, match="select must be one of aic, bic, ebic, cv, cv_1se"):
+        Lasso(select="crossval").fit(x, y)
+    # A refused first chunk leaves the estimator unfitted (nothing folded).
+    refused = OLS()
+    with pytest.raises(ValueError, match="NaN"):
+        refused.partial_fit(bad, y)
+    assert not hasattr(refused, "_fitted")
     with pytest.raises(ValueError, match="fixed|alpha|schedule"):
         OLS(schedule="sometimes").fit(x, y)
 
