@@ -14,7 +14,8 @@ child's user + system CPU seconds from wait4), in interleaved rounds after one w
 - a Python process: starts the interpreter, imports numpy and ravel_lm (with scikit-learn),
   memory-maps x.npy and y.npy (the same rows: np.load(mmap_mode="r"), so neither side copies
   the file into its own memory first), calls `OLS().partial_fit` on chunks of --chunk rows
-  and reads `coef_` (the extraction). Its own timer also gives the calls alone.
+  and reads `coef_` (the extraction). Its own timer also gives the calls alone. And the same
+  with `ravel_lm.Stats.update` and `Stats.model` (numpy the only import: no scikit-learn).
 The other libraries are timed in-process on arrays in memory (fit, or one pass of
 partial_fit / learn_one), River on the first --river-rows rows (its rate per row does not
 depend on n) and said so.
@@ -52,6 +53,23 @@ coef = est.coef_
 t2 = time.perf_counter()
 print(json.dumps({"imports": t1 - t0, "calls": t2 - t1, "intercept": est.intercept_,
                   "coef": coef.tolist()}))
+"""
+
+# The same fold without scikit-learn: the statistics themselves (numpy is the only import).
+CHILD_STATS = r"""
+import json, sys, time
+t0 = time.perf_counter()
+import numpy as np
+from ravel_lm import Stats
+t1 = time.perf_counter()
+x = np.load(sys.argv[1], mmap_mode="r"); y = np.load(sys.argv[2], mmap_mode="r")
+chunk = int(sys.argv[3])
+s = Stats(x.shape[1])
+for i in range(0, len(y), chunk):
+    s.update(x[i:i + chunk], y[i:i + chunk])
+model = json.loads(s.model('{"method": "ols"}'))
+t2 = time.perf_counter()
+print(json.dumps({"imports": t1 - t0, "calls": t2 - t1}))
 """
 
 
@@ -128,6 +146,7 @@ def main():
         jobs = {
             "fit": [args.ravel, "fit", fxy, "--method", "ols"],
             "pf": [sys.executable, "-c", CHILD, fx, fy, str(args.chunk)],
+            "stats": [sys.executable, "-c", CHILD_STATS, fx, fy, str(args.chunk)],
         }
         if fcsv:
             jobs["csv"] = [args.ravel, "fit", fcsv, "--method", "ols"]
@@ -151,7 +170,7 @@ def main():
         child = json.loads(outs["pf"])
         pf_r2 = r2(xt @ np.array(child["coef"]) + child["intercept"], yt)
         assert np.max(np.abs(np.array(child["coef"]) - b)) < 1e-9, "not the same model"
-        calls = statistics.median([json.loads(outs["pf"])["calls"]])
+        calls = child["calls"]
         spread = {k: f"{min(w for w, _ in v):.2f}-{max(w for w, _ in v):.2f}"
                   for k, v in times.items()}
         table.append((label, "`ravel fit xy.npy --method ols` (whole process)",
@@ -160,6 +179,9 @@ def main():
                       n / med["pf"][0], med["pf"], spread["pf"], pf_r2))
         table.append((label, "ravel_lm `OLS.partial_fit`: the calls and `coef_` alone (last round)",
                       n / calls, None, None, pf_r2))
+        table.append((label, f"ravel_lm `Stats.update`, chunks of {args.chunk:,}, and the OLS "
+                      "model: numpy only, no scikit-learn (whole process)",
+                      n / med["stats"][0], med["stats"], spread["stats"], pf_r2))
         if fcsv:
             table.append((label, "`ravel fit xy.csv --method ols` (whole process)",
                           n / med["csv"][0], med["csv"], spread["csv"], fit_r2))
@@ -167,7 +189,9 @@ def main():
         print(f"{label}: ravel fit {med['fit'][0]:.3f} s ({med['fit'][1]:.2f} CPU s), "
               f"partial_fit process {med['pf'][0]:.3f} s ({med['pf'][1]:.2f} CPU s; imports "
               f"{child['imports']:.2f} s, calls {child['calls']:.3f} s): partial_fit at "
-              f"{100 * ratio:.0f} % of ravel fit's rows/s; load {uptime()}", flush=True)
+              f"{100 * ratio:.0f} % of ravel fit's rows/s (CPU: "
+              f"{100 * med['fit'][1] / med['pf'][1]:.0f} %); Stats alone {med['stats'][0]:.3f} s "
+              f"({med['stats'][1]:.2f} CPU s); load {uptime()}", flush=True)
 
         if not args.no_peers:
             from river import linear_model as river_lm
@@ -187,19 +211,27 @@ def main():
             table.append((label, f"scikit-learn `SGDRegressor.partial_fit`, one pass in chunks of "
                           f"{args.chunk:,} (in-process)", n / secs, None, None, sgd.score(xt, yt)))
 
+            from river import optim
+
             m = min(n, m_river)
             names = [f"x{j}" for j in range(p)]
             dicts = [dict(zip(names, row)) for row in x[:m].tolist()]
-            river = river_lm.LinearRegression()
-            t = time.perf_counter()
-            for d, target in zip(dicts, y[:m].tolist()):
-                river.learn_one(d, target)
-            secs = time.perf_counter() - t
             tests = [dict(zip(names, row)) for row in xt[:2000].tolist()]
-            pred = np.array([river.predict_one(d) for d in tests])
-            table.append((label, f"River `LinearRegression.learn_one` (in-process, the first "
-                          f"{m:,} rows only; R^2 on 2,000 held-out rows)", m / secs, None, None,
-                          r2(pred, yt[:2000])))
+            # River's default step (SGD 0.01) and one of 0.1 / p, which converges on these
+            # unit-variance columns (the default diverges once p is about 100 or more).
+            for what, make in (
+                ("default SGD(0.01)", lambda: river_lm.LinearRegression()),
+                (f"SGD({0.1 / p:g})", lambda: river_lm.LinearRegression(optimizer=optim.SGD(0.1 / p))),
+            ):
+                river = make()
+                t = time.perf_counter()
+                for d, target in zip(dicts, y[:m].tolist()):
+                    river.learn_one(d, target)
+                secs = time.perf_counter() - t
+                pred = np.array([river.predict_one(d) for d in tests])
+                table.append((label, f"River `LinearRegression.learn_one`, {what} (in-process, "
+                              f"the first {m:,} rows only; R^2 on 2,000 held-out rows)", m / secs,
+                              None, None, r2(pred, yt[:2000])))
         for f in (fx, fy, fxy, fcsv):
             if f:
                 os.remove(f)
@@ -210,7 +242,8 @@ def main():
     for size, what, rate, med, spread, score in table:
         wall = f"{med[0]:.3f} ({spread})" if med else ""
         cpu = f"{med[1]:.2f}" if med else ""
-        print(f"| {size} | {what} | {rate:,.0f} | {wall} | {cpu} | {score:.4f} |")
+        shown = f"{score:.4f}" if abs(score) < 1e6 else f"{score:.1e} (diverged)"
+        print(f"| {size} | {what} | {rate:,.0f} | {wall} | {cpu} | {shown} |")
 
 
 if __name__ == "__main__":

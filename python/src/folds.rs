@@ -7,7 +7,7 @@
 //! its held-out error from its own moments, the full path on the merge of all folds. So the
 //! folds, like the statistics, do not depend on how the rows were chunked.
 
-use crate::{PyStats, strides_of, value_error};
+use crate::{BLOCK_ROWS, PyStats, strides_of, value_error};
 use numpy::{PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use ravel_core::solve::Request;
@@ -105,9 +105,15 @@ impl PyFolds {
             }
             let backup = folds.clone();
             for f in 0..k {
-                if let Err(e) = folds[f].update_batch(&fx[f], &fy[f]) {
-                    *folds = backup;
-                    return Err(e.to_string());
+                // In blocks, as `Stats.update` folds (`BLOCK_ROWS`).
+                let blocks = fx[f]
+                    .chunks(BLOCK_ROWS * p.max(1))
+                    .zip(fy[f].chunks(BLOCK_ROWS));
+                for (bx, by) in blocks {
+                    if let Err(e) = folds[f].update_batch(bx, by) {
+                        *folds = backup;
+                        return Err(e.to_string());
+                    }
                 }
             }
             Ok(())
