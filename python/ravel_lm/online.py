@@ -128,13 +128,13 @@ class _Online:
         """Folds a data frame's rows in, one at a time: exactly looping `learn_one`."""
         if len(X) != len(y):
             raise ValueError(f"X has {len(X)} rows but y has {len(y)} values")
+        targets = np.array([self._target(v) for v in y], dtype=float)  # labels checked first
         self._widen([str(c) for c in X.columns])
         if self._stats is None or len(X) == 0:
             return
         cols = [str(c) for c in X.columns]
         rows = np.zeros((len(X), len(self._names)))
         rows[:, [self._index[c] for c in cols]] = X.to_numpy(dtype=float)
-        targets = np.array([self._target(v) for v in y], dtype=float)
         self._stats.update_rows(rows, targets)
         self._saw(targets)
         self._model = None
