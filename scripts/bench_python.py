@@ -4,18 +4,31 @@ arrays against `ravel fit` on the same rows, and scikit-learn's LinearRegression
 SGDRegressor.partial_fit and River's LinearRegression.learn_one, in rows/s, with each model's
 R^2 on 20,000 held-out rows of the same design.
 
-Both ravel figures are whole processes timed from outside: `ravel fit rows.npy --method ols`
-(the NPY file of the rows with y as its last column) and a Python process that loads X.npy and
-y.npy (the same rows), folds them by `OLS().partial_fit` in chunks of 10,000 rows and reads
-`coef_`. The other libraries are timed in-process on the loaded arrays (fit, or one pass of
-partial_fit / learn_one), River on a prefix of the rows (its rate does not depend on n).
+Both ravel figures are whole processes, started and timed from here (wall time, and the
+child's user + system CPU seconds from wait4), in interleaved rounds after one warm-up of each
+(the files are then in the page cache for both):
+- `ravel fit xy.npy --method ols`: the NPY file of the rows with y as its last column,
+  memory-mapped by ravel (docs/benchmarks.md: the fold packs the rows from the mapped pages),
+  folded in its default batches of 1,024 rows, OLS extracted, the model printed as JSON.
+  With --csv also `ravel fit xy.csv` (the same rows printed %.17g), which parses text.
+- a Python process: starts the interpreter, imports numpy and ravel_lm (with scikit-learn),
+  memory-maps x.npy and y.npy (the same rows: np.load(mmap_mode="r"), so neither side copies
+  the file into its own memory first), calls `OLS().partial_fit` on chunks of --chunk rows
+  and reads `coef_` (the extraction). Its own timer also gives the calls alone. And the same
+  with `ravel_lm.Stats.update` and `Stats.model` (numpy the only import: no scikit-learn).
+The other libraries are timed in-process on arrays in memory (fit, or one pass of
+partial_fit / learn_one), River on the first --river-rows rows (its rate per row does not
+depend on n) and said so.
 
-    target/pyenv/bin/python scripts/bench_python.py --ravel target/release/ravel
-    (the native module built with `maturin develop --release -m python/Cargo.toml`)
+    python -m maturin build --release -m python/Cargo.toml   # or maturin develop --release
+    cargo build --release --bin ravel
+    target/pyenv/bin/python scripts/bench_python.py --rounds 3
 """
 
 import argparse
+import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -26,16 +39,37 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 CHILD = r"""
-import sys, time
+import json, sys, time
+t0 = time.perf_counter()
 import numpy as np
 from ravel_lm import OLS
-x = np.load(sys.argv[1]); y = np.load(sys.argv[2]); chunk = int(sys.argv[3])
-t = time.perf_counter()
+t1 = time.perf_counter()
+x = np.load(sys.argv[1], mmap_mode="r"); y = np.load(sys.argv[2], mmap_mode="r")
+chunk = int(sys.argv[3])
 est = OLS()
 for i in range(0, len(y), chunk):
     est.partial_fit(x[i:i + chunk], y[i:i + chunk])
-est.coef_
-print(time.perf_counter() - t)
+coef = est.coef_
+t2 = time.perf_counter()
+print(json.dumps({"imports": t1 - t0, "calls": t2 - t1, "intercept": est.intercept_,
+                  "coef": coef.tolist()}))
+"""
+
+# The same fold without scikit-learn: the statistics themselves (numpy is the only import).
+CHILD_STATS = r"""
+import json, sys, time
+t0 = time.perf_counter()
+import numpy as np
+from ravel_lm import Stats
+t1 = time.perf_counter()
+x = np.load(sys.argv[1], mmap_mode="r"); y = np.load(sys.argv[2], mmap_mode="r")
+chunk = int(sys.argv[3])
+s = Stats(x.shape[1])
+for i in range(0, len(y), chunk):
+    s.update(x[i:i + chunk], y[i:i + chunk])
+model = json.loads(s.model('{"method": "ols"}'))
+t2 = time.perf_counter()
+print(json.dumps({"imports": t1 - t0, "calls": t2 - t1}))
 """
 
 
@@ -53,10 +87,22 @@ def r2(pred, y):
     return 1.0 - np.mean((pred - y) ** 2) / np.var(y)
 
 
-def timed(f):
+def run(cmd):
+    """A child process: (wall s, CPU s of the child, stdout)."""
     t = time.perf_counter()
-    out = f()
-    return time.perf_counter() - t, out
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = proc.stdout.read(), proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        sys.exit(f"{cmd[0]} failed ({proc.returncode}): {err.decode()[-2000:]}")
+    return wall, usage.ru_utime + usage.ru_stime, out
+
+
+def uptime():
+    with open("/proc/loadavg") as f:
+        return " / ".join(f.read().split()[:3])
 
 
 def main():
@@ -64,91 +110,140 @@ def main():
     ap.add_argument("--ravel", default=os.path.join(ROOT, "target", "release", "ravel"))
     ap.add_argument("--dir", default=os.path.join(ROOT, "target", "bench-python"))
     ap.add_argument("--sizes", default="1000000x100,100000x1000")
-    ap.add_argument("--river-rows", type=int, default=20000)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--chunk", type=int, default=10000)
+    ap.add_argument("--river-rows", default="20000,2000",
+                    help="River's rows for each size (one number for all)")
+    ap.add_argument("--csv", action="store_true", help="also `ravel fit` on the rows as CSV")
+    ap.add_argument("--no-peers", action="store_true", help="the two ravel processes only")
     args = ap.parse_args()
     os.makedirs(args.dir, exist_ok=True)
 
-    from river import linear_model as river_lm
-    from sklearn.linear_model import LinearRegression, SGDRegressor
-
     import ravel_lm
 
-    print(f"ravel_lm {ravel_lm.__version__}, numpy {np.__version__}")
-    rows = []
-    for size in args.sizes.split(","):
+    print(f"ravel_lm {ravel_lm.__version__}, numpy {np.__version__}; load {uptime()}",
+          flush=True)
+    sizes = args.sizes.split(",")
+    river_rows = [int(v) for v in args.river_rows.split(",")]
+    river_rows += [river_rows[-1]] * (len(sizes) - len(river_rows))
+    table = []
+    for size, m_river in zip(sizes, river_rows):
         n, p = map(int, size.split("x"))
+        label = f"{n:,} x {p}"
         x, y = design(n, p, 1)
         xt, yt = design(20000, p, 2)
         fx, fy, fxy = (os.path.join(args.dir, f"{name}_{n}x{p}.npy") for name in ("x", "y", "xy"))
         np.save(fx, x)
         np.save(fy, y)
         np.save(fxy, np.column_stack([x, y]))
+        fcsv = None
+        if args.csv:
+            fcsv = os.path.join(args.dir, f"xy_{n}x{p}.csv")
+            header = ",".join([f"x{j}" for j in range(p)] + ["y"])
+            np.savetxt(fcsv, np.column_stack([x, y]), fmt="%.17g", delimiter=",",
+                       header=header, comments="")
 
-        # ravel fit, the whole process.
-        t = time.perf_counter()
-        out = subprocess.run(
-            [args.ravel, "fit", fxy, "--method", "ols"], check=True, capture_output=True
-        )
-        fit_wall = time.perf_counter() - t
-        import json
+        jobs = {
+            "fit": [args.ravel, "fit", fxy, "--method", "ols"],
+            "pf": [sys.executable, "-c", CHILD, fx, fy, str(args.chunk)],
+            "stats": [sys.executable, "-c", CHILD_STATS, fx, fy, str(args.chunk)],
+        }
+        if fcsv:
+            jobs["csv"] = [args.ravel, "fit", fcsv, "--method", "ols"]
+        for cmd in jobs.values():  # warm-up: page cache, the interpreter's .pyc files
+            run(cmd)
+        times = {k: [] for k in jobs}
+        outs = {}
+        for _ in range(args.rounds):
+            for k, cmd in jobs.items():
+                wall, cpu, out = run(cmd)
+                times[k].append((wall, cpu))
+                outs[k] = out
+        med = {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
+               for k, v in times.items()}
 
-        model = json.loads(out.stdout)
+        model = json.loads(outs["fit"])
         b = np.zeros(p)
         for c in model["coefficients"]:
             b[c["index"]] = c["value"]
-        rows.append((f"{n:,} x {p}", "`ravel fit` (whole process)", n / fit_wall,
-                     r2(xt @ b + model["intercept"], yt)))
+        fit_r2 = r2(xt @ b + model["intercept"], yt)
+        child = json.loads(outs["pf"])
+        pf_r2 = r2(xt @ np.array(child["coef"]) + child["intercept"], yt)
+        assert np.max(np.abs(np.array(child["coef"]) - b)) < 1e-9, "not the same model"
+        calls = child["calls"]
+        spread = {k: f"{min(w for w, _ in v):.2f}-{max(w for w, _ in v):.2f}"
+                  for k, v in times.items()}
+        table.append((label, "`ravel fit xy.npy --method ols` (whole process)",
+                      n / med["fit"][0], med["fit"], spread["fit"], fit_r2))
+        table.append((label, f"ravel_lm `OLS.partial_fit`, chunks of {args.chunk:,} (whole process)",
+                      n / med["pf"][0], med["pf"], spread["pf"], pf_r2))
+        table.append((label, "ravel_lm `OLS.partial_fit`: the calls and `coef_` alone (last round)",
+                      n / calls, None, None, pf_r2))
+        table.append((label, f"ravel_lm `Stats.update`, chunks of {args.chunk:,}, and the OLS "
+                      "model: numpy only, no scikit-learn (whole process)",
+                      n / med["stats"][0], med["stats"], spread["stats"], pf_r2))
+        if fcsv:
+            table.append((label, "`ravel fit xy.csv --method ols` (whole process)",
+                          n / med["csv"][0], med["csv"], spread["csv"], fit_r2))
+        ratio = med["fit"][0] / med["pf"][0]
+        print(f"{label}: ravel fit {med['fit'][0]:.3f} s ({med['fit'][1]:.2f} CPU s), "
+              f"partial_fit process {med['pf'][0]:.3f} s ({med['pf'][1]:.2f} CPU s; imports "
+              f"{child['imports']:.2f} s, calls {child['calls']:.3f} s): partial_fit at "
+              f"{100 * ratio:.0f} % of ravel fit's rows/s (CPU: "
+              f"{100 * med['fit'][1] / med['pf'][1]:.0f} %); Stats alone {med['stats'][0]:.3f} s "
+              f"({med['stats'][1]:.2f} CPU s); load {uptime()}", flush=True)
 
-        # partial_fit, the whole process.
-        t = time.perf_counter()
-        inner = subprocess.run(
-            [sys.executable, "-c", CHILD, fx, fy, "10000"], check=True, capture_output=True,
-            text=True,
-        )
-        pf_wall = time.perf_counter() - t
-        pf_inner = float(inner.stdout.split()[-1])
-        est = ravel_lm.OLS()
-        for i in range(0, n, 10000):
-            est.partial_fit(x[i:i + 10000], y[i:i + 10000])
-        rows.append((f"{n:,} x {p}", "ravel_lm `OLS.partial_fit` (whole process)", n / pf_wall,
-                     est.score(xt, yt)))
-        rows.append((f"{n:,} x {p}", "ravel_lm `OLS.partial_fit` (the calls alone)",
-                     n / pf_inner, est.score(xt, yt)))
+        if not args.no_peers:
+            from river import linear_model as river_lm
+            from sklearn.linear_model import LinearRegression, SGDRegressor
 
-        secs, lr = timed(lambda: LinearRegression().fit(x, y))
-        rows.append((f"{n:,} x {p}", "scikit-learn `LinearRegression.fit`", n / secs,
-                     lr.score(xt, yt)))
+            t = time.perf_counter()
+            lr = LinearRegression().fit(x, y)
+            secs = time.perf_counter() - t
+            table.append((label, "scikit-learn `LinearRegression.fit` (in-process, arrays in memory)",
+                          n / secs, None, None, lr.score(xt, yt)))
 
-        sgd = SGDRegressor(random_state=0)
-        t = time.perf_counter()
-        for i in range(0, n, 10000):
-            sgd.partial_fit(x[i:i + 10000], y[i:i + 10000])
-        secs = time.perf_counter() - t
-        rows.append((f"{n:,} x {p}", "scikit-learn `SGDRegressor.partial_fit` (one pass)",
-                     n / secs, sgd.score(xt, yt)))
+            sgd = SGDRegressor(random_state=0)
+            t = time.perf_counter()
+            for i in range(0, n, args.chunk):
+                sgd.partial_fit(x[i:i + args.chunk], y[i:i + args.chunk])
+            secs = time.perf_counter() - t
+            table.append((label, f"scikit-learn `SGDRegressor.partial_fit`, one pass in chunks of "
+                          f"{args.chunk:,} (in-process)", n / secs, None, None, sgd.score(xt, yt)))
 
-        m = min(n, args.river_rows)
-        names = [f"x{j}" for j in range(p)]
-        dicts = [dict(zip(names, row)) for row in x[:m].tolist()]
-        river = river_lm.LinearRegression()
-        t = time.perf_counter()
-        for d, target in zip(dicts, y[:m].tolist()):
-            river.learn_one(d, target)
-        secs = time.perf_counter() - t
-        tests = [dict(zip(names, row)) for row in xt[:2000].tolist()]
-        pred = np.array([river.predict_one(d) for d in tests])
-        rows.append((f"{n:,} x {p}", f"River `LinearRegression.learn_one` (first {m:,} rows)",
-                     m / secs, r2(pred, yt[:2000])))
-        print(f"done {size}: ravel fit {fit_wall:.2f} s, partial_fit process {pf_wall:.2f} s "
-              f"(calls {pf_inner:.2f} s): {100 * fit_wall / pf_wall:.0f} % of ravel fit's rows/s",
-              flush=True)
-        for f in (fx, fy, fxy):
-            os.remove(f)
+            from river import optim
 
-    print("\n| rows x p | what | rows/s | R^2 (held out) |")
-    print("|---|---|---:|---:|")
-    for size, what, rate, score in rows:
-        print(f"| {size} | {what} | {rate:,.0f} | {score:.4f} |")
+            m = min(n, m_river)
+            names = [f"x{j}" for j in range(p)]
+            dicts = [dict(zip(names, row)) for row in x[:m].tolist()]
+            tests = [dict(zip(names, row)) for row in xt[:2000].tolist()]
+            # River's default step (SGD 0.01) and one of 0.1 / p, which converges on these
+            # unit-variance columns (the default diverges once p is about 100 or more).
+            for what, make in (
+                ("default SGD(0.01)", lambda: river_lm.LinearRegression()),
+                (f"SGD({0.1 / p:g})", lambda: river_lm.LinearRegression(optimizer=optim.SGD(0.1 / p))),
+            ):
+                river = make()
+                t = time.perf_counter()
+                for d, target in zip(dicts, y[:m].tolist()):
+                    river.learn_one(d, target)
+                secs = time.perf_counter() - t
+                pred = np.array([river.predict_one(d) for d in tests])
+                table.append((label, f"River `LinearRegression.learn_one`, {what} (in-process, "
+                              f"the first {m:,} rows only; R^2 on 2,000 held-out rows)", m / secs,
+                              None, None, r2(pred, yt[:2000])))
+        for f in (fx, fy, fxy, fcsv):
+            if f:
+                os.remove(f)
+
+    print(f"\nload at the end {uptime()}\n")
+    print("| rows x p | what | rows/s | wall s (median; min-max) | CPU s | R^2 (held out) |")
+    print("|---|---|---:|---:|---:|---:|")
+    for size, what, rate, med, spread, score in table:
+        wall = f"{med[0]:.3f} ({spread})" if med else ""
+        cpu = f"{med[1]:.2f}" if med else ""
+        shown = f"{score:.4f}" if abs(score) < 1e6 else f"{score:.1e} (diverged)"
+        print(f"| {size} | {what} | {rate:,.0f} | {wall} | {cpu} | {shown} |")
 
 
 if __name__ == "__main__":

@@ -292,6 +292,18 @@ fn window_models_equal_ravel_fit_on_their_rows_across_a_sigkill() {
     for (from, to) in windows {
         let (file, rows) = assert_window_models(&base, dir.path(), &data, &stamps, &kept, from, to);
         let what = format!("[{from}, {to})");
+        // The statistics route takes the same window: the window's rows alone (issue 61).
+        let stats: Value = client()
+            .get(format!(
+                "{base}/v1/streams/w/statistics?window.from={from}&window.to={to}"
+            ))
+            .send()
+            .unwrap()
+            .json()
+            .unwrap();
+        assert_eq!(stats["n"], rows, "{what}: {stats}");
+        assert_eq!(stats["window"]["n"], rows, "{what}");
+        assert_eq!(stats["statistics"]["n"], rows, "{what}");
         // The path, by POST and by GET, is the same path.
         let (code, path) = post(
             &base,
@@ -385,6 +397,34 @@ fn window_models_equal_ravel_fit_on_their_rows_across_a_sigkill() {
             .contains("windows = {"),
         "{e}"
     );
+
+    // And its statistics take no window either; unknown query parameters are named.
+    for (stream, query, code, says) in [
+        ("plain", "?window.last=1h", "invalid_window", "windows = {"),
+        (
+            "w",
+            "?since=5",
+            "invalid_query",
+            "unknown query parameter \"since\"",
+        ),
+        ("w", "?window.from=5", "invalid_window", "both from and to"),
+    ] {
+        let r = client()
+            .get(format!("{base}/v1/streams/{stream}/statistics{query}"))
+            .send()
+            .unwrap();
+        let status = r.status().as_u16();
+        let e: Value = r.json().unwrap();
+        assert_eq!(
+            (status, e["error"]["code"].as_str()),
+            (400, Some(code)),
+            "{stream} {query}: {e}"
+        );
+        assert!(
+            e["error"]["message"].as_str().unwrap().contains(says),
+            "{stream} {query}: {e}"
+        );
+    }
 
     // `last`: the buckets up to the end of the current one.
     let (code, last) = post(

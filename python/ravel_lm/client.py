@@ -53,7 +53,7 @@ FIELDS = {
     "StreamModel": ["as_of", "window"],
     "StreamPath": ["as_of", "window"],
     "PredictResponse": ["predictions", "labels", "model", "as_of"],
-    "StreamStatistics": ["name", "task", "features", "n", "as_of", "statistics"],
+    "StreamStatistics": ["name", "task", "features", "n", "as_of", "statistics", "window"],
     "ErrorBody": ["error"],
 }
 
@@ -104,6 +104,7 @@ class Statistics:
     n: int
     as_of: int | None
     stats: Stats
+    window: dict[str, Any] | None = None
 
     def fit(self, estimator):
         """`estimator` (any of ravel_lm's) fitted on these statistics: the service's model
@@ -205,10 +206,18 @@ class StreamClient:
         """`DELETE /v1/streams/{name}`: retires a stream declared at run time."""
         return self._client._call("retire", {"name": self.name}, None, admin=True)
 
-    def statistics(self) -> Statistics:
+    def statistics(self, window: dict | None = None) -> Statistics:
         """The stream's running statistics, read into this process (`Statistics.fit` gives
-        any estimator their model)."""
-        doc = self._call("statistics")
+        any estimator their model). `window` ({"from": T1, "to": T2}, Unix ms or RFC 3339,
+        or {"last": "1h"}; a stream that keeps time buckets): the statistics of that span
+        alone, as the model routes' `window` merges them (`Statistics.window` says the span
+        covered)."""
+        query = None
+        if window is not None:
+            if not isinstance(window, dict):
+                raise TypeError('window is a dict: {"from": T1, "to": T2} or {"last": "1h"}')
+            query = {f"window.{key}": str(value) for key, value in window.items()}
+        doc = self._call("statistics", query=query)
         return Statistics(
             name=doc["name"],
             task=doc["task"],
@@ -216,6 +225,7 @@ class StreamClient:
             n=int(doc["n"]),
             as_of=doc.get("as_of"),
             stats=Stats.from_json(json.dumps(doc["statistics"])),
+            window=doc.get("window"),
         )
 
 

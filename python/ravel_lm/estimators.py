@@ -18,7 +18,12 @@ penalty applies to the coefficients of unit-variance columns (coefficients still
 the data's units); for elastic net its l2 part is also divided by sd(y), as glmnet does.
 
 A sparse estimator given neither `k` nor `lam` chooses its model along its path by EBIC
-(`select="ebic"`; "aic" and "bic" too): the service's `select`.
+(`select="ebic"`; "aic" and "bic" too): the service's `select`. `select="cv"` (or "cv_1se",
+glmnet's one-standard-error rule) chooses by exact K-fold cross-validation (`folds`, default
+5): the estimator then also keeps each fold's statistics (`ravel_lm.FoldStats`; row i of all
+rows folded in, in order, goes to fold splitmix64(i) mod K, as `ravel fit --select cv --folds K`
+numbers a file's rows), and the CV curve comes from the folds' moments alone, whatever the
+chunking of `partial_fit`.
 
 Forgetting: `schedule` is ravel's weight schedule ("plain", "fixed:0.01", "floor:0.001",
 "adaptive"): scikit-learn's `alpha` is a penalty, so the schedule has its own name.
@@ -33,7 +38,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._model import Model, Path
-from ._native import Stats
+from ._native import FoldStats, Stats
 
 __all__ = [
     "OLS",
@@ -51,7 +56,8 @@ __all__ = [
 
 # The service's default largest k of a k-path (ravel-core `select::DEFAULT_K_MAX`).
 DEFAULT_K_MAX = 300
-SELECT = ("aic", "bic", "ebic")
+SELECT = ("aic", "bic", "ebic", "cv", "cv_1se")
+CV = ("cv", "cv_1se")
 
 
 def default_k_max(p: int, n: int) -> int:
@@ -65,17 +71,19 @@ class _Fitted:
     rows are folded in: the next reader extracts it). One object, so reading the model never
     changes the estimator's attributes."""
 
-    __slots__ = ("stats", "model")
+    __slots__ = ("stats", "folds", "model")
 
-    def __init__(self, stats: Stats):
+    def __init__(self, stats: Stats, folds: FoldStats | None = None):
         self.stats = stats
+        self.folds = folds  # the K folds' statistics, for select="cv" (None otherwise)
         self.model: Model | None = None
 
     def __getstate__(self):
-        return {"stats": self.stats, "model": self.model}
+        return {"stats": self.stats, "folds": self.folds, "model": self.model}
 
     def __setstate__(self, state):
         self.stats = state["stats"]
+        self.folds = state.get("folds")
         self.model = state["model"]
 
 
@@ -134,19 +142,55 @@ class _RavelEstimator(BaseEstimator):
     def _schedule(self) -> str:
         return str(self.schedule)
 
+    def _cv(self) -> bool:
+        """Whether the model is chosen by K-fold cross-validation (select="cv" / "cv_1se")."""
+        return getattr(self, "select", None) in CV
+
+    def _new_folds(self, p: int) -> FoldStats | None:
+        if not self._cv():
+            return None
+        if str(self.schedule) != "plain":
+            raise ValueError(
+                f"select={self.select!r} takes plain averages (each fold a sample of the rows), "
+                f"not schedule={self.schedule!r}: drop the schedule or select by 'ebic'"
+            )
+        folds = getattr(self, "folds", 5)
+        if isinstance(folds, bool) or not isinstance(folds, (int, np.integer)):
+            raise ValueError(f"folds must be a whole number of folds (2 to 20), got {folds!r}")
+        return FoldStats(p, int(folds), self._task)
+
     # --- folding rows ----------------------------------------------------------------
     def _targets(self, y, first: bool, classes=None) -> np.ndarray:
         return np.ascontiguousarray(y, dtype=np.float64)
 
     def _fold(self, X, y, reset: bool, classes=None):
+        # Not scikit-learn's finiteness scan (a pass over X, 15 % of a p = 100 fold): the
+        # native fold checks every value itself and refuses the chunk whole, naming the row
+        # ("non-finite value (NaN or Inf) in row i", a ValueError).
         X, y = validate_data(
-            self, X, y, reset=reset, dtype=np.float64, y_numeric=self._task == "regression"
+            self, X, y, reset=reset, dtype=np.float64, y_numeric=self._task == "regression",
+            ensure_all_finite=False,
         )
         y = self._targets(y, reset, classes)
-        if reset:
-            self._fitted = _Fitted(Stats(X.shape[1], self._task, self._schedule()))
-        self._fitted.stats.update(_rows(X), y)
-        self._fitted.model = None
+        if reset:  # kept only once the rows are in: a refused first chunk leaves it unfitted
+            fitted = _Fitted(
+                Stats(X.shape[1], self._task, self._schedule()), self._new_folds(X.shape[1])
+            )
+        else:
+            fitted = self._fitted
+        X = _rows(X)
+        if fitted.folds is not None:
+            before = fitted.stats.copy()
+            fitted.stats.update(X, y)
+            try:
+                fitted.folds.update(X, y)
+            except ValueError:
+                fitted.stats = before
+                raise
+        else:
+            fitted.stats.update(X, y)
+        fitted.model = None
+        self._fitted = fitted
 
     def fit(self, X, y):
         """Statistics of these rows (any earlier ones are forgotten), and their model."""
@@ -196,7 +240,17 @@ class _RavelEstimator(BaseEstimator):
             mine is not None and list(mine) != list(theirs)
         ):
             raise ValueError("merge takes an estimator fitted on the same feature names")
+        mine, theirs = self._fitted.folds, other._fitted.folds
+        if (mine is None) != (theirs is None):
+            raise ValueError(
+                "merge takes two estimators that both keep folds (select='cv') or neither"
+            )
+        if mine is not None:
+            merged = mine.copy()
+            merged.merge(theirs)
         self._fitted.stats.merge(other._fitted.stats)
+        if mine is not None:
+            self._fitted.folds = merged
         self._fitted.model = None
         return self
 
@@ -218,10 +272,30 @@ class _RavelEstimator(BaseEstimator):
                     f"select chooses along a path, which needs at least 2 rows: n_samples = "
                     f"{fitted.stats.n} (give k or lam for a model of fewer rows)"
                 )
+            if self._cv() and "select" not in req:
+                raise ValueError(
+                    f"select={self.select!r} chooses a point of a path: give a method with one "
+                    "(a penalized or k-sparse method) and neither k nor lam"
+                )
+            source = self._cv_folds() if self._cv() else fitted.stats
             fitted.model = Model.from_json(
-                json.loads(fitted.stats.model(json.dumps(req), self._names()))
+                json.loads(source.model(json.dumps(req), self._names()))
             )
         return fitted.model
+
+    def _cv_folds(self) -> FoldStats:
+        folds = self._fitted.folds
+        if folds is None:
+            raise ValueError(
+                f"select={self.select!r} needs fold statistics, which the estimator keeps while "
+                "it folds rows with select='cv' (fit / partial_fit); statistics without folds "
+                "(fit_stats, or fitted with another select) cannot cross-validate: fit again, "
+                "or select by 'ebic'"
+            )
+        k = getattr(self, "folds", 5)
+        if folds.k != k:
+            raise ValueError(f"the folds were kept with folds={folds.k}, not {k}: fit again")
+        return folds
 
     @property
     def model_(self) -> Model:
@@ -252,15 +326,19 @@ class _RavelEstimator(BaseEstimator):
 
     def path(self) -> Path:
         """The method's whole warm-started path on the statistics (penalized methods: over
-        lambda; k-sparse ones: select's k-path), sparsest first."""
+        lambda; k-sparse ones: select's k-path), sparsest first; with select="cv" (or
+        "cv_1se") its `selection` holds the CV curve, each fold's held-out errors and the
+        choice."""
         check_is_fitted(self)
         req = self._path_request()
+        source = self._fitted.stats
+        if self._cv():
+            req["select"] = self.select
+            source = self._cv_folds()
         if self._families()[1]:
             req["k"] = default_k_max(self.n_features_in_, self._fitted.stats.n)
-            req["select"] = "ebic"
-        return Path.from_json(
-            json.loads(self._fitted.stats.path(json.dumps(req), self._names()))
-        )
+            req.setdefault("select", "ebic")
+        return Path.from_json(json.loads(source.path(json.dumps(req), self._names())))
 
     def _decision(self, X) -> np.ndarray:
         model = self._model()
@@ -328,6 +406,7 @@ class _Penalized(_Regressor):
         *,
         k=None,
         select=None,
+        folds=5,
         refit=None,
         standardize=True,
         path_points=None,
@@ -340,6 +419,7 @@ class _Penalized(_Regressor):
         self.lam = lam
         self.k = k
         self.select = select
+        self.folds = folds
         self.refit = refit
         self.standardize = standardize
         self.path_points = path_points
@@ -374,6 +454,7 @@ class ElasticNet(_Regressor):
         l1_ratio=None,
         k=None,
         select=None,
+        folds=5,
         refit=None,
         standardize=True,
         path_points=None,
@@ -387,6 +468,7 @@ class ElasticNet(_Regressor):
         self.l1_ratio = l1_ratio
         self.k = k
         self.select = select
+        self.folds = folds
         self.refit = refit
         self.standardize = standardize
         self.path_points = path_points
@@ -408,6 +490,7 @@ class _Concave(_Regressor):
         gamma=None,
         k=None,
         select=None,
+        folds=5,
         refit=None,
         standardize=True,
         path_points=None,
@@ -421,6 +504,7 @@ class _Concave(_Regressor):
         self.gamma = gamma
         self.k = k
         self.select = select
+        self.folds = folds
         self.refit = refit
         self.standardize = standardize
         self.path_points = path_points
@@ -447,11 +531,12 @@ class _KSparse(_Regressor):
     _k_family = True
 
     def __init__(
-        self, k=None, *, select=None, standardize=True, ebic_gamma=None, inference=False,
-        schedule="plain",
+        self, k=None, *, select=None, folds=5, standardize=True, ebic_gamma=None,
+        inference=False, schedule="plain",
     ):
         self.k = k
         self.select = select
+        self.folds = folds
         self.standardize = standardize
         self.ebic_gamma = ebic_gamma
         self.inference = inference
@@ -529,6 +614,7 @@ class LinearClassifier(ClassifierMixin, _RavelEstimator):
         l1_ratio=None,
         gamma=None,
         select=None,
+        folds=5,
         refit=None,
         standardize=True,
         w_pos=None,
@@ -541,6 +627,7 @@ class LinearClassifier(ClassifierMixin, _RavelEstimator):
         self.l1_ratio = l1_ratio
         self.gamma = gamma
         self.select = select
+        self.folds = folds
         self.refit = refit
         self.standardize = standardize
         self.w_pos = w_pos

@@ -91,6 +91,7 @@ topic = "sales"
 target = "y"
 features = {json.dumps(NAMES)}
 quality = {{ every_rows = 100, window_rows = 100 }}
+windows = {{ bucket = "1m", keep = "7d" }}
 """
         )
         serve = subprocess.Popen(
@@ -203,6 +204,42 @@ def test_statistics_into_an_estimator_give_the_services_lasso_path(service):
     # And the same statistics as this process folds from the rows sent.
     mine = ravel_lm.OLS().fit(x, y).stats_
     assert np.allclose(mine.covariance(), stats.stats.covariance(), rtol=1e-12, atol=1e-12)
+
+
+def test_statistics_of_a_window_give_the_services_windowed_model(service):
+    url, x, y = service
+    stream = Client(url).stream("sales")
+    # `ravel produce` stamped every row now: the last day holds them all, and the statistics
+    # of that window give the service's model of the same window.
+    window = {"last": "1d"}
+    stats = stream.statistics(window=window)
+    assert stats.n == N and stats.window["n"] == N and stats.window["buckets"] >= 1
+    assert stats.stats.n == N
+    local = stats.fit(Lasso(lam=0.05))
+    served = stream.model("lasso", window=window, **{"lambda": 0.05})
+    assert served.raw["window"]["n"] == N
+    assert np.array_equal(local.coef_, served.coef(4))
+    assert local.intercept_ == served.intercept
+    # An explicit span, in RFC 3339 and in Unix ms alike.
+    span = {"from": stats.window["from"], "to": stats.window["to"]}
+    again = stream.statistics(window=span)
+    assert again.n == N and again.stats == stats.stats
+    assert stream.statistics(window={"from": stats.window["from_time"], "to": span["to"]}).n == N
+    # A window with no rows (the first hour of that day, before any row), one older than the
+    # buckets kept, and a malformed one, are refused with the API's codes.
+    with pytest.raises(ApiError) as e:
+        stream.statistics(window={"from": span["from"], "to": span["from"] + 3_600_000})
+    assert (e.value.status, e.value.code) == (409, "no_data")
+    assert "holds no rows" in e.value.message
+    with pytest.raises(ApiError) as e:
+        stream.statistics(window={"from": 0, "to": 60_000})
+    assert (e.value.status, e.value.code) == (400, "invalid_window")
+    assert "oldest kept bucket" in e.value.message
+    with pytest.raises(ApiError) as e:
+        stream.statistics(window={"from": 0})
+    assert (e.value.status, e.value.code) == (400, "invalid_window")
+    # Without a window: the whole stream, and no window in the answer.
+    assert stream.statistics().window is None
 
 
 def test_errors_carry_the_api_code_and_message(service):

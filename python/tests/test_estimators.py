@@ -253,8 +253,13 @@ def test_bad_input_is_refused_with_a_clear_error():
         OLS().fit(bad, y)
     with pytest.raises(ValueError, match="larger than the number of features"):
         OLSth(20).fit(x, y)
-    with pytest.raises(ValueError, match="select"):
-        Lasso(select="cv").fit(x, y)
+    with pytest.raises(ValueError, match="select must be one of aic, bic, ebic, cv, cv_1se"):
+        Lasso(select="crossval").fit(x, y)
+    # A refused first chunk leaves the estimator unfitted (nothing folded).
+    refused = OLS()
+    with pytest.raises(ValueError, match="NaN"):
+        refused.partial_fit(bad, y)
+    assert not hasattr(refused, "_fitted")
     with pytest.raises(ValueError, match="fixed|alpha|schedule"):
         OLS(schedule="sometimes").fit(x, y)
 
@@ -289,3 +294,24 @@ def waived(est):
 )
 def test_scikit_learn_checks(estimator, check):
     check(estimator)
+
+
+def test_large_arrays_fold_in_blocks_and_a_refused_row_changes_nothing():
+    # More rows than one block of the native fold (1,024): C and Fortran order alike, and a
+    # bad value in a later block refuses the whole call, naming its row in the call.
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((3000, 4))
+    y = x @ [1.0, 2.0, 0.0, -1.0] + rng.standard_normal(3000)
+    c = ravel_lm.Stats(4)
+    c.update(np.ascontiguousarray(x), y)
+    f = ravel_lm.Stats(4)
+    f.update(np.asfortranarray(x), y)
+    assert c == f and c.n == 3000
+    ref = sk.LinearRegression().fit(x, y)
+    close(OLS().fit(np.asfortranarray(x), y).coef_, ref.coef_, 1e-10)
+    bad = x.copy()
+    bad[2500, 1] = np.inf
+    before = c.copy()
+    with pytest.raises(ValueError, match="row 2500"):
+        c.update(bad, y)
+    assert c == before

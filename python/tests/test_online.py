@@ -1,15 +1,17 @@
-"""The River-style learner: learn_many equals looping learn_one to the bit, new names widen the
-statistics exactly, and River's own progressive validation of it equals an independent
-prequential loop with scikit-learn's Ridge refitted on the rows before each prediction."""
+"""The River-style learners: learn_many equals looping learn_one to the bit, new names widen the
+statistics exactly, and River's own progressive validation of each equals an independent
+prequential loop refitted on the rows before each prediction (scikit-learn's Ridge for the
+regressor; for the classifier, numpy's class-weighted ridge on River's Phishing data set)."""
 
 import json
 
 import numpy as np
 import pandas as pd
 import sklearn.linear_model as sk
-from river import evaluate, linear_model, metrics, preprocessing, stream
+import pytest
+from river import datasets, evaluate, linear_model, metrics, preprocessing, stream
 
-from ravel_lm import Learner
+from ravel_lm import Classifier, Learner
 
 
 def frame(n=300, seed=3):
@@ -90,3 +92,104 @@ def test_in_a_river_pipeline():
     ).get()
     # The exact least-squares fit of the rows so far beats River's SGD on the same stream.
     assert piped > 0.8 and alone > river, (piped, alone, river)
+
+
+# --- the classifier -------------------------------------------------------------------------
+
+
+def class_weighted_ridge(x, t, lam):
+    """ravel's classification objective by numpy alone: (1/2) [E_pos (s - 1)^2 + E_neg (s + 1)^2]
+    + lam/2 ||b||^2 with s = b0 + x b (each class averaged over its own rows, the intercept
+    unpenalized), i.e. weighted least squares with weight 1 / n_class a row."""
+    pos = t > 0
+    w = np.where(pos, 1.0 / pos.sum(), 1.0 / (~pos).sum())
+    a = np.column_stack([np.ones(len(t)), x])
+    lhs = a.T @ (w[:, None] * a) + lam * np.diag([0.0] + [1.0] * x.shape[1])
+    return np.linalg.solve(lhs, a.T @ (w * t))
+
+
+def test_classifier_in_progressive_val_score_equals_an_independent_prequential_loop():
+    rows = list(datasets.Phishing())
+    names = list(rows[0][0])
+    x = np.array([[r[0][n] for n in names] for r in rows])
+    labels = np.array([r[1] for r in rows])
+    lam = 0.01
+    # River's own evaluation of the learner, test then train on each row.
+    acc = evaluate.progressive_val_score(
+        iter(rows), Classifier("ridge", lam=lam, standardize=False), metrics.Accuracy()
+    ).get()
+    auc = evaluate.progressive_val_score(
+        iter(rows), Classifier("ridge", lam=lam, standardize=False), metrics.ROCAUC()
+    ).get()
+    # The same loop by hand: row i predicted from the rows before it (no prediction before
+    # the first row; the one class seen before the second class comes).
+    t = np.where(labels, 1.0, -1.0)
+    right, scored = 0, 0
+    ref_auc = metrics.ROCAUC()
+    for i in range(len(t)):
+        seen = t[:i]
+        if i == 0:
+            continue
+        if (seen > 0).all() or (seen < 0).all():
+            guess = bool(seen[0] > 0)
+            proba = {guess: 1.0}
+        else:
+            b = class_weighted_ridge(x[:i], seen, lam)
+            score = b[0] + x[i] @ b[1:]
+            guess = bool(score >= 0)
+            prob = min(1.0, max(0.0, (1.0 + score) / 2.0))
+            proba = {True: prob, False: 1.0 - prob}
+        right += guess == labels[i]
+        scored += 1
+        ref_auc.update(bool(labels[i]), proba)
+    assert abs(acc - right / scored) < 1e-12, (acc, right / scored)
+    assert abs(auc - ref_auc.get()) < 1e-9, (auc, ref_auc.get())
+    # And it learns: River's logistic regression on the same stream (standardized, as
+    # River's docs run it) is the yardstick.
+    river = evaluate.progressive_val_score(
+        iter(rows), preprocessing.StandardScaler() | linear_model.LogisticRegression(),
+        metrics.Accuracy(),
+    ).get()
+    assert acc > 0.85 and acc > river - 0.05, (acc, river)
+
+
+def test_classifier_learn_many_equals_learn_one_and_its_batch_model():
+    rows = list(datasets.Phishing())[:400]
+    X = pd.DataFrame([r[0] for r in rows])
+    y = pd.Series([r[1] for r in rows])
+    one = Classifier("lasso", lam=0.01)
+    for (_, row), label in zip(X.iterrows(), y):
+        one.learn_one(row.to_dict(), label)
+    many = Classifier("lasso", lam=0.01)
+    many.learn_many(X.iloc[:123], y.iloc[:123])
+    many.learn_many(X.iloc[123:], y.iloc[123:])
+    assert one.stats == many.stats and one.stats.task == "classification"
+    x0 = X.iloc[7].to_dict()
+    assert one.predict_proba_one(x0) == many.predict_proba_one(x0)
+    assert list(one.predict_many(X)) == list(many.predict_many(X))
+    proba = many.predict_proba_many(X)
+    assert np.allclose(proba[True] + proba[False], 1.0)
+    assert list(many.predict_many(X)) == list(np.where(proba[True] >= 0.5, True, False))
+    # The model of the rows is ravel's class-weighted one (OLS here: numpy's weighted lstsq).
+    ols = Classifier("ols", standardize=False)
+    ols.learn_many(X, y)
+    b = class_weighted_ridge(X.to_numpy(), np.where(y, 1.0, -1.0), 0.0)
+    model = ols.model()
+    assert np.max(np.abs(model.coef(X.shape[1]) - b[1:])) < 1e-9
+    assert abs(model.intercept - b[0]) < 1e-9
+
+
+def test_classifier_labels_other_than_booleans_and_a_third_class():
+    learner = Classifier("ridge", lam=0.1, pos_label="spam")
+    assert learner.predict_one({"a": 1.0}) is None
+    assert learner.predict_proba_one({"a": 1.0}) == {}
+    learner.learn_one({"a": 1.0, "b": 0.0}, "ham")
+    assert learner.predict_one({"a": 1.0}) == "ham"
+    assert learner.predict_proba_one({"a": 1.0}) == {"ham": 1.0}
+    learner.learn_one({"a": 0.0, "b": 1.0}, "spam")
+    learner.learn_one({"a": 0.2, "b": 2.0}, "spam")
+    assert learner.predict_one({"a": 0.0, "b": 2.0}) == "spam"
+    assert set(learner.predict_proba_one({"a": 0.0, "b": 2.0})) == {"spam", "ham"}
+    with pytest.raises(ValueError, match="third class"):
+        learner.learn_one({"a": 1.0}, "eggs")
+    assert learner.stats.n == 3
