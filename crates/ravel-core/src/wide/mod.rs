@@ -51,7 +51,7 @@ mod settings;
 pub use path::{
     DeltaSearch, PathSpec, WidePath, delta_grid, find_delta_max, path, point_with_k, run_path,
 };
-pub use settings::{Checked, DEFAULT_STEP_TOL, Setting, Spelling, WideSettings};
+pub use settings::{Checked, DEFAULT_STEP_TOL, Setting, Spelling, WideOptions, WideSettings};
 
 use crate::data::csc::Csc;
 use rand::rngs::StdRng;
@@ -129,34 +129,6 @@ pub enum Sampling {
         /// The seed.
         seed: u64,
     },
-}
-
-/// Solver settings.
-#[derive(Debug, Clone, Copy)]
-pub struct WideOptions {
-    /// Deterministic or randomized.
-    pub sampling: Sampling,
-    /// Stop at duality gap <= tol * objective.
-    pub tol: f64,
-    /// Iterations per delta at most.
-    pub max_iterations: usize,
-    /// Away steps (default true; 004's Algorithm 2 has none).
-    pub away_steps: bool,
-    /// 004's stopping rule: stop a point when an iteration moved no coefficient by more than
-    /// this (None: the gap rule alone).
-    pub step_tol: Option<f64>,
-}
-
-impl Default for WideOptions {
-    fn default() -> Self {
-        WideOptions {
-            sampling: Sampling::Full,
-            tol: 1e-3,
-            max_iterations: 100_000,
-            away_steps: true,
-            step_tol: None,
-        }
-    }
 }
 
 /// The answer at one delta.

@@ -2,13 +2,42 @@
 //! feature stream's `POST .../wide/path`), checked into the solver's `WideOptions` and
 //! `PathSpec` here, once: the same rules and the same messages for both, each message naming
 //! the setting as its caller spells it (`--sample-fraction` on the command line,
-//! `sample_fraction` in JSON), through the caller's `spell`.
+//! `sample_fraction` in JSON), through the caller's `spell`. `WideOptions`, the solver's own
+//! settings, lives here beside them.
 
-use super::{PathSpec, Sampling, WideOptions};
+use super::{PathSpec, Sampling};
 use crate::solve::limits::{MAX_FW_ITERATIONS, MAX_PATH_POINTS};
 
 /// `step_tol`'s default where the step rule applies: paper 004's (glmnet's) 1e-3.
 pub const DEFAULT_STEP_TOL: f64 = 1e-3;
+
+/// Solver settings.
+#[derive(Debug, Clone, Copy)]
+pub struct WideOptions {
+    /// Deterministic or randomized.
+    pub sampling: Sampling,
+    /// Stop at duality gap <= tol * objective.
+    pub tol: f64,
+    /// Iterations per delta at most.
+    pub max_iterations: usize,
+    /// Away steps (default true; 004's Algorithm 2 has none).
+    pub away_steps: bool,
+    /// 004's stopping rule: stop a point when an iteration moved no coefficient by more than
+    /// this (None: the gap rule alone).
+    pub step_tol: Option<f64>,
+}
+
+impl Default for WideOptions {
+    fn default() -> Self {
+        WideOptions {
+            sampling: Sampling::Full,
+            tol: 1e-3,
+            max_iterations: 100_000,
+            away_steps: true,
+            step_tol: None,
+        }
+    }
+}
 
 /// The settings a message can name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
