@@ -28,10 +28,9 @@
 //! precision, `Problem::is_exact_fit`) gets no standard errors: they are 0, and in floating
 //! point they would be rounding noise with t statistics to match.
 
+use super::summary::Design;
 use super::{Estimator, Fit, ParamError, Problem, Request};
 use crate::model::{Estimate, Inference};
-use faer::Mat;
-use faer::linalg::solvers::Solve;
 
 /// Whether the method allows inference (checked with the request).
 pub(crate) fn check(req: &Request) -> Result<(), ParamError> {
@@ -59,14 +58,9 @@ pub(crate) fn check(req: &Request) -> Result<(), ParamError> {
     Ok(())
 }
 
-/// The inference of one fit (`mse` its residual mean square), or why there is none.
-pub(crate) fn inference(
-    problem: &Problem,
-    req: &Request,
-    fit: &Fit,
-    mse: f64,
-    names: Option<&[String]>,
-) -> Result<Inference, String> {
+/// Whether a fit has standard errors at all (`mse` its residual mean square), or why not;
+/// checked before the design's matrices are built (`summary::Design`).
+pub(crate) fn applies(problem: &Problem, fit: &Fit, mse: f64) -> Result<(), String> {
     if problem.classification {
         return Err("standard errors are for regression".into());
     }
@@ -80,39 +74,24 @@ pub(crate) fn inference(
                 .into(),
         );
     }
-    let g = &problem.gram;
-    let (support, ridge, post_selection): (Vec<usize>, f64, bool) = match &req.estimator {
-        Estimator::Ols(_) => ((0..g.m).collect(), 0.0, false),
-        Estimator::Ridge(r) => ((0..g.m).collect(), r.lambda, false),
-        _ => ((0..g.m).filter(|&j| fit.b[j] != 0.0).collect(), 0.0, true),
-    };
+    Ok(())
+}
+
+/// The inference of one fit (`mse` its residual mean square) that `applies`, on its design
+/// `d` (the support's inverse, computed once for every figure of the summary), or why there
+/// is none.
+pub(crate) fn inference(
+    problem: &Problem,
+    req: &Request,
+    fit: &Fit,
+    mse: f64,
+    names: Option<&[String]>,
+    d: &Design,
+) -> Result<Inference, String> {
+    let post_selection = !matches!(req.estimator, Estimator::Ols(_) | Estimator::Ridge(_));
+    let (support, ridge, cov_unit, df) = (&d.support, d.ridge, &d.cov_unit, d.df_model);
     let s = support.len();
     let n = problem.n_kish;
-    let q = Mat::from_fn(s, s, |i, j| g.at(support[i], support[j]));
-    let a = Mat::from_fn(s, s, |i, j| q[(i, j)] + if i == j { ridge } else { 0.0 });
-    // In double-double when the problem has it (the inverse and the intercept's mean form).
-    let ext = problem
-        .extended
-        .as_ref()
-        .and_then(|e| e.solve(&support, ridge).ok().map(|sol| (e, sol)));
-    let ainv = if let Some((_, sol)) = &ext {
-        Mat::from_fn(s, s, |i, j| sol.inverse[i + j * s].to_f64())
-    } else if s == 0 {
-        Mat::zeros(0, 0)
-    } else {
-        let llt = a
-            .llt(faer::Side::Lower)
-            .map_err(|_| "the least-squares system does not factor".to_string())?;
-        llt.solve(Mat::<f64>::identity(s, s))
-    };
-    // Cov(b_S) n / sigma^2 and the model's degrees of freedom.
-    let (cov_unit, df) = if ridge == 0.0 {
-        (ainv.clone(), s as f64)
-    } else {
-        let qa = &q * &ainv;
-        let df = (0..s).map(|i| qa[(i, i)]).sum::<f64>();
-        (&ainv * &qa, df)
-    };
     let df_resid = n - df - if problem.intercept { 1.0 } else { 0.0 };
     if df_resid <= 0.0 {
         return Err(format!(
@@ -126,11 +105,12 @@ pub(crate) fn inference(
     let cov = |i: usize, j: usize| {
         sigma2 / n * cov_unit[(i, j)] / (problem.scale[support[i]] * problem.scale[support[j]])
     };
-    let orig: Vec<usize> = support.iter().map(|&a| problem.active[a]).collect();
+    let orig = &d.orig;
     let mut var0 = sigma2 / n;
-    match &ext {
-        Some((e, sol)) if ridge == 0.0 => {
-            var0 += sigma2 / n * e.mean_form(&support, &sol.inverse, &problem.scale);
+    match (&problem.extended, &d.ext) {
+        // In double-double when the problem has it (the intercept's mean form).
+        (Some(e), Some(sol)) if ridge == 0.0 => {
+            var0 += sigma2 / n * e.mean_form(support, &sol.inverse, &problem.scale);
         }
         _ => {
             for i in 0..s {
