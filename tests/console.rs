@@ -1024,6 +1024,8 @@ windows = {{ bucket = "1s", keep = "2h" }}
         "{}",
         text(&tab, "#coef-note")
     );
+    screenshot_at(&tab, &shots, "model", Some("#coef-figure"));
+    js(&tab, "(() => { window.scrollTo(0, 0); return 1; })()");
     // The history's point at this n is the same default model (lasso, history.k = 10).
     let (_, hist) = get(&base, "/v1/streams/shift/history");
     assert_eq!(
