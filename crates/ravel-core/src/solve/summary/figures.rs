@@ -12,7 +12,7 @@ use super::dist::t_quantile;
 use super::{Estimator, Fit, Problem, Request, level_of};
 use crate::gram::extended::ExtSolution;
 use crate::model::{Covariance, Inference, Summary};
-use faer::linalg::solvers::Solve;
+use faer::linalg::solvers::DenseSolveCore;
 use faer::{Mat, Side};
 use std::sync::Arc;
 
@@ -44,8 +44,9 @@ fn inverse(a: &Mat<f64>) -> Option<Mat<f64>> {
     if s == 0 {
         return Some(Mat::zeros(0, 0));
     }
-    let llt = a.llt(Side::Lower).ok()?;
-    let inv = llt.solve(Mat::<f64>::identity(s, s));
+    // From the factor: L^-1, then L^-T L^-1 (about 2/3 s^3 flops, a third of solving
+    // against the identity).
+    let inv = a.llt(Side::Lower).ok()?.inverse();
     positive_diagonal(inv)
 }
 
