@@ -402,7 +402,8 @@ fn a_scorer_with_an_interval_writes_the_intervals_predict_answers() {
     for (i, e) in events.iter().enumerate() {
         send_event(&p, i, e);
     }
-    let batch = json!({"columns": ["a", "b", "c"], "rows": batch_rows});
+    // A named mini-batch carries its targets ("y"), which the scorer does not read.
+    let batch = json!({"columns": ["a", "b", "c"], "rows": batch_rows, "y": [0.0, 0.0, 0.0]});
     send(&p, "r.events", Some("batch"), &serde_json::to_vec(&batch).unwrap());
     p.flush(Duration::from_secs(30)).unwrap();
     let scores = read_scores(&b, n_events + 1);
