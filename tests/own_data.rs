@@ -487,7 +487,10 @@ fn the_readmes_own_data_section_runs_as_written_and_its_claims_hold() {
     assert_eq!(inferred["coefficients"], ols["coefficients"]);
     assert_eq!(excerpts.len(), 1, "one excerpt");
     let (cmd, shown) = &excerpts[0];
-    assert!(cmd.contains(r#""inference": true"#), "the excerpt is of {cmd}");
+    assert!(
+        cmd.contains(r#""inference": true"#),
+        "the excerpt is of {cmd}"
+    );
     check_excerpt(shown, inferred, "answer");
     assert!(
         shown["inference"]["coefficients"]
@@ -508,9 +511,9 @@ fn check_excerpt(shown: &Value, got: &Value, at: &str) {
     match shown {
         Value::Object(m) => {
             for (k, v) in m {
-                let g = got
-                    .get(k)
-                    .unwrap_or_else(|| panic!("{at}.{k}: the README shows it, the answer has none: {got}"));
+                let g = got.get(k).unwrap_or_else(|| {
+                    panic!("{at}.{k}: the README shows it, the answer has none: {got}")
+                });
                 check_excerpt(v, g, &format!("{at}.{k}"));
             }
         }

@@ -396,7 +396,11 @@ fn a_scorer_with_an_interval_writes_the_intervals_predict_answers() {
     // A mini-batch of three rows, the features of events 0-2 doubled (outside the events).
     let batch_rows: Vec<Vec<f64>> = events[..3]
         .iter()
-        .map(|e| ["a", "b", "c"].map(|k| 2.0 * e[k].as_f64().unwrap()).to_vec())
+        .map(|e| {
+            ["a", "b", "c"]
+                .map(|k| 2.0 * e[k].as_f64().unwrap())
+                .to_vec()
+        })
         .collect();
     let p = producer(&b);
     for (i, e) in events.iter().enumerate() {
@@ -404,7 +408,12 @@ fn a_scorer_with_an_interval_writes_the_intervals_predict_answers() {
     }
     // A named mini-batch carries its targets ("y"), which the scorer does not read.
     let batch = json!({"columns": ["a", "b", "c"], "rows": batch_rows, "y": [0.0, 0.0, 0.0]});
-    send(&p, "r.events", Some("batch"), &serde_json::to_vec(&batch).unwrap());
+    send(
+        &p,
+        "r.events",
+        Some("batch"),
+        &serde_json::to_vec(&batch).unwrap(),
+    );
     p.flush(Duration::from_secs(30)).unwrap();
     let scores = read_scores(&b, n_events + 1);
     assert_eq!(scores.len(), n_events + 1, "one prediction per event");
@@ -476,9 +485,9 @@ fn a_scorer_with_an_interval_writes_the_intervals_predict_answers() {
     for s in &scores {
         assert!(s.value.get("no_interval").is_none(), "{}", s.value);
         if s.key == "batch" {
-            let got = s.value["intervals"].as_array().unwrap_or_else(|| {
-                panic!("a mini-batch's prediction has intervals: {}", s.value)
-            });
+            let got = s.value["intervals"]
+                .as_array()
+                .unwrap_or_else(|| panic!("a mini-batch's prediction has intervals: {}", s.value));
             assert_eq!(got.len(), 3, "{}", s.value);
             for (j, g) in got.iter().enumerate() {
                 check(g, n_events + j, &format!("batch row {j}"));

@@ -229,7 +229,10 @@ mod tests {
         }
         // A penalized model at a lambda has no covariance: refused by key.
         let e = err("model = { method = \"lasso\", lambda = 0.1 }\ninterval = 0.95");
-        assert!(e.contains("model:") && e.contains("interval needs a least-squares model"), "{e}");
+        assert!(
+            e.contains("model:") && e.contains("interval needs a least-squares model"),
+            "{e}"
+        );
         let mut classes = streams();
         classes[0].task = ravel_core::Task::Classification;
         let e = scorer("model = { method = \"ols\" }\ninterval = 0.95")

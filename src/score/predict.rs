@@ -92,7 +92,13 @@ pub(super) fn score(
                 };
             }
             Err(why) => {
-                let why = match current.model.diagnostics.notes.iter().find(|n| n.starts_with("no inference")) {
+                let why = match current
+                    .model
+                    .diagnostics
+                    .notes
+                    .iter()
+                    .find(|n| n.starts_with("no inference"))
+                {
                     Some(note) => note.clone(),
                     None => why,
                 };
