@@ -888,9 +888,16 @@ windows = {{ bucket = "1s", keep = "2h" }}
             "ticks on [{lo}, {hi}]: {labels:?}"
         );
     }
-    // The criterion's model is penalized: no standard errors, and the page says why.
+    // The criterion's model is penalized: no standard errors, and the page says why; its
+    // coefficient chart has a dot per coefficient and no interval.
     assert_eq!(count(&tab, "#model-table [data-col=\"se\"]"), 0);
     assert!(text(&tab, "#model-table caption").contains("has no standard errors"));
+    assert_eq!(
+        count(&tab, "#coef-chart circle.estimate"),
+        count(&tab, "#model-table tbody tr")
+    );
+    assert_eq!(count(&tab, "#coef-chart path.ci"), 0);
+    assert!(text(&tab, "#coef-note").contains("No confidence intervals"));
     screenshot_at(&tab, &shots, "selection", Some("#selection-curve"));
     js(&tab, "(() => { window.scrollTo(0, 0); return 1; })()");
 
@@ -958,6 +965,67 @@ windows = {{ bucket = "1s", keep = "2h" }}
     assert!(
         text(&tab, "#model-table caption").contains("standard errors, t and two-sided p-values")
     );
+    // The coefficient chart draws each coefficient's confidence interval: one bar per
+    // coefficient with the API's bounds (original units), drawn with a width, its dot inside.
+    let mut want_ci: Vec<(String, f64, f64)> = inferred["inference"]["coefficients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["feature"].as_str().unwrap().to_string(),
+                e["ci_lower"].as_f64().unwrap(),
+                e["ci_upper"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(inferred["inference"]["summary"]["level"], 0.95);
+    assert_eq!(count(&tab, "#coef-chart path.ci"), 10);
+    assert_eq!(count(&tab, "#coef-chart circle.estimate"), 10);
+    let drawn: Vec<(String, f64, f64, f64, f64, f64)> = serde_json::from_value(js(
+        &tab,
+        "[...document.querySelectorAll('#coef-chart g.coef')].map(g => { const ci = g.querySelector('path.ci'); \
+         const b = ci.getBBox(); return [g.getAttribute('data-feature'), Number(ci.getAttribute('data-lower')), \
+         Number(ci.getAttribute('data-upper')), b.x, b.x + b.width, Number(g.querySelector('circle.estimate').getAttribute('cx'))]; })",
+    ))
+    .unwrap();
+    // Pixels per unit, from the axis' first and last ticks: every bar's width is its
+    // interval's at that scale (to the 0.1 px the page rounds to), and its dot lies on it.
+    let ticks: Vec<(f64, f64)> = serde_json::from_value(js(
+        &tab,
+        "[...document.querySelectorAll('#coef-chart text.tick[data-axis=\"x\"]')].map(t => [Number(t.getAttribute('data-value')), Number(t.getAttribute('x'))])",
+    ))
+    .unwrap();
+    assert!(ticks.len() >= 2, "{ticks:?}");
+    let ((v0, x0), (v1, x1)) = (ticks[0], ticks[ticks.len() - 1]);
+    let per_unit = (x1 - x0) / (v1 - v0);
+    assert!(per_unit > 0.0, "{ticks:?}");
+    let mut shown_ci: Vec<(String, f64, f64)> = drawn
+        .iter()
+        .map(|(f, lo, hi, x0, x1, cx)| {
+            assert!(
+                ((x1 - x0) - (hi - lo) * per_unit).abs() <= 0.3,
+                "{f}: a bar {} px wide for an interval of {} px",
+                x1 - x0,
+                (hi - lo) * per_unit
+            );
+            assert!(
+                x0 - 0.2 <= *cx && *cx <= x1 + 0.2,
+                "{f}: the bar [{x0}, {x1}] is drawn around its dot at {cx}"
+            );
+            (f.clone(), *lo, *hi)
+        })
+        .collect();
+    want_ci.sort_by(|a, b| a.0.cmp(&b.0));
+    shown_ci.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(shown_ci, want_ci, "the chart's intervals are the API's");
+    assert!(
+        text(&tab, "#coef-note").contains("95 % confidence intervals"),
+        "{}",
+        text(&tab, "#coef-note")
+    );
+    screenshot_at(&tab, &shots, "model", Some("#coef-figure"));
+    js(&tab, "(() => { window.scrollTo(0, 0); return 1; })()");
     // The history's point at this n is the same default model (lasso, history.k = 10).
     let (_, hist) = get(&base, "/v1/streams/shift/history");
     assert_eq!(

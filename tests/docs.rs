@@ -303,6 +303,7 @@ output_topic = "out"
 model = { method = "ols" }
 refresh_ms = 1000
 group_id = "g"
+interval = 0.95
 "#;
     let cfg: Config = toml::from_str(full).expect("the full example reads");
     let mut keys = BTreeMap::new();

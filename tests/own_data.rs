@@ -7,7 +7,8 @@
 //! stream holds the 5,000 events, ready without any topic made by hand, OLS's coefficients
 //! are the ones the prose states (within what the noise allows, and numpy's OLS on the same
 //! events read back from the topic), the lasso with 5 nonzeros keeps the five features the
-//! prose names, and the prediction of its event is a number (the producer's own value of it).
+//! prose names, the prediction of its event is a number (the producer's own value of it), and
+//! the summary it shows (`"inference": true`) is true to the service's answer.
 
 use crate::common::*;
 use serde_json::Value;
@@ -255,6 +256,7 @@ fn the_readmes_own_data_section_runs_as_written_and_its_claims_hold() {
     let mut procs = Vec::new();
     let mut answers: Vec<(String, String)> = Vec::new();
     let mut ran = Vec::new();
+    let mut excerpts: Vec<(String, Value)> = Vec::new();
     for (lang, block) in code_blocks(&section) {
         match lang.as_str() {
             "toml" => {
@@ -327,6 +329,14 @@ fn the_readmes_own_data_section_runs_as_written_and_its_claims_hold() {
                     }
                 }
             }
+            "json" => {
+                // An excerpt of the answer to the request before it, checked below.
+                let shown: Value = serde_json::from_str(&block)
+                    .unwrap_or_else(|e| panic!("the README's excerpt is not JSON ({e}): {block}"));
+                let (cmd, _) = answers.last().expect("an excerpt follows a request");
+                excerpts.push((cmd.clone(), shown));
+                ran.push("json");
+            }
             other => panic!("a {other:?} block in the README's section: {block}"),
         }
     }
@@ -340,7 +350,9 @@ fn the_readmes_own_data_section_runs_as_written_and_its_claims_hold() {
             "curl",
             "curl",
             "curl",
-            "curl"
+            "curl",
+            "curl",
+            "json"
         ],
         "the section's steps"
     );
@@ -362,14 +374,14 @@ fn the_readmes_own_data_section_runs_as_written_and_its_claims_hold() {
             ("GET", "sales") => assert_eq!(v["n"], EVENTS, "{v}"),
             ("POST", "model") => {
                 let body = json(cmd, body.as_deref().unwrap());
-                let key = format!("{} {}", body["method"], body["k"]);
+                let key = format!("{} {} {}", body["method"], body["k"], body["inference"]);
                 assert!(models.insert(key, v).is_none(), "{cmd} twice");
             }
             ("POST", "predict") => prediction = Some(v),
             _ => panic!("a request this test does not check: {cmd}"),
         }
     }
-    let (ols, lasso) = (&models[r#""ols" null"#], &models[r#""lasso" 5"#]);
+    let (ols, lasso) = (&models[r#""ols" null null"#], &models[r#""lasso" 5 null"#]);
     assert_eq!(ols["n"], EVENTS);
     assert_eq!(lasso["n"], EVENTS);
 
@@ -468,6 +480,61 @@ fn the_readmes_own_data_section_runs_as_written_and_its_claims_hold() {
         .unwrap_or_else(|| panic!("{prediction}"));
     assert!(p.is_finite() && (p - 173.1).abs() < 2.5, "{prediction}");
 
+    // The summary the section shows, `"inference": true` on OLS: the same model, and its
+    // excerpt true to the answer (every key in it, each number within 10 % of the answer's:
+    // the events are random).
+    let inferred = &models[r#""ols" null true"#];
+    assert_eq!(inferred["coefficients"], ols["coefficients"]);
+    assert_eq!(excerpts.len(), 1, "one excerpt");
+    let (cmd, shown) = &excerpts[0];
+    assert!(
+        cmd.contains(r#""inference": true"#),
+        "the excerpt is of {cmd}"
+    );
+    check_excerpt(shown, inferred, "answer");
+    assert!(
+        shown["inference"]["coefficients"]
+            .as_array()
+            .is_some_and(|c| !c.is_empty())
+            && shown["inference"]["summary"].is_object(),
+        "the excerpt shows a coefficient and the summary: {shown}"
+    );
+
     procs.reverse();
     drop(procs);
+}
+
+/// Whether the README's excerpt `shown` is true to the service's answer `got` (at `at`): each
+/// key of an object is in the answer; the entries of a list are the answer's of the same
+/// `feature`; a number is within 10 % of the answer's (or both below 1e-6); the rest equal.
+fn check_excerpt(shown: &Value, got: &Value, at: &str) {
+    match shown {
+        Value::Object(m) => {
+            for (k, v) in m {
+                let g = got.get(k).unwrap_or_else(|| {
+                    panic!("{at}.{k}: the README shows it, the answer has none: {got}")
+                });
+                check_excerpt(v, g, &format!("{at}.{k}"));
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                let feature = &item["feature"];
+                let g = got
+                    .as_array()
+                    .and_then(|a| a.iter().find(|e| e["feature"] == *feature))
+                    .unwrap_or_else(|| panic!("{at}: no entry of feature {feature} in {got}"));
+                check_excerpt(item, g, &format!("{at}[{feature}]"));
+            }
+        }
+        Value::Number(n) => {
+            let (s, g) = (n.as_f64().unwrap(), got.as_f64());
+            let g = g.unwrap_or_else(|| panic!("{at}: the README shows {s}, the answer {got}"));
+            assert!(
+                (s - g).abs() <= 0.1 * g.abs() || (s.abs() < 1e-6 && g.abs() < 1e-6),
+                "{at}: the README shows {s}, the service answers {g}"
+            );
+        }
+        other => assert_eq!(other, got, "{at}"),
+    }
 }

@@ -17,6 +17,7 @@ use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 const ROWS: usize = 2000;
@@ -41,6 +42,7 @@ fn setup(state: Option<&std::path::Path>) -> Config {
         refresh_ms: 50,
         group_id: None,
         create_output_topic: true,
+        interval: None,
     });
     c.kafka
         .options
@@ -349,6 +351,160 @@ fn each_event_gets_the_prediction_of_the_model_it_names_and_bad_events_none() {
     assert_eq!(s["output_topic"], "r.scores");
     // The stream folded none of the events it was asked to score.
     assert_eq!(svc.wait_rows("r", ROWS as u64)["n"], ROWS as u64);
+    svc.stop().unwrap();
+}
+
+/// The six figures of a prediction's intervals, as `POST .../predict` and a scorer write them.
+const INTERVAL_KEYS: [&str; 6] = [
+    "mean",
+    "mean_se",
+    "mean_ci_lower",
+    "mean_ci_upper",
+    "obs_ci_lower",
+    "obs_ci_upper",
+];
+
+/// A scorer with `interval = 0.9` (OLS): each event's written intervals equal `POST
+/// .../predict` with `"interval": 0.9` on the same rows with the same model, and statsmodels'
+/// `get_prediction(x).summary_frame(alpha = 0.1)` on the training rows
+/// (tests/python/ols_reference.py); a mini-batch event gets one interval per row.
+#[test]
+fn a_scorer_with_an_interval_writes_the_intervals_predict_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = EmbeddedBroker::start(1).unwrap();
+    let b = broker.bootstrap_servers().to_string();
+    for (t, parts) in [
+        ("r.rows", 1),
+        ("r.rows.dlq", 1),
+        ("r.events", 2),
+        ("r.events.dlq", 1),
+        ("r.scores", 2),
+    ] {
+        broker.create_topic(t, parts).unwrap();
+    }
+    let mut config = setup(None);
+    config.scorers[0].model = Some(serde_json::from_value(json!({"method": "ols"})).unwrap());
+    config.scorers[0].interval = Some(0.9);
+    config.check().expect("a scorer with an interval is valid");
+    let svc = TestService::start(config, &b);
+    train(&b);
+    svc.wait_rows("r", ROWS as u64);
+    wait_scorer_model(&svc.url(""));
+
+    let n_events = 60;
+    let events: Vec<Value> = (0..n_events).map(event).collect();
+    // A mini-batch of three rows, the features of events 0-2 doubled (outside the events).
+    let batch_rows: Vec<Vec<f64>> = events[..3]
+        .iter()
+        .map(|e| {
+            ["a", "b", "c"]
+                .map(|k| 2.0 * e[k].as_f64().unwrap())
+                .to_vec()
+        })
+        .collect();
+    let p = producer(&b);
+    for (i, e) in events.iter().enumerate() {
+        send_event(&p, i, e);
+    }
+    // A named mini-batch carries its targets ("y"), which the scorer does not read.
+    let batch = json!({"columns": ["a", "b", "c"], "rows": batch_rows, "y": [0.0, 0.0, 0.0]});
+    send(
+        &p,
+        "r.events",
+        Some("batch"),
+        &serde_json::to_vec(&batch).unwrap(),
+    );
+    p.flush(Duration::from_secs(30)).unwrap();
+    let scores = read_scores(&b, n_events + 1);
+    assert_eq!(scores.len(), n_events + 1, "one prediction per event");
+
+    // The service's predict on the same rows, with the same model (all the rows).
+    let mut rows: Vec<Vec<f64>> = events
+        .iter()
+        .map(|e| ["a", "b", "c"].map(|k| e[k].as_f64().unwrap()).to_vec())
+        .collect();
+    rows.extend(batch_rows.iter().cloned());
+    let (status, answer) = svc.post(
+        "/v1/streams/r/predict",
+        &json!({"model": {"method": "ols"}, "rows": rows, "interval": 0.9}),
+    );
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["model"]["n"], ROWS as u64);
+    let want = answer["intervals"].as_array().unwrap();
+    assert_eq!(want.len(), n_events + 3, "{answer}");
+
+    // statsmodels on the training rows, at the same rows.
+    let mut csv = String::from("a,b,c,price\n");
+    for i in 0..ROWS {
+        let (a, b, c) = features(i);
+        let price = 2.0 * a - 3.0 * b + 0.5 * ((i * 7919) % 13) as f64 / 13.0;
+        csv.push_str(&format!("{a:?},{b:?},{c:?},{price:?}\n"));
+    }
+    let csv_file = dir.path().join("train.csv");
+    std::fs::write(&csv_file, csv).unwrap();
+    let spec_file = dir.path().join("spec.json");
+    let spec = json!({"columns": [0, 1, 2], "level": 0.9, "predict": rows});
+    std::fs::write(&spec_file, spec.to_string()).unwrap();
+    let python = pyenv_python(
+        "import statsmodels, scipy, numpy",
+        "statsmodels, scipy and numpy (target/pyenv/bin/pip install statsmodels)",
+    );
+    let out = std::process::Command::new(python)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/ols_reference.py"))
+        .arg(&csv_file)
+        .arg(&spec_file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "statsmodels failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let reference: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for (row, w) in want.iter().enumerate() {
+        for key in INTERVAL_KEYS {
+            let (v, sm) = (
+                w[key].as_f64().unwrap(),
+                reference["predict"][key][row].as_f64().unwrap(),
+            );
+            assert!(
+                close(v, sm, 1e-9),
+                "row {row} {key}: predict {v}, statsmodels {sm}"
+            );
+        }
+    }
+
+    // Each written interval is predict's for its row.
+    let check = |got: &Value, row: usize, what: &str| {
+        for key in INTERVAL_KEYS {
+            let (g, w) = (got[key].as_f64(), want[row][key].as_f64().unwrap());
+            let g = g.unwrap_or_else(|| panic!("{what}: no {key} in {got}"));
+            assert!(close(g, w, 1e-12), "{what} {key}: scorer {g}, predict {w}");
+        }
+    };
+    for s in &scores {
+        assert!(s.value.get("no_interval").is_none(), "{}", s.value);
+        if s.key == "batch" {
+            let got = s.value["intervals"]
+                .as_array()
+                .unwrap_or_else(|| panic!("a mini-batch's prediction has intervals: {}", s.value));
+            assert_eq!(got.len(), 3, "{}", s.value);
+            for (j, g) in got.iter().enumerate() {
+                check(g, n_events + j, &format!("batch row {j}"));
+            }
+            continue;
+        }
+        let i: usize = s.key.strip_prefix('e').unwrap().parse().unwrap();
+        let v = s.value["prediction"].as_f64().unwrap();
+        assert!(close(v, answer["predictions"][i].as_f64().unwrap(), 1e-12));
+        check(&s.value["interval"], i, &format!("event {i}"));
+        let iv = &s.value["interval"];
+        assert!(
+            iv["obs_ci_lower"].as_f64() < iv["mean_ci_lower"].as_f64()
+                && iv["mean_ci_upper"].as_f64() < iv["obs_ci_upper"].as_f64(),
+            "the prediction interval holds the mean's: {iv}"
+        );
+    }
     svc.stop().unwrap();
 }
 

@@ -407,7 +407,13 @@ fn answered(put: Put) -> (StatusCode, &'static str) {
 /// starts).
 #[utoipa::path(put, path = "/v1/scorers/{name}", tag = "declarations",
     params(("name" = String, Path, description = "The scorer's name")),
-    request_body(content = Object, description = "The scorer's table, as `[[scorers]]` of the config file (`name` may be left out)"),
+    request_body(content = Object, description = "The scorer's table, as `[[scorers]]` of the config file (`name` may be left out; \
+        `interval`: each prediction written with its intervals at that level, as `POST .../predict` with `interval`)",
+        examples(
+            ("scorer" = (value = json!({"stream": "sales", "topic": "listings", "output_topic": "listings.predicted"}))),
+            ("with intervals" = (value = json!({"stream": "sales", "topic": "listings", "output_topic": "listings.predicted",
+                "model": {"method": "ols"}, "interval": 0.95}))),
+        )),
     responses(
         (status = 201, description = "Declared and started", body = Declaration),
         (status = 200, description = "Changed (restarted) or unchanged", body = Declaration),

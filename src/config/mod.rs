@@ -1079,6 +1079,7 @@ mod tests {
             refresh_ms: 1000,
             group_id: Some("g".into()),
             create_output_topic: true,
+            interval: Some(0.95),
         };
         let comment = &text[text
             .find("# One [[scorers]] table")

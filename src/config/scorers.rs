@@ -11,6 +11,7 @@
 //! output_topic = "sales.predictions"
 //! model = { method = "lasso", k = 10 }
 //! refresh_ms = 1000
+//! interval = 0.95                   # optional: each prediction's 95 % intervals too
 //! ```
 
 use super::{StreamConfig, check_topic, valid_name};
@@ -47,6 +48,12 @@ pub struct ScorerConfig {
     /// `kafka.create_topics`, which is about the topics ravel reads.
     #[serde(default = "yes")]
     pub create_output_topic: bool,
+    /// Write each prediction's intervals at this confidence level (0.95 for 95 %): the
+    /// confidence interval of the mean and the prediction interval, as `POST .../predict`
+    /// with `interval` answers them. The model is then extracted with inference, so it must
+    /// be a least-squares one (ols, ridge, a refitted model) of a regression stream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<f64>,
 }
 
 fn refresh_ms() -> u64 {
@@ -141,9 +148,32 @@ impl ScorerConfig {
                 }
             }
         };
-        model
-            .check(stream.p())
-            .map_err(|e| anyhow::anyhow!("scorer '{name}': model: {e}"))?;
+        let mut model = model;
+        if let Some(level) = self.interval {
+            if !(level.is_finite() && level > 0.0 && level < 1.0) {
+                bail!(
+                    "scorer '{name}': interval = {level} must lie strictly between 0 and 1 \
+                     (0.95 for 95 % intervals)"
+                );
+            }
+            if stream.task == ravel_core::Task::Classification {
+                bail!(
+                    "scorer '{name}': interval is for regression streams: stream '{}' is a \
+                     classification one, whose scores have no prediction interval",
+                    self.stream
+                );
+            }
+            // The intervals need the model's covariance, which inference keeps.
+            model.inference = true;
+        }
+        model.check(stream.p()).map_err(|e| {
+            let with = if self.interval.is_some() {
+                " (interval needs a least-squares model: ols, ridge, or a refitted one)"
+            } else {
+                ""
+            };
+            anyhow::anyhow!("scorer '{name}': model: {e}{with}")
+        })?;
         Ok(model)
     }
 }
@@ -180,6 +210,36 @@ mod tests {
             .model;
         assert_eq!(m, quality);
         assert_eq!(scorer("").group("ravel"), "ravel.scorer.s");
+    }
+
+    #[test]
+    fn a_scorer_with_an_interval_extracts_its_model_with_inference() {
+        let m = scorer("model = { method = \"ols\" }\ninterval = 0.9")
+            .check(&streams(), 2)
+            .unwrap();
+        let mut want = Request::ols();
+        want.inference = true;
+        assert_eq!(m, want);
+        let err = |extra: &str| scorer(extra).check(&streams(), 2).unwrap_err().to_string();
+        for bad in ["0", "1", "1.5", "-0.1"] {
+            assert!(
+                err(&format!("interval = {bad}")).contains("must lie strictly between 0 and 1"),
+                "{bad}"
+            );
+        }
+        // A penalized model at a lambda has no covariance: refused by key.
+        let e = err("model = { method = \"lasso\", lambda = 0.1 }\ninterval = 0.95");
+        assert!(
+            e.contains("model:") && e.contains("interval needs a least-squares model"),
+            "{e}"
+        );
+        let mut classes = streams();
+        classes[0].task = ravel_core::Task::Classification;
+        let e = scorer("model = { method = \"ols\" }\ninterval = 0.95")
+            .check(&classes, 2)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("interval is for regression streams"), "{e}");
     }
 
     #[test]

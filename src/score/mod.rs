@@ -501,7 +501,7 @@ impl Scorer {
             }
             first.entry(p).or_insert(o);
             let (current, before) = self.held.for_event(p, o).unwrap_or((newest, None));
-            match score(&self.stream, current, m, before) {
+            match score(&self.stream, current, m, before, self.config.interval) {
                 Ok(payload) => {
                     if before == Some(false) {
                         self.metrics

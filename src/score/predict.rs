@@ -1,6 +1,7 @@
 //! One event scored: its rows decoded through the stream's own decoding (the target not
 //! read), predicted with the scorer's current model, written as the output's JSON with the
-//! model's version; and the short hash of a model request that version carries.
+//! model's version, with each row's intervals when the scorer writes them (`interval`); and
+//! the short hash of a model request that version carries.
 
 use crate::codec::format::{self, Reason, Rejection};
 use crate::state::streams::{Snapshot, StreamHandle};
@@ -19,12 +20,16 @@ pub(super) struct Current {
     pub(super) version: serde_json::Value,
 }
 
-/// A message's prediction, as the output's JSON, or why it has none.
+/// A message's prediction, as the output's JSON, or why it has none. With `interval` (a
+/// level) each row's intervals too: `interval` (one row) or `intervals` (one per row), as
+/// `POST .../predict` answers them; a model without a covariance (an exact fit, a singular
+/// one) gives the prediction and `no_interval`, the reason.
 pub(super) fn score(
     stream: &StreamHandle,
     current: &Current,
     m: &BorrowedMessage<'_>,
     before_event: Option<bool>,
+    interval: Option<f64>,
 ) -> Result<Vec<u8>, Rejection> {
     let Some(payload) = m.payload() else {
         return Err(crate::codec::decoder::no_payload());
@@ -71,6 +76,34 @@ pub(super) fn score(
             out.insert("scores".into(), vs.into());
             let labels: Vec<f64> = vs.iter().map(|&v| label(v)).collect();
             out.insert("labels".into(), labels.into());
+        }
+    }
+    if let Some(level) = interval {
+        let rows: Vec<&[f64]> = x.chunks(p).collect();
+        match ravel_core::solve::summary::prediction_intervals(&current.model, &rows, level) {
+            Ok(intervals) => {
+                let value = |i| serde_json::to_value(i).expect("an interval serializes");
+                match intervals.as_slice() {
+                    [one] => out.insert("interval".into(), value(one)),
+                    many => out.insert(
+                        "intervals".into(),
+                        serde_json::Value::Array(many.iter().map(value).collect()),
+                    ),
+                };
+            }
+            Err(why) => {
+                let why = match current
+                    .model
+                    .diagnostics
+                    .notes
+                    .iter()
+                    .find(|n| n.starts_with("no inference"))
+                {
+                    Some(note) => note.clone(),
+                    None => why,
+                };
+                out.insert("no_interval".into(), why.into());
+            }
         }
     }
     let mut version = current.version.clone();

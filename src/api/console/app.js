@@ -2,8 +2,9 @@
 // /v1/streams/{name}, .../path, POST .../model, .../history, /metrics, /readyz) every 2 s and
 // draws what a person wants to see: health (readiness, missing topics, held partitions,
 // refusals by reason, dead letters, lag) on the streams page and each stream's, streams, the
-// coefficient path (original units or standardized) and the model at a point (with standard
-// errors where the API gives them), the criterion curve along the path (EBIC / BIC / AIC, or
+// coefficient path (original units or standardized) and the model at a point (a chart of its
+// coefficients with their confidence intervals, and a table with standard errors, where the
+// API gives them), the criterion curve along the path (EBIC / BIC / AIC, or
 // CV on streams with fold statistics) with the point it chooses, the model over time with
 // drift alarms, and feature streams; on streams that keep time buckets, a time range for the
 // model and the path, and two windows' coefficients side by side. Charts are SVG drawn here, with ticks at round values;
@@ -504,6 +505,54 @@ function lineChart(opts) {
   return svg;
 }
 
+// A coefficient chart (a forest plot): one row per coefficient, its estimate a dot and, when
+// it has one, its confidence interval a bar with end caps (`path.ci`, its bounds in
+// data-lower / data-upper), beside a zero line. items: [{name, value, lower, upper, colour,
+// title}]; the x axis spans the dots, the bars and 0, with ticks at round values.
+function coefChart(opts) {
+  const items = opts.items;
+  const W = opts.width || 720, ROW = 22, L = 150, R = 16, T = 8, B = 34;
+  const H = T + B + ROW * Math.max(1, items.length);
+  const svg = s('svg', { class: 'chart', viewBox: '0 0 ' + W + ' ' + H, role: 'img', 'aria-label': opts.label });
+  if (items.length === 0) {
+    svg.append(s('text', { x: W / 2, y: H / 2, 'text-anchor': 'middle' }, opts.empty || 'no coefficient'));
+    return svg;
+  }
+  const xs = [0];
+  for (const it of items) {
+    xs.push(it.value);
+    if (Number.isFinite(it.lower) && Number.isFinite(it.upper)) xs.push(it.lower, it.upper);
+  }
+  let [x0, x1] = [Math.min(...xs), Math.max(...xs)];
+  const range = { x0, x1 };
+  if (x0 === x1) { x0 -= 1; x1 += 1; }
+  const pad = (x1 - x0) * 0.04; x0 -= pad; x1 += pad;
+  const X = (x) => L + (x - x0) / (x1 - x0) * (W - L - R);
+  svg.setAttribute('data-x-min', range.x0); svg.setAttribute('data-x-max', range.x1);
+  svg.append(s('line', { class: 'axis', x1: L, y1: H - B, x2: W - R, y2: H - B }),
+    s('line', { class: 'axis', 'data-zero': 'true', x1: X(0), x2: X(0), y1: T, y2: H - B }));
+  const xt = niceTicks(range.x0, range.x1, Math.max(2, Math.min(6, Math.floor((W - L - R) / 110))));
+  const xMax = Math.max(Math.abs(range.x0), Math.abs(range.x1));
+  for (const v of xt.values) {
+    svg.append(s('text', { class: 'tick', 'data-axis': 'x', 'data-value': v, x: X(v), y: H - B + 14, 'text-anchor': 'middle' }, tickLabel(v, xt.step, xMax)));
+  }
+  svg.append(s('text', { x: (L + W - R) / 2, y: H - 4, 'text-anchor': 'middle' }, opts.xLabel || ''));
+  items.forEach((it, i) => {
+    const y = T + ROW * i + ROW / 2;
+    const g = s('g', { class: 'coef', 'data-feature': it.name }, s('title', {}, it.title || it.name));
+    g.append(s('text', { class: 'feature', x: L - 6, y: y + 4, 'text-anchor': 'end' }, it.name.length > 22 ? it.name.slice(0, 21) + '…' : it.name));
+    if (Number.isFinite(it.lower) && Number.isFinite(it.upper)) {
+      const [a, b] = [X(it.lower), X(it.upper)];
+      const d = 'M' + a.toFixed(1) + ' ' + (y - 5) + 'V' + (y + 5) + 'M' + a.toFixed(1) + ' ' + y + 'H' + b.toFixed(1) +
+        'M' + b.toFixed(1) + ' ' + (y - 5) + 'V' + (y + 5);
+      g.append(s('path', { class: 'ci', d, stroke: it.colour, 'data-lower': it.lower, 'data-upper': it.upper }));
+    }
+    g.append(s('circle', { class: 'estimate', cx: X(it.value).toFixed(1), cy: y, r: 4, fill: it.colour, 'data-value': it.value }));
+    svg.append(g);
+  });
+  return svg;
+}
+
 function highlight(svg, name) {
   svg.classList.toggle('dim', !!name);
   for (const p of svg.querySelectorAll('.series')) p.classList.toggle('hot', p.getAttribute('data-feature') === name);
@@ -840,7 +889,7 @@ function streamView(main, name) {
           h('input', {
             type: 'radio', name: 'units', value: v, id: 'units-' + v, disabled: !sd,
             checked: units.standardized === (v === 'standardized'),
-            onchange: () => { units.standardized = v === 'standardized'; drawPath(); $('#units-' + v).focus(); },
+            onchange: () => { units.standardized = v === 'standardized'; drawPath(); drawModel(); $('#units-' + v).focus(); },
           }), label)));
     const note = h('p', { class: 'muted', id: 'units-note' }, units.standardized
       ? 'Standardized: each coefficient times its feature\'s standard deviation' + (st.task === 'classification' ? ' (the negatives\', as the solver standardizes)' : '') +
@@ -925,6 +974,7 @@ function streamView(main, name) {
         : 'A penalized model at a lambda has no standard errors; choose by k for the model refitted on its support, which has them.');
     const infHeads = inf ? [h('th', { scope: 'col' }, 'SE'), h('th', { scope: 'col' }, 't'), h('th', { scope: 'col' }, 'p')] : [];
     box.replaceChildren(
+      coefficientChart(rows, est, inf, sd),
       h('div', { class: 'cards', id: 'model-cards' },
         card('method', model.method), chosenBy, card('nonzeros k', fmt(model.k), { 'data-col': 'k' }),
         card('lambda', fmt(model.lambda)), card(d.intercept === false ? 'R² (uncentred)' : 'R²', fmt(d.r2), { 'data-col': 'r2' }),
@@ -948,6 +998,40 @@ function streamView(main, name) {
               h('td', { 'data-col': 'p', class: e && e.p_value < 0.05 ? 'ok' : '' }, e ? (e.p_value < 1e-4 ? '< 0.0001' : fmt(e.p_value, 2)) : '—'),
             ] : []));
         })))));
+  }
+  // The model's coefficients as a chart, in the path's units, each with its confidence
+  // interval where the API gives one (a model refitted at k: `inference.coefficients[].ci_*`
+  // at `summary.level`); at most CHART_COEFFICIENTS of them, the largest first.
+  function coefficientChart(rows, est, inf, sd) {
+    const CHART_COEFFICIENTS = 40;
+    const std = units.standardized && sd;
+    const scale = (c) => (std ? sd[c.index] : 1);
+    const shown = rows.length > CHART_COEFFICIENTS
+      ? rows.slice().sort((a, b) => Math.abs(b.value * scale(b)) - Math.abs(a.value * scale(a))).slice(0, CHART_COEFFICIENTS)
+      : rows;
+    const level = inf && inf.summary ? inf.summary.level : null;
+    const pct = level ? String(Number((100 * level).toPrecision(10))) + ' %' : '';
+    const items = shown.map((c) => {
+      const e = est.get(c.feature);
+      const k = scale(c);
+      const ci = e && e.ci_lower !== undefined && e.ci_upper !== undefined ? [e.ci_lower * k, e.ci_upper * k] : [NaN, NaN];
+      return {
+        name: c.feature, value: c.value * k, lower: ci[0], upper: ci[1], colour: colour(c.index),
+        title: c.feature + ': ' + fmt(c.value * k, 5) + (Number.isFinite(ci[0]) ? ', ' + pct + ' interval [' + fmt(ci[0], 5) + ', ' + fmt(ci[1], 5) + ']' : ''),
+      };
+    });
+    const withCi = items.filter((it) => Number.isFinite(it.lower)).length;
+    const chart = coefChart({
+      items, label: 'Coefficients of the model' + (withCi ? ' with their ' + pct + ' confidence intervals' : ''),
+      xLabel: std ? 'b × sd(x): per sd of the feature' : 'coefficient (original units)',
+    });
+    chart.id = 'coef-chart';
+    const note = withCi
+      ? 'Dots: the coefficients; bars: their ' + pct + ' confidence intervals (Student t, ' + fmt(inf.df_resid) + ' residual degrees of freedom)' +
+        (inf.selective ? ', conditional on the Lasso\'s selection.' : inf.post_selection ? '; the support was chosen on the same rows, so the bars are too narrow.' : '.')
+      : 'Dots: the coefficients. No confidence intervals: the API gives them with standard errors (choose by k).';
+    return h('figure', { id: 'coef-figure', style: 'margin:8px 0' }, chart,
+      h('figcaption', { class: 'muted', id: 'coef-note' }, note + (rows.length > shown.length ? ' The ' + shown.length + ' largest of ' + rows.length + ' shown.' : '')));
   }
   view.fail = (e) => { $('#model-error') ? $('#model-error').replaceChildren(errorBox(e)) : main.append(errorBox(e)); };
   return view;

@@ -203,10 +203,7 @@ pub(crate) fn to_model(
         )
     });
     let inference = if req.inference {
-        match inference::inference(problem, req, &fit, mse, names).and_then(|mut inf| {
-            summary::complete(problem, req, &fit, mse, names, &mut inf)?;
-            Ok(inf)
-        }) {
+        match summary::inference(problem, req, &fit, mse, names) {
             Ok(inf) => Some(Box::new(inf)),
             Err(why) => {
                 fit.notes.push(format!("no inference: {why}"));

@@ -27,11 +27,16 @@
 //! mu^T Cov mu between nearly dependent columns. An exact fit (residuals 0 to working
 //! precision, `Problem::is_exact_fit`) gets no standard errors: they are 0, and in floating
 //! point they would be rounding noise with t statistics to match.
+//!
+//! `Design` holds the support's system and its one inverse, shared by everything the summary
+//! computes from it (`solve::summary`: VIFs, condition numbers, prediction intervals' covariance,
+//! tests of hypotheses), so that `inference: true` inverts the system once.
 
 use super::{Estimator, Fit, ParamError, Problem, Request};
+use crate::gram::extended::ExtSolution;
 use crate::model::{Estimate, Inference};
-use faer::Mat;
-use faer::linalg::solvers::Solve;
+use faer::linalg::solvers::DenseSolveCore;
+use faer::{Mat, Side};
 
 /// Whether the method allows inference (checked with the request).
 pub(crate) fn check(req: &Request) -> Result<(), ParamError> {
@@ -59,14 +64,111 @@ pub(crate) fn check(req: &Request) -> Result<(), ParamError> {
     Ok(())
 }
 
-/// The inference of one fit (`mse` its residual mean square), or why there is none.
-pub(crate) fn inference(
-    problem: &Problem,
-    req: &Request,
-    fit: &Fit,
-    mse: f64,
-    names: Option<&[String]>,
-) -> Result<Inference, String> {
+/// The model's support and the matrices of its covariance, in solver units: built once per
+/// model, for the standard errors (`solve::inference`), the VIFs, the condition numbers, the
+/// covariance of prediction intervals and the tests of hypotheses.
+pub(crate) struct Design {
+    /// Support, as indices into the problem's active columns (ascending).
+    pub support: Vec<usize>,
+    /// The same as feature indices.
+    pub orig: Vec<usize>,
+    /// Ridge's lambda (0 for least squares).
+    pub ridge: f64,
+    /// Q_SS.
+    pub q: Mat<f64>,
+    /// n Cov(b_S) / sigma^2: Q_SS^-1, or A^-1 Q_SS A^-1 for ridge.
+    pub cov_unit: Mat<f64>,
+    /// Q_SS^-1 when it exists (the VIFs, the raw design's condition number).
+    pub qinv: Option<Mat<f64>>,
+    /// The model's degrees of freedom: s, or tr(Q_SS A^-1) for ridge.
+    pub df_model: f64,
+    /// Few features (`Problem::extended`): the system's solution in double-double, whose
+    /// inverse the doubles above are rounded from (the intercept's variance uses it).
+    pub ext: Option<ExtSolution>,
+}
+
+fn inverse(a: &Mat<f64>) -> Option<Mat<f64>> {
+    let s = a.nrows();
+    if s == 0 {
+        return Some(Mat::zeros(0, 0));
+    }
+    // From the factor: L^-1, then L^-T L^-1 (about 2/3 s^3 flops, a third of solving
+    // against the identity).
+    let inv = a.llt(Side::Lower).ok()?.inverse();
+    positive_diagonal(inv)
+}
+
+fn positive_diagonal(inv: Mat<f64>) -> Option<Mat<f64>> {
+    (0..inv.nrows())
+        .all(|i| inv[(i, i)].is_finite() && inv[(i, i)] > 0.0)
+        .then_some(inv)
+}
+
+impl Design {
+    /// The support of `fit` as `solve::inference` takes it: every column for OLS and ridge,
+    /// the nonzeros otherwise. One inverse of the system, in double-double for few features.
+    pub(crate) fn of(problem: &Problem, req: &Request, fit: &Fit) -> Result<Design, String> {
+        let g = &problem.gram;
+        let (support, ridge): (Vec<usize>, f64) = match &req.estimator {
+            Estimator::Ols(_) => ((0..g.m).collect(), 0.0),
+            Estimator::Ridge(r) => ((0..g.m).collect(), r.lambda),
+            _ => ((0..g.m).filter(|&j| fit.b[j] != 0.0).collect(), 0.0),
+        };
+        let s = support.len();
+        let q = Mat::from_fn(s, s, |i, j| g.at(support[i], support[j]));
+        let ext = problem
+            .extended
+            .as_ref()
+            .and_then(|e| e.solve(&support, ridge).ok());
+        // (Q_SS + ridge I)^-1.
+        let ainv = match &ext {
+            Some(sol) => {
+                positive_diagonal(Mat::from_fn(s, s, |i, j| sol.inverse[i + j * s].to_f64()))
+            }
+            None if ridge == 0.0 => inverse(&q),
+            None => inverse(&Mat::from_fn(s, s, |i, j| {
+                q[(i, j)] + if i == j { ridge } else { 0.0 }
+            })),
+        };
+        let (cov_unit, qinv, df_model) = if ridge == 0.0 {
+            let inv = ainv.ok_or("the least-squares system does not factor")?;
+            (inv.clone(), Some(inv), s as f64)
+        } else {
+            let ainv = ainv.ok_or("the ridge system does not factor")?;
+            let qa = &q * &ainv;
+            let df = (0..s).map(|i| qa[(i, i)]).sum::<f64>();
+            (&ainv * &qa, inverse(&q), df)
+        };
+        Ok(Design {
+            orig: support.iter().map(|&a| problem.active[a]).collect(),
+            support,
+            ridge,
+            q,
+            cov_unit,
+            qinv,
+            df_model,
+            ext,
+        })
+    }
+
+    /// Cov(beta_S) in the data's units, s x s column-major, for residual variance sigma2 and
+    /// sample size n.
+    pub(crate) fn covariance(&self, problem: &Problem, sigma2: f64, n: f64) -> Vec<f64> {
+        let s = self.support.len();
+        let mut cov = vec![0.0; s * s];
+        for j in 0..s {
+            for i in 0..s {
+                cov[i + j * s] = sigma2 / n * self.cov_unit[(i, j)]
+                    / (problem.scale[self.support[i]] * problem.scale[self.support[j]]);
+            }
+        }
+        cov
+    }
+}
+
+/// Whether a fit has standard errors at all (`mse` its residual mean square), or why not;
+/// checked before the design's matrices are built (`summary::Design`).
+pub(crate) fn applies(problem: &Problem, fit: &Fit, mse: f64) -> Result<(), String> {
     if problem.classification {
         return Err("standard errors are for regression".into());
     }
@@ -80,39 +182,24 @@ pub(crate) fn inference(
                 .into(),
         );
     }
-    let g = &problem.gram;
-    let (support, ridge, post_selection): (Vec<usize>, f64, bool) = match &req.estimator {
-        Estimator::Ols(_) => ((0..g.m).collect(), 0.0, false),
-        Estimator::Ridge(r) => ((0..g.m).collect(), r.lambda, false),
-        _ => ((0..g.m).filter(|&j| fit.b[j] != 0.0).collect(), 0.0, true),
-    };
+    Ok(())
+}
+
+/// The inference of one fit (`mse` its residual mean square) that `applies`, on its design
+/// `d` (the support's inverse, computed once for every figure of the summary), or why there
+/// is none.
+pub(crate) fn inference(
+    problem: &Problem,
+    req: &Request,
+    fit: &Fit,
+    mse: f64,
+    names: Option<&[String]>,
+    d: &Design,
+) -> Result<Inference, String> {
+    let post_selection = !matches!(req.estimator, Estimator::Ols(_) | Estimator::Ridge(_));
+    let (support, ridge, cov_unit, df) = (&d.support, d.ridge, &d.cov_unit, d.df_model);
     let s = support.len();
     let n = problem.n_kish;
-    let q = Mat::from_fn(s, s, |i, j| g.at(support[i], support[j]));
-    let a = Mat::from_fn(s, s, |i, j| q[(i, j)] + if i == j { ridge } else { 0.0 });
-    // In double-double when the problem has it (the inverse and the intercept's mean form).
-    let ext = problem
-        .extended
-        .as_ref()
-        .and_then(|e| e.solve(&support, ridge).ok().map(|sol| (e, sol)));
-    let ainv = if let Some((_, sol)) = &ext {
-        Mat::from_fn(s, s, |i, j| sol.inverse[i + j * s].to_f64())
-    } else if s == 0 {
-        Mat::zeros(0, 0)
-    } else {
-        let llt = a
-            .llt(faer::Side::Lower)
-            .map_err(|_| "the least-squares system does not factor".to_string())?;
-        llt.solve(Mat::<f64>::identity(s, s))
-    };
-    // Cov(b_S) n / sigma^2 and the model's degrees of freedom.
-    let (cov_unit, df) = if ridge == 0.0 {
-        (ainv.clone(), s as f64)
-    } else {
-        let qa = &q * &ainv;
-        let df = (0..s).map(|i| qa[(i, i)]).sum::<f64>();
-        (&ainv * &qa, df)
-    };
     let df_resid = n - df - if problem.intercept { 1.0 } else { 0.0 };
     if df_resid <= 0.0 {
         return Err(format!(
@@ -126,11 +213,12 @@ pub(crate) fn inference(
     let cov = |i: usize, j: usize| {
         sigma2 / n * cov_unit[(i, j)] / (problem.scale[support[i]] * problem.scale[support[j]])
     };
-    let orig: Vec<usize> = support.iter().map(|&a| problem.active[a]).collect();
+    let orig = &d.orig;
     let mut var0 = sigma2 / n;
-    match &ext {
-        Some((e, sol)) if ridge == 0.0 => {
-            var0 += sigma2 / n * e.mean_form(&support, &sol.inverse, &problem.scale);
+    match (&problem.extended, &d.ext) {
+        // In double-double when the problem has it (the intercept's mean form).
+        (Some(e), Some(sol)) if ridge == 0.0 => {
+            var0 += sigma2 / n * e.mean_form(support, &sol.inverse, &problem.scale);
         }
         _ => {
             for i in 0..s {

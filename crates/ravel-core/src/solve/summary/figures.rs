@@ -9,127 +9,61 @@
 //! (statsmodels' `variance_inflation_factor` on a design with its constant).
 
 use super::dist::t_quantile;
-use super::{Estimator, Fit, Problem, Request, level_of};
+use super::{Problem, Request, level_of};
 use crate::model::{Covariance, Inference, Summary};
-use faer::linalg::solvers::Solve;
+use crate::solve::inference::Design;
 use faer::{Mat, Side};
 use std::sync::Arc;
 
-/// The model's support and the matrices of its covariance, in solver units.
-pub(super) struct Design {
-    /// Support, as indices into the problem's active columns (ascending).
-    pub support: Vec<usize>,
-    /// The same as feature indices.
-    pub orig: Vec<usize>,
-    /// Ridge's lambda (0 for least squares).
-    pub ridge: f64,
-    /// Q_SS.
-    pub q: Mat<f64>,
-    /// n Cov(b_S) / sigma^2: Q_SS^-1, or A^-1 Q_SS A^-1 for ridge.
-    pub cov_unit: Mat<f64>,
-    /// Q_SS^-1 when it exists (the VIFs).
-    pub qinv: Option<Mat<f64>>,
-    /// The model's degrees of freedom: s, or tr(Q_SS A^-1) for ridge.
-    pub df_model: f64,
+/// The largest eigenvalue of a symmetric positive semi-definite matrix (None when it is not
+/// positive and finite).
+fn largest_eigenvalue(a: &Mat<f64>) -> Option<f64> {
+    let ev = a.self_adjoint_eigenvalues(Side::Lower).ok()?;
+    ev.last().copied().filter(|v| v.is_finite() && *v > 0.0)
 }
 
-fn inverse(a: &Mat<f64>) -> Option<Mat<f64>> {
-    let s = a.nrows();
-    if s == 0 {
-        return Some(Mat::zeros(0, 0));
-    }
-    let llt = a.llt(Side::Lower).ok()?;
-    let inv = llt.solve(Mat::<f64>::identity(s, s));
-    (0..s)
-        .all(|i| inv[(i, i)].is_finite() && inv[(i, i)] > 0.0)
-        .then_some(inv)
-}
-
-impl Design {
-    /// The support of `fit` as `solve::inference` takes it: every column for OLS and ridge,
-    /// the nonzeros otherwise.
-    pub(super) fn of(problem: &Problem, req: &Request, fit: &Fit) -> Result<Design, String> {
-        let g = &problem.gram;
-        let (support, ridge): (Vec<usize>, f64) = match &req.estimator {
-            Estimator::Ols(_) => ((0..g.m).collect(), 0.0),
-            Estimator::Ridge(r) => ((0..g.m).collect(), r.lambda),
-            _ => ((0..g.m).filter(|&j| fit.b[j] != 0.0).collect(), 0.0),
-        };
-        let s = support.len();
-        let q = Mat::from_fn(s, s, |i, j| g.at(support[i], support[j]));
-        let qinv = inverse(&q);
-        let (cov_unit, df_model) = if ridge == 0.0 {
-            let inv = qinv
-                .clone()
-                .ok_or("the least-squares system does not factor")?;
-            (inv, s as f64)
-        } else {
-            let a = Mat::from_fn(s, s, |i, j| q[(i, j)] + if i == j { ridge } else { 0.0 });
-            let ainv = inverse(&a).ok_or("the ridge system does not factor")?;
-            let qa = &q * &ainv;
-            let df = (0..s).map(|i| qa[(i, i)]).sum::<f64>();
-            (&ainv * &qa, df)
-        };
-        Ok(Design {
-            orig: support.iter().map(|&a| problem.active[a]).collect(),
-            support,
-            ridge,
-            q,
-            cov_unit,
-            qinv,
-            df_model,
-        })
-    }
-
-    /// Cov(beta_S) in the data's units, s x s column-major, for residual variance sigma2 and
-    /// sample size n.
-    pub(super) fn covariance(&self, problem: &Problem, sigma2: f64, n: f64) -> Vec<f64> {
-        let s = self.support.len();
-        let mut cov = vec![0.0; s * s];
-        for j in 0..s {
-            for i in 0..s {
-                cov[i + j * s] = sigma2 / n * self.cov_unit[(i, j)]
-                    / (problem.scale[self.support[i]] * problem.scale[self.support[j]]);
-            }
-        }
-        cov
-    }
-}
-
-/// The condition number sigma_max / sigma_min of a design X whose Gram is X^T X = R^T R (R
-/// upper triangular): ||R|| ||R^-1||, each the square root of the largest eigenvalue of R^T R
-/// and of R^-1 R^-T. Largest eigenvalues keep their digits, and R^-1 (a triangular solve)
-/// carries relative rounding about eps cond(R), as an SVD of the rows would; the smallest
-/// eigenvalue of X^T X itself would lose eps cond^2. Two symmetric eigenvalue problems and a
-/// triangular inverse: at p = 1000 about a fifth of an SVD's time.
-fn condition(r: &Mat<f64>) -> Option<f64> {
-    let s = r.nrows();
+/// The condition number sigma_max / sigma_min of the raw design X (with its constant when the
+/// model has an intercept: statsmodels' `condition_number` of the exog), from the support's
+/// Q and Q^-1: with mu the means, C = D Q D the covariance in the data's units (D the
+/// scales) and T = [[1, mu^T], [0, I]], X^T X / n = M = T^T diag(1, C) T, so M^-1 = T^-1
+/// diag(1, C^-1) T^-T = [[1 + mu^T C^-1 mu, -(C^-1 mu)^T], [-C^-1 mu, C^-1]], both formed
+/// in O(s^2). cond(X) = sqrt(lambda_max(M) lambda_max(M^-1)): largest eigenvalues keep their
+/// digits, and M^-1 carries the rounding of C^-1 (of the centred design's conditioning, not
+/// of the raw design's, whose ill-conditioning from the means the exact T takes), where
+/// lambda_min(M) would lose eps cond(X)^2. Without an intercept Q is the raw E[x x^T] and
+/// M = C. Two symmetric eigenvalue problems of order s + 1.
+fn condition_raw(problem: &Problem, d: &Design, mu: &[f64]) -> Option<f64> {
+    let qinv = d.qinv.as_ref()?;
+    let s = d.support.len();
     if s == 0 {
         return None;
     }
-    let largest = |a: &Mat<f64>| -> Option<f64> {
-        let ev = a.self_adjoint_eigenvalues(Side::Lower).ok()?;
-        ev.last().copied().filter(|v| v.is_finite() && *v > 0.0)
+    let sc: Vec<f64> = d.support.iter().map(|&a| problem.scale[a]).collect();
+    let c = |i: usize, j: usize| d.q[(i, j)] * sc[i] * sc[j];
+    let cinv = |i: usize, j: usize| qinv[(i, j)] / (sc[i] * sc[j]);
+    let (m, minv) = if problem.intercept {
+        // C^-1 mu.
+        let w: Vec<f64> = (0..s)
+            .map(|i| (0..s).map(|j| cinv(i, j) * mu[j]).sum())
+            .collect();
+        let top = 1.0 + mu.iter().zip(&w).map(|(a, b)| a * b).sum::<f64>();
+        let m = Mat::from_fn(s + 1, s + 1, |i, j| match (i, j) {
+            (0, 0) => 1.0,
+            (0, j) => mu[j - 1],
+            (i, 0) => mu[i - 1],
+            (i, j) => c(i - 1, j - 1) + mu[i - 1] * mu[j - 1],
+        });
+        let minv = Mat::from_fn(s + 1, s + 1, |i, j| match (i, j) {
+            (0, 0) => top,
+            (0, j) => -w[j - 1],
+            (i, 0) => -w[i - 1],
+            (i, j) => cinv(i - 1, j - 1),
+        });
+        (m, minv)
+    } else {
+        (Mat::from_fn(s, s, c), Mat::from_fn(s, s, cinv))
     };
-    let top = largest(&(r.transpose() * r))?;
-    let mut inv = Mat::<f64>::identity(s, s);
-    faer::linalg::triangular_solve::solve_upper_triangular_in_place(
-        r.as_ref(),
-        inv.as_mut(),
-        faer::Par::Seq,
-    );
-    if !(0..s).all(|i| inv[(i, i)].is_finite()) {
-        return None;
-    }
-    let bottom = largest(&(&inv * inv.transpose()))?;
-    Some((top * bottom).sqrt())
-}
-
-/// The upper factor L^T of a symmetric positive definite matrix (None when it does not
-/// factor).
-fn upper_factor(a: &Mat<f64>) -> Option<Mat<f64>> {
-    let llt = a.llt(Side::Lower).ok()?;
-    Some(llt.L().transpose().to_owned())
+    Some((largest_eigenvalue(&m)? * largest_eigenvalue(&minv)?).sqrt())
 }
 
 /// Fills the intervals, VIFs, the summary and the covariance into `inf`.
@@ -173,22 +107,9 @@ pub(super) fn fill(
         .ok()
         .filter(|ev| !ev.is_empty() && ev[0] > 0.0)
         .map(|ev| (ev[ev.len() - 1] / ev[0]).sqrt());
-    // The raw design with its constant, [1, x] = [1, x - mu] T with T = [[1, mu^T], [0, I]]:
-    // X^T X / n = T^T diag(1, C) T = R^T R with R = [[1, mu^T], [0, L^T]], C = L L^T the
-    // covariance in the data's units.
     let mean = problem.mean_x();
     let mu: Vec<f64> = d.orig.iter().map(|&j| mean[j]).collect();
-    let sc: Vec<f64> = d.support.iter().map(|&a| problem.scale[a]).collect();
-    let c = Mat::from_fn(s, s, |i, j| d.q[(i, j)] * sc[i] * sc[j]);
-    let condition_raw = upper_factor(&c).and_then(|lt| {
-        let r = Mat::from_fn(s + 1, s + 1, |i, j| match (i, j) {
-            (0, 0) => 1.0,
-            (0, j) => mu[j - 1],
-            (_, 0) => 0.0,
-            (i, j) => lt[(i - 1, j - 1)],
-        });
-        condition(&r)
-    });
+    let condition_raw = condition_raw(problem, d, &mu);
     inf.summary = Some(Summary {
         level,
         nobs: n,

@@ -9,10 +9,10 @@
 //!   R b = r over the intercept (`intercept`) and the model's coefficients; W = (R b - r)^T (R V
 //!   R^T)^-1 (R b - r), F = W / q (statsmodels' `f_test`), and the chi-squared form W.
 
-use super::figures::Design;
 use super::{ParamError, Problem};
 use crate::gram::linear::solve_subset;
 use crate::model::{HypothesisTest, Inference};
+use crate::solve::inference::Design;
 use faer::linalg::solvers::Solve;
 use faer::{Mat, Side};
 use serde::{Deserialize, Serialize};

@@ -16,6 +16,7 @@ mod hypotheses;
 mod intervals;
 mod selective;
 
+use super::inference::Design;
 pub use hypotheses::{Hypothesis, Restriction};
 pub use intervals::prediction_intervals;
 pub use selective::{polyhedral_limits, selective_interval, selective_p_value};
@@ -105,20 +106,36 @@ pub(crate) fn check_names(
     Ok(())
 }
 
-/// Completes `inf` (the standard errors of `solve::inference`) with the summary: intervals,
-/// VIFs, the model's figures, the hypotheses' tests, and selective inference where it applies.
-pub(crate) fn complete(
+/// The full inference of a fit: the standard errors of `solve::inference` completed with the
+/// summary (intervals, VIFs, the model's figures, the hypotheses' tests, and selective
+/// inference where it applies), all on one `Design` (one inverse of the support's system).
+pub(crate) fn inference(
     problem: &Problem,
     req: &Request,
     fit: &Fit,
     mse: f64,
     names: Option<&[String]>,
+) -> Result<Inference, String> {
+    super::inference::applies(problem, fit, mse)?;
+    let design = Design::of(problem, req, fit)?;
+    let mut inf = super::inference::inference(problem, req, fit, mse, names, &design)?;
+    complete(problem, req, fit, mse, names, &design, &mut inf)?;
+    Ok(inf)
+}
+
+/// Completes `inf` (the standard errors of `solve::inference`) with the summary.
+fn complete(
+    problem: &Problem,
+    req: &Request,
+    fit: &Fit,
+    mse: f64,
+    names: Option<&[String]>,
+    design: &Design,
     inf: &mut Inference,
 ) -> Result<(), String> {
-    let design = figures::Design::of(problem, req, fit)?;
-    figures::fill(problem, &design, req, mse, inf)?;
+    figures::fill(problem, design, req, mse, inf)?;
     for (i, h) in req.hypotheses.iter().enumerate() {
-        match hypotheses::test(problem, &design, h, names, mse, inf) {
+        match hypotheses::test(problem, design, h, names, mse, inf) {
             Ok(test) => inf.hypotheses.push(test),
             Err(why) => inf.notes.push(format!("hypothesis {i} not tested: {why}")),
         }
@@ -141,6 +158,124 @@ mod tests {
     use crate::stats::{AlphaSchedule, Stats};
     use crate::task::Task;
     use std::time::Instant;
+
+    /// Rows of an ill-conditioned design: columns about their large means (1000 + 100 j),
+    /// column 1 nearly column 0, and y a linear function plus noise.
+    fn offset_rows(n: usize, p: usize) -> (Vec<f64>, Vec<f64>) {
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut uniform = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+        };
+        let (mut x, mut y) = (Vec::with_capacity(n * p), Vec::with_capacity(n));
+        for _ in 0..n {
+            let row: Vec<f64> = (0..p).map(|_| uniform()).collect();
+            for j in 0..p {
+                let v = if j == 1 {
+                    row[0] + 1e-3 * row[1]
+                } else {
+                    row[j]
+                };
+                x.push(1000.0 + 100.0 * j as f64 + (j + 1) as f64 * v);
+            }
+            let r = &x[x.len() - p..];
+            y.push(
+                r.iter()
+                    .enumerate()
+                    .map(|(j, v)| (j as f64 - 1.5) * v)
+                    .sum::<f64>()
+                    + uniform(),
+            );
+        }
+        (x, y)
+    }
+
+    /// sigma_max / sigma_min of the n x k row-major matrix `a`, by faer's SVD.
+    fn svd_condition(a: &[f64], n: usize, k: usize) -> f64 {
+        let m = faer::Mat::from_fn(n, k, |i, j| a[i * k + j]);
+        let sv = m.singular_values().unwrap();
+        sv.iter().copied().fold(0.0, f64::max) / sv.iter().copied().fold(f64::INFINITY, f64::min)
+    }
+
+    /// Both condition numbers against an SVD of the rows, with and without an intercept, at
+    /// p = 5 (the double-double inverse) and p = 20 (the doubles'): the raw design's (with
+    /// its constant, as statsmodels' `condition_number`) from Q and Q^-1, and the
+    /// standardized one.
+    #[test]
+    fn condition_numbers_equal_an_svd_of_the_rows() {
+        for p in [5, 20] {
+            let n = 400;
+            let (x, y) = offset_rows(n, p);
+            let mut stats = Stats::new(Task::Regression, p, AlphaSchedule::Plain);
+            stats.update_batch(&x, &y).unwrap();
+            for intercept in [true, false] {
+                let mut req = Request::ols();
+                req.inference = true;
+                req.intercept = intercept;
+                let m = req.model(&stats, None).unwrap();
+                let summary = m.inference.as_ref().unwrap().summary.clone().unwrap();
+                // The raw design, with its constant when the model has an intercept.
+                let k = p + usize::from(intercept);
+                let raw: Vec<f64> = x
+                    .chunks(p)
+                    .flat_map(|r| {
+                        intercept
+                            .then_some(1.0)
+                            .into_iter()
+                            .chain(r.iter().copied())
+                    })
+                    .collect();
+                let want = svd_condition(&raw, n, k);
+                let got = summary.condition_number_raw.unwrap();
+                // Through the origin the raw Gram E[x x^T] is all the statistics hold of the
+                // design: it carries rounding eps cond^2, as statsmodels' eigenvalues of X^T X
+                // do (about 2e-6 at p = 20); with an intercept the means are taken exactly.
+                let tol = if intercept {
+                    1e-8
+                } else {
+                    (f64::EPSILON * want * want).max(1e-8)
+                };
+                assert!(
+                    (got - want).abs() <= tol * want,
+                    "p = {p}, intercept {intercept}: raw condition {got} vs SVD {want}"
+                );
+                // Ill-conditioned: by the means with the constant (about 4e9 at p = 5), by
+                // the raw columns' spread without it (about 2e4).
+                let bound = if intercept { 1e9 } else { 1e4 };
+                assert!(want > bound, "an ill-conditioned design: {want}");
+            }
+            // The standardized design: centred, unit-variance columns.
+            let mean: Vec<f64> = (0..p)
+                .map(|j| x.chunks(p).map(|r| r[j]).sum::<f64>() / n as f64)
+                .collect();
+            let sd: Vec<f64> = (0..p)
+                .map(|j| {
+                    (x.chunks(p).map(|r| (r[j] - mean[j]).powi(2)).sum::<f64>() / n as f64).sqrt()
+                })
+                .collect();
+            let z: Vec<f64> = x
+                .chunks(p)
+                .flat_map(|r| (0..p).map(|j| (r[j] - mean[j]) / sd[j]).collect::<Vec<_>>())
+                .collect();
+            let want = svd_condition(&z, n, p);
+            let mut req = Request::ols();
+            req.inference = true;
+            let m = req.model(&stats, None).unwrap();
+            let got = m
+                .inference
+                .unwrap()
+                .summary
+                .unwrap()
+                .condition_number
+                .unwrap();
+            assert!(
+                (got - want).abs() <= 1e-8 * want,
+                "p = {p}: standardized condition {got} vs SVD {want}"
+            );
+        }
+    }
 
     /// The cost of `inference: true` at p = 1000 (docs/benchmarks.md): OLS on paper 003's
     /// design at n = 3000, with and without the summary, median of 5. Run by hand:
