@@ -18,7 +18,6 @@ mod wiring;
 
 use crate::config::{Config, LogConfig, LogFormat};
 use crate::shutdown::Shutdown;
-use anyhow::anyhow;
 use parts::Service;
 use restore::Restored;
 use std::sync::Arc;
@@ -63,27 +62,8 @@ pub async fn run(
     let declarations = service.declarations(restored, log, queue, scorers.resumed, &shutdown);
     let app = service.app(declarations.clone());
     let open_connections = service.wiring.metrics.api.http_open_connections.clone();
-    let stop = {
-        let (s, ended) = (shutdown.clone(), ingest.ended.clone());
-        async move {
-            tokio::select! {
-                _ = s.wait() => {}
-                _ = ended.notified() => {}
-            }
-        }
-    };
     let limits = service.wiring.config.http.limits();
+    let stop = ingest.or_shutdown(&shutdown);
     crate::api::http::serve(listener, app, limits, open_connections, stop).await;
-    let r = ingest.task.await.map_err(|e| anyhow!("ingest task: {e}"))?;
-    // Scorers stop at shutdown; an ingest that failed on its own leaves them to the exit.
-    if shutdown.is_triggered() {
-        let _ = tokio::task::spawn_blocking(move || declarations.stop_scorers()).await;
-        for s in scorers.file {
-            let _ = tokio::task::spawn_blocking(move || s.join()).await;
-        }
-    }
-    if r.is_ok() {
-        tracing::info!("stopped cleanly");
-    }
-    r
+    ingest.finish(declarations, scorers.file, &shutdown).await
 }

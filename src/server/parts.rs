@@ -42,6 +42,42 @@ pub(super) struct Ingesting {
     pub ended: Arc<tokio::sync::Notify>,
 }
 
+impl Ingesting {
+    /// Fires when `shutdown` does or ingest ends on its own (a fatal error): the HTTP server
+    /// then stops accepting.
+    pub fn or_shutdown(&self, shutdown: &Shutdown) -> impl Future<Output = ()> + use<> {
+        let (s, ended) = (shutdown.clone(), self.ended.clone());
+        async move {
+            tokio::select! {
+                _ = s.wait() => {}
+                _ = ended.notified() => {}
+            }
+        }
+    }
+
+    /// After the HTTP server has drained: ingest's end (its last checkpoint and commit), then,
+    /// at a shutdown, the scorers' (declared ones through `declarations`, the file's
+    /// threads joined). An ingest that failed on its own leaves the scorers to the exit.
+    pub async fn finish(
+        self,
+        declarations: Arc<crate::declared::Declarations>,
+        file_scorers: Vec<std::thread::JoinHandle<()>>,
+        shutdown: &Shutdown,
+    ) -> anyhow::Result<()> {
+        let r = self.task.await.map_err(|e| anyhow!("ingest task: {e}"))?;
+        if shutdown.is_triggered() {
+            let _ = tokio::task::spawn_blocking(move || declarations.stop_scorers()).await;
+            for s in file_scorers {
+                let _ = tokio::task::spawn_blocking(move || s.join()).await;
+            }
+        }
+        if r.is_ok() {
+            tracing::info!("stopped cleanly");
+        }
+        r
+    }
+}
+
 /// The scorers of the config file (they stop with the service), and those declared over the
 /// API at an earlier start, running again (each with a stop of its own).
 pub(super) struct Scorers {
