@@ -17,7 +17,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use ravel_core::data::csc::Csc;
 use ravel_core::wide::{
-    Checked, PathSpec, Sampling, Setting, WideOptions, WidePoint, WideProblem, WideSettings,
+    Checked, PathSpec, Sampling, Spelling, WideOptions, WidePoint, WideProblem, WideSettings,
     WideSolver, point_with_k, run_path,
 };
 use serde::{Deserialize, Serialize};
@@ -189,24 +189,8 @@ fn settings(r: &WideRequest, p: usize) -> Result<Checked, ApiError> {
         lambda_min_ratio: r.lambda_min_ratio,
         delta_max: r.delta_max,
     }
-    .check(p, key)
+    .check(p, Spelling::Key)
     .map_err(invalid)
-}
-
-/// A setting as the body names it.
-fn key(s: Setting) -> &'static str {
-    match s {
-        Setting::Variant => "variant",
-        Setting::Kappa => "kappa",
-        Setting::SampleFraction => "sample_fraction",
-        Setting::Tol => "tol",
-        Setting::MaxIterations => "max_iterations",
-        Setting::StepTol => "step_tol",
-        Setting::PathPoints => "path_points",
-        Setting::DeltaMinRatio => "delta_min_ratio",
-        Setting::LambdaMinRatio => "lambda_min_ratio",
-        Setting::DeltaMax => "delta_max",
-    }
 }
 
 fn run_info(

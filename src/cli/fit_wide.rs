@@ -15,7 +15,7 @@ use ravel_core::data::csc::{Csc, CscOptions, for_each_row, read_csc, wide_bytes}
 use ravel_core::data::{Format, Plan};
 use ravel_core::memory::ByteSize;
 use ravel_core::wide::{
-    Checked, Sampling, Setting, WidePath, WidePoint, WideProblem, WideSettings, run_path,
+    Checked, Sampling, Spelling, WidePath, WidePoint, WideProblem, WideSettings, run_path,
 };
 use serde::Serialize;
 use serde_json::{Map, Value, json};
@@ -116,24 +116,8 @@ fn settings(args: &FitArgs, p: usize) -> anyhow::Result<Checked> {
         lambda_min_ratio: e.lambda_min_ratio,
         delta_max: args.wide.delta_max,
     }
-    .check(p, flag)
+    .check(p, Spelling::Flag)
     .map_err(anyhow::Error::msg)
-}
-
-/// A setting as the command line names it.
-fn flag(s: Setting) -> &'static str {
-    match s {
-        Setting::Variant => "--variant",
-        Setting::Kappa => "--kappa",
-        Setting::SampleFraction => "--sample-fraction",
-        Setting::Tol => "--tol",
-        Setting::MaxIterations => "--max-iterations",
-        Setting::StepTol => "--step-tol",
-        Setting::PathPoints => "--path-points",
-        Setting::DeltaMinRatio => "--delta-min-ratio",
-        Setting::LambdaMinRatio => "--lambda-min-ratio",
-        Setting::DeltaMax => "--delta-max",
-    }
 }
 
 /// The test MSE of every point of the path, the test file read once, row by row, against the

@@ -2,7 +2,7 @@
 //! feature stream's `POST .../wide/path`), checked into the solver's `WideOptions` and
 //! `PathSpec` here, once: the same rules and the same messages for both, each message naming
 //! the setting as its caller spells it (`--sample-fraction` on the command line,
-//! `sample_fraction` in JSON), through the caller's `spell`. `WideOptions`, the solver's own
+//! `sample_fraction` in JSON: `Spelling`). `WideOptions`, the solver's own
 //! settings, lives here beside them.
 
 use super::{PathSpec, Sampling};
@@ -64,8 +64,42 @@ pub enum Setting {
     DeltaMax,
 }
 
-/// How the caller writes each setting in its messages (a flag, a JSON key).
-pub type Spelling = fn(Setting) -> &'static str;
+impl Setting {
+    /// The setting's name as a JSON key (the API's body); its flag is the same words with
+    /// dashes (`--sample-fraction`).
+    pub fn key(self) -> &'static str {
+        match self {
+            Setting::Variant => "variant",
+            Setting::Kappa => "kappa",
+            Setting::SampleFraction => "sample_fraction",
+            Setting::Tol => "tol",
+            Setting::MaxIterations => "max_iterations",
+            Setting::StepTol => "step_tol",
+            Setting::PathPoints => "path_points",
+            Setting::DeltaMinRatio => "delta_min_ratio",
+            Setting::LambdaMinRatio => "lambda_min_ratio",
+            Setting::DeltaMax => "delta_max",
+        }
+    }
+}
+
+/// How the caller names a setting in its messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Spelling {
+    /// `sample_fraction`: a key of a JSON body.
+    Key,
+    /// `--sample-fraction`: a flag of the command line.
+    Flag,
+}
+
+impl Spelling {
+    fn name(self, s: Setting) -> String {
+        match self {
+            Spelling::Key => s.key().to_string(),
+            Spelling::Flag => format!("--{}", s.key().replace('_', "-")),
+        }
+    }
+}
 
 /// The settings as given (None: the default). `step_rule` says whether a point stops by
 /// paper 004's step rule (`step_tol`, default `DEFAULT_STEP_TOL`) or by the duality gap alone.
@@ -111,10 +145,10 @@ pub struct Checked {
 }
 
 impl WideSettings {
-    /// Checks the settings for a file of `p` columns; the error names the setting as `spell`
-    /// writes it and the range it must lie in.
-    pub fn check(&self, p: usize, spell: Spelling) -> Result<Checked, String> {
-        let name = |s| spell(s);
+    /// Checks the settings for a file of `p` columns; the error names the setting as
+    /// `spelling` writes it and the range it must lie in.
+    pub fn check(&self, p: usize, spelling: Spelling) -> Result<Checked, String> {
+        let name = |s| spelling.name(s);
         let d = WideOptions::default();
         let sampling = match self.variant.as_deref() {
             Some("deterministic") => {
@@ -238,24 +272,22 @@ impl WideSettings {
 mod tests {
     use super::*;
 
-    fn flag(s: Setting) -> &'static str {
-        match s {
-            Setting::Variant => "--variant",
-            Setting::Kappa => "--kappa",
-            Setting::SampleFraction => "--sample-fraction",
-            Setting::Tol => "--tol",
-            Setting::MaxIterations => "--max-iterations",
-            Setting::StepTol => "--step-tol",
-            Setting::PathPoints => "--path-points",
-            Setting::DeltaMinRatio => "--delta-min-ratio",
-            Setting::LambdaMinRatio => "--lambda-min-ratio",
-            Setting::DeltaMax => "--delta-max",
-        }
-    }
+    const ALL: [Setting; 10] = [
+        Setting::Variant,
+        Setting::Kappa,
+        Setting::SampleFraction,
+        Setting::Tol,
+        Setting::MaxIterations,
+        Setting::StepTol,
+        Setting::PathPoints,
+        Setting::DeltaMinRatio,
+        Setting::LambdaMinRatio,
+        Setting::DeltaMax,
+    ];
 
     #[test]
     fn defaults_sample_one_percent_and_the_step_rule_is_the_callers_choice() {
-        let c = WideSettings::default().check(1000, flag).unwrap();
+        let c = WideSettings::default().check(1000, Spelling::Flag).unwrap();
         assert_eq!(c.kappa, Some(10));
         assert_eq!(c.options.step_tol, None);
         assert_eq!(c.spec.points, 100);
@@ -263,7 +295,7 @@ mod tests {
             step_rule: true,
             ..Default::default()
         }
-        .check(1000, flag)
+        .check(1000, Spelling::Flag)
         .unwrap();
         assert_eq!(c.options.step_tol, Some(DEFAULT_STEP_TOL));
     }
@@ -324,8 +356,15 @@ mod tests {
             ),
         ];
         for (s, want) in cases {
-            let e = s.check(100, flag).unwrap_err();
+            let e = s.check(100, Spelling::Flag).unwrap_err();
             assert!(e.starts_with(want), "{e:?} against {want:?}");
+            // The API's words: the same message, with the keys for the flags.
+            let key = s.check(100, Spelling::Key).unwrap_err();
+            let mut as_keys = e.clone();
+            for setting in ALL {
+                as_keys = as_keys.replace(&Spelling::Flag.name(setting), setting.key());
+            }
+            assert_eq!(key, as_keys);
         }
     }
 }
