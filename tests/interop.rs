@@ -578,7 +578,10 @@ fn produce_one_row_batches(
                     loop {
                         match producer.send(record) {
                             Ok(()) => break,
-                            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r)) => {
+                            Err((
+                                KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull),
+                                r,
+                            )) => {
                                 record = r;
                                 producer.poll(Duration::from_millis(10));
                             }
