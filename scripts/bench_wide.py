@@ -13,7 +13,8 @@ from glmnet). A second ravel run finds delta_max itself (no --delta-max).
 
 With --skglm PYTHON (a Python where skglm is installed), skglm's Lasso runs as a second peer
 after scikit-learn (see SKGLM below); --no-sklearn leaves scikit-learn out, and delta_max then
-comes from skglm's path. --step-tol EPS gives ravel 004's own stopping rule as well.
+comes from skglm's path. --step-tol EPS sets ravel's step rule (004's, its default 1e-3);
+--defaults runs ravel with no flag but --wide and --test, as a newcomer would.
 
 Measured per process (os.wait4): wall seconds, CPU seconds (user + system), peak RSS; from
 their answers: the solver's own seconds, iterations (ravel: FW iterations; sklearn: CD epochs,
@@ -181,6 +182,10 @@ def main():
     ap.add_argument("--no-ravel", action="store_true", help="run the peers only")
     ap.add_argument("--keep", type=pathlib.Path, default=None,
                     help="a directory: ravel's whole answers go there (SET.TOOL.ROUND.json)")
+    ap.add_argument("--defaults", action="store_true",
+                    help="ravel as a newcomer runs it: `ravel fit TRAIN --wide --test TEST`, "
+                         "every other flag its default (no --sample-fraction, --seed, "
+                         "--delta-max; ravel finds delta_max itself)")
     ap.add_argument("--no-sklearn", action="store_true",
                     help="skip scikit-learn's lasso_path (delta_max then from skglm's path)")
     a = ap.parse_args()
@@ -188,7 +193,8 @@ def main():
     for name in a.sets:
         train, test = files(a.data, name)
         rows = results.setdefault(
-            name, {"sklearn": [], "skglm": [], "ravel": [], "ravel_search": []})
+            name, {"sklearn": [], "skglm": [], "ravel": [], "ravel_search": [],
+                   "ravel_defaults": []})
         for r in range(a.rounds):
             peers = [] if a.no_sklearn else [("sklearn", a.python, SKLEARN)]
             if a.skglm:
@@ -231,6 +237,9 @@ def main():
             runs = [("ravel", base + ["--delta-max", repr(sk["delta_max"])])]
             if not a.no_search:
                 runs.append(("ravel_search", base))
+            if a.defaults:
+                runs = [("ravel_defaults", [a.ravel, "fit", str(train), "--wide"]
+                         + (["--test", str(test)] if test else []))]
             for tool, cmd in runs:
                 out, m = measured(cmd)
                 if a.keep:

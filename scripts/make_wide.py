@@ -9,6 +9,9 @@
              columns, about 1,240 nonzeros a row (density 0.83 %), LIBSVM.
   log1p      E2006-log1p-like: the same rows, 4,272,227 columns, about 6,000 nonzeros a row
              (density 0.14 %), LIBSVM.
+  sparse200k issue 59's "first day" file: tfidf-like text with 200,000 heavy-tailed columns,
+             2,000 training and 500 test rows (unless --rows / --test-rows), about 150
+             nonzeros a row, LIBSVM (docs/benchmarks.md, "ravel fit --wide with its defaults").
 
 Base designs are discrete (steps of 0.1 in [0.1, 0.9], as the QSAR descriptors of Pyrim and
 Triazines), so many products repeat. Text columns have heavy-tailed document frequencies (a
@@ -25,7 +28,7 @@ checked against the files, which are not reachable from here.
 Run: python3 scripts/make_wide.py SET [SET...] --out DIR [--seed S] [--rows N]
 (numpy only; pyrim about 5 s, tfidf about a minute, log1p several minutes and 1.6 GB of text).
 Files: DIR/pyrim.npy, DIR/triazines.npy, DIR/tfidf.train.svm + tfidf.test.svm,
-DIR/log1p.train.svm + log1p.test.svm.
+DIR/log1p.train.svm + log1p.test.svm, DIR/sparse200k.train.svm + sparse200k.test.svm.
 """
 import argparse
 import math
@@ -117,11 +120,12 @@ def text(name, p, per_row, log_values, out, rng, rows_train, rows_test):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("sets", nargs="+", choices=["pyrim", "triazines", "tfidf", "log1p"])
+    ap.add_argument("sets", nargs="+", choices=["pyrim", "triazines", "tfidf", "log1p", "sparse200k"])
     ap.add_argument("--out", required=True, type=pathlib.Path)
     ap.add_argument("--seed", type=int, default=4)
-    ap.add_argument("--rows", type=int, default=16_087, help="training rows of the text sets")
-    ap.add_argument("--test-rows", type=int, default=3_308)
+    ap.add_argument("--rows", type=int, default=None,
+                    help="training rows of the text sets (16,087; sparse200k 2,000)")
+    ap.add_argument("--test-rows", type=int, default=None, help="(3,308; sparse200k 500)")
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
     for s in a.sets:
@@ -131,10 +135,16 @@ def main():
             shape = products("pyrim", 74, 27, 5, a.out, rng)
         elif s == "triazines":
             shape = products("triazines", 186, 60, 4, a.out, rng)
-        elif s == "tfidf":
-            shape = text("tfidf", 150_360, 1_241, False, a.out, rng, a.rows, a.test_rows)
+        elif s == "sparse200k":
+            # 108 draws a row keep about 150 distinct columns.
+            shape = text("sparse200k", 200_000, 108, False, a.out, rng, a.rows or 2_000,
+                         a.test_rows or 500)
         else:
-            shape = text("log1p", 4_272_227, 6_013, True, a.out, rng, a.rows, a.test_rows)
+            rows, test_rows = a.rows or 16_087, a.test_rows or 3_308
+            if s == "tfidf":
+                shape = text("tfidf", 150_360, 1_241, False, a.out, rng, rows, test_rows)
+            else:
+                shape = text("log1p", 4_272_227, 6_013, True, a.out, rng, rows, test_rows)
         print(f"{s}: {shape} in {time.time() - t:.1f} s", file=sys.stderr)
 
 

@@ -478,17 +478,16 @@ fn sigterm_and_sigkill_restarts_count_every_row_once() {
 }
 
 /// Issue 59 item 5: a backlog of one-row messages, one message a record batch (a low-rate
-/// producer's shape), over 3 partitions, is to be read at the broker's pace: every row folded
-/// within a minute of ready, the model of exactly those rows. Not met yet: Tansu 0.6.0 answers
-/// the consumer's 5 ms fetch wait with about one record batch a fetch; with librdkafka's
-/// default wait there (tried) the 200,000 rows were still not all folded 60 s after ready on a
-/// loaded machine, and the exactly-once scorer test on Tansu scored nothing after a SIGKILL, so
-/// the wait stays 5 ms everywhere until the cause is found (`BACKLOG_ROWS=N`: a smaller
-/// backlog).
+/// producer's shape), over 3 partitions, is read at the broker's pace: every row folded within
+/// a minute of ready, the model of exactly those rows. Tansu 0.6.0's Fetch costs time in
+/// proportion to the partition's length, so the 5 ms fetch wait ravel once set everywhere got
+/// nothing at all from a partition of some ten thousand batches; librdkafka's default (500 ms),
+/// which ravel keeps on every broker but the embedded one, reads the backlog in seconds
+/// (`BACKLOG_ROWS=N`: a smaller backlog).
 #[test]
-#[ignore = "issue 59 item 5 is open: a 200k backlog of one-row batches on Tansu is not yet folded within a minute of ready (run it with --ignored)"]
 fn a_backlog_of_one_row_batches_is_read_at_the_brokers_pace() {
     const TOPIC: &str = "b.in";
+    const PARTITIONS: usize = 3;
     let rows: usize = std::env::var("BACKLOG_ROWS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -496,23 +495,23 @@ fn a_backlog_of_one_row_batches_is_read_at_the_brokers_pace() {
     let dir = tempfile::tempdir().unwrap();
     let tansu = Tansu::start(dir.path());
     let brokers = &tansu.brokers;
-    tansu.create_topic(TOPIC, 3, None);
+    tansu.create_topic(TOPIC, PARTITIONS as u32, None);
     let names = names(3);
-    let (file, _, _) = rows_file(dir.path(), "backlog", &names, rows, 21);
+    let (file, x, y) = rows_file(dir.path(), "backlog", &names, rows, 21);
     let started = std::time::Instant::now();
-    produce_as(
-        brokers,
-        TOPIC,
-        &file,
-        "json",
-        1,
-        &[
-            "batch.num.messages=1",
-            "sticky.partitioning.linger.ms=0",
-            "linger.ms=0",
-        ],
-    );
+    produce_one_row_batches(brokers, TOPIC, PARTITIONS, names.len(), &x, &y);
     eprintln!("{rows} one-row batches produced in {:?}", started.elapsed());
+    // Tansu 0.6.0 counts a record batch of several records as one offset (its defect,
+    // docs/compatibility.md): the ends add up to the rows only if every message was a batch
+    // of its own.
+    let ends = end_offsets(brokers, TOPIC, PARTITIONS as i32);
+    if tansu.is_tansu() {
+        assert_eq!(
+            ends.iter().sum::<i64>(),
+            rows as i64,
+            "one record a batch: {ends:?}"
+        );
+    }
     write_config(
         dir.path(),
         "backlog",
@@ -541,6 +540,60 @@ fn a_backlog_of_one_row_batches_is_read_at_the_brokers_pace() {
     );
     s.signal("-TERM");
     assert!(s.wait(), "{}", std::fs::read_to_string(&log).unwrap());
+}
+
+/// Sends row i of (`x`, `y`) (p features a row) to partition i % `partitions` of `topic`, one
+/// row a message as `ravel produce --wire-format json --batch-rows 1` writes it, and one
+/// message a record batch (linger 0, `batch.num.messages = 1`): a producer per partition,
+/// concurrently (Tansu serves each connection's requests in turn), with librdkafka's
+/// default requests in flight (a lost message shows in the offsets and the rows folded).
+fn produce_one_row_batches(
+    brokers: &str,
+    topic: &str,
+    partitions: usize,
+    p: usize,
+    x: &[f64],
+    y: &[f64],
+) {
+    use rdkafka::config::ClientConfig;
+    use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+    use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+    std::thread::scope(|scope| {
+        for part in 0..partitions {
+            scope.spawn(move || {
+                let producer: BaseProducer = ClientConfig::new()
+                    .set("bootstrap.servers", brokers)
+                    .set("linger.ms", "0")
+                    .set("batch.num.messages", "1")
+                    .set("queue.buffering.max.messages", "1000000")
+                    .create()
+                    .unwrap();
+                for i in (part..y.len()).step_by(partitions) {
+                    let payload =
+                        serde_json::to_vec(&json!({"x": &x[i * p..(i + 1) * p], "y": y[i]}))
+                            .unwrap();
+                    let mut record = BaseRecord::<(), [u8]>::to(topic)
+                        .partition(part as i32)
+                        .payload(&payload);
+                    loop {
+                        match producer.send(record) {
+                            Ok(()) => break,
+                            Err((
+                                KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull),
+                                r,
+                            )) => {
+                                record = r;
+                                producer.poll(Duration::from_millis(10));
+                            }
+                            Err((e, _)) => panic!("cannot send row {i}: {e}"),
+                        }
+                    }
+                    producer.poll(Duration::ZERO);
+                }
+                producer.flush(Duration::from_secs(120)).unwrap();
+            });
+        }
+    });
 }
 
 /// The partitions `stream`'s summary at `base` lists as folded here (`live`).

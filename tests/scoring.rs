@@ -689,10 +689,9 @@ model = {{ method = "lasso", k = 2 }}
     };
     // The predictions are read as they come, from before the first event: the embedded
     // broker keeps at most 5 MB of a partition and drops the oldest beyond (100,000
-    // predictions are more), and Tansu serves a backlog of one-record batches at 65-110
-    // messages a second (a plain confluent-kafka consumer too: about one record batch per
-    // Fetch), 30 ms an event. Every prediction, and two seconds more: nothing beyond one per
-    // event may come.
+    // predictions are more); on Tansu, whose Fetch costs time in proportion to the partition's
+    // length (docs/compatibility.md), 30 ms an event. Every prediction, and two seconds more:
+    // nothing beyond one per event may come.
     let limit = if tansu {
         Duration::from_millis(30 * n_events as u64).max(Duration::from_secs(300))
     } else {
@@ -702,7 +701,30 @@ model = {{ method = "lasso", k = 2 }}
         let b = b.clone();
         std::thread::spawn(move || read_scores_within(&b, n_events, limit))
     };
-    let mut producing = None;
+    // The events arrive in kills + 1 parts, part k once run k has started, each paced (a flush
+    // and 100 ms every 1/40 of the events), so that every run has events of its own to score
+    // whatever pace the broker serves them at (on Tansu, with librdkafka's fetch wait, the
+    // first run once scored every event before its kill, and the next had nothing to score).
+    let (parts, producing) = {
+        let (tx, rx) = std::sync::mpsc::channel::<std::ops::Range<usize>>();
+        let (b, events) = (b.clone(), events.clone());
+        let chunk = (n_events / 40).max(1);
+        let thread = std::thread::spawn(move || {
+            let p = producer_on(&b, tansu);
+            for part in rx {
+                for i in part {
+                    send_event(&p, i, &events[i]);
+                    if i % chunk == chunk - 1 {
+                        p.flush(Duration::from_secs(30)).unwrap();
+                        std::thread::sleep(Duration::from_millis(100));
+                    }
+                }
+                p.flush(Duration::from_secs(30)).unwrap();
+            }
+        });
+        (tx, thread)
+    };
+    let part = |k: usize| n_events * (k - 1) / (kills + 1)..n_events * k / (kills + 1);
     for run in 1..=kills {
         let (s, base) = serve(dir.path(), &b, run);
         if run == 1 {
@@ -729,22 +751,8 @@ model = {{ method = "lasso", k = 2 }}
                 },
             );
             std::thread::sleep(Duration::from_secs(1));
-            let thread = {
-                let (b, events) = (b.clone(), events.clone());
-                std::thread::spawn(move || {
-                    let p = producer_on(&b, tansu);
-                    for (i, e) in events.iter().enumerate() {
-                        send_event(&p, i, e);
-                        if i % 1000 == 999 {
-                            p.flush(Duration::from_secs(30)).unwrap();
-                            std::thread::sleep(Duration::from_millis(100));
-                        }
-                    }
-                    p.flush(Duration::from_secs(30)).unwrap();
-                })
-            };
-            producing = Some(thread);
         }
+        parts.send(part(run)).unwrap();
         // Kill once this run has scored something (its predecessor's uncommitted events
         // included), at a random point after.
         let start = Instant::now();
@@ -760,8 +768,10 @@ model = {{ method = "lasso", k = 2 }}
         s.signal("-KILL");
         drop(s);
     }
-    producing.unwrap().join().unwrap();
     let (mut last, base) = serve(dir.path(), &b, kills + 1);
+    parts.send(part(kills + 1)).unwrap();
+    drop(parts);
+    producing.join().unwrap();
     let scores = reader.join().unwrap();
     // POST .../predict in chunks (a request's body is bounded).
     let mut expected = Vec::with_capacity(n_events);

@@ -101,9 +101,13 @@ pub fn redacted(config: &ClientConfig) -> std::collections::BTreeMap<String, Str
         .collect()
 }
 
-/// The consumers' `fetch.wait.max.ms` (docs/concepts.md "Freshness"); `kafka.options` may
-/// override it.
-pub const FETCH_WAIT_MAX_MS: u64 = 5;
+/// The consumers' `fetch.wait.max.ms` on the embedded broker (docs/concepts.md "Freshness"),
+/// which answers a waiting fetch only when the wait is over; `kafka.options` may override it.
+/// Other brokers keep librdkafka's default (500 ms): Kafka and Tansu answer a waiting fetch as
+/// soon as a message arrives, and Tansu 0.6.0 answers a 5 ms fetch with nothing at all once a
+/// partition holds some ten thousand record batches (its fetch costs time in proportion to
+/// the partition's length: docs/compatibility.md).
+pub const EMBEDDED_FETCH_WAIT_MAX_MS: u64 = 5;
 
 /// A group member's session timeout on the embedded broker (`KafkaClients::session`).
 pub const EMBEDDED_SESSION_TIMEOUT_MS: u64 = 4000;
@@ -234,12 +238,11 @@ impl KafkaClients {
         is_embedded(self.cluster_id.get().map(|s| s.as_str()))
     }
 
-    /// The consumers' fetch wait: `FETCH_WAIT_MAX_MS` on every broker. (Issue 59 item 5 asks
-    /// for librdkafka's default on brokers other than the embedded one, where a backlog of
-    /// one-record batches crawls on Tansu; with that default the exactly-once scorer on Tansu
-    /// scored nothing after a SIGKILL in the suite, so the change waits for its cause.)
-    fn fetch_wait() -> (&'static str, String) {
-        ("fetch.wait.max.ms", FETCH_WAIT_MAX_MS.to_string())
+    /// The consumers' fetch wait for this cluster: `EMBEDDED_FETCH_WAIT_MAX_MS` on the
+    /// embedded broker, none (librdkafka's default) elsewhere or while the cluster is unknown.
+    fn fetch_wait(&self) -> Option<(&'static str, String)> {
+        self.on_embedded()
+            .then(|| ("fetch.wait.max.ms", EMBEDDED_FETCH_WAIT_MAX_MS.to_string()))
     }
 
     /// A group member's session on the embedded broker: 4 s, heartbeats every 0.5 s. The
@@ -345,13 +348,11 @@ impl KafkaClients {
             ("fetch.queue.backoff.ms", "10".into()),
             ("statistics.interval.ms", lag_interval_ms.to_string()),
         ]);
-        // Freshness: a fetch that finds no new message waits at most this long. A Kafka
-        // broker answers a waiting fetch as soon as a message arrives (fetch.min.bytes = 1), so
-        // there this only bounds how often an idle consumer asks (200 fetches a second per
-        // broker); the embedded broker answers only when the wait is over, so there it is the
-        // delay of every row of a quiet stream (librdkafka's default of 500 ms: ~450 ms from the
-        // producer's ack to the snapshot).
-        settings.push(Self::fetch_wait());
+        // Freshness: the embedded broker answers a waiting fetch only when the wait is over,
+        // so there the wait is the delay of every row of a quiet stream (librdkafka's default
+        // of 500 ms: ~450 ms from the producer's ack to the snapshot). Kafka and Tansu answer
+        // as soon as a message arrives (fetch.min.bytes = 1), so elsewhere the default holds.
+        settings.extend(self.fetch_wait());
         settings.extend(self.session());
         settings.extend(self.join_bound());
         self.config(Client::Consumer, &settings)
@@ -366,7 +367,7 @@ impl KafkaClients {
             ("enable.auto.offset.store", "false".into()),
             ("auto.offset.reset", "earliest".into()),
         ]);
-        settings.push(Self::fetch_wait());
+        settings.extend(self.fetch_wait());
         settings.extend(self.session());
         self.config(Client::ScorerConsumer, &settings)
     }
@@ -404,7 +405,7 @@ impl KafkaClients {
             ("enable.auto.commit", "false".into()),
             ("auto.offset.reset", "earliest".into()),
         ];
-        settings.push(Self::fetch_wait());
+        settings.extend(self.fetch_wait());
         self.config(client, &settings)
     }
 
@@ -531,26 +532,35 @@ mod tests {
     }
 
     #[test]
-    fn the_session_fits_the_embedded_broker_only_and_the_user_has_the_last_word() {
-        // Before the cluster is known, and on any other broker: librdkafka's session.
+    fn the_fetch_wait_and_session_fit_the_embedded_broker_only_and_the_user_has_the_last_word() {
+        // Before the cluster is known, and on any other broker: librdkafka's fetch wait and
+        // session.
         let k = clients();
-        for c in [
-            k.consumer(100),
-            k.scorer_consumer("s"),
-            k.dead_letter_reader(),
-        ] {
-            assert_eq!(c.get("fetch.wait.max.ms"), Some("5"));
-            assert_eq!(c.get("session.timeout.ms"), None);
-        }
         let tansu = k.clone();
         tansu.heard_cluster("tansu");
-        assert_eq!(tansu.consumer(100).get("session.timeout.ms"), None);
+        for k in [&k, &tansu] {
+            for c in [
+                k.consumer(100),
+                k.scorer_consumer("s"),
+                k.dead_letter_reader(),
+            ] {
+                assert_eq!(c.get("fetch.wait.max.ms"), None);
+                assert_eq!(c.get("session.timeout.ms"), None);
+            }
+        }
         // The embedded broker, heard by a clone (the topic check's): every group member made
         // from the service's clients takes it; the first id heard stays; the reader joins no
         // group.
         let k = clients();
         k.clone().heard_cluster("mockCluster1a2b");
         k.heard_cluster("tansu");
+        for c in [
+            k.consumer(100),
+            k.scorer_consumer("s"),
+            k.dead_letter_reader(),
+        ] {
+            assert_eq!(c.get("fetch.wait.max.ms"), Some("5"));
+        }
         for c in [k.consumer(100), k.scorer_consumer("s")] {
             assert_eq!(c.get("session.timeout.ms"), Some("4000"));
             assert_eq!(c.get("heartbeat.interval.ms"), Some("500"));

@@ -920,4 +920,31 @@ mod tests {
         let rel = pt.lambda / (0.01 * s.lambda_max);
         assert!((0.7..1.4).contains(&rel), "{rel} {s:?} {pt:?}");
     }
+
+    #[test]
+    fn the_step_rules_search_lands_where_the_gap_rules_does() {
+        // `ravel fit --wide`'s defaults (randomized, 004's step rule) against the gap rule
+        // solved tightly: the delta_max each search finds. (On problems this small the step
+        // rule rarely stops a solve early, so judging by ||grad||_inf passes too; the fixture
+        // of tests/fit_wide.rs is where that doubled delta_max.)
+        for seed in [3, 4, 5] {
+            let x = problem(60, 40, seed);
+            let pr = WideProblem::new(&x);
+            let tight = WideOptions {
+                tol: 1e-8,
+                ..WideOptions::default()
+            };
+            let step = WideOptions {
+                sampling: Sampling::Randomized { kappa: 4, seed },
+                step_tol: Some(1e-3),
+                ..WideOptions::default()
+            };
+            let (g, s) = (
+                find_delta_max(&pr, 0.01, tight),
+                find_delta_max(&pr, 0.01, step),
+            );
+            let rel = s.delta_max / g.delta_max;
+            assert!((0.8..1.25).contains(&rel), "{rel}: {s:?} against {g:?}");
+        }
+    }
 }
