@@ -5,7 +5,7 @@
 //! `ravel_ingest_lost_messages_total`, and the rows it folds plus the lost ones are all the
 //! rows produced.
 
-use crate::common::{ConfigFile, DEADLINE, Proc, client, ravel, sample, serve, stream_n};
+use crate::common::{ConfigFile, DEADLINE, Proc, metrics_of, ravel, sample, serve, stream_n};
 use std::time::{Duration, Instant};
 
 const TOPIC: &str = "t.retention";
@@ -46,12 +46,7 @@ fn wait_rows(base: &str, want: impl Fn(u64) -> bool) -> u64 {
 }
 
 fn metric(base: &str, name: &str) -> f64 {
-    let text = client()
-        .get(format!("{base}/metrics"))
-        .send()
-        .unwrap()
-        .text()
-        .unwrap();
+    let text = metrics_of(&base);
     sample(&text, name).unwrap_or_else(|| panic!("no {name} in /metrics"))
 }
 
