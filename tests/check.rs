@@ -104,22 +104,7 @@ fn registry() -> String {
     let app = Router::new()
         .route("/schemas/types", get(types))
         .route("/subjects", get(subjects));
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            tx.send(listener.local_addr().unwrap()).unwrap();
-            axum::serve(listener, app).await.unwrap();
-        });
-    });
-    format!(
-        "http://{}",
-        rx.recv_timeout(Duration::from_secs(10)).unwrap()
-    )
+    serve_stub(app)
 }
 
 /// A stream of Avro records from the registry at `url` with `password`.

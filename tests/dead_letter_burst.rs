@@ -40,7 +40,7 @@ fn config(dir: &Path, topic: &str, group: &str) -> ConfigFile {
 }
 
 fn metric(base: &str, name: &str) -> Option<f64> {
-    let m = try_metrics_of(&base)?;
+    let m = try_metrics_of(base)?;
     sample(&m, name)
 }
 

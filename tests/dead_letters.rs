@@ -114,12 +114,7 @@ fn a_dead_letter_that_cannot_be_written_holds_its_partition_across_a_crash_until
     let all = dir.path().join("all.csv");
     write_csv(&all, &names(P), &x, &y);
     let topic_arg = format!("{TOPIC}:{PARTITIONS}");
-    let (broker, brokers) = Proc::start(
-        "ravel broker",
-        &["broker", "--topic", &topic_arg],
-        &[],
-        &dir.path().join("broker.log"),
-    );
+    let (broker, brokers) = ravel_broker(dir.path(), &[&topic_arg]);
     write_config(dir.path(), TOPIC, GROUP, "block", false);
     let (svc, base, log) = serve(dir.path(), &brokers, 1);
 
@@ -246,12 +241,7 @@ fn skip_mode_moves_on_and_counts_and_logs_every_skipped_message() {
     let all = dir.path().join("all.csv");
     write_csv(&all, &names(P), &x, &y);
     let topic_arg = format!("{TOPIC}:{PARTITIONS}");
-    let (broker, brokers) = Proc::start(
-        "ravel broker",
-        &["broker", "--topic", &topic_arg],
-        &[],
-        &dir.path().join("broker.log"),
-    );
+    let (broker, brokers) = ravel_broker(dir.path(), &[&topic_arg]);
     write_config(dir.path(), TOPIC, GROUP, "skip", false);
     let (mut svc, base, log) = serve(dir.path(), &brokers, 1);
     let bad = stream_rows(&brokers, TOPIC, &x, &y, &[(0, 100), (1, 700), (2, 1200)]);
@@ -451,7 +441,7 @@ fn each_bad_message_has_one_dead_letter_copy_across_sigkills() {
         .map(|i| ((i % PARTITIONS as usize) as i32, i * rows / bad_n))
         .collect();
     let dead_here = |base: &str| {
-        try_metrics_of(&base)
+        try_metrics_of(base)
             .and_then(|m| sample(&m, "ravel_dead_letters_total{stream=\"r\"}"))
             .unwrap_or(0.0)
     };

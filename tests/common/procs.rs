@@ -479,3 +479,13 @@ pub fn output_within(mut child: Child, limit: Duration) -> (std::process::Output
     }
     (child.wait_with_output().unwrap(), finished)
 }
+
+/// `ravel broker` with `topics` (`name:partitions`) in `dir`, logging to `dir/broker.log`;
+/// returns it and its bootstrap servers.
+pub fn ravel_broker(dir: &Path, topics: &[&str]) -> (Proc, String) {
+    let mut args = vec!["broker"];
+    for t in topics {
+        args.extend(["--topic", t]);
+    }
+    Proc::start("ravel broker", &args, &[], &dir.join("broker.log"))
+}

@@ -100,7 +100,9 @@ impl TestService {
         if let Some(body) = body {
             request = request.json(body);
         }
-        let r = request.send().expect(method.as_str());
+        let r = request
+            .send()
+            .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
         let status = r.status().as_u16();
         checked_answer(
             &format!("{method} {path}"),
