@@ -104,22 +104,7 @@ fn registry() -> String {
     let app = Router::new()
         .route("/schemas/types", get(types))
         .route("/subjects", get(subjects));
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            tx.send(listener.local_addr().unwrap()).unwrap();
-            axum::serve(listener, app).await.unwrap();
-        });
-    });
-    format!(
-        "http://{}",
-        rx.recv_timeout(Duration::from_secs(10)).unwrap()
-    )
+    serve_stub(app)
 }
 
 /// A stream of Avro records from the registry at `url` with `password`.
@@ -258,9 +243,7 @@ fn a_missing_input_topic_is_a_problem_with_its_fix_and_the_check_creates_nothing
 
 #[test]
 fn a_missing_dead_letter_topic_is_a_problem_only_when_ravel_may_not_create_it() {
-    let broker = EmbeddedBroker::start(1).unwrap();
-    let brokers = broker.bootstrap_servers().to_string();
-    broker.create_topic("c.dl", 1).unwrap();
+    let (_broker, brokers) = broker_with(&[("c.dl", 1)]);
     let dir = tempfile::tempdir().unwrap();
     let stream = STREAM.replace("TOPIC", "c.dl");
     write_config(
@@ -305,10 +288,7 @@ fn a_missing_dead_letter_topic_is_a_problem_only_when_ravel_may_not_create_it() 
 
 #[test]
 fn a_topic_the_cluster_denies_names_the_acl_to_grant() {
-    let broker = EmbeddedBroker::start(1).unwrap();
-    let brokers = broker.bootstrap_servers().to_string();
-    broker.create_topic("c.acl", 1).unwrap();
-    broker.create_topic("c.acl.dlq", 1).unwrap();
+    let (broker, brokers) = broker_with(&[("c.acl", 1), ("c.acl.dlq", 1)]);
     broker
         .topic_error(
             "c.acl",
@@ -365,10 +345,7 @@ fn an_unreachable_broker_is_a_problem_within_the_timeout_naming_the_address() {
 
 #[test]
 fn a_registry_that_does_not_answer_or_refuses_the_credentials_is_a_problem() {
-    let broker = EmbeddedBroker::start(1).unwrap();
-    let brokers = broker.bootstrap_servers().to_string();
-    broker.create_topic("c.reg", 1).unwrap();
-    broker.create_topic("c.reg.dlq", 1).unwrap();
+    let (_broker, brokers) = broker_with(&[("c.reg", 1), ("c.reg.dlq", 1)]);
     let dir = tempfile::tempdir().unwrap();
 
     // Nothing listens there.
@@ -441,10 +418,7 @@ fn an_invalid_configuration_is_a_problem_in_the_report() {
 
 #[test]
 fn the_state_topic_is_checked_and_its_compaction_said_when_it_cannot_be() {
-    let broker = EmbeddedBroker::start(1).unwrap();
-    let brokers = broker.bootstrap_servers().to_string();
-    broker.create_topic("c.st", 1).unwrap();
-    broker.create_topic("c.st.dlq", 1).unwrap();
+    let (broker, brokers) = broker_with(&[("c.st", 1), ("c.st.dlq", 1)]);
     let dir = tempfile::tempdir().unwrap();
     let stream = STREAM.replace("TOPIC", "c.st");
     write_config(
@@ -491,11 +465,7 @@ fn the_state_topic_is_checked_and_its_compaction_said_when_it_cannot_be() {
 
 #[test]
 fn a_scorers_missing_topics_are_named_by_the_scorer() {
-    let broker = EmbeddedBroker::start(1).unwrap();
-    let brokers = broker.bootstrap_servers().to_string();
-    broker.create_topic("s.rows", 1).unwrap();
-    broker.create_topic("s.rows.dlq", 1).unwrap();
-    broker.create_topic("s.events.dlq", 1).unwrap();
+    let (_broker, brokers) = broker_with(&[("s.rows", 1), ("s.rows.dlq", 1), ("s.events.dlq", 1)]);
     let dir = tempfile::tempdir().unwrap();
     let body = format!(
         "{}\n[[scorers]]\nname = \"sc\"\nstream = \"sales\"\ntopic = \"s.events\"\noutput_topic = \"s.scores\"\nmodel = {{ method = \"ols\" }}\n",

@@ -5,47 +5,16 @@
 //! checkpoint after rows were folded.
 
 use crate::common::*;
-use ravel::Stats;
 use ravel::broker::EmbeddedBroker;
 use ravel::checkpoint::{self, Checkpoint};
-use ravel::config::FeatureSchema;
-use ravel_core::Task;
-use ravel_core::stats::AlphaSchedule;
 use serde_json::Value;
 
 #[test]
 fn a_checkpoint_with_malformed_statistics_stops_the_start_naming_the_file() {
-    let broker = EmbeddedBroker::start(1).unwrap();
-    broker.create_topic("t.bad", 1).unwrap();
+    let (broker, _) = broker_with(&[("t.bad", 1)]);
     let state = tempfile::tempdir().unwrap();
-    let cfg = || {
-        config(
-            vec![stream(
-                "bad",
-                "t.bad",
-                FeatureSchema::Count(2),
-                Task::Regression,
-            )],
-            Some(state.path()),
-        )
-    };
-    let mut stats = Stats::new(Task::Regression, 2, AlphaSchedule::Plain);
-    stats
-        .update_batch(&[1.0, 2.0, 3.0, 5.0], &[1.0, 2.0])
-        .unwrap();
-    let cp = Checkpoint {
-        version: checkpoint::VERSION,
-        stream: "bad".into(),
-        topic: "t.bad".into(),
-        cluster_id: None,
-        offsets: [(0, 0)].into(),
-        last_update_ms: None,
-        as_of_ms: None,
-        stats,
-        folds: None,
-        windows: None,
-        bucket_files: None,
-    };
+    let cfg = || one_regression("bad", "t.bad", 2, Some(state.path()));
+    let cp = two_row_checkpoint("bad", "t.bad", 0);
     let file = checkpoint::path(state.path(), "bad");
     // Each edit leaves a checkpoint of the right shape, written as a sound file (header and
     // checksum right, as a broken build would write it), with statistics that do not hold
@@ -66,10 +35,7 @@ fn a_checkpoint_with_malformed_statistics_stops_the_start_naming_the_file() {
         edit(&mut v);
         let bad: Checkpoint = serde_json::from_value(v).unwrap();
         checkpoint::write(state.path(), &mut bad.clone()).unwrap();
-        let err = TestService::start(cfg(), broker.bootstrap_servers())
-            .join()
-            .unwrap_err();
-        let msg = format!("{err:#}");
+        let msg = TestService::start_refused(cfg(), broker.bootstrap_servers());
         assert!(
             msg.contains(&file.display().to_string()) && msg.contains(what),
             "{what}: {msg}"
@@ -104,18 +70,7 @@ fn an_unwritable_state_dir_is_refused_at_start_naming_the_field() {
     // A directory below a regular file can be neither created nor written (even by root).
     let blocker = tmp.path().join("a-file");
     std::fs::write(&blocker, b"not a directory").unwrap();
-    let cfg = config(
-        vec![stream(
-            "s",
-            "t.s",
-            FeatureSchema::Count(2),
-            Task::Regression,
-        )],
-        Some(&blocker.join("state")),
-    );
-    let err = TestService::start(cfg, broker.bootstrap_servers())
-        .join()
-        .unwrap_err();
-    let msg = format!("{err:#}");
+    let cfg = one_regression("s", "t.s", 2, Some(&blocker.join("state")));
+    let msg = TestService::start_refused(cfg, broker.bootstrap_servers());
     assert!(msg.contains("state.dir"), "{msg}");
 }

@@ -14,11 +14,8 @@
 //!   the restarted service delivers every copy and n is exact.
 
 use crate::common::*;
-use ravel::broker::EmbeddedBroker;
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
-use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use rdkafka::types::RDKafkaRespErr;
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
@@ -43,66 +40,8 @@ fn config(dir: &Path, topic: &str, group: &str) -> ConfigFile {
 }
 
 fn metric(base: &str, name: &str) -> Option<f64> {
-    let m = client()
-        .get(format!("{base}/metrics"))
-        .send()
-        .ok()?
-        .text()
-        .ok()?;
+    let m = try_metrics_of(base)?;
     sample(&m, name)
-}
-
-fn consumer(brokers: &str, group: &str) -> BaseConsumer {
-    ClientConfig::new()
-        .set("bootstrap.servers", brokers)
-        .set("group.id", group)
-        .set("enable.auto.commit", "false")
-        .create()
-        .unwrap()
-}
-
-/// The group's committed offset per partition (-1: none).
-fn committed(brokers: &str, group: &str, topic: &str, partitions: i32) -> Vec<i64> {
-    let c = consumer(brokers, group);
-    let mut tpl = TopicPartitionList::new();
-    for p in 0..partitions {
-        tpl.add_partition(topic, p);
-    }
-    let got = c.committed_offsets(tpl, Duration::from_secs(30)).unwrap();
-    (0..partitions)
-        .map(|p| match got.find_partition(topic, p).unwrap().offset() {
-            Offset::Offset(o) => o,
-            _ => -1,
-        })
-        .collect()
-}
-
-fn high_watermarks(brokers: &str, topic: &str, partitions: i32) -> Vec<i64> {
-    let c = consumer(brokers, "watermarks");
-    (0..partitions)
-        .map(|p| {
-            c.fetch_watermarks(topic, p, Duration::from_secs(30))
-                .unwrap()
-                .1
-        })
-        .collect()
-}
-
-/// Messages in every partition of `topic`.
-fn messages_in(brokers: &str, topic: &str) -> usize {
-    let c = consumer(brokers, "count");
-    let md = c
-        .fetch_metadata(Some(topic), Duration::from_secs(10))
-        .unwrap();
-    let parts = md.topics()[0].partitions().len() as i32;
-    (0..parts)
-        .map(|p| {
-            let (lo, hi) = c
-                .fetch_watermarks(topic, p, Duration::from_secs(10))
-                .unwrap();
-            (hi - lo) as usize
-        })
-        .sum()
 }
 
 /// Produces rows `from..to` of (`x`, `y`), one a message, round robin over `partitions`, with
@@ -167,7 +106,7 @@ type Copies = BTreeMap<(i32, i64), (Vec<u8>, BTreeMap<String, String>)>;
 
 /// The dead-letter copies in `topic.dlq`, and how many there are in all (duplicates included).
 fn copies(brokers: &str, dlq: &str) -> (Copies, usize) {
-    let all = read_topic(brokers, dlq, messages_in(brokers, dlq));
+    let all = read_topic(brokers, dlq, messages_in(brokers, dlq) as usize);
     let total = all.len();
     let mut out = BTreeMap::new();
     for (payload, h) in all {
@@ -258,12 +197,12 @@ fn a_burst_of_bad_messages_does_not_stall_the_stream_and_every_copy_lands() {
         (stream_n(&base, "r")? == n as u64).then_some(())
     });
     let catch_up = produced.elapsed();
-    let high = high_watermarks(&brokers, TOPIC, PARTS);
+    let high = end_offsets(&brokers, TOPIC, PARTS);
     wait_within(
         "every partition committed to its end",
         &logs[1],
         DEADLINE,
-        || (committed(&brokers, GROUP, TOPIC, PARTS) == high).then_some(()),
+        || (committed_offsets(&brokers, GROUP, TOPIC, PARTS) == high).then_some(()),
     );
     let total = started.elapsed();
     eprintln!(
@@ -322,10 +261,7 @@ fn copies_that_start_failing_hold_checkpoints_and_commits_until_delivered_after_
     let (x, y) = synthetic(P, 2, n, 302);
     let all = dir.path().join("all.csv");
     write_csv(&all, &names(P), &x, &y);
-    let broker = EmbeddedBroker::start(1).unwrap();
-    let brokers = broker.bootstrap_servers().to_string();
-    broker.create_topic(TOPIC, PARTS).unwrap();
-    broker.create_topic(DLQ, 1).unwrap();
+    let (broker, brokers) = broker_with(&[(TOPIC, PARTS), (DLQ, 1)]);
     // Metadata refreshed often, so that the dead-letter producer sees the ACL change soon.
     config(dir.path(), TOPIC, GROUP)
         .option("topic.metadata.refresh.interval.ms", "200")
@@ -395,7 +331,7 @@ fn copies_that_start_failing_hold_checkpoints_and_commits_until_delivered_after_
     let cp = ravel::checkpoint::load(&dir.path().join("state"), "r")
         .unwrap()
         .unwrap();
-    let c = committed(&brokers, GROUP, TOPIC, PARTS);
+    let c = committed_offsets(&brokers, GROUP, TOPIC, PARTS);
     for (&p, &o) in &first_failed {
         let at = cp.offsets.get(&p).copied().unwrap_or(0);
         assert!(
@@ -420,12 +356,12 @@ fn copies_that_start_failing_hold_checkpoints_and_commits_until_delivered_after_
         let v = get(&base, "/v1/streams/r").1;
         (v["n"].as_u64()? == n as u64 && v["held_partitions"] == json!([])).then_some(())
     });
-    let high = high_watermarks(&brokers, TOPIC, PARTS);
+    let high = end_offsets(&brokers, TOPIC, PARTS);
     wait_within(
         "every partition committed to its end",
         &log2,
         DEADLINE,
-        || (committed(&brokers, GROUP, TOPIC, PARTS) == high).then_some(()),
+        || (committed_offsets(&brokers, GROUP, TOPIC, PARTS) == high).then_some(()),
     );
     bad.extend(second);
     let (got, _) = copies(&brokers, DLQ);

@@ -4,19 +4,13 @@
 //! partition would wait forever). Real embedded broker, the service in-process.
 
 use crate::common::*;
-use ravel::broker::EmbeddedBroker;
-use ravel::config::FeatureSchema;
-use ravel_core::Task;
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use std::time::Duration;
 
 #[test]
 fn an_oversized_bad_message_is_dead_lettered_truncated_and_the_partition_goes_on() {
-    let broker = EmbeddedBroker::start(1).unwrap();
-    let brokers = broker.bootstrap_servers().to_string();
-    broker.create_topic("t.big", 1).unwrap();
-    broker.create_topic("t.big.dlq", 1).unwrap();
+    let (_broker, brokers) = broker_with(&[("t.big", 1), ("t.big.dlq", 1)]);
     let producer: BaseProducer = ClientConfig::new()
         .set("bootstrap.servers", &brokers)
         .set("message.max.bytes", "4000000")
@@ -37,15 +31,7 @@ fn an_oversized_bad_message_is_dead_lettered_truncated_and_the_partition_goes_on
     }
     producer.flush(Duration::from_secs(30)).unwrap();
 
-    let cfg = config(
-        vec![stream(
-            "s",
-            "t.big",
-            FeatureSchema::Count(2),
-            Task::Regression,
-        )],
-        None,
-    );
+    let cfg = one_regression("s", "t.big", 2, None);
     let svc = TestService::start(cfg, &brokers);
     // Both good rows are folded: the bad message did not hold its partition.
     svc.wait_rows("s", 2);

@@ -12,7 +12,6 @@
 
 use crate::common::*;
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::Consumer;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use serde_json::json;
 use std::path::Path;
@@ -105,23 +104,6 @@ fn stream_rows(
     bad_offsets
 }
 
-/// Messages in every partition of `topic`.
-fn messages_in(brokers: &str, topic: &str) -> i64 {
-    let consumer = group_client(brokers, "count");
-    let md = consumer
-        .fetch_metadata(Some(topic), Duration::from_secs(10))
-        .unwrap();
-    let parts = md.topics()[0].partitions().len() as i32;
-    (0..parts)
-        .map(|p| {
-            let (lo, hi) = consumer
-                .fetch_watermarks(topic, p, Duration::from_secs(10))
-                .unwrap();
-            hi - lo
-        })
-        .sum()
-}
-
 #[test]
 fn a_dead_letter_that_cannot_be_written_holds_its_partition_across_a_crash_until_delivered() {
     const TOPIC: &str = "t.dlhold";
@@ -132,12 +114,7 @@ fn a_dead_letter_that_cannot_be_written_holds_its_partition_across_a_crash_until
     let all = dir.path().join("all.csv");
     write_csv(&all, &names(P), &x, &y);
     let topic_arg = format!("{TOPIC}:{PARTITIONS}");
-    let (broker, brokers) = Proc::start(
-        "ravel broker",
-        &["broker", "--topic", &topic_arg],
-        &[],
-        &dir.path().join("broker.log"),
-    );
+    let (broker, brokers) = ravel_broker(dir.path(), &[&topic_arg]);
     write_config(dir.path(), TOPIC, GROUP, "block", false);
     let (svc, base, log) = serve(dir.path(), &brokers, 1);
 
@@ -190,12 +167,7 @@ fn a_dead_letter_that_cannot_be_written_holds_its_partition_across_a_crash_until
     assert_eq!(ready["held_partitions"][0]["topic"], TOPIC, "{ready}");
     // The failure is counted and logged with its reason; nothing was delivered.
     wait_for("a failed delivery counted", &log, || {
-        let m = client()
-            .get(format!("{base}/metrics"))
-            .send()
-            .ok()?
-            .text()
-            .ok()?;
+        let m = try_metrics_of(&base)?;
         (sample(&m, "ravel_dead_letter_failures_total{stream=\"r\"}")? >= 1.0
             && sample(&m, "ravel_dead_letters_total{stream=\"r\"}")? == 0.0)
             .then_some(())
@@ -269,12 +241,7 @@ fn skip_mode_moves_on_and_counts_and_logs_every_skipped_message() {
     let all = dir.path().join("all.csv");
     write_csv(&all, &names(P), &x, &y);
     let topic_arg = format!("{TOPIC}:{PARTITIONS}");
-    let (broker, brokers) = Proc::start(
-        "ravel broker",
-        &["broker", "--topic", &topic_arg],
-        &[],
-        &dir.path().join("broker.log"),
-    );
+    let (broker, brokers) = ravel_broker(dir.path(), &[&topic_arg]);
     write_config(dir.path(), TOPIC, GROUP, "skip", false);
     let (mut svc, base, log) = serve(dir.path(), &brokers, 1);
     let bad = stream_rows(&brokers, TOPIC, &x, &y, &[(0, 100), (1, 700), (2, 1200)]);
@@ -283,12 +250,7 @@ fn skip_mode_moves_on_and_counts_and_logs_every_skipped_message() {
         "every bad message skipped and every partition committed",
         &log,
         || {
-            let m = client()
-                .get(format!("{base}/metrics"))
-                .send()
-                .ok()?
-                .text()
-                .ok()?;
+            let m = try_metrics_of(&base)?;
             (sample(&m, "ravel_dead_letters_skipped_total{stream=\"r\"}")? == 3.0
                 && committed_offsets(&brokers, GROUP, TOPIC, PARTITIONS) == high)
                 .then_some(())
@@ -479,11 +441,7 @@ fn each_bad_message_has_one_dead_letter_copy_across_sigkills() {
         .map(|i| ((i % PARTITIONS as usize) as i32, i * rows / bad_n))
         .collect();
     let dead_here = |base: &str| {
-        client()
-            .get(format!("{base}/metrics"))
-            .send()
-            .ok()
-            .and_then(|r| r.text().ok())
+        try_metrics_of(base)
             .and_then(|m| sample(&m, "ravel_dead_letters_total{stream=\"r\"}"))
             .unwrap_or(0.0)
     };

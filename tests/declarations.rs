@@ -12,9 +12,7 @@
 
 use crate::common::*;
 use ravel::broker::EmbeddedBroker;
-use ravel::config::FeatureSchema;
 use ravel::wire as format;
-use ravel_core::Task;
 use serde_json::{Value, json};
 use std::path::Path;
 use std::time::Duration;
@@ -168,15 +166,7 @@ fn assert_ols_everywhere(bases: &[&str], stream: &str, dir: &Path, events: std::
 }
 
 fn service_config(state: &Path, admin: &str) -> ravel::config::Config {
-    let mut c = config(
-        vec![stream(
-            "file",
-            "t.file",
-            FeatureSchema::Count(3),
-            Task::Regression,
-        )],
-        Some(state),
-    );
+    let mut c = one_regression("file", "t.file", 3, Some(state));
     c.http.admin_token = ravel::config::Secret(admin.into());
     // No registry listens there: a declaration that needs one is refused.
     c.schema_registry.url = "http://127.0.0.1:1/registry".into();

@@ -42,26 +42,11 @@ fn own_data_on_ravel_broker_is_ready_without_a_topic_made_by_hand() {
     let cols = ["sqft", "rooms", "age", "floor"].map(String::from);
     let csv = dir.path().join("sales.csv");
     write_csv(&csv, &cols, &x, &y);
-    std::fs::write(
-        dir.path().join("ravel.toml"),
-        format!(
-            r#"
-[http]
-addr = "127.0.0.1:0"
-[kafka]
-brokers = "{address}"
-group_id = "devloop"
-[state]
-dir = "{}"
-[[streams]]
-name = "sales"
-topic = "sales"
-features = ["sqft", "rooms", "age", "floor"]
-"#,
-            dir.path().join("state").display()
-        ),
-    )
-    .unwrap();
+    ConfigFile::new("devloop")
+        .set("kafka.brokers", address.as_str())
+        .set("state.dir", dir.path().join("state").display().to_string())
+        .stream("sales", "sales", cols.to_vec())
+        .write(dir.path());
     let log = dir.path().join("serve1.log");
     let (_svc, base) = serve(dir.path(), &address, 1);
     // Started before anything was produced: the stream's topic does not exist yet, and
@@ -147,18 +132,7 @@ fn an_unreachable_broker_is_named_in_readyz_within_ten_seconds() {
     let port = free_port();
     let brokers = format!("127.0.0.1:{port}");
     let started = Instant::now();
-    let svc = TestService::start(
-        config(
-            vec![stream(
-                "s",
-                "t.reach",
-                ravel::config::FeatureSchema::Count(3),
-                ravel_core::Task::Regression,
-            )],
-            None,
-        ),
-        &brokers,
-    );
+    let svc = TestService::start(one_regression("s", "t.reach", 3, None), &brokers);
     let want = format!("cannot reach Kafka at {brokers} since ");
     let v = loop {
         let (status, v) = svc.get("/readyz");
@@ -207,26 +181,16 @@ fn an_unreachable_broker_is_named_in_readyz_within_ten_seconds() {
         &[],
         &dir.path().join("broker.log"),
     );
-    let start = Instant::now();
-    loop {
-        let (_, v) = svc.get("/readyz");
-        if v.get("kafka_unreachable").is_none() {
-            break;
-        }
-        assert!(
-            start.elapsed() < DEADLINE,
-            "still unreachable once the broker runs: {v}"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    svc.wait_get(
+        "/readyz",
+        "still unreachable once the broker runs",
+        |_, v| v.get("kafka_unreachable").is_none(),
+    );
 }
 
 #[test]
 fn a_stream_whose_topic_receives_nothing_says_so_and_refusals_are_counted_by_reason() {
-    let broker = ravel::broker::EmbeddedBroker::start(1).unwrap();
-    let brokers = broker.bootstrap_servers().to_string();
-    broker.create_topic("t.quiet", 1).unwrap();
-    broker.create_topic("t.loud", 1).unwrap();
+    let (_broker, brokers) = broker_with(&[("t.quiet", 1), ("t.loud", 1)]);
     let schema = || ravel::config::FeatureSchema::Count(2);
     let svc = TestService::start(
         config(

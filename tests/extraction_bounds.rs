@@ -5,8 +5,6 @@
 
 use crate::common::*;
 use ravel::broker::EmbeddedBroker;
-use ravel::config::FeatureSchema;
-use ravel_core::Task;
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use serde_json::json;
@@ -60,13 +58,8 @@ fn start_with_drain(
     producer.flush(Duration::from_secs(30)).unwrap();
     let mut cfg = config(
         vec![
-            stream("big", "t.big", FeatureSchema::Count(P), Task::Regression),
-            stream(
-                "small",
-                "t.small",
-                FeatureSchema::Count(3),
-                Task::Regression,
-            ),
+            regression("big", "t.big", P),
+            regression("small", "t.small", 3),
         ],
         None,
     );
@@ -106,14 +99,7 @@ fn a_long_extraction_stops_at_its_deadline_and_small_ones_still_answer() {
         "{}",
         &body.to_string()[..200.min(body.to_string().len())]
     );
-    assert_eq!(body["error"]["code"], "extraction_timeout", "{body}");
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("300 ms"),
-        "{body}"
-    );
+    assert_error_says(&body, "extraction_timeout", "300 ms");
     // The solver stopped at the deadline rather than running to its end (which takes far
     // longer on this design: see the cancellation test below, which waits for it).
     assert!(took < Duration::from_secs(20), "answered after {took:?}");

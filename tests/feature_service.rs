@@ -38,7 +38,6 @@ fn feature_stream(
     }
 }
 
-/// Sends the payloads in order (None: a message without payload) and waits for all.
 /// Sends `payloads` (None: a tombstone) to `topic` with an idempotent producer.
 fn send(brokers: &str, topic: &str, payloads: &[Option<Vec<u8>>]) {
     let records = payloads.iter().map(|value| Record {
@@ -53,19 +52,12 @@ fn labels_msg(y: &[f64]) -> Option<Vec<u8>> {
 }
 
 fn dense(name: &str, values: &[f64]) -> Option<Vec<u8>> {
-    Some(serde_json::to_vec(&json!({"feature": name, "values": values})).unwrap())
+    Some(feature_message(name, values, false))
 }
 
 /// The nonzeros only, last sample first (any order is allowed).
 fn sparse(name: &str, values: &[f64]) -> Option<Vec<u8>> {
-    let (indices, vals): (Vec<usize>, Vec<f64>) = values
-        .iter()
-        .enumerate()
-        .rev()
-        .filter(|(_, v)| **v != 0.0)
-        .map(|(i, v)| (i, *v))
-        .unzip();
-    Some(serde_json::to_vec(&json!({"feature": name, "indices": indices, "values": vals})).unwrap())
+    Some(feature_message(name, values, true))
 }
 
 fn raw(s: &str) -> Option<Vec<u8>> {
@@ -181,10 +173,7 @@ const REASONS: [&str; 7] = [
 fn selection_over_kafka_equals_online_substitution_on_the_same_columns() {
     let (n, p, s) = (200, 300, 10);
     let d = sparse_design(n, p, s, 3);
-    let broker = EmbeddedBroker::start(1).unwrap();
-    let brokers = broker.bootstrap_servers().to_string();
-    broker.create_topic("t.genes", 1).unwrap();
-    broker.create_topic("t.genes.dlq", 1).unwrap();
+    let (_broker, brokers) = broker_with(&[("t.genes", 1), ("t.genes.dlq", 1)]);
     // Labels, then two passes over the columns (every 5th in the sparse format).
     let mut msgs = vec![labels_msg(&d.y)];
     for _ in 0..2 {
@@ -567,10 +556,7 @@ fn bad_feature_messages_are_refused_counted_dead_lettered_and_change_nothing() {
             seq.push((m.clone(), Some(*r)));
         }
     }
-    let broker = EmbeddedBroker::start(1).unwrap();
-    let brokers = broker.bootstrap_servers().to_string();
-    broker.create_topic("t.f", 1).unwrap();
-    broker.create_topic("t.f.dlq", 1).unwrap();
+    let (_broker, brokers) = broker_with(&[("t.f", 1), ("t.f.dlq", 1)]);
     let payloads: Vec<Option<Vec<u8>>> = seq.iter().map(|(m, _)| m.clone()).collect();
     send(&brokers, "t.f", &payloads);
     let cfg = feature_config(vec![feature_stream("f", "t.f", n, s, Loss::Squared, 1)]);

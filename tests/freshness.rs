@@ -7,9 +7,6 @@
 
 use crate::common::*;
 use ravel::SKEW_ALLOWANCE_MS;
-use ravel::broker::EmbeddedBroker;
-use ravel::config::FeatureSchema;
-use ravel_core::Task;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -131,20 +128,9 @@ fn as_of_everywhere(svc: &TestService) -> i64 {
 
 #[test]
 fn freshness_and_as_of_follow_the_produced_timestamps() {
-    let broker = EmbeddedBroker::start(1).unwrap();
-    let brokers = broker.bootstrap_servers().to_string();
-    broker.create_topic(TOPIC, 1).unwrap();
-    broker.create_topic(&format!("{TOPIC}.dlq"), 1).unwrap();
+    let (_broker, brokers) = broker_with(&[(TOPIC, 1), (&format!("{TOPIC}.dlq"), 1)]);
     let state = tempfile::tempdir().unwrap();
-    let cfg = config(
-        vec![stream(
-            STREAM,
-            TOPIC,
-            FeatureSchema::Count(2),
-            Task::Regression,
-        )],
-        Some(state.path()),
-    );
+    let cfg = one_regression(STREAM, TOPIC, 2, Some(state.path()));
     let svc = TestService::start(cfg.clone(), &brokers);
 
     // Before any row: no as_of, an empty histogram (declared at zero for dashboards).

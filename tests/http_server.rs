@@ -6,8 +6,7 @@
 
 use crate::common::*;
 use ravel::broker::EmbeddedBroker;
-use ravel::config::{FeatureSchema, FeatureStreamConfig, Secret};
-use ravel_core::Task;
+use ravel::config::{FeatureStreamConfig, Secret};
 use ravel_core::features::Loss;
 use serde_json::json;
 use std::io::{ErrorKind, Read, Write};
@@ -34,15 +33,7 @@ fn closed_by_server(conn: &mut TcpStream, limit: Duration) -> bool {
 #[test]
 fn trickling_and_idle_clients_are_disconnected_and_give_their_slot_back() {
     let broker = EmbeddedBroker::start(1).unwrap();
-    let mut cfg = config(
-        vec![stream(
-            "s",
-            "t.http",
-            FeatureSchema::Count(2),
-            Task::Regression,
-        )],
-        None,
-    );
+    let mut cfg = one_regression("s", "t.http", 2, None);
     cfg.http.max_connections = 4;
     cfg.http.header_read_timeout_ms = 3_000;
     cfg.check().unwrap();
@@ -118,15 +109,7 @@ fn trickling_and_idle_clients_are_disconnected_and_give_their_slot_back() {
 
 #[test]
 fn http_bounds_are_checked_at_start_naming_the_field() {
-    let mut cfg = config(
-        vec![stream(
-            "s",
-            "t.x",
-            FeatureSchema::Count(2),
-            Task::Regression,
-        )],
-        None,
-    );
+    let mut cfg = one_regression("s", "t.x", 2, None);
     cfg.http.max_connections = 0;
     let e = cfg.check().unwrap_err().to_string();
     assert!(e.contains("http.max_connections"), "{e}");
@@ -187,15 +170,7 @@ fn a_token_file_is_read_at_start_and_bad_tokens_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("token");
     std::fs::write(&file, "  fedcba9876543210fedcba\n").unwrap();
-    let mut cfg = config(
-        vec![stream(
-            "s",
-            "t.y",
-            FeatureSchema::Count(2),
-            Task::Regression,
-        )],
-        None,
-    );
+    let mut cfg = one_regression("s", "t.y", 2, None);
     cfg.http.token_file = file.display().to_string();
     cfg.complete().unwrap();
     assert_eq!(cfg.http.token.expose(), "fedcba9876543210fedcba");
@@ -215,15 +190,7 @@ fn a_token_file_is_read_at_start_and_bad_tokens_are_refused() {
 #[test]
 fn invented_methods_and_paths_do_not_grow_the_metrics() {
     let broker = EmbeddedBroker::start(1).unwrap();
-    let cfg = config(
-        vec![stream(
-            "s",
-            "t.labels",
-            FeatureSchema::Count(2),
-            Task::Regression,
-        )],
-        None,
-    );
+    let cfg = one_regression("s", "t.labels", 2, None);
     let svc = TestService::start(cfg, broker.bootstrap_servers());
     assert_eq!(svc.get("/healthz").0, 200);
     let before = svc.metrics().len();

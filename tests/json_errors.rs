@@ -5,8 +5,6 @@
 
 use crate::common::*;
 use ravel::broker::EmbeddedBroker;
-use ravel::config::FeatureSchema;
-use ravel_core::Task;
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -41,15 +39,7 @@ fn raw(svc: &TestService, method: &str, path: &str) -> (u16, String, String) {
 #[test]
 fn a_path_that_is_not_utf8_gets_the_json_error_body() {
     let broker = EmbeddedBroker::start(1).unwrap();
-    let cfg = config(
-        vec![stream(
-            "s",
-            "t.paths",
-            FeatureSchema::Count(2),
-            Task::Regression,
-        )],
-        None,
-    );
+    let cfg = one_regression("s", "t.paths", 2, None);
     let svc = TestService::start(cfg, broker.bootstrap_servers());
     for (method, path) in [
         ("GET", "/v1/feature-streams/%C3%28"),
@@ -103,12 +93,7 @@ fn the_first_days_mistakes_are_answered_in_the_users_words() {
     let broker = EmbeddedBroker::start(1).unwrap();
     broker.create_topic("t.words", 1).unwrap();
     broker.create_topic("t.words.dlq", 1).unwrap();
-    let mut sc = stream(
-        "sales",
-        "t.words",
-        FeatureSchema::Count(3),
-        Task::Regression,
-    );
+    let mut sc = regression("sales", "t.words", 3);
     sc.windows = Some(toml::from_str("bucket = \"1m\"\nkeep = \"7d\"").unwrap());
     let svc = TestService::start(config(vec![sc], None), broker.bootstrap_servers());
     let (x, y) = synthetic(3, 2, 200, 59);

@@ -9,12 +9,12 @@ use crate::common::*;
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// `ravel ARGS` under `ulimit -v 4194304` (4 GiB of address space), killed after 60 s (a
 /// generous bound: refusing takes milliseconds; the test only needs it to finish).
 fn ravel_4gib(args: &[&str]) -> Output {
-    let mut child = Command::new("sh")
+    let child = Command::new("sh")
         .arg("-c")
         .arg("ulimit -v 4194304 && exec \"$0\" \"$@\"")
         .arg(env!("CARGO_BIN_EXE_ravel"))
@@ -24,15 +24,9 @@ fn ravel_4gib(args: &[&str]) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > Duration::from_secs(60) {
-            child.kill().unwrap();
-            panic!("ravel {args:?} did not finish within 60 s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().unwrap()
+    let (out, finished) = output_within(child, Duration::from_secs(60));
+    assert!(finished, "ravel {args:?} did not finish within 60 s");
+    out
 }
 
 /// The run exited 1 (not a signal: an abort is SIGABRT, 134 through a shell) with an error

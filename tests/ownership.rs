@@ -4,46 +4,25 @@
 //! real second consumer in the same group.
 
 use crate::common::*;
-use ravel::broker::EmbeddedBroker;
-use ravel::config::FeatureSchema;
-use ravel_core::Task;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn wait_ready(svc: &TestService, want: u16, intruder: Option<&BaseConsumer>) -> serde_json::Value {
-    let start = Instant::now();
-    loop {
+    let what = format!("/readyz never answered {want}");
+    svc.wait_get("/readyz", &what, |status, _| {
+        // The intruder stays a live member of the group between the probes.
         if let Some(c) = intruder {
             let _ = c.poll(Duration::from_millis(50));
         }
-        let (status, body) = svc.get("/readyz");
-        if status == want {
-            return body;
-        }
-        assert!(
-            start.elapsed() < DEADLINE,
-            "/readyz never answered {want}: {body}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+        status == want
+    })
 }
 
 #[test]
 fn a_second_group_member_taking_partitions_makes_the_service_not_ready() {
-    let broker = EmbeddedBroker::start(1).unwrap();
-    let brokers = broker.bootstrap_servers().to_string();
-    broker.create_topic("t.own", 3).unwrap();
-    broker.create_topic("t.own.dlq", 1).unwrap();
-    let mut cfg = config(
-        vec![stream(
-            "s",
-            "t.own",
-            FeatureSchema::Count(2),
-            Task::Regression,
-        )],
-        None,
-    );
+    let (_broker, brokers) = broker_with(&[("t.own", 3), ("t.own.dlq", 1)]);
+    let mut cfg = one_regression("s", "t.own", 2, None);
     cfg.kafka.group_id = "ownership-test".into();
     // The group protocol (on the embedded broker `auto` is standalone assignment, which no
     // member of the group takes partitions from).

@@ -389,12 +389,7 @@ fn readyz(base: &str) -> (bool, Value) {
 fn one_instance_restarts_ready_at_once_and_a_second_one_is_named() {
     const SOLO: &str = "t.solo";
     let dir = tempfile::tempdir().unwrap();
-    let (_broker, brokers) = Proc::start(
-        "ravel broker",
-        &["broker", "--topic", &format!("{SOLO}:3")],
-        &[],
-        &dir.path().join("broker.log"),
-    );
+    let (_broker, brokers) = ravel_broker(dir.path(), &[&format!("{SOLO}:3")]);
     let names = names(3);
     let (x, y) = synthetic(3, 2, 900, 5);
     let chunks = write_chunks(dir.path(), &names, &x, &y, 300);

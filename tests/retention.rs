@@ -5,7 +5,9 @@
 //! `ravel_ingest_lost_messages_total`, and the rows it folds plus the lost ones are all the
 //! rows produced.
 
-use crate::common::{ConfigFile, DEADLINE, Proc, client, ravel, sample, serve, stream_n};
+use crate::common::{
+    ConfigFile, DEADLINE, metrics_of, ravel, ravel_broker, sample, serve, stream_n,
+};
 use std::time::{Duration, Instant};
 
 const TOPIC: &str = "t.retention";
@@ -46,12 +48,7 @@ fn wait_rows(base: &str, want: impl Fn(u64) -> bool) -> u64 {
 }
 
 fn metric(base: &str, name: &str) -> f64 {
-    let text = client()
-        .get(format!("{base}/metrics"))
-        .send()
-        .unwrap()
-        .text()
-        .unwrap();
+    let text = metrics_of(base);
     sample(&text, name).unwrap_or_else(|| panic!("no {name} in /metrics"))
 }
 
@@ -59,12 +56,7 @@ fn metric(base: &str, name: &str) -> f64 {
 fn messages_deleted_before_they_were_read_are_logged_and_counted() {
     let dir = tempfile::tempdir().unwrap();
     let topic = format!("{TOPIC}:1");
-    let (_broker, brokers) = Proc::start(
-        "ravel broker",
-        &["broker", "--topic", &topic],
-        &[],
-        &dir.path().join("broker.log"),
-    );
+    let (_broker, brokers) = ravel_broker(dir.path(), &[&topic]);
     ConfigFile::new("retention")
         .state_in(dir.path(), 200)
         .stream("r", TOPIC, P as i64)

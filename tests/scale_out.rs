@@ -210,12 +210,7 @@ fn replicas_share_partitions_and_each_answers_for_every_row_through_kills_and_re
     // row from the state topic and folded none again (re-reading from the beginning would
     // give the same model, so this is what shows the restore).
     for (base, run) in &bases {
-        let m = client()
-            .get(format!("{base}/metrics"))
-            .send()
-            .unwrap()
-            .text()
-            .unwrap();
+        let m = metrics_of(base);
         let applied =
             sample(&m, "ravel_observations_applied_total{stream=\"r\"}").expect("declared");
         assert_eq!(applied, 0.0, "replica {run} folded rows again");

@@ -334,22 +334,8 @@ impl Registry {
             .route("/schemas/ids/{id}", get(by_id))
             .route("/schemas/guids/{guid}", get(by_guid))
             .with_state(state.clone());
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-                tx.send(listener.local_addr().unwrap()).unwrap();
-                axum::serve(listener, app).await.unwrap();
-            });
-        });
-        let addr = rx.recv_timeout(Duration::from_secs(10)).unwrap();
         Registry {
-            url: format!("http://{addr}"),
+            url: serve_stub(app),
             state,
         }
     }

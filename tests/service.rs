@@ -229,14 +229,7 @@ fn models_over_http_equal_ravel_fit_on_the_same_rows() {
         &json!({"method": "lasso", "k": 3, "l1_ratio": 0.5}),
     );
     assert_eq!(status, 400, "{err}");
-    assert_eq!(err["error"]["code"], "invalid_body", "{err}");
-    assert!(
-        err["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("l1_ratio"),
-        "{err}"
-    );
+    assert_error_says(&err, "invalid_body", "l1_ratio");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_ravel"))
         .args([
             "fit",
@@ -438,18 +431,8 @@ fn every_error_path_answers_4xx_json() {
 
     let mut cfg = config(
         vec![
-            stream(
-                "small",
-                "t.small",
-                FeatureSchema::Count(3),
-                Task::Regression,
-            ),
-            stream(
-                "empty",
-                "t.empty",
-                FeatureSchema::Count(2),
-                Task::Regression,
-            ),
+            regression("small", "t.small", 3),
+            regression("empty", "t.empty", 2),
         ],
         None,
     );
@@ -635,14 +618,7 @@ fn every_error_path_answers_4xx_json() {
     // model uses is refused, naming the keys the stream does not use.
     let (status, body) = svc.post(predict, &json!({"model": m, "features": [{"a": 1.0}]}));
     assert_eq!(status, 400, "{body}");
-    assert_eq!(body["error"]["code"], "missing_feature", "{body}");
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("does not use: a"),
-        "{body}"
-    );
+    assert_error_says(&body, "missing_feature", "does not use: a");
     assert_error(
         svc.post(predict, &json!({"model": m})),
         400,
@@ -695,12 +671,12 @@ fn every_error_path_answers_4xx_json() {
 
 #[test]
 fn bad_messages_go_to_the_dead_letter_topic_and_leave_statistics_unchanged() {
-    let broker = EmbeddedBroker::start(1).unwrap();
-    let brokers = broker.bootstrap_servers().to_string();
-    broker.create_topic("t.named", 2).unwrap();
-    broker.create_topic("t.named.dlq", 1).unwrap();
-    broker.create_topic("t.cls", 1).unwrap();
-    broker.create_topic("t.cls.dlq", 1).unwrap();
+    let (_broker, brokers) = broker_with(&[
+        ("t.named", 2),
+        ("t.named.dlq", 1),
+        ("t.cls", 1),
+        ("t.cls.dlq", 1),
+    ]);
 
     // Good rows: 40 synthetic rows in three formats.
     let (x, y) = synthetic(3, 1, 40, 11);
@@ -960,46 +936,14 @@ fn brute_force_ols(x: &[f64], y: &[f64], p: usize) -> Vec<f64> {
 
 #[test]
 fn checkpoints_that_do_not_match_stop_the_service_with_a_clear_error() {
-    use ravel::Stats;
-    use ravel::checkpoint::{self, Checkpoint};
-    use ravel_core::stats::AlphaSchedule;
-    let broker = EmbeddedBroker::start(1).unwrap();
-    broker.create_topic("t.cp", 1).unwrap();
+    use ravel::checkpoint;
+    let (broker, _) = broker_with(&[("t.cp", 1)]);
     let state = tempfile::tempdir().unwrap();
-    let cfg = || {
-        config(
-            vec![stream(
-                "cp",
-                "t.cp",
-                FeatureSchema::Count(2),
-                Task::Regression,
-            )],
-            Some(state.path()),
-        )
-    };
-    let mut stats = Stats::new(Task::Regression, 2, AlphaSchedule::Plain);
-    stats
-        .update_batch(&[1.0, 2.0, 3.0, 5.0], &[1.0, 2.0])
-        .unwrap();
-    let mut cp = Checkpoint {
-        version: checkpoint::VERSION,
-        stream: "cp".into(),
-        topic: "t.cp".into(),
-        cluster_id: None,
-        // The topic is empty: a checkpoint at offset 50 belongs to another incarnation of it.
-        offsets: [(0, 50)].into(),
-        last_update_ms: None,
-        as_of_ms: None,
-        stats,
-        folds: None,
-        windows: None,
-        bucket_files: None,
-    };
+    let cfg = || one_regression("cp", "t.cp", 2, Some(state.path()));
+    // The topic is empty: a checkpoint at offset 50 belongs to another incarnation of it.
+    let mut cp = two_row_checkpoint("cp", "t.cp", 50);
     checkpoint::write(state.path(), &mut cp).unwrap();
-    let err = TestService::start(cfg(), broker.bootstrap_servers())
-        .join()
-        .unwrap_err();
-    let msg = format!("{err:#}");
+    let msg = TestService::start_refused(cfg(), broker.bootstrap_servers());
     assert!(
         msg.contains("another incarnation") && msg.contains("state directory"),
         "{msg}"
@@ -1009,32 +953,14 @@ fn checkpoints_that_do_not_match_stop_the_service_with_a_clear_error() {
     cp.offsets = [(0, 0)].into();
     cp.cluster_id = Some("some-other-cluster".into());
     checkpoint::write(state.path(), &mut cp).unwrap();
-    let msg = format!(
-        "{:#}",
-        TestService::start(cfg(), broker.bootstrap_servers())
-            .join()
-            .unwrap_err()
-    );
+    let msg = TestService::start_refused(cfg(), broker.bootstrap_servers());
     assert!(msg.contains("some-other-cluster"), "{msg}");
 
     // Another schema: the stream now has 3 features.
     cp.cluster_id = None;
     checkpoint::write(state.path(), &mut cp).unwrap();
-    let wide = config(
-        vec![stream(
-            "cp",
-            "t.cp",
-            FeatureSchema::Count(3),
-            Task::Regression,
-        )],
-        Some(state.path()),
-    );
-    let msg = format!(
-        "{:#}",
-        TestService::start(wide, broker.bootstrap_servers())
-            .join()
-            .unwrap_err()
-    );
+    let wide = one_regression("cp", "t.cp", 3, Some(state.path()));
+    let msg = TestService::start_refused(wide, broker.bootstrap_servers());
     assert!(msg.contains("p = 2") && msg.contains("move"), "{msg}");
 
     // A matching checkpoint is restored: n = 2 before any message.
@@ -1053,10 +979,7 @@ fn checkpoints_that_do_not_match_stop_the_service_with_a_clear_error() {
 #[test]
 fn json_decoded_ahead_keeps_each_message_with_its_own_result() {
     const P: usize = 100;
-    let broker = EmbeddedBroker::start(1).unwrap();
-    let brokers = broker.bootstrap_servers().to_string();
-    broker.create_topic("t.grp", 1).unwrap();
-    broker.create_topic("t.grp.dlq", 1).unwrap();
+    let (_broker, brokers) = broker_with(&[("t.grp", 1), ("t.grp.dlq", 1)]);
 
     let (x, y) = synthetic(P, 10, 230, 21);
     let row = |i: usize| &x[i * P..(i + 1) * P];
@@ -1123,15 +1046,7 @@ fn json_decoded_ahead_keeps_each_message_with_its_own_result() {
     }
     producer.flush(Duration::from_secs(30)).unwrap();
 
-    let cfg = config(
-        vec![stream(
-            "grp",
-            "t.grp",
-            FeatureSchema::Count(P),
-            Task::Regression,
-        )],
-        None,
-    );
+    let cfg = one_regression("grp", "t.grp", P, None);
     let svc = TestService::start(cfg, &brokers);
     let summary = svc.wait_rows("grp", 230);
     let dlq = read_topic(&brokers, "t.grp.dlq", bad.len());

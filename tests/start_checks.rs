@@ -2,28 +2,21 @@
 //! (log filter, Kafka topic names, the extraction bound, unknown keys of the settings tables)
 //! and the command-line flags renamed so that each name means one thing in every command.
 
+use crate::common::output_within;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Runs `ravel args...`, killed after 30 s (a service that started instead of refusing).
 fn run(args: &[&str]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ravel"))
+    let child = Command::new(env!("CARGO_BIN_EXE_ravel"))
         .args(args)
         .env_remove("RUST_LOG")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > Duration::from_secs(30) {
-            child.kill().unwrap();
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    child.wait_with_output().unwrap()
+    output_within(child, Duration::from_secs(30)).0
 }
 
 /// `ravel serve` with this config file must exit with an error whose text contains each of

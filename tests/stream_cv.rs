@@ -123,32 +123,12 @@ fn stream_cross_validation_equals_scikit_learn_after_a_sigkill_and_restart() {
         &dir.path().join("broker.log"),
     );
     let state = dir.path().join("state");
-    std::fs::write(
-        dir.path().join("ravel.toml"),
-        format!(
-            r#"
-[http]
-addr = "127.0.0.1:0"
-[kafka]
-group_id = "cv-group"
-[kafka.options]
-"session.timeout.ms" = "6000"
-"heartbeat.interval.ms" = "500"
-[state]
-dir = "{}"
-checkpoint_interval_ms = 1500
-[demo]
-enabled = false
-[[streams]]
-name = "r"
-topic = "{topic}"
-features = {p}
-cv.folds = 5
-"#,
-            state.display()
-        ),
-    )
-    .unwrap();
+    ConfigFile::new("cv-group")
+        .quick_rejoin()
+        .state_in(dir.path(), 1500)
+        .stream("r", topic, p as i64)
+        .stream_key("cv", "folds = 5".parse::<toml::Table>().unwrap())
+        .write(dir.path());
     let saved = || {
         ravel::checkpoint::load(&state, "r")
             .ok()

@@ -6,23 +6,13 @@
 
 use crate::common::*;
 use ravel::broker::EmbeddedBroker;
-use ravel::config::{Config, FeatureSchema};
-use ravel_core::Task;
+use ravel::config::Config;
 use rdkafka::types::RDKafkaRespErr;
-use serde_json::{Value, json};
-use std::time::{Duration, Instant};
+use serde_json::json;
 
 /// `create`: `kafka.create_topics`, whether ravel also creates the topics it reads.
 fn production_like(topic: &str, group: &str, create: bool) -> Config {
-    let mut c = config(
-        vec![stream(
-            "s",
-            topic,
-            FeatureSchema::Count(3),
-            Task::Regression,
-        )],
-        None,
-    );
+    let mut c = one_regression("s", topic, 3, None);
     c.kafka.group_id = group.into();
     c.kafka.create_topics = create;
     c.kafka.topic_partitions = 4;
@@ -34,26 +24,9 @@ fn production_like(topic: &str, group: &str, create: bool) -> Config {
     c
 }
 
-fn wait_readyz(svc: &TestService, what: &str, f: impl Fn(u16, &Value) -> bool) -> Value {
-    let start = Instant::now();
-    loop {
-        let (status, v) = svc.get("/readyz");
-        if f(status, &v) {
-            return v;
-        }
-        assert!(
-            start.elapsed() < DEADLINE,
-            "{what}: last /readyz {status} {v}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 #[test]
 fn a_missing_dead_letter_topic_keeps_the_service_not_ready_and_says_how_to_create_it() {
-    let broker = EmbeddedBroker::start(1).unwrap();
-    let brokers = broker.bootstrap_servers().to_string();
-    broker.create_topic("t.need", 2).unwrap();
+    let (broker, brokers) = broker_with(&[("t.need", 2)]);
     // The operator keeps the creation of dead-letter topics for themselves.
     let mut c = production_like("t.need", "need", false);
     c.dlq.create_topics = false;
@@ -63,7 +36,7 @@ fn a_missing_dead_letter_topic_keeps_the_service_not_ready_and_says_how_to_creat
     let command = format!(
         "ravel produce --brokers {brokers} --topic t.need.dlq --input FILE (the embedded broker creates a topic with its first message), or start ravel broker with --topic t.need.dlq:4"
     );
-    let v = wait_readyz(&svc, "not ready naming t.need.dlq", |s, v| {
+    let v = svc.wait_get("/readyz", "not ready naming t.need.dlq", |s, v| {
         s == 503 && v["missing_topics"][0]["topic"] == "t.need.dlq"
     });
     assert_eq!(v["missing_topics"].as_array().unwrap().len(), 1, "{v}");
@@ -89,7 +62,7 @@ fn a_missing_dead_letter_topic_keeps_the_service_not_ready_and_says_how_to_creat
     // The topic ravel did not create stays missing; once an operator creates it, ready.
     assert_eq!(topic_partitions(&brokers, "t.need.dlq"), None);
     broker.create_topic("t.need.dlq", 1).unwrap();
-    let v = wait_readyz(&svc, "ready once the topic exists", |s, _| s == 200);
+    let v = svc.wait_get("/readyz", "ready once the topic exists", |s, _| s == 200);
     assert_eq!(v["missing_topics"], json!([]));
 }
 
@@ -99,7 +72,7 @@ fn create_topics_creates_every_topic_ravel_needs() {
     let brokers = broker.bootstrap_servers().to_string();
     assert_eq!(topic_partitions(&brokers, "t.made"), None);
     let svc = TestService::start(production_like("t.made", "made", true), &brokers);
-    wait_readyz(&svc, "ready with the topics created", |s, _| s == 200);
+    svc.wait_get("/readyz", "ready with the topics created", |s, _| s == 200);
     // kafka.topic_partitions (4). The embedded broker has no CreateTopics: its topics are
     // made through auto-creating metadata requests, with its default count, also 4.
     assert_eq!(topic_partitions(&brokers, "t.made"), Some(4));
@@ -112,11 +85,15 @@ fn ravel_creates_the_topics_it_owns_and_never_by_default_the_ones_it_reads() {
     let brokers = broker.bootstrap_servers().to_string();
     // Defaults: dlq.create_topics = true, kafka.create_topics = false.
     let svc = TestService::start(production_like("t.own", "own", false), &brokers);
-    let v = wait_readyz(&svc, "not ready naming only the stream topic", |s, v| {
-        s == 503
-            && v["missing_topics"].as_array().map(Vec::len) == Some(1)
-            && v["missing_topics"][0]["topic"] == "t.own"
-    });
+    let v = svc.wait_get(
+        "/readyz",
+        "not ready naming only the stream topic",
+        |s, v| {
+            s == 503
+                && v["missing_topics"].as_array().map(Vec::len) == Some(1)
+                && v["missing_topics"][0]["topic"] == "t.own"
+        },
+    );
     assert_eq!(v["missing_topics"][0]["role"], "stream", "{v}");
     let why = v["missing_topics"][0]["why"].as_str().unwrap();
     assert!(
@@ -149,27 +126,22 @@ fn ravel_creates_the_topics_it_owns_and_never_by_default_the_ones_it_reads() {
     );
     // Once the producers' side creates it, ready.
     broker.create_topic("t.own", 2).unwrap();
-    let v = wait_readyz(&svc, "ready once the stream topic exists", |s, _| s == 200);
+    let v = svc.wait_get("/readyz", "ready once the stream topic exists", |s, _| {
+        s == 200
+    });
     assert_eq!(v["missing_topics"], json!([]));
     // Issue 45: the stream's partition count follows the topic made after the start (it
     // stayed at 0 until a restart).
-    let start = Instant::now();
-    loop {
-        let (_, s) = svc.get("/v1/streams/s");
-        if s["partitions"] == json!({"assigned": 2, "total": 2}) {
-            break;
-        }
-        assert!(start.elapsed() < DEADLINE, "{}", s["partitions"]);
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    svc.wait_get(
+        "/v1/streams/s",
+        "partitions of a topic made after the start",
+        |_, s| s["partitions"] == json!({"assigned": 2, "total": 2}),
+    );
 }
 
 #[test]
 fn an_authorization_error_names_the_resource_and_the_operation() {
-    let broker = EmbeddedBroker::start(1).unwrap();
-    let brokers = broker.bootstrap_servers().to_string();
-    broker.create_topic("t.acl", 1).unwrap();
-    broker.create_topic("t.acl.dlq", 1).unwrap();
+    let (broker, brokers) = broker_with(&[("t.acl", 1), ("t.acl.dlq", 1)]);
     broker
         .topic_error(
             "t.acl",
@@ -177,7 +149,7 @@ fn an_authorization_error_names_the_resource_and_the_operation() {
         )
         .unwrap();
     let svc = TestService::start(production_like("t.acl", "acl", false), &brokers);
-    let v = wait_readyz(&svc, "not ready naming the denied topic", |s, v| {
+    let v = svc.wait_get("/readyz", "not ready naming the denied topic", |s, v| {
         s == 503 && v["authorization_errors"][0]["resource"] == "t.acl"
     });
     let d = &v["authorization_errors"][0];

@@ -86,21 +86,7 @@ fn design(n: usize, p: usize, per_col: usize, seed: u64) -> (Vec<Vec<f64>>, Vec<
 
 /// Column j is feature "j+1": the LIBSVM file's index, so names agree.
 fn feature_msg(j: usize, col: &[f64], sparse: bool) -> Vec<u8> {
-    let name = (j + 1).to_string();
-    let v = if sparse {
-        // The nonzeros, last sample first (any order is allowed).
-        let (idx, vals): (Vec<usize>, Vec<f64>) = col
-            .iter()
-            .enumerate()
-            .rev()
-            .filter(|(_, v)| **v != 0.0)
-            .map(|(i, v)| (i, *v))
-            .unzip();
-        json!({"feature": name, "indices": idx, "values": vals})
-    } else {
-        json!({"feature": name, "values": col})
-    };
-    serde_json::to_vec(&v).unwrap()
+    feature_message(&(j + 1).to_string(), col, sparse)
 }
 
 fn write_libsvm(path: &Path, cols: &[Vec<f64>], y: &[f64]) {

@@ -203,3 +203,15 @@ pub fn checked_answer(what: &str, status: u16, body: Value) -> (u16, Value) {
     }
     (status, body)
 }
+
+/// The answer `body` is an error of code `code` whose message contains `says`.
+pub fn assert_error_says(body: &Value, code: &str, says: &str) {
+    assert_eq!(body["error"]["code"], code, "{body}");
+    let message = body["error"]["message"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no error message: {body}"));
+    assert!(
+        message.contains(says),
+        "{says:?} not in the message: {body}"
+    );
+}

@@ -2,6 +2,7 @@
 //! partitions, committed and end offsets.
 
 use super::DEADLINE;
+use ravel::broker::EmbeddedBroker;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::{Headers, Message};
@@ -234,4 +235,32 @@ pub fn read_range(
         "records of {topic} in {from:?}..{to:?}"
     );
     out
+}
+
+/// An embedded broker of one node with `topics` (name, partitions) created, and its
+/// bootstrap servers.
+pub fn broker_with(topics: &[(&str, i32)]) -> (EmbeddedBroker, String) {
+    let broker = EmbeddedBroker::start(1).unwrap();
+    for (t, p) in topics {
+        broker.create_topic(t, *p).unwrap();
+    }
+    let brokers = broker.bootstrap_servers().to_string();
+    (broker, brokers)
+}
+
+/// Messages in every partition of `topic` (high minus low watermark, summed).
+pub fn messages_in(brokers: &str, topic: &str) -> i64 {
+    let consumer = group_client(brokers, "count");
+    let md = consumer
+        .fetch_metadata(Some(topic), Duration::from_secs(10))
+        .unwrap();
+    let parts = md.topics()[0].partitions().len() as i32;
+    (0..parts)
+        .map(|p| {
+            let (lo, hi) = consumer
+                .fetch_watermarks(topic, p, Duration::from_secs(10))
+                .unwrap();
+            hi - lo
+        })
+        .sum()
 }

@@ -1,5 +1,5 @@
-//! Test data: synthetic designs, CSV files, feature names, and the Python of `target/pyenv`
-//! for the reference computations.
+//! Test data: synthetic designs, CSV files, feature names, feature-stream messages, and the
+//! Python of `target/pyenv` for the reference computations.
 
 use std::io::Write;
 use std::path::Path;
@@ -47,4 +47,23 @@ pub fn pyenv_python(imports: &str, what: &str) -> String {
          RAVEL_TEST_PYTHON"
     );
     candidate
+}
+
+/// One column of a feature stream as a message: `{"feature": name, "values": [...]}`, or
+/// with `sparse` its nonzeros only, last sample first (any order is allowed):
+/// `{"feature": name, "indices": [...], "values": [...]}`.
+pub fn feature_message(name: &str, values: &[f64], sparse: bool) -> Vec<u8> {
+    let v = if sparse {
+        let (indices, vals): (Vec<usize>, Vec<f64>) = values
+            .iter()
+            .enumerate()
+            .rev()
+            .filter(|(_, v)| **v != 0.0)
+            .map(|(i, v)| (i, *v))
+            .unzip();
+        serde_json::json!({"feature": name, "indices": indices, "values": vals})
+    } else {
+        serde_json::json!({"feature": name, "values": values})
+    };
+    serde_json::to_vec(&v).unwrap()
 }

@@ -1,5 +1,6 @@
 //! HTTP to the service under test: the client and the two calls every test makes, each
-//! answering the status and the JSON body (Null for a body that is not JSON).
+//! answering the status and the JSON body (Null for a body that is not JSON); and the
+//! stub servers the service talks to (a schema registry), served from a thread of their own.
 
 use serde_json::Value;
 use std::time::Duration;
@@ -41,4 +42,24 @@ pub fn post(base: &str, path: &str, body: &Value) -> (u16, Value) {
         status,
         r.json().unwrap_or(Value::Null),
     )
+}
+
+/// Serves `app` on 127.0.0.1 (any port) from a thread of its own, as long as the test runs;
+/// returns its base URL (`http://127.0.0.1:PORT`).
+pub fn serve_stub(app: axum::Router) -> String {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(listener.local_addr().unwrap()).unwrap();
+            axum::serve(listener, app).await.unwrap();
+        });
+    });
+    let addr = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    format!("http://{addr}")
 }

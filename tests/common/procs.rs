@@ -327,12 +327,17 @@ pub fn stream_n(base: &str, stream: &str) -> Option<u64> {
 
 /// The metrics of the service at `base` (Prometheus text).
 pub fn metrics_of(base: &str) -> String {
+    try_metrics_of(base).unwrap_or_else(|| panic!("no answer from {base}/metrics"))
+}
+
+/// The metrics of the service at `base` (Prometheus text); None while it does not answer.
+pub fn try_metrics_of(base: &str) -> Option<String> {
     super::client()
         .get(format!("{base}/metrics"))
         .send()
-        .unwrap()
+        .ok()?
         .text()
-        .unwrap()
+        .ok()
 }
 
 /// Writes rows `x` (p columns) and `y` to `dir/chunk<c>.csv`, `chunk_rows` rows each, for
@@ -457,4 +462,30 @@ pub fn ravel_check(dir: &Path, env: &[(&str, &str)]) -> (bool, Vec<Value>, Strin
         list.as_array().expect("a list of checks").clone(),
         stdout + &stderr,
     )
+}
+
+/// Waits for `child` (spawned with its stdout and stderr piped) for at most `limit`, killing it
+/// then; returns its output and whether it exited by itself.
+pub fn output_within(mut child: Child, limit: Duration) -> (std::process::Output, bool) {
+    let start = Instant::now();
+    let mut finished = true;
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > limit {
+            child.kill().unwrap();
+            finished = false;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (child.wait_with_output().unwrap(), finished)
+}
+
+/// `ravel broker` with `topics` (`name:partitions`) in `dir`, logging to `dir/broker.log`;
+/// returns it and its bootstrap servers.
+pub fn ravel_broker(dir: &Path, topics: &[&str]) -> (Proc, String) {
+    let mut args = vec!["broker"];
+    for t in topics {
+        args.extend(["--topic", t]);
+    }
+    Proc::start("ravel broker", &args, &[], &dir.join("broker.log"))
 }

@@ -1,6 +1,6 @@
 //! The service under test in this process: `server::run` on 127.0.0.1:0 in its own runtime
 //! (`TestService`, stopped on drop), the HTTP client the tests use, and the configuration
-//! builders (`config`, `feature_config`, `stream`).
+//! builders (`config`, `feature_config`, `stream`, `regression`, `one_regression`).
 
 use super::{DEADLINE, checked_answer, client};
 use ravel::config::{Config, FeatureSchema, FeatureStreamConfig, StreamConfig};
@@ -46,6 +46,13 @@ impl TestService {
         }
     }
 
+    /// Starts a service that must stop by itself with an error; returns the error with its
+    /// causes (`{:#}`).
+    pub fn start_refused(config: Config, brokers: &str) -> String {
+        let err = TestService::start(config, brokers).join().unwrap_err();
+        format!("{err:#}")
+    }
+
     /// Waits for the service to end on its own (a fatal error) and returns its result.
     pub fn join(mut self) -> anyhow::Result<()> {
         let h = self.thread.take().unwrap();
@@ -75,55 +82,66 @@ impl TestService {
     }
 
     pub fn get(&self, path: &str) -> (u16, Value) {
-        let r = client().get(self.url(path)).send().expect("GET");
-        let status = r.status().as_u16();
-        checked_answer(
-            &format!("GET {path}"),
-            status,
-            r.json().unwrap_or(Value::Null),
-        )
+        self.call(reqwest::Method::GET, path, None)
     }
 
     pub fn post(&self, path: &str, body: &Value) -> (u16, Value) {
-        let r = client()
-            .post(self.url(path))
-            .json(body)
+        self.call(reqwest::Method::POST, path, Some(body))
+    }
+
+    pub fn put(&self, path: &str, body: &Value) -> (u16, Value) {
+        self.call(reqwest::Method::PUT, path, Some(body))
+    }
+
+    /// `method path` (with a JSON `body`): the status and the JSON answer (null when the body
+    /// is not JSON), every error message checked for Rust's type names.
+    fn call(&self, method: reqwest::Method, path: &str, body: Option<&Value>) -> (u16, Value) {
+        let mut request = client().request(method.clone(), self.url(path));
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        let r = request
             .send()
-            .expect("POST");
+            .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
         let status = r.status().as_u16();
         checked_answer(
-            &format!("POST {path}"),
+            &format!("{method} {path}"),
             status,
             r.json().unwrap_or(Value::Null),
         )
     }
 
-    pub fn put(&self, path: &str, body: &Value) -> (u16, Value) {
-        let r = client().put(self.url(path)).json(body).send().expect("PUT");
-        let status = r.status().as_u16();
-        checked_answer(
-            &format!("PUT {path}"),
-            status,
-            r.json().unwrap_or(Value::Null),
-        )
+    /// Polls GET `path` every 100 ms until `done(status, body)`; returns that body, or panics
+    /// with `what` and the last answer after the deadline.
+    pub fn wait_get(
+        &self,
+        path: &str,
+        what: &str,
+        mut done: impl FnMut(u16, &Value) -> bool,
+    ) -> Value {
+        let start = Instant::now();
+        loop {
+            let (status, v) = self.get(path);
+            if done(status, &v) {
+                return v;
+            }
+            assert!(
+                start.elapsed() < DEADLINE,
+                "{what}: last {path} {status} {v} after {DEADLINE:?}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 
     /// Waits until feature stream `name` has read `messages` messages of its (one-partition)
     /// topic; returns its summary.
     pub fn wait_feature_offset(&self, name: &str, messages: i64) -> Value {
-        let start = Instant::now();
-        loop {
-            let (status, v) = self.get(&format!("/v1/feature-streams/{name}"));
-            if status == 200 && v["offsets"]["0"].as_i64() == Some(messages) {
-                return v;
-            }
-            if start.elapsed() > DEADLINE {
-                panic!(
-                    "feature stream {name}: wanted {messages} messages read, have {v} after {DEADLINE:?}"
-                );
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        let what = format!("feature stream {name}: wanted {messages} messages read");
+        self.wait_get(
+            &format!("/v1/feature-streams/{name}"),
+            &what,
+            |status, v| status == 200 && v["offsets"]["0"].as_i64() == Some(messages),
+        )
     }
 
     pub fn metrics(&self) -> String {
@@ -137,17 +155,10 @@ impl TestService {
 
     /// Waits until stream `name` holds `n` rows; panics with the last state after the deadline.
     pub fn wait_rows(&self, name: &str, n: u64) -> Value {
-        let start = Instant::now();
-        loop {
-            let (status, v) = self.get(&format!("/v1/streams/{name}"));
-            if status == 200 && v["n"].as_u64() == Some(n) {
-                return v;
-            }
-            if start.elapsed() > DEADLINE {
-                panic!("stream {name}: wanted n = {n}, have {v} after {DEADLINE:?}");
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
+        let what = format!("stream {name}: wanted n = {n}");
+        self.wait_get(&format!("/v1/streams/{name}"), &what, |status, v| {
+            status == 200 && v["n"].as_u64() == Some(n)
+        })
     }
 }
 
@@ -213,5 +224,38 @@ pub fn stream(name: &str, topic: &str, features: FeatureSchema, task: Task) -> S
         avro_schema_file: None,
         windows: None,
         start: None,
+    }
+}
+
+/// A regression stream of `p` positional features (`{"x": [...], "y": v}`).
+pub fn regression(name: &str, topic: &str, p: usize) -> StreamConfig {
+    stream(name, topic, FeatureSchema::Count(p), Task::Regression)
+}
+
+/// A config of one regression stream of `p` positional features, checkpoints in `state_dir`
+/// (or off).
+pub fn one_regression(name: &str, topic: &str, p: usize, state_dir: Option<&Path>) -> Config {
+    config(vec![regression(name, topic, p)], state_dir)
+}
+
+/// The checkpoint of a 2-feature regression stream `stream` on `topic` that holds two rows,
+/// read up to `offset` of partition 0.
+pub fn two_row_checkpoint(stream: &str, topic: &str, offset: i64) -> ravel::checkpoint::Checkpoint {
+    let mut stats = ravel::Stats::new(Task::Regression, 2, ravel_core::stats::AlphaSchedule::Plain);
+    stats
+        .update_batch(&[1.0, 2.0, 3.0, 5.0], &[1.0, 2.0])
+        .unwrap();
+    ravel::checkpoint::Checkpoint {
+        version: ravel::checkpoint::VERSION,
+        stream: stream.into(),
+        topic: topic.into(),
+        cluster_id: None,
+        offsets: [(0, offset)].into(),
+        last_update_ms: None,
+        as_of_ms: None,
+        stats,
+        folds: None,
+        windows: None,
+        bucket_files: None,
     }
 }
