@@ -48,10 +48,10 @@
 mod path;
 mod settings;
 
-pub use path::{
-    DeltaSearch, PathSpec, WidePath, delta_grid, find_delta_max, path, point_with_k, run_path,
+pub use path::{DeltaSearch, WidePath, delta_grid, find_delta_max, path, point_with_k, run_path};
+pub use settings::{
+    Checked, DEFAULT_STEP_TOL, PathSpec, Sampling, Setting, Spelling, WideOptions, WideSettings,
 };
-pub use settings::{Checked, DEFAULT_STEP_TOL, Setting, Spelling, WideOptions, WideSettings};
 
 use crate::data::csc::Csc;
 use rand::rngs::StdRng;
@@ -115,20 +115,6 @@ impl<'a> WideProblem<'a> {
     pub fn intercept(&self, b: &[(usize, f64)]) -> f64 {
         self.y_mean - b.iter().map(|&(j, v)| self.mean[j] * v).sum::<f64>()
     }
-}
-
-/// How the vertex is chosen.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Sampling {
-    /// Every column each iteration (deterministic FW).
-    Full,
-    /// `kappa` columns drawn each iteration (004 Alg. 2), from `seed`.
-    Randomized {
-        /// Columns sampled per iteration.
-        kappa: usize,
-        /// The seed.
-        seed: u64,
-    },
 }
 
 /// The answer at one delta.

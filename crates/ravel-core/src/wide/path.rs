@@ -6,7 +6,7 @@
 //! constraint, lambda(delta) = ||grad||_inf at the solution, falls to lambda_max / 100, then
 //! bisected (in log delta) to within 10 % of that lambda.
 
-use super::{WideOptions, WidePoint, WideProblem, WideSolver};
+use super::{PathSpec, WideOptions, WidePoint, WideProblem, WideSolver};
 
 /// 004's grid: the Gram-form Frank-Wolfe's, geometric from delta_max * ratio up to delta_max.
 pub use crate::solve::frank_wolfe::delta_grid;
@@ -113,30 +113,6 @@ fn multiplier(pt: &WidePoint) -> f64 {
         return pt.lambda;
     }
     ((pt.delta * pt.lambda - pt.gap) / l1).max(0.0)
-}
-
-/// The grid of a path: 004's settings (`ravel fit --wide`'s flags and the service's request).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct PathSpec {
-    /// Points of the path (004: 100).
-    pub points: usize,
-    /// The smallest delta as a fraction of delta_max (004: 0.01).
-    pub delta_min_ratio: f64,
-    /// delta_max's multiplier: lambda_max times this (004: 0.01), when `delta_max` is None.
-    pub lambda_min_ratio: f64,
-    /// The largest delta, or None to find it (`find_delta_max`).
-    pub delta_max: Option<f64>,
-}
-
-impl Default for PathSpec {
-    fn default() -> Self {
-        PathSpec {
-            points: 100,
-            delta_min_ratio: 0.01,
-            lambda_min_ratio: 0.01,
-            delta_max: None,
-        }
-    }
 }
 
 /// A whole path: where it ends, how that was found, and its points (increasing delta).

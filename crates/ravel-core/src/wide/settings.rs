@@ -3,10 +3,47 @@
 //! `PathSpec` here, once: the same rules and the same messages for both, each message naming
 //! the setting as its caller spells it (`--sample-fraction` on the command line,
 //! `sample_fraction` in JSON: `Spelling`). `WideOptions`, the solver's own
-//! settings, lives here beside them.
+//! settings (with `Sampling`), and `PathSpec`, the path's grid, live here beside them.
 
-use super::{PathSpec, Sampling};
 use crate::solve::limits::{MAX_FW_ITERATIONS, MAX_PATH_POINTS};
+
+/// How the vertex is chosen.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Sampling {
+    /// Every column each iteration (deterministic FW).
+    Full,
+    /// `kappa` columns drawn each iteration (004 Alg. 2), from `seed`.
+    Randomized {
+        /// Columns sampled per iteration.
+        kappa: usize,
+        /// The seed.
+        seed: u64,
+    },
+}
+
+/// The grid of a path: 004's settings (`ravel fit --wide`'s flags and the service's request).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PathSpec {
+    /// Points of the path (004: 100).
+    pub points: usize,
+    /// The smallest delta as a fraction of delta_max (004: 0.01).
+    pub delta_min_ratio: f64,
+    /// delta_max's multiplier: lambda_max times this (004: 0.01), when `delta_max` is None.
+    pub lambda_min_ratio: f64,
+    /// The largest delta, or None to find it (`find_delta_max`).
+    pub delta_max: Option<f64>,
+}
+
+impl Default for PathSpec {
+    fn default() -> Self {
+        PathSpec {
+            points: 100,
+            delta_min_ratio: 0.01,
+            lambda_min_ratio: 0.01,
+            delta_max: None,
+        }
+    }
+}
 
 /// `step_tol`'s default where the step rule applies: paper 004's (glmnet's) 1e-3.
 pub const DEFAULT_STEP_TOL: f64 = 1e-3;
