@@ -80,31 +80,8 @@ pub(super) fn score(
     }
     if let Some(level) = interval {
         let rows: Vec<&[f64]> = x.chunks(p).collect();
-        match ravel_core::solve::summary::prediction_intervals(&current.model, &rows, level) {
-            Ok(intervals) => {
-                let value = |i| serde_json::to_value(i).expect("an interval serializes");
-                match intervals.as_slice() {
-                    [one] => out.insert("interval".into(), value(one)),
-                    many => out.insert(
-                        "intervals".into(),
-                        serde_json::Value::Array(many.iter().map(value).collect()),
-                    ),
-                };
-            }
-            Err(why) => {
-                let why = match current
-                    .model
-                    .diagnostics
-                    .notes
-                    .iter()
-                    .find(|n| n.starts_with("no inference"))
-                {
-                    Some(note) => note.clone(),
-                    None => why,
-                };
-                out.insert("no_interval".into(), why.into());
-            }
-        }
+        let (key, value) = intervals(&current.model, &rows, level);
+        out.insert(key.into(), value);
     }
     let mut version = current.version.clone();
     if let (Some(b), Some(v)) = (before_event, version.as_object_mut()) {
@@ -112,6 +89,36 @@ pub(super) fn score(
     }
     out.insert("model".into(), version);
     Ok(serde_json::to_vec(&out).expect("a JSON map serializes"))
+}
+
+/// The rows' intervals at `level` as a prediction carries them: `interval` (one row) or
+/// `intervals` (one per row), or `no_interval` and the reason, in the model's own words where
+/// it noted why it has no inference (an exact fit, a singular one).
+fn intervals(model: &Model, rows: &[&[f64]], level: f64) -> (&'static str, serde_json::Value) {
+    match ravel_core::solve::summary::prediction_intervals(model, rows, level) {
+        Ok(intervals) => {
+            let value = |i| serde_json::to_value(i).expect("an interval serializes");
+            match intervals.as_slice() {
+                [one] => ("interval", value(one)),
+                many => (
+                    "intervals",
+                    serde_json::Value::Array(many.iter().map(value).collect()),
+                ),
+            }
+        }
+        Err(why) => {
+            let why = match model
+                .diagnostics
+                .notes
+                .iter()
+                .find(|n| n.starts_with("no inference"))
+            {
+                Some(note) => note.clone(),
+                None => why,
+            };
+            ("no_interval", why.into())
+        }
+    }
 }
 
 /// A short, stable name of a model request: FNV-1a (64 bits) of its JSON, in hex.
@@ -126,6 +133,61 @@ pub(super) fn spec_hash(request: &Request) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Rows of three features (the third one a pure function of the row number) and their
+    /// OLS model with inference: `noise` 0 makes the targets an exact linear function.
+    fn ols_with_inference(noise: f64) -> Model {
+        use ravel_core::stats::{AlphaSchedule, RunningStats};
+        let n = 40;
+        let x: Vec<f64> = (0..n)
+            .flat_map(|i| {
+                let t = i as f64;
+                [t.sin(), (0.7 * t).cos(), (t * 0.31).fract()]
+            })
+            .collect();
+        let y: Vec<f64> = x
+            .chunks(3)
+            .enumerate()
+            .map(|(i, r)| {
+                1.0 + 2.0 * r[0] - 3.0 * r[1] + 0.5 * r[2] + noise * ((i * 7919) % 13) as f64
+            })
+            .collect();
+        let mut stats = RunningStats::new(3, AlphaSchedule::Plain);
+        stats.update_batch(&x, &y).unwrap();
+        let mut request = Request::ols();
+        request.inference = true;
+        stats.extract(&request).unwrap()
+    }
+
+    #[test]
+    fn a_scorer_writes_intervals_or_says_why_it_has_none() {
+        let rows: [&[f64]; 2] = [&[0.1, 0.2, 0.3], &[1.0, -1.0, 0.5]];
+        let fitted = ols_with_inference(0.01);
+        let (key, one) = intervals(&fitted, &rows[..1], 0.9);
+        assert_eq!(key, "interval");
+        let (lo, hi) = (
+            one["obs_ci_lower"].as_f64().unwrap(),
+            one["obs_ci_upper"].as_f64().unwrap(),
+        );
+        assert!(
+            lo < one["mean"].as_f64().unwrap() && one["mean"].as_f64().unwrap() < hi,
+            "{one}"
+        );
+        let (key, many) = intervals(&fitted, &rows, 0.9);
+        assert_eq!(key, "intervals");
+        assert_eq!(many.as_array().unwrap().len(), 2);
+        assert_eq!(
+            many[0], one,
+            "a row's interval does not depend on the rows beside it"
+        );
+        // An exact fit has no covariance: the prediction says so, in the model's words.
+        let exact = ols_with_inference(0.0);
+        assert!(exact.diagnostics.exact_fit, "{:?}", exact.diagnostics);
+        let (key, why) = intervals(&exact, &rows, 0.9);
+        assert_eq!(key, "no_interval");
+        let why = why.as_str().unwrap();
+        assert!(why.starts_with("no inference"), "{why}");
+    }
 
     #[test]
     fn a_model_spec_hashes_the_same_every_time_and_apart_from_others() {
