@@ -7,7 +7,7 @@
 //! its held-out error from its own moments, the full path on the merge of all folds. So the
 //! folds, like the statistics, do not depend on how the rows were chunked.
 
-use crate::{BLOCK_ROWS, PyStats, strides_of, value_error};
+use crate::{BLOCK_ROWS, PyStats, rows_of, value_error};
 use numpy::{PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use ravel_core::solve::Request;
@@ -88,11 +88,7 @@ impl PyFolds {
         if rows == 0 {
             return Ok(());
         }
-        let (row_stride, col_stride) = strides_of(&x)?;
-        let xs = x.as_slice().map_err(value_error)?;
-        let ys = y
-            .as_slice()
-            .map_err(|_| value_error("y must be a contiguous array: np.ascontiguousarray(y)"))?;
+        let (row_stride, col_stride, xs, ys) = rows_of(&x, &y)?;
         let folds = &mut self.folds;
         py.detach(|| {
             let k = folds.len();

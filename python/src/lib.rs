@@ -39,7 +39,7 @@ pub(crate) fn value_error(e: impl std::fmt::Display) -> PyErr {
 
 /// Where a 2-D float64 array's rows lie: (row stride, column stride) in values, for the
 /// two layouts numpy arrays without gaps have (C: row-major, Fortran: column-major).
-pub(crate) fn strides_of(x: &PyReadonlyArray2<'_, f64>) -> PyResult<(usize, usize)> {
+fn strides_of(x: &PyReadonlyArray2<'_, f64>) -> PyResult<(usize, usize)> {
     let (n, p) = (x.shape()[0], x.shape()[1]);
     if x.is_c_contiguous() {
         Ok((p, 1))
@@ -50,6 +50,20 @@ pub(crate) fn strides_of(x: &PyReadonlyArray2<'_, f64>) -> PyResult<(usize, usiz
             "X must be a contiguous array (C or Fortran order): np.ascontiguousarray(X)",
         ))
     }
+}
+
+/// X's values where they lie with its strides (row, column), and y's, for a fold: both
+/// contiguous, or a ValueError that says how to make them so.
+pub(crate) fn rows_of<'a>(
+    x: &'a PyReadonlyArray2<'_, f64>,
+    y: &'a PyReadonlyArray1<'_, f64>,
+) -> PyResult<(usize, usize, &'a [f64], &'a [f64])> {
+    let (row_stride, col_stride) = strides_of(x)?;
+    let xs = x.as_slice().map_err(value_error)?;
+    let ys = y
+        .as_slice()
+        .map_err(|_| value_error("y must be a contiguous array: np.ascontiguousarray(y)"))?;
+    Ok((row_stride, col_stride, xs, ys))
 }
 
 #[pymethods]
@@ -92,11 +106,7 @@ impl PyStats {
         if rows == 0 {
             return Ok(());
         }
-        let (row_stride, col_stride) = strides_of(&x)?;
-        let xs = x.as_slice().map_err(value_error)?;
-        let ys = y
-            .as_slice()
-            .map_err(|_| value_error("y must be a contiguous array: np.ascontiguousarray(y)"))?;
+        let (row_stride, col_stride, xs, ys) = rows_of(&x, &y)?;
         let inner = &mut self.inner;
         py.detach(|| {
             // One block is refused whole by the fold itself; with more, a refused block puts

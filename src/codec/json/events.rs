@@ -696,6 +696,27 @@ mod tests {
         format!("{{{}}}", members.join(", "))
     }
 
+    /// The tree path's schema of events of `f` with `target` (no compiled paths: a test adds
+    /// `plan` for the fast path).
+    fn tree_schema<'a>(
+        f: &'a Fields,
+        target: &'a str,
+        skip_missing_target: bool,
+        unlabelled: bool,
+    ) -> Schema<'a> {
+        Schema {
+            p: f.p(),
+            fields: Some(f),
+            target: Some(target),
+            skip_missing_target,
+            classification: false,
+            unlabelled,
+            wire: None,
+            schema_header: None,
+            plan: None,
+        }
+    }
+
     /// Rows (as bits), targets, tally (but `events_by_tree`), or the refusal.
     type Outcome = Result<(Vec<u64>, Vec<u64>, Tally), (Reason, String)>;
 
@@ -728,17 +749,7 @@ mod tests {
             for target in ["price", "label.value"] {
                 let plan = Plan::new(&f, target);
                 for unlabelled in [false, true] {
-                    let tree = Schema {
-                        p: f.p(),
-                        fields: Some(&f),
-                        target: Some(target),
-                        skip_missing_target: k != 0,
-                        classification: false,
-                        unlabelled,
-                        wire: None,
-                        schema_header: None,
-                        plan: None,
-                    };
+                    let tree = tree_schema(&f, target, k != 0, unlabelled);
                     let with_plan = Schema {
                         plan: Some(&plan),
                         ..tree
@@ -782,15 +793,8 @@ mod tests {
         let f = fields([Missing::Indicator; 6]);
         let plan = Plan::new(&f, "label.value");
         let s = Schema {
-            p: f.p(),
-            fields: Some(&f),
-            target: Some("label.value"),
-            skip_missing_target: true,
-            classification: false,
-            unlabelled: false,
-            wire: None,
-            schema_header: None,
             plan: Some(&plan),
+            ..tree_schema(&f, "label.value", true, false)
         };
         // Unknown nested objects and lists, escapes in values, a flat dotted key beside the
         // object of the same path (the flat key wins), a hashed list.
@@ -873,17 +877,7 @@ mod tests {
     fn utf8_is_checked_where_strings_hold_it() {
         let f = fields([Missing::Indicator; 6]);
         let plan = Plan::new(&f, "price");
-        let tree = Schema {
-            p: f.p(),
-            fields: Some(&f),
-            target: Some("price"),
-            skip_missing_target: true,
-            classification: false,
-            unlabelled: false,
-            wire: None,
-            schema_header: None,
-            plan: None,
-        };
+        let tree = tree_schema(&f, "price", true, false);
         let with_plan = Schema {
             plan: Some(&plan),
             ..tree
