@@ -27,8 +27,8 @@ _ESTIMATORS = {
 
 
 def __getattr__(name):
-    # The estimators need scikit-learn and the client pandas: each is imported when first
-    # named, so `import ravel_lm` needs numpy alone.
+    # Each is imported when first named: `import ravel_lm` and the estimators on numpy
+    # arrays need numpy alone (the client needs pandas, the learners River's pipelines).
     if name in _ESTIMATORS:
         from . import estimators
 

@@ -1,5 +1,10 @@
 """scikit-learn estimators over ravel's running statistics.
 
+They follow scikit-learn's estimator API (get_params / set_params, clone, tags, score, its
+checks) without importing scikit-learn (ravel_lm._sklearn, issue 61): `partial_fit` on numpy
+arrays needs numpy alone; pandas frames and other input are validated by scikit-learn's own
+`validate_data`, imported when such input first comes.
+
 Each estimator folds its rows into running-average statistics (`ravel_lm.Stats`: n, E[x],
 E[y], E[x x^T], E[x y], E[y^2]) and extracts its model from them alone. So `partial_fit` is
 exact: the moments of every chunk are folded in, and the model extracted on demand (when
@@ -34,11 +39,16 @@ from __future__ import annotations
 import json
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._model import Model, Path
 from ._native import FoldStats, Stats
+from ._sklearn import (
+    ClassifierBase,
+    RegressorBase,
+    check_classification_targets,
+    check_fitted,
+    validate_data,
+)
 
 __all__ = [
     "OLS",
@@ -94,7 +104,7 @@ def _rows(X: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(X)
 
 
-class _RavelEstimator(BaseEstimator):
+class _RavelEstimator:
     """What every estimator shares: the statistics, the request, the model on demand."""
 
     # The method's JSON name, and each parameter's JSON key (None: not part of the request).
@@ -166,10 +176,10 @@ class _RavelEstimator(BaseEstimator):
     def _fold(self, X, y, reset: bool, classes=None):
         # Not scikit-learn's finiteness scan (a pass over X, 15 % of a p = 100 fold): the
         # native fold checks every value itself and refuses the chunk whole, naming the row
-        # ("non-finite value (NaN or Inf) in row i", a ValueError).
+        # ("non-finite value (NaN or Inf) in row i", a ValueError). numpy arrays are validated
+        # without scikit-learn (ravel_lm._sklearn), with its messages.
         X, y = validate_data(
-            self, X, y, reset=reset, dtype=np.float64, y_numeric=self._task == "regression",
-            ensure_all_finite=False,
+            self, X, y, reset=reset, finite=False, numeric=self._task == "regression"
         )
         y = self._targets(y, reset, classes)
         if reset:  # kept only once the rows are in: a refused first chunk leaves it unfitted
@@ -228,8 +238,8 @@ class _RavelEstimator(BaseEstimator):
     def merge(self, other: "_RavelEstimator"):
         """Adds the statistics of `other` (fitted on other rows with the same features):
         the model is then that of both shards' rows, exactly."""
-        check_is_fitted(self)
-        check_is_fitted(other)
+        check_fitted(self)
+        check_fitted(other)
         if type(other) is not type(self) or other.n_features_in_ != self.n_features_in_:
             raise ValueError(
                 "merge takes an estimator of the same kind fitted on the same features"
@@ -255,15 +265,12 @@ class _RavelEstimator(BaseEstimator):
         return self
 
     # --- the model -------------------------------------------------------------------
-    def __sklearn_is_fitted__(self) -> bool:
-        return hasattr(self, "_fitted")
-
     def _names(self) -> list[str] | None:
         names = getattr(self, "feature_names_in_", None)
         return None if names is None else [str(n) for n in names]
 
     def _model(self) -> Model:
-        check_is_fitted(self)
+        check_fitted(self)
         fitted = self._fitted
         if fitted.model is None:
             req = self._request(fitted.stats.n, self.n_features_in_)
@@ -305,7 +312,7 @@ class _RavelEstimator(BaseEstimator):
     @property
     def stats_(self) -> Stats:
         """The running statistics (n, p, moments; `to_json`, `merge`)."""
-        check_is_fitted(self)
+        check_fitted(self)
         return self._fitted.stats
 
     @property
@@ -329,7 +336,7 @@ class _RavelEstimator(BaseEstimator):
         lambda; k-sparse ones: select's k-path), sparsest first; with select="cv" (or
         "cv_1se") its `selection` holds the CV curve, each fold's held-out errors and the
         choice."""
-        check_is_fitted(self)
+        check_fitted(self)
         req = self._path_request()
         source = self._fitted.stats
         if self._cv():
@@ -342,19 +349,14 @@ class _RavelEstimator(BaseEstimator):
 
     def _decision(self, X) -> np.ndarray:
         model = self._model()
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = validate_data(self, X, reset=False, finite=True)
         out = np.full(X.shape[0], model.intercept)
         if len(model.indices):
             out += X[:, model.indices] @ model.values
         return out
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = False
-        return tags
 
-
-class _Regressor(RegressorMixin, _RavelEstimator):
+class _Regressor(RegressorBase, _RavelEstimator):
     def predict(self, X) -> np.ndarray:
         """b0 + X b."""
         return self._decision(X)
@@ -587,7 +589,7 @@ _CLASSIFIER_METHODS = {
 }
 
 
-class LinearClassifier(ClassifierMixin, _RavelEstimator):
+class LinearClassifier(ClassifierBase, _RavelEstimator):
     """Binary classification by class-weighted least squares on +1 / -1 targets (paper 003
     section 3.6): the positives' and the negatives' statistics are kept apart, so `w_pos`
     and `w_neg` weigh the classes at extraction. `method` is any regression method's name
@@ -652,8 +654,6 @@ class LinearClassifier(ClassifierMixin, _RavelEstimator):
         return req
 
     def _targets(self, y, first, classes=None):
-        from sklearn.utils.multiclass import check_classification_targets
-
         check_classification_targets(y)
         if first:
             found = np.unique(y if classes is None else classes)
@@ -676,10 +676,5 @@ class LinearClassifier(ClassifierMixin, _RavelEstimator):
         return self._decision(X)
 
     def predict(self, X) -> np.ndarray:
-        check_is_fitted(self)
+        check_fitted(self)
         return self.classes_[(self.decision_function(X) > 0).astype(int)]
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False
-        return tags

@@ -3,6 +3,7 @@ partial_fit over random chunkings against fit, merges, pickling, and scikit-lear
 checks (each waived check named with its reason)."""
 
 import pickle
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -287,11 +288,34 @@ def waived(est):
     return WAIVED.get(type(est).__name__, {})
 
 
-@parametrize_with_checks(
-    [OLS(), Ridge(), Lasso(), Lasso(0.01), ElasticNet(), MCP(), SCAD(), OLSth(), FSA(), IHT(),
-     HTP(), LinearClassifier(), LinearClassifier("lasso", lam=0.01)],
-    expected_failed_checks=waived,
-)
+CHECKED = [OLS(), Ridge(), Lasso(), Lasso(0.01), ElasticNet(), MCP(), SCAD(), OLSth(), FSA(),
+           IHT(), HTP(), LinearClassifier(), LinearClassifier("lasso", lam=0.01)]
+
+
+def collect_checks():
+    """parametrize_with_checks over CHECKED, and the warnings it gave while collecting."""
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        marks = parametrize_with_checks(CHECKED, expected_failed_checks=waived)
+    return marks, [str(w.message) for w in seen]
+
+
+# The estimators follow scikit-learn's API without subclassing its BaseEstimator (issue 61:
+# importing scikit-learn costs more than `ravel fit`'s whole run), and scikit-learn warns of
+# that once per estimator while collecting its checks; test_only_warning_... holds the
+# collection to that one warning.
+CHECKS, COLLECTION_WARNINGS = collect_checks()
+
+
+def test_only_warning_collecting_the_checks_is_the_base_class():
+    assert COLLECTION_WARNINGS == [
+        f"Estimator {type(est).__name__} does not inherit from `sklearn.base.BaseEstimator`. "
+        "This might lead to unexpected behavior, or even errors when collecting tests."
+        for est in CHECKED
+    ]
+
+
+@CHECKS
 def test_scikit_learn_checks(estimator, check):
     check(estimator)
 
