@@ -44,6 +44,7 @@ from ._model import Model, Path
 from ._native import FoldStats, Stats
 from ._sklearn import (
     ClassifierBase,
+    NotFittedError,
     RegressorBase,
     check_classification_targets,
     check_fitted,
@@ -62,6 +63,7 @@ __all__ = [
     "IHT",
     "HTP",
     "LinearClassifier",
+    "NotFittedError",
 ]
 
 # The service's default largest k of a k-path (ravel-core `select::DEFAULT_K_MAX`).
