@@ -179,9 +179,7 @@ impl<'p, 'a> WideSolver<'p, 'a> {
             Sampling::Full => 0,
         };
         let draw = match opt.sampling {
-            Sampling::Randomized { kappa, .. } if kappa < pr.used.len() => {
-                Draw::new(pr.used.len())
-            }
+            Sampling::Randomized { kappa, .. } if kappa < pr.used.len() => Draw::new(pr.used.len()),
             _ => Draw::new(0),
         };
         WideSolver {
@@ -285,7 +283,6 @@ impl<'p, 'a> WideSolver<'p, 'a> {
         *dots += self.pr.x.p as u64;
         self.pr.used.all(self.pr.x, &self.r, rsum, &mut self.c)
     }
-
 
     /// Solves at `delta` from the current iterate (the previous point's solution).
     pub fn solve(&mut self, delta: f64) -> WidePoint {
@@ -792,7 +789,11 @@ mod tests {
                 for (u, v) in pa.iter().zip(&pb) {
                     // A full pass counts p dot products, as 004 counts it.
                     let moved = WidePoint {
-                        coefficients: u.coefficients.iter().map(|&(j, c)| (3 * j + 1, c)).collect(),
+                        coefficients: u
+                            .coefficients
+                            .iter()
+                            .map(|&(j, c)| (3 * j + 1, c))
+                            .collect(),
                         dot_products: v.dot_products,
                         ..u.clone()
                     };

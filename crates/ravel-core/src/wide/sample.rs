@@ -227,7 +227,10 @@ mod tests {
                 let (j, c) = draw.best(&used, &x, &r, 1.0, kappa, &mut rng);
                 assert_eq!(c, x.dot(j, &r) - mean[j]);
                 counts[j] += 1;
-                assert!(draw.bits.iter().all(|w| *w == 0), "the bitset is left empty");
+                assert!(
+                    draw.bits.iter().all(|w| *w == 0),
+                    "the bitset is left empty"
+                );
             }
             // P(max of a uniform kappa-subset of 0..p is j) = C(j, kappa - 1) / C(p, kappa).
             let choose = |a: usize, b: usize| -> f64 {
