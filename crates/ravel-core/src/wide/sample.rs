@@ -41,13 +41,13 @@ impl Used {
     pub(super) fn new(x: &Csc, mean: &[f64]) -> Used {
         let mut cols = Vec::with_capacity(x.p - x.empty_columns.min(x.p));
         let mut spans = Vec::with_capacity(cols.capacity());
-        for j in 0..x.p {
+        for (j, &mj) in mean.iter().enumerate().take(x.p) {
             let (start, end) = (x.col_ptr[j], x.col_ptr[j + 1]);
             if end > start {
                 cols.push(u32::try_from(j).expect("fewer than 2^32 columns"));
                 spans.push(Span {
                     start,
-                    mean: mean[j],
+                    mean: mj,
                     value: x.values[start],
                     row: x.rows[start],
                     len: u32::try_from(end - start).expect("a column has at most n nonzeros"),
@@ -140,7 +140,7 @@ impl Draw {
         let last = self.bits.len() - 1;
         for (w, word) in self.bits.iter_mut().enumerate() {
             let mut set = if out { !*word } else { *word };
-            if out && w == last && m % 64 != 0 {
+            if out && w == last && !m.is_multiple_of(64) {
                 set &= (1u64 << (m % 64)) - 1;
             }
             *word = 0;
@@ -211,8 +211,8 @@ mod tests {
         // Column j has one nonzero, j + 1 at row 0, so |z_c_j^T r| grows with j for r = e_0.
         let p = 12;
         let mut dense = vec![0.0; 2 * p];
-        for j in 0..p {
-            dense[j] = j as f64 + 1.0;
+        for (j, d) in dense.iter_mut().take(p).enumerate() {
+            *d = j as f64 + 1.0;
         }
         let x = Csc::from_dense(&dense, &[0.0, 0.0], p);
         let mean = means(&x);
