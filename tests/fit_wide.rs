@@ -119,14 +119,16 @@ fn the_wide_path_answers_with_consistent_points() {
         "{a}"
     );
 
-    // Randomized (the default, 1 % of p) with delta_max found by the solver itself: the
-    // same problem, so its densest point's objective is that of the reference's smallest
-    // lambda within 1 % (sklearn's 0.0324218 at delta 17.33).
+    // Randomized (the default, 1 % of the used columns) with delta_max found by the solver
+    // itself: the same problem, so its densest point's objective is that of the reference's
+    // smallest lambda within 1 % (sklearn's 0.0324218 at delta 17.33).
     let (r, _) = answer(&[f, "--wide", "--path-points", "5", "--seed", "3"]);
     assert_eq!(r["variant"], "randomized");
     // Issue 59: paper 004's step rule (1e-3) is the default, not the gap rule alone.
     assert_eq!(r["step_tol"], 1e-3, "{r}");
-    assert_eq!(r["kappa"], 200);
+    // 1 % of the used columns (the draw is among them), not of p: 9,351 of the 20,000.
+    let used = r["p"].as_u64().unwrap() - r["empty_columns"].as_u64().unwrap();
+    assert_eq!((used, r["kappa"].as_u64()), (9_351, Some(94)), "{r}");
     assert_eq!(r["delta_max_from"], "search");
     let dmax = r["delta_max"].as_f64().unwrap();
     assert!((12.0..25.0).contains(&dmax), "{dmax}");

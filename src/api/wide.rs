@@ -38,7 +38,8 @@ pub struct WideRequest {
     variant: Option<String>,
     /// Randomized: columns sampled per iteration (default from `sample_fraction`).
     kappa: Option<usize>,
-    /// Randomized: columns sampled per iteration as a fraction of p, in (0, 1] (default 0.01).
+    /// Randomized: columns sampled per iteration as a fraction of the used columns (those
+    /// with a nonzero, among which the sample is drawn), in (0, 1] (default 0.01).
     sample_fraction: Option<f64>,
     /// Randomized: the sampling's seed (default 0).
     seed: Option<u64>,
@@ -173,7 +174,8 @@ fn invalid(msg: impl Into<String>) -> ApiError {
 /// The body's settings checked (`ravel fit --wide`'s rules and messages, `WideSettings`, with
 /// the body's keys). The API stops each point by the duality gap alone (`ravel fit --wide
 /// --gap-rule` answers the same points); the command line's default is paper 004's step rule.
-fn settings(r: &WideRequest, p: usize) -> Result<Checked, ApiError> {
+/// `used`: the kept columns with a nonzero (the randomized rule draws among them).
+fn settings(r: &WideRequest, used: usize) -> Result<Checked, ApiError> {
     WideSettings {
         variant: r.variant.clone(),
         kappa: r.kappa,
@@ -189,7 +191,7 @@ fn settings(r: &WideRequest, p: usize) -> Result<Checked, ApiError> {
         lambda_min_ratio: r.lambda_min_ratio,
         delta_max: r.delta_max,
     }
-    .check(p, Spelling::Key)
+    .check(used, Spelling::Key)
     .map_err(invalid)
 }
 
@@ -319,7 +321,7 @@ pub(super) async fn path(
     }
     let Checked {
         options: opt, spec, ..
-    } = settings(&req, wide.p)?;
+    } = settings(&req, wide.used)?;
     let answer = st
         .extract(&name, "wide_path", "fw-lasso", move || {
             let x = wide.csc();
@@ -378,7 +380,7 @@ pub(super) async fn model(
     let (wide, req) = st.wide_columns(&name, body)?;
     let Checked {
         options: opt, spec, ..
-    } = settings(&req, wide.p)?;
+    } = settings(&req, wide.used)?;
     enum Want {
         Delta(f64),
         K(usize, PathSpec),

@@ -30,8 +30,9 @@ pub struct WideArgs {
     /// --delta-min-ratio, --lambda-min-ratio, --no-away-steps (docs/wide.md).
     #[arg(long)]
     pub wide: bool,
-    /// --wide randomized: the columns sampled per iteration as a fraction of p (default 0.01,
-    /// 004's Table 3); --kappa gives the number instead.
+    /// --wide randomized: the columns sampled per iteration as a fraction of the used columns
+    /// (those with a nonzero, among which the sample is drawn; default 0.01, 004's Table 3);
+    /// --kappa gives the number instead.
     #[arg(long, value_name = "F", requires = "wide")]
     pub sample_fraction: Option<f64>,
     /// --wide: the largest delta of the path (default: found, the l1 norm of the Lasso

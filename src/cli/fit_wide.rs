@@ -99,7 +99,8 @@ fn check_flags(args: &FitArgs) -> anyhow::Result<()> {
 /// The flags checked (`WideSettings`: the API's rules and messages, with the flags' names).
 /// Paper 004's step rule by default (issue 59: the gap rule alone took 85 s where 004's took
 /// 5.2 s for the same best test MSE); --gap-rule for the gap alone.
-fn settings(args: &FitArgs, p: usize) -> anyhow::Result<Checked> {
+/// `used`: the file's columns with a nonzero (the randomized rule draws among them).
+fn settings(args: &FitArgs, used: usize) -> anyhow::Result<Checked> {
     let e = &args.extract;
     WideSettings {
         variant: e.variant.clone(),
@@ -116,7 +117,7 @@ fn settings(args: &FitArgs, p: usize) -> anyhow::Result<Checked> {
         lambda_min_ratio: e.lambda_min_ratio,
         delta_max: args.wide.delta_max,
     }
-    .check(p, Spelling::Flag)
+    .check(used, Spelling::Flag)
     .map_err(anyhow::Error::msg)
 }
 
@@ -187,7 +188,7 @@ pub fn run(args: &FitArgs) -> anyhow::Result<String> {
         options: opt,
         spec,
         kappa,
-    } = settings(args, x.p)?;
+    } = settings(args, x.p - x.empty_columns)?;
     let test_opts = CscOptions {
         target: args.target.as_deref(),
         format,

@@ -76,6 +76,8 @@ pub struct WideColumns {
     y: Arc<Vec<f64>>,
     chunks: Vec<Arc<Vec<Arc<Column>>>>,
     p: usize,
+    /// Kept columns without a nonzero.
+    empty: usize,
     nnz: u64,
     kept_bytes: u64,
     refused: u64,
@@ -90,6 +92,7 @@ impl WideColumns {
             y: Arc::new(y),
             chunks: Vec::new(),
             p: 0,
+            empty: 0,
             nnz: 0,
             kept_bytes: 0,
             refused: 0,
@@ -136,12 +139,14 @@ impl WideColumns {
         let column = Arc::new(column);
         if let Some(old) = self.get(index) {
             let (old_nnz, old_bytes) = (old.rows.len() as u64, old.bytes());
+            self.empty = self.empty - (old_nnz == 0) as usize + column.rows.is_empty() as usize;
             self.nnz = self.nnz - old_nnz + column.rows.len() as u64;
             self.kept_bytes = self.kept_bytes - old_bytes + column.bytes();
             Arc::make_mut(&mut self.chunks[index / CHUNK])[index % CHUNK] = column;
             return;
         }
         debug_assert_eq!(index, self.p);
+        self.empty += column.rows.is_empty() as usize;
         self.nnz += column.rows.len() as u64;
         self.kept_bytes += column.bytes();
         if self.p.is_multiple_of(CHUNK) {
@@ -161,6 +166,7 @@ impl WideColumns {
     pub fn snapshot(&self) -> WideSnapshot {
         WideSnapshot {
             p: self.p,
+            used: self.p - self.empty,
             nnz: self.nnz,
             bytes: self.held(self.p, self.nnz, self.kept_bytes),
             budget: self.budget,
@@ -176,6 +182,9 @@ impl WideColumns {
 pub struct WideSnapshot {
     /// Columns kept.
     pub p: usize,
+    /// Kept columns with a nonzero: those paper 004's randomized rule draws from
+    /// (`sample_fraction` is a fraction of them).
+    pub used: usize,
     /// Their nonzeros.
     pub nnz: u64,
     /// Bytes counted against the budget: the columns, the matrix a path builds and its
@@ -252,6 +261,28 @@ mod tests {
         assert_eq!(x.name(CHUNK), format!("f{CHUNK}"));
         assert_eq!(x.y, vec![1.0, 2.0, 3.0]);
         assert!(Arc::ptr_eq(&x, &after.csc()), "built once per snapshot");
+    }
+
+    /// A column with no nonzero is kept but not used (the randomized rule never draws it);
+    /// replaced by one with a nonzero it is used, and the other way round.
+    #[test]
+    fn snapshots_count_the_used_columns_through_replacements() {
+        let mut w = WideColumns::new(vec![1.0, 2.0], u64::MAX);
+        let (full, empty) = (col("a", &[0.0, 1.0]), col("b", &[0.0, 0.0]));
+        for (j, c) in [&full, &empty, &full, &empty].into_iter().enumerate() {
+            w.check(j, c).unwrap();
+            w.put(j, c.clone());
+        }
+        let s = w.snapshot();
+        assert_eq!((s.p, s.used), (4, 2));
+        w.put(1, full.clone());
+        w.put(2, empty.clone());
+        w.put(0, empty.clone());
+        let s = w.snapshot();
+        assert_eq!((s.p, s.used), (4, 1));
+        assert_eq!(s.csc().empty_columns, 3);
+        w.put(3, full);
+        assert_eq!((w.snapshot().used, s.used), (2, 1));
     }
 
     #[test]

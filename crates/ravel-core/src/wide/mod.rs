@@ -14,9 +14,9 @@
 //! objective is half the training MSE, as in the Gram form (Q = S_xx): f(0) = Var(y)/2.
 //!
 //! One iteration (004 Alg. 2): the correlations z_c^T r of a sample S of columns (kappa of
-//! them, a uniform kappa-subset drawn by a partial Fisher-Yates shuffle each iteration, seeded,
-//! and read in column order;
-//! or all p: the deterministic rule) and of the active columns; the vertex u = delta sign(c_i)
+//! them, a uniform kappa-subset of the used (non-empty) columns each iteration, seeded, read
+//! in column order: `sample`; or all of them: the deterministic rule) and of the active
+//! columns (most from `cache`); the vertex u = delta sign(c_i)
 //! e_i of the largest |c_i|; an exact line search along q + gamma (X_c u - q); b, q and r
 //! updated (004 eq. 10). The active columns' correlations also give away steps
 //! (Guelat-Marcotte, as the Gram-form solver): weight moved off the worst active vertex, or off
@@ -43,9 +43,13 @@
 //!
 //! Path (`path`): 004's grid over delta with warm starts, and delta_max found by the solver
 //! itself when not given. Settings (`settings`): the options as people give them, checked
-//! once for the command line and the API.
+//! once for the command line and the API. The used columns and the draw: `sample`; the
+//! active columns' correlations: `cache`; an iteration's n-vector sums: `dense`.
 
+mod cache;
+mod dense;
 mod path;
+mod sample;
 mod settings;
 
 pub use path::{DeltaSearch, WidePath, delta_grid, find_delta_max, path, point_with_k, run_path};
@@ -54,8 +58,10 @@ pub use settings::{
 };
 
 use crate::data::csc::Csc;
+use cache::Cache;
+use rand::SeedableRng;
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
+use sample::{Draw, Used};
 
 /// The centered problem's fixed vectors.
 pub struct WideProblem<'a> {
@@ -65,6 +71,7 @@ pub struct WideProblem<'a> {
     y_mean: f64,
     mean: Vec<f64>,
     norm2: Vec<f64>,
+    used: Used,
     /// f(0) = ||y_c||^2 / (2n).
     pub f0: f64,
 }
@@ -90,6 +97,7 @@ impl<'a> WideProblem<'a> {
             x,
             yc,
             y_mean,
+            used: Used::new(x, &mean),
             mean,
             norm2,
             f0,
@@ -150,30 +158,10 @@ pub struct WideSolver<'p, 'a> {
     r: Vec<f64>,
     w: Vec<f64>,
     c: Vec<f64>,
-    perm: Vec<u32>,
+    draw: Draw,
     rng: StdRng,
     cache: Cache,
 }
-
-/// The correlations of the columns that have been active, kept up to date without a pass over
-/// them (004's "method of active covariates", for the active set only): for each cached
-/// column j, sigma_j = z_c_j^T y_c, h_j = z_c_j^T q and the Gram entries z_c_j^T z_c_k with
-/// the other cached columns; a step q += gamma (a q + s z_c_i) moves h_j by
-/// gamma (a h_j + s G_ji), O(cached) instead of a dot with every active column (frequent
-/// columns have thousands of nonzeros). A column enters when it first becomes active, at the
-/// cost of one dot with each cached column. Beyond `CACHE_MAX` columns (its Gram block would
-/// take 32 MiB) the cache is dropped and active correlations are computed by dots again.
-struct Cache {
-    on: bool,
-    cols: Vec<usize>,
-    pos: std::collections::HashMap<usize, usize>,
-    sigma: Vec<f64>,
-    h: Vec<f64>,
-    gram: Vec<Vec<f64>>,
-    scatter: Vec<f64>,
-}
-
-const CACHE_MAX: usize = 2048;
 
 /// An atom to step away from: column j's vertex, or the origin.
 struct Away {
@@ -190,9 +178,9 @@ impl<'p, 'a> WideSolver<'p, 'a> {
             Sampling::Randomized { seed, .. } => seed,
             Sampling::Full => 0,
         };
-        let perm = match opt.sampling {
-            Sampling::Randomized { kappa, .. } if kappa < p => (0..p as u32).collect(),
-            _ => Vec::new(),
+        let draw = match opt.sampling {
+            Sampling::Randomized { kappa, .. } if kappa < pr.used.len() => Draw::new(pr.used.len()),
+            _ => Draw::new(0),
         };
         WideSolver {
             pr,
@@ -202,101 +190,10 @@ impl<'p, 'a> WideSolver<'p, 'a> {
             q: vec![0.0; n],
             r: pr.yc.clone(),
             w: vec![0.0; n],
-            c: Vec::new(),
-            perm,
+            c: vec![0.0; p],
+            draw,
             rng: StdRng::seed_from_u64(seed),
-            cache: Cache {
-                on: true,
-                cols: Vec::new(),
-                pos: Default::default(),
-                sigma: Vec::new(),
-                h: Vec::new(),
-                gram: Vec::new(),
-                scatter: Vec::new(),
-            },
-        }
-    }
-
-    /// Column j's correlation z_c_j^T r from the cache (None: not cached).
-    #[inline]
-    fn cached_corr(&self, j: usize) -> Option<f64> {
-        let k = *self.cache.pos.get(&j)?;
-        Some(self.cache.sigma[k] - self.cache.h[k])
-    }
-
-    /// Puts column i in the cache (before it becomes active); counts its dots.
-    fn cache_add(&mut self, i: usize, dots: &mut u64) {
-        if !self.cache.on || self.cache.pos.contains_key(&i) {
-            return;
-        }
-        if self.cache.cols.len() >= CACHE_MAX {
-            self.cache.on = false;
-            self.cache.cols.clear();
-            self.cache.pos.clear();
-            self.cache.gram.clear();
-            return;
-        }
-        let x = self.pr.x;
-        let n = x.n as f64;
-        if self.cache.scatter.len() != x.n {
-            self.cache.scatter = vec![0.0; x.n];
-        }
-        let (rows, vals) = x.column(i);
-        for (&r, &v) in rows.iter().zip(vals) {
-            self.cache.scatter[r as usize] = v;
-        }
-        let mi = self.pr.mean[i];
-        // At its final length from the start: a row grown by doubling could hold twice its
-        // entries, and the Gram block its 32 MiB twice over (`wide_bytes` counts it once).
-        let mut row = Vec::with_capacity(CACHE_MAX.min(x.p));
-        for (k, &j) in self.cache.cols.iter().enumerate() {
-            let g = x.dot(j, &self.cache.scatter) - n * self.pr.mean[j] * mi;
-            self.cache.gram[k].push(g);
-            row.push(g);
-        }
-        for &r in rows {
-            self.cache.scatter[r as usize] = 0.0;
-        }
-        row.push(self.pr.norm2[i]);
-        *dots += self.cache.cols.len() as u64 + 2;
-        let ysum: f64 = self.pr.yc.iter().sum();
-        let qsum: f64 = self.q.iter().sum();
-        self.cache.sigma.push(self.pr.corr(i, &self.pr.yc, ysum));
-        self.cache.h.push(self.pr.corr(i, &self.q, qsum));
-        self.cache.pos.insert(i, self.cache.cols.len());
-        self.cache.cols.push(i);
-        self.cache.gram.push(row);
-    }
-
-    /// The cache after q += gamma (a q + s z_c_i) (i None: s = 0).
-    fn cache_step(&mut self, gamma: f64, a: f64, s: f64, i: Option<usize>) {
-        if !self.cache.on || gamma == 0.0 {
-            return;
-        }
-        match i.and_then(|i| self.cache.pos.get(&i).copied()) {
-            Some(ki) => {
-                let g = &self.cache.gram[ki];
-                for (h, gk) in self.cache.h.iter_mut().zip(g) {
-                    *h += gamma * (a * *h + s * gk);
-                }
-            }
-            None => {
-                debug_assert!(i.is_none() || s == 0.0);
-                for h in self.cache.h.iter_mut() {
-                    *h += gamma * a * *h;
-                }
-            }
-        }
-    }
-
-    /// h recomputed from q (rounding does not accumulate).
-    fn cache_refresh(&mut self) {
-        if !self.cache.on {
-            return;
-        }
-        let qsum: f64 = self.q.iter().sum();
-        for (k, &j) in self.cache.cols.iter().enumerate() {
-            self.cache.h[k] = self.pr.corr(j, &self.q, qsum);
+            cache: Cache::new(),
         }
     }
 
@@ -329,7 +226,7 @@ impl<'p, 'a> WideSolver<'p, 'a> {
             *q -= shift;
             *r = y - *q;
         }
-        self.cache_refresh();
+        self.cache.refresh(self.pr, &self.q);
     }
 
     /// The warm start for `delta`: b moved along its ray to the best feasible multiple.
@@ -350,11 +247,7 @@ impl<'p, 'a> WideSolver<'p, 'a> {
 
     /// Moves q along w by the exact line-search step in [0, gmax]; returns the step.
     fn line_search(&mut self, gmax: f64) -> f64 {
-        let (mut rw, mut ww) = (0.0, 0.0);
-        for (r, w) in self.r.iter().zip(&self.w) {
-            rw += r * w;
-            ww += w * w;
-        }
+        let (rw, ww) = dense::line(&self.r, &self.w);
         let gamma = if ww > 0.0 {
             (rw / ww).clamp(0.0, gmax)
         } else {
@@ -383,25 +276,17 @@ impl<'p, 'a> WideSolver<'p, 'a> {
         }
     }
 
-    /// Every column's correlation with r: the largest |c_j| and its column.
+    /// Every column's correlation with r: the largest |c_j| and its column. The used
+    /// columns' only: an empty column's is 0 (`c` holds 0 for it from the start). Counted
+    /// as p dot products, as 004 counts a pass.
     fn full_pass(&mut self, rsum: f64, dots: &mut u64) -> (usize, f64) {
-        let p = self.pr.x.p;
-        self.c.resize(p, 0.0);
-        let mut best = (0usize, 0.0f64);
-        for (j, cj) in self.c.iter_mut().enumerate() {
-            let c = self.pr.corr(j, &self.r, rsum);
-            *cj = c;
-            if c.abs() > best.1 {
-                best = (j, c.abs());
-            }
-        }
-        *dots += p as u64;
-        best
+        *dots += self.pr.x.p as u64;
+        self.pr.used.all(self.pr.x, &self.r, rsum, &mut self.c)
     }
 
     /// Solves at `delta` from the current iterate (the previous point's solution).
     pub fn solve(&mut self, delta: f64) -> WidePoint {
-        let p = self.pr.x.p;
+        let used = self.pr.used.len();
         let n = self.n();
         let mut dots = 0u64;
         let mut iterations = 0usize;
@@ -418,52 +303,41 @@ impl<'p, 'a> WideSolver<'p, 'a> {
             if iterations > 0 && iterations.is_multiple_of(1000) {
                 self.refresh();
             }
-            let rsum: f64 = self.r.iter().sum();
-            let qr: f64 = self.q.iter().zip(&self.r).map(|(a, b)| a * b).sum();
-            let f = self.objective();
-            // The vertex and the (sampled or exact) largest correlation.
-            let (mut best, mut cmax, mut exact) = match self.opt.sampling {
-                Sampling::Full => {
-                    let (j, c) = self.full_pass(rsum, &mut dots);
-                    (j, c, true)
-                }
-                Sampling::Randomized { kappa, .. } if kappa >= p => {
-                    let (j, c) = self.full_pass(rsum, &mut dots);
-                    (j, c, true)
-                }
-                Sampling::Randomized { kappa, .. } => {
-                    for k in 0..kappa {
-                        let s = self.rng.random_range(k..p);
-                        self.perm.swap(k, s);
-                    }
-                    // Read in column order, as the columns lie in memory (a random order
-                    // waits on memory); the draws above, and so the path, are unchanged.
-                    let mut sample = self.perm[..kappa].to_vec();
-                    sample.sort_unstable();
-                    let mut best = (0usize, -1.0f64);
-                    for &j in &sample {
-                        let c = self.pr.corr(j as usize, &self.r, rsum).abs();
-                        if c > best.1 {
-                            best = (j as usize, c);
-                        }
-                    }
+            let (rsum, qr, rr) = dense::sums(&self.q, &self.r);
+            let f = rr / (2.0 * n);
+            // The vertex, its correlation c_best and the (sampled or exact) largest |c|.
+            let (mut best, mut c_best, mut exact) = match self.opt.sampling {
+                Sampling::Randomized { kappa, .. } if kappa < used => {
+                    let (j, c) = self.draw.best(
+                        &self.pr.used,
+                        self.pr.x,
+                        &self.r,
+                        rsum,
+                        kappa,
+                        &mut self.rng,
+                    );
                     dots += kappa as u64;
-                    (best.0, best.1.max(0.0), false)
+                    (j, c, false)
+                }
+                _ => {
+                    let (j, _) = self.full_pass(rsum, &mut dots);
+                    (j, self.c[j], true)
                 }
             };
+            let mut cmax = c_best.abs();
             // The active columns' correlations (away steps, and candidates for the vertex).
             let mut act_c: Vec<f64> = Vec::with_capacity(self.active.len());
             for &j in &self.active {
                 let c = if exact {
                     self.c[j]
-                } else if let Some(c) = self.cached_corr(j) {
+                } else if let Some(c) = self.cache.corr(j) {
                     c
                 } else {
                     dots += 1;
                     self.pr.corr(j, &self.r, rsum)
                 };
                 if !exact && c.abs() > cmax {
-                    (best, cmax) = (j, c.abs());
+                    (best, cmax, c_best) = (j, c.abs(), c);
                 }
                 act_c.push(c);
             }
@@ -471,7 +345,7 @@ impl<'p, 'a> WideSolver<'p, 'a> {
             if !exact && gap <= self.opt.tol * f && wait == 0 {
                 // The sampled gap is a lower bound: check it on every column.
                 let (j, c) = self.full_pass(rsum, &mut dots);
-                (best, cmax, exact) = (j, c, true);
+                (best, cmax, c_best, exact) = (j, c, self.c[j], true);
                 for (k, &j) in self.active.iter().enumerate() {
                     act_c[k] = self.c[j];
                 }
@@ -497,12 +371,8 @@ impl<'p, 'a> WideSolver<'p, 'a> {
                 break;
             }
             iterations += 1;
-            // The FW vertex u = delta sign(c_best) e_best and the descent it promises.
-            let c_best = if exact {
-                self.c[best]
-            } else {
-                self.pr.corr(best, &self.r, rsum)
-            };
+            // The FW vertex u = delta sign(c_best) e_best and the descent it promises (c_best
+            // as the sample, the pass or the cache gave it: no dot again).
             let u = delta * c_best.signum();
             let fw_descent = (delta * c_best.abs() - qr) / n;
             let l1 = self.l1();
@@ -554,7 +424,7 @@ impl<'p, 'a> WideSolver<'p, 'a> {
                         self.direction(1.0, -v, Some(j));
                         let gamma = self.line_search(gmax);
                         moved = gamma * spread(&self.b, &self.active, Some(j), v);
-                        self.cache_step(gamma, 1.0, -v, Some(j));
+                        self.cache.step(gamma, 1.0, -v, Some(j));
                         for &k in &self.active {
                             self.b[k] *= 1.0 + gamma;
                         }
@@ -568,7 +438,7 @@ impl<'p, 'a> WideSolver<'p, 'a> {
                         self.direction(1.0, 0.0, None);
                         let gamma = self.line_search(gmax);
                         moved = gamma * spread(&self.b, &self.active, None, 0.0);
-                        self.cache_step(gamma, 1.0, 0.0, None);
+                        self.cache.step(gamma, 1.0, 0.0, None);
                         for &k in &self.active {
                             self.b[k] *= 1.0 + gamma;
                         }
@@ -590,10 +460,10 @@ impl<'p, 'a> WideSolver<'p, 'a> {
                 continue;
             }
             // b <- (1 - gamma) b + gamma u e_best: q moves along u z_c_best - q.
-            self.cache_add(best, &mut dots);
+            self.cache.add(self.pr, &self.q, &self.b, best, &mut dots);
             self.direction(-1.0, u, Some(best));
             let gamma = self.line_search(1.0);
-            self.cache_step(gamma, -1.0, u, Some(best));
+            self.cache.step(gamma, -1.0, u, Some(best));
             // b moves by gamma (u e_best - b).
             moved = gamma
                 * self
@@ -662,6 +532,7 @@ impl<'p, 'a> WideSolver<'p, 'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand::Rng;
 
     /// A small dense problem with a known structure.
     fn problem(n: usize, p: usize, seed: u64) -> Csc {
@@ -879,6 +750,57 @@ mod tests {
             stopped >= 4,
             "{stopped} of 12 points stopped by the step rule"
         );
+    }
+
+    /// The randomized rule draws among the used columns: the same columns with empty ones
+    /// put before, between and after them give, under the same seed, the same path (its
+    /// coefficients on the columns' new indices), for both rules.
+    #[test]
+    fn empty_columns_do_not_change_a_seeded_path() {
+        let x = problem(30, 20, 4);
+        assert_eq!(x.empty_columns, 0);
+        // Column j of x is column 3 j + 1 of the wider one; the others are empty.
+        let p = 3 * x.p + 2;
+        let none: (&[u32], &[f64]) = (&[], &[]);
+        let wide = Csc::from_columns(
+            x.y.clone(),
+            (0..p).map(|k| {
+                if k % 3 == 1 && k / 3 < x.p {
+                    x.column(k / 3)
+                } else {
+                    none
+                }
+            }),
+            x.nnz(),
+            None,
+        );
+        assert_eq!(wide.empty_columns, p - x.p);
+        let (a, b) = (WideProblem::new(&x), WideProblem::new(&wide));
+        let deltas = delta_grid(4.0, 0.01, 12);
+        for sampling in [Sampling::Randomized { kappa: 4, seed: 9 }, Sampling::Full] {
+            for step_tol in [None, Some(1e-3)] {
+                let opt = WideOptions {
+                    sampling,
+                    step_tol,
+                    ..WideOptions::default()
+                };
+                let (pa, pb) = (path(&a, &deltas, opt), path(&b, &deltas, opt));
+                assert!(pa.iter().any(|pt| pt.coefficients.len() >= 3));
+                for (u, v) in pa.iter().zip(&pb) {
+                    // A full pass counts p dot products, as 004 counts it.
+                    let moved = WidePoint {
+                        coefficients: u
+                            .coefficients
+                            .iter()
+                            .map(|&(j, c)| (3 * j + 1, c))
+                            .collect(),
+                        dot_products: v.dot_products,
+                        ..u.clone()
+                    };
+                    assert_eq!(&moved, v, "{sampling:?} {step_tol:?}");
+                }
+            }
+        }
     }
 
     #[test]

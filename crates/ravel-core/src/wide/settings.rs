@@ -83,7 +83,7 @@ pub enum Setting {
     Variant,
     /// Columns sampled an iteration.
     Kappa,
-    /// Columns sampled an iteration, as a fraction of p.
+    /// Columns sampled an iteration, as a fraction of the used (non-empty) columns.
     SampleFraction,
     /// The relative duality gap a point must meet.
     Tol,
@@ -146,7 +146,8 @@ pub struct WideSettings {
     pub variant: Option<String>,
     /// Randomized: columns sampled an iteration (default from `sample_fraction`).
     pub kappa: Option<usize>,
-    /// Randomized: columns sampled an iteration as a fraction of p, in (0, 1] (default 0.01).
+    /// Randomized: columns sampled an iteration as a fraction of the used (non-empty)
+    /// columns, in (0, 1] (default 0.01); the draw is among them (`wide::sample`).
     pub sample_fraction: Option<f64>,
     /// Randomized: the sampling's seed (default 0).
     pub seed: Option<u64>,
@@ -182,9 +183,10 @@ pub struct Checked {
 }
 
 impl WideSettings {
-    /// Checks the settings for a file of `p` columns; the error names the setting as
+    /// Checks the settings for a file of `used` used (non-empty) columns, the columns the
+    /// randomized rule draws from (kappa is at most `used`); the error names the setting as
     /// `spelling` writes it and the range it must lie in.
-    pub fn check(&self, p: usize, spelling: Spelling) -> Result<Checked, String> {
+    pub fn check(&self, used: usize, spelling: Spelling) -> Result<Checked, String> {
         let name = |s| spelling.name(s);
         let d = WideOptions::default();
         let sampling = match self.variant.as_deref() {
@@ -217,14 +219,14 @@ impl WideSettings {
                                 name(Setting::SampleFraction)
                             ));
                         }
-                        ((f * p as f64).ceil() as usize).max(1)
+                        ((f * used as f64).ceil() as usize).max(1)
                     }
                 };
                 if kappa == 0 {
                     return Err(format!("{} must be at least 1", name(Setting::Kappa)));
                 }
                 Sampling::Randomized {
-                    kappa: kappa.min(p),
+                    kappa: kappa.min(used),
                     seed: self.seed.unwrap_or(0),
                 }
             }
