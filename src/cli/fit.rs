@@ -183,6 +183,10 @@ pub fn read_stats(
     Ok((stats.pop().expect("one fold"), names))
 }
 
+/// What `read_checked` answers: the statistics, the columns' names, the checked request and
+/// the default method's note.
+type Checked<C> = (Stats, Option<Vec<String>>, C, Option<String>);
+
 /// The file's statistics with the request checked by `check` (`Request::check` or
 /// `check_path`): before any row is read, so that a bad flag costs no read, and again for the
 /// default method, which `request_for` picks from the rows read (its note with it).
@@ -193,7 +197,7 @@ fn read_checked<C>(
     mut params: Request,
     mut note: Option<String>,
     check: fn(&Request, usize) -> Result<C, solve::ParamError>,
-) -> anyhow::Result<(Stats, Option<Vec<String>>, C, Option<String>)> {
+) -> anyhow::Result<Checked<C>> {
     let p = reader.p;
     let mut checked = check(&params, p).map_err(flag_error)?;
     let (stats, names) = read_stats(reader, args.task, schedule, args.batch)?;
