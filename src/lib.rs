@@ -30,7 +30,9 @@
 //! - `kafka`: the cluster itself: the one librdkafka client configuration (`client`), the
 //!   embedded broker (`broker`, `ravel broker`), every topic checked at start (`topics`),
 //!   authorization errors (`authz`), standalone assignment and its watch for a second
-//!   instance (`standalone`), a topic's latest messages read without a commit (`sample`).
+//!   instance (`standalone`), the rebalance callback ingest and the scorers share
+//!   (`rebalance`), what ravel's producers share when they send (`send`), a topic's latest
+//!   messages read without a commit (`sample`).
 //! - `codec`: the message codec, one layer below every consumer, by format: `json`
 //!   (ravel's own JSON shapes in one pass, its `number` parser, and `json::events`, JSON
 //!   events by their mapped paths), `schemad` (schema'd values, `format = "avro"`,
@@ -63,7 +65,8 @@
 //!   changes between batches (the design is its module comment); `scorers` and `features`:
 //!   scorers and feature streams declared the same way; `sync`: with the kafka store, every
 //!   replica follows the declarations in the state topic; `data`: a declaration's fields
-//!   checked against its topic's latest messages (a PUT, `ravel check`).
+//!   checked against its topic's latest messages (a PUT, `ravel check`); `keep`: how a change
+//!   of any kind is staged, kept (the file or the state topic) and adopted.
 //! - `ingest`: the consumer loop, by stage. The loop itself (`mod.rs`: gather, fold, publish,
 //!   checkpoint, commit) and its steps: `setup`, `gather` (a batch; `ahead`: JSON decoded on
 //!   other threads), `accept` (one message), `denied` (consumer and authorization errors),

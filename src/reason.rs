@@ -43,21 +43,7 @@ pub enum Reason {
 }
 
 impl Reason {
-    pub const ALL: [Reason; 13] = [
-        Reason::Malformed,
-        Reason::Dimension,
-        Reason::NonFinite,
-        Reason::Overflow,
-        Reason::UnknownFeature,
-        Reason::MissingFeature,
-        Reason::FieldType,
-        Reason::Label,
-        Reason::Schema,
-        Reason::Index,
-        Reason::NoLabels,
-        Reason::LabelsConflict,
-        Reason::MemoryLimit,
-    ];
+    pub const ALL: [Reason; 13] = join(Reason::ROWS, Reason::FEATURES_ONLY);
     /// The reasons an observation stream's message can have.
     pub const ROWS: [Reason; 9] = [
         Reason::Malformed,
@@ -71,11 +57,17 @@ impl Reason {
         Reason::Schema,
     ];
     /// The reasons a feature stream's message can have.
-    pub const FEATURES: [Reason; 8] = [
-        Reason::Malformed,
-        Reason::Dimension,
-        Reason::NonFinite,
-        Reason::Label,
+    pub const FEATURES: [Reason; 8] = join(
+        [
+            Reason::Malformed,
+            Reason::Dimension,
+            Reason::NonFinite,
+            Reason::Label,
+        ],
+        Reason::FEATURES_ONLY,
+    );
+    /// The reasons only a feature stream's message can have.
+    const FEATURES_ONLY: [Reason; 4] = [
         Reason::Index,
         Reason::NoLabels,
         Reason::LabelsConflict,
@@ -101,10 +93,39 @@ impl Reason {
     }
 }
 
+/// `a` then `b`, as one list of `N = A + B` reasons (the lists above share their parts).
+const fn join<const A: usize, const B: usize, const N: usize>(
+    a: [Reason; A],
+    b: [Reason; B],
+) -> [Reason; N] {
+    assert!(A + B == N, "the joined list holds both lists");
+    let mut out = [Reason::Malformed; N];
+    let mut i = 0;
+    while i < N {
+        out[i] = if i < A { a[i] } else { b[i - A] };
+        i += 1;
+    }
+    out
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rejection {
     pub reason: Reason,
     pub message: String,
+}
+
+/// A message's `got` values (features, rows, labels, names) where it needs `want`: a
+/// `Dimension` rejection unless they match, `says` saying what differs.
+pub(crate) fn counted(
+    got: usize,
+    want: usize,
+    says: impl FnOnce() -> String,
+) -> Result<(), Rejection> {
+    if got == want {
+        Ok(())
+    } else {
+        reject(Reason::Dimension, says())
+    }
 }
 
 pub(crate) fn reject<T>(reason: Reason, message: impl Into<String>) -> Result<T, Rejection> {

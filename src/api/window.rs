@@ -7,6 +7,8 @@ use super::ApiError;
 use crate::api::error::Code;
 use crate::config::rfc3339_ms;
 use crate::state::streams::{Snapshot, StreamHandle};
+use axum::extract::Query;
+use axum::extract::rejection::QueryRejection;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -161,6 +163,27 @@ pub(super) fn take_window_query(
         return Ok(None);
     }
     parse_window(&Value::Object(obj)).map(Some)
+}
+
+/// The window of a query string that takes nothing else (`GET .../history`,
+/// `.../statistics`): any other parameter is refused by name, `takes` saying what the route
+/// takes ("the history takes").
+pub(super) fn window_only_query(
+    query: Result<Query<HashMap<String, String>>, QueryRejection>,
+    takes: &str,
+) -> Result<Option<WindowRequest>, ApiError> {
+    let Query(mut q) = query?;
+    let window = take_window_query(&mut q)?;
+    if let Some(k) = q.keys().next() {
+        return Err(ApiError::bad_request(
+            Code::InvalidQuery,
+            format!(
+                "unknown query parameter \"{k}\": {takes} window.from and window.to, or \
+                 window.last"
+            ),
+        ));
+    }
+    Ok(window)
 }
 
 /// The statistics of a request's window from a snapshot's time buckets, and what the answer

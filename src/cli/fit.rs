@@ -183,6 +183,31 @@ pub fn read_stats(
     Ok((stats.pop().expect("one fold"), names))
 }
 
+/// What `read_checked` answers: the statistics, the columns' names, the checked request and
+/// the default method's note.
+type Checked<C> = (Stats, Option<Vec<String>>, C, Option<String>);
+
+/// The file's statistics with the request checked by `check` (`Request::check` or
+/// `check_path`): before any row is read, so that a bad flag costs no read, and again for the
+/// default method, which `request_for` picks from the rows read (its note with it).
+fn read_checked<C>(
+    reader: RowReader,
+    args: &FitArgs,
+    schedule: AlphaSchedule,
+    mut params: Request,
+    mut note: Option<String>,
+    check: fn(&Request, usize) -> Result<C, solve::ParamError>,
+) -> anyhow::Result<Checked<C>> {
+    let p = reader.p;
+    let mut checked = check(&params, p).map_err(flag_error)?;
+    let (stats, names) = read_stats(reader, args.task, schedule, args.batch)?;
+    if args.extract.default_method() {
+        (params, note) = args.extract.request_for(p, Some(stats.n()))?;
+        checked = check(&params, p).map_err(flag_error)?;
+    }
+    Ok((stats, names, checked, note))
+}
+
 /// Streams a file into `folds` statistics, row i (0-based) into fold
 /// `select::fold_of(i, folds)` (all rows into the one when `folds` is 1).
 pub fn read_folds(
@@ -318,7 +343,7 @@ pub fn run(args: &FitArgs) -> anyhow::Result<String> {
         fields,
     };
     let reader = RowReader::open(&args.file, &opts)?;
-    let mut note;
+    let note;
     (params, note) = args.extract.request_for(reader.p, None)?;
     // Check the request before reading a large file.
     if let Some(window) = args.prequential {
@@ -331,26 +356,14 @@ pub fn run(args: &FitArgs) -> anyhow::Result<String> {
         anyhow::bail!("--folds is for --select cv or cv_1se");
     }
     let json = if args.path {
-        let checked = params.check_path(reader.p).map_err(flag_error)?;
-        let p = reader.p;
-        let (stats, names) = read_stats(reader, args.task, schedule, args.batch)?;
-        let mut checked = checked;
-        if args.extract.default_method() {
-            (params, note) = args.extract.request_for(p, Some(stats.n()))?;
-            checked = params.check_path(p).map_err(flag_error)?;
-        }
+        let (stats, names, checked, note) =
+            read_checked(reader, args, schedule, params, note, Request::check_path)?;
         let mut path = solve::path_from_stats(&stats, &checked, names.as_deref())?;
         note_default(path.selection.as_mut(), &note);
         serde_json::to_string(&path)?
     } else {
-        let checked = params.check(reader.p).map_err(flag_error)?;
-        let p = reader.p;
-        let (stats, names) = read_stats(reader, args.task, schedule, args.batch)?;
-        let mut checked = checked;
-        if args.extract.default_method() {
-            (params, note) = args.extract.request_for(p, Some(stats.n()))?;
-            checked = params.check(p).map_err(flag_error)?;
-        }
+        let (stats, names, checked, note) =
+            read_checked(reader, args, schedule, params, note, Request::check)?;
         let mut model = solve::model_from_stats(&stats, &checked, names.as_deref())?;
         note_default(model.selection.as_deref_mut(), &note);
         serde_json::to_string(&model)?

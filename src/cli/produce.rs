@@ -11,7 +11,6 @@ use indicatif::{ProgressBar, ProgressStyle};
 use ravel_core::data::{Format, OpenOptions, Plan, RowReader};
 use ravel_core::synthetic::SyntheticSpec;
 use rdkafka::ClientContext;
-use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -472,16 +471,9 @@ pub fn run(args: &ProduceArgs) -> anyhow::Result<Produced> {
                 buf.len()
             );
         }
-        let mut record = BaseRecord::<(), [u8]>::to(&args.topic).payload(&buf[..]);
-        loop {
-            match producer.send(record) {
-                Ok(()) => break,
-                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r)) => {
-                    record = r;
-                    producer.poll(Duration::from_millis(50));
-                }
-                Err((e, _)) => bail!("cannot send to topic '{}': {e}", args.topic),
-            }
+        let record = BaseRecord::<(), [u8]>::to(&args.topic).payload(&buf[..]);
+        if let Err((e, _)) = crate::kafka::send::send_waiting(&producer, record) {
+            bail!("cannot send to topic '{}': {e}", args.topic);
         }
         producer.poll(Duration::ZERO);
         out.rows += got as u64;

@@ -261,23 +261,10 @@ impl Framed {
         out.extend_from_slice(&self.id.to_be_bytes());
         match (self.kind, &self.avro) {
             (Kind::Avro, Some(schema)) => {
-                fn record(fields: &[(String, Node)], values: &[f64]) -> Avro {
-                    Avro::Record(
-                        fields
-                            .iter()
-                            .map(|(n, node)| {
-                                let v = match node {
-                                    Node::Leaf(i) => Avro::Double(values[*i]),
-                                    Node::Record(c) => record(c, values),
-                                };
-                                (n.clone(), v)
-                            })
-                            .collect(),
-                    )
-                }
+                let record = built(&self.fields, values, &Avro::Double, &Avro::Record);
                 let bytes = apache_avro::writer::datum::GenericDatumWriter::builder(schema)
                     .build()?
-                    .write_value_to_vec(record(&self.fields, values))?;
+                    .write_value_to_vec(record)?;
                 out.extend_from_slice(&bytes);
             }
             (Kind::Protobuf, _) => {
@@ -309,25 +296,36 @@ impl Framed {
                 message(desc, &self.fields, values).encode(out)?;
             }
             _ => {
-                fn object(fields: &[(String, Node)], values: &[f64]) -> Value {
-                    Value::Object(
-                        fields
-                            .iter()
-                            .map(|(n, node)| {
-                                let v = match node {
-                                    Node::Leaf(i) => json!(values[*i]),
-                                    Node::Record(c) => object(c, values),
-                                };
-                                (n.clone(), v)
-                            })
-                            .collect(),
-                    )
-                }
-                serde_json::to_writer(&mut *out, &object(&self.fields, values))?;
+                let object = built(&self.fields, values, &|v| json!(v), &|members| {
+                    Value::Object(members.into_iter().collect())
+                });
+                serde_json::to_writer(&mut *out, &object)?;
             }
         }
         Ok(())
     }
+}
+
+/// The record `fields` describe with its leaves' values from `values`, as one format builds
+/// it (`leaf`: a value; `record`: the named members of a record).
+fn built<T>(
+    fields: &[(String, Node)],
+    values: &[f64],
+    leaf: &impl Fn(f64) -> T,
+    record: &impl Fn(Vec<(String, T)>) -> T,
+) -> T {
+    record(
+        fields
+            .iter()
+            .map(|(n, node)| {
+                let v = match node {
+                    Node::Leaf(i) => leaf(values[*i]),
+                    Node::Record(c) => built(c, values, leaf, record),
+                };
+                (n.clone(), v)
+            })
+            .collect(),
+    )
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@
 
 use super::schema::Schema;
 use crate::dotted::lookup;
-use crate::reason::{Reason, Rejection, reject};
+use crate::reason::{Reason, Rejection, counted, reject};
 use ravel_core::fields::{Fields, Refusal, Value as Cell};
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
@@ -575,16 +575,13 @@ fn batch(
         let Value::Array(values) = r else {
             return reject(Reason::Malformed, format!("row {i} is not a list"));
         };
-        if values.len() != names.len() {
-            return reject(
-                Reason::Dimension,
-                format!(
-                    "row {i} has {} values, \"columns\" names {}",
-                    values.len(),
-                    names.len()
-                ),
-            );
-        }
+        counted(values.len(), names.len(), || {
+            format!(
+                "row {i} has {} values, \"columns\" names {}",
+                values.len(),
+                names.len()
+            )
+        })?;
         let at = format!("row {i}: ");
         let label = match (ys, target_column) {
             (Some(ys), _) => Some(&ys[i]),

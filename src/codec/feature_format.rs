@@ -12,7 +12,7 @@
 //! `feature_streams`; the reasons are those of the row formats (`format::Reason`) plus
 //! `index`, `no_labels` and `labels_conflict`.
 
-use crate::reason::{Reason, Rejection, reject};
+use crate::reason::{Reason, Rejection, counted, reject};
 use serde::Deserialize;
 
 /// A decoded, shape-checked message.
@@ -69,12 +69,9 @@ pub fn decode(payload: &[u8], n: usize) -> Result<FeatureMessage, Rejection> {
             values: None,
             indices: None,
         } => {
-            if y.len() != n {
-                return reject(
-                    Reason::Dimension,
-                    format!("{} labels, but the stream has n = {n} samples", y.len()),
-                );
-            }
+            counted(y.len(), n, || {
+                format!("{} labels, but the stream has n = {n} samples", y.len())
+            })?;
             finite("labels", &y)?;
             Ok(FeatureMessage::Labels(y))
         }
@@ -96,29 +93,23 @@ pub fn decode(payload: &[u8], n: usize) -> Result<FeatureMessage, Rejection> {
             let what = format!("feature '{name}'");
             let values = match indices {
                 None => {
-                    if values.len() != n {
-                        return reject(
-                            Reason::Dimension,
-                            format!(
-                                "{what} has {} values, but the stream has n = {n} samples",
-                                values.len()
-                            ),
-                        );
-                    }
+                    counted(values.len(), n, || {
+                        format!(
+                            "{what} has {} values, but the stream has n = {n} samples",
+                            values.len()
+                        )
+                    })?;
                     finite(&what, &values)?;
                     values
                 }
                 Some(indices) => {
-                    if indices.len() != values.len() {
-                        return reject(
-                            Reason::Dimension,
-                            format!(
-                                "{what} has {} indices but {} values",
-                                indices.len(),
-                                values.len()
-                            ),
-                        );
-                    }
+                    counted(indices.len(), values.len(), || {
+                        format!(
+                            "{what} has {} indices but {} values",
+                            indices.len(),
+                            values.len()
+                        )
+                    })?;
                     finite(&what, &values)?;
                     let mut dense = vec![0.0; n];
                     let mut seen = vec![false; n];

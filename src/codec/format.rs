@@ -43,6 +43,7 @@ pub const BINARY_MAGIC: [u8; 4] = *b"RVB1";
 const HEADER: usize = 12;
 
 pub use super::schema::Schema;
+use crate::reason::counted;
 pub(crate) use crate::reason::reject;
 pub use crate::reason::{Reason, Rejection};
 
@@ -313,12 +314,9 @@ fn decode_binary(
     let word =
         |i: usize| u32::from_le_bytes(payload[i..i + 4].try_into().expect("4 bytes")) as usize;
     let (rows, p) = (word(4), word(8));
-    if p != schema.p {
-        return reject(
-            Reason::Dimension,
-            format!("binary message has p = {p}, the stream has {}", schema.p),
-        );
-    }
+    counted(p, schema.p, || {
+        format!("binary message has p = {p}, the stream has {}", schema.p)
+    })?;
     let want = p
         .checked_add(1)
         .and_then(|w| w.checked_mul(rows))
@@ -468,12 +466,9 @@ fn decode_json_serde(
     match (msg.x, msg.features, msg.rows) {
         (Some(row), None, None) => {
             let v = one_y(msg.y)?;
-            if row.len() != p {
-                return reject(
-                    Reason::Dimension,
-                    format!("x has {} features, the stream has {p}", row.len()),
-                );
-            }
+            counted(row.len(), p, || {
+                format!("x has {} features, the stream has {p}", row.len())
+            })?;
             x.extend_from_slice(&row);
             y.push(v);
             Ok(1)
@@ -491,12 +486,9 @@ fn decode_json_serde(
                 }
                 None => return reject(Reason::Malformed, "the mini-batch has no y"),
             };
-            if ys.len() != rows.len() {
-                return reject(
-                    Reason::Dimension,
-                    format!("{} rows but {} values of y", rows.len(), ys.len()),
-                );
-            }
+            counted(ys.len(), rows.len(), || {
+                format!("{} rows but {} values of y", rows.len(), ys.len())
+            })?;
             let order = match &msg.columns {
                 Some(columns) => Some(column_order(columns, schema)?),
                 None => None,
@@ -540,15 +532,12 @@ fn decode_json_serde(
 /// `super::events`.)
 fn column_order(columns: &[String], schema: &Schema) -> Result<Vec<usize>, Rejection> {
     let p = schema.p;
-    if columns.len() != p {
-        return reject(
-            Reason::Dimension,
-            format!(
-                "\"columns\" names {} features, the stream has {p}",
-                columns.len()
-            ),
-        );
-    }
+    counted(columns.len(), p, || {
+        format!(
+            "\"columns\" names {} features, the stream has {p}",
+            columns.len()
+        )
+    })?;
     Ok((0..p).collect())
 }
 
@@ -827,45 +816,30 @@ mod tests {
         let fields = numeric(&["a", "b"]);
         let named = named(&fields);
         let class = Schema::positional(2, true);
+        let two = &schema(2);
         let cases: [(&[u8], &Schema, Reason); 14] = [
-            (b"not json", &schema(2), Reason::Malformed),
-            (b"", &schema(2), Reason::Malformed),
-            (br#"{"x": [1, 2]}"#, &schema(2), Reason::Malformed),
-            (
-                br#"{"x": [1, null], "y": 1}"#,
-                &schema(2),
-                Reason::Malformed,
-            ),
-            (
-                br#"{"x": [1, 2], "y": 1, "z": 0}"#,
-                &schema(2),
-                Reason::Malformed,
-            ),
+            (b"not json", two, Reason::Malformed),
+            (b"", two, Reason::Malformed),
+            (br#"{"x": [1, 2]}"#, two, Reason::Malformed),
+            (br#"{"x": [1, null], "y": 1}"#, two, Reason::Malformed),
+            (br#"{"x": [1, 2], "y": 1, "z": 0}"#, two, Reason::Malformed),
             (
                 br#"{"x": [1, 2], "rows": [[1, 2]], "y": 1}"#,
-                &schema(2),
+                two,
                 Reason::Malformed,
             ),
-            (
-                br#"{"x": [1, 2, 3], "y": 1}"#,
-                &schema(2),
-                Reason::Dimension,
-            ),
+            (br#"{"x": [1, 2, 3], "y": 1}"#, two, Reason::Dimension),
             (
                 br#"{"rows": [[1, 2], [3]], "y": [1, 2]}"#,
-                &schema(2),
+                two,
                 Reason::Dimension,
             ),
             (
                 br#"{"rows": [[1, 2]], "y": [1, 2]}"#,
-                &schema(2),
+                two,
                 Reason::Dimension,
             ),
-            (
-                br#"{"x": [1, 1e999], "y": 1}"#,
-                &schema(2),
-                Reason::Malformed,
-            ),
+            (br#"{"x": [1, 1e999], "y": 1}"#, two, Reason::Malformed),
             (
                 br#"{"features": {"a": 1, "b": "2"}, "y": 1}"#,
                 &named,
@@ -878,7 +852,7 @@ mod tests {
             ),
             (
                 br#"{"features": {"a": 1, "b": 2}, "y": 1}"#,
-                &schema(2),
+                two,
                 Reason::UnknownFeature,
             ),
             (
@@ -1554,7 +1528,6 @@ mod picked_tests {
 #[cfg(test)]
 mod picked_protobuf_tests {
     use crate::codec::schemad::protobuf::{Messages, Plan, to_json};
-    use crate::codec::schemad::registry::Fetched;
     use prost_reflect::{DynamicMessage, Value as P};
     use ravel_core::fields::{Field, Fields, Kind, Missing};
 
@@ -1603,12 +1576,7 @@ mod picked_protobuf_tests {
 
     #[test]
     fn planned_fields_are_the_trees() {
-        let m = Messages::parse(&Fetched {
-            schema_type: "PROTOBUF".into(),
-            schema: SALE.into(),
-            ..Default::default()
-        })
-        .unwrap();
+        let m = Messages::of_text(SALE);
         let desc = m.message(&[0]).unwrap();
         let fields = fields();
         for target in ["price", "user.age"] {
@@ -1681,12 +1649,9 @@ mod picked_protobuf_tests {
         // A path through a map, and a `columns` field: the tree reads those.
         let extras = Fields::new(vec![Field::numeric("extras.a")]).unwrap();
         assert!(Plan::new(&desc, &extras, "price").is_none());
-        let batch = Messages::parse(&Fetched {
-            schema_type: "PROTOBUF".into(),
-            schema: "syntax = \"proto3\"; message B { string columns = 1; double y = 2; }".into(),
-            ..Default::default()
-        })
-        .unwrap();
+        let batch = Messages::of_text(
+            "syntax = \"proto3\"; message B { string columns = 1; double y = 2; }",
+        );
         let y = Fields::new(vec![Field::numeric("y")]).unwrap();
         assert!(Plan::new(&batch.message(&[0]).unwrap(), &y, "y").is_none());
     }

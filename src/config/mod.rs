@@ -32,7 +32,6 @@ use anyhow::{Context, bail};
 use ravel_core::data::csc::wide_bytes;
 use ravel_core::features::Loss;
 use ravel_core::memory::{ByteSize, Estimate};
-use ravel_core::stats::AlphaSpec;
 use ravel_core::synthetic::{FeatureDesign, SyntheticSpec};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};
@@ -224,22 +223,8 @@ impl Config {
         self.schema_registry.resolve_secrets()?;
         if self.demo_active() && !self.streams.iter().any(|s| s.name == self.demo.stream) {
             let spec = self.demo_spec()?;
-            self.streams.push(StreamConfig {
-                name: self.demo.stream.clone(),
-                topic: None,
-                features: FeatureSchema::Count(spec.p),
-                target: None,
-                missing: None,
-                task: spec.task,
-                alpha: AlphaSpec::Plain,
-                history: None,
-                cv: None,
-                quality: None,
-                format: Default::default(),
-                avro_schema_file: None,
-                windows: None,
-                start: None,
-            });
+            let stream = StreamConfig::plain(self.demo.stream.clone(), spec.p, spec.task);
+            self.streams.push(stream);
         }
         if let Some(spec) = self.demo_feature_spec()?
             && self.feature_stream(&self.demo.feature_stream).is_none()
@@ -671,6 +656,13 @@ mod tests {
         path
     }
 
+    /// A config file of `text` in a directory of its own (kept while the first is).
+    fn written(text: &str) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(dir.path(), text);
+        (dir, path)
+    }
+
     #[test]
     fn defaults_declare_the_demo_stream() {
         let cfg = Config::load_with_env(&ServeArgs::default(), env(&[])).unwrap();
@@ -690,9 +682,7 @@ mod tests {
 
     #[test]
     fn layers_file_env_flags() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = write(
-            dir.path(),
+        let (_dir, path) = written(
             r#"
             [http]
             addr = "127.0.0.1:9000"
@@ -756,22 +746,8 @@ mod tests {
         // `check` without `complete`: the demo runs (no brokers) but its stream was never
         // declared. An error naming the setting, where it used to be an `expect`.
         let mut cfg = Config::default();
-        cfg.streams.push(StreamConfig {
-            name: "other".into(),
-            topic: None,
-            features: FeatureSchema::Count(3),
-            target: None,
-            missing: None,
-            task: Task::Regression,
-            alpha: AlphaSpec::Plain,
-            history: None,
-            cv: None,
-            quality: None,
-            format: Default::default(),
-            avro_schema_file: None,
-            windows: None,
-            start: None,
-        });
+        cfg.streams
+            .push(StreamConfig::plain("other".into(), 3, Task::Regression));
         let e = cfg.check().unwrap_err().to_string();
         assert!(
             e.contains("no stream 'demo' (demo.stream) is declared"),
@@ -926,9 +902,7 @@ mod tests {
 
     #[test]
     fn settings_tables_and_shorthands_load_alike() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = write(
-            dir.path(),
+        let (dir, path) = written(
             r#"
             [demo]
             synthetic = { p = 6, k = 2, rho = 0.25, task = "classification" }
@@ -1125,9 +1099,7 @@ mod tests {
 
     #[test]
     fn feature_streams_load_with_defaults() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = write(
-            dir.path(),
+        let (_dir, path) = written(
             "[kafka]\nbrokers = \"b:1\"\n[[feature_streams]]\nname = \"genes\"\nn = 200\ns = 10\n\
              [[feature_streams]]\nname = \"cls\"\ntopic = \"t.cls\"\nn = 50\ns = 4\nloss = \"logistic\"\nworkers = 2\neta = 0.5\n",
         );
@@ -1206,46 +1178,58 @@ mod tests {
         let huge = format!(
             "{base}[limits]\nmax_memory = \"64GiB\"\n[[streams]]\nname = \"wide\"\nfeatures = 200000\n"
         );
-        let e = load(&huge, &[]).unwrap_err();
-        for part in [
-            "stream 'wide': features = 200000 sets p = 200000",
-            "two copies of its regression statistics",
-            "an estimated 1.5 TiB",
-            "over limits.max_memory = 64.0 GiB (set by limits.max_memory)",
-            "Drop or hash features",
-            "[[feature_streams]]",
-        ] {
-            assert!(e.contains(part), "'{part}' missing from: {e}");
-        }
+        // A configuration `load` refuses, its error naming each of `parts`.
+        let refused = |text: String, parts: &[&str]| {
+            let e = load(&text, &[]).unwrap_err();
+            for part in parts {
+                assert!(e.contains(part), "'{part}' missing from: {e}");
+            }
+        };
+        refused(
+            huge.clone(),
+            &[
+                "stream 'wide': features = 200000 sets p = 200000",
+                "two copies of its regression statistics",
+                "an estimated 1.5 TiB",
+                "over limits.max_memory = 64.0 GiB (set by limits.max_memory)",
+                "Drop or hash features",
+                "[[feature_streams]]",
+            ],
+        );
         // The default limit is the machine's: still refused, saying so.
-        let e = load(&huge.replace("max_memory = \"64GiB\"", ""), &[]).unwrap_err();
-        assert!(e.contains("limits.max_memory"), "{e}");
+        refused(
+            huge.replace("max_memory = \"64GiB\"", ""),
+            &["limits.max_memory"],
+        );
         // p = 1000: 2 x 8 MB statistics, 24 MB extraction, 16 MB batch.
         let small = format!(
             "{base}[[streams]]\nname = \"a\"\nfeatures = 1000\ntask = \"classification\"\n"
         );
         let cfg = load(&format!("{small}[limits]\nmax_memory = \"1GiB\"\n"), &[]).unwrap();
         assert_eq!(cfg.limits.max_memory, Some(ByteSize(1 << 30)));
-        let e = load(&format!("{small}[limits]\nmax_memory = \"50MB\"\n"), &[]).unwrap_err();
-        assert!(e.contains("classification statistics"), "{e}");
+        refused(
+            format!("{small}[limits]\nmax_memory = \"50MB\"\n"),
+            &["classification statistics"],
+        );
         // The environment and bytes work too; a bad amount names the field.
         assert!(load(&small, &[("RAVEL_LIMITS__MAX_MEMORY", "50MB")]).is_err());
         assert!(load(&small, &[("RAVEL_LIMITS__MAX_MEMORY", "1073741824")]).is_ok());
-        let e = load(&format!("{small}[limits]\nmax_memory = \"lots\"\n"), &[]).unwrap_err();
-        assert!(e.contains("max_memory") && e.contains("'lots'"), "{e}");
+        refused(
+            format!("{small}[limits]\nmax_memory = \"lots\"\n"),
+            &["max_memory", "'lots'"],
+        );
         // Feature streams count too, and so does the sum of all streams.
-        let e = load(
-            &format!("{base}[limits]\nmax_memory = \"1GiB\"\n[[feature_streams]]\nname = \"f\"\nn = 100000000\ns = 10\n"),
-            &[],
-        )
-        .unwrap_err();
-        assert!(e.contains("feature stream 'f': n = 100000000"), "{e}");
+        refused(
+            format!(
+                "{base}[limits]\nmax_memory = \"1GiB\"\n[[feature_streams]]\nname = \"f\"\nn = 100000000\ns = 10\n"
+            ),
+            &["feature stream 'f': n = 100000000"],
+        );
         let mut many = format!("{base}[limits]\nmax_memory = \"100MB\"\n");
         for i in 0..4 {
             many.push_str(&format!("[[streams]]\nname = \"s{i}\"\nfeatures = 1000\n"));
         }
-        let e = load(&many, &[]).unwrap_err();
-        assert!(e.contains("the 4 streams together"), "{e}");
+        refused(many, &["the 4 streams together"]);
         // The model history counts: p = 1000 fits in 100 MB, but not with a full history of
         // 100 000 points of 1000 coefficients (about 1.2 GB); bad history settings name the
         // stream and the field.
@@ -1253,16 +1237,20 @@ mod tests {
             "{base}[limits]\nmax_memory = \"100MB\"\n[[streams]]\nname = \"h\"\nfeatures = 1000\n"
         );
         assert!(load(&one, &[]).is_ok());
-        let e = load(
-            &format!("{one}history = {{ length = 100000, k = 1000 }}\n"),
-            &[],
-        )
-        .unwrap_err();
-        assert!(e.contains("stream 'h'") && e.contains("history"), "{e}");
-        let e = load(&format!("{one}history = {{ interval_ms = 5 }}\n"), &[]).unwrap_err();
-        assert!(e.contains("stream 'h': history: interval_ms"), "{e}");
-        let e = load(&format!("{one}[history]\nlength = 0\n"), &[]).unwrap_err();
-        assert!(e.contains("history: length"), "{e}");
+        let settings: [(&str, &[&str]); 3] = [
+            (
+                "history = { length = 100000, k = 1000 }",
+                &["stream 'h'", "history"],
+            ),
+            (
+                "history = { interval_ms = 5 }",
+                &["stream 'h': history: interval_ms"],
+            ),
+            ("[history]\nlength = 0", &["history: length"]),
+        ];
+        for (setting, parts) in settings {
+            refused(format!("{one}{setting}\n"), parts);
+        }
         // The stream's quality (issue 33): the issue's example, its model table included,
         // loads through the layers; bad settings name the stream and the key; a window of a
         // million rows (24 MB) counts against the limit with the rest.
@@ -1275,39 +1263,37 @@ mod tests {
         assert_eq!((q.every_rows, q.window_rows), (Some(500), 2000));
         assert_eq!(q.model.unwrap().method().name(), "lasso");
         assert_eq!(q.floor.get("r2"), Some(&0.5));
-        let e = load(&format!("{one}quality = {{ every_rows = 0 }}\n"), &[]).unwrap_err();
-        assert!(e.contains("stream 'h': quality: every_rows"), "{e}");
-        let e = load(
-            &format!("{one}quality = {{ model = {{ method = \"lasso\", k = 2000 }} }}\n"),
-            &[],
-        )
-        .unwrap_err();
-        assert!(e.contains("stream 'h': quality: model"), "{e}");
+        let settings: [(&str, &[&str]); 2] = [
+            (
+                "quality = { every_rows = 0 }",
+                &["stream 'h': quality: every_rows"],
+            ),
+            (
+                "quality = { model = { method = \"lasso\", k = 2000 } }",
+                &["stream 'h': quality: model"],
+            ),
+        ];
+        for (setting, parts) in settings {
+            refused(format!("{one}{setting}\n"), parts);
+        }
         let tight = format!(
             "{base}[limits]\nmax_memory = \"20MB\"\n[[streams]]\nname = \"h\"\nfeatures = 100\n"
         );
         assert!(load(&tight, &[]).is_ok());
-        let e = load(
-            &format!("{tight}quality = {{ window_rows = 1000000 }}\n"),
-            &[],
-        )
-        .unwrap_err();
-        assert!(
-            e.contains("stream 'h'") && e.contains("quality window"),
-            "{e}"
+        refused(
+            format!("{tight}quality = {{ window_rows = 1000000 }}\n"),
+            &["stream 'h'", "quality window"],
         );
         // Cross-validation folds count: p = 1000 (two 8 MB copies) fits in 100 MB with 2
         // folds (6 copies, 48 MB), not with 20 (42 copies, 336 MB).
         assert!(load(&format!("{one}cv.folds = 2\n"), &[]).is_ok());
-        let e = load(&format!("{one}cv.folds = 20\n"), &[]).unwrap_err();
-        assert!(
-            e.contains("stream 'h'") && e.contains("cv.folds = 20"),
-            "{e}"
+        refused(
+            format!("{one}cv.folds = 20\n"),
+            &["stream 'h'", "cv.folds = 20"],
         );
-        let e = load(&format!("{one}cv.folds = 21\n"), &[]).unwrap_err();
-        assert!(
-            e.contains("stream 'h': cv.folds = 21: it must lie in 2..=20"),
-            "{e}"
+        refused(
+            format!("{one}cv.folds = 21\n"),
+            &["stream 'h': cv.folds = 21: it must lie in 2..=20"],
         );
         let e = load(
             &format!("{one}cv = {{ folds = 5, fold_by = \"row\" }}\n"),

@@ -28,6 +28,7 @@
 
 use super::log_rate::RateLimit;
 use crate::config::{DlqConfig, OnFailure};
+use crate::kafka::send::{send_waiting, with_headers};
 use crate::metrics::Metrics;
 use crate::reason::Rejection;
 use crate::state::arrivals::Arrivals;
@@ -164,6 +165,15 @@ pub const TRUNCATED_BYTES: usize = 16 * 1024;
 pub const LOG_EVERY: Duration = Duration::from_secs(5);
 
 impl Copy {
+    /// Counts what became of the copy: in `counter`, by its stream, and in its stream's
+    /// arrivals (`arrived`).
+    fn counted(&self, counter: &prometheus::IntCounterVec, arrived: fn(&Arrivals)) {
+        counter.with_label_values(&[self.stream.as_str()]).inc();
+        if let Some(a) = &self.arrivals {
+            arrived(a);
+        }
+    }
+
     pub fn new(
         stream: &str,
         topic: &str,
@@ -438,14 +448,7 @@ impl Worker {
             match result {
                 Ok(()) => {
                     let c = &attempt.copy;
-                    self.metrics
-                        .ingest
-                        .dead_letters
-                        .with_label_values(&[c.stream.as_str()])
-                        .inc();
-                    if let Some(a) = &c.arrivals {
-                        a.delivered();
-                    }
+                    c.counted(&self.metrics.ingest.dead_letters, Arrivals::delivered);
                     if attempt.failed > 0
                         && let Some(suppressed) = self.admit(&c.stream, Kind::Recovered)
                     {
@@ -511,36 +514,19 @@ impl Worker {
                 value: v.as_deref(),
             });
         }
-        let mut headers = headers
-            .insert(Header {
-                key: "ravel-reason",
-                value: Some(c.reason.as_str()),
-            })
-            .insert(Header {
-                key: "ravel-error",
-                value: Some(c.error.as_str()),
-            })
-            .insert(Header {
-                key: "ravel-stream",
-                value: Some(c.stream.as_str()),
-            })
-            .insert(Header {
-                key: "ravel-source-topic",
-                value: Some(c.topic.as_str()),
-            })
-            .insert(Header {
-                key: "ravel-source-partition",
-                value: Some(partition.as_str()),
-            })
-            .insert(Header {
-                key: "ravel-source-offset",
-                value: Some(offset.as_str()),
-            });
+        let mut headers = with_headers(
+            headers,
+            &[
+                ("ravel-reason", c.reason.as_str()),
+                ("ravel-error", c.error.as_str()),
+                ("ravel-stream", c.stream.as_str()),
+                ("ravel-source-topic", c.topic.as_str()),
+                ("ravel-source-partition", partition.as_str()),
+                ("ravel-source-offset", offset.as_str()),
+            ],
+        );
         if let Some(n) = &truncated {
-            headers = headers.insert(Header {
-                key: "ravel-truncated-from",
-                value: Some(n.as_str()),
-            });
+            headers = with_headers(headers, &[("ravel-truncated-from", n.as_str())]);
         }
         let mut rec = BaseRecord::with_opaque_to(&dlq, Box::new(attempt))
             .payload(&payload)
@@ -548,19 +534,8 @@ impl Worker {
         if let Some(k) = &key {
             rec = rec.key(k);
         }
-        loop {
-            match self.producer.send(rec) {
-                Ok(()) => return,
-                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r)) => {
-                    rec = r;
-                    self.producer.poll(Duration::from_millis(50));
-                }
-                Err((e, r)) => {
-                    let attempt = r.delivery_opaque;
-                    self.failed(*attempt, e);
-                    return;
-                }
-            }
+        if let Err((e, r)) = send_waiting(&self.producer, rec) {
+            self.failed(*r.delivery_opaque, e);
         }
     }
 
@@ -595,14 +570,7 @@ impl Worker {
         };
         let log = self.admit(&attempt.copy.stream, kind);
         let c = &attempt.copy;
-        self.metrics
-            .ingest
-            .dead_letter_failures
-            .with_label_values(&[c.stream.as_str()])
-            .inc();
-        if let Some(a) = &c.arrivals {
-            a.failed();
-        }
+        c.counted(&self.metrics.ingest.dead_letter_failures, Arrivals::failed);
         let dlq = crate::config::dlq_of(&c.topic);
         let retry_in = match self.mode {
             OnFailure::Block => {
@@ -619,14 +587,7 @@ impl Worker {
                 Some(wait)
             }
             OnFailure::Skip => {
-                self.metrics
-                    .ingest
-                    .dead_letters_skipped
-                    .with_label_values(&[c.stream.as_str()])
-                    .inc();
-                if let Some(a) = &c.arrivals {
-                    a.skipped();
-                }
+                c.counted(&self.metrics.ingest.dead_letters_skipped, Arrivals::skipped);
                 if let Some(suppressed) = log {
                     tracing::error!(
                         stream = %c.stream, topic = %c.topic, partition = c.partition, offset = c.offset,

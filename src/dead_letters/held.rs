@@ -47,6 +47,15 @@ struct Copies {
     paused_at: Option<i64>,
 }
 
+impl Copies {
+    /// The copy at `offset` no longer held (acknowledged, or given up).
+    fn forget(&mut self, offset: i64) {
+        if let Some(p) = self.by_offset.remove(&offset) {
+            self.bytes -= p.bytes;
+        }
+    }
+}
+
 /// The bound on one partition's unacknowledged copies.
 #[derive(Debug, Clone, Copy)]
 pub struct Bound {
@@ -138,9 +147,7 @@ impl Held {
             } => {
                 let key = (topic.clone(), *partition);
                 let c = self.parts.get_mut(&key)?;
-                if let Some(p) = c.by_offset.remove(offset) {
-                    c.bytes -= p.bytes;
-                }
+                c.forget(*offset);
                 let resume = match c.paused_at {
                     Some(at)
                         if c.by_offset.len() <= self.bound.copies / 2
@@ -169,13 +176,10 @@ impl Held {
                 retry_in,
                 ..
             } => {
-                let key = (topic.clone(), *partition);
-                let c = self.parts.get_mut(&key)?;
+                let c = self.parts.get_mut(&(topic.clone(), *partition))?;
                 if retry_in.is_none() {
                     // Given up (`skip`): nothing will acknowledge it.
-                    if let Some(p) = c.by_offset.remove(offset) {
-                        c.bytes -= p.bytes;
-                    }
+                    c.forget(*offset);
                     return None;
                 }
                 if let Some(p) = c.by_offset.get_mut(offset) {

@@ -8,7 +8,8 @@
 //! (paper 004's kept columns) share a memory budget set at start, so they are declared in the
 //! config file.
 
-use super::{Change, Declarations, Logged, Origin, Put, Refusal, from_table, named};
+use super::keep::staged;
+use super::{Change, Declarations, Origin, Put, Refusal, from_table, named};
 use crate::config::FeatureStreamConfig;
 use crate::state::feature_streams::FeatureStreamHandle;
 use serde::{Deserialize, Serialize};
@@ -28,13 +29,10 @@ pub struct ApiFeatureStream {
 impl Declarations {
     /// Where feature stream `name`'s declaration came from (None: no such feature stream).
     pub fn feature_origin(&self, name: &str) -> Option<Origin<FeatureStreamConfig>> {
-        if let Some(f) = self.base.feature_stream(name) {
-            return Some(Origin::file(f.clone()));
-        }
-        crate::lock(&self.declared)
-            .features
-            .get(name)
-            .map(|d| Origin::api(d.feature_stream.clone(), &d.by, d.at_ms))
+        let declared = crate::lock(&self.declared);
+        let api = declared.features.get(name);
+        let api = api.map(|d| (&d.feature_stream, &*d.by, d.at_ms));
+        Origin::of(self.base.feature_stream(name), api)
     }
 
     /// Declares (or changes) feature stream `name` from the JSON table `body`.
@@ -58,20 +56,21 @@ impl Declarations {
             ));
         }
         let mut declared = crate::lock(&self.declared);
-        let old = declared
-            .features
-            .get(name)
-            .map(|d| d.feature_stream.clone());
-        if old.as_ref() == Some(&f) {
-            return Ok(Put::Unchanged);
-        }
         let decl = ApiFeatureStream {
             feature_stream: f.clone(),
             by: by.to_string(),
             at_ms: crate::now_ms(),
         };
-        let mut next = declared.clone();
-        next.features.insert(name.to_string(), decl.clone());
+        let change = staged(
+            &declared,
+            name,
+            &decl,
+            |d| &mut d.features,
+            |d| &d.feature_stream,
+        );
+        let Some((next, replaced)) = change else {
+            return Ok(Put::Unchanged);
+        };
         let candidate = next.config(&self.base);
         candidate
             .check()
@@ -81,46 +80,24 @@ impl Declarations {
         one.scorers.clear();
         one.feature_streams.retain(|x| x.name == name);
         self.service.check_topics(&one).map_err(Refusal::Invalid)?;
-        let logged = Logged {
-            declaration: &decl,
-            retired: false,
-        };
-        self.persist(&next, "feature_stream", name, Some(&logged))?;
-        *declared = next;
+        self.adopt(&mut declared, next, "feature_stream", name, &decl)?;
         drop(declared);
-        self.start_features(&f, old.is_some());
+        self.start_features(&f, replaced);
         tracing::info!(
-            who = %by, action = if old.is_some() { "change" } else { "declare" },
+            who = %by, action = if replaced { "change" } else { "declare" },
             feature_stream = %name,
             declaration = %serde_json::to_string(&f).unwrap_or_default(),
             "feature stream declared over the API"
         );
-        Ok(if old.is_some() {
-            Put::Replaced
-        } else {
-            Put::Created
-        })
+        Ok(Put::of(replaced))
     }
 
     /// Retires feature stream `name`: ingest stops reading it at its next batch.
     pub fn delete_feature_stream(&self, name: &str, by: &str) -> Result<(), Refusal> {
-        if self.base.feature_stream(name).is_some() {
-            return Err(Refusal::Conflict(format!(
-                "feature stream '{name}' is declared in the config file; remove it there"
-            )));
-        }
-        {
-            let mut declared = crate::lock(&self.declared);
-            if !declared.features.contains_key(name) {
-                return Err(Refusal::Unknown(format!(
-                    "no feature stream named '{name}' was declared over the API"
-                )));
-            }
-            let mut next = declared.clone();
-            next.features.remove(name);
-            self.persist::<()>(&next, "feature_stream", name, None)?;
-            *declared = next;
-        }
+        let in_file = self.base.feature_stream(name).is_some();
+        self.retire(name, ("feature stream", "feature_stream"), in_file, |d| {
+            &mut d.features
+        })?;
         self.stop_features(name);
         tracing::info!(who = %by, action = "retire", feature_stream = %name, "feature stream retired over the API");
         Ok(())

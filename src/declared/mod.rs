@@ -43,6 +43,7 @@
 
 pub mod data;
 pub mod features;
+mod keep;
 pub mod scorers;
 mod sync;
 
@@ -287,6 +288,18 @@ pub struct Origin<T = StreamConfig> {
     pub declaration: T,
 }
 
+impl<T: Clone> Origin<T> {
+    /// The config file's declaration (`file`) if it has one, else the API's (`api`: the
+    /// declaration, who and when).
+    fn of(file: Option<&T>, api: Option<(&T, &str, u64)>) -> Option<Origin<T>> {
+        match (file, api) {
+            (Some(f), _) => Some(Origin::file(f.clone())),
+            (None, Some((d, by, at_ms))) => Some(Origin::api(d.clone(), by, at_ms)),
+            (None, None) => None,
+        }
+    }
+}
+
 impl<T> Origin<T> {
     /// A declaration of the config file.
     fn file(declaration: T) -> Origin<T> {
@@ -316,6 +329,17 @@ pub enum Put {
     Replaced,
     /// The same declaration as now: nothing changed.
     Unchanged,
+}
+
+impl Put {
+    /// A new declaration, or one that `replaced` another.
+    fn of(replaced: bool) -> Put {
+        if replaced {
+            Put::Replaced
+        } else {
+            Put::Created
+        }
+    }
 }
 
 /// The service's declarations: the file's (fixed) and the API's (changing, persisted).
@@ -382,13 +406,12 @@ impl Declarations {
 
     /// Where the declaration of stream `name` came from (None: no such stream).
     pub fn origin(&self, name: &str) -> Option<Origin> {
-        if let Some(s) = self.base.stream(name) {
-            return Some(Origin::file(s.clone()));
-        }
-        crate::lock(&self.declared)
-            .streams
-            .get(name)
-            .map(|d| Origin::api(d.stream.clone(), &d.by, d.at_ms))
+        let declared = crate::lock(&self.declared);
+        let api = declared.streams.get(name);
+        Origin::of(
+            self.base.stream(name),
+            api.map(|d| (&d.stream, &*d.by, d.at_ms)),
+        )
     }
 
     /// Why declarations cannot be made here, if they cannot.
@@ -460,16 +483,11 @@ impl Declarations {
             .service
             .build_stream(&stream, old.is_none(), decl.epoch)
             .map_err(|e| Refusal::Conflict(format!("{e:#}")))?;
-        let logged = Logged {
-            declaration: &decl,
-            retired: false,
-        };
-        if let Err(e) = self.persist(&next, "stream", name, Some(&logged)) {
+        if let Err(e) = self.adopt(&mut declared, next, "stream", name, &decl) {
             // Never served: its history recorder stops.
             handle.retire();
             return Err(e);
         }
-        *declared = next;
         tracing::info!(
             who = %by, action = if old.is_some() { "change" } else { "declare" },
             stream = %name,
@@ -480,12 +498,7 @@ impl Declarations {
             tracing::warn!(stream = %name, "{}", fields.note);
         }
         self.register(handle, positions, old.is_some());
-        let put = if old.is_some() {
-            Put::Replaced
-        } else {
-            Put::Created
-        };
-        Ok((put, Some(fields)))
+        Ok((Put::of(old.is_some()), Some(fields)))
     }
 
     /// The epoch of a new declaration of stream `name`: with the kafka store, the one it had
@@ -566,42 +579,6 @@ impl Declarations {
         );
         self.unregister(name, drop_state);
         Ok(())
-    }
-
-    /// Keeps `next`, the API's declarations after one change: the whole set in
-    /// `declarations.json`, or the changed declaration's record in the state topic (`value`
-    /// None: a tombstone).
-    fn persist<T: Serialize>(
-        &self,
-        next: &Declared,
-        kind: &str,
-        name: &str,
-        value: Option<&T>,
-    ) -> Result<(), Refusal> {
-        match &self.keep {
-            Keep::File(dir) => save(dir, next).map_err(|e| {
-                Refusal::Failed(format!(
-                    "the declaration was not made: {e:#} (state.dir must stay writable)"
-                ))
-            }),
-            Keep::Log(log) => {
-                let bytes = value
-                    .map(serde_json::to_vec)
-                    .transpose()
-                    .map_err(|e| Refusal::Failed(format!("cannot encode the declaration: {e}")))?;
-                let key = crate::store::kafka::declared::key(kind, name);
-                log.write(&key, bytes.as_deref()).map_err(|e| {
-                    Refusal::Failed(format!(
-                        "the declaration was not made: {e:#} (the state topic {} keeps the \
-                         declarations: it must take writes; try again)",
-                        log.topic()
-                    ))
-                })
-            }
-            Keep::Nowhere => Err(Refusal::Failed(
-                "no state.dir to keep the declaration in".to_string(),
-            )),
-        }
     }
 }
 

@@ -8,7 +8,8 @@
 //! joined before the answer. A stream a scorer scores with cannot be changed or retired
 //! until the scorer is.
 
-use super::{Declarations, Logged, Origin, Put, Refusal, from_table, named};
+use super::keep::staged;
+use super::{Declarations, Origin, Put, Refusal, from_table, named};
 use crate::config::scorers::ScorerConfig;
 use crate::shutdown::ShutdownTrigger;
 use serde::{Deserialize, Serialize};
@@ -55,13 +56,10 @@ impl Declarations {
 
     /// Where scorer `name`'s declaration came from (None: no such scorer).
     pub fn scorer_origin(&self, name: &str) -> Option<Origin<ScorerConfig>> {
-        if let Some(s) = self.base.scorers.iter().find(|s| s.name == name) {
-            return Some(Origin::file(s.clone()));
-        }
-        crate::lock(&self.declared)
-            .scorers
-            .get(name)
-            .map(|d| Origin::api(d.scorer.clone(), &d.by, d.at_ms))
+        let declared = crate::lock(&self.declared);
+        let api = declared.scorers.get(name);
+        let file = self.base.scorers.iter().find(|s| s.name == name);
+        Origin::of(file, api.map(|d| (&d.scorer, &*d.by, d.at_ms)))
     }
 
     /// Declares (or changes) scorer `name` from the JSON table `body`; `by` is who asks.
@@ -78,17 +76,15 @@ impl Declarations {
         let example = r#"{"stream": "sales", "topic": "orders", "output_topic": "predictions"}"#;
         let scorer: ScorerConfig = from_table(&named("scorer", example, name, body)?)?;
         let mut declared = crate::lock(&self.declared);
-        let old = declared.scorers.get(name).map(|d| d.scorer.clone());
-        if old.as_ref() == Some(&scorer) {
-            return Ok(Put::Unchanged);
-        }
         let decl = ApiScorer {
             scorer: scorer.clone(),
             by: by.to_string(),
             at_ms: crate::now_ms(),
         };
-        let mut next = declared.clone();
-        next.scorers.insert(name.to_string(), decl.clone());
+        let change = staged(&declared, name, &decl, |d| &mut d.scorers, |d| &d.scorer);
+        let Some((next, replaced)) = change else {
+            return Ok(Put::Unchanged);
+        };
         let candidate = next.config(&self.base);
         let model = model_of(&candidate, name)?;
         // Its topics, as `ravel check` asks (the stream's own, already read, included).
@@ -97,46 +93,22 @@ impl Declarations {
         one.feature_streams.clear();
         one.scorers = vec![scorer.clone()];
         self.service.check_topics(&one).map_err(Refusal::Invalid)?;
-        let logged = Logged {
-            declaration: &decl,
-            retired: false,
-        };
-        self.persist(&next, "scorer", name, Some(&logged))?;
-        *declared = next;
+        self.adopt(&mut declared, next, "scorer", name, &decl)?;
         drop(declared);
         self.run_scorer(&scorer, model)?;
         tracing::info!(
-            who = %by, action = if old.is_some() { "change" } else { "declare" },
+            who = %by, action = if replaced { "change" } else { "declare" },
             scorer = %name,
             declaration = %serde_json::to_string(&decl.scorer).unwrap_or_default(),
             "scorer declared over the API"
         );
-        Ok(if old.is_some() {
-            Put::Replaced
-        } else {
-            Put::Created
-        })
+        Ok(Put::of(replaced))
     }
 
     /// Retires scorer `name`: stopped (what it scored committed) before this returns.
     pub fn delete_scorer(&self, name: &str, by: &str) -> Result<(), Refusal> {
-        if self.base.scorers.iter().any(|s| s.name == name) {
-            return Err(Refusal::Conflict(format!(
-                "scorer '{name}' is declared in the config file; remove it there"
-            )));
-        }
-        {
-            let mut declared = crate::lock(&self.declared);
-            if !declared.scorers.contains_key(name) {
-                return Err(Refusal::Unknown(format!(
-                    "no scorer named '{name}' was declared over the API"
-                )));
-            }
-            let mut next = declared.clone();
-            next.scorers.remove(name);
-            self.persist::<()>(&next, "scorer", name, None)?;
-            *declared = next;
-        }
+        let in_file = self.base.scorers.iter().any(|s| s.name == name);
+        self.retire(name, ("scorer", "scorer"), in_file, |d| &mut d.scorers)?;
         self.stop_scorer(name);
         tracing::info!(who = %by, action = "retire", scorer = %name, "scorer retired over the API");
         Ok(())

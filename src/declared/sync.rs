@@ -9,6 +9,7 @@
 //! once the topic is read, and whenever the reader reads a declaration record.
 
 use super::features::ApiFeatureStream;
+use super::keep::staged;
 use super::scorers::{ApiScorer, model_of};
 use super::{ApiDeclaration, Declarations, Declared, Keep, Logged, Refusal};
 use crate::store::kafka::declared::parse_key;
@@ -89,13 +90,10 @@ impl Declarations {
         }
         // New or changed, each checked with everything adopted so far.
         for (name, d) in &want.streams {
-            let old = declared.streams.get(name);
-            if old == Some(d) {
+            let Some((next, replaced)) = staged(&declared, name, d, |x| &mut x.streams, |r| r)
+            else {
                 continue;
-            }
-            let replaced = old.is_some();
-            let mut next = declared.clone();
-            next.streams.insert(name.clone(), d.clone());
+            };
             let started = next
                 .config(&self.base)
                 .check()
@@ -115,13 +113,10 @@ impl Declarations {
             }
         }
         for (name, f) in &want.features {
-            let old = declared.features.get(name);
-            if old == Some(f) {
+            let Some((next, replaced)) = staged(&declared, name, f, |x| &mut x.features, |r| r)
+            else {
                 continue;
-            }
-            let replaced = old.is_some();
-            let mut next = declared.clone();
-            next.features.insert(name.clone(), f.clone());
+            };
             match next.config(&self.base).check() {
                 Ok(()) => {
                     *declared = next;
@@ -136,11 +131,9 @@ impl Declarations {
             }
         }
         for (name, s) in &want.scorers {
-            if declared.scorers.get(name) == Some(s) {
+            let Some((next, _)) = staged(&declared, name, s, |x| &mut x.scorers, |r| r) else {
                 continue;
-            }
-            let mut next = declared.clone();
-            next.scorers.insert(name.clone(), s.clone());
+            };
             let started = model_of(&next.config(&self.base), name)
                 .and_then(|model| self.run_scorer(&s.scorer, model));
             match started {

@@ -194,10 +194,7 @@ fn write_states(
                 as_of_ms: part.as_of_ms,
                 writer: writer_name.to_string(),
                 stats: part.stats.clone(),
-                folds: part.folds.clone().map(|folds| crate::store::SavedFolds {
-                    fold_by: s.handle.folds().1,
-                    folds,
-                }),
+                folds: s.saved_folds(&part.folds),
                 // A copy of the map only: the buckets are shared until a fold changes one,
                 // and only those changed since `saved` are written.
                 windows: part.windows.clone(),

@@ -4,7 +4,7 @@
 //! in the window decoded together (`Decoder::decode_batch`, through arrow-avro).
 
 use super::rebalance::IngestContext;
-use super::{AHEAD_MIN_BYTES, Early, Ingest, Target, WINDOW_BYTES, ahead, features};
+use super::{AHEAD_MIN_BYTES, Early, Ingest, Target, WINDOW_BYTES, ahead};
 use crate::codec::{Decoded, feature_format, format};
 use crate::kafka::value_schema_id;
 use rdkafka::consumer::BaseConsumer;
@@ -206,22 +206,5 @@ impl Ingest {
     ) -> usize {
         let early = if early { ahead.take() } else { None };
         self.accept(msg, early)
-    }
-
-    /// Publishes the feature streams that changed if `features::PUBLISH_EVERY` passed since
-    /// they last did (within a batch; `run` publishes after each). A stream that cannot go on
-    /// is marked failed; `publish_features` then stops ingest.
-    pub(super) fn publish_features_due(&mut self) {
-        if self.features.is_empty() || self.features_published.elapsed() < features::PUBLISH_EVERY {
-            return;
-        }
-        self.features_published = Instant::now();
-        for f in &mut self.features {
-            if f.failed.is_none()
-                && let Err(e) = f.live.publish(&self.metrics)
-            {
-                f.failed = Some(e.to_string());
-            }
-        }
     }
 }

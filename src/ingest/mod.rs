@@ -24,20 +24,27 @@
 //! This file is the loop itself (the order of gather / fold / publish / checkpoint / commit);
 //! its clients come from `crate::kafka`. The folder is laid out by stage:
 //!
-//! - the loop's own steps, each an `impl Ingest` of its file: `setup` (`Ingest::new`),
-//!   `gather` (a batch, JSON decoded ahead on the `ahead` threads), `accept` (one message:
-//!   fold or reject, the retention check, releasing held partitions), `denied` (consumer
-//!   errors, authorization), `commit_loop` (checkpoints, then commits); `rebalance`
-//!   (assignment), `join_watch` (a member left unassigned) and `lag`;
-//! - folding: `fold` (rows into statistics), `windows` (rows into a stream's time buckets),
-//!   `freshness` (each message's age once its rows are visible), `cv` (which cross-validation fold a row goes to,
-//!   `cv.folds`), `features` (feature-stream columns into the selection);
-//! - `decode/`: a message's bytes into rows or a column (`format`, `schema`, `events`,
-//!   `fast_json` and its `number` parser, `feature_format`, `message`);
-//! - `dead_letters/`: a refused message counted, logged at a bounded rate and copied
-//!   (`rejections`, `dlq`, `held`, `log_rate`);
+//! - the loop's own steps. `Ingest` is the loop's one state (the consumer, every stream's
+//!   `StreamIngest`, the positions, the store, the dead-letter fence) and each step reads and
+//!   changes much of it, so a step is an `impl Ingest` in the file of its concern, one block
+//!   a file: this file (the loop: `run`, fold, publish, the queued changes), `setup`
+//!   (`Ingest::new`), `gather` (a batch, JSON decoded ahead on the `ahead` threads), `accept`
+//!   (one message: fold or reject, the retention check, releasing held partitions),
+//!   `commit_loop` (checkpoints, then commits), `resubscribe` (streams declared or retired
+//!   between batches, and where a declared one starts), `denied` (consumer errors and
+//!   authorization, for both `gather`'s polls and `commit_loop`'s commits) and `join_watch`
+//!   (a member left unassigned). The other files hold no `impl Ingest`:
+//!   `rebalance` (the consumer's context: assignment), `start` (where a never-read stream
+//!   starts: functions of a consumer, for `setup` and `resubscribe`) and `lag`;
+//! - folding: `fold` (rows into statistics; `windows`, rows into a stream's time buckets;
+//!   `cv`, which cross-validation fold a row goes to, `cv.folds`; `restore`, a partition's
+//!   saved state on assignment), `freshness` (each message's age once its rows are visible),
+//!   `features` (feature-stream columns into the selection);
 //! - `checkpoints/`: `positions`, `persist` (checkpoint assembly, loading), `commit` (which
 //!   offsets may be committed).
+//!
+//! Decoding is `crate::codec`'s and dead letters are `crate::dead_letters`' (counted, logged
+//! at a bounded rate, copied); the loop calls both.
 //!
 //! The scorers (`crate::score`) are not part of the loop: each is a thread of its own that
 //! reads events through a stream's decoding and predicts them with a model of its snapshot.
@@ -288,6 +295,23 @@ impl Ingest {
         self.await_copies(Duration::from_secs(3));
         self.checkpoint_and_commit(CommitMode::Sync);
         Ok(())
+    }
+
+    /// Publishes the feature streams that changed if `features::PUBLISH_EVERY` passed since
+    /// they last did (within a batch; `run` publishes after each). A stream that cannot go on
+    /// is marked failed; `publish_features` then stops ingest.
+    pub(super) fn publish_features_due(&mut self) {
+        if self.features.is_empty() || self.features_published.elapsed() < features::PUBLISH_EVERY {
+            return;
+        }
+        self.features_published = Instant::now();
+        for f in &mut self.features {
+            if f.failed.is_none()
+                && let Err(e) = f.live.publish(&self.metrics)
+            {
+                f.failed = Some(e.to_string());
+            }
+        }
     }
 
     /// Publishes the snapshot of every feature stream that changed; an error if one cannot

@@ -12,10 +12,11 @@
 
 use super::checkpoints::positions::{self, Positions};
 use crate::health::{Health, PartitionCount};
+use crate::kafka::rebalance::{self, Rebalance, Step};
 use crate::lock;
 use crate::metrics::Metrics;
 use crate::store::kafka::{PartitionState, StateReader};
-use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, RebalanceProtocol};
+use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::topic_partition_list::TopicPartitionList;
 use rdkafka::types::RDKafkaRespErr;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -305,22 +306,28 @@ impl IngestContext {
             return;
         }
         let mut tpl = TopicPartitionList::new();
-        {
-            let positions = lock(&self.positions);
-            for (t, p) in &new {
-                let start = positions::start(&positions, t, *p);
-                if let Err(e) = tpl.add_partition_offset(t, *p, start) {
-                    tracing::error!(topic = %t, partition = p, error = %e, "cannot set start offset");
-                }
-                tracing::info!(topic = %t, partition = p, start = ?start, "partition assigned (standalone)");
-            }
+        for (t, p) in &new {
+            tpl.add_partition(t, *p);
         }
+        self.set_starts(&mut tpl, &new, "partition assigned (standalone)");
         match consumer.incremental_assign(&tpl) {
             Ok(()) => {
                 self.assigned_once.store(true, Ordering::SeqCst);
                 self.update_assignment(|a| a.extend(new));
             }
             Err(e) => tracing::error!(error = %e, "cannot assign partitions"),
+        }
+    }
+
+    /// Sets each of `parts` (all in `tpl`) to start at its position, logged as `what`.
+    fn set_starts(&self, tpl: &mut TopicPartitionList, parts: &[(String, i32)], what: &str) {
+        let positions = lock(&self.positions);
+        for (t, p) in parts {
+            let start = positions::start(&positions, t, *p);
+            if let Err(e) = tpl.set_partition_offset(t, *p, start) {
+                tracing::error!(topic = %t, partition = p, error = %e, "cannot set start offset");
+            }
+            tracing::info!(topic = %t, partition = p, start = ?start, "{what}");
         }
     }
 
@@ -448,87 +455,66 @@ impl IngestContext {
     }
 }
 
-impl ConsumerContext for IngestContext {
-    /// Positions every newly assigned partition where the statistics stop, instead of at the
-    /// committed offset, which may trail the last checkpoint.
-    fn rebalance(
-        &self,
-        consumer: &BaseConsumer<Self>,
-        err: RDKafkaRespErr,
-        tpl: &mut TopicPartitionList,
-    ) {
-        let cooperative = matches!(
-            consumer.rebalance_protocol(),
-            RebalanceProtocol::Cooperative
-        );
-        let parts: Vec<(String, i32)> = tpl
-            .elements()
-            .iter()
-            .map(|e| (e.topic().to_string(), e.partition()))
-            .collect();
-        match err {
-            RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => {
-                self.restore_assigned(consumer, &parts);
-                self.assigned_once.store(true, Ordering::SeqCst);
-                // An empty assignment too: the group answered (more members than partitions).
-                *lock(&self.unassigned_since) = None;
-                {
-                    let positions = lock(&self.positions);
-                    for (t, p) in &parts {
-                        let start = positions::start(&positions, t, *p);
-                        if let Err(e) = tpl.set_partition_offset(t, *p, start) {
-                            tracing::error!(topic = %t, partition = p, error = %e, "cannot set start offset");
-                        }
-                        tracing::info!(topic = %t, partition = p, start = ?start, "partition assigned");
-                    }
-                }
-                let r = if cooperative {
-                    consumer.incremental_assign(tpl)
-                } else {
-                    consumer.assign(tpl)
-                };
-                if let Err(e) = r {
-                    tracing::error!(error = %e, "cannot assign partitions");
-                }
-                self.update_assignment(|a| {
-                    if !cooperative {
-                        a.clear();
-                    }
-                    a.extend(parts);
-                });
+crate::kafka::rebalance::consumer_context!(IngestContext);
+
+/// Positions every newly assigned partition where the statistics stop, instead of at the
+/// committed offset, which may trail the last checkpoint.
+impl Rebalance for IngestContext {
+    fn assigned(&self, consumer: &BaseConsumer<Self>, tpl: &mut TopicPartitionList) {
+        let cooperative = rebalance::cooperative(consumer);
+        let parts = partitions(tpl);
+        self.restore_assigned(consumer, &parts);
+        self.assigned_once.store(true, Ordering::SeqCst);
+        // An empty assignment too: the group answered (more members than partitions).
+        *lock(&self.unassigned_since) = None;
+        self.set_starts(tpl, &parts, "partition assigned");
+        if let Err(e) = rebalance::apply(consumer, Step::Assign, tpl, cooperative) {
+            tracing::error!(error = %e, "cannot assign partitions");
+        }
+        self.update_assignment(|a| {
+            if !cooperative {
+                a.clear();
             }
-            RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS => {
-                tracing::info!(partitions = parts.len(), "partitions revoked");
-                self.forget_revoked(&parts);
-                let r = if cooperative {
-                    consumer.incremental_unassign(tpl)
-                } else {
-                    consumer.unassign()
-                };
-                if let Err(e) = r {
-                    tracing::error!(error = %e, "cannot unassign partitions");
+            a.extend(parts);
+        });
+    }
+
+    fn revoked(&self, consumer: &BaseConsumer<Self>, tpl: &TopicPartitionList) {
+        let cooperative = rebalance::cooperative(consumer);
+        let parts = partitions(tpl);
+        tracing::info!(partitions = parts.len(), "partitions revoked");
+        self.forget_revoked(&parts);
+        if let Err(e) = rebalance::apply(consumer, Step::Revoke, tpl, cooperative) {
+            tracing::error!(error = %e, "cannot unassign partitions");
+        }
+        self.update_assignment(|a| {
+            if cooperative {
+                for p in &parts {
+                    a.remove(p);
                 }
-                self.update_assignment(|a| {
-                    if cooperative {
-                        for p in &parts {
-                            a.remove(p);
-                        }
-                    } else {
-                        a.clear();
-                    }
-                });
-                if !cooperative || self.assigned().is_empty() {
-                    self.subscribed();
-                }
+            } else {
+                a.clear();
             }
-            other => {
-                tracing::error!(error = ?other, "rebalance failed; dropping the assignment");
-                let all: Vec<(String, i32)> = self.assigned().into_iter().collect();
-                self.forget_revoked(&all);
-                let _ = consumer.unassign();
-                self.update_assignment(|a| a.clear());
-                self.subscribed();
-            }
+        });
+        if !cooperative || self.assigned().is_empty() {
+            self.subscribed();
         }
     }
+
+    fn failed(&self, consumer: &BaseConsumer<Self>, err: RDKafkaRespErr) {
+        tracing::error!(error = ?err, "rebalance failed; dropping the assignment");
+        let all: Vec<(String, i32)> = self.assigned().into_iter().collect();
+        self.forget_revoked(&all);
+        let _ = consumer.unassign();
+        self.update_assignment(|a| a.clear());
+        self.subscribed();
+    }
+}
+
+/// The (topic, partition) pairs of `tpl`.
+fn partitions(tpl: &TopicPartitionList) -> Vec<(String, i32)> {
+    tpl.elements()
+        .iter()
+        .map(|e| (e.topic().to_string(), e.partition()))
+        .collect()
 }

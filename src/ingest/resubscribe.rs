@@ -158,4 +158,23 @@ impl Ingest {
         }
         Ok(())
     }
+
+    /// Stream `i`, just declared, starts where its `start` says: its positions set and its
+    /// checkpoint due at once. Returns whether it was.
+    fn start_declared(&mut self, i: usize) -> anyhow::Result<bool> {
+        let handle = self.streams[i].handle.clone();
+        let Some(ends) = super::start::at_end(
+            &self.consumer,
+            &handle,
+            self.state_dir.as_deref(),
+            matches!(self.store, super::Store::Kafka { .. }),
+            &self.shutdown,
+        )?
+        else {
+            return Ok(false);
+        };
+        crate::lock(&self.positions).insert(handle.topic.clone(), ends);
+        self.streams[i].touch(super::fold::ALL);
+        Ok(true)
+    }
 }

@@ -18,7 +18,7 @@
 //! (the state topic cannot tell it from one never assigned).
 
 use super::fold::StreamIngest;
-use super::{Ingest, patiently};
+use super::patiently;
 use crate::config::StartAt;
 use crate::shutdown::Shutdown;
 use crate::state::streams::StreamHandle;
@@ -108,25 +108,4 @@ pub(super) fn at_end<C: ConsumerContext>(
     let ends = ends(consumer, &handle.topic, shutdown)?;
     tracing::info!(stream = %handle.name(), topic = %handle.topic, positions = ?ends, "stream starts at the end of its topic (start = \"latest\")");
     Ok(Some(ends))
-}
-
-impl Ingest {
-    /// Stream `i`, just declared, starts where its `start` says: its positions set and its
-    /// checkpoint due at once. Returns whether it was.
-    pub(super) fn start_declared(&mut self, i: usize) -> anyhow::Result<bool> {
-        let handle = self.streams[i].handle.clone();
-        let Some(ends) = at_end(
-            &self.consumer,
-            &handle,
-            self.state_dir.as_deref(),
-            matches!(self.store, super::Store::Kafka { .. }),
-            &self.shutdown,
-        )?
-        else {
-            return Ok(false);
-        };
-        crate::lock(&self.positions).insert(handle.topic.clone(), ends);
-        self.streams[i].touch(super::fold::ALL);
-        Ok(true)
-    }
 }

@@ -97,18 +97,12 @@ impl EmbeddedBroker {
 
     /// Creates a topic (replication 1). A topic that already exists is left as it is.
     pub fn create_topic(&self, name: &str, partitions: i32) -> anyhow::Result<()> {
-        let (reply, rx) = mpsc::channel();
-        let req = Request::CreateTopic {
+        let answer = self.ask(|reply| Request::CreateTopic {
             name: name.to_string(),
             partitions,
             reply,
-        };
-        self.requests
-            .as_ref()
-            .expect("broker running")
-            .send(req)
-            .map_err(|_| anyhow!("embedded broker stopped"))?;
-        match rx.recv().map_err(|_| anyhow!("embedded broker stopped"))? {
+        })?;
+        match answer {
             Ok(()) => Ok(()),
             Err(e) if e.contains("already exists") || e.contains("TopicAlreadyExists") => Ok(()),
             Err(e) => Err(anyhow!(
@@ -126,20 +120,27 @@ impl EmbeddedBroker {
         name: &str,
         error: rdkafka::types::RDKafkaRespErr,
     ) -> anyhow::Result<()> {
-        let (reply, rx) = mpsc::channel();
-        let req = Request::TopicError {
+        self.ask(|reply| Request::TopicError {
             name: name.to_string(),
             error,
             reply,
-        };
+        })?
+        .map_err(|e| anyhow!("cannot set an error on topic '{name}': {e}"))
+    }
+
+    /// Sends the owner thread the request `make` builds around its reply channel and waits
+    /// for the broker's answer (an error only when the broker has stopped).
+    fn ask(
+        &self,
+        make: impl FnOnce(mpsc::Sender<Result<(), String>>) -> Request,
+    ) -> anyhow::Result<Result<(), String>> {
+        let (reply, rx) = mpsc::channel();
         self.requests
             .as_ref()
             .expect("broker running")
-            .send(req)
+            .send(make(reply))
             .map_err(|_| anyhow!("embedded broker stopped"))?;
-        rx.recv()
-            .map_err(|_| anyhow!("embedded broker stopped"))?
-            .map_err(|e| anyhow!("cannot set an error on topic '{name}': {e}"))
+        rx.recv().map_err(|_| anyhow!("embedded broker stopped"))
     }
 }
 

@@ -520,15 +520,23 @@ mod tests {
     }
 
     fn clients() -> KafkaClients {
-        let mut kafka = KafkaConfig {
+        let kafka = KafkaConfig {
             group_id: "g1".into(),
             ..KafkaConfig::default()
         };
-        kafka
-            .options
-            .insert("security_protocol".into(), "SASL_SSL".into());
-        kafka.options.insert("linger.ms".into(), "7".into());
+        let kafka = with_options(
+            kafka,
+            &[("security_protocol", "SASL_SSL"), ("linger.ms", "7")],
+        );
         KafkaClients::new(&kafka, "b:9092")
+    }
+
+    /// `kafka` with the user's `options` (kafka.options) too.
+    fn with_options(mut kafka: KafkaConfig, options: &[(&str, &str)]) -> KafkaConfig {
+        for (k, v) in options {
+            kafka.options.insert(k.to_string(), v.to_string());
+        }
+        kafka
     }
 
     #[test]
@@ -608,14 +616,14 @@ mod tests {
 
     #[test]
     fn consumer_only_options_go_to_consumers_only_and_the_instance_id_to_group_members() {
-        let mut kafka = KafkaConfig {
+        let kafka = KafkaConfig {
             instance_id: "ravel-0".into(),
             ..KafkaConfig::default()
         };
-        kafka
-            .options
-            .insert("session.timeout.ms".into(), "30000".into());
-        kafka.options.insert("linger.ms".into(), "7".into());
+        let kafka = with_options(
+            kafka,
+            &[("session.timeout.ms", "30000"), ("linger.ms", "7")],
+        );
         let k = KafkaClients::new(&kafka, "b:9092");
         for c in [k.consumer(100), k.scorer_consumer("g.scorer.s")] {
             assert_eq!(c.get("session.timeout.ms"), Some("30000"));

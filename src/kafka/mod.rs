@@ -3,12 +3,15 @@
 //! broker`), every topic ravel reads or writes checked at start (`topics`), how an
 //! authorization error is recognised and reported (`authz`), standalone assignment
 //! (`standalone`: an instance's own partitions without the group protocol, and the watch for a
-//! second one), and a topic's latest messages read without a commit (`sample`).
+//! second one), the rebalance callback of group consumers (`rebalance`), what ravel's producers share when
+//! they send (`send`), and a topic's latest messages read without a commit (`sample`).
 
 pub mod authz;
 pub mod broker;
 pub mod client;
+pub mod rebalance;
 pub mod sample;
+pub mod send;
 pub mod standalone;
 pub mod topics;
 

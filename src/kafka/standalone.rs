@@ -33,16 +33,20 @@ pub fn instance_name(configured: Option<&str>) -> String {
     if let Some(id) = configured {
         return id.to_string();
     }
-    let host = std::env::var("HOSTNAME")
+    let host = host_name("/proc/sys/kernel/hostname").unwrap_or_else(|| "host".into());
+    format!("{host}-{}", std::process::id())
+}
+
+/// The host's name: `$HOSTNAME`, else what `file` holds (trimmed); None when neither says.
+pub fn host_name(file: &str) -> Option<String> {
+    std::env::var("HOSTNAME")
         .ok()
         .filter(|h| !h.is_empty())
         .or_else(|| {
-            std::fs::read_to_string("/proc/sys/kernel/hostname")
+            std::fs::read_to_string(file)
                 .ok()
                 .map(|h| h.trim().to_string())
         })
-        .unwrap_or_else(|| "host".into());
-    format!("{host}-{}", std::process::id())
 }
 
 /// The metadata of a commit by `instance` at `at_ms`, with more `key=value` fields (a scorer's

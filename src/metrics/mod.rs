@@ -156,77 +156,63 @@ impl Metrics {
     }
 
     pub fn declare_stream(&self, stream: &str) {
-        self.ingest
-            .observations_applied
-            .with_label_values(&[stream]);
-        self.ingest.messages_consumed.with_label_values(&[stream]);
-        for r in Reason::ROWS {
-            self.ingest
-                .messages_rejected
-                .with_label_values(&[stream, r.as_str()]);
+        self.declare_read(stream, &Reason::ROWS);
+        let (i, s) = (&self.ingest, &self.streams);
+        create(
+            stream,
+            &[
+                &i.observations_applied,
+                &i.fields_ignored,
+                &i.rows_skipped,
+                &i.messages_before_start,
+                &i.rows_without_target,
+                &i.events_by_tree,
+                &i.dead_letter_failures,
+                &i.dead_letters_skipped,
+                &i.blocked_partitions,
+                &s.stream_observations,
+                &s.drift_alarms,
+                &s.last_drift_alarm_row,
+                &i.ingest_freshness,
+                &i.ingest_future_timestamps,
+                &i.ingest_lost_messages,
+            ],
+        );
+    }
+
+    /// The series both kinds of stream count as they read: messages consumed, refused (by
+    /// each of `reasons`) and dead-lettered.
+    fn declare_read(&self, stream: &str, reasons: &[Reason]) {
+        let i = &self.ingest;
+        create(stream, &[&i.messages_consumed, &i.dead_letters]);
+        for r in reasons {
+            i.messages_rejected.with_label_values(&[stream, r.as_str()]);
         }
-        self.ingest.fields_ignored.with_label_values(&[stream]);
-        self.ingest.rows_skipped.with_label_values(&[stream]);
-        self.ingest
-            .messages_before_start
-            .with_label_values(&[stream]);
-        self.ingest.rows_without_target.with_label_values(&[stream]);
-        self.ingest.events_by_tree.with_label_values(&[stream]);
-        self.ingest.dead_letters.with_label_values(&[stream]);
-        self.ingest
-            .dead_letter_failures
-            .with_label_values(&[stream]);
-        self.ingest
-            .dead_letters_skipped
-            .with_label_values(&[stream]);
-        self.ingest.blocked_partitions.with_label_values(&[stream]);
-        self.streams
-            .stream_observations
-            .with_label_values(&[stream]);
-        self.streams.drift_alarms.with_label_values(&[stream]);
-        self.streams
-            .last_drift_alarm_row
-            .with_label_values(&[stream]);
-        self.ingest.ingest_freshness.with_label_values(&[stream]);
-        self.ingest
-            .ingest_future_timestamps
-            .with_label_values(&[stream]);
-        self.ingest
-            .ingest_lost_messages
-            .with_label_values(&[stream]);
     }
 
     /// Creates a stream's checkpoint counters at zero (only when checkpoints are on, so that
     /// their absence says they are off), for the same reason as `declare_stream`.
     pub fn declare_checkpoints(&self, stream: &str) {
-        self.ingest.checkpoints.with_label_values(&[stream]);
-        self.ingest.checkpoint_failures.with_label_values(&[stream]);
+        create(
+            stream,
+            &[&self.ingest.checkpoints, &self.ingest.checkpoint_failures],
+        );
     }
 
     /// Creates a feature stream's series at zero; staleness for each Asy-OS worker.
     pub fn declare_feature_stream(&self, stream: &str, workers: usize) {
-        self.ingest.messages_consumed.with_label_values(&[stream]);
-        for r in Reason::FEATURES {
-            self.ingest
-                .messages_rejected
-                .with_label_values(&[stream, r.as_str()]);
-        }
-        self.ingest.dead_letters.with_label_values(&[stream]);
-        self.features
-            .features_processed
-            .with_label_values(&[stream]);
-        self.features
-            .feature_substitutions
-            .with_label_values(&[stream]);
-        self.features
-            .feature_stream_labels
-            .with_label_values(&[stream]);
-        self.features
-            .feature_stream_selected
-            .with_label_values(&[stream]);
-        self.features
-            .feature_stream_passes
-            .with_label_values(&[stream]);
+        self.declare_read(stream, &Reason::FEATURES);
+        let f = &self.features;
+        create(
+            stream,
+            &[
+                &f.features_processed,
+                &f.feature_substitutions,
+                &f.feature_stream_labels,
+                &f.feature_stream_selected,
+                &f.feature_stream_passes,
+            ],
+        );
         if workers > 1 {
             for t in 0..workers {
                 let t = t.to_string();
@@ -247,6 +233,24 @@ impl Metrics {
             .encode(&self.registry.gather(), &mut buf)
             .expect("text encoding");
         String::from_utf8(buf).expect("prometheus text is UTF-8")
+    }
+}
+
+/// A labelled metric whose series can be created at zero before anything counts in them.
+trait Series {
+    fn create(&self, labels: &[&str]);
+}
+
+impl<T: prometheus::core::MetricVecBuilder> Series for prometheus::core::MetricVec<T> {
+    fn create(&self, labels: &[&str]) {
+        self.with_label_values(labels);
+    }
+}
+
+/// Creates the series of `stream` of each of `metrics` at zero.
+fn create(stream: &str, metrics: &[&dyn Series]) {
+    for m in metrics {
+        m.create(&[stream]);
     }
 }
 

@@ -3,8 +3,9 @@
 //! partition where it resumes (the group's commit, or exactly once the output's tail).
 
 use super::tail::Tail;
+use crate::kafka::rebalance::{self, Rebalance, Step};
 use rdkafka::ClientContext;
-use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, RebalanceProtocol};
+use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::Message;
 use rdkafka::producer::{DeliveryResult, ProducerContext};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
@@ -119,12 +120,7 @@ impl ScorerContext {
         for (p, start) in self.starts(consumer, &parts) {
             let _ = tpl.set_partition_offset(&self.topic, p, start);
         }
-        let r = if incremental {
-            consumer.incremental_assign(tpl)
-        } else {
-            consumer.assign(tpl)
-        };
-        match r {
+        match rebalance::apply(consumer, Step::Assign, tpl, incremental) {
             Ok(()) => {
                 let mut a = crate::lock(&self.assigned);
                 if !incremental {
@@ -137,47 +133,34 @@ impl ScorerContext {
     }
 }
 
-impl ConsumerContext for ScorerContext {
-    fn rebalance(
-        &self,
-        consumer: &BaseConsumer<Self>,
-        err: RDKafkaRespErr,
-        tpl: &mut TopicPartitionList,
-    ) {
-        let cooperative = matches!(
-            consumer.rebalance_protocol(),
-            RebalanceProtocol::Cooperative
-        );
-        match err {
-            RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => {
-                self.assign(consumer, tpl, cooperative)
-            }
-            RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS => {
-                // Every prediction of the batches before was acknowledged (a batch waits for
-                // its deliveries before the next poll); the messages of the batch being
-                // gathered from these partitions are dropped (`Scorer::batch`).
-                let r = if cooperative {
-                    consumer.incremental_unassign(tpl)
-                } else {
-                    consumer.unassign()
-                };
-                if let Err(e) = r {
-                    tracing::error!(scorer = %self.name, error = %e, "cannot unassign partitions");
-                }
-                let mut a = crate::lock(&self.assigned);
-                if cooperative {
-                    for e in tpl.elements() {
-                        a.remove(&e.partition());
-                    }
-                } else {
-                    a.clear();
-                }
-            }
-            other => {
-                tracing::error!(scorer = %self.name, error = ?other, "rebalance failed; dropping the assignment");
-                let _ = consumer.unassign();
-                crate::lock(&self.assigned).clear();
-            }
+crate::kafka::rebalance::consumer_context!(ScorerContext);
+
+impl Rebalance for ScorerContext {
+    fn assigned(&self, consumer: &BaseConsumer<Self>, tpl: &mut TopicPartitionList) {
+        self.assign(consumer, tpl, rebalance::cooperative(consumer))
+    }
+
+    fn revoked(&self, consumer: &BaseConsumer<Self>, tpl: &TopicPartitionList) {
+        let cooperative = rebalance::cooperative(consumer);
+        // Every prediction of the batches before was acknowledged (a batch waits for its
+        // deliveries before the next poll); the messages of the batch being gathered from
+        // these partitions are dropped (`Scorer::batch`).
+        if let Err(e) = rebalance::apply(consumer, Step::Revoke, tpl, cooperative) {
+            tracing::error!(scorer = %self.name, error = %e, "cannot unassign partitions");
         }
+        let mut a = crate::lock(&self.assigned);
+        if cooperative {
+            for e in tpl.elements() {
+                a.remove(&e.partition());
+            }
+        } else {
+            a.clear();
+        }
+    }
+
+    fn failed(&self, consumer: &BaseConsumer<Self>, err: RDKafkaRespErr) {
+        tracing::error!(scorer = %self.name, error = ?err, "rebalance failed; dropping the assignment");
+        let _ = consumer.unassign();
+        crate::lock(&self.assigned).clear();
     }
 }

@@ -5,9 +5,9 @@
 
 use super::{DELIVERY_WAIT, Scorer};
 use crate::dead_letters::dlq;
+use crate::kafka::send::{send_waiting, with_headers};
 use rdkafka::consumer::Consumer;
-use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::{BorrowedMessage, Header, Message, OwnedHeaders};
+use rdkafka::message::{BorrowedMessage, Message, OwnedHeaders};
 use rdkafka::producer::{BaseRecord, Producer};
 use rdkafka::topic_partition_list::Offset;
 use std::time::{Duration, Instant};
@@ -18,27 +18,16 @@ impl Scorer {
     pub(super) fn send(&self, m: &BorrowedMessage<'_>, payload: Vec<u8>, rows: u64) {
         let (p, o) = (m.partition(), m.offset());
         let (ps, os, rows) = (p.to_string(), o.to_string(), rows.to_string());
-        let headers = OwnedHeaders::new()
-            .insert(Header {
-                key: "ravel-scorer",
-                value: Some(self.config.name.as_str()),
-            })
-            .insert(Header {
-                key: "ravel-source-topic",
-                value: Some(self.config.topic.as_str()),
-            })
-            .insert(Header {
-                key: "ravel-source-partition",
-                value: Some(ps.as_str()),
-            })
-            .insert(Header {
-                key: "ravel-source-offset",
-                value: Some(os.as_str()),
-            })
-            .insert(Header {
-                key: "ravel-model-rows",
-                value: Some(rows.as_str()),
-            });
+        let headers = with_headers(
+            OwnedHeaders::new(),
+            &[
+                ("ravel-scorer", self.config.name.as_str()),
+                ("ravel-source-topic", self.config.topic.as_str()),
+                ("ravel-source-partition", ps.as_str()),
+                ("ravel-source-offset", os.as_str()),
+                ("ravel-model-rows", rows.as_str()),
+            ],
+        );
         let mut record =
             BaseRecord::with_opaque_to(&self.config.output_topic, Box::new((self.batch, p, o)))
                 .payload(&payload)
@@ -49,23 +38,8 @@ impl Scorer {
         if let Some(k) = m.key() {
             record = record.key(k);
         }
-        loop {
-            match self.producer.send(record) {
-                Ok(()) => return,
-                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r)) => {
-                    record = r;
-                    self.producer.poll(Duration::from_millis(50));
-                }
-                Err((e, _)) => {
-                    crate::lock(&self.producer.context().failed).push((
-                        self.batch,
-                        p,
-                        o,
-                        e.to_string(),
-                    ));
-                    return;
-                }
-            }
+        if let Err((e, _)) = send_waiting(&self.producer, record) {
+            crate::lock(&self.producer.context().failed).push((self.batch, p, o, e.to_string()));
         }
     }
 

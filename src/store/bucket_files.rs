@@ -16,7 +16,6 @@
 //! checkpoint after a start writes every bucket once (new files; the loaded ones then go).
 
 use anyhow::{Context, bail};
-use ravel_core::Task;
 use ravel_core::stats::Stats;
 use ravel_core::stats::windows::{WindowSpec, Windows};
 use serde::{Deserialize, Serialize};
@@ -57,15 +56,7 @@ impl From<FileEntry> for (i64, i64, u64) {
 }
 
 /// A checkpoint's windows by reference: the spec, the clock, and the bucket files.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FileIndex {
-    pub bucket_ms: i64,
-    pub keep_ms: i64,
-    pub task: Task,
-    pub p: usize,
-    pub now_ms: Option<i64>,
-    pub buckets: Vec<FileEntry>,
-}
+pub type FileIndex = super::WindowIndex<FileEntry>;
 
 /// The bucket files of the last checkpoint written, with the statistics each holds by
 /// identity only (a `Weak` keeps the allocation, so no other bucket takes its address, but
@@ -134,14 +125,13 @@ pub fn write_changed(
             width_ms: width,
             version,
         };
-        let mut payload = Vec::new();
-        let value = super::BucketRef {
+        let payload = super::BucketRef {
             version,
             start_ms: start,
             width_ms: width,
             stats,
-        };
-        ciborium::into_writer(&value, &mut payload).context("cannot encode a time bucket")?;
+        }
+        .encode()?;
         let path = bdir.join(file_name(&e));
         let io = |what: &str| format!("{what} {}", path.display());
         let mut f = File::create(&path).with_context(|| io("cannot create"))?;
@@ -156,15 +146,7 @@ pub fn write_changed(
             .and_then(|d| d.sync_all())
             .with_context(|| format!("cannot sync {}", bdir.display()))?;
     }
-    let spec = windows.spec();
-    let index = FileIndex {
-        bucket_ms: spec.bucket_ms,
-        keep_ms: spec.keep_ms,
-        task: windows.task(),
-        p: windows.p(),
-        now_ms: windows.now_ms(),
-        buckets: next.entries.values().map(|(e, _)| *e).collect(),
-    };
+    let index = FileIndex::of(windows, next.entries.values().map(|(e, _)| *e).collect());
     Ok((index, next, count))
 }
 
@@ -255,21 +237,13 @@ fn unframe(bytes: &[u8]) -> anyhow::Result<&[u8]> {
 mod tests {
     use super::super::file::{Checkpoint, VERSION, load, path, write_with};
     use super::*;
-    use ravel_core::stats::AlphaSchedule;
     use ravel_core::stats::windows::{HOUR_MS, MINUTE_MS};
 
     const T0: i64 = 1_790_006_400_000;
 
     /// A checkpoint of p = 3 with windows 1m/7d holding 30 minutes of rows.
     fn checkpoint() -> Checkpoint {
-        let spec: ravel_core::synthetic::SyntheticSpec = "p=3,k=2,n=60,seed=3".parse().unwrap();
-        let (mut x, mut y) = (vec![], vec![]);
-        spec.rows().fill(60, &mut x, &mut y);
-        let mut stats = Stats::new(Task::Regression, 3, AlphaSchedule::Plain);
-        stats.update_batch(&x, &y).unwrap();
-        let mut w = Windows::new(WindowSpec::parse("1m", "7d").unwrap(), Task::Regression, 3);
-        let stamps: Vec<i64> = (0..60).map(|i| T0 + i / 2 * MINUTE_MS + i).collect();
-        w.fold(stamps[59], &stamps, &x, &y).unwrap();
+        let (stats, w) = crate::store::thirty_minutes(T0);
         Checkpoint {
             version: VERSION,
             stream: "s".into(),

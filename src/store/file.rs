@@ -326,17 +326,8 @@ mod tests {
         spec.rows().fill(50, &mut x, &mut y);
         stats.update_batch(&x, &y).unwrap();
         let cp = Checkpoint {
-            version: VERSION,
-            stream: "s".into(),
-            topic: "t".into(),
-            cluster_id: Some("c".into()),
             offsets: [(0, 17), (3, 4)].into(),
-            last_update_ms: Some(1),
-            as_of_ms: Some(2),
-            stats,
-            folds: None,
-            windows: None,
-            bucket_files: None,
+            ..checkpoint(stats)
         };
         write(dir.path(), &mut cp.clone()).unwrap();
         let back = load(dir.path(), "s").unwrap().unwrap();
@@ -392,6 +383,12 @@ mod tests {
         let (mut x, mut y) = (vec![], vec![]);
         spec.rows().fill(300, &mut x, &mut y);
         stats.update_batch(&x, &y).unwrap();
+        checkpoint(stats)
+    }
+
+    /// A checkpoint of stream `s` on topic `t` holding `stats`, read to offset 300 of
+    /// partition 0.
+    fn checkpoint(stats: Stats) -> Checkpoint {
         Checkpoint {
             version: VERSION,
             stream: "s".into(),

@@ -8,7 +8,7 @@ use super::params::{
 };
 use super::window::{
     WindowAnswer, WindowRequest, WindowsKept, history_span, no_cv_in_window, take_window,
-    take_window_query, windowed,
+    take_window_query, window_only_query, windowed,
 };
 use super::{ApiError, AppState, error};
 use crate::api::error::Code;
@@ -379,17 +379,7 @@ pub(super) async fn history(
     query: Result<Query<HashMap<String, String>>, QueryRejection>,
 ) -> Result<Json<StreamHistory>, ApiError> {
     let h = st.stream(&name)?;
-    let Query(mut q) = query?;
-    let window = take_window_query(&mut q)?;
-    if let Some(k) = q.keys().next() {
-        return Err(ApiError::bad_request(
-            Code::InvalidQuery,
-            format!(
-                "unknown query parameter \"{k}\": the history takes window.from and window.to, \
-                 or window.last"
-            ),
-        ));
-    }
+    let window = window_only_query(query, "the history takes")?;
     let mut points = h.history.points();
     if let Some(req) = window {
         let now = crate::unix_ms(std::time::SystemTime::now()) as i64;

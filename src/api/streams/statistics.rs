@@ -5,8 +5,7 @@
 //! buckets (`windows`), as the model routes' `"window"` merges them (`api::window`).
 
 use super::feature_names;
-use crate::api::error::Code;
-use crate::api::window::{WindowAnswer, take_window_query, windowed};
+use crate::api::window::{WindowAnswer, window_only_query, windowed};
 use crate::api::{ApiError, AppState, error};
 use axum::Json;
 use axum::extract::rejection::QueryRejection;
@@ -79,17 +78,7 @@ pub(in crate::api) async fn statistics(
     query: Result<Query<HashMap<String, String>>, QueryRejection>,
 ) -> Result<Json<StreamStatistics>, ApiError> {
     let h = st.stream(&name)?;
-    let Query(mut q) = query?;
-    let window = take_window_query(&mut q)?;
-    if let Some(k) = q.keys().next() {
-        return Err(ApiError::bad_request(
-            Code::InvalidQuery,
-            format!(
-                "unknown query parameter \"{k}\": the statistics take window.from and \
-                 window.to, or window.last"
-            ),
-        ));
-    }
+    let window = window_only_query(query, "the statistics take")?;
     let (snap, window) = windowed(&h, window)?;
     let (n, as_of) = (snap.stats.n(), snap.as_of_ms);
     let statistics = st

@@ -12,7 +12,7 @@
 //! named mini-batch (`"columns"`), a mapped value of a kind a field or the target refuses.
 //! Every refusal is thus the tree path's, with its reason and wording.
 
-use super::number_at;
+use super::{next_or_end, number_at};
 use crate::codec::schemad::Picked;
 use crate::dotted::{Entry, Paths as Plan};
 use serde_json::{Number, Value};
@@ -141,14 +141,8 @@ impl Scan<'_, '_> {
                 Some(e) if e.node.is_some() || !e.ends.is_empty() => self.mapped(e, depth)?,
                 _ => self.skip(depth)?,
             }
-            self.ws();
-            match self.b.get(self.i) {
-                Some(b',') => self.i += 1,
-                Some(b'}') => {
-                    self.i += 1;
-                    break;
-                }
-                _ => return None,
+            if next_or_end(self.b, &mut self.i, b'}')? {
+                break;
             }
         }
         self.keys.truncate(base);
@@ -208,14 +202,8 @@ impl Scan<'_, '_> {
                     }
                 }
             }
-            self.ws();
-            match self.b.get(self.i) {
-                Some(b',') => self.i += 1,
-                Some(b']') => {
-                    self.i += 1;
-                    return Some(items.map(Value::Array));
-                }
-                _ => return None,
+            if next_or_end(self.b, &mut self.i, b']')? {
+                return Some(items.map(Value::Array));
             }
         }
     }
@@ -271,14 +259,8 @@ impl Scan<'_, '_> {
                 loop {
                     self.ws();
                     self.skip(depth + 1)?;
-                    self.ws();
-                    match b.get(self.i) {
-                        Some(b',') => self.i += 1,
-                        Some(b']') => {
-                            self.i += 1;
-                            return Some(());
-                        }
-                        _ => return None,
+                    if next_or_end(b, &mut self.i, b']')? {
+                        return Some(());
                     }
                 }
             }
@@ -655,11 +637,19 @@ mod tests {
         };
         let v = number(r);
         members.push(format!("\"sqft\": {}", some(r, v)));
-        let v = number(r);
-        match r.random_range(0..3) {
-            0 => members.push(format!("\"user.age\": {}", some(r, v))),
-            _ => user.push(format!("\"age\": {}", some(r, v))),
-        }
+        // A number at its flat dotted key one time in `n`, else inside its object.
+        let place = |r: &mut StdRng,
+                     n: i32,
+                     (flat, key): (&str, &str),
+                     members: &mut Vec<String>,
+                     inner: &mut Vec<String>| {
+            let v = number(r);
+            match r.random_range(0..n) {
+                0 => members.push(format!("\"{flat}\": {}", some(r, v))),
+                _ => inner.push(format!("\"{key}\": {}", some(r, v))),
+            }
+        };
+        place(r, 3, ("user.age", "age"), &mut members, &mut user);
         let v = number(r);
         match r.random_range(0..4) {
             0 => members.push(format!("\"user.geo.lat\": {}", some(r, v))),
@@ -670,11 +660,7 @@ mod tests {
         members.push(format!("\"region\": {}", some(r, v.into())));
         let v = r#"["a", "b\n", 3, true]"#.to_string();
         members.push(format!("\"tags\": {}", some(r, v)));
-        let v = number(r);
-        match r.random_range(0..2) {
-            0 => members.push(format!("\"a.b\": {}", some(r, v))),
-            _ => a.push(format!("\"b\": {}", some(r, v))),
-        }
+        place(r, 2, ("a.b", "b"), &mut members, &mut a);
         let v = number(r);
         members.push(format!("\"price\": {}", some(r, v)));
         let v = number(r);

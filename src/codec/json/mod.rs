@@ -65,7 +65,7 @@ pub fn decode_shapes(
     y: &mut Vec<f64>,
 ) -> Option<usize> {
     let (x0, y0) = (x.len(), y.len());
-    let out = Parser { b: payload, i: 0 }.message(p, shapes, x, y);
+    let out = Parser { b: payload, i: 0 }.message(p, shapes, x, y, (x0, y0));
     if out.is_none() {
         x.truncate(x0);
         y.truncate(y0);
@@ -77,12 +77,8 @@ pub fn decode_shapes(
 /// (keys in either order; a non-empty name without escapes or control characters);
 /// `None` for anything else.
 pub fn feature(payload: &[u8], n: usize) -> Option<(String, Vec<f64>)> {
-    let mut p = Parser { b: payload, i: 0 };
     let (mut name, mut values) = (None, None);
-    p.eat(b'{')?;
-    loop {
-        let key = p.key()?;
-        p.eat(b':')?;
+    Parser { b: payload, i: 0 }.whole_object(|p, key| {
         match key {
             b"feature" if name.is_none() => {
                 let raw = p.key()?;
@@ -100,18 +96,8 @@ pub fn feature(payload: &[u8], n: usize) -> Option<(String, Vec<f64>)> {
             }
             _ => return None,
         }
-        p.ws();
-        match p.b.get(p.i) {
-            Some(b',') => p.i += 1,
-            Some(b'}') => {
-                p.i += 1;
-                break;
-            }
-            _ => return None,
-        }
-    }
-    p.ws();
-    (p.i == payload.len()).then_some(())?;
+        Some(())
+    })?;
     Some((name?, values?))
 }
 
@@ -129,6 +115,28 @@ pub(super) fn number_at(b: &[u8], i: usize) -> Option<(f64, usize)> {
 enum Shape {
     Row,
     Rows(usize),
+}
+
+/// After an object's member or a list's item: whitespace, then `,` (taken: `Some(false)`,
+/// another follows) or `close` (taken: `Some(true)`, the object or list ends); `None` for
+/// anything else. Both parsers end their members and items with it (`Parser`,
+/// `events::Scan`).
+#[inline]
+fn next_or_end(b: &[u8], i: &mut usize, close: u8) -> Option<bool> {
+    while let Some(b' ' | b'\n' | b'\r' | b'\t') = b.get(*i) {
+        *i += 1;
+    }
+    match b.get(*i) {
+        Some(b',') => {
+            *i += 1;
+            Some(false)
+        }
+        Some(&c) if c == close => {
+            *i += 1;
+            Some(true)
+        }
+        _ => None,
+    }
 }
 
 struct Parser<'a> {
@@ -367,11 +375,40 @@ impl<'a> Parser<'a> {
         v.is_finite().then_some(v)
     }
 
+    /// A payload that is one object and nothing after it: each member's key to `member`,
+    /// which reads its value (`None`: the payload is refused).
+    #[inline]
+    fn whole_object(
+        &mut self,
+        mut member: impl FnMut(&mut Self, &'a [u8]) -> Option<()>,
+    ) -> Option<()> {
+        self.eat(b'{')?;
+        loop {
+            let key = self.key()?;
+            self.eat(b':')?;
+            member(self, key)?;
+            if next_or_end(self.b, &mut self.i, b'}')? {
+                break;
+            }
+        }
+        self.ws();
+        (self.i == self.b.len()).then_some(())
+    }
+
+    /// A list's `[` (after whitespace), and whether the list is empty (its `]` taken too).
+    #[inline]
+    fn open_list(&mut self) -> Option<bool> {
+        self.eat(b'[')?;
+        let empty = self.peek(b']');
+        if empty {
+            self.i += 1;
+        }
+        Some(empty)
+    }
+
     /// `[numbers]` appended to `out`; returns how many.
     fn numbers(&mut self, out: &mut Vec<f64>) -> Option<usize> {
-        self.eat(b'[')?;
-        if self.peek(b']') {
-            self.i += 1;
+        if self.open_list()? {
             return Some(0);
         }
         let mut n = 0;
@@ -440,9 +477,7 @@ impl<'a> Parser<'a> {
 
     /// `[[p numbers], ...]` appended to `x`; returns the rows.
     fn rows(&mut self, p: usize, x: &mut Vec<f64>) -> Option<usize> {
-        self.eat(b'[')?;
-        if self.peek(b']') {
-            self.i += 1;
+        if self.open_list()? {
             return Some(0);
         }
         let mut rows = 0;
@@ -454,14 +489,8 @@ impl<'a> Parser<'a> {
                 self.row(p, x)?;
             }
             rows += 1;
-            self.ws();
-            match self.b.get(self.i) {
-                Some(b',') => self.i += 1,
-                Some(b']') => {
-                    self.i += 1;
-                    return Some(rows);
-                }
-                _ => return None,
+            if next_or_end(self.b, &mut self.i, b']')? {
+                return Some(rows);
             }
         }
     }
@@ -486,59 +515,45 @@ impl<'a> Parser<'a> {
         (order.len() == p).then_some(order)
     }
 
+    /// The message's rows appended to `x` and `y`, which held `x0` and `y0` values before it.
     fn message(
         mut self,
         p: usize,
         shapes: Shapes,
         x: &mut Vec<f64>,
         y: &mut Vec<f64>,
+        (x0, y0): (usize, usize),
     ) -> Option<usize> {
-        let (x0, y0) = (x.len(), y.len());
         let mut shape = None;
         let mut y_one = None;
         let mut y_many = false;
         let mut order = None;
-        self.eat(b'{')?;
-        loop {
-            let key = self.key()?;
-            self.eat(b':')?;
+        self.whole_object(|s, key| {
             match key {
                 b"columns" if order.is_none() => {
-                    order = Some(self.columns(p, shapes.column?)?);
+                    order = Some(s.columns(p, shapes.column?)?);
                 }
                 b"x" if shape.is_none() => {
                     if p > 0 {
-                        self.row(p, x)?;
-                    } else if self.numbers(x)? != 0 {
+                        s.row(p, x)?;
+                    } else if s.numbers(x)? != 0 {
                         return None;
                     }
                     shape = Some(Shape::Row);
                 }
-                b"rows" if shape.is_none() => shape = Some(Shape::Rows(self.rows(p, x)?)),
+                b"rows" if shape.is_none() => shape = Some(Shape::Rows(s.rows(p, x)?)),
                 b"y" if y_one.is_none() && !y_many => {
-                    if self.peek(b'[') {
-                        self.numbers(y)?;
+                    if s.peek(b'[') {
+                        s.numbers(y)?;
                         y_many = true;
                     } else {
-                        y_one = Some(self.number()?);
+                        y_one = Some(s.number()?);
                     }
                 }
                 _ => return None,
             }
-            self.ws();
-            match self.b.get(self.i) {
-                Some(b',') => self.i += 1,
-                Some(b'}') => {
-                    self.i += 1;
-                    break;
-                }
-                _ => return None,
-            }
-        }
-        self.ws();
-        if self.i != self.b.len() {
-            return None;
-        }
+            Some(())
+        })?;
         match (shape?, y_one, order) {
             (Shape::Row, Some(v), None) if shapes.positional => {
                 y.push(v);

@@ -340,6 +340,27 @@ pub(super) fn regression() -> Task {
 }
 
 impl StreamConfig {
+    /// Stream `name` of `p` unnamed numeric features for `task`, every other setting its
+    /// default (the demo's stream).
+    pub fn plain(name: String, p: usize, task: Task) -> StreamConfig {
+        StreamConfig {
+            name,
+            topic: None,
+            features: FeatureSchema::Count(p),
+            target: None,
+            missing: None,
+            task,
+            alpha: AlphaSpec::Plain,
+            history: None,
+            cv: None,
+            quality: None,
+            format: Default::default(),
+            avro_schema_file: None,
+            windows: None,
+            start: None,
+        }
+    }
+
     pub fn topic(&self) -> String {
         self.topic
             .clone()

@@ -48,10 +48,7 @@ pub fn assemble(
         last_update_ms: whole.last_update.map(crate::unix_ms),
         as_of_ms: whole.as_of_ms,
         stats: whole.stats.clone(),
-        folds: whole.folds.clone().map(|folds| crate::store::SavedFolds {
-            fold_by: s.handle.folds().1,
-            folds,
-        }),
+        folds: s.saved_folds(&whole.folds),
         // A copy of the map only: the buckets themselves are shared until a fold changes one.
         windows: whole.windows.clone(),
         bucket_files: None,
@@ -336,12 +333,8 @@ fn restore_windows(
     };
     let why = match saved {
         Some(w) if w.spec() == spec => {
-            w.validate(c.task, c.p()).map_err(|e| {
-                anyhow::anyhow!(
-                    "checkpoint {}: its time buckets (windows) are damaged ({e}); move it away to start this stream from the beginning of its topic",
-                    path.display()
-                )
-            })?;
+            w.validate(c.task, c.p())
+                .map_err(damaged(path, "time buckets (windows)"))?;
             return Ok(Some(w));
         }
         Some(w) => format!("its time buckets are of {}", w.spec().describe()),
@@ -355,6 +348,18 @@ fn restore_windows(
         spec.describe()
     );
     Ok(None)
+}
+
+/// The error of checkpoint `path` whose `what` do not validate: the stream cannot go on
+/// from it.
+fn damaged<E: std::fmt::Display>(path: &Path, what: &str) -> impl FnOnce(E) -> anyhow::Error {
+    let path = path.display().to_string();
+    let what = what.to_string();
+    move |e| {
+        anyhow::anyhow!(
+            "checkpoint {path}: its {what} are damaged ({e}); move it away to start this stream from the beginning of its topic"
+        )
+    }
 }
 
 /// The folds a checkpoint restores for stream `c`: its own when they are the ones the stream
@@ -377,12 +382,9 @@ fn restore_folds(
     let by = c.cv.as_ref().map(|cv| cv.fold_by).unwrap_or_default();
     let why = match saved.map(|s| s.matching(k, by)) {
         Some(Ok(folds)) => {
-            folds.validate(c.task, c.p()).map_err(|e| {
-                anyhow::anyhow!(
-                    "checkpoint {}: its fold statistics are damaged ({e}); move it away to start this stream from the beginning of its topic",
-                    path.display()
-                )
-            })?;
+            folds
+                .validate(c.task, c.p())
+                .map_err(damaged(path, "fold statistics"))?;
             return Ok(Some(folds));
         }
         Some(Err(why)) => format!("its folds do not fit: {why}"),

@@ -180,6 +180,15 @@ pub struct StreamIngest {
 }
 
 impl StreamIngest {
+    /// `folds` (a part's, or the whole stream's) as a checkpoint or a state record saves them:
+    /// with how the stream assigns rows to them.
+    pub fn saved_folds(&self, folds: &Option<FoldSet>) -> Option<crate::store::SavedFolds> {
+        folds.clone().map(|folds| crate::store::SavedFolds {
+            fold_by: self.handle.folds().1,
+            folds,
+        })
+    }
+
     /// Starts from the stream's published snapshot (restored from its checkpoint or empty):
     /// with `per_partition` (the `kafka` store) from no part at all, as partitions bring
     /// theirs when they are assigned.

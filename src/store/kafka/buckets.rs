@@ -30,7 +30,6 @@
 
 use super::{Kind, PartitionState, Record, key};
 use anyhow::{Context, bail};
-use ravel_core::Task;
 use ravel_core::stats::Stats;
 use ravel_core::stats::windows::{WindowSpec, Windows};
 use serde::{Deserialize, Serialize};
@@ -86,15 +85,7 @@ impl From<IndexEntry> for EntryArray {
 }
 
 /// A state's windows by reference: the spec, the clock, and the bucket records holding them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BucketIndex {
-    pub bucket_ms: i64,
-    pub keep_ms: i64,
-    pub task: Task,
-    pub p: usize,
-    pub now_ms: Option<i64>,
-    pub buckets: Vec<IndexEntry>,
-}
+pub type BucketIndex = crate::store::WindowIndex<IndexEntry>;
 
 /// The bucket records of the last state written (or restored) of a partition, by start: the
 /// next checkpoint writes the buckets whose `Arc` is not the one here (and those due for a
@@ -238,14 +229,13 @@ pub fn plan(
             continue;
         }
         let slot = old.map_or(0, |s| 1 - s.entry.slot);
-        let mut bytes = Vec::new();
-        let value = crate::store::BucketRef {
+        let bytes = crate::store::BucketRef {
             version,
             start_ms: start,
             width_ms: width,
             stats,
-        };
-        ciborium::into_writer(&value, &mut bytes).context("cannot encode a time bucket")?;
+        }
+        .encode()?;
         let size = bytes.len() as u64;
         let base = bucket_key(stream, partition, start, slot);
         let (mut rs, manifest) = super::records_of(base, Kind::Bucket, bytes, max_record, 0)?;
@@ -274,15 +264,7 @@ pub fn plan(
             slot_tombstones(stream, partition, &s.entry, &mut after);
         }
     }
-    let spec = windows.spec();
-    let index = BucketIndex {
-        bucket_ms: spec.bucket_ms,
-        keep_ms: spec.keep_ms,
-        task: windows.task(),
-        p: windows.p(),
-        now_ms: windows.now_ms(),
-        buckets: next.entries.values().map(|s| s.entry).collect(),
-    };
+    let index = BucketIndex::of(windows, next.entries.values().map(|s| s.entry).collect());
     Ok(Planned {
         records,
         index,
@@ -367,22 +349,13 @@ pub fn assemble(
 mod tests {
     use super::super::{Assembler, Encoded, VERSION, encode_with_buckets};
     use super::*;
-    use ravel_core::stats::AlphaSchedule;
     use ravel_core::stats::windows::{HOUR_MS, MINUTE_MS};
 
     const T0: i64 = 1_790_006_400_000;
 
     /// A partition state of p = 3 with windows 1m/7d holding 30 minutes of rows.
     fn state() -> PartitionState {
-        let p = 3;
-        let spec: ravel_core::synthetic::SyntheticSpec = "p=3,k=2,n=60,seed=3".parse().unwrap();
-        let (mut x, mut y) = (vec![], vec![]);
-        spec.rows().fill(60, &mut x, &mut y);
-        let mut stats = Stats::new(Task::Regression, p, AlphaSchedule::Plain);
-        stats.update_batch(&x, &y).unwrap();
-        let mut w = Windows::new(WindowSpec::parse("1m", "7d").unwrap(), Task::Regression, p);
-        let stamps: Vec<i64> = (0..60).map(|i| T0 + i / 2 * MINUTE_MS + i).collect();
-        w.fold(stamps[59], &stamps, &x, &y).unwrap();
+        let (stats, w) = crate::store::thirty_minutes(T0);
         PartitionState {
             version: VERSION,
             stream: "s".into(),

@@ -36,13 +36,10 @@ impl ProducerContext for Acked {
 
 /// Writes declaration records and waits until they are in the topic and read back.
 pub struct DeclarationLog {
-    producer: BaseProducer<Acked>,
-    topic: String,
-    partitions: i32,
+    out: StateProducer<Acked>,
     reader: Arc<StateReader>,
     /// One record at a time: the acknowledgement is the last one's.
     sending: Mutex<()>,
-    timeout: Duration,
 }
 
 impl DeclarationLog {
@@ -52,37 +49,24 @@ impl DeclarationLog {
         reader: Arc<StateReader>,
         timeout: Duration,
     ) -> anyhow::Result<DeclarationLog> {
-        let producer: BaseProducer<Acked> = clients
-            .config(
-                Client::StateWriter,
-                &[
-                    ("acks", "all".into()),
-                    ("enable.idempotence", "true".into()),
-                    ("linger.ms", "0".into()),
-                    ("message.timeout.ms", timeout.as_millis().to_string()),
-                ],
-            )
-            .create_with_context(Acked::default())
-            .map_err(|e| {
-                anyhow::anyhow!(
-                    "cannot create the declarations' producer: {}",
-                    clients.scrub(&e.to_string())
-                )
-            })?;
-        let partitions = changelog_partitions(producer.client(), topic)?;
+        let out = StateProducer::new(
+            clients,
+            topic,
+            Acked::default(),
+            timeout,
+            &[],
+            "the declarations' producer",
+        )?;
         Ok(DeclarationLog {
-            producer,
-            topic: topic.to_string(),
-            partitions,
+            out,
             reader,
             sending: Mutex::new(()),
-            timeout,
         })
     }
 
     /// The state topic's name, for errors.
     pub fn topic(&self) -> &str {
-        &self.topic
+        &self.out.topic
     }
 
     /// Waits until this replica's reader has read every record written before the call.
@@ -104,34 +88,36 @@ impl DeclarationLog {
     /// acknowledgement, then for this replica's reader to have read the topic that far.
     pub fn write(&self, key: &str, value: Option<&[u8]>) -> anyhow::Result<()> {
         let _one = crate::lock(&self.sending);
-        *crate::lock(&self.producer.context().0) = None;
+        *crate::lock(&self.out.producer.context().0) = None;
         let headers = OwnedHeaders::new().insert(Header {
             key: KIND,
             value: Some(Kind::Declaration.as_str()),
         });
-        let mut record: BaseRecord<'_, str, [u8], ()> = BaseRecord::to(&self.topic)
+        let mut record: BaseRecord<'_, str, [u8], ()> = BaseRecord::to(&self.out.topic)
             .key(key)
-            .partition(changelog_partition(key, self.partitions))
+            .partition(changelog_partition(key, self.out.partitions))
             .headers(headers);
         if let Some(v) = value {
             record = record.payload(v);
         }
-        self.producer
+        self.out
+            .producer
             .send(record)
-            .map_err(|(e, _)| anyhow::anyhow!("cannot send to {}: {e}", self.topic))?;
+            .map_err(|(e, _)| anyhow::anyhow!("cannot send to {}: {e}", self.out.topic))?;
         let start = Instant::now();
         let acked = loop {
-            self.producer.poll(Duration::from_millis(5));
-            if let Some(r) = crate::lock(&self.producer.context().0).take() {
+            self.out.producer.poll(Duration::from_millis(5));
+            if let Some(r) = crate::lock(&self.out.producer.context().0).take() {
                 break r;
             }
-            if start.elapsed() > self.timeout {
-                break Err(format!("no acknowledgement within {:?}", self.timeout));
+            if start.elapsed() > self.out.timeout {
+                break Err(format!("no acknowledgement within {:?}", self.out.timeout));
             }
         };
-        acked.map_err(|e| anyhow::anyhow!("{} did not take the record: {e}", self.topic))?;
-        self.reader
-            .catch_up((self.timeout.saturating_sub(start.elapsed())).max(Duration::from_secs(1)))
+        acked.map_err(|e| anyhow::anyhow!("{} did not take the record: {e}", self.out.topic))?;
+        self.reader.catch_up(
+            (self.out.timeout.saturating_sub(start.elapsed())).max(Duration::from_secs(1)),
+        )
     }
 }
 

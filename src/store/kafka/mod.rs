@@ -128,15 +128,8 @@ pub fn key(stream: &str, partition: i32) -> String {
 
 /// What this process calls itself in the records it writes.
 pub fn writer_name() -> String {
-    let host = std::env::var("HOSTNAME")
-        .ok()
-        .filter(|h| !h.is_empty())
-        .or_else(|| {
-            std::fs::read_to_string("/etc/hostname")
-                .ok()
-                .map(|h| h.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown".into());
+    let host =
+        crate::kafka::standalone::host_name("/etc/hostname").unwrap_or_else(|| "unknown".into());
     format!("{host}/{}", std::process::id())
 }
 
@@ -465,6 +458,50 @@ pub fn changelog_partition(key: &str, partitions: i32) -> i32 {
         h = h.wrapping_mul(0x100000001b3);
     }
     (h % partitions.max(1) as u64) as i32
+}
+
+/// A producer of the state topic, as the state writer and the declarations' log both use it:
+/// every record acknowledged by all in-sync replicas, idempotent, sent at once and given up
+/// after `timeout`; with the topic's name and its partition count.
+struct StateProducer<C: ProducerContext> {
+    producer: BaseProducer<C>,
+    topic: String,
+    partitions: i32,
+    timeout: Duration,
+}
+
+impl<C: ProducerContext> StateProducer<C> {
+    /// `extra`: this producer's own options; `what` names it in the error.
+    fn new(
+        clients: &KafkaClients,
+        topic: &str,
+        context: C,
+        timeout: Duration,
+        extra: &[(&str, String)],
+        what: &str,
+    ) -> anyhow::Result<StateProducer<C>> {
+        let mut options = vec![
+            ("acks", "all".to_string()),
+            ("enable.idempotence", "true".into()),
+            // A round is waited for at once: nothing to gain from lingering.
+            ("linger.ms", "0".into()),
+        ];
+        options.extend(extra.iter().cloned());
+        options.push(("message.timeout.ms", timeout.as_millis().to_string()));
+        let producer: BaseProducer<C> = clients
+            .config(Client::StateWriter, &options)
+            .create_with_context(context)
+            .map_err(|e| {
+                anyhow::anyhow!("cannot create {what}: {}", clients.scrub(&e.to_string()))
+            })?;
+        let partitions = changelog_partitions(producer.client(), topic)?;
+        Ok(StateProducer {
+            producer,
+            topic: topic.to_string(),
+            partitions,
+            timeout,
+        })
+    }
 }
 
 /// The changelog's partition count (the topic must exist: `crate::kafka::topics` checks it).

@@ -33,14 +33,11 @@ impl ProducerContext for WriteContext {
 pub struct StateWriter {
     /// Polled here, by `write`: the acknowledgements arrive as soon as the broker sends them
     /// (a `ThreadedProducer`'s flush took about 100 ms a round on the embedded broker).
-    producer: BaseProducer<WriteContext>,
-    topic: String,
-    partitions: i32,
+    out: StateProducer<WriteContext>,
     max_record: usize,
     /// The manifest of each chunked state last delivered, so its chunks can be deleted once a
     /// newer one is.
     chunked: HashMap<String, Manifest>,
-    timeout: Duration,
     /// Bytes this writer sent to each changelog partition, and the bytes of the bucket
     /// records each state it wrote names (by state key), for `buckets::Refresh`.
     sent: Mutex<HashMap<i32, u64>>,
@@ -57,34 +54,19 @@ impl StateWriter {
         max_record: usize,
         timeout: Duration,
     ) -> anyhow::Result<StateWriter> {
-        let producer: BaseProducer<WriteContext> = clients
-            .config(
-                Client::StateWriter,
-                &[
-                    ("acks", "all".into()),
-                    ("enable.idempotence", "true".into()),
-                    // A round is waited for at once: nothing to gain from lingering.
-                    ("linger.ms", "0".into()),
-                    // A chunk plus the record's overhead.
-                    ("message.max.bytes", (max_record + 64 * 1024).to_string()),
-                    ("message.timeout.ms", timeout.as_millis().to_string()),
-                ],
-            )
-            .create_with_context(WriteContext::default())
-            .map_err(|e| {
-                anyhow::anyhow!(
-                    "cannot create the state producer: {}",
-                    clients.scrub(&e.to_string())
-                )
-            })?;
-        let partitions = changelog_partitions(producer.client(), topic)?;
+        let out = StateProducer::new(
+            clients,
+            topic,
+            WriteContext::default(),
+            timeout,
+            // A chunk plus the record's overhead.
+            &[("message.max.bytes", (max_record + 64 * 1024).to_string())],
+            "the state producer",
+        )?;
         Ok(StateWriter {
-            producer,
-            topic: topic.to_string(),
-            partitions,
+            out,
             max_record,
             chunked: HashMap::new(),
-            timeout,
             sent: Mutex::new(HashMap::new()),
             named: HashMap::new(),
         })
@@ -99,7 +81,7 @@ impl StateWriter {
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
             .unwrap_or(0);
-        crate::lock(&self.producer.context().acks).clear();
+        crate::lock(&self.out.producer.context().acks).clear();
         let mut expected = vec![0usize; states.len()];
         let mut manifests = vec![None; states.len()];
         let mut saved = vec![None; states.len()];
@@ -107,7 +89,7 @@ impl StateWriter {
         let mut ok = vec![true; states.len()];
         for (i, s) in states.iter_mut().enumerate() {
             let k = key(&s.stream, s.partition);
-            let cp = changelog_partition(&k, self.partitions);
+            let cp = changelog_partition(&k, self.out.partitions);
             let named: u64 = self
                 .named
                 .values()
@@ -147,21 +129,21 @@ impl StateWriter {
             })
         };
         loop {
-            self.producer.poll(Duration::from_millis(1));
-            if !outstanding(&crate::lock(&self.producer.context().acks)) {
+            self.out.producer.poll(Duration::from_millis(1));
+            if !outstanding(&crate::lock(&self.out.producer.context().acks)) {
                 break;
             }
-            if start.elapsed() > self.timeout {
+            if start.elapsed() > self.out.timeout {
                 tracing::warn!("state records not all acknowledged in time");
                 break;
             }
         }
-        let acks = crate::lock(&self.producer.context().acks).clone();
+        let acks = crate::lock(&self.out.producer.context().acks).clone();
         for (i, s) in states.iter_mut().enumerate() {
             let (n, failed) = acks.get(&i).copied().unwrap_or((0, false));
             ok[i] = ok[i] && !failed && n == expected[i];
             if !ok[i] {
-                let err = crate::lock(&self.producer.context().last_error).clone();
+                let err = crate::lock(&self.out.producer.context().last_error).clone();
                 tracing::error!(stream = %s.stream, partition = s.partition, error = ?err, "state not written; offsets not committed");
                 continue;
             }
@@ -181,7 +163,7 @@ impl StateWriter {
             }
             s.saved = saved[i].take();
             let bytes = s.saved.as_ref().map_or(0, |b| b.bytes());
-            let cp = changelog_partition(&k, self.partitions);
+            let cp = changelog_partition(&k, self.out.partitions);
             self.named.insert(k, (cp, bytes));
         }
         ok
@@ -220,15 +202,17 @@ impl StateWriter {
         for r in &records {
             self.send(r, None);
         }
-        if let Err(e) = self.producer.flush(self.timeout) {
+        if let Err(e) = self.out.producer.flush(self.out.timeout) {
             tracing::warn!(error = %e, "the retired stream's tombstones were not all sent in time");
         }
     }
 
     /// Queues one record (retrying while the queue is full); false when it cannot be sent.
     fn send(&self, r: &Record, index: Option<usize>) -> bool {
-        let partition =
-            changelog_partition(r.key.split('#').next().unwrap_or(&r.key), self.partitions);
+        let partition = changelog_partition(
+            r.key.split('#').next().unwrap_or(&r.key),
+            self.out.partitions,
+        );
         let headers = OwnedHeaders::new().insert(Header {
             key: KIND,
             value: Some(r.kind.as_str()),
@@ -236,14 +220,14 @@ impl StateWriter {
         let start = Instant::now();
         loop {
             let mut record: BaseRecord<'_, str, [u8], Box<usize>> =
-                BaseRecord::with_opaque_to(&self.topic, Box::new(index.unwrap_or(usize::MAX)))
+                BaseRecord::with_opaque_to(&self.out.topic, Box::new(index.unwrap_or(usize::MAX)))
                     .key(r.key.as_str())
                     .partition(partition)
                     .headers(headers.clone());
             if let Some(v) = &r.value {
                 record = record.payload(v.as_slice());
             }
-            match self.producer.send(record) {
+            match self.out.producer.send(record) {
                 Ok(()) => {
                     let size = r.value.as_ref().map_or(0, Vec::len) + r.key.len();
                     *crate::lock(&self.sent).entry(partition).or_default() += size as u64;
@@ -252,9 +236,9 @@ impl StateWriter {
                 Err((e, _))
                     if e.rdkafka_error_code()
                         == Some(rdkafka::error::RDKafkaErrorCode::QueueFull)
-                        && start.elapsed() < self.timeout =>
+                        && start.elapsed() < self.out.timeout =>
                 {
-                    self.producer.poll(Duration::from_millis(5));
+                    self.out.producer.poll(Duration::from_millis(5));
                 }
                 Err((e, _)) => {
                     tracing::error!(key = %r.key, error = %e, "cannot send state record");

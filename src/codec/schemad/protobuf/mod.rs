@@ -142,6 +142,17 @@ pub fn message_indexes(bytes: &[u8]) -> Result<(Vec<i64>, &[u8]), Rejection> {
 }
 
 impl Messages {
+    /// The tests' schemas: a Protobuf schema's text, without imports.
+    #[cfg(test)]
+    pub(crate) fn of_text(schema: &str) -> Messages {
+        Messages::parse(&Fetched {
+            schema_type: "PROTOBUF".into(),
+            schema: schema.into(),
+            ..Default::default()
+        })
+        .unwrap()
+    }
+
     pub fn parse(f: &Fetched) -> Result<Messages, String> {
         Ok(Messages { file: pool_of(f)? })
     }
@@ -399,12 +410,7 @@ mod tests {
 
     #[test]
     fn text_schemas_compile_and_the_index_list_picks_nested_types() {
-        let m = Messages::parse(&Fetched {
-            schema_type: "PROTOBUF".into(),
-            schema: SALE.into(),
-            ..Default::default()
-        })
-        .unwrap();
+        let m = Messages::of_text(SALE);
         // Sale { price: 2.5, sqft: 700, user { age: 41 }, region: SOUTH }
         let body = [
             0x09, 0, 0, 0, 0, 0, 0, 0x04, 0x40, // 1: double 2.5

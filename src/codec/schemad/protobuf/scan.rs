@@ -523,59 +523,34 @@ fn value(
 ) -> Result<P, DecodeError> {
     use encoding as e;
     Ok(match kind {
-        Kind::Double => {
-            let mut v = 0.0;
-            e::double::merge(wire_type, &mut v, buf, ctx)?;
-            P::F64(v)
-        }
-        Kind::Float => {
-            let mut v = 0.0;
-            e::float::merge(wire_type, &mut v, buf, ctx)?;
-            P::F32(v)
-        }
+        Kind::Double => P::F64(read(e::double::merge, wire_type, buf, ctx)?),
+        Kind::Float => P::F32(read(e::float::merge, wire_type, buf, ctx)?),
         Kind::Int32 | Kind::Sint32 | Kind::Sfixed32 | Kind::Enum(_) => {
-            let mut v = 0;
-            match kind {
-                Kind::Sint32 => e::sint32::merge(wire_type, &mut v, buf, ctx)?,
-                Kind::Sfixed32 => e::sfixed32::merge(wire_type, &mut v, buf, ctx)?,
-                _ => e::int32::merge(wire_type, &mut v, buf, ctx)?,
-            }
+            let v = match kind {
+                Kind::Sint32 => read(e::sint32::merge, wire_type, buf, ctx)?,
+                Kind::Sfixed32 => read(e::sfixed32::merge, wire_type, buf, ctx)?,
+                _ => read(e::int32::merge, wire_type, buf, ctx)?,
+            };
             if let Kind::Enum(_) = kind {
                 P::EnumNumber(v)
             } else {
                 P::I32(v)
             }
         }
-        Kind::Int64 | Kind::Sint64 | Kind::Sfixed64 => {
-            let mut v = 0;
-            match kind {
-                Kind::Sint64 => e::sint64::merge(wire_type, &mut v, buf, ctx)?,
-                Kind::Sfixed64 => e::sfixed64::merge(wire_type, &mut v, buf, ctx)?,
-                _ => e::int64::merge(wire_type, &mut v, buf, ctx)?,
-            }
-            P::I64(v)
-        }
-        Kind::Uint32 | Kind::Fixed32 => {
-            let mut v = 0;
-            match kind {
-                Kind::Fixed32 => e::fixed32::merge(wire_type, &mut v, buf, ctx)?,
-                _ => e::uint32::merge(wire_type, &mut v, buf, ctx)?,
-            }
-            P::U32(v)
-        }
-        Kind::Uint64 | Kind::Fixed64 => {
-            let mut v = 0;
-            match kind {
-                Kind::Fixed64 => e::fixed64::merge(wire_type, &mut v, buf, ctx)?,
-                _ => e::uint64::merge(wire_type, &mut v, buf, ctx)?,
-            }
-            P::U64(v)
-        }
-        Kind::Bool => {
-            let mut v = false;
-            e::bool::merge(wire_type, &mut v, buf, ctx)?;
-            P::Bool(v)
-        }
+        Kind::Int64 | Kind::Sint64 | Kind::Sfixed64 => P::I64(match kind {
+            Kind::Sint64 => read(e::sint64::merge, wire_type, buf, ctx)?,
+            Kind::Sfixed64 => read(e::sfixed64::merge, wire_type, buf, ctx)?,
+            _ => read(e::int64::merge, wire_type, buf, ctx)?,
+        }),
+        Kind::Uint32 | Kind::Fixed32 => P::U32(match kind {
+            Kind::Fixed32 => read(e::fixed32::merge, wire_type, buf, ctx)?,
+            _ => read(e::uint32::merge, wire_type, buf, ctx)?,
+        }),
+        Kind::Uint64 | Kind::Fixed64 => P::U64(match kind {
+            Kind::Fixed64 => read(e::fixed64::merge, wire_type, buf, ctx)?,
+            _ => read(e::uint64::merge, wire_type, buf, ctx)?,
+        }),
+        Kind::Bool => P::Bool(read(e::bool::merge, wire_type, buf, ctx)?),
         Kind::String => {
             e::string::merge(wire_type, &mut state.text, buf, ctx)?;
             P::String(std::mem::take(&mut state.text))
@@ -586,6 +561,18 @@ fn value(
         }
         Kind::Message(_) => return Err(declined()),
     })
+}
+
+/// The scalar one of prost's `encoding::<type>::merge` reads, from its default.
+fn read<T: Default, B: Buf>(
+    merge: fn(WireType, &mut T, &mut B, DecodeContext) -> Result<(), DecodeError>,
+    wire_type: WireType,
+    buf: &mut B,
+    ctx: DecodeContext,
+) -> Result<T, DecodeError> {
+    let mut v = T::default();
+    merge(wire_type, &mut v, buf, ctx)?;
+    Ok(v)
 }
 
 /// A field number the type does not have, skipped as prost-reflect keeps it as an unknown
@@ -627,7 +614,6 @@ fn declined() -> DecodeError {
 mod tests {
     use super::super::{Messages, Plan};
     use crate::codec::schemad::Picked;
-    use crate::codec::schemad::registry::Fetched;
     use prost_reflect::prost::Message as _;
     use prost_reflect::{DynamicMessage, Kind, MapKey, MessageDescriptor, Value as P};
     use rand::rngs::StdRng;
@@ -668,14 +654,7 @@ mod tests {
         }"#;
 
     fn descriptor(schema: &str, path: &[i64]) -> MessageDescriptor {
-        Messages::parse(&Fetched {
-            schema_type: "PROTOBUF".into(),
-            schema: schema.into(),
-            ..Default::default()
-        })
-        .unwrap()
-        .message(path)
-        .unwrap()
+        Messages::of_text(schema).message(path).unwrap()
     }
 
     fn plan(desc: &MessageDescriptor, names: &[&str], target: &str) -> Plan {
@@ -784,6 +763,23 @@ mod tests {
         a.values == b.values && a.label == b.label && a.unused == b.unused
     }
 
+    /// The plan of `names` with `target` scans (and counts the unused fields it sees, when
+    /// `tracking`), and agrees with the decoded message on `n` fuzzed messages of `seed`.
+    fn scans(
+        desc: &MessageDescriptor,
+        (names, target): (&[&str], &str),
+        tracking: bool,
+        (seed, n): (u64, usize),
+    ) {
+        let p = plan(desc, names, target);
+        assert!(
+            p.scanner
+                .as_ref()
+                .is_some_and(|s| s.track_seen || !tracking)
+        );
+        fuzz(desc, &p, seed, n);
+    }
+
     /// The scan equals the decoded message's pick on every message it takes, takes nearly
     /// every undamaged one, and takes no message prost-reflect refuses.
     fn fuzz(desc: &MessageDescriptor, plan: &Plan, seed: u64, n: usize) {
@@ -880,25 +876,17 @@ mod tests {
         );
         fuzz(&desc, &p, 48, 6000);
         // A target inside a message, and nothing but the target.
-        let p = plan(&desc, &["inner.next.d"], "inner.d");
-        assert!(p.scanner.is_some());
-        fuzz(&desc, &p, 49, 1500);
+        scans(&desc, (&["inner.next.d"], "inner.d"), false, (49, 1500));
         // Unused top-level messages, counted when on the wire.
-        let p = plan(&desc, &["x_double"], "y");
-        assert!(p.scanner.as_ref().is_some_and(|s| s.track_seen));
-        fuzz(&desc, &p, 50, 1500);
+        scans(&desc, (&["x_double"], "y"), true, (50, 1500));
     }
 
     #[test]
     fn proto2_presence_defaults_and_groups_scan_as_they_decode() {
         let desc = descriptor(LEGACY, &[0]);
-        let p = plan(&desc, &["a", "s", "G.g"], "y");
-        assert!(p.scanner.is_some());
-        fuzz(&desc, &p, 2, 3000);
+        scans(&desc, (&["a", "s", "G.g"], "y"), false, (2, 3000));
         // Unused optional scalars and groups, counted when on the wire.
-        let p = plan(&desc, &["s"], "y");
-        assert!(p.scanner.as_ref().is_some_and(|s| s.track_seen));
-        fuzz(&desc, &p, 3, 1500);
+        scans(&desc, (&["s"], "y"), true, (3, 1500));
     }
 
     #[test]
