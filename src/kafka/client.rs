@@ -520,23 +520,22 @@ mod tests {
     }
 
     fn clients() -> KafkaClients {
-        let kafka = KafkaConfig {
+        let mut kafka = KafkaConfig {
             group_id: "g1".into(),
             ..KafkaConfig::default()
         };
-        let kafka = with_options(
-            kafka,
+        clients_of(
+            &mut kafka,
             &[("security_protocol", "SASL_SSL"), ("linger.ms", "7")],
-        );
-        KafkaClients::new(&kafka, "b:9092")
+        )
     }
 
-    /// `kafka` with the user's `options` (kafka.options) too.
-    fn with_options(mut kafka: KafkaConfig, options: &[(&str, &str)]) -> KafkaConfig {
+    /// The clients of `kafka` on "b:9092", the user's `options` (kafka.options) added to it.
+    fn clients_of(kafka: &mut KafkaConfig, options: &[(&str, &str)]) -> KafkaClients {
         for (k, v) in options {
             kafka.options.insert(k.to_string(), v.to_string());
         }
-        kafka
+        KafkaClients::new(kafka, "b:9092")
     }
 
     #[test]
@@ -576,14 +575,13 @@ mod tests {
         assert_eq!(k.consumer(100).get("max.poll.interval.ms"), Some("15000"));
         assert_eq!(k.scorer_consumer("s").get("max.poll.interval.ms"), None);
         assert_eq!(k.dead_letter_reader().get("session.timeout.ms"), None);
-        let mut kafka = KafkaConfig::default();
-        kafka
-            .options
-            .insert("fetch.wait.max.ms".into(), "500".into());
-        kafka
-            .options
-            .insert("session.timeout.ms".into(), "30000".into());
-        let k = KafkaClients::new(&kafka, "b:9092");
+        let k = clients_of(
+            &mut KafkaConfig::default(),
+            &[
+                ("fetch.wait.max.ms", "500"),
+                ("session.timeout.ms", "30000"),
+            ],
+        );
         k.heard_cluster("mockCluster1a2b");
         assert_eq!(k.consumer(100).get("fetch.wait.max.ms"), Some("500"));
         assert_eq!(k.consumer(100).get("session.timeout.ms"), Some("30000"));
@@ -616,15 +614,14 @@ mod tests {
 
     #[test]
     fn consumer_only_options_go_to_consumers_only_and_the_instance_id_to_group_members() {
-        let kafka = KafkaConfig {
+        let mut kafka = KafkaConfig {
             instance_id: "ravel-0".into(),
             ..KafkaConfig::default()
         };
-        let kafka = with_options(
-            kafka,
+        let k = clients_of(
+            &mut kafka,
             &[("session.timeout.ms", "30000"), ("linger.ms", "7")],
         );
-        let k = KafkaClients::new(&kafka, "b:9092");
         for c in [k.consumer(100), k.scorer_consumer("g.scorer.s")] {
             assert_eq!(c.get("session.timeout.ms"), Some("30000"));
             assert_eq!(c.get("group.instance.id"), Some("ravel-0"));
@@ -677,12 +674,10 @@ mod tests {
         assert_eq!(r["ssl.key.location"], "/etc/k.pem");
         assert_eq!(r["sasl.mechanisms"], "SCRAM-SHA-512");
         assert_eq!(r["sasl.password"], "***");
-        let mut kafka = KafkaConfig::default();
-        kafka
-            .options
-            .insert("sasl.password".into(), "hunter2".into());
-        kafka.options.insert("sasl.username".into(), "alice".into());
-        let k = KafkaClients::new(&kafka, "b:9092");
+        let k = clients_of(
+            &mut KafkaConfig::default(),
+            &[("sasl.password", "hunter2"), ("sasl.username", "alice")],
+        );
         assert_eq!(
             k.scrub("property sasl.password hunter2 invalid for alice"),
             "property sasl.password *** invalid for alice"
