@@ -952,7 +952,7 @@ mod tests {
             "the largest feature index is 100 (line 1), so p = 100",
             "n = 10 rows and 1000 nonzeros",
             "the sparse columns (12.6 KiB)",
-            "an estimated 94.9 KiB, over the limit of 9.8 KiB (--max-memory)",
+            "an estimated 98.1 KiB, over the limit of 9.8 KiB (--max-memory)",
         ] {
             assert!(e.contains(part), "'{part}' missing from: {e}");
         }
