@@ -132,7 +132,7 @@ impl Csc {
     }
 }
 
-/// sum_k vals[k] v[rows[k]]: in order below 8 nonzeros; from 8 on in four running sums
+/// `sum_k vals[k] v[rows[k]]`: in order below 8 nonzeros; from 8 on in four running sums
 /// (lane k % 4), added pairwise, then the last len % 4 products in order, so a frequent
 /// column's thousands of products do not wait on one running sum. One order for a given
 /// column, whoever asks.
