@@ -32,7 +32,7 @@
 //! `cargo bench --bench ingest -- features` runs part 4 alone, `-- decode` part 1.
 
 use ravel::broker::EmbeddedBroker;
-use ravel::config::{Config, FeatureSchema, FeatureStreamConfig, StreamConfig};
+use ravel::config::{Config, FeatureStreamConfig, StreamConfig};
 use ravel::shutdown::{self, ShutdownTrigger};
 use ravel::wire::{self as format, Schema};
 use ravel_core::Task;
@@ -330,20 +330,8 @@ impl Service {
 
 fn stream(name: &str, topic: &str, p: usize) -> StreamConfig {
     StreamConfig {
-        name: name.into(),
         topic: Some(topic.into()),
-        features: FeatureSchema::Count(p),
-        target: None,
-        missing: None,
-        task: Task::Regression,
-        alpha: ravel_core::stats::AlphaSpec::Plain,
-        history: None,
-        cv: None,
-        quality: None,
-        format: Default::default(),
-        avro_schema_file: None,
-        windows: None,
-        start: None,
+        ..StreamConfig::plain(name.into(), p, Task::Regression)
     }
 }
 

@@ -210,20 +210,9 @@ pub fn feature_config(feature_streams: Vec<FeatureStreamConfig>) -> Config {
 
 pub fn stream(name: &str, topic: &str, features: FeatureSchema, task: Task) -> StreamConfig {
     StreamConfig {
-        name: name.into(),
         topic: Some(topic.into()),
         features,
-        target: None,
-        missing: None,
-        task,
-        alpha: ravel_core::stats::AlphaSpec::Plain,
-        history: None,
-        cv: None,
-        quality: None,
-        format: Default::default(),
-        avro_schema_file: None,
-        windows: None,
-        start: None,
+        ..StreamConfig::plain(name.into(), 0, task)
     }
 }
 
